@@ -1,0 +1,88 @@
+"""Input checks shared by the statistics modules: every error names the argument and what is wrong."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def as_embeddings(value, name: str, *, min_rows: int = 1) -> np.ndarray:
+    """Return ``value`` as a float64 (rows x dims) array, or raise ValueError naming ``name``.
+
+    Rejects non-numeric data, arrays that are not 2-D, fewer than ``min_rows`` rows, zero dims,
+    NaN or infinite entries, and all-zero rows (whose cosine similarity is undefined).
+    """
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError) as err:  # ragged nested lists and the like
+        raise ValueError(f"{name} is not an array of numbers: {err}") from None
+    if array.dtype == object or not (
+        np.issubdtype(array.dtype, np.number) or np.issubdtype(array.dtype, np.bool_)
+    ):
+        raise ValueError(f"{name} must hold numbers, got dtype {array.dtype}")
+    if np.issubdtype(array.dtype, np.complexfloating):
+        raise ValueError(f"{name} must be real-valued, got dtype {array.dtype}")
+    if array.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (rows x dims), got shape {array.shape}")
+    rows, dims = array.shape
+    if rows == 0:
+        raise ValueError(f"{name} is empty (0 rows)")
+    if rows < min_rows:
+        noun = "row" if rows == 1 else "rows"
+        raise ValueError(f"{name} has {rows} {noun}; at least {min_rows} are needed")
+    if dims == 0:
+        raise ValueError(f"{name} has 0 dims")
+    array = array.astype(np.float64, copy=False)
+    finite = np.isfinite(array)
+    if not finite.all():
+        row = int(np.argwhere(~finite)[0, 0])
+        what = "NaN" if np.isnan(array[row]).any() else "inf"
+        raise ValueError(f"{name} contains {what} (first in row {row})")
+    zero_rows = np.flatnonzero(~array.any(axis=1))
+    if zero_rows.size:
+        raise ValueError(
+            f"{name} row {int(zero_rows[0])} is all zeros (cosine similarity is undefined)"
+        )
+    return array
+
+
+def check_same_dims(named: dict[str, np.ndarray]) -> None:
+    """Raise ValueError if the arrays in ``named`` (name -> 2-D array) differ in their number of dims."""
+    items = list(named.items())
+    first_name, first = items[0]
+    for name, array in items[1:]:
+        if array.shape[1] != first.shape[1]:
+            raise ValueError(
+                f"{name} has {array.shape[1]} dims but {first_name} has {first.shape[1]}"
+            )
+
+
+def unit_rows(array: np.ndarray) -> np.ndarray:
+    """Rows of a checked float64 array scaled to unit L2 norm (overflow-safe)."""
+    scale = np.abs(array).max(axis=1, keepdims=True)
+    scaled = array / scale
+    return scaled / np.linalg.norm(scaled, axis=1, keepdims=True)
+
+
+def check_seed(seed, name: str = "seed") -> int:
+    """Return ``seed`` as a non-negative int (``None`` draws fresh OS entropy, which is then recorded)."""
+    if seed is None:
+        return int(np.random.SeedSequence().entropy)
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise ValueError(f"{name} must be a non-negative int or None, got {seed!r}")
+    if seed < 0:
+        raise ValueError(f"{name} must be non-negative, got {seed}")
+    return int(seed)
+
+
+def check_positive_int(value, name: str) -> int:
+    """Return ``value`` as a positive int or raise ValueError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return int(value)
+
+
+def check_choice(value, name: str, choices: tuple[str, ...]) -> str:
+    """Return ``value`` if it is one of ``choices``, else raise ValueError listing them."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
+    return value

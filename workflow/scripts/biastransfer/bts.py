@@ -1,0 +1,124 @@
+"""Bias Transfer Score (paper §4.3): Spearman's rho between similarities before and after finetuning.
+
+The two mappings go from a key (a class name, or a pair of classes) to a similarity, and are aligned
+by key. The default p-value is scipy.stats.spearmanr's (Student t with n - 2 degrees of freedom),
+which reproduces every (rho, p) pair of the paper's Tables 3 and 4; ``pvalue="permutation"`` gives a
+permutation p-value (exact over all n! orderings when there are at most ``permutations`` of them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from biastransfer._validation import check_choice, check_positive_int, check_seed
+
+PVALUE_METHODS = ("asymptotic", "permutation")
+ALTERNATIVES = ("two-sided", "greater", "less")
+
+
+@dataclass(frozen=True)
+class BTSResult:
+    """Spearman's rho (``statistic``) over ``n`` keys, in the order of ``keys`` (that of ``before``).
+
+    ``permutations`` is the size of the permutation null distribution (n! when exact) and ``seed``
+    the seed of its random draws; both are ``None`` for the asymptotic p-value (and ``seed`` when exact).
+    """
+
+    statistic: float
+    pvalue: float
+    n: int
+    keys: tuple
+    pvalue_method: str
+    alternative: str
+    permutations: int | None
+    seed: int | None
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def bias_transfer_score(
+    before: Mapping[Hashable, float],
+    after: Mapping[Hashable, float],
+    pvalue: str = "asymptotic",
+    alternative: str = "two-sided",
+    permutations: int = 100_000,
+    seed: int | None = 0,
+) -> BTSResult:
+    """Spearman's rho between ``before[key]`` and ``after[key]`` over their common keys.
+
+    Values are numbers or objects with a ``.value`` (e.g. :class:`~biastransfer.similarity.SimilarityResult`).
+    Raises ValueError if the key sets differ (naming the keys), if fewer than 3 keys are given, if a
+    value is not finite, or if either side has all values tied (rho is undefined).
+    """
+    check_choice(pvalue, "pvalue", PVALUE_METHODS)
+    check_choice(alternative, "alternative", ALTERNATIVES)
+    keys = tuple(before)
+    only_before = [k for k in keys if k not in after]
+    only_after = [k for k in after if k not in before]
+    if only_before or only_after:
+        raise ValueError(
+            "before and after have different keys: "
+            f"only in before: {only_before}; only in after: {only_after}"
+        )
+    if len(keys) < 3:
+        raise ValueError(f"the Bias Transfer Score needs at least 3 keys, got {len(keys)}: {list(keys)}")
+    x = _values(before, keys, "before")
+    y = _values(after, keys, "after")
+
+    if pvalue == "asymptotic":
+        res = stats.spearmanr(x, y, alternative=alternative)
+        return BTSResult(
+            float(res.statistic), float(res.pvalue), len(keys), keys, pvalue, alternative, None, None
+        )
+
+    permutations = check_positive_int(permutations, "permutations")
+    seed = check_seed(seed)
+    rank_y = stats.rankdata(y)
+    centred_y = rank_y - rank_y.mean()
+    scale_y = math.sqrt(centred_y @ centred_y)
+
+    def rho(ranks_x, axis=-1):
+        centred = ranks_x - ranks_x.mean(axis=axis, keepdims=True)
+        scale = np.sqrt(np.sum(centred**2, axis=axis))
+        return np.sum(centred * centred_y, axis=axis) / (scale * scale_y)
+
+    n_orderings = math.factorial(len(keys))
+    exact = n_orderings <= permutations
+    if not exact and permutations < 2:
+        raise ValueError("permutations must be at least 2 for a Monte Carlo permutation p-value")
+    # Monte Carlo: permutations - 1 random orderings plus the observed one, p = (1 + hits) / permutations.
+    res = stats.permutation_test(
+        (stats.rankdata(x),),
+        rho,
+        permutation_type="pairings",
+        vectorized=True,
+        n_resamples=np.inf if exact else permutations - 1,
+        alternative=alternative,
+        rng=np.random.default_rng(seed),
+    )
+    return BTSResult(
+        float(res.statistic), float(res.pvalue), len(keys), keys, pvalue, alternative,
+        n_orderings if exact else permutations, None if exact else seed,
+    )
+
+
+def _values(mapping: Mapping, keys: tuple, name: str) -> np.ndarray:
+    values = np.empty(len(keys))
+    for i, key in enumerate(keys):
+        value = getattr(mapping[key], "value", mapping[key])
+        try:
+            values[i] = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name}[{key!r}] is not a number: {value!r}") from None
+        if not np.isfinite(values[i]):
+            raise ValueError(f"{name}[{key!r}] is not finite: {values[i]}")
+    if np.all(values == values[0]):
+        raise ValueError(f"all values in {name} are tied; Spearman's rho is undefined")
+    return values
