@@ -1,0 +1,221 @@
+"""COCO parsing, curation, the paper's lists, splits and the leakage check on a tiny fake COCO tree."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pandas as pd
+import pytest
+from PIL import Image
+
+from biastransfer import coco
+from biastransfer.curation import manifest_from_selection
+from biastransfer.leakage import check_no_leakage
+from biastransfer.manifest import read_manifest, write_manifest
+from loopback import FileServer
+
+CATS = [{"id": 1, "name": "person", "supercategory": "person"}, {"id": 3, "name": "car", "supercategory": "vehicle"},
+        {"id": 42, "name": "surfboard", "supercategory": "sports"}, {"id": 62, "name": "chair", "supercategory": "furniture"}]
+W = H = 100  # image area 10,000; areas below are chosen against min_area_fraction = 0.05 (500)
+
+
+def ann(i, image_id, cat, area=2000.0, crowd=0):
+    seg = {"counts": [5, 10, 85], "size": [H, W]} if crowd else [[1.0, 2.5, 30.0, 2.0, 30.0, 40.0]]
+    return {"id": i, "image_id": image_id, "category_id": cat, "segmentation": seg, "area": area,
+            "bbox": [1.0, 2.0, 29.0, 38.0], "iscrowd": crowd}
+
+
+def build_split(split, start):
+    """Planted images (ids from ``start``), each with the class it must land in (or None)."""
+    plan = []  # (image_id, [(cat, area, crowd)], captions, expected class)
+    i = start
+    for _ in range(5):
+        plan.append((i, [(3, 3000, 0)], ["a red car parked"], "car")); i += 1
+    for _ in range(4):
+        plan.append((i, [(3, 3000, 0), (1, 1500, 0)], ["a man next to his car.", "A MAN, smiling"], "car_man")); i += 1
+    for _ in range(3):
+        plan.append((i, [(3, 3000, 0), (1, 1500, 0)], ["a woman by a car", "lady driving"], "car_woman")); i += 1
+    for _ in range(4):
+        plan.append((i, [(42, 2500, 0), (1, 900, 0)], ["a boy on a surfboard"], "surfboard_man")); i += 1
+    for _ in range(4):
+        plan.append((i, [(1, 4000, 0)], ["a woman smiling"], "woman")); i += 1
+    for _ in range(4):
+        plan.append((i, [(1, 4000, 0)], ["a man standing"], "man")); i += 1
+    # distractors that must never be chosen for a non-random class
+    plan.append((i, [(3, 100, 0)], ["tiny car"], None)); i += 1                                 # car too small
+    plan.append((i, [(3, 3000, 0), (62, 800, 0)], ["car and chair"], None)); i += 1              # other category
+    plan.append((i, [(3, 3000, 0), (1, 1500, 0)], ["a man and a woman by a car"], None)); i += 1  # both genders
+    plan.append((i, [(3, 3000, 0), (1, 1500, 0), (1, 900, 0)], ["two men by a car"], None)); i += 1  # 2 persons
+    plan.append((i, [(1, 4000, 1)], ["a crowd of men"], None)); i += 1                           # crowd
+    plan.append((i, [], ["an empty street"], None)); i += 1                                      # unlabelled
+    images, anns, caps = [], [], []
+    for image_id, objs, texts, _ in plan:
+        images.append({"id": image_id, "file_name": f"{image_id:012d}.jpg", "width": W, "height": H, "license": 1,
+                       "coco_url": coco.image_url(split, image_id), "date_captured": "",
+                       "flickr_url": f"http://farm1.staticflickr.com/1/{image_id}_abc_z.jpg"})
+        for cat, area, crowd in objs:
+            anns.append(ann(len(anns) + 1 + 10_000 * start, image_id, cat, area, crowd))
+        caps += [{"id": len(caps) + 1, "image_id": image_id, "caption": t} for t in texts]
+    inst = {"info": {}, "licenses": [{"id": 1, "name": "CC"}], "images": images, "annotations": anns, "categories": CATS}
+    return inst, {"info": {}, "images": images, "annotations": caps}, plan
+
+
+def jpeg(seed: int) -> bytes:
+    buf = io.BytesIO()
+    Image.new("RGB", (8, 8), (seed % 256, 40, 90)).save(buf, format="JPEG")
+    return buf.getvalue()
+
+
+@pytest.fixture
+def tree(tmp_path):
+    ann_dir = tmp_path / "coco" / "annotations"
+    ann_dir.mkdir(parents=True)
+    plans = {}
+    for split, start in (("val2017", 100), ("train2017", 500)):
+        inst, caps, plan = build_split(split, start)
+        (ann_dir / f"instances_{split}.json").write_text(json.dumps(inst, indent=1))  # indented: regex must cope
+        (ann_dir / f"captions_{split}.json").write_text(json.dumps(caps))
+        plans[split] = plan
+    return tmp_path, plans
+
+
+def load(tmp_path):
+    d = tmp_path / "coco" / "annotations"
+    inst = [coco.load_instances(d / f"instances_{s}.json") for s in coco.SPLITS]
+    caps = pd.concat([coco.load_captions(d / f"captions_{s}.json") for s in coco.SPLITS])
+    return inst, caps
+
+
+def test_load_instances_fields_and_category_order(tree):
+    tmp_path, plans = tree
+    inst = coco.load_instances(tmp_path / "coco/annotations/instances_val2017.json")
+    assert inst.split == "val2017"
+    assert inst.class_names == ("person", "car", "surfboard", "chair")
+    assert len(inst.images) == len(plans["val2017"])
+    assert inst.annotations["iscrowd"].sum() == 1 and set(inst.annotations["category_id"]) == {1, 3, 42, 62}
+    assert inst.annotations["area"].iloc[0] == 3000.0
+    # every polygon and RLE segmentation is dropped before parsing (that is what keeps it lean)
+    raw = (tmp_path / "coco/annotations/instances_val2017.json").read_bytes()
+    assert coco._SEGMENTATION.subn(b"0", raw)[1] == len(inst.annotations)
+
+
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda t: t[: len(t) // 2], "not valid JSON, perhaps truncated"),
+        (lambda t: t.replace('"category_id"', '"cat"', 1), r"annotations\[0\] has no 'category_id'"),
+        (lambda t: t.replace('"category_id": 3', '"category_id": 99', 1), r"category id\(s\) \[99\] not in 'categories'"),
+        (lambda t: t.replace('"categories"', '"cats"'), r"missing top-level key\(s\) \['categories'\]"),
+    ],
+)
+def test_bad_annotation_files_raise_clear_errors(tree, damage, message):
+    tmp_path, _ = tree
+    bad = tmp_path / "instances_val2017.json"
+    bad.write_text(damage((tmp_path / "coco/annotations/instances_val2017.json").read_text()))
+    with pytest.raises(ValueError, match=message) as err:
+        coco.load_instances(bad)
+    assert str(bad) in str(err.value)
+
+
+def test_caption_gender_rule():
+    caps = pd.DataFrame({"image_id": [1, 1, 2, 3, 3, 4, 5], "caption": [
+        "A man.", "a dog", "Two WOMEN talking", "a girl", "her brother, a boy", "a manhole", "men's shoes"]})
+    got = coco.caption_gender(caps, ["man", "men", "boy"], ["woman", "women", "girl"]).to_dict()
+    assert got == {1: "man", 2: "woman", 5: "man"}  # 3 has both, 4 has neither ("manhole" is not "man")
+    with pytest.raises(ValueError, match="disjoint"):
+        coco.caption_gender(caps, ["man"], ["man"])
+
+
+SIZES = {"car": 8, "car_man": 6, "car_woman": 4, "surfboard_man": 5, "man": 6, "woman": 5, "random": 7}
+
+
+def test_curated_selection_obeys_rules_and_sizes(tree):
+    tmp_path, plans = tree
+    inst, caps = load(tmp_path)
+    kw = dict(root=tmp_path / "coco", male_words=["man", "men", "boy"], female_words=["woman", "lady"],
+              objects={"car": "car", "surfboard": "surfboard"})
+    sel = coco.curate(inst, caps, SIZES, seed=3, **kw)
+    expected = {str(i): cls for plan in plans.values() for i, _, _, cls in plan}
+    assert sel.groupby("class").size().to_dict() == SIZES
+    assert sel["image_id"].is_unique
+    for image_id, cls in zip(sel["image_id"], sel["class"]):
+        if cls != "random":
+            assert expected[image_id] == cls, (image_id, cls)
+    assert sel.loc[sel["class"] == "car_man", "reason"].str.contains("captions: man words only").all()
+    assert sel.loc[sel["class"] == "random", "reason"].str.startswith("random: uniform draw (seed 3)").all()
+    assert set(sel["source_split"]) == {"val2017", "train2017"}
+    row = sel.iloc[0]
+    assert row["path"].endswith(f"{row['source_split']}/{int(row['image_id']):012d}.jpg")
+    assert row["source"] == coco.image_url(row["source_split"], int(row["image_id"]))
+    # deterministic given the seed; another seed changes the draw
+    pd.testing.assert_frame_equal(sel, coco.curate(inst, caps, SIZES, seed=3, **kw))
+    other = coco.curate(inst, caps, SIZES, seed=4, **kw)
+    assert set(other["image_id"]) != set(sel["image_id"])
+
+
+def test_curation_errors_name_the_problem(tree):
+    tmp_path, _ = tree
+    inst, caps = load(tmp_path)
+    kw = dict(root="r", male_words=["man"], female_words=["woman"], objects={"car": "car"})
+    with pytest.raises(ValueError, match="class 'car_woman': only 6 candidate"):
+        coco.curate(inst, caps, {"car_woman": 7}, **kw)
+    kept = coco.curate(inst, caps, {"car_woman": 7}, on_shortfall="keep", **kw)
+    assert len(kept) == 6
+    with pytest.raises(ValueError, match=r"unknown class\(es\) \['boat'\]"):
+        coco.curate(inst, caps, {"boat": 2}, **kw)
+    with pytest.raises(ValueError, match="'bus' is not a COCO category"):
+        coco.curate(inst, caps, {"car": 2}, **{**kw, "objects": {"car": "bus"}})
+    with pytest.raises(ValueError, match="unknown option"):
+        coco.curate(inst, caps, {"car": 2}, colour="red", **kw)
+
+
+def test_paper_lists_resolve_flickr_and_drop_repeats(tree):
+    tmp_path, _ = tree
+    inst, _ = load(tmp_path)
+    lists = tmp_path / "lists"
+    lists.mkdir()
+    (lists / "car.txt").write_text(f"{coco.image_url('val2017', 100)}\n\n{coco.image_url('train2017', 501)}\n"
+                                   f"{coco.image_url('val2017', 100)}\n")
+    (lists / "man.txt").write_text("http://farm1.staticflickr.com/1/121_abc_z.jpg\n")
+    tables = [i.images.assign(split=i.split) for i in inst]
+    sel = coco.paper_selection({"car": lists / "car.txt", "man": lists / "man.txt"}, root="R", images=tables)
+    assert sel[["image_id", "class", "source_split"]].values.tolist() == [
+        ["100", "car", "val2017"], ["501", "car", "train2017"], ["121", "man", "val2017"]]
+    assert sel["reason"].iloc[2] == "paper list man.txt line 1: http://farm1.staticflickr.com/1/121_abc_z.jpg"
+    (lists / "bad.txt").write_text("http://example.org/x.jpg\n")
+    with pytest.raises(ValueError, match=r"bad\.txt:1: 'http://example.org/x.jpg' is neither"):
+        coco.paper_selection({"x": lists / "bad.txt"}, root="R", images=tables)
+
+
+def test_manifest_splits_and_leakage(tree):
+    tmp_path, _ = tree
+    inst, caps = load(tmp_path)
+    root = tmp_path / "coco"
+    sel = coco.curate(inst, caps, {"car": 4, "man": 3, "random": 3}, root=root, male_words=["man"],
+                      female_words=["woman"], objects={"car": "car"})
+    files = {f"/{s}/{int(i):012d}.jpg": jpeg(int(i)) for s, i in zip(sel["source_split"], sel["image_id"])}
+    with FileServer(files) as srv:
+        sel = sel.assign(source=[f"{srv.url}/{s}/{int(i):012d}.jpg" for s, i in zip(sel["source_split"], sel["image_id"])])
+        manifest = manifest_from_selection(sel, workers=4)
+    write_manifest(tmp_path / "manifest.parquet", manifest)
+    manifest = read_manifest(tmp_path / "manifest.parquet")
+    assert (root / "val2017").is_dir() and len(manifest) == 10
+    exclude = set(manifest["image_id"])
+    splits = {i.split: coco.make_split(i, dataset="coco", name=i.split, root=root, exclude=exclude) for i in inst}
+    train = splits["train2017"]
+    assert train.classes == ("person", "car", "surfboard", "chair")
+    n_train = len(inst[0].images) - len(exclude & set(inst[0].images["id"].astype(str)))
+    assert len(train.frame) == n_train
+    row = train.frame.set_index("image_id").loc["500"]
+    assert row["labels"] == ["car"] and row["path"] == str(root / "train2017" / "000000000500.jpg")
+    assert [] in train.frame["labels"].tolist()  # the unlabelled image is kept
+    check_no_leakage(manifest, {k: s.frame for k, s in splits.items()})
+    leaked = manifest["image_id"].iloc[0]
+    planted = pd.concat([splits["val2017"].frame, pd.DataFrame({"image_id": [leaked], "path": ["x"], "labels": [[]]})])
+    with pytest.raises(ValueError, match=f"split 'val2017': 1 analysis image id.*: {leaked}"):
+        check_no_leakage(manifest, {"val2017": planted})
+    # the same file under another id is caught by its hash
+    renamed = pd.DataFrame({"image_id": ["other"], "sha256": [manifest["sha256"].iloc[1]]})
+    with pytest.raises(ValueError, match="analysis image's sha256: other"):
+        check_no_leakage(manifest, {"extra": renamed})

@@ -1,0 +1,406 @@
+"""COCO 2017: annotation parsing, analysis-set curation, the paper's lists, and finetuning splits.
+
+Facts (research/data-models.md §1): images live at ``http://images.cocodataset.org/{split}/{id:012d}.jpg``;
+``instances_{split}.json`` has ``images``, ``annotations`` and ``categories``; ``captions_{split}.json``
+has ``images`` and ``annotations`` with a ``caption``. Image ids are written as decimal strings.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import string
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .curation import SELECTION_COLUMNS, check_class_names, draw
+from .splits import Split
+
+BASE_URL = "http://images.cocodataset.org"
+ANNOTATIONS_URL = f"{BASE_URL}/annotations/annotations_trainval2017.zip"
+# md5 of the official zips (data-models.md §1; several independent scripts agree)
+FILES = {
+    "annotations_trainval2017.zip": (ANNOTATIONS_URL, "f4bbac642086de4f52a3fdda2de5fa2c"),
+    "train2017.zip": (f"{BASE_URL}/zips/train2017.zip", "cced6f7f71b7629ddf16f17bbcfab6b2"),
+    "val2017.zip": (f"{BASE_URL}/zips/val2017.zip", "442b8da7639aecaf257c1dceb8ba8c80"),
+}
+SPLITS = ("train2017", "val2017")
+
+# "segmentation": <polygons (nested number arrays)> or <uncompressed RLE {"counts": [...], "size": [...]}>.
+# These are ~80% of instances_train2017.json and never needed here; dropping them before json.loads makes
+# parsing several times faster and leaner. Only number-only values match, so nothing else can be touched.
+_SEGMENTATION = re.compile(rb'"segmentation"\s*:\s*(?:\[[\d\s.,eE+\-\[\]]*\]|\{[\d\s,:"a-z\[\]]*\})')
+
+
+@dataclass(frozen=True)
+class Instances:
+    """The parts of an instances file used here. ``images``: id, file_name, coco_url, flickr_url,
+    license, width, height. ``annotations``: image_id, category_id, area, iscrowd. ``categories``:
+    id, name, supercategory (sorted by id)."""
+
+    split: str
+    images: pd.DataFrame
+    annotations: pd.DataFrame
+    categories: pd.DataFrame
+
+    @property
+    def class_names(self) -> tuple[str, ...]:
+        """The 80 category names in id order: the classifier's output order (as the paper's loader)."""
+        return tuple(self.categories["name"])
+
+
+def _load_json(path: Path, *, strip_segmentation: bool = False) -> dict:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read ({exc})") from exc
+    if strip_segmentation:
+        raw = _SEGMENTATION.sub(b'"segmentation":0', raw)
+    try:
+        data = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: not valid JSON, perhaps truncated or damaged ({exc})") from exc
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a JSON object at the top level, got {type(data).__name__}")
+    return data
+
+
+def _require(data: dict, keys: Iterable[str], path: Path) -> None:
+    missing = [k for k in keys if k not in data]
+    if missing:
+        raise ValueError(f"{path}: missing top-level key(s) {missing}; not a COCO annotation file?")
+
+
+def _column(records: list, key: str, path: Path, what: str, dtype=None, default=None):
+    try:
+        if default is not None:
+            values = [r.get(key, default) for r in records]
+        else:
+            values = [r[key] for r in records]
+    except KeyError:
+        bad = next(i for i, r in enumerate(records) if key not in r)
+        raise ValueError(f"{path}: {what}[{bad}] has no {key!r} field") from None
+    except (TypeError, AttributeError):
+        raise ValueError(f"{path}: {what} entries must be JSON objects") from None
+    return np.asarray(values, dtype=dtype) if dtype is not None else values
+
+
+def split_name(path: Path) -> str:
+    """``instances_val2017.json`` -> ``val2017``."""
+    return path.stem.split("_", 1)[-1]
+
+
+def load_instances(path: str | Path, split: str | None = None) -> Instances:
+    """Parse an instances JSON (fast; segmentation is skipped). Errors name the file and the field."""
+    path = Path(path)
+    data = _load_json(path, strip_segmentation=True)
+    _require(data, ("images", "annotations", "categories"), path)
+    imgs, anns, cats = data.pop("images"), data.pop("annotations"), data.pop("categories")
+    images = pd.DataFrame(
+        {
+            "id": _column(imgs, "id", path, "images", np.int64),
+            "file_name": _column(imgs, "file_name", path, "images"),
+            "coco_url": _column(imgs, "coco_url", path, "images", default=""),
+            "flickr_url": _column(imgs, "flickr_url", path, "images", default=""),
+            "license": _column(imgs, "license", path, "images", np.int16, default=0),
+            "width": _column(imgs, "width", path, "images", np.int32),
+            "height": _column(imgs, "height", path, "images", np.int32),
+        }
+    )
+    del imgs
+    annotations = pd.DataFrame(
+        {
+            "image_id": _column(anns, "image_id", path, "annotations", np.int64),
+            "category_id": _column(anns, "category_id", path, "annotations", np.int32),
+            "area": _column(anns, "area", path, "annotations", np.float64),
+            "iscrowd": _column(anns, "iscrowd", path, "annotations", np.int8, default=0),
+        }
+    )
+    del anns
+    categories = pd.DataFrame(
+        {
+            "id": _column(cats, "id", path, "categories", np.int32),
+            "name": _column(cats, "name", path, "categories"),
+            "supercategory": _column(cats, "supercategory", path, "categories", default=""),
+        }
+    ).sort_values("id", ignore_index=True)
+    unknown = set(np.unique(annotations["category_id"])) - set(categories["id"])
+    if unknown:
+        raise ValueError(f"{path}: annotations use category id(s) {sorted(map(int, unknown))} not in 'categories'")
+    orphans = ~annotations["image_id"].isin(images["id"])
+    if orphans.any():
+        raise ValueError(
+            f"{path}: {int(orphans.sum())} annotation(s) refer to image ids not in 'images', "
+            f"e.g. {int(annotations['image_id'][orphans].iloc[0])}"
+        )
+    return Instances(split or split_name(path), images, annotations, categories)
+
+
+def load_captions(path: str | Path) -> pd.DataFrame:
+    """Captions as a frame (image_id, caption)."""
+    path = Path(path)
+    data = _load_json(path)
+    _require(data, ("annotations",), path)
+    anns = data["annotations"]
+    return pd.DataFrame(
+        {
+            "image_id": _column(anns, "image_id", path, "annotations", np.int64),
+            "caption": _column(anns, "caption", path, "annotations"),
+        }
+    )
+
+
+_PUNCT = str.maketrans({c: " " for c in string.punctuation})
+
+
+def caption_gender(captions: pd.DataFrame, male: Iterable[str], female: Iterable[str]) -> pd.Series:
+    """Perceived gender per image from its captions: ``"man"`` if some caption has a male word and no
+    caption has a female word, ``"woman"`` the reverse; images with both or neither are left out.
+    Words are matched after lower-casing and replacing punctuation by spaces."""
+    male, female = frozenset(w.lower() for w in male), frozenset(w.lower() for w in female)
+    if not male or not female or male & female:
+        raise ValueError("gender word lists must be non-empty and disjoint")
+    has_m: dict[int, bool] = {}
+    has_f: dict[int, bool] = {}
+    for image_id, caption in zip(captions["image_id"].tolist(), captions["caption"].tolist()):
+        words = set(str(caption).lower().translate(_PUNCT).split())
+        if words & male:
+            has_m[image_id] = True
+        if words & female:
+            has_f[image_id] = True
+    labels = {i: "man" for i in has_m if i not in has_f}
+    labels.update({i: "woman" for i in has_f if i not in has_m})
+    return pd.Series(labels, dtype=object, name="gender").sort_index()
+
+
+def image_path(root: str | Path, split: str, image_id: int) -> str:
+    return str(Path(root) / split / f"{int(image_id):012d}.jpg")
+
+
+def image_url(split: str, image_id: int) -> str:
+    return f"{BASE_URL}/{split}/{int(image_id):012d}.jpg"
+
+
+# --------------------------------------------------------------------------- curated analysis sets
+
+DEFAULT_CURATION = {
+    "seed": 0,
+    "splits": ["val2017", "train2017"],
+    "objects": {"car": "car", "refrigerator": "refrigerator", "surfboard": "surfboard", "stop_sign": "stop sign"},
+    "genders": ["man", "woman"],
+    "person_category": "person",
+    "min_area_fraction": 0.05,
+    "max_persons": 1,
+    "on_shortfall": "error",
+}
+
+
+def _image_table(inst: Instances, person_id: int) -> pd.DataFrame:
+    """Per (image, category): instance count, crowd flag and largest area as a fraction of the image."""
+    ann = inst.annotations
+    g = ann.groupby(["image_id", "category_id"], sort=True).agg(
+        n=("area", "size"), crowd=("iscrowd", "max"), max_area=("area", "max")
+    )
+    g = g.reset_index()
+    size = inst.images.set_index("id")
+    g["frac"] = g["max_area"].to_numpy() / (
+        size.loc[g["image_id"], "width"].to_numpy() * size.loc[g["image_id"], "height"].to_numpy()
+    )
+    g["n_cats"] = g.groupby("image_id")["category_id"].transform("size")
+    return g
+
+
+def curate(
+    instances: Sequence[Instances],
+    captions: pd.DataFrame,
+    sizes: Mapping[str, int],
+    *,
+    root: str | Path,
+    male_words: Iterable[str],
+    female_words: Iterable[str],
+    **options,
+) -> pd.DataFrame:
+    """Build an analysis-set selection from COCO annotations (see DEFAULT_CURATION for ``options``).
+
+    Rules, for an object class ``o`` (COCO category ``objects[o]``) and gender ``g``:
+
+    * ``o``: the image's only annotated category is ``o``; its largest instance covers at least
+      ``min_area_fraction`` of the image ("in isolation", no person);
+    * ``o_g``: the only categories are ``o`` and person; at most ``max_persons`` people, no crowd;
+      both the largest object and the largest person cover ``min_area_fraction``; captions say ``g``;
+    * ``g``: person is the only category, at most ``max_persons`` people, no crowd, the largest
+      person covers ``min_area_fraction``; captions say ``g``;
+    * ``random``: uniform over all pooled images not chosen for another class.
+
+    Images are pooled over ``splits``; each class draws ``sizes[class]`` images with its own seeded
+    generator. Classes are disjoint by construction (and checked).
+    """
+    opts = {**DEFAULT_CURATION, **options}
+    unknown = set(options) - set(DEFAULT_CURATION)
+    if unknown:
+        raise ValueError(f"curation: unknown option(s) {sorted(unknown)}; known: {sorted(DEFAULT_CURATION)}")
+    objects, genders = dict(opts["objects"]), list(opts["genders"])
+    check_class_names(sizes, objects, genders)
+    by_split = {inst.split: inst for inst in instances}
+    missing = [s for s in opts["splits"] if s not in by_split]
+    if missing:
+        raise ValueError(f"curation.splits: no instances file given for {missing}")
+    inst0 = by_split[opts["splits"][0]]
+    name_to_id = dict(zip(inst0.categories["name"], inst0.categories["id"]))
+    for cls, cat in {**objects, "person_category": opts["person_category"]}.items():
+        if cat not in name_to_id:
+            raise ValueError(f"curation.objects[{cls!r}]: {cat!r} is not a COCO category")
+    person = name_to_id[opts["person_category"]]
+    gender = caption_gender(captions, male_words, female_words)
+    frac, max_persons = float(opts["min_area_fraction"]), int(opts["max_persons"])
+
+    pools: dict[str, list] = {}
+    why: dict[tuple, str] = {}
+    split_of: dict[int, str] = {}
+    all_ids: list[int] = []
+    for split in opts["splits"]:
+        inst = by_split[split]
+        split_of.update(dict.fromkeys(inst.images["id"].tolist(), split))
+        all_ids.extend(inst.images["id"].tolist())
+        t = _image_table(inst, person)
+        single = t[t["n_cats"] == 1]
+        pair = t[t["n_cats"] == 2]
+        people = t[(t["category_id"] == person) & (t["crowd"] == 0) & (t["n"] <= max_persons) & (t["frac"] >= frac)]
+        people = people.set_index("image_id")
+        for o, cat in objects.items():
+            cid = name_to_id[cat]
+            iso = single[(single["category_id"] == cid) & (single["frac"] >= frac)]
+            for r in iso.itertuples():
+                pools.setdefault(o, []).append(r.image_id)
+                why[(o, r.image_id)] = (
+                    f"{cat} in isolation: only category annotated ({r.n} instance(s), largest {r.frac:.0%} of image)"
+                )
+            with_obj = pair[(pair["category_id"] == cid) & (pair["frac"] >= frac)]
+            with_obj = with_obj[with_obj["image_id"].isin(people.index)]
+            for r in with_obj.itertuples():
+                g = gender.get(r.image_id)
+                if g in genders:
+                    cls = f"{o}_{g}"
+                    pools.setdefault(cls, []).append(r.image_id)
+                    p = people.loc[r.image_id]
+                    why[(cls, r.image_id)] = (
+                        f"{cat} with {int(p['n'])} person(s), no other category (largest {cat} {r.frac:.0%}, "
+                        f"person {p['frac']:.0%} of image); captions: {g} words only"
+                    )
+        alone = people[people.index.isin(single["image_id"])]
+        for image_id, p in alone.iterrows():
+            g = gender.get(image_id)
+            if g in genders:
+                pools.setdefault(g, []).append(image_id)
+                why[(g, image_id)] = (
+                    f"only {int(p['n'])} person(s) annotated (largest {p['frac']:.0%} of image); captions: {g} words only"
+                )
+
+    seed, shortfall = int(opts["seed"]), opts["on_shortfall"]
+    chosen: dict[str, list] = {}
+    used: set = set()
+    for cls, size in sizes.items():
+        if cls == "random":
+            continue
+        chosen[cls] = draw(pools.get(cls, []), int(size), seed=seed, name=cls, on_shortfall=shortfall)
+        clash = used.intersection(chosen[cls])
+        if clash:  # cannot happen with the rules above; guards later edits
+            raise AssertionError(f"class {cls!r} overlaps another class: {sorted(clash)[:5]}")
+        used.update(chosen[cls])
+    if "random" in sizes:
+        rest = sorted(set(all_ids) - used)
+        chosen["random"] = draw(rest, int(sizes["random"]), seed=seed, name="random", on_shortfall=shortfall)
+        for i in chosen["random"]:
+            why[("random", i)] = f"random: uniform draw (seed {seed}) from {len(rest)} images of {'+'.join(opts['splits'])} not in other classes"
+    rows = [
+        (str(i), cls, split_of[i], image_path(root, split_of[i], i), image_url(split_of[i], i), why[(cls, i)])
+        for cls in sizes
+        for i in chosen[cls]
+    ]
+    return pd.DataFrame(rows, columns=list(SELECTION_COLUMNS))
+
+
+# --------------------------------------------------------------------------- the paper's lists
+
+_COCO_URL = re.compile(r"^https?://images\.cocodataset\.org/(train2017|val2017)/0*(\d+)\.jpg$")
+
+
+def read_list(path: str | Path) -> list[str]:
+    """Non-empty, stripped lines of a list file."""
+    path = Path(path)
+    try:
+        return [line.strip() for line in path.read_text().splitlines() if line.strip()]
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read list ({exc})") from exc
+
+
+def paper_selection(
+    lists: Mapping[str, str | Path], *, root: str | Path, images: Sequence[pd.DataFrame] = ()
+) -> pd.DataFrame:
+    """Selection from the authors' per-class URL lists (``{class: list file}``).
+
+    ``images.cocodataset.org`` URLs give split and id directly; any other URL (the lists hold one
+    flickr URL) is looked up in the ``flickr_url``/``coco_url`` columns of ``images`` (the image tables of
+    train2017 and val2017, each with a ``split`` column). Repeats within a class are dropped; the
+    reason records the list file and line.
+    """
+    lookup: dict[str, tuple[str, int]] = {}
+    for table in images:
+        for col in ("flickr_url", "coco_url"):
+            for url, i, s in zip(table[col], table["id"], table["split"]):
+                if url:
+                    lookup[re.sub(r"^https?://", "", url)] = (s, int(i))
+    rows = []
+    for cls, path in lists.items():
+        seen = set()
+        for lineno, url in enumerate(read_list(path), 1):
+            m = _COCO_URL.match(url)
+            if m:
+                split, image_id = m.group(1), int(m.group(2))
+            elif re.sub(r"^https?://", "", url) in lookup:
+                split, image_id = lookup[re.sub(r"^https?://", "", url)]
+            else:
+                raise ValueError(
+                    f"{path}:{lineno}: {url!r} is neither an images.cocodataset.org URL nor the flickr_url of a "
+                    "COCO 2017 image in the given annotations"
+                )
+            if image_id in seen:
+                continue
+            seen.add(image_id)
+            rows.append(
+                (str(image_id), cls, split, image_path(root, split, image_id), image_url(split, image_id),
+                 f"paper list {Path(path).name} line {lineno}: {url}")
+            )
+    return pd.DataFrame(rows, columns=list(SELECTION_COLUMNS))
+
+
+# --------------------------------------------------------------------------- finetuning splits
+
+
+def make_split(
+    inst: Instances, *, dataset: str, name: str, root: str | Path, exclude: Iterable[str] = (), drop_unlabeled: bool = False
+) -> Split:
+    """A finetuning split: every image of ``inst`` (its category names as labels) except ``exclude``.
+
+    Images without annotations are kept with no labels (as torchvision's CocoDetection, used by the
+    paper, keeps them) unless ``drop_unlabeled``.
+    """
+    names = dict(zip(inst.categories["id"], inst.categories["name"]))
+    ann = inst.annotations[["image_id", "category_id"]].drop_duplicates().sort_values(["image_id", "category_id"])
+    labels = ann.groupby("image_id")["category_id"].agg(lambda c: [names[x] for x in c])
+    images = inst.images[~inst.images["id"].astype(str).isin(set(map(str, exclude)))].sort_values("id")
+    lab = labels.reindex(images["id"]).tolist()
+    frame = pd.DataFrame(
+        {
+            "image_id": images["id"].astype(str).to_numpy(),
+            "path": [str(Path(root) / inst.split / f) for f in images["file_name"]],
+            "labels": [v if isinstance(v, list) else [] for v in lab],
+        }
+    )
+    if drop_unlabeled:
+        frame = frame[frame["labels"].map(len) > 0].reset_index(drop=True)
+    return Split(dataset, name, inst.class_names, frame)

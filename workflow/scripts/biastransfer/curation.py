@@ -1,0 +1,78 @@
+"""Pieces shared by the COCO and Open Images analysis-set builders.
+
+A *selection* is a manifest without hashes: columns ``image_id``, ``class``, ``source_split``, ``path``,
+``source`` (the image URL) and ``reason``. ``manifest_from_selection`` fetches whatever images are
+missing and adds ``sha256``, which gives the manifest of ``biastransfer.manifest``.
+"""
+
+from __future__ import annotations
+
+import logging
+import zlib
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .download import Download, fetch_many
+from .manifest import COLUMNS, sha256_file
+
+log = logging.getLogger(__name__)
+
+SELECTION_COLUMNS = ("image_id", "class", "source_split", "path", "source", "reason")
+
+
+def class_rng(seed: int, name: str) -> np.random.Generator:
+    """A generator for one class: the draw for a class does not change when other classes change."""
+    return np.random.default_rng(np.random.SeedSequence([int(seed), zlib.crc32(name.encode())]))
+
+
+def draw(candidates: Sequence, size: int, *, seed: int, name: str, on_shortfall: str = "error") -> list:
+    """``size`` items drawn without replacement from ``candidates`` (sorted first, so input order does
+    not matter), returned sorted. Too few candidates raise ValueError, or with ``on_shortfall="keep"``
+    all of them are kept."""
+    pool = sorted(candidates)
+    if size < 1:
+        raise ValueError(f"class {name!r}: size must be >= 1, got {size}")
+    if len(pool) < size:
+        if on_shortfall != "keep":
+            raise ValueError(
+                f"class {name!r}: only {len(pool)} candidate image(s) satisfy the curation rule, {size} requested "
+                "(relax the rule, lower the size, or set on_shortfall: keep)"
+            )
+        log.warning("class %r: keeping all %d candidates (%d requested)", name, len(pool), size)
+        return pool
+    picks = class_rng(seed, name).choice(len(pool), size=size, replace=False)
+    return sorted(pool[i] for i in picks)
+
+
+def check_class_names(sizes: Mapping[str, int], objects: Mapping[str, str], genders: Sequence[str]) -> None:
+    """Every requested class must be a gender, an object, ``<object>_<gender>`` or ``random``."""
+    known = set(genders) | set(objects) | {f"{o}_{g}" for o in objects for g in genders} | {"random"}
+    unknown = sorted(set(sizes) - known)
+    if unknown:
+        raise ValueError(
+            f"curation.sizes: unknown class(es) {unknown}; expected one of {sorted(known)} "
+            "(genders, objects, <object>_<gender>, random)"
+        )
+
+
+def manifest_from_selection(
+    selection: pd.DataFrame, *, download: bool = True, mirror: str | None = None, workers: int = 8
+) -> pd.DataFrame:
+    """Fetch missing images (from ``source``, or its mirror) and add their ``sha256``.
+
+    With ``download=False`` a missing image is an error naming it (for ``images: all`` runs, where
+    every image should already be unpacked).
+    """
+    missing = [Path(p) for p in selection["path"] if not Path(p).is_file()]
+    if missing and not download:
+        raise FileNotFoundError(f"{len(missing)} analysis image(s) missing, e.g. {missing[0]}")
+    if missing:
+        todo = selection[[not Path(p).is_file() for p in selection["path"]]]
+        log.info("fetching %d missing analysis images", len(todo))
+        fetch_many([Download(u, p) for u, p in zip(todo["source"], todo["path"])], ".", workers=workers, mirror=mirror)
+    out = selection.copy()
+    out["sha256"] = [sha256_file(p) for p in out["path"]]
+    return out.loc[:, list(COLUMNS)]
