@@ -32,3 +32,9 @@ def write_text(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` to ``path`` atomically."""
     with atomic_path(path) as tmp:
         tmp.write_text(text)
+
+
+def write_csv(path: str | os.PathLike, frame) -> None:
+    """Write a pandas DataFrame to ``path`` as CSV (no index), atomically."""
+    with atomic_path(path) as tmp:
+        frame.to_csv(tmp, index=False)

@@ -1,0 +1,118 @@
+# Statistics on embeddings: intra/inter-class similarities, Bias Transfer Scores and iEATs,
+# then one summary table of each with multiple-comparison-adjusted p-values.
+
+
+rule similarity:
+    input:
+        embeddings="results/embeddings/{analysis_set}/{model}/{stage}.parquet",
+    output:
+        table="results/similarity/{analysis_set}/{model}/{stage}.csv",
+    params:
+        method=config["analysis"].get("similarity", {}).get("method", "exact"),
+        iterations=config["analysis"].get("similarity", {}).get("iterations", 50),
+        seed=config["analysis"].get("similarity", {}).get("seed", 0),
+    log:
+        "logs/similarity/{analysis_set}/{model}/{stage}.log",
+    benchmark:
+        "benchmarks/similarity/{analysis_set}/{model}/{stage}.tsv"
+    conda:
+        "../envs/stats.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    script:
+        "../workflow/scripts/similarity.py"
+
+
+rule bts:
+    input:
+        similarity=similarity_tables,
+    output:
+        table="results/bts/{analysis_set}/{model}/ft-{dataset}.csv",
+    params:
+        lists=lambda wildcards: config["analysis_sets"][wildcards.analysis_set].get("bts", {}),
+        pvalue=config["analysis"].get("bts", {}).get("pvalue", "asymptotic"),
+    log:
+        "logs/bts/{analysis_set}/{model}/ft-{dataset}.log",
+    benchmark:
+        "benchmarks/bts/{analysis_set}/{model}/ft-{dataset}.tsv"
+    conda:
+        "../envs/stats.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    script:
+        "../workflow/scripts/bts.py"
+
+
+rule ieat:
+    input:
+        embeddings="results/embeddings/{analysis_set}/{model}/{stage}.parquet",
+    output:
+        table="results/ieat/{analysis_set}/{model}/{stage}.csv",
+    params:
+        tests=lambda wildcards: config["analysis_sets"][wildcards.analysis_set].get("ieat", []),
+        permutations=config["analysis"].get("ieat", {}).get("permutations", 100000),
+        alternative=config["analysis"].get("ieat", {}).get("alternative", "greater"),
+        method=config["analysis"].get("ieat", {}).get("method", "auto"),
+        seed=config["analysis"].get("ieat", {}).get("seed", 0),
+    log:
+        "logs/ieat/{analysis_set}/{model}/{stage}.log",
+    benchmark:
+        "benchmarks/ieat/{analysis_set}/{model}/{stage}.tsv"
+    conda:
+        "../envs/stats.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    script:
+        "../workflow/scripts/ieat.py"
+
+
+rule summarise:
+    input:
+        similarity=summary_inputs("similarity"),
+        bts=summary_inputs("bts"),
+        ieat=summary_inputs("ieat"),
+    output:
+        similarity_out="results/summary/similarity.csv",
+        bts_out="results/summary/bts.csv",
+        ieat_out="results/summary/ieat.csv",
+    log:
+        "logs/summarise.log",
+    benchmark:
+        "benchmarks/summarise.tsv"
+    conda:
+        "../envs/stats.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    script:
+        "../workflow/scripts/summarise.py"
+
+
+rule findings:
+    input:
+        ieat="results/summary/ieat.csv",
+        bts="results/summary/bts.csv",
+    output:
+        findings="results/summary/findings.md",
+    params:
+        tests={a: s.get("ieat", []) for a, s in config["analysis_sets"].items()},
+        alpha=config["analysis"].get("ieat", {}).get("alpha", 0.05),
+    log:
+        "logs/findings.log",
+    benchmark:
+        "benchmarks/findings.tsv"
+    conda:
+        "../envs/stats.yaml"
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    script:
+        "../workflow/scripts/findings.py"

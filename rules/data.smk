@@ -1,0 +1,84 @@
+# Synthetic planted-bias datasets and analysis sets, and the leakage check for every analysis set.
+# The rules for COCO and Open Images (rules/datasets.smk) write the same files for kind coco/openimages.
+
+
+rule synthetic_dataset:
+    output:
+        images=directory("results/data/{synthetic}/images"),
+        train="results/splits/{synthetic}/train.parquet",
+        val="results/splits/{synthetic}/val.parquet",
+    params:
+        spec=lambda wildcards: config["datasets"][wildcards.synthetic],
+    log:
+        "logs/synthetic_dataset/{synthetic}.log",
+    benchmark:
+        "benchmarks/synthetic_dataset/{synthetic}.tsv"
+    conda:
+        "../envs/data.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=20,
+    script:
+        "../workflow/scripts/synthetic_dataset.py"
+
+
+rule synthetic_analysis_set:
+    output:
+        manifest="results/analysis_sets/{analysis_set}/manifest.parquet",
+        images=directory("results/data/analysis/{analysis_set}"),
+    params:
+        spec=lambda wildcards: config["analysis_sets"][wildcards.analysis_set],
+    log:
+        "logs/synthetic_analysis_set/{analysis_set}.log",
+    benchmark:
+        "benchmarks/synthetic_analysis_set/{analysis_set}.tsv"
+    conda:
+        "../envs/data.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    script:
+        "../workflow/scripts/synthetic_analysis_set.py"
+
+
+rule check_leakage:
+    input:
+        manifest="results/analysis_sets/{analysis_set}/manifest.parquet",
+        splits=leakage_inputs,
+    output:
+        ok="results/checks/leakage/{analysis_set}.ok",
+    log:
+        "logs/check_leakage/{analysis_set}.log",
+    benchmark:
+        "benchmarks/check_leakage/{analysis_set}.tsv"
+    conda:
+        "../envs/data.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    script:
+        "../workflow/scripts/check_leakage.py"
+
+
+rule analysis_set_summary:
+    input:
+        manifests=expand("results/analysis_sets/{analysis_set}/manifest.parquet", analysis_set=config["analysis_sets"]),
+    output:
+        table="results/summary/analysis_sets.csv",
+    params:
+        analysis_sets=lambda wildcards: {a: s["dataset"] for a, s in config["analysis_sets"].items()},
+    log:
+        "logs/analysis_set_summary.log",
+    benchmark:
+        "benchmarks/analysis_set_summary.tsv"
+    conda:
+        "../envs/stats.yaml"
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    script:
+        "../workflow/scripts/analysis_set_summary.py"

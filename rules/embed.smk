@@ -1,0 +1,28 @@
+# Embed every analysis image with the pretrained model and with each finetuned checkpoint.
+
+
+rule embed:
+    input:
+        manifest="results/analysis_sets/{analysis_set}/manifest.parquet",
+        weights=stage_weights,
+        check="results/checks/leakage/{analysis_set}.ok",
+    output:
+        embeddings="results/embeddings/{analysis_set}/{model}/{stage}.parquet",
+    params:
+        entry=lambda wildcards: model_entry(wildcards.model),
+        batch_size=config["analysis"].get("embed", {}).get("batch_size", 64),
+        num_workers=config["analysis"].get("embed", {}).get("num_workers", 1),
+        device=config["analysis"].get("embed", {}).get("device", "auto"),
+    log:
+        "logs/embed/{analysis_set}/{model}/{stage}.log",
+    benchmark:
+        "benchmarks/embed/{analysis_set}/{model}/{stage}.tsv"
+    conda:
+        "../envs/torch.yaml"
+    threads: 2
+    resources:
+        mem_mb=lambda wildcards, attempt: 4000 * attempt,
+        runtime=lambda wildcards, attempt: 30 * attempt,
+        gpu=lambda wildcards: int(config["analysis"].get("embed", {}).get("device") == "cuda"),
+    script:
+        "../workflow/scripts/embed.py"

@@ -1,0 +1,53 @@
+# Finetune every model on every target dataset with every seed (multi-label BCE, validation each epoch).
+# Resumable: the last epoch's state is kept beside (not inside) the declared outputs.
+
+
+rule finetune:
+    input:
+        weights=pretrained_weights,
+        train="results/splits/{dataset}/train.parquet",
+        val="results/splits/{dataset}/val.parquet",
+        checks=expand("results/checks/leakage/{analysis_set}.ok", analysis_set=config["analysis_sets"]),
+    output:
+        model="results/finetune/{dataset}/{model}/seed{seed}/model.safetensors",
+        metrics="results/finetune/{dataset}/{model}/seed{seed}/metrics.json",
+        curve="results/finetune/{dataset}/{model}/seed{seed}/curve.csv",
+    params:
+        entry=lambda wildcards: model_entry(wildcards.model),
+        train=lambda wildcards: cfg.finetune_params(config, wildcards.model, wildcards.dataset),
+        seed=lambda wildcards: int(wildcards.seed),
+        resume="results/finetune/{dataset}/{model}/seed{seed}.resume.pt",
+        device=config["finetune"].get("device", "auto"),
+        num_workers=config["finetune"].get("num_workers", 1),
+    log:
+        "logs/finetune/{dataset}/{model}/seed{seed}.log",
+    benchmark:
+        "benchmarks/finetune/{dataset}/{model}/seed{seed}.tsv"
+    conda:
+        "../envs/torch.yaml"
+    threads: 2
+    resources:
+        mem_mb=lambda wildcards, attempt: 8000 * attempt,
+        runtime=lambda wildcards, attempt: 120 * attempt,
+        gpu=lambda wildcards: int(config["finetune"].get("device") == "cuda"),
+    script:
+        "../workflow/scripts/finetune.py"
+
+
+rule finetune_summary:
+    input:
+        metrics=finetune_runs(),
+    output:
+        table="results/summary/finetune_metrics.csv",
+    log:
+        "logs/finetune_summary.log",
+    benchmark:
+        "benchmarks/finetune_summary.tsv"
+    conda:
+        "../envs/stats.yaml"
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    script:
+        "../workflow/scripts/finetune_summary.py"

@@ -1,0 +1,38 @@
+# Pretrained weights: trained here for the synthetic demo's models (source: workflow), fetched otherwise.
+
+
+def pretrain_inputs(wildcards):
+    dataset = model_entry(wildcards.model)["pretrain"]["dataset"]
+    return {
+        "train": f"results/splits/{dataset}/train.parquet",
+        "val": f"results/splits/{dataset}/val.parquet",
+        "checks": expand("results/checks/leakage/{analysis_set}.ok", analysis_set=config["analysis_sets"]),
+    }
+
+
+rule pretrain:
+    input:
+        unpack(pretrain_inputs),
+    output:
+        model="results/pretrain/{model}/model.safetensors",
+        metrics="results/pretrain/{model}/metrics.json",
+    params:
+        entry=lambda wildcards: model_entry(wildcards.model),
+        train=lambda wildcards: cfg.pretrain_params(config, wildcards.model),
+        device=config["finetune"].get("device", "auto"),
+        num_workers=config["finetune"].get("num_workers", 1),
+    log:
+        "logs/pretrain/{model}.log",
+    benchmark:
+        "benchmarks/pretrain/{model}.tsv"
+    conda:
+        "../envs/torch.yaml"
+    threads: 2
+    resources:
+        mem_mb=lambda wildcards, attempt: 4000 * attempt,
+        runtime=lambda wildcards, attempt: 60 * attempt,
+        gpu=lambda wildcards: int(config["finetune"].get("device") == "cuda"),
+    wildcard_constraints:
+        model=names_pattern(WORKFLOW_MODELS),
+    script:
+        "../workflow/scripts/pretrain.py"

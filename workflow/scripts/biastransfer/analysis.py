@@ -1,0 +1,140 @@
+"""Result tables from embeddings: similarities, Bias Transfer Scores and iEATs (docs/formats.md).
+
+These functions turn the statistics of ``similarity``, ``bts`` and ``ieat`` into the workflow's CSV
+rows; the workflow's scripts and the ``biastransfer`` command line both call them.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .bts import bias_transfer_score
+from .config import parse_stage
+from .embeddings import EmbeddingTable
+from .ieat import ieat
+from .multitest import adjust_pvalues
+from .similarity import inter_class_similarity, intra_class_similarity
+
+PAIR_SEP = "|"
+
+
+def pair_key(p: str, q: str) -> str:
+    """Key of an inter-class pair in the similarity tables."""
+    return f"{p}{PAIR_SEP}{q}"
+
+
+def similarity_table(
+    table: EmbeddingTable, *, method: str = "exact", iterations: int = 50, seed: int = 0
+) -> pd.DataFrame:
+    """Intra-class similarity of every class and inter-class similarity of every unordered pair."""
+    groups = table.by_class()
+    rows = []
+    for cls, Z in groups.items():
+        r = intra_class_similarity(Z, method=method, iterations=iterations, seed=seed)
+        rows.append({"kind": "intra", "key": cls, "class_p": cls, "class_q": "", "value": r.value, "se": r.se, "n": r.n, "method": r.method})
+    for p, q in itertools.combinations(groups, 2):
+        r = inter_class_similarity(groups[p], groups[q], method=method, iterations=iterations, seed=seed)
+        rows.append({"kind": "inter", "key": pair_key(p, q), "class_p": p, "class_q": q, "value": r.value, "se": r.se, "n": r.n, "method": r.method})
+    return pd.DataFrame(rows)
+
+
+def _lookup(sim: pd.DataFrame, kind: str, items: Sequence) -> dict[str, float]:
+    """``{key: value}`` for the listed classes (intra) or pairs (inter, either orientation)."""
+    values = dict(zip(sim.loc[sim["kind"] == kind, "key"], sim.loc[sim["kind"] == kind, "value"]))
+    out = {}
+    for item in items:
+        if kind == "intra":
+            key = str(item)
+            if key not in values:
+                raise KeyError(f"class {key!r} has no intra-class similarity (classes: {', '.join(values)})")
+            out[key] = values[key]
+        else:
+            p, q = item
+            for key in (pair_key(p, q), pair_key(q, p)):
+                if key in values:
+                    out[pair_key(p, q)] = values[key]
+                    break
+            else:
+                raise KeyError(f"pair ({p}, {q}) has no inter-class similarity")
+    return out
+
+
+def _default_items(sim: pd.DataFrame, kind: str) -> list:
+    sel = sim[sim["kind"] == kind]
+    return sel["key"].tolist() if kind == "intra" else list(zip(sel["class_p"], sel["class_q"]))
+
+
+def bts_table(
+    pretrained: pd.DataFrame,
+    finetuned: Mapping[int, pd.DataFrame],
+    lists: Mapping[str, Sequence] | None = None,
+    *,
+    pvalue: str = "asymptotic",
+) -> pd.DataFrame:
+    """BTS per seed and pooled (finetuned similarities averaged over seeds first, as the paper does).
+
+    ``lists`` may name the classes (``intra``) and pairs (``inter``) to rank; default: all of them.
+    """
+    lists = lists or {}
+    rows = []
+    for kind in ("intra", "inter"):
+        items = lists.get(kind) or _default_items(pretrained, kind)
+        before = _lookup(pretrained, kind, items)
+        per_seed = {seed: _lookup(sim, kind, items) for seed, sim in finetuned.items()}
+        pooled = {k: float(np.mean([s[k] for s in per_seed.values()])) for k in before}
+        for seed, after in [*per_seed.items(), ("pooled", pooled)]:
+            r = bias_transfer_score(before, after, pvalue=pvalue)
+            rows.append({"seed": seed, "kind": kind, "statistic": r.statistic, "pvalue": r.pvalue, "n": r.n, "pvalue_method": pvalue})
+    return pd.DataFrame(rows)
+
+
+def ieat_table(
+    table: EmbeddingTable,
+    tests: Sequence[Mapping],
+    *,
+    permutations: int = 100_000,
+    alternative: str = "greater",
+    method: str = "auto",
+    seed: int = 0,
+) -> pd.DataFrame:
+    """One iEAT per configured test ``{name, X, Y, A, B}``."""
+    rows = []
+    for test in tests:
+        r = ieat(
+            table.of_class(test["X"]), table.of_class(test["Y"]), table.of_class(test["A"]), table.of_class(test["B"]),
+            permutations=permutations, alternative=alternative, method=method, seed=seed,
+        )
+        rows.append(
+            {
+                "test": test["name"], "X": test["X"], "Y": test["Y"], "A": test["A"], "B": test["B"],
+                "effect_size": r.effect_size, "statistic": r.statistic, "pvalue": r.pvalue, "pvalue_se": r.pvalue_se,
+                "method": r.method, "alternative": r.alternative, "permutations": r.permutations, "seed": r.seed,
+                "n_x": r.n_x, "n_y": r.n_y, "n_a": r.n_a, "n_b": r.n_b,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def with_provenance(df: pd.DataFrame, *, analysis_set: str, model: str, stage: str) -> pd.DataFrame:
+    """Prefix the common columns (analysis_set, model, stage, finetune_dataset, seed)."""
+    dataset, seed = parse_stage(stage)
+    front = pd.DataFrame(
+        {"analysis_set": analysis_set, "model": model, "stage": stage,
+         "finetune_dataset": dataset or "", "seed": "" if seed is None else seed},
+        index=df.index,
+    )
+    return pd.concat([front, df.drop(columns=[c for c in front.columns if c in df.columns])], axis=1)
+
+
+def add_adjusted_pvalues(df: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+    """Add ``pvalue_holm`` and ``pvalue_bh``, adjusting within each group of ``by`` columns."""
+    out = df.copy()
+    for column, method in (("pvalue_holm", "holm"), ("pvalue_bh", "bh")):
+        out[column] = np.nan
+        for _, idx in out.groupby(list(by), sort=False).groups.items():
+            out.loc[idx, column] = adjust_pvalues(out.loc[idx, "pvalue"].to_numpy(dtype=float), method=method)
+    return out

@@ -1,0 +1,127 @@
+"""Workflow configuration helpers: cross-reference checks, stages and per-run parameters.
+
+The JSON schema (``workflow/schemas/config.schema.yaml``) checks keys and types; ``check_config``
+checks what a schema cannot: that every name refers to something defined.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any, Mapping
+
+PRETRAINED = "pretrained"
+_STAGE = re.compile(r"^ft-(?P<dataset>[A-Za-z0-9_]+)-seed(?P<seed>[0-9]+)$")
+TRAIN_DEFAULTS = {
+    "epochs": 15,
+    "lr": 0.01,
+    "batch_size": 32,
+    "momentum": 0.9,
+    "weight_decay": 1e-4,
+    "optimizer": "sgd",
+    "scheduler": "none",
+    "metric": "mAP",
+    "threshold": 0.5,
+}
+
+
+def finetuned_stage(dataset: str, seed: int) -> str:
+    """Stage name of a model finetuned on ``dataset`` with ``seed``."""
+    return f"ft-{dataset}-seed{seed}"
+
+
+def parse_stage(stage: str) -> tuple[str | None, int | None]:
+    """``(dataset, seed)`` of a finetuned stage, ``(None, None)`` for ``pretrained``."""
+    if stage == PRETRAINED:
+        return None, None
+    match = _STAGE.match(stage)
+    if match is None:
+        raise ValueError(f"stage {stage!r} is neither 'pretrained' nor 'ft-<dataset>-seed<n>'")
+    return match["dataset"], int(match["seed"])
+
+
+def finetuned_stages(config: Mapping) -> list[str]:
+    """All finetuned stages, dataset-major then seed."""
+    ft = config["finetune"]
+    return [finetuned_stage(d, s) for d in ft["datasets"] for s in ft["seeds"]]
+
+
+def stages(config: Mapping) -> list[str]:
+    """``pretrained`` followed by every finetuned stage."""
+    return [PRETRAINED, *finetuned_stages(config)]
+
+
+def finetune_params(config: Mapping, model: str, dataset: str) -> dict[str, Any]:
+    """Training hyper-parameters for ``model`` on ``dataset``: defaults, then the config's overrides."""
+    ft = config["finetune"]
+    override = ft.get("overrides", {}).get(model, {}).get(dataset, {})
+    return {**TRAIN_DEFAULTS, **ft.get("defaults", {}), **override}
+
+
+def pretrain_params(config: Mapping, model: str) -> dict[str, Any]:
+    """Training hyper-parameters of a model pretrained inside the workflow (demo models)."""
+    spec = dict(config["models"][model]["pretrain"])
+    spec.pop("dataset")
+    return {**TRAIN_DEFAULTS, **spec}
+
+
+def training_datasets(config: Mapping) -> list[str]:
+    """Datasets any model is trained on (demo pretraining and finetuning), in config order."""
+    names = [m["pretrain"]["dataset"] for m in config["models"].values() if "pretrain" in m]
+    names += list(config["finetune"]["datasets"])
+    return list(dict.fromkeys(names))
+
+
+def config_hash(obj: Any) -> str:
+    """Short stable hash of a JSON-serialisable config fragment (recorded as provenance)."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def check_config(config: Mapping) -> None:
+    """Raise ValueError naming the key whose value refers to something undefined."""
+    datasets = config["datasets"]
+    problems = []
+    for name, spec in config["models"].items():
+        if spec.get("source") == "workflow":
+            if "pretrain" not in spec:
+                problems.append(f"models.{name}: source 'workflow' needs a 'pretrain' section")
+            elif spec["pretrain"]["dataset"] not in datasets:
+                problems.append(f"models.{name}.pretrain.dataset: unknown dataset {spec['pretrain']['dataset']!r}")
+            if "arch" not in spec or "preprocess" not in spec:
+                problems.append(f"models.{name}: source 'workflow' needs 'arch' and 'preprocess'")
+        elif "pretrain" in spec:
+            problems.append(f"models.{name}.pretrain: only models with source 'workflow' are pretrained here")
+    for dataset in config["finetune"]["datasets"]:
+        if dataset not in datasets:
+            problems.append(f"finetune.datasets: unknown dataset {dataset!r}")
+    for model, per_dataset in config["finetune"].get("overrides", {}).items():
+        if model not in config["models"]:
+            problems.append(f"finetune.overrides: unknown model {model!r}")
+        for dataset in per_dataset:
+            if dataset not in config["finetune"]["datasets"]:
+                problems.append(f"finetune.overrides.{model}: {dataset!r} is not in finetune.datasets")
+    for name, aset in config["analysis_sets"].items():
+        where = f"analysis_sets.{name}"
+        if aset["dataset"] not in datasets:
+            problems.append(f"{where}.dataset: unknown dataset {aset['dataset']!r}")
+        classes = set(aset["classes"])
+        bts = aset.get("bts", {})
+        for cls in bts.get("intra", []):
+            if cls not in classes:
+                problems.append(f"{where}.bts.intra: class {cls!r} is not in {where}.classes")
+        for pair in bts.get("inter", []):
+            for cls in pair:
+                if cls not in classes:
+                    problems.append(f"{where}.bts.inter: class {cls!r} in pair {pair} is not in {where}.classes")
+        for test in aset.get("ieat", []):
+            for role in ("X", "Y", "A", "B"):
+                if test[role] not in classes:
+                    problems.append(f"{where}.ieat.{test['name']}.{role}: class {test[role]!r} is not in {where}.classes")
+        names = [t["name"] for t in aset.get("ieat", [])]
+        if len(names) != len(set(names)):
+            problems.append(f"{where}.ieat: test names must be unique, got {names}")
+        if aset["source"] == "synthetic" and datasets.get(aset["dataset"], {}).get("kind") != "synthetic":
+            problems.append(f"{where}.source: 'synthetic' needs a synthetic dataset, {aset['dataset']!r} is not")
+    if problems:
+        raise ValueError("invalid configuration:\n  " + "\n  ".join(problems))

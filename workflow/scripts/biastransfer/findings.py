@@ -1,0 +1,73 @@
+"""The run's findings in words: what each configured iEAT and the pooled BTS say, per model."""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+ROLE_TEXT = {
+    "planted": "a planted association (the synthetic data's known answer)",
+    "control": "a control pair with no planted association",
+    "exploratory": "an association under test",
+}
+
+
+def _verdict(d: float, p: float, alpha: float) -> str:
+    return f"{'significant' if p < alpha else 'not significant'} (d = {d:.2f}, p = {p:.2g})"
+
+
+def describe_ieat(ieat: pd.DataFrame, tests: Mapping[str, Sequence[Mapping]], alpha: float) -> list[str]:
+    """One paragraph per (analysis set, test): pretrained and finetuned results of every model."""
+    lines = []
+    for analysis_set, specs in tests.items():
+        for spec in specs:
+            sel = ieat[(ieat["analysis_set"] == analysis_set) & (ieat["test"] == spec["name"])]
+            if sel.empty:
+                continue
+            role = spec.get("role", "exploratory")
+            lines.append(
+                f"### {analysis_set}: {spec['name']} — {ROLE_TEXT[role]}\n\n"
+                f"X = {spec['X']}, Y = {spec['Y']}, A = {spec['A']}, B = {spec['B']}; "
+                f"significant means p < {alpha} ({sel['alternative'].iloc[0]} alternative, uncorrected).\n"
+            )
+            for model, rows in sel.groupby("model", sort=False):
+                pre = rows[rows["stage"] == "pretrained"]
+                ft = rows[rows["stage"] != "pretrained"]
+                text = f"- **{model}** pretrained: {_verdict(pre['effect_size'].iloc[0], pre['pvalue'].iloc[0], alpha)}" if not pre.empty else f"- **{model}**"
+                for dataset, runs in ft.groupby("finetune_dataset", sort=False):
+                    hits = int((runs["pvalue"] < alpha).sum())
+                    text += (
+                        f"; finetuned on {dataset}: mean d = {runs['effect_size'].mean():.2f} "
+                        f"(range {runs['effect_size'].min():.2f} to {runs['effect_size'].max():.2f}), "
+                        f"significant in {hits} of {len(runs)} seeds"
+                    )
+                lines.append(text + ".")
+            lines.append("")
+    return lines
+
+
+def describe_bts(bts: pd.DataFrame) -> list[str]:
+    """The pooled BTS of every model, intra and inter."""
+    pooled = bts[bts["seed"].astype(str) == "pooled"]
+    if pooled.empty:
+        return []
+    lines = ["### Bias Transfer Scores (finetuned similarities averaged over seeds)\n"]
+    for (analysis_set, model, dataset), rows in pooled.groupby(["analysis_set", "model", "finetune_dataset"], sort=False):
+        parts = [
+            f"{r.kind} rho = {r.statistic:.2f} (p = {r.pvalue:.2g}, n = {int(r.n)})" for r in rows.itertuples()
+        ]
+        lines.append(f"- **{model}** on {analysis_set}, finetuned on {dataset}: " + "; ".join(parts) + ".")
+    lines += ["", "A high rho means the ranking of similarities survived finetuning: the pretrained biases were retained."]
+    return lines
+
+
+def describe_findings(
+    ieat: pd.DataFrame, bts: pd.DataFrame, tests: Mapping[str, Sequence[Mapping]], alpha: float
+) -> str:
+    """Markdown summary of the run's iEATs and BTSs."""
+    if not np.isfinite(alpha) or not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    body = ["# Findings", "", "## Image Embedding Association Tests", "", *describe_ieat(ieat, tests, alpha), "## Bias transfer", "", *describe_bts(bts)]
+    return "\n".join(body) + "\n"

@@ -1,0 +1,33 @@
+"""Image Embedding Association Tests on one embeddings file.
+
+Standalone: python workflow/scripts/ieat.py --embeddings E.parquet --table I.csv
+--tests '[{"name": "t", "X": "man", "Y": "woman", "A": "car", "B": "surfboard"}]' [--permutations 100000]
+"""
+
+import logging
+
+from biastransfer.analysis import ieat_table, with_provenance
+from biastransfer.atomic import write_csv
+from biastransfer.embeddings import read_embeddings
+from biastransfer.scripting import run
+
+log = logging.getLogger(__name__)
+
+
+def main(
+    embeddings: str, table: str, tests: list, permutations: int = 100_000, alternative: str = "greater",
+    method: str = "auto", seed: int = 0, wildcards: dict | None = None,
+) -> None:
+    wc = wildcards or {}
+    emb = read_embeddings(embeddings)
+    results = ieat_table(emb, tests, permutations=permutations, alternative=alternative, method=method, seed=seed)
+    results = with_provenance(
+        results, analysis_set=wc.get("analysis_set", ""), model=wc.get("model", ""), stage=wc.get("stage", "pretrained")
+    )
+    write_csv(table, results)
+    for row in results.itertuples():
+        log.info("%s: d = %.3f, p = %.4g (%s, %s)", row.test, row.effect_size, row.pvalue, row.method, row.alternative)
+
+
+if __name__ == "__main__":
+    run(main, globals().get("snakemake"))

@@ -1,0 +1,32 @@
+"""Intra-class similarity of every class and inter-class similarity of every pair, for one embeddings file.
+
+Standalone: python workflow/scripts/similarity.py --embeddings E.parquet --table S.csv
+[--method exact|sampled] [--analysis_set NAME --model NAME --stage pretrained]
+"""
+
+import logging
+
+from biastransfer.analysis import similarity_table, with_provenance
+from biastransfer.atomic import write_csv
+from biastransfer.embeddings import read_embeddings
+from biastransfer.scripting import run
+
+log = logging.getLogger(__name__)
+
+
+def main(
+    embeddings: str, table: str, method: str = "exact", iterations: int = 50, seed: int = 0,
+    wildcards: dict | None = None,
+) -> None:
+    wc = wildcards or {}
+    emb = read_embeddings(embeddings)
+    sims = similarity_table(emb, method=method, iterations=iterations, seed=seed)
+    sims = with_provenance(
+        sims, analysis_set=wc.get("analysis_set", ""), model=wc.get("model", ""), stage=wc.get("stage", "pretrained")
+    )
+    write_csv(table, sims)
+    log.info("%s: %d classes, %d similarities (%s)", embeddings, len(emb.class_names), len(sims), method)
+
+
+if __name__ == "__main__":
+    run(main, globals().get("snakemake"))
