@@ -53,6 +53,10 @@ class SlurmJob:
     num_cpus: int
     min_memory: str
     time_limit: str
+    work_dir: str
+    submit_time: str
+    start_time: str
+    end_time: str
 
 
 @dataclass(frozen=True)
@@ -87,9 +91,17 @@ class SlurmCluster:
                     num_cpus=int(fields.get("NumCPUs", "0")),
                     min_memory=fields.get("MinMemoryNode", fields.get("MinMemoryCPU", "")),
                     time_limit=fields.get("TimeLimit", ""),
+                    work_dir=fields.get("WorkDir", ""),
+                    submit_time=fields.get("SubmitTime", ""),
+                    start_time=fields.get("StartTime", ""),
+                    end_time=fields.get("EndTime", ""),
                 )
             )
         return sorted(records, key=lambda job: job.job_id)
+
+    def daemon_pids(self) -> dict[str, int]:
+        """PIDs of the running daemons, from their PID files (munged, slurmctld, slurmd)."""
+        return {pid_file.stem: int(pid_file.read_text().split()[0]) for pid_file in sorted((self.root / "run").glob("*.pid"))}
 
     def log_tail(self, lines: int = 30) -> str:
         """The last ``lines`` lines of each daemon log, for error messages."""

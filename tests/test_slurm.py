@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -141,3 +142,128 @@ def test_gres_alternative_in_profile_becomes_gres_flag(tmp_path):
         assert _option(argv, "--gres") == "gpu:1", argv
         assert _option(argv, "--gpus") is None, argv
         assert _option(argv, "--cpus-per-gpu") == cpus, argv
+
+
+# --- a workflow through the profile on a real local cluster ------------------------------------------
+
+CLUSTER_SNAKEFILE = """
+PARTS = [0, 1]
+
+rule all:
+    input: "results/total.txt", "results/plot.txt", "results/never.txt"
+
+rule download_numbers:
+    localrule: True
+    output: "data/numbers.txt"
+    shell: "seq 1 6 > {output}"
+
+rule square:
+    input: "data/numbers.txt"
+    output: "results/squares_{part}.txt"
+    resources: mem_mb=200, runtime=5
+    shell: "awk 'NR % 2 == {wildcards.part} {{print $1 * $1}}' {input} > {output}"
+
+rule total:
+    input: expand("results/squares_{part}.txt", part=PARTS)
+    output: "results/total.txt"
+    shell: "cat {input} | awk '{{s += $1}} END {{print s}}' > {output}"
+
+rule plot_total:
+    localrule: True
+    input: "results/total.txt"
+    output: "results/plot.txt"
+    shell: "echo total=$(cat {input}) > {output}"
+
+rule fail_on_purpose:
+    input: "data/numbers.txt"
+    output: "results/never.txt"
+    shell: "echo failing on purpose >&2; exit 3"
+"""
+
+
+def _alive(pid: int) -> bool:
+    """True if ``pid`` is a live (not zombie) process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.fixture(scope="module")
+def slurm_cluster():
+    missing = missing_binaries()
+    if missing:
+        pytest.skip(f"SLURM binaries missing: {', '.join(missing)} (CI installs them with .ci/install-slurm.sh)")
+    with local_slurm_cluster() as cluster:
+        pids = cluster.daemon_pids()
+        assert set(pids) == {"munged", "slurmctld", "slurmd"}
+        yield cluster
+    assert not [name for name, pid in pids.items() if _alive(pid)], "daemons left running after the cluster stopped"
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _rule_of(job) -> str:
+    """Rule name from the plugin's job comment (``rule_<name>`` or ``rule_<name>_wildcards_<...>``)."""
+    return job.comment.removeprefix("rule_").split("_wildcards_")[0]
+
+
+def _jobs_of_run(cluster, snakemake_log: str) -> list:
+    """The cluster's jobs submitted by one Snakemake run (the plugin names them by its run ID)."""
+    match = re.search(r"SLURM run ID: (\S+)", snakemake_log)
+    assert match, "no SLURM run ID in the Snakemake log: was the slurm executor used?"
+    return [job for job in cluster.jobs() if job.name == match.group(1)]
+
+
+def test_workflow_through_profile_runs_every_nonlocal_job_on_slurm(slurm_cluster, tmp_path):
+    local_dir, slurm_dir = tmp_path / "local", tmp_path / "slurm"
+    for workdir in (local_dir, slurm_dir):
+        workdir.mkdir()
+        (workdir / "Snakefile").write_text(CLUSTER_SNAKEFILE)
+
+    start = time.monotonic()
+    local = _snakemake(local_dir, ["--cores", "2", "--keep-going"], env=dict(os.environ), timeout_s=120)
+    local_s = time.monotonic() - start
+    start = time.monotonic()
+    slurm = _snakemake(slurm_dir, ["--profile", str(PROFILE), *LOCAL_CLUSTER_OPTIONS], env=slurm_cluster.env, timeout_s=240)
+    slurm_s = time.monotonic() - start
+    print(f"mini workflow wall time: local {local_s:.1f} s, SLURM {slurm_s:.1f} s")
+
+    # The deliberately failing job fails the run in both modes; everything else completes (keep-going).
+    assert local.returncode != 0 and slurm.returncode != 0, slurm.stderr[-3000:]
+    assert "failing on purpose" in slurm.stderr
+    assert "SLURM-job" in slurm.stderr and "FAILED" in slurm.stderr, slurm.stderr[-3000:]
+    local_results, slurm_results = _files(local_dir / "results"), _files(slurm_dir / "results")
+    assert set(local_results) == {"squares_0.txt", "squares_1.txt", "total.txt", "plot.txt"}
+    assert local_results["plot.txt"] == b"total=91\n"
+    assert slurm_results == local_results
+    assert _files(slurm_dir / "data") == _files(local_dir / "data")
+
+    # Every non-local job, and no local one, ran as a SLURM job of this run with the profile's resources.
+    jobs = _jobs_of_run(slurm_cluster, slurm.stderr)
+    assert {job.work_dir for job in jobs} == {str(slurm_dir)}
+    by_rule: dict[str, list] = {}
+    for job in jobs:
+        by_rule.setdefault(_rule_of(job), []).append(job)
+    # retries: 1 in the profile -> the failing job is submitted twice
+    assert {rule: len(found) for rule, found in by_rule.items()} == {"square": 2, "total": 1, "fail_on_purpose": 2}
+    assert {job.state for rule in ("square", "total") for job in by_rule[rule]} == {"COMPLETED"}
+    assert {job.state for job in by_rule["fail_on_purpose"]} == {"FAILED"}
+    assert {(job.time_limit, job.min_memory) for job in by_rule["square"]} == {("00:05:00", "200M")}
+    assert {(job.time_limit, job.min_memory) for job in by_rule["total"]} == {("01:00:00", "4000M")}
+    assert slurm.stderr.count("has been submitted with SLURM jobid") == len(jobs) == 5
+
+
+def test_cluster_is_stopped_when_the_body_raises():
+    if missing_binaries():
+        pytest.skip(f"SLURM binaries missing: {', '.join(missing_binaries())} (CI installs them with .ci/install-slurm.sh)")
+    with pytest.raises(RuntimeError, match="failure inside the cluster context"):
+        with local_slurm_cluster() as cluster:
+            pids = cluster.daemon_pids()
+            root = cluster.root
+            raise RuntimeError("failure inside the cluster context")
+    assert len(pids) == 3 and not [pid for pid in pids.values() if _alive(pid)]
+    assert not root.exists(), "the cluster's temporary directory was left behind"
