@@ -1,0 +1,268 @@
+# Figures, LaTeX tables and the comparison with the paper's published numbers, each marked for
+# `snakemake --report` (grouped by analysis set and model, with a caption that says how to read it).
+# Optional config section `report:` (defaults below): control_class, p_adjust (holm | bh), alpha,
+# tolerances ({measure: largest |ours - paper| called agreement}), ieat_targets ([X, Y] of the paper's iEAT).
+
+FIGURE_KINDS = ("intra", "inter", "rank")
+
+
+def report_setting(key, default):
+    return config.get("report", {}).get(key, default)
+
+
+def figure_targets():
+    return [
+        f"results/figures/{a}/{m}/{kind}.{ext}"
+        for a in config["analysis_sets"]
+        for m in config["models"]
+        for kind in FIGURE_KINDS
+        for ext in ("png", "pdf")
+    ] + ["results/figures/ieat_heatmap.png", "results/figures/ieat_heatmap.pdf"]
+
+
+def table_targets():
+    analysis_sets = list(config["analysis_sets"])
+    datasets = list(config["finetune"]["datasets"])
+    return (
+        [f"results/tables/analysis_set_{a}.tex" for a in analysis_sets]
+        + [f"results/tables/ieat_{a}.tex" for a in analysis_sets]
+        + [
+            f"results/tables/bts_{a}_ft-{d}.tex"
+            for a in analysis_sets
+            for d in datasets
+        ]
+        + [f"results/tables/finetune_{d}.tex" for d in datasets]
+    )
+
+
+def report_targets():
+    """Every output of this file: figures, tables and the comparison with the paper."""
+    return (
+        figure_targets()
+        + table_targets()
+        + [
+            "results/comparison/paper_comparison.csv",
+            "results/comparison/paper_comparison.tex",
+        ]
+    )
+
+
+rule plot_similarity:
+    input:
+        similarity="results/summary/similarity.csv",
+        bts="results/summary/bts.csv",
+    output:
+        intra_png=report(
+            "results/figures/{analysis_set}/{model}/intra.png",
+            caption="../workflow/report/intra.rst",
+            category="Analysis set {analysis_set}",
+            subcategory="{model}",
+            labels={"model": "{model}", "figure": "intra-class similarity"},
+        ),
+        intra_pdf="results/figures/{analysis_set}/{model}/intra.pdf",
+        inter_png=report(
+            "results/figures/{analysis_set}/{model}/inter.png",
+            caption="../workflow/report/inter.rst",
+            category="Analysis set {analysis_set}",
+            subcategory="{model}",
+            labels={"model": "{model}", "figure": "inter-class similarity"},
+        ),
+        inter_pdf="results/figures/{analysis_set}/{model}/inter.pdf",
+        rank_png=report(
+            "results/figures/{analysis_set}/{model}/rank.png",
+            caption="../workflow/report/rank.rst",
+            category="Analysis set {analysis_set}",
+            subcategory="{model}",
+            labels={"model": "{model}", "figure": "ranks before vs after"},
+        ),
+        rank_pdf="results/figures/{analysis_set}/{model}/rank.pdf",
+    log:
+        "logs/report/plot_similarity/{analysis_set}/{model}.log",
+    benchmark:
+        "benchmarks/report/plot_similarity/{analysis_set}/{model}.tsv"
+    conda:
+        "../envs/plot.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        control_class=report_setting("control_class", "random"),
+        adjust=report_setting("p_adjust", "holm"),
+    script:
+        "../workflow/scripts/plot_similarity.py"
+
+
+rule plot_ieat:
+    input:
+        ieat="results/summary/ieat.csv",
+    output:
+        png=report(
+            "results/figures/ieat_heatmap.png",
+            caption="../workflow/report/ieat_heatmap.rst",
+            category="iEAT",
+            labels={"figure": "effect sizes, all models"},
+        ),
+        pdf="results/figures/ieat_heatmap.pdf",
+    log:
+        "logs/report/plot_ieat.log",
+    benchmark:
+        "benchmarks/report/plot_ieat.tsv"
+    conda:
+        "../envs/plot.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        adjust=report_setting("p_adjust", "holm"),
+    script:
+        "../workflow/scripts/plot_ieat.py"
+
+
+rule table_analysis_set:
+    input:
+        summary="results/summary/analysis_sets.csv",
+    output:
+        table=report(
+            "results/tables/analysis_set_{analysis_set}.tex",
+            caption="../workflow/report/table_analysis_set.rst",
+            category="Tables",
+            subcategory="Analysis sets",
+            labels={"analysis set": "{analysis_set}", "table": "classes and sizes"},
+        ),
+    log:
+        "logs/report/table_analysis_set/{analysis_set}.log",
+    benchmark:
+        "benchmarks/report/table_analysis_set/{analysis_set}.tsv"
+    conda:
+        "../envs/plot.yaml"
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    params:
+        kind="analysis_set",
+    script:
+        "../workflow/scripts/make_tables.py"
+
+
+rule table_ieat:
+    input:
+        summary="results/summary/ieat.csv",
+    output:
+        table=report(
+            "results/tables/ieat_{analysis_set}.tex",
+            caption="../workflow/report/table_ieat.rst",
+            category="Tables",
+            subcategory="iEAT",
+            labels={"analysis set": "{analysis_set}", "table": "iEAT"},
+        ),
+    log:
+        "logs/report/table_ieat/{analysis_set}.log",
+    benchmark:
+        "benchmarks/report/table_ieat/{analysis_set}.tsv"
+    conda:
+        "../envs/plot.yaml"
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    params:
+        kind="ieat",
+        adjust=report_setting("p_adjust", "holm"),
+    script:
+        "../workflow/scripts/make_tables.py"
+
+
+rule table_bts:
+    input:
+        summary="results/summary/bts.csv",
+    output:
+        table=report(
+            "results/tables/bts_{analysis_set}_ft-{dataset}.tex",
+            caption="../workflow/report/table_bts.rst",
+            category="Tables",
+            subcategory="Bias transfer scores",
+            labels={"analysis set": "{analysis_set}", "finetuned on": "{dataset}"},
+        ),
+    log:
+        "logs/report/table_bts/{analysis_set}_ft-{dataset}.log",
+    benchmark:
+        "benchmarks/report/table_bts/{analysis_set}_ft-{dataset}.tsv"
+    conda:
+        "../envs/plot.yaml"
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    params:
+        kind="bts",
+        adjust=report_setting("p_adjust", "holm"),
+    script:
+        "../workflow/scripts/make_tables.py"
+
+
+rule table_finetune:
+    input:
+        summary="results/summary/finetune_metrics.csv",
+    output:
+        table=report(
+            "results/tables/finetune_{dataset}.tex",
+            caption="../workflow/report/table_finetune.rst",
+            category="Tables",
+            subcategory="Finetuning",
+            labels={"finetuned on": "{dataset}", "table": "settings and metric"},
+        ),
+    log:
+        "logs/report/table_finetune/{dataset}.log",
+    benchmark:
+        "benchmarks/report/table_finetune/{dataset}.tsv"
+    conda:
+        "../envs/plot.yaml"
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    params:
+        kind="finetune",
+    script:
+        "../workflow/scripts/make_tables.py"
+
+
+rule compare_paper:
+    input:
+        reference="resources/paper_reference.csv",
+        bts="results/summary/bts.csv",
+        ieat="results/summary/ieat.csv",
+        finetune_metrics="results/summary/finetune_metrics.csv",
+        analysis_sets="results/summary/analysis_sets.csv",
+    output:
+        csv=report(
+            "results/comparison/paper_comparison.csv",
+            caption="../workflow/report/comparison.rst",
+            category="Comparison with the paper",
+            labels={"table": "ours vs published (CSV)"},
+        ),
+        tex=report(
+            "results/comparison/paper_comparison.tex",
+            caption="../workflow/report/comparison.rst",
+            category="Comparison with the paper",
+            labels={"table": "ours vs published (LaTeX)"},
+        ),
+    log:
+        "logs/report/compare_paper.log",
+    benchmark:
+        "benchmarks/report/compare_paper.tsv"
+    conda:
+        "../envs/plot.yaml"
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    params:
+        alpha=report_setting("alpha", 0.05),
+        tolerances=report_setting("tolerances", {}),
+        targets=report_setting("ieat_targets", ["man", "woman"]),
+    script:
+        "../workflow/scripts/compare_paper.py"

@@ -1,0 +1,135 @@
+"""Small fixed result tables in the summary formats (docs/formats.md) for the report tests.
+
+Two analysis sets (``coco`` with 6 classes, ``openimages`` with 5), two models, finetuning on
+``coco`` (3 seeds) and ``openimages`` (1 seed); BTS rows are computed from the similarity rows with
+scipy, so figures and tables can be checked against them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy.stats import false_discovery_control, spearmanr
+
+MODELS = ("resnet18", "bit_m_r50x1")
+FINETUNE = {"coco": (0, 1, 2), "openimages": (0,)}
+CLASSES = {
+    "coco": ("man", "woman", "car", "car_man", "car_woman", "random"),
+    "openimages": ("man", "woman", "car", "fashion", "random"),
+}
+PAIRS = {
+    "coco": ("car_man|car", "car_woman|car", "car|random", "man|woman"),
+    "openimages": ("car|man", "car|woman", "fashion|woman", "car|random", "fashion|random"),
+}
+IEAT_TESTS = {"coco": (("car", "random"),), "openimages": (("car", "fashion"), ("fashion", "random"))}
+
+
+def stages():
+    yield "pretrained", "", ""
+    for dataset, seeds in FINETUNE.items():
+        for seed in seeds:
+            yield f"ft-{dataset}-seed{seed}", dataset, str(seed)
+
+
+def similarity_table() -> pd.DataFrame:
+    rng = np.random.default_rng(7)
+    rows = []
+    for analysis_set in CLASSES:
+        for model in MODELS:
+            base_intra = rng.uniform(0.2, 0.8, len(CLASSES[analysis_set]))
+            base_inter = rng.uniform(0.1, 0.6, len(PAIRS[analysis_set]))
+            for stage, dataset, seed in stages():
+                shift = 0.0 if stage == "pretrained" else 0.05
+                for kind, keys, base in (("intra", CLASSES[analysis_set], base_intra), ("inter", PAIRS[analysis_set], base_inter)):
+                    noise = 0.0 if stage == "pretrained" else rng.normal(0, 0.12, len(keys))
+                    for key, value in zip(keys, base + shift + noise):
+                        p, q = key.split("|") if kind == "inter" else ("", "")
+                        rows.append(dict(analysis_set=analysis_set, model=model, stage=stage, finetune_dataset=dataset,
+                                         seed=seed, kind=kind, key=key, class_p=p, class_q=q, value=value, se=0.01,
+                                         n=10, method="exact"))  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _holm(p: np.ndarray) -> np.ndarray:
+    order = np.argsort(p)
+    m = len(p)
+    adjusted = np.maximum.accumulate(np.minimum(1.0, (m - np.arange(m)) * p[order]))
+    out = np.empty(m)
+    out[order] = adjusted
+    return out
+
+
+def bts_table(similarity: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for (analysis_set, model, kind), part in similarity.groupby(["analysis_set", "model", "kind"], sort=False):
+        pre = part[part["stage"] == "pretrained"].set_index("key")["value"]
+        for dataset, seeds in FINETUNE.items():
+            ft = part[part["finetune_dataset"] == dataset]
+            for seed in [str(s) for s in seeds] + ["pooled"]:
+                values = ft.groupby("key")["value"].mean() if seed == "pooled" else ft[ft["seed"] == seed].set_index("key")["value"]
+                result = spearmanr(pre.to_numpy(), values.loc[pre.index].to_numpy())
+                rows.append(dict(analysis_set=analysis_set, model=model, stage=f"ft-{dataset}", finetune_dataset=dataset,
+                                 seed=seed, kind=kind, statistic=result.statistic, pvalue=result.pvalue, n=len(pre),
+                                 pvalue_method="scipy"))  # fmt: skip
+    table = pd.DataFrame(rows)
+    table["pvalue_holm"] = np.nan
+    table["pvalue_bh"] = np.nan
+    for _, index in table.groupby(["analysis_set", "kind"]).groups.items():
+        p = table.loc[index, "pvalue"].to_numpy()
+        table.loc[index, "pvalue_holm"] = _holm(p)
+        table.loc[index, "pvalue_bh"] = false_discovery_control(p)
+    return table
+
+
+def ieat_table() -> pd.DataFrame:
+    rng = np.random.default_rng(11)
+    rows = []
+    for analysis_set, tests in IEAT_TESTS.items():
+        for model in MODELS:
+            for stage, dataset, seed in stages():
+                for a, b in tests:
+                    d = rng.uniform(-0.5, 1.2)
+                    rows.append(dict(analysis_set=analysis_set, model=model, stage=stage, finetune_dataset=dataset, seed=seed,
+                                     test=f"{a}-{b}", X="man", Y="woman", A=a, B=b, effect_size=d, statistic=d / 10,
+                                     pvalue=float(np.clip(0.5 - d / 2.5, 1e-4, 1)), pvalue_se=0.001, method="permutation",
+                                     alternative="greater", permutations=10000, n_x=10, n_y=10, n_a=10, n_b=10))  # fmt: skip
+    table = pd.DataFrame(rows)
+    table["pvalue_holm"] = _holm(table["pvalue"].to_numpy())
+    table["pvalue_bh"] = false_discovery_control(table["pvalue"].to_numpy())
+    return table
+
+
+def finetune_metrics() -> pd.DataFrame:
+    rows = []
+    for model in MODELS:
+        for dataset, seeds in FINETUNE.items():
+            metric = "mAP" if dataset == "coco" else "micro_f1"
+            for seed in seeds:
+                rows.append(dict(dataset=dataset, model=model, seed=seed, epoch_best=3, metric_name=metric,
+                                 metric_value=0.6 + 0.01 * seed, epochs=25, lr=0.001, batch_size=32,
+                                 optimizer="sgd", scheduler="reduce_on_plateau"))  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def analysis_sets() -> pd.DataFrame:
+    return pd.DataFrame(
+        [dict(analysis_set=s, dataset=s, **{"class": c}, n=10 + i) for s, classes in CLASSES.items() for i, c in enumerate(classes)]
+    )
+
+
+def write_all(folder) -> dict[str, str]:
+    """Write the five summary CSVs into ``folder``; return their paths by name."""
+    similarity = similarity_table()
+    frames = {
+        "similarity": similarity,
+        "bts": bts_table(similarity),
+        "ieat": ieat_table(),
+        "finetune_metrics": finetune_metrics(),
+        "analysis_sets": analysis_sets(),
+    }
+    paths = {}
+    for name, frame in frames.items():
+        path = folder / f"{name}.csv"
+        frame.to_csv(path, index=False)
+        paths[name] = str(path)
+    return paths

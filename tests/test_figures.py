@@ -1,0 +1,146 @@
+"""Figures from small fixed result tables: bar and point counts, error bars, BTS titles, files on disk."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from matplotlib.container import BarContainer, ErrorbarContainer
+
+import report_data as rd
+from biastransfer import figures
+from biastransfer.scripting import run
+from biastransfer.tables import IEAT_COLUMNS, read_summary
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "workflow" / "scripts"
+
+
+@pytest.fixture(scope="module")
+def run_tables(tmp_path_factory):
+    paths = rd.write_all(tmp_path_factory.mktemp("summary"))
+    return {
+        "paths": paths,
+        "similarity": read_summary(paths["similarity"], figures.SIMILARITY_COLUMNS),
+        "bts": read_summary(paths["bts"], figures.BTS_COLUMNS),
+        "ieat": read_summary(paths["ieat"], IEAT_COLUMNS),
+    }
+
+
+def bars(fig):
+    ax = fig.axes[0]
+    return [patch for c in ax.containers if isinstance(c, BarContainer) for patch in c]
+
+
+def test_intra_bars_one_per_class_and_stage_group_with_min_max_error_bars(run_tables):
+    sims, bts = run_tables["similarity"], run_tables["bts"]
+    fig = figures.intra_figure(sims, bts, analysis_set="coco", model="resnet18")
+    groups = 1 + len(rd.FINETUNE)
+    assert len(bars(fig)) == len(rd.CLASSES["coco"]) * groups
+    ax = fig.axes[0]
+    # Error bars on the finetuned groups only; the pretrained model is one measurement.
+    assert sum(isinstance(c, ErrorbarContainer) for c in ax.containers) == len(rd.FINETUNE)
+    assert sum(p.get_hatch() == "///" for p in bars(fig)) == groups  # the random control, once per group
+    assert ax.get_ylabel() == "mean cosine similarity"
+    assert [t.get_text() for t in ax.get_xticklabels()] == list(rd.CLASSES["coco"])
+    pooled = bts[(bts.analysis_set == "coco") & (bts.model == "resnet18") & (bts.kind == "intra") & (bts.seed == "pooled")]
+    for dataset in rd.FINETUNE:
+        rho = pooled.loc[pooled.finetune_dataset == dataset, "statistic"].item()
+        assert f"ft-{dataset}: BTS ρ = {rho:.3f}" in ax.get_title()
+
+
+def test_finetuned_bar_is_the_seed_mean_and_its_error_bar_spans_min_to_max(run_tables):
+    sims = run_tables["similarity"]
+    table = figures.similarity_by_stage(sims, analysis_set="coco", model="bit_m_r50x1", kind="intra")
+    raw = sims[(sims.analysis_set == "coco") & (sims.model == "bit_m_r50x1") & (sims.kind == "intra")
+               & (sims.finetune_dataset == "coco") & (sims.key == "car")]["value"]  # fmt: skip
+    row = table[(table.group == "ft-coco") & (table.key == "car")].iloc[0]
+    assert row["n_seeds"] == 3
+    assert row["mean"] == pytest.approx(raw.mean())
+    assert (row["low"], row["high"]) == pytest.approx((raw.min(), raw.max()))
+    assert list(table["group"].cat.categories) == ["pretrained", "ft-coco", "ft-openimages"]
+
+
+def test_inter_bars_cover_configured_pairs_and_hatch_random_controls(run_tables):
+    fig = figures.inter_figure(run_tables["similarity"], run_tables["bts"], analysis_set="openimages", model="bit_m_r50x1")
+    groups = 1 + len(rd.FINETUNE)
+    assert len(bars(fig)) == len(rd.PAIRS["openimages"]) * groups
+    n_controls = sum("random" in pair.split("|") for pair in rd.PAIRS["openimages"])
+    assert sum(p.get_hatch() == "///" for p in bars(fig)) == n_controls * groups
+    assert "inter-class" in fig.axes[0].get_title()
+
+
+def test_rank_scatter_points_are_the_ranks_whose_correlation_is_the_pooled_bts(run_tables):
+    sims, bts = run_tables["similarity"], run_tables["bts"]
+    fig = figures.rank_figure(sims, bts, analysis_set="coco", model="resnet18")
+    for ax, kind, n_keys in zip(fig.axes[:2], ("intra", "inter"), (len(rd.CLASSES["coco"]), len(rd.PAIRS["coco"]))):
+        assert len(ax.collections) == len(rd.FINETUNE)
+        for collection, dataset in zip(ax.collections, rd.FINETUNE):
+            points = collection.get_offsets()
+            assert len(points) == n_keys
+            rho = bts[(bts.analysis_set == "coco") & (bts.model == "resnet18") & (bts.kind == kind)
+                      & (bts.seed == "pooled") & (bts.finetune_dataset == dataset)]["statistic"].item()  # fmt: skip
+            assert np.corrcoef(points[:, 0], points[:, 1])[0, 1] == pytest.approx(rho)
+
+
+def test_ieat_heatmap_cells_and_marks_from_adjusted_p(run_tables):
+    ieat = run_tables["ieat"].copy()
+    planted = (ieat.model == "resnet18") & (ieat.stage == "pretrained") & (ieat.test == "car-fashion")
+    ieat.loc[planted, "pvalue_holm"] = 0.004
+    ieat = ieat[~((ieat.model == "bit_m_r50x1") & (ieat.test == "car-random"))]  # one test not run for one model
+    fig = figures.ieat_heatmap(ieat)
+    panels = [ax for ax in fig.axes if ax.images]
+    assert [ax.get_title() for ax in panels] == ["pretrained", "ft-coco", "ft-openimages"]
+    n_tests = sum(len(t) for t in rd.IEAT_TESTS.values())
+    for ax in panels:
+        data = ax.images[0].get_array()
+        assert data.shape == (len(rd.MODELS), n_tests)
+        assert data.mask.sum() == 1  # the missing cell is blank, not zero
+        assert len(ax.texts) == len(rd.MODELS) * n_tests - 1
+    texts = [t.get_text() for t in panels[0].texts]
+    d = ieat.loc[planted, "effect_size"].item()
+    assert f"{d:.2f}**" in texts
+    assert sum("*" in t for t in texts) == 1 + sum(p < 0.05 for p in ieat.loc[ieat.stage == "pretrained", "pvalue_holm"] if p != 0.004)
+
+
+def test_save_figure_writes_png_and_pdf_atomically(run_tables, tmp_path):
+    fig = figures.intra_figure(run_tables["similarity"], run_tables["bts"], analysis_set="coco", model="resnet18")
+    png, pdf = figures.save_figure(fig, tmp_path / "sub" / "intra")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert pdf.read_bytes()[:5] == b"%PDF-"
+    assert 10_000 < png.stat().st_size < 2_000_000
+    assert 5_000 < pdf.stat().st_size < 2_000_000
+    assert sorted(p.name for p in (tmp_path / "sub").iterdir()) == ["intra.pdf", "intra.png"]
+
+
+def test_bad_input_names_what_is_wrong(run_tables):
+    sims, bts = run_tables["similarity"], run_tables["bts"]
+    with pytest.raises(ValueError, match="'nosuchmodel'"):
+        figures.intra_figure(sims, bts, analysis_set="coco", model="nosuchmodel")
+    with pytest.raises(ValueError, match="no pooled row for finetune dataset 'openimages'"):
+        figures.intra_figure(sims, bts[bts.finetune_dataset != "openimages"], analysis_set="coco", model="resnet18")
+    lacking = sims[~((sims.stage == "ft-coco-seed1") & (sims.key == "woman"))]
+    with pytest.raises(ValueError, match=r"stage ft-coco-seed1 lacks intra key\(s\) \['woman'\]"):
+        figures.similarity_by_stage(lacking, analysis_set="coco", model="resnet18", kind="intra")
+    with pytest.raises(ValueError, match="missing column.*value"):
+        figures.intra_figure(sims.drop(columns="value"), bts, analysis_set="coco", model="resnet18")
+
+
+def _script(name):
+    spec = importlib.util.spec_from_file_location(f"script_{name}", SCRIPTS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # scripting.run reads the module's docstring for --help
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_plot_scripts_run_standalone(run_tables, tmp_path):
+    paths = run_tables["paths"]
+    out = {f"{k}_{e}": str(tmp_path / f"{k}.{e}") for k in ("intra", "inter", "rank") for e in ("png", "pdf")}
+    argv = ["--similarity", paths["similarity"], "--bts", paths["bts"], "--analysis_set", "openimages", "--model", "resnet18"]
+    argv += [a for k, v in out.items() for a in (f"--{k}", v)]
+    run(_script("plot_similarity").main, None, argv)
+    run(_script("plot_ieat").main, None, ["--ieat", paths["ieat"], "--png", str(tmp_path / "h.png"), "--pdf", str(tmp_path / "h.pdf")])
+    assert all(Path(p).stat().st_size > 5_000 for p in [*out.values(), tmp_path / "h.png", tmp_path / "h.pdf"])

@@ -1,0 +1,264 @@
+"""Figures of a run's results in one style, laid out like the paper's Figures 2-3 and 6-17.
+
+Each ``*_figure`` function takes summary tables (see ``docs/formats.md``) and returns a matplotlib
+``Figure``; :func:`save_figure` writes it as PNG and PDF atomically. Colours are the Okabe-Ito
+palette (distinguishable with the common colour-vision deficiencies); the heat map uses the
+ColorBrewer ``PuOr`` diverging map, also colour-blind safe.
+
+Bars: ``pretrained`` is one deterministic measurement; a finetuned bar is the mean over seeds and
+its error bar spans the smallest to the largest seed (min-max, as in the paper's figures).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.colors import TwoSlopeNorm  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+from scipy.stats import rankdata  # noqa: E402
+
+from .atomic import atomic_path  # noqa: E402
+from .tables import ADJUSTMENTS, ieat_by_stage, model_label, ordered_groups, require_columns, stage_group, stars  # noqa: E402
+
+#: Okabe & Ito (2008) colour-blind-safe palette.
+OKABE_ITO = {
+    "orange": "#E69F00",
+    "sky_blue": "#56B4E9",
+    "bluish_green": "#009E73",
+    "yellow": "#F0E442",
+    "blue": "#0072B2",
+    "vermillion": "#D55E00",
+    "reddish_purple": "#CC79A7",
+    "black": "#000000",
+}
+#: Colours by stage group: pretrained, then one per finetuning dataset.
+STAGE_COLOURS = ("#999999", OKABE_ITO["blue"], OKABE_ITO["orange"], OKABE_ITO["bluish_green"], OKABE_ITO["reddish_purple"], OKABE_ITO["vermillion"])
+STAGE_MARKERS = ("o", "s", "^", "D", "v", "P")
+STYLE = {
+    "font.size": 9,
+    "axes.titlesize": 9,
+    "axes.labelsize": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "axes.grid.axis": "y",
+    "grid.alpha": 0.3,
+    "legend.frameon": False,
+    "pdf.fonttype": 42,
+}
+SIMILARITY_LABEL = "mean cosine similarity"
+SIMILARITY_COLUMNS = ("analysis_set", "model", "stage", "finetune_dataset", "seed", "kind", "key", "value")
+BTS_COLUMNS = ("analysis_set", "model", "finetune_dataset", "seed", "kind", "statistic", "pvalue")
+
+
+def similarity_by_stage(similarity: pd.DataFrame, *, analysis_set: str, model: str, kind: str) -> pd.DataFrame:
+    """Per (key, stage group): ``mean``, ``low``, ``high`` (min/max over seeds) and ``n_seeds``.
+
+    Keys keep their order of first appearance (the configured order); ValueError when the analysis
+    set, model or kind has no rows, or a stage lacks or repeats a key.
+    """
+    require_columns(similarity, SIMILARITY_COLUMNS, where="similarity summary")
+    if kind not in ("intra", "inter"):
+        raise ValueError(f"kind must be 'intra' or 'inter', not {kind!r}")
+    rows = similarity[(similarity["analysis_set"] == analysis_set) & (similarity["model"] == model) & (similarity["kind"] == kind)]
+    if rows.empty:
+        raise ValueError(f"similarity summary: no {kind} rows for analysis set {analysis_set!r} and model {model!r}")
+    rows = rows.assign(group=[stage_group(s, f) for s, f in zip(rows["stage"], rows["finetune_dataset"])])
+    if "pretrained" not in set(rows["group"]):
+        raise ValueError(f"similarity summary: no pretrained {kind} rows for {analysis_set!r}/{model!r}")
+    keys = list(dict.fromkeys(rows["key"]))
+    for stage, part in rows.groupby("stage", sort=False):
+        lacking = [k for k in keys if k not in set(part["key"])]
+        if lacking or part["key"].duplicated().any():
+            problem = f"lacks {kind} key(s) {lacking}" if lacking else f"repeats {kind} key(s)"
+            raise ValueError(f"similarity summary: {analysis_set!r}/{model!r} stage {stage} {problem}")
+    out = rows.groupby(["key", "group"], sort=False).agg(
+        mean=("value", "mean"), low=("value", "min"), high=("value", "max"), n_seeds=("value", "size")
+    )
+    out = out.reset_index()
+    out["key"] = pd.Categorical(out["key"], categories=keys, ordered=True)
+    out["group"] = pd.Categorical(out["group"], categories=ordered_groups(rows["group"]), ordered=True)
+    return out.sort_values(["group", "key"]).reset_index(drop=True)
+
+
+def pooled_bts(bts: pd.DataFrame, *, analysis_set: str, model: str, kind: str) -> pd.DataFrame:
+    """The pooled-seed BTS rows (one per finetuning dataset) for one analysis set, model and kind."""
+    require_columns(bts, BTS_COLUMNS, where="BTS summary")
+    rows = bts[(bts["analysis_set"] == analysis_set) & (bts["model"] == model) & (bts["kind"] == kind) & (bts["seed"] == "pooled")]
+    return rows.set_index("finetune_dataset")
+
+
+def _bts_text(bts_rows: pd.DataFrame, groups: Sequence[str], adjust: str | None) -> str:
+    parts = []
+    for group in groups:
+        if group == "pretrained":
+            continue
+        dataset = group.removeprefix("ft-")
+        if dataset not in bts_rows.index:
+            raise ValueError(f"BTS summary: no pooled row for finetune dataset {dataset!r}")
+        r = bts_rows.loc[dataset]
+        mark = stars(r[ADJUSTMENTS[adjust]]) if adjust else ""
+        parts.append(f"{group}: BTS ρ = {r['statistic']:.3f}{mark} (p = {r['pvalue']:.2g})")
+    return "; ".join(parts)
+
+
+def _is_control(key: str, control_class: str) -> bool:
+    return control_class in key.split("|")
+
+
+def _bar_figure(similarity, bts, *, analysis_set, model, kind, control_class, adjust) -> Figure:
+    table = similarity_by_stage(similarity, analysis_set=analysis_set, model=model, kind=kind)
+    groups = list(table["group"].cat.categories)
+    keys = list(table["key"].cat.categories)
+    bts_line = _bts_text(pooled_bts(bts, analysis_set=analysis_set, model=model, kind=kind), groups, adjust)
+    width = 0.8 / len(groups)
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(max(4.0, 0.45 * len(keys) * len(groups) + 1.5), 3.6), layout="constrained")
+        x = np.arange(len(keys))
+        for i, group in enumerate(groups):
+            part = table[table["group"] == group].set_index("key").loc[keys]
+            errors = None
+            if group != "pretrained":
+                errors = np.vstack([part["mean"] - part["low"], part["high"] - part["mean"]])
+            bars = ax.bar(x + (i - (len(groups) - 1) / 2) * width, part["mean"], width, yerr=errors, capsize=2,
+                          color=STAGE_COLOURS[i % len(STAGE_COLOURS)], edgecolor="black", linewidth=0.4,
+                          error_kw={"elinewidth": 0.8}, label=group)  # fmt: skip
+            for bar, key in zip(bars, keys):
+                if _is_control(key, control_class):
+                    bar.set_hatch("///")
+        labels = [k.replace("|", " vs ") for k in keys]
+        ax.set_xticks(x, labels, rotation=40, ha="right")
+        ax.set_xlabel("class" if kind == "intra" else "class pair")
+        ax.set_ylabel(SIMILARITY_LABEL)
+        ax.axhline(0, color="black", linewidth=0.6)
+        title = f"{model_label(model)} on analysis set {analysis_set}: {kind}-class similarity"
+        ax.set_title(f"{title}\n{bts_line}" if bts_line else title)
+        handles, names = ax.get_legend_handles_labels()
+        if any(_is_control(k, control_class) for k in keys):
+            handles.append(Patch(facecolor="white", edgecolor="black", hatch="///"))
+            names.append(f"{control_class} control")
+        ax.legend(handles, names, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8,
+                  title="error bars: min-max over seeds", title_fontsize=7)  # fmt: skip
+    return fig
+
+
+def intra_figure(similarity: pd.DataFrame, bts: pd.DataFrame, *, analysis_set: str, model: str,
+                 control_class: str = "random", adjust: str | None = "holm") -> Figure:  # fmt: skip
+    """Intra-class similarity per class, pretrained vs finetuned (paper Fig. 2); BTS in the title.
+
+    One bar per (class, stage group); hatched bars are the random-image control.
+    """
+    return _bar_figure(similarity, bts, analysis_set=analysis_set, model=model, kind="intra", control_class=control_class, adjust=adjust)
+
+
+def inter_figure(similarity: pd.DataFrame, bts: pd.DataFrame, *, analysis_set: str, model: str,
+                 control_class: str = "random", adjust: str | None = "holm") -> Figure:  # fmt: skip
+    """Inter-class similarity per configured pair, pretrained vs finetuned (paper Fig. 3); BTS in the title.
+
+    One bar per (pair, stage group); hatched bars are pairs with the random-image control class.
+    """
+    return _bar_figure(similarity, bts, analysis_set=analysis_set, model=model, kind="inter", control_class=control_class, adjust=adjust)
+
+
+def rank_figure(similarity: pd.DataFrame, bts: pd.DataFrame, *, analysis_set: str, model: str) -> Figure:
+    """Pretrained rank vs finetuned rank of each class (left) and pair (right): what BTS measures.
+
+    BTS is Spearman's rho, i.e. the Pearson correlation of these ranks (average ranks for ties) with the
+    finetuned similarity averaged over seeds; points on the diagonal keep their rank after finetuning.
+    One point per (key, finetuning dataset).
+    """
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, 2, figsize=(7.6, 3.8), layout="constrained")
+        for ax, kind in zip(axes, ("intra", "inter")):
+            table = similarity_by_stage(similarity, analysis_set=analysis_set, model=model, kind=kind)
+            keys = list(table["key"].cat.categories)
+            groups = list(table["group"].cat.categories)
+            bts_rows = pooled_bts(bts, analysis_set=analysis_set, model=model, kind=kind)
+            pre_rank = rankdata(table[table["group"] == "pretrained"].set_index("key").loc[keys, "mean"])
+            for i, group in enumerate(groups[1:], start=1):
+                ft_rank = rankdata(table[table["group"] == group].set_index("key").loc[keys, "mean"])
+                dataset = group.removeprefix("ft-")
+                label = group
+                if dataset in bts_rows.index:
+                    label += f" (BTS ρ = {bts_rows.loc[dataset, 'statistic']:.3f})"
+                ax.scatter(pre_rank, ft_rank, s=28, color=STAGE_COLOURS[i % len(STAGE_COLOURS)],
+                           marker=STAGE_MARKERS[i % len(STAGE_MARKERS)], edgecolor="black", linewidth=0.4,
+                           label=label, zorder=3)  # fmt: skip
+                for key, px, py in zip(keys, pre_rank, ft_rank):
+                    ax.annotate(key.replace("|", " vs "), (px, py), textcoords="offset points", xytext=(3, 3), fontsize=6)
+            ax.plot([1, len(keys)], [1, len(keys)], color="black", linewidth=0.6, linestyle="--", label="same rank")
+            ax.set_xlabel("rank of pretrained similarity (1 = lowest)")
+            ax.set_ylabel("rank of finetuned similarity (1 = lowest)")
+            ax.set_title(f"{kind}-class ({len(keys)} {'classes' if kind == 'intra' else 'pairs'})")
+            ax.set_aspect("equal", adjustable="datalim")
+            ax.grid(True, axis="both", alpha=0.3)
+            ax.legend(loc="upper left", fontsize=7)
+        fig.suptitle(f"{model_label(model)} on analysis set {analysis_set}: ranks before vs after finetuning", fontsize=9)
+    return fig
+
+
+def ieat_heatmap(ieat: pd.DataFrame, *, adjust: str = "holm") -> Figure:
+    """iEAT effect sizes: one panel per stage group, rows = models, columns = concept pairs.
+
+    A cell holds the effect size (mean over seeds for finetuned groups) with one star per level
+    (0.05, 0.01, 0.001) that its adjusted p-value, the largest over seeds, is below. Blank cells:
+    the test was not run for that model and stage.
+    """
+    if adjust not in ADJUSTMENTS:
+        raise ValueError(f"adjust must be one of {sorted(ADJUSTMENTS)}, not {adjust!r}")
+    agg = ieat_by_stage(ieat)
+    groups = ordered_groups(agg["group"])
+    models = list(dict.fromkeys(agg["model"]))
+    tests = agg[["analysis_set", "test", "X", "Y", "A", "B"]].drop_duplicates(["analysis_set", "test"])
+    several_sets = tests["analysis_set"].nunique() > 1
+    columns = []
+    for r in tests.itertuples(index=False):
+        label = f"{r.A} vs {r.B}" if (r.X, r.Y) == ("man", "woman") else f"{r.test}"
+        columns.append(f"{r.analysis_set}: {label}" if several_sets else label)
+    limit = max(0.5, float(np.nanmax(np.abs(agg["effect_size"]))))
+    norm = TwoSlopeNorm(vmin=-limit, vcenter=0.0, vmax=limit)
+    cmap = matplotlib.colormaps["PuOr_r"].with_extremes(bad="#f0f0f0")
+    index = agg.set_index(["analysis_set", "test", "model", "group"])
+    with plt.rc_context({**STYLE, "axes.grid": False}):
+        size = (1.5 + len(groups) * (0.75 * len(columns) + 0.8), 2.0 + 0.45 * len(models))
+        fig, axes = plt.subplots(1, len(groups), figsize=size, squeeze=False, sharey=True, layout="constrained")
+        for ax, group in zip(axes[0], groups):
+            values = np.full((len(models), len(columns)), np.nan)
+            for i, model in enumerate(models):
+                for j, t in enumerate(tests.itertuples(index=False)):
+                    key = (t.analysis_set, t.test, model, group)
+                    if key in index.index:
+                        r = index.loc[key]
+                        values[i, j] = r["effect_size"]
+                        ax.text(j, i, f"{r['effect_size']:.2f}{stars(r[ADJUSTMENTS[adjust]])}", ha="center", va="center", fontsize=7,
+                                color="white" if abs(r["effect_size"]) > 0.6 * limit else "black")  # fmt: skip
+            image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, norm=norm, aspect="auto")
+            ax.set_xticks(range(len(columns)), columns, rotation=40, ha="right")
+            ax.set_yticks(range(len(models)), [model_label(m) for m in models])
+            ax.set_title(group)
+        fig.colorbar(image, ax=axes[0].tolist(), label="iEAT effect size d (unitless)", shrink=0.9)
+        fig.suptitle(f"iEAT effect sizes d, targets man vs woman unless a column names its test\n"
+                     f"* / ** / ***: {adjust}-adjusted p < 0.05 / 0.01 / 0.001 (largest over seeds)", fontsize=8)  # fmt: skip
+    return fig
+
+
+def save_figure(fig: Figure, stem: str | os.PathLike, *, dpi: int = 200) -> tuple[Path, Path]:
+    """Write ``stem.png`` and ``stem.pdf`` atomically (no timestamps in the PDF); close the figure."""
+    stem = Path(stem)
+    paths = []
+    for fmt, metadata in (("png", {"Software": None}), ("pdf", {"CreationDate": None, "Creator": None, "Producer": None})):
+        path = stem.with_name(f"{stem.name}.{fmt}")
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format=fmt, dpi=dpi, metadata=metadata, bbox_inches="tight")
+        paths.append(path)
+    plt.close(fig)
+    return paths[0], paths[1]

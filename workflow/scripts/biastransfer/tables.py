@@ -1,0 +1,362 @@
+"""LaTeX tables (booktabs) of a run's results, laid out like the paper's Tables 2-9.
+
+Every ``*_table`` function returns a complete document (``article`` + ``booktabs``) that compiles on
+its own with ``pdflatex``; :func:`tabular_of` pulls the ``tabular`` back out for inclusion elsewhere.
+The helpers that turn the summary CSVs into per-stage rows (:func:`read_summary`,
+:func:`stage_group`, :func:`ieat_by_stage`) are shared with ``figures`` and ``compare``.
+
+Seeds: finetuned rows are grouped by finetuning dataset (``ft-{dataset}``). An iEAT effect size is
+the mean over seeds; its p-values are the largest over seeds, so a mark means "significant in every
+seed". BTS rows use the ``pooled`` seed (finetuned similarities averaged over seeds first, as the
+paper does).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+#: How the paper names the six models the workflow calls by these keys.
+MODEL_LABELS = {
+    "resnet18": "ResNet18",
+    "resnet50": "ResNet50",
+    "bit_m_r50x1": "BiT-M-R50x1",
+    "clip_vit_b32": "CLIP-ViT-B/32",
+    "moco_r50_v1": "MoCo ResNet50",
+    "simclr_r50_v1": "SimCLR ResNet50",
+}
+
+#: Significance marks: one star per threshold the p-value is below.
+SIGNIFICANCE_LEVELS = (0.05, 0.01, 0.001)
+
+#: Columns that hold names, never numbers (read as strings; empty cells become "").
+LABEL_COLUMNS = (
+    "analysis_set", "model", "stage", "finetune_dataset", "seed", "kind", "key", "class_p", "class_q",
+    "test", "X", "Y", "A", "B", "dataset", "metric_name", "class", "optimizer", "scheduler", "method",
+    "pvalue_method", "alternative",
+)  # fmt: skip
+
+ADJUSTMENTS = {"holm": "pvalue_holm", "bh": "pvalue_bh"}
+ADJUSTMENT_NAMES = {"holm": "Holm", "bh": "Benjamini--Hochberg"}
+
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
+_LATEX_RE = re.compile("|".join(re.escape(c) for c in _LATEX_SPECIAL))
+
+
+def latex_escape(text: object) -> str:
+    """``text`` as LaTeX source that prints it literally (underscores, ampersands, ...)."""
+    return _LATEX_RE.sub(lambda m: _LATEX_SPECIAL[m.group()], str(text))
+
+
+def model_label(model: str) -> str:
+    """The paper's name of a workflow model key, or the key itself for other models."""
+    return MODEL_LABELS.get(model, model)
+
+
+def read_summary(path: str | os.PathLike, required: Iterable[str]) -> pd.DataFrame:
+    """Read a summary CSV; name columns are strings ("" when empty). ValueError names missing columns."""
+    frame = pd.read_csv(path, dtype={c: str for c in LABEL_COLUMNS})
+    missing = [c for c in required if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{path}: missing column(s) {', '.join(missing)}")
+    for col in frame.columns.intersection(LABEL_COLUMNS):
+        frame[col] = frame[col].fillna("").astype(str)
+    return frame
+
+
+def require_columns(frame: pd.DataFrame, required: Iterable[str], *, where: str) -> None:
+    """ValueError naming ``where`` and the missing columns, if any."""
+    missing = [c for c in required if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{where}: missing column(s) {', '.join(missing)}")
+
+
+def stage_group(stage: str, finetune_dataset: str) -> str:
+    """``pretrained``, or ``ft-{dataset}`` for any seed finetuned on ``dataset``."""
+    if stage == "pretrained":
+        return "pretrained"
+    if not finetune_dataset:
+        raise ValueError(f"stage {stage!r} has no finetune_dataset")
+    return f"ft-{finetune_dataset}"
+
+
+def ordered_groups(groups: Iterable[str]) -> list[str]:
+    """``pretrained`` first, then the finetuned groups in order of first appearance."""
+    unique = list(dict.fromkeys(groups))
+    return sorted(unique, key=lambda g: g != "pretrained")
+
+
+IEAT_COLUMNS = ("analysis_set", "model", "stage", "finetune_dataset", "seed", "test", "X", "Y", "A", "B",
+                "effect_size", "pvalue", "pvalue_holm", "pvalue_bh")  # fmt: skip
+
+
+def ieat_by_stage(ieat: pd.DataFrame) -> pd.DataFrame:
+    """One row per (analysis set, model, stage group, test): mean effect size, largest p over seeds.
+
+    Columns: the keys, ``X, Y, A, B``, ``effect_size`` (mean), ``effect_min``, ``effect_max``,
+    ``pvalue``, ``pvalue_holm``, ``pvalue_bh`` (largest over seeds) and ``n_seeds``. Row order
+    follows the input's first appearance.
+    """
+    require_columns(ieat, IEAT_COLUMNS, where="iEAT summary")
+    if ieat.empty:
+        raise ValueError("iEAT summary: no rows")
+    frame = ieat.copy()
+    frame["group"] = [stage_group(s, f) for s, f in zip(frame["stage"], frame["finetune_dataset"])]
+    keys = ["analysis_set", "model", "group", "test", "X", "Y", "A", "B"]
+    out = frame.groupby(keys, sort=False).agg(
+        effect_size=("effect_size", "mean"),
+        effect_min=("effect_size", "min"),
+        effect_max=("effect_size", "max"),
+        pvalue=("pvalue", "max"),
+        pvalue_holm=("pvalue_holm", "max"),
+        pvalue_bh=("pvalue_bh", "max"),
+        n_seeds=("seed", "size"),
+    )
+    return out.reset_index()
+
+
+def stars(p: float, levels: Sequence[float] = SIGNIFICANCE_LEVELS) -> str:
+    """One ``*`` per level that ``p`` is below (``""`` for NaN)."""
+    if p is None or math.isnan(p):
+        return ""
+    return "*" * sum(p < level for level in levels)
+
+
+def format_p(p: float) -> str:
+    """A p-value as LaTeX math: three decimals, or ``a\\times10^{-k}`` below 0.001."""
+    if p is None or math.isnan(p):
+        return "--"
+    if p >= 0.001:
+        return f"${p:.3f}$"
+    if p == 0:
+        return "$0$"
+    exponent = math.floor(math.log10(p))
+    mantissa = p / 10**exponent
+    if round(mantissa, 1) == 1.0:
+        return f"$10^{{{exponent}}}$"
+    return f"${mantissa:.1f}\\times10^{{{exponent}}}$"
+
+
+def format_number(x: float, digits: int = 3, mark: str = "") -> str:
+    """A signed number as LaTeX math with an optional superscript mark (``--`` for NaN)."""
+    if x is None or math.isnan(x):
+        return "--"
+    sup = f"^{{{mark}}}" if mark else ""
+    return f"${x:.{digits}f}{sup}$"
+
+
+def standalone_document(body: str, caption: str, *, landscape: bool = False) -> str:
+    """Wrap a ``tabular`` (or ``longtable``) in a minimal document that compiles with ``pdflatex``."""
+    orientation = ",landscape" if landscape else ""
+    float_open, float_close = ("", "") if "longtable" in body else ("\\begin{table}[ht]\n\\centering\n", "\\end{table}\n")
+    caption_line = "" if "longtable" in body else f"\\caption*{{{caption}}}\n"
+    return (
+        "\\documentclass[10pt]{article}\n"
+        f"\\usepackage[margin=1.5cm{orientation}]{{geometry}}\n"
+        "\\usepackage[T1]{fontenc}\n"
+        "\\usepackage{booktabs}\n"
+        "\\usepackage{longtable}\n"
+        "\\usepackage{caption}\n"
+        "\\pagestyle{empty}\n"
+        "\\begin{document}\n"
+        f"{float_open}{caption_line}{body}{float_close}"
+        "\\end{document}\n"
+    )
+
+
+def tabular_of(document: str) -> str:
+    """The ``tabular`` or ``longtable`` environment inside a document made here."""
+    match = re.search(r"\\begin\{(tabular|longtable)\}.*?\\end\{\1\}", document, flags=re.S)
+    if match is None:
+        raise ValueError("no tabular or longtable environment in the document")
+    return match.group(0)
+
+
+def _rows(cells: Iterable[Sequence[str]]) -> str:
+    return "".join(" & ".join(row) + " \\\\\n" for row in cells)
+
+
+def _subset(frame: pd.DataFrame, where: str, **equal: str) -> pd.DataFrame:
+    mask = np.ones(len(frame), dtype=bool)
+    for col, value in equal.items():
+        mask &= (frame[col] == value).to_numpy()
+    out = frame[mask]
+    if out.empty:
+        found = ", ".join(f"{c}={sorted(frame[c].unique().tolist())}" for c in equal)
+        wanted = ", ".join(f"{c}={v!r}" for c, v in equal.items())
+        raise ValueError(f"{where}: no rows with {wanted} (present: {found})")
+    return out
+
+
+def analysis_set_table(stats: pd.DataFrame, analysis_set: str) -> str:
+    """Classes and image counts of one analysis set (paper Tables 5/6)."""
+    require_columns(stats, ("analysis_set", "class", "n"), where="analysis-set statistics")
+    rows = _subset(stats, "analysis-set statistics", analysis_set=analysis_set)
+    if rows["class"].duplicated().any():
+        dup = rows.loc[rows["class"].duplicated(), "class"].iloc[0]
+        raise ValueError(f"analysis-set statistics: class {dup!r} listed twice for {analysis_set!r}")
+    body = "\\begin{tabular}{lr}\n\\toprule\nClass & $n$ \\\\\n\\midrule\n"
+    body += _rows((latex_escape(c), f"{int(n)}") for c, n in zip(rows["class"], rows["n"]))
+    body += f"\\midrule\nTotal & {int(rows['n'].sum())} \\\\\n\\bottomrule\n\\end{{tabular}}\n"
+    caption = f"Analysis set \\texttt{{{latex_escape(analysis_set)}}}: classes and number of images $n$."
+    return standalone_document(body, caption)
+
+
+def ieat_table(ieat: pd.DataFrame, analysis_set: str, *, adjust: str = "holm") -> str:
+    """iEAT effect sizes and p-values, pretrained vs each finetuning dataset (paper Tables 2/9)."""
+    adj_col = _adjust_column(adjust)
+    agg = ieat_by_stage(_subset(ieat, "iEAT summary", analysis_set=analysis_set))
+    groups = ordered_groups(agg["group"])
+    n_cols = 3 * len(groups)
+    header1 = ["", "", ""] + [f"\\multicolumn{{3}}{{c}}{{{_group_title(g)}}}" for g in groups]
+    rules = "".join(f"\\cmidrule(lr){{{4 + 3 * i}-{6 + 3 * i}}}" for i in range(len(groups)))
+    header2 = ["Model", "Concept A", "Concept B"] + ["$d$", "$p$", f"$p_{{\\mathrm{{{ADJUSTMENT_NAMES[adjust][:4]}}}}}$"] * len(groups)
+    body = f"\\begin{{tabular}}{{lll{'r' * n_cols}}}\n\\toprule\n"
+    body += _rows([header1]).rstrip("\n") + f"\n{rules}\n" + _rows([header2]) + "\\midrule\n"
+    index = agg.set_index(["model", "X", "Y", "A", "B", "group"])
+    tests = agg[["model", "X", "Y", "A", "B"]].drop_duplicates()
+    previous_model = None
+    cells = []
+    for model, x, y, a, b in tests.itertuples(index=False):
+        if previous_model is not None and model != previous_model:
+            cells.append(None)
+        row = [latex_escape(model_label(model)) if model != previous_model else "", latex_escape(a), latex_escape(b)]
+        for group in groups:
+            key = (model, x, y, a, b, group)
+            if key in index.index:
+                r = index.loc[key]
+                row += [format_number(r["effect_size"], mark=stars(r[adj_col])), format_p(r["pvalue"]), format_p(r[adj_col])]
+            else:
+                row += ["--"] * 3
+        cells.append(row)
+        previous_model = model
+    body += "".join("\\addlinespace\n" if r is None else _rows([r]) for r in cells)
+    body += "\\bottomrule\n\\end{tabular}\n"
+    targets = ", ".join(sorted({f"$X$={latex_escape(x)}, $Y$={latex_escape(y)}" for x, y in zip(tests["X"], tests["Y"])}))
+    n_seeds = int(agg.loc[agg["group"] != "pretrained", "n_seeds"].max()) if len(groups) > 1 else 1
+    caption = (
+        f"iEAT on analysis set \\texttt{{{latex_escape(analysis_set)}}} ({targets}; attributes $A$, $B$ = concepts A, B). "
+        f"$d$: effect size; $p$: one-sided permutation p-value; "
+        f"$p_{{\\mathrm{{{ADJUSTMENT_NAMES[adjust][:4]}}}}}$: {ADJUSTMENT_NAMES[adjust]}-adjusted across the table. "
+        f"Marks from the adjusted p: {_marks_legend()}. "
+        f"Finetuned columns: $d$ is the mean over up to {n_seeds} seed(s), p-values the largest over seeds."
+    )
+    return standalone_document(body, caption, landscape=len(groups) > 2)
+
+
+def bts_table(bts: pd.DataFrame, analysis_set: str, finetune_dataset: str, *, adjust: str = "holm") -> str:
+    """Bias transfer scores (Spearman rho) for intra- and inter-class similarities (Tables 3/4)."""
+    adj_col = _adjust_column(adjust)
+    require_columns(bts, ("analysis_set", "model", "finetune_dataset", "seed", "kind", "statistic", "pvalue", "n", adj_col), where="BTS summary")
+    rows = _subset(bts, "BTS summary", analysis_set=analysis_set, finetune_dataset=finetune_dataset, seed="pooled")
+    kinds = [k for k in ("intra", "inter") if k in set(rows["kind"])]
+    adj = ADJUSTMENT_NAMES[adjust][:4]
+    header1 = [""] + [f"\\multicolumn{{4}}{{c}}{{{k.capitalize()}-class}}" for k in kinds]
+    rules = "".join(f"\\cmidrule(lr){{{2 + 4 * i}-{5 + 4 * i}}}" for i in range(len(kinds)))
+    header2 = ["Model"] + ["$r_{\\mathrm{BTS}}$", "$p$", f"$p_{{\\mathrm{{{adj}}}}}$", "$n$"] * len(kinds)
+    body = f"\\begin{{tabular}}{{l{'r' * 4 * len(kinds)}}}\n\\toprule\n"
+    body += _rows([header1]).rstrip("\n") + f"\n{rules}\n" + _rows([header2]) + "\\midrule\n"
+    index = rows.set_index(["model", "kind"])
+    if index.index.duplicated().any():
+        model, kind = index.index[index.index.duplicated()][0]
+        raise ValueError(f"BTS summary: more than one pooled {kind} row for model {model!r}")
+    cells = []
+    for model in dict.fromkeys(rows["model"]):
+        row = [latex_escape(model_label(model))]
+        for kind in kinds:
+            if (model, kind) in index.index:
+                r = index.loc[(model, kind)]
+                row += [format_number(r["statistic"], mark=stars(r[adj_col])), format_p(r["pvalue"]), format_p(r[adj_col]), f"{int(r['n'])}"]
+            else:
+                row += ["--"] * 4
+        cells.append(row)
+    body += _rows(cells) + "\\bottomrule\n\\end{tabular}\n"
+    caption = (
+        f"Bias transfer scores on analysis set \\texttt{{{latex_escape(analysis_set)}}} for models finetuned on "
+        f"\\texttt{{{latex_escape(finetune_dataset)}}}: Spearman $r_{{\\mathrm{{BTS}}}}$ between pretrained and finetuned "
+        f"similarities (finetuned similarities averaged over seeds first) over $n$ classes (intra) or pairs (inter); "
+        f"$p_{{\\mathrm{{{adj}}}}}$: {ADJUSTMENT_NAMES[adjust]}-adjusted. Marks from the adjusted p: {_marks_legend()}."
+    )
+    return standalone_document(body, caption)
+
+
+FINETUNE_COLUMNS = ("dataset", "model", "seed", "epoch_best", "metric_name", "metric_value", "epochs", "lr",
+                    "batch_size", "optimizer", "scheduler")  # fmt: skip
+
+
+def finetune_summary(metrics: pd.DataFrame) -> pd.DataFrame:
+    """Per (dataset, model, metric): mean, sample SD (ddof=1; NaN for one seed), seeds, and the settings.
+
+    ValueError when the seeds of one dataset and model were finetuned with different settings.
+    """
+    require_columns(metrics, FINETUNE_COLUMNS, where="finetune metrics")
+    if metrics.empty:
+        raise ValueError("finetune metrics: no rows")
+    bad = sorted(set(metrics["metric_name"]) - {"mAP", "micro_f1"})
+    if bad:
+        raise ValueError(f"finetune metrics: unknown metric_name {bad} (expected 'mAP' or 'micro_f1')")
+
+    settings = ["epochs", "lr", "batch_size", "optimizer", "scheduler"]
+    for (dataset, model), part in metrics.groupby(["dataset", "model"], sort=False):
+        for col in settings:
+            if part[col].nunique() > 1:
+                raise ValueError(f"finetune metrics: {dataset!r}/{model!r} seeds differ in {col}: {sorted(map(str, part[col].unique()))}")
+    out = metrics.groupby(["dataset", "model", "metric_name"], sort=False).agg(
+        mean=("metric_value", "mean"),
+        sd=("metric_value", lambda v: v.std(ddof=1) if len(v) > 1 else np.nan),
+        n_seeds=("seed", "nunique"),
+        **{col: (col, "first") for col in settings},
+    )
+    return out.reset_index()
+
+
+def finetune_table(metrics: pd.DataFrame, dataset: str) -> str:
+    """Finetuning settings and validation metric, mean +- SD over seeds (paper Tables 7/8)."""
+    summary = finetune_summary(_subset(metrics, "finetune metrics", dataset=dataset))
+    metric_names = {"mAP": "mAP", "micro_f1": "Micro F1"}
+    cells = []
+    for r in summary.itertuples(index=False):
+        value = f"${r.mean:.3f}$" if math.isnan(r.sd) else f"${r.mean:.3f} \\pm {r.sd:.3f}$"
+        cells.append([latex_escape(model_label(r.model)), f"{r.epochs:g}", f"{r.lr:g}", f"{r.batch_size:g}",
+                      latex_escape(r.optimizer), latex_escape(r.scheduler),
+                      latex_escape(metric_names[r.metric_name]), value, f"{r.n_seeds}"])  # fmt: skip
+    body = "\\begin{tabular}{lrrrllllr}\n\\toprule\n"
+    body += _rows([["Model", "Epochs", "Learning rate", "Batch", "Optimizer", "Scheduler", "Metric", "Value", "Seeds"]])
+    body += "\\midrule\n" + _rows(cells) + "\\bottomrule\n\\end{tabular}\n"
+    caption = (
+        f"Finetuning on \\texttt{{{latex_escape(dataset)}}}: settings and the validation metric at the best epoch, "
+        "mean $\\pm$ sample standard deviation over seeds (no $\\pm$ for a single seed)."
+    )
+    return standalone_document(body, caption, landscape=True)
+
+
+def _adjust_column(adjust: str) -> str:
+    if adjust not in ADJUSTMENTS:
+        raise ValueError(f"adjust must be one of {sorted(ADJUSTMENTS)}, not {adjust!r}")
+    return ADJUSTMENTS[adjust]
+
+
+def _group_title(group: str) -> str:
+    if group == "pretrained":
+        return "Pretrained"
+    return f"Finetuned on \\texttt{{{latex_escape(group.removeprefix('ft-'))}}}"
+
+
+def _marks_legend() -> str:
+    return ", ".join(f"{'*' * (i + 1)}~$p<{level:g}$" for i, level in enumerate(SIGNIFICANCE_LEVELS))

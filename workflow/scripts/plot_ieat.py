@@ -1,0 +1,28 @@
+"""Heat map of iEAT effect sizes: models x concept pairs, one panel per stage, significance marks.
+
+Snakemake: rule plot_ieat (rules/report.smk). Standalone, for a reviewer:
+python workflow/scripts/plot_ieat.py --ieat results/summary/ieat.csv
+    --png out/ieat_heatmap.png --pdf out/ieat_heatmap.pdf [--adjust holm|bh]
+"""
+
+import logging
+from pathlib import Path
+
+from biastransfer.figures import ieat_heatmap, save_figure
+from biastransfer.scripting import run
+from biastransfer.tables import IEAT_COLUMNS, read_summary
+
+log = logging.getLogger(__name__)
+
+
+def main(ieat: str, png: str, pdf: str, adjust: str = "holm") -> None:
+    stem = Path(png).with_suffix("")
+    if Path(pdf).with_suffix("") != stem or Path(png).suffix != ".png" or Path(pdf).suffix != ".pdf":
+        raise ValueError(f"outputs {png!r} and {pdf!r} must be <stem>.png and <stem>.pdf")
+    table = read_summary(ieat, IEAT_COLUMNS)
+    written = save_figure(ieat_heatmap(table, adjust=adjust), stem)
+    log.info("%d iEAT rows -> %s", len(table), ", ".join(map(str, written)))
+
+
+if __name__ == "__main__":
+    run(main, globals().get("snakemake"))
