@@ -6,9 +6,9 @@
   for the rest with an HTTP ``Range`` header and appends;
 * transient failures (connection errors, timeouts, HTTP 5xx/408/429, a short body) are retried with
   exponential backoff; permanent ones (other HTTP 4xx, a missing local file) fail at once;
-* the finished file is checked against a published SHA-256 or MD5 where one is given; otherwise its
-  SHA-256 is recorded in the sidecar ``<dest>.sha256`` on first download and checked on every later
-  call; a mismatch deletes the partial file, so nothing that looks complete is left behind;
+* the finished file is checked against a published SHA-256 or MD5 where one is given; otherwise
+  against the SHA-256 recorded in the sidecar ``<dest>.sha256`` on first download (the sidecar is
+  written for every verified file); a mismatch deletes the partial file, so nothing that looks complete is left behind;
 * the file appears at ``dest`` only by an atomic rename, once verified.
 
 A ``mirror`` (URL prefix or local directory) replaces every remote source: ``scheme://host/path``
@@ -208,10 +208,7 @@ def fetch(
     want = _expected(dest, sha256, md5)
     if dest.is_file():
         try:
-            if want:
-                _check(dest, want, url)
-            else:
-                _record(dest, _hash_file(dest, "sha256")["sha256"])
+            _record(dest, _check(dest, want, url))
             return dest
         except ChecksumError as exc:
             log.warning("%s exists but fails verification (%s); downloading again", dest, exc)
@@ -239,8 +236,7 @@ def fetch(
         part.unlink(missing_ok=True)
         raise
     os.replace(part, dest)
-    if "sha256" not in want or sha256 is None:
-        _record(dest, digest)
+    _record(dest, digest)
     if progress:
         log.info("verified %s (sha256 %s)", dest, digest)
     return dest

@@ -1,0 +1,37 @@
+"""Make sure every image of a finetuning split is on disk (fetching the missing ones), then publish the split.
+
+Image URLs follow from the path below the dataset root (COCO: images.cocodataset.org/<split>/<file>;
+Open Images: the CVDF bucket open-images-dataset/<split>/<id>.jpg). Standalone:
+python workflow/scripts/fetch_split_images.py --dataset '{"kind": "coco", "root": "data/coco"}' \
+    --selected sel/train.parquet --split results/splits/coco/train.parquet
+"""
+
+import logging
+import os
+from pathlib import Path
+
+from biastransfer import coco, openimages
+from biastransfer.download import Download, fetch_many
+from biastransfer.scripting import run
+from biastransfer.splits import read_split, write_split
+
+log = logging.getLogger(__name__)
+BASE = {"coco": coco.BASE_URL, "openimages": openimages.IMAGE_URL}
+
+
+def main(dataset: dict, selected: str, split: str, workers: int = 8) -> None:
+    s = read_split(selected)
+    root = Path(dataset["root"])
+    missing = [p for p in s.frame["path"] if not os.path.isfile(p)]
+    if missing and dataset.get("images", "needed") == "all":
+        raise FileNotFoundError(f"{len(missing)} image(s) of {selected} missing under {root}, e.g. {missing[0]}")
+    if missing:
+        log.info("%s: fetching %d of %d images", selected, len(missing), len(s.frame))
+        base = BASE[dataset["kind"]]
+        items = [Download(f"{base}/{Path(p).relative_to(root).as_posix()}", p) for p in missing]
+        fetch_many(items, ".", workers=workers, mirror=dataset.get("mirror"))
+    write_split(split, s)
+
+
+if __name__ == "__main__":
+    run(main, globals().get("snakemake"))
