@@ -7,7 +7,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from biastransfer.similarity import SimilarityResult, inter_class_similarity, intra_class_similarity
+from biastransfer.similarity import (
+    SimilarityResult,
+    class_similarities,
+    inter_class_similarity,
+    intra_class_similarity,
+)
 
 
 def _cos(a, b):
@@ -95,6 +100,39 @@ def test_invariant_to_row_scaling_and_order(seed, k, d):
     assert inter_class_similarity((Z * scales)[order], W).value == pytest.approx(
         inter_class_similarity(Z, W).value, abs=1e-12
     )
+
+
+def test_extreme_magnitudes_are_rescaled_not_overflowed():
+    # cosines: rows 0-1 and 0-2 are 1/sqrt2, rows 1-2 are 1
+    res = intra_class_similarity([[1e200, 1e200], [1e-200, 0.0], [3.0, 0.0]])
+    assert res.value == pytest.approx((np.sqrt(2) + 1) / 3)
+
+
+def test_class_similarities_equals_single_calls():
+    rng = np.random.default_rng(5)
+    classes = {name: rng.standard_normal((4 + i, 6)) + i for i, name in enumerate(["man", "woman", "car"])}
+    intra, inter = class_similarities(classes)
+    assert list(inter) == [("man", "woman"), ("man", "car"), ("woman", "car")]
+    for name, Z in classes.items():
+        assert intra[name] == intra_class_similarity(Z)
+    for (p, q), res in inter.items():
+        assert res == inter_class_similarity(classes[p], classes[q])
+    _, chosen = class_similarities(classes, pairs=[("car", "man")])
+    assert list(chosen) == [("car", "man")]
+
+
+@pytest.mark.parametrize(
+    "classes, pairs, message",
+    [
+        ({}, None, "classes is empty"),
+        ({"man": np.eye(3), "car": np.array([[1.0, 0, 0], [0, 0, 0]])}, None, r"classes\['car'\] row 1 is all zeros"),
+        ({"man": np.eye(3), "car": np.ones((3, 4))}, None, r"classes\['car'\] has 4 dims but classes\['man'\] has 3"),
+        ({"man": np.eye(3), "car": np.eye(3)}, [("man", "bus")], "not in classes: 'bus'"),
+    ],
+)
+def test_class_similarities_bad_input(classes, pairs, message):
+    with pytest.raises(ValueError, match=message):
+        class_similarities(classes, pairs)
 
 
 def test_as_dict_has_named_fields():

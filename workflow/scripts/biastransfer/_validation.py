@@ -5,11 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 
-def as_embeddings(value, name: str, *, min_rows: int = 1) -> np.ndarray:
-    """Return ``value`` as a float64 (rows x dims) array, or raise ValueError naming ``name``.
+def as_embeddings(value, name: str, *, min_rows: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Check ``value`` as a (rows x dims) embedding array; return it as float64 with 1 / row norms.
 
-    Rejects non-numeric data, arrays that are not 2-D, fewer than ``min_rows`` rows, zero dims,
-    NaN or infinite entries, and all-zero rows (whose cosine similarity is undefined).
+    Raises ValueError naming ``name`` for non-numeric data, arrays that are not 2-D, fewer than
+    ``min_rows`` rows, zero dims, NaN or infinite entries, and all-zero rows (whose cosine similarity is
+    undefined). Rows whose squared norm over- or underflows are rescaled by their largest entry first,
+    which changes no cosine. Unit rows are ``array * inv_norm[:, None]``.
     """
     try:
         array = np.asarray(value)
@@ -32,17 +34,21 @@ def as_embeddings(value, name: str, *, min_rows: int = 1) -> np.ndarray:
     if dims == 0:
         raise ValueError(f"{name} has 0 dims")
     array = array.astype(np.float64, copy=False)
-    finite = np.isfinite(array)
-    if not finite.all():
-        row = int(np.argwhere(~finite)[0, 0])
-        what = "NaN" if np.isnan(array[row]).any() else "inf"
-        raise ValueError(f"{name} contains {what} (first in row {row})")
-    zero_rows = np.flatnonzero(~array.any(axis=1))
-    if zero_rows.size:
-        raise ValueError(
-            f"{name} row {int(zero_rows[0])} is all zeros (cosine similarity is undefined)"
-        )
-    return array
+    squared = np.einsum("ij,ij->i", array, array)
+    if not (np.isfinite(squared).all() and squared.min() > 0):  # rare: find the bad row, or rescale
+        finite = np.isfinite(array)
+        if not finite.all():
+            row = int(np.argwhere(~finite)[0, 0])
+            what = "NaN" if np.isnan(array[row]).any() else "inf"
+            raise ValueError(f"{name} contains {what} (first in row {row})")
+        zero_rows = np.flatnonzero(~array.any(axis=1))
+        if zero_rows.size:
+            raise ValueError(
+                f"{name} row {int(zero_rows[0])} is all zeros (cosine similarity is undefined)"
+            )
+        array = array / np.abs(array).max(axis=1, keepdims=True)
+        squared = np.einsum("ij,ij->i", array, array)
+    return array, 1.0 / np.sqrt(squared)
 
 
 def check_same_dims(named: dict[str, np.ndarray]) -> None:
@@ -54,13 +60,6 @@ def check_same_dims(named: dict[str, np.ndarray]) -> None:
             raise ValueError(
                 f"{name} has {array.shape[1]} dims but {first_name} has {first.shape[1]}"
             )
-
-
-def unit_rows(array: np.ndarray) -> np.ndarray:
-    """Rows of a checked float64 array scaled to unit L2 norm (overflow-safe)."""
-    scale = np.abs(array).max(axis=1, keepdims=True)
-    scaled = array / scale
-    return scaled / np.linalg.norm(scaled, axis=1, keepdims=True)
 
 
 def check_seed(seed, name: str = "seed") -> int:

@@ -29,7 +29,6 @@ from biastransfer._validation import (
     check_positive_int,
     check_same_dims,
     check_seed,
-    unit_rows,
 )
 
 ALTERNATIVES = ("greater", "less", "two-sided")
@@ -68,11 +67,12 @@ class IEATResult:
 
 def association_scores(X, Y, A, B) -> np.ndarray:
     """s(w, A, B) for every row w of X then of Y (length |X| + |Y|), after checking the inputs."""
-    arrays = {name: as_embeddings(value, name) for name, value in zip("XYAB", (X, Y, A, B))}
-    check_same_dims(arrays)
-    units = {name: unit_rows(array) for name, array in arrays.items()}
-    direction = units["A"].mean(axis=0) - units["B"].mean(axis=0)
-    return np.concatenate([units["X"] @ direction, units["Y"] @ direction])
+    checked = {name: as_embeddings(value, name) for name, value in zip("XYAB", (X, Y, A, B))}
+    check_same_dims({name: array for name, (array, _) in checked.items()})
+    (X, inv_x), (Y, inv_y), (A, inv_a), (B, inv_b) = checked.values()
+    # mean_a cos(w, a) - mean_b cos(w, b) = u_w . (mean unit row of A - mean unit row of B)
+    direction = (inv_a @ A) / len(A) - (inv_b @ B) / len(B)
+    return np.concatenate([(X @ direction) * inv_x, (Y @ direction) * inv_y])
 
 
 def ieat(

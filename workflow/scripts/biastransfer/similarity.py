@@ -16,6 +16,8 @@ See docs/statistics.md.
 from __future__ import annotations
 
 import dataclasses
+import itertools
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,7 +28,6 @@ from biastransfer._validation import (
     check_positive_int,
     check_same_dims,
     check_seed,
-    unit_rows,
 )
 
 METHODS = ("exact", "sampled")
@@ -60,25 +61,13 @@ def intra_class_similarity(
 ) -> SimilarityResult:
     """Mean cosine similarity between distinct embeddings of one class (rows of ``Z``, k >= 2)."""
     check_choice(method, "method", METHODS)
-    U = unit_rows(as_embeddings(Z, "Z", min_rows=2))
-    k = U.shape[0]
+    prepared = _Prepared(*as_embeddings(Z, "Z", min_rows=2))
     if method == "exact":
-        total = U.sum(axis=0)
-        value = (total @ total - k) / (k * (k - 1))
-        if k >= 3:
-            # Leave-one-out estimates differ only through g_i = total . u_i (see module docstring).
-            g = U @ total
-            var = (k - 1) / k * 4.0 / ((k - 1) ** 2 * (k - 2) ** 2) * np.sum((g - g.mean()) ** 2)
-            se = float(np.sqrt(var))
-        else:
-            se = float("nan")
-        return SimilarityResult(
-            float(value), se, k * (k - 1) // 2, "exact", "intra", k, None, None, None
-        )
+        return _intra_exact(prepared)
     iterations = check_positive_int(iterations, "iterations")
     seed = check_seed(seed)
-    sims = _algorithm1(U, iterations, np.random.default_rng(seed))
-    return _sampled_result(sims, "intra", k, None, seed)
+    sims = _algorithm1(prepared.units(), iterations, np.random.default_rng(seed))
+    return _sampled_result(sims, "intra", prepared.k, None, seed)
 
 
 def inter_class_similarity(
@@ -86,27 +75,88 @@ def inter_class_similarity(
 ) -> SimilarityResult:
     """Mean cosine similarity between the embeddings of two classes (rows of ``Zp`` and ``Zq``)."""
     check_choice(method, "method", METHODS)
-    Up = unit_rows(as_embeddings(Zp, "Zp"))
-    Uq = unit_rows(as_embeddings(Zq, "Zq"))
-    check_same_dims({"Zp": Up, "Zq": Uq})
-    kp, kq = Up.shape[0], Uq.shape[0]
+    p = _Prepared(*as_embeddings(Zp, "Zp"))
+    q = _Prepared(*as_embeddings(Zq, "Zq"))
+    check_same_dims({"Zp": p.rows, "Zq": q.rows})
     if method == "exact":
-        sum_p, sum_q = Up.sum(axis=0), Uq.sum(axis=0)
-        value = (sum_p @ sum_q) / (kp * kq)
-        if kp >= 2 and kq >= 2:
-            # Two-sample jackknife: delete one row of Zp (then of Zq) and add the two variances.
-            hp = Up @ sum_q
-            hq = Uq @ sum_p
-            var_p = np.sum((hp - hp.mean()) ** 2) / (kp * (kp - 1) * kq**2)
-            var_q = np.sum((hq - hq.mean()) ** 2) / (kq * (kq - 1) * kp**2)
-            se = float(np.sqrt(var_p + var_q))
-        else:
-            se = float("nan")
-        return SimilarityResult(float(value), se, kp * kq, "exact", "inter", kp, kq, None, None)
+        return _inter_exact(p, q)
     iterations = check_positive_int(iterations, "iterations")
     seed = check_seed(seed)
-    sims = _algorithm2(Up, Uq, iterations, np.random.default_rng(seed))
-    return _sampled_result(sims, "inter", kp, kq, seed)
+    sims = _algorithm2(p.units(), q.units(), iterations, np.random.default_rng(seed))
+    return _sampled_result(sims, "inter", p.k, q.k, seed)
+
+
+def class_similarities(
+    classes: Mapping[Hashable, object], pairs: Iterable[tuple[Hashable, Hashable]] | None = None
+) -> tuple[dict[Hashable, SimilarityResult], dict[tuple[Hashable, Hashable], SimilarityResult]]:
+    """Exact intra-class similarity of every class and inter-class similarity of every pair.
+
+    ``classes`` maps a class name to its embeddings (k >= 2 rows each); ``pairs`` defaults to all
+    unordered pairs in the mapping's order. Each class is checked and normalised once, so a whole
+    table costs little more than reading the embeddings. Results equal the single-call functions'.
+    """
+    prepared = {
+        key: _Prepared(*as_embeddings(Z, f"classes[{key!r}]", min_rows=2))
+        for key, Z in classes.items()
+    }
+    if not prepared:
+        raise ValueError("classes is empty")
+    check_same_dims({f"classes[{key!r}]": p.rows for key, p in prepared.items()})
+    pairs = list(itertools.combinations(prepared, 2) if pairs is None else pairs)
+    unknown = sorted({repr(k) for pair in pairs for k in pair if k not in prepared})
+    if unknown:
+        raise ValueError(f"pairs name classes that are not in classes: {', '.join(unknown)}")
+    intra = {key: _intra_exact(p) for key, p in prepared.items()}
+    inter = {(a, b): _inter_exact(prepared[a], prepared[b]) for a, b in pairs}
+    return intra, inter
+
+
+class _Prepared:
+    """A checked float64 embedding array with 1 / row norms and the (lazily computed) sum of unit rows."""
+
+    def __init__(self, rows: np.ndarray, inv_norm: np.ndarray):
+        self.rows, self.inv_norm, self.k = rows, inv_norm, rows.shape[0]
+        self._unit_sum = None
+
+    def unit_sum(self) -> np.ndarray:
+        if self._unit_sum is None:
+            self._unit_sum = self.inv_norm @ self.rows
+        return self._unit_sum
+
+    def dots(self, vector: np.ndarray) -> np.ndarray:
+        """u_i . vector for every unit row u_i."""
+        return (self.rows @ vector) * self.inv_norm
+
+    def units(self) -> np.ndarray:
+        return self.rows * self.inv_norm[:, None]
+
+
+def _intra_exact(p: _Prepared) -> SimilarityResult:
+    k, total = p.k, p.unit_sum()
+    value = (total @ total - k) / (k * (k - 1))
+    if k >= 3:
+        # Leave-one-out estimates differ only through g_i = total . u_i (see docs/statistics.md).
+        g = p.dots(total)
+        var = (k - 1) / k * 4.0 / ((k - 1) ** 2 * (k - 2) ** 2) * np.sum((g - g.mean()) ** 2)
+        se = float(np.sqrt(var))
+    else:
+        se = float("nan")
+    return SimilarityResult(float(value), se, k * (k - 1) // 2, "exact", "intra", k, None, None, None)
+
+
+def _inter_exact(p: _Prepared, q: _Prepared) -> SimilarityResult:
+    kp, kq = p.k, q.k
+    value = (p.unit_sum() @ q.unit_sum()) / (kp * kq)
+    if kp >= 2 and kq >= 2:
+        # Two-sample jackknife: delete one row of Zp (then of Zq) and add the two variances.
+        hp = p.dots(q.unit_sum())
+        hq = q.dots(p.unit_sum())
+        var_p = np.sum((hp - hp.mean()) ** 2) / (kp * (kp - 1) * kq**2)
+        var_q = np.sum((hq - hq.mean()) ** 2) / (kq * (kq - 1) * kp**2)
+        se = float(np.sqrt(var_p + var_q))
+    else:
+        se = float("nan")
+    return SimilarityResult(float(value), se, kp * kq, "exact", "inter", kp, kq, None, None)
 
 
 def _algorithm1(U: np.ndarray, iterations: int, rng: np.random.Generator) -> np.ndarray:
