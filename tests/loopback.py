@@ -4,16 +4,19 @@ can cut a response mid-body or answer 503 a set number of times."""
 from __future__ import annotations
 
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class FileServer:
     """``files`` maps URL paths ("/a/b.jpg") to bytes. ``cut[path] = (n_bytes, times)`` closes the
     connection after ``n_bytes`` of the body for the next ``times`` requests; ``fail[path] = times``
-    answers 503 that many times. ``requests`` records (path, Range header) of every request."""
+    answers 503 that many times. ``delay`` seconds pass before each answer (a stand-in for network
+    latency). ``requests`` records (path, Range header) of every request."""
 
-    def __init__(self, files: dict[str, bytes] | None = None):
+    def __init__(self, files: dict[str, bytes] | None = None, delay: float = 0.0):
         self.files = dict(files or {})
+        self.delay = delay
         self.cut: dict[str, tuple[int, int]] = {}
         self.fail: dict[str, int] = {}
         self.requests: list[tuple[str, str | None]] = []
@@ -25,6 +28,8 @@ class FileServer:
                 pass
 
             def do_GET(self):
+                if server.delay:
+                    time.sleep(server.delay)
                 path, rng = self.path, self.headers.get("Range")
                 with server._lock:
                     server.requests.append((path, rng))

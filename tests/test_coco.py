@@ -219,3 +219,59 @@ def test_manifest_splits_and_leakage(tree):
     renamed = pd.DataFrame({"image_id": ["other"], "sha256": [manifest["sha256"].iloc[1]]})
     with pytest.raises(ValueError, match="analysis image's sha256: other"):
         check_no_leakage(manifest, {"extra": renamed})
+
+
+def test_scripts_end_to_end_through_a_mirror(tree, monkeypatch):
+    """download -> paper lists -> selection -> manifest -> splits, with every remote file on a loopback mirror."""
+    import hashlib
+    import sys
+    import zipfile
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow" / "scripts"))
+    import curate_analysis_set
+    import download_dataset
+    import download_paper_lists
+    import fetch_analysis_images
+    import fetch_split_images
+    import make_splits
+
+    tmp_path, _ = tree
+    monkeypatch.chdir(tmp_path)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for f in sorted((tmp_path / "coco" / "annotations").iterdir()):
+            zf.write(f, f"annotations/{f.name}")
+    lists = {"car": f"{coco.image_url('val2017', 100)}\n{coco.image_url('train2017', 501)}\n",
+             "man": "http://farm1.staticflickr.com/1/121_abc_z.jpg\nhttp://images.cocodataset.org/val2017/000000122.jpg\n"}
+    files = {"/images.cocodataset.org/annotations/annotations_trainval2017.zip": buf.getvalue()}
+    files.update({f"/raw.example/lists/{c}.txt": t.encode() for c, t in lists.items()})
+    inst, _ = load(tmp_path)
+    for i in inst:
+        files.update({f"/images.cocodataset.org/{i.split}/{f}": jpeg(n) for n, f in zip(i.images["id"], i.images["file_name"])})
+    zip_md5 = hashlib.md5(buf.getvalue()).hexdigest()
+    monkeypatch.setitem(coco.FILES, "annotations_trainval2017.zip", (coco.ANNOTATIONS_URL, zip_md5))
+    with FileServer(files) as srv:
+        ds = {"kind": "coco", "root": "data/coco", "images": "needed", "mirror": srv.url}
+        download_dataset.main(ds, "ok/annotations.ok")
+        assert (tmp_path / "data/coco/annotations/instances_train2017.json").is_file()
+        paper = {"base_url": "http://raw.example/lists",
+                 "files": {c: hashlib.sha256(t.encode()).hexdigest() for c, t in lists.items()}}
+        download_paper_lists.main(paper, "lists", "lists/lists.ok", mirror=srv.url)
+        aset = {"dataset": "coco", "source": "paper", "classes": ["car", "man"]}
+        curate_analysis_set.main(ds, aset, "sel.parquet", lists_dir="lists")
+        fetch_analysis_images.main("sel.parquet", "manifest.parquet", mirror=srv.url, workers=2)
+        manifest = read_manifest("manifest.parquet")
+        assert sorted(manifest["image_id"]) == ["100", "121", "122", "501"]
+        make_splits.main(ds, "coco", ["sel.parquet"], "sel/train.parquet", "sel/val.parquet")
+        fetch_split_images.main(ds, "sel/val.parquet", "splits/val.parquet", workers=4)
+    from biastransfer.splits import read_split
+
+    val = read_split("splits/val.parquet")
+    assert not set(val.frame["image_id"]) & set(manifest["image_id"])
+    assert all(Path(p).is_file() for p in val.frame["path"])
+    check_no_leakage(manifest, {"val": val.frame})
+    bad = {**paper, "files": {**paper["files"], "car": "0" * 64}}
+    with pytest.raises(Exception, match="car.txt: sha256 mismatch"):
+        with FileServer(files) as srv:
+            download_paper_lists.main(bad, "lists2", "lists2/ok", mirror=srv.url)
