@@ -1,0 +1,109 @@
+"""End-to-end embedding throughput vs forward-only throughput, measured in the same run.
+
+End to end = ``extract_features`` on real JPEG files (decode + resize + crop + normalise in
+DataLoader workers, then the forward pass). Forward only = the same model on pre-made tensors of the
+same batch size. The ratio end-to-end / forward-only shows how much the input pipeline costs
+(target >= 0.90). Repeats are interleaved so that load from other processes hits both alike.
+
+    .venv/bin/python benchmarks/bench_embed.py                       # resnet18 + resnet50, CPU
+    .venv/bin/python benchmarks/bench_embed.py --device cuda --models resnet50 clip_vit_b32
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from PIL import Image
+
+from biastransfer.features import extract_features
+from biastransfer.models import create_backbone, resolve_spec
+
+
+def write_jpegs(folder: Path, count: int, width: int, height: int, seed: int = 0) -> list[Path]:
+    """Photo-like JPEGs (smooth colour fields plus grain), quality 90, like COCO/Open Images files."""
+    rng = np.random.default_rng(seed)
+    yy, xx = np.mgrid[0:height, 0:width].astype(np.float32)
+    paths = []
+    for i in range(count):
+        fx, fy, phase = rng.uniform(2, 12, 3), rng.uniform(2, 12, 3), rng.uniform(0, 6.3, 3)
+        img = np.stack([np.sin(xx / width * fx[c] + yy / height * fy[c] + phase[c]) for c in range(3)], -1)
+        img = (img * 90 + 128 + rng.normal(0, 12, img.shape)).clip(0, 255).astype(np.uint8)
+        path = folder / f"img{i:04d}.jpg"
+        Image.fromarray(img).save(path, quality=90)
+        paths.append(path)
+    return paths
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def forward_only(model, batches: list[torch.Tensor], device: torch.device) -> float:
+    cuda = device.type == "cuda"
+    sync(device)
+    start = time.perf_counter()
+    with torch.inference_mode():
+        for batch in batches:
+            batch = batch.to(device, non_blocking=cuda)
+            if cuda:
+                batch = batch.contiguous(memory_format=torch.channels_last)
+            with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=cuda):
+                model(batch).float().cpu()
+    sync(device)
+    return sum(len(b) for b in batches) / (time.perf_counter() - start)
+
+
+def end_to_end(model, paths, preprocess, batch_size, workers, device) -> float:
+    sync(device)
+    start = time.perf_counter()
+    extract_features(model, paths, preprocess, batch_size=batch_size, num_workers=workers, device=device)
+    sync(device)
+    return len(paths) / (time.perf_counter() - start)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="+", default=["resnet18", "resnet50"])
+    parser.add_argument("--images", type=int, default=64, help="images per timed pass")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--workers", type=int, default=2, help="DataLoader workers for the end-to-end path")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--size", default="640x480", help="JPEG width x height (COCO-like by default)")
+    parser.add_argument("--device", default="cpu")
+    args = parser.parse_args(argv)
+    device = torch.device(args.device)
+    width, height = map(int, args.size.lower().split("x"))
+    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, device {device}, "
+          f"{args.images} JPEGs {width}x{height}, batch {args.batch_size}, workers {args.workers}")
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = write_jpegs(Path(tmp), args.images, width, height)
+        for name in args.models:
+            spec = resolve_spec(name)
+            model = create_backbone(spec, None).eval().to(device)
+            if device.type == "cuda":
+                model = model.to(memory_format=torch.channels_last)
+            crop = spec.preprocess.crop
+            gen = torch.Generator().manual_seed(0)
+            batches = [torch.randn(min(args.batch_size, args.images - i), 3, crop, crop, generator=gen)
+                       for i in range(0, args.images, args.batch_size)]
+            if device.type == "cuda":
+                batches = [b.pin_memory() for b in batches]
+            forward_only(model, batches[:1], device)  # warm-up
+            fwd, e2e = [], []
+            for _ in range(args.repeats):
+                fwd.append(forward_only(model, batches, device))
+                e2e.append(end_to_end(model, paths, spec.preprocess, args.batch_size, args.workers, device))
+            f, e = statistics.median(fwd), statistics.median(e2e)
+            print(f"{name:14s} forward-only {f:8.1f} img/s   end-to-end {e:8.1f} img/s   ratio {e / f:.3f}   "
+                  f"(runs: fwd {', '.join(f'{v:.1f}' for v in fwd)}; e2e {', '.join(f'{v:.1f}' for v in e2e)})")
+
+
+if __name__ == "__main__":
+    main()

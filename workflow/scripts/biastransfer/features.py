@@ -1,0 +1,130 @@
+"""Embedding extraction: decode and preprocess images in DataLoader workers, run a feature extractor.
+
+On CUDA the forward pass runs under bf16 autocast with channels_last tensors and pinned memory;
+both switches can be forced on CPU (tests exercise them there). On CPU the result is deterministic.
+"""
+
+from __future__ import annotations
+
+import platform
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from .models import ModelSpec, Preprocess
+
+
+class ImageFiles(Dataset):
+    """Images by path -> preprocessed tensors; an unreadable file raises an error naming it."""
+
+    def __init__(self, paths: Sequence[str | Path], transform):
+        self.paths = [Path(p) for p in paths]
+        self.transform = transform
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        from PIL import Image, UnidentifiedImageError
+
+        path = self.paths[index]
+        try:
+            with Image.open(path) as img:
+                img = img.convert("RGB")
+        except FileNotFoundError as exc:
+            raise FileNotFoundError(f"image file {path} does not exist") from exc
+        except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+            raise ValueError(f"image file {path} is corrupt or not an image: {exc}") from exc
+        return self.transform(img)
+
+
+def extract_features(
+    model: torch.nn.Module,
+    paths: Sequence[str | Path],
+    preprocess: Preprocess,
+    *,
+    batch_size: int = 64,
+    num_workers: int = 0,
+    device: str | torch.device = "cpu",
+    amp: bool | None = None,
+    channels_last: bool | None = None,
+) -> np.ndarray:
+    """(N, d) float32 features of the images at ``paths``, in order.
+
+    ``amp`` (bf16 autocast) and ``channels_last`` default to on for CUDA and off elsewhere.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be positive, got {batch_size}")
+    if num_workers < 0:
+        raise ValueError(f"num_workers must be >= 0, got {num_workers}")
+    device = torch.device(device)
+    cuda = device.type == "cuda"
+    amp = cuda if amp is None else amp
+    channels_last = cuda if channels_last is None else channels_last
+    loader = DataLoader(
+        ImageFiles(paths, preprocess.transform(train=False)),
+        batch_size=batch_size,
+        shuffle=False,
+        num_workers=num_workers,
+        pin_memory=cuda,
+        persistent_workers=False,
+    )
+    model = model.eval().to(device)
+    if channels_last:
+        model = model.to(memory_format=torch.channels_last)
+    out: list[np.ndarray] = []
+    with torch.inference_mode():
+        for batch in loader:
+            batch = batch.to(device, non_blocking=cuda)
+            if channels_last:
+                batch = batch.contiguous(memory_format=torch.channels_last)
+            with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=amp):
+                feats = model(batch)
+            out.append(feats.float().cpu().numpy())
+    dim = getattr(model, "embed_dim", None)
+    if not out:
+        return np.zeros((0, dim or 0), dtype=np.float32)
+    return np.concatenate(out).astype(np.float32, copy=False)
+
+
+def library_versions() -> dict[str, str]:
+    """Versions of the libraries that shape an embedding."""
+    import PIL
+    import timm
+    import torchvision
+
+    versions = {"python": platform.python_version(), "torch": torch.__version__,
+                "torchvision": torchvision.__version__, "timm": timm.__version__,
+                "numpy": np.__version__, "pillow": PIL.__version__}
+    try:
+        import open_clip
+
+        versions["open_clip"] = open_clip.__version__
+    except ImportError:
+        versions["open_clip"] = "not installed"
+    return versions
+
+
+def embedding_provenance(spec: ModelSpec, weights_sha256: str | None, **extra) -> dict:
+    """Provenance for the embeddings Parquet metadata: model, weights digest, layer, preprocessing, versions.
+
+    ``extra`` (stage, analysis_set, config_hash, device, ...) is merged in last.
+    """
+    meta = {
+        "model": spec.name,
+        "source": spec.source,
+        "arch": spec.arch,
+        "pretrained_tag": spec.pretrained_tag,
+        "weights": spec.weights,
+        "weights_sha256": weights_sha256,
+        "layer": spec.layer,
+        "pool": spec.pool,
+        "preprocessing": spec.preprocess.as_dict(),
+        "spec": spec.as_dict(),
+        "versions": library_versions(),
+    }
+    meta.update(extra)
+    return meta
