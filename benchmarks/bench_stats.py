@@ -1,0 +1,150 @@
+"""Speed of the statistics core against the reference implementations' approaches (same process).
+
+1. All 16 intra-class and 120 inter-class similarities for 16 classes x 150 embeddings x 2048 dims:
+   exact O(k d) path vs the authors' approach (50 split-half / random-subset iterations, each over a full
+   cosine matrix of row-normalised embeddings).
+2. iEAT with |X| = |Y| = |A| = |B| = 150, d = 2048, 100,000 permutations: vectorised Monte Carlo vs a
+   per-permutation Python loop (the reference's approach: shuffle, sum s over the first |X|, compare).
+   The loop is timed on fewer permutations and scaled linearly (it is linear in the permutation count).
+
+Prints medians over repeats and the two ratios; writes benchmarks/results/bench_stats.json.
+Run: .venv/bin/python benchmarks/bench_stats.py [--repeats 3] [--loop-permutations 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+from biastransfer.atomic import write_text
+from biastransfer.ieat import association_scores, ieat
+from biastransfer.similarity import class_similarities, inter_class_similarity, intra_class_similarity
+
+RESULTS = Path(__file__).resolve().parent / "results" / "bench_stats.json"
+N_CLASSES, N_ROWS, DIMS, AUTHOR_ITERATIONS = 16, 150, 2048, 50
+
+
+def _cosine_matrix(P: np.ndarray, Q: np.ndarray) -> np.ndarray:
+    """Full cosine matrix, normalising inside each call as sklearn's cosine_similarity does."""
+    P = P / np.linalg.norm(P, axis=1, keepdims=True)
+    Q = Q / np.linalg.norm(Q, axis=1, keepdims=True)
+    return P @ Q.T
+
+
+def authors_similarities(classes: list[np.ndarray], rng: np.random.Generator) -> tuple[list, list]:
+    """Authors' approach: intra = mean over 50 random split-halves of the cross-half cosine matrix mean;
+    inter = mean over 50 draws of random row subsets (sizes uniform on [5, N-1]) of the cosine matrix mean."""
+    intra = []
+    for Z in classes:
+        half = len(Z) // 2
+        means = []
+        for _ in range(AUTHOR_ITERATIONS):
+            order = rng.permutation(len(Z))
+            means.append(_cosine_matrix(Z[order[:half]], Z[order[half:]]).mean())
+        intra.append(float(np.mean(means)))
+    inter = []
+    for P, Q in itertools.combinations(classes, 2):
+        means = []
+        for _ in range(AUTHOR_ITERATIONS):
+            rows_p = rng.choice(len(P), size=rng.integers(5, len(P)), replace=False)
+            rows_q = rng.choice(len(Q), size=rng.integers(5, len(Q)), replace=False)
+            means.append(_cosine_matrix(P[rows_p], Q[rows_q]).mean())
+        inter.append(float(np.mean(means)))
+    return intra, inter
+
+
+def exact_similarities_per_call(classes: list[np.ndarray]) -> tuple[list, list]:
+    """One public call per class and per pair (each call checks and normalises its inputs)."""
+    intra = [intra_class_similarity(Z).value for Z in classes]
+    inter = [inter_class_similarity(P, Q).value for P, Q in itertools.combinations(classes, 2)]
+    return intra, inter
+
+
+def exact_similarities_table(classes: list[np.ndarray]) -> tuple[list, list]:
+    """One class_similarities call (each class checked and normalised once)."""
+    intra, inter = class_similarities(dict(enumerate(classes)))
+    return [r.value for r in intra.values()], [r.value for r in inter.values()]
+
+
+def loop_ieat_pvalue(X, Y, A, B, permutations: int, rng: np.random.Generator) -> float:
+    """Reference-style p-value: one shuffle and one fancy-index sum per permutation, in Python."""
+    s = association_scores(X, Y, A, B)
+    n_x = len(X)
+    observed = s[:n_x].sum()
+    index = np.arange(s.size)
+    hits = 1  # the observed partition (the +1 correction)
+    for _ in range(permutations - 1):
+        rng.shuffle(index)
+        hits += s[index[:n_x]].sum() >= observed
+    return hits / permutations
+
+
+def _timed(func, repeats: int) -> tuple[float, object]:
+    times, result = [], None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = func()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--loop-permutations", type=int, default=10_000)
+    args = parser.parse_args()
+    rng = np.random.default_rng(0)
+
+    centres = rng.standard_normal((N_CLASSES, DIMS))
+    classes = [
+        (rng.standard_normal((N_ROWS, DIMS)) + 0.5 * c).astype(np.float32) for c in centres
+    ]
+    t_exact, (intra, inter) = _timed(lambda: exact_similarities_table(classes), args.repeats)
+    t_calls, per_call = _timed(lambda: exact_similarities_per_call(classes), args.repeats)
+    assert per_call == (intra, inter)
+    t_authors, (intra_a, inter_a) = _timed(lambda: authors_similarities(classes, rng), args.repeats)
+    deviation = max(np.max(np.abs(np.subtract(intra, intra_a))), np.max(np.abs(np.subtract(inter, inter_a))))
+    print(f"similarities (16 intra + 120 inter, 16 x {N_ROWS} x {DIMS}):")
+    print(f"  exact, class_similarities     median {t_exact:8.3f} s")
+    print(f"  exact, 136 single calls       median {t_calls:8.3f} s")
+    print(f"  authors' approach             median {t_authors:8.3f} s  (50 iterations over full cosine matrices)")
+    print(f"  speed-up (class_similarities) {t_authors / t_exact:8.1f} x")
+    print(f"  speed-up (single calls)       {t_authors / t_calls:8.1f} x")
+    print(f"  max |authors' - exact| = {deviation:.2e} (the authors' Monte Carlo noise; exact has none)")
+
+    X, Y, A, B = (rng.standard_normal((N_ROWS, DIMS)).astype(np.float32) for _ in range(4))
+    A = A + 0.05 * X.mean(axis=0)
+    permutations = 100_000
+    t_vec, result = _timed(lambda: ieat(X, Y, A, B, permutations=permutations, seed=1), args.repeats)
+    t_loop_part, loop_p = _timed(
+        lambda: loop_ieat_pvalue(X, Y, A, B, args.loop_permutations, rng), args.repeats
+    )
+    t_loop = t_loop_part * permutations / args.loop_permutations
+    print(f"iEAT (150/150/150/150, d={DIMS}, {permutations} permutations):")
+    print(f"  vectorised           median {t_vec:8.3f} s  (p = {result.pvalue:.5f} +- {result.pvalue_se:.5f})")
+    print(f"  per-permutation loop median {t_loop:8.3f} s  (timed on {args.loop_permutations} permutations, "
+          f"scaled x{permutations / args.loop_permutations:g}; p = {loop_p:.4f})")
+    print(f"  speed-up             {t_loop / t_vec:8.1f} x")
+
+    report = {
+        "similarities": {"exact_table_s": t_exact, "exact_single_calls_s": t_calls, "authors_s": t_authors,
+                         "ratio": t_authors / t_exact, "ratio_single_calls": t_authors / t_calls,
+                         "max_abs_deviation": float(deviation)},
+        "ieat": {"vectorised_s": t_vec, "loop_s_scaled": t_loop, "loop_permutations_timed": args.loop_permutations,
+                 "ratio": t_loop / t_vec, "pvalue_vectorised": result.pvalue, "pvalue_loop": loop_p},
+        "repeats": args.repeats, "numpy": np.__version__, "machine": platform.machine(),
+        "python": platform.python_version(),
+    }
+    write_text(RESULTS, json.dumps(report, indent=2) + "\n")
+    print(f"wrote {RESULTS.relative_to(Path.cwd()) if RESULTS.is_relative_to(Path.cwd()) else RESULTS}")
+
+
+if __name__ == "__main__":
+    main()
