@@ -54,6 +54,8 @@ class SlurmJob:
     min_memory: str
     time_limit: str
     work_dir: str
+    tres_per_job: str
+    cpus_per_tres: str
     submit_time: str
     start_time: str
     end_time: str
@@ -92,6 +94,8 @@ class SlurmCluster:
                     min_memory=fields.get("MinMemoryNode", fields.get("MinMemoryCPU", "")),
                     time_limit=fields.get("TimeLimit", ""),
                     work_dir=fields.get("WorkDir", ""),
+                    tres_per_job=fields.get("TresPerJob", ""),
+                    cpus_per_tres=fields.get("CpusPerTres", ""),
                     submit_time=fields.get("SubmitTime", ""),
                     start_time=fields.get("StartTime", ""),
                     end_time=fields.get("EndTime", ""),
@@ -137,7 +141,7 @@ def _real_memory_mb() -> int:
 
 
 def write_slurm_conf(root: Path, node: str, cpus: int, memory_mb: int, munge_socket: Path) -> Path:
-    """Write the slurm.conf for a one-node cluster whose state, spool, logs and PIDs live under ``root``."""
+    """Write slurm.conf and gres.conf for a one-node cluster whose state, spool, logs and PIDs live under ``root``."""
     ctld_port, slurmd_port = _free_port(), _free_port()
     lines = [
         "ClusterName=biastransfer-test",
@@ -154,6 +158,11 @@ def write_slurm_conf(root: Path, node: str, cpus: int, memory_mb: int, munge_soc
         "SelectType=select/cons_tres",
         "SelectTypeParameters=CR_Core_Memory",
         "MpiDefault=none",
+        # The node may declare more CPUs and memory than the machine has, and one GPU (a GRES whose
+        # device file is /dev/null), so that jobs sized for a real GPU node (the shipped profile's GPU
+        # rules) can be scheduled; nothing enforces these limits (no cgroups): they are bookkeeping.
+        "SlurmdParameters=config_overrides",
+        "GresTypes=gpu",
         "ReturnToService=2",
         "AccountingStorageType=accounting_storage/none",
         "JobAcctGatherType=jobacct_gather/none",
@@ -168,11 +177,12 @@ def write_slurm_conf(root: Path, node: str, cpus: int, memory_mb: int, munge_soc
         f"SlurmdPidFile={root / 'run' / 'slurmd.pid'}",
         f"SlurmctldLogFile={root / 'log' / 'slurmctld.log'}",
         f"SlurmdLogFile={root / 'log' / 'slurmd.log'}",
-        f"NodeName={node} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={memory_mb} State=UNKNOWN",
+        f"NodeName={node} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={memory_mb} Gres=gpu:1 State=UNKNOWN",
         f"PartitionName={PARTITION} Nodes={node} Default=YES MaxTime=INFINITE State=UP",
     ]
     conf = root / "slurm.conf"
     conf.write_text("\n".join(lines) + "\n")
+    (root / "gres.conf").write_text(f"NodeName={node} Name=gpu File=/dev/null Count=1\n")
     return conf
 
 
@@ -261,8 +271,17 @@ class _Daemons:
 
 
 @contextlib.contextmanager
-def local_slurm_cluster(root: Path | None = None, *, cpus: int | None = None, ready_timeout_s: float = 30.0) -> Iterator[SlurmCluster]:
+def local_slurm_cluster(
+    root: Path | None = None,
+    *,
+    cpus: int | None = None,
+    memory_mb: int | None = None,
+    ready_timeout_s: float = 30.0,
+) -> Iterator[SlurmCluster]:
     """Start a one-node SLURM cluster under ``root`` (a new temp dir if None) and stop it on exit.
+
+    The node declares ``cpus`` CPUs (default: this machine's), ``memory_mb`` MB (default: 85 % of this
+    machine's) and one GPU; declaring more than the machine has is allowed (nothing is enforced).
 
     Raises RuntimeError naming the missing binaries, or with the daemon logs when the node does not
     become idle within ``ready_timeout_s``.
@@ -285,7 +304,7 @@ def local_slurm_cluster(root: Path | None = None, *, cpus: int | None = None, re
     key.chmod(0o400)
     munge_socket = root / "munge" / "munged.socket"
     node = socket.gethostname().split(".")[0]
-    conf = write_slurm_conf(root, node, cpus or os.cpu_count() or 1, _real_memory_mb(), munge_socket)
+    conf = write_slurm_conf(root, node, cpus or os.cpu_count() or 1, memory_mb or _real_memory_mb(), munge_socket)
     _write_srun_wrapper(root / "bin", conf)
 
     env = dict(os.environ)

@@ -163,7 +163,8 @@ rule square:
     resources: mem_mb=200, runtime=5
     shell: "awk 'NR % 2 == {wildcards.part} {{print $1 * $1}}' {input} > {output}"
 
-rule total:
+# Named like the workflow's GPU rule, so the profile gives it a GPU (the test cluster has one).
+rule embed:
     input: expand("results/squares_{part}.txt", part=PARTS)
     output: "results/total.txt"
     shell: "cat {input} | awk '{{s += $1}} END {{print s}}' > {output}"
@@ -195,7 +196,8 @@ def slurm_cluster():
     missing = missing_binaries()
     if missing:
         pytest.skip(f"SLURM binaries missing: {', '.join(missing)} (CI installs them with .ci/install-slurm.sh)")
-    with local_slurm_cluster() as cluster:
+    # Sized like a small GPU node so that the shipped profile's GPU requests (8 CPUs per GPU, 32 GB) fit.
+    with local_slurm_cluster(cpus=8, memory_mb=65536) as cluster:
         pids = cluster.daemon_pids()
         assert set(pids) == {"munged", "slurmctld", "slurmd"}
         yield cluster
@@ -249,11 +251,16 @@ def test_workflow_through_profile_runs_every_nonlocal_job_on_slurm(slurm_cluster
     for job in jobs:
         by_rule.setdefault(_rule_of(job), []).append(job)
     # retries: 1 in the profile -> the failing job is submitted twice
-    assert {rule: len(found) for rule, found in by_rule.items()} == {"square": 2, "total": 1, "fail_on_purpose": 2}
-    assert {job.state for rule in ("square", "total") for job in by_rule[rule]} == {"COMPLETED"}
+    assert {rule: len(found) for rule, found in by_rule.items()} == {"square": 2, "embed": 1, "fail_on_purpose": 2}
+    assert {job.state for rule in ("square", "embed") for job in by_rule[rule]} == {"COMPLETED"}
     assert {job.state for job in by_rule["fail_on_purpose"]} == {"FAILED"}
     assert {(job.time_limit, job.min_memory) for job in by_rule["square"]} == {("00:05:00", "200M")}
-    assert {(job.time_limit, job.min_memory) for job in by_rule["total"]} == {("01:00:00", "4000M")}
+    assert {(job.time_limit, job.min_memory) for job in by_rule["fail_on_purpose"]} == {("01:00:00", "4000M")}
+    # The GPU rule got the profile's GPU request; CPU rules asked for none.
+    (embed,) = by_rule["embed"]
+    assert (embed.tres_per_job, embed.cpus_per_tres) == ("gres:gpu:1", "gres:gpu:4")
+    assert (embed.time_limit, embed.min_memory) == ("02:00:00", "16000M")
+    assert {job.tres_per_job for rule in ("square", "fail_on_purpose") for job in by_rule[rule]} == {""}
     assert slurm.stderr.count("has been submitted with SLURM jobid") == len(jobs) == 5
 
 
