@@ -3,9 +3,15 @@
 # constraints keep each rule to the datasets and analysis sets of its kind. Only the `localrule`s
 # below touch the network.
 
-REAL_DATASETS = [d for d, s in config["datasets"].items() if s["kind"] in ("coco", "openimages")]
-REAL_ANALYSIS_SETS = [a for a, s in config["analysis_sets"].items() if s["dataset"] in REAL_DATASETS]
-PAPER_ANALYSIS_SETS = [a for a in REAL_ANALYSIS_SETS if config["analysis_sets"][a]["source"] == "paper"]
+REAL_DATASETS = [
+    d for d, s in config["datasets"].items() if s["kind"] in ("coco", "openimages")
+]
+REAL_ANALYSIS_SETS = [
+    a for a, s in config["analysis_sets"].items() if s["dataset"] in REAL_DATASETS
+]
+PAPER_ANALYSIS_SETS = [
+    a for a in REAL_ANALYSIS_SETS if config["analysis_sets"][a]["source"] == "paper"
+]
 
 
 def dataset_of(wildcards):
@@ -33,49 +39,49 @@ def selections_of(wildcards):
 
 
 rule download_dataset:
-    localrule: True
     output:
         ok="results/data/{real}/annotations.ok",
-    params:
-        dataset=dataset_of,
-    retries: 2
     log:
         "logs/download_dataset/{real}.log",
     benchmark:
         "benchmarks/download_dataset/{real}.tsv"
     wildcard_constraints:
         real=names_pattern(REAL_DATASETS),
+    retries: 2
+    localrule: True
     conda:
         "../envs/data.yaml"
     threads: 1
     resources:
         mem_mb=1000,
         runtime=600,
+    params:
+        dataset=dataset_of,
     script:
         "../workflow/scripts/download_dataset.py"
 
 
 rule download_paper_lists:
-    localrule: True
     output:
         ok="results/data/paper_lists/{paper_set}/lists.ok",
-    params:
-        paper=lambda wildcards: config["analysis_sets"][wildcards.paper_set]["paper"],
-        out_dir=lambda wildcards: f"results/data/paper_lists/{wildcards.paper_set}",
-        mirror=lambda wildcards: config["datasets"][config["analysis_sets"][wildcards.paper_set]["dataset"]].get(
-            "mirror"
-        ),
-    retries: 2
     log:
         "logs/download_paper_lists/{paper_set}.log",
     wildcard_constraints:
         paper_set=names_pattern(PAPER_ANALYSIS_SETS),
+    retries: 2
+    localrule: True
     conda:
         "../envs/data.yaml"
     threads: 1
     resources:
         mem_mb=500,
         runtime=10,
+    params:
+        paper=lambda wildcards: config["analysis_sets"][wildcards.paper_set]["paper"],
+        out_dir=lambda wildcards: f"results/data/paper_lists/{wildcards.paper_set}",
+        mirror=lambda wildcards: config["datasets"][
+            config["analysis_sets"][wildcards.paper_set]["dataset"]
+        ].get("mirror"),
     script:
         "../workflow/scripts/download_paper_lists.py"
 
@@ -85,10 +91,6 @@ rule curate_analysis_set:
         unpack(curate_inputs),
     output:
         selection="results/analysis_sets/{real_set}/selection.parquet",
-    params:
-        dataset=analysis_dataset,
-        analysis_set=lambda wildcards: config["analysis_sets"][wildcards.real_set],
-        lists_dir=lambda wildcards: f"results/data/paper_lists/{wildcards.real_set}",
     log:
         "logs/curate_analysis_set/{real_set}.log",
     benchmark:
@@ -101,31 +103,35 @@ rule curate_analysis_set:
     resources:
         mem_mb=6000,
         runtime=30,
+    params:
+        dataset=analysis_dataset,
+        analysis_set=lambda wildcards: config["analysis_sets"][wildcards.real_set],
+        lists_dir=lambda wildcards: f"results/data/paper_lists/{wildcards.real_set}",
     script:
         "../workflow/scripts/curate_analysis_set.py"
 
 
 rule fetch_analysis_images:
-    localrule: True
     input:
         selection="results/analysis_sets/{real_set}/selection.parquet",
     output:
         manifest="results/analysis_sets/{real_set}/manifest.parquet",
-    params:
-        images=lambda wildcards: analysis_dataset(wildcards).get("images", "needed"),
-        mirror=lambda wildcards: analysis_dataset(wildcards).get("mirror"),
-        workers=lambda wildcards: analysis_dataset(wildcards).get("workers", 8),
-    retries: 2
     log:
         "logs/fetch_analysis_images/{real_set}.log",
     wildcard_constraints:
         real_set=names_pattern(REAL_ANALYSIS_SETS),
+    retries: 2
+    localrule: True
     conda:
         "../envs/data.yaml"
     threads: 1
     resources:
         mem_mb=1000,
         runtime=60,
+    params:
+        images=lambda wildcards: analysis_dataset(wildcards).get("images", "needed"),
+        mirror=lambda wildcards: analysis_dataset(wildcards).get("mirror"),
+        workers=lambda wildcards: analysis_dataset(wildcards).get("workers", 8),
     script:
         "../workflow/scripts/fetch_analysis_images.py"
 
@@ -137,9 +143,6 @@ rule make_splits:
     output:
         train="results/data/{real}/splits/train.parquet",
         val="results/data/{real}/splits/val.parquet",
-    params:
-        dataset=dataset_of,
-        name=lambda wildcards: wildcards.real,
     log:
         "logs/make_splits/{real}.log",
     benchmark:
@@ -152,30 +155,33 @@ rule make_splits:
     resources:
         mem_mb=8000,
         runtime=60,
+    params:
+        dataset=dataset_of,
+        name=lambda wildcards: wildcards.real,
     script:
         "../workflow/scripts/make_splits.py"
 
 
 rule fetch_split_images:
-    localrule: True
     input:
         selected="results/data/{real}/splits/{split}.parquet",
     output:
         split="results/splits/{real}/{split}.parquet",
-    params:
-        dataset=dataset_of,
-        workers=lambda wildcards: dataset_of(wildcards).get("workers", 8),
-    retries: 2
     log:
         "logs/fetch_split_images/{real}/{split}.log",
     wildcard_constraints:
         real=names_pattern(REAL_DATASETS),
         split="train|val",
+    retries: 2
+    localrule: True
     conda:
         "../envs/data.yaml"
     threads: 1
     resources:
         mem_mb=4000,
         runtime=1440,
+    params:
+        dataset=dataset_of,
+        workers=lambda wildcards: dataset_of(wildcards).get("workers", 8),
     script:
         "../workflow/scripts/fetch_split_images.py"
