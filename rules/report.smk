@@ -3,48 +3,36 @@
 # Optional config section `report:` (defaults below): control_class, p_adjust (holm | bh), alpha,
 # tolerances ({measure: largest |ours - paper| called agreement}), ieat_targets ([X, Y] of the paper's iEAT).
 
-FIGURE_KINDS = ("intra", "inter", "rank")
+REPORT = config.get("report", {})
+P_ADJUST = REPORT.get("p_adjust", "holm")
 
-
-def report_setting(key, default):
-    return config.get("report", {}).get(key, default)
-
-
-def figure_targets():
-    return [
-        f"results/figures/{a}/{m}/{kind}.{ext}"
+FIGURE_TARGETS = [
+    f"results/figures/{a}/{m}/{kind}.{ext}"
+    for a in config["analysis_sets"]
+    for m in config["models"]
+    for kind in ("intra", "inter", "rank")
+    for ext in ("png", "pdf")
+] + ["results/figures/ieat_heatmap.png", "results/figures/ieat_heatmap.pdf"]
+TABLE_TARGETS = (
+    [f"results/tables/analysis_set_{a}.tex" for a in config["analysis_sets"]]
+    + [f"results/tables/ieat_{a}.tex" for a in config["analysis_sets"]]
+    + [
+        f"results/tables/bts_{a}_ft-{d}.tex"
         for a in config["analysis_sets"]
-        for m in config["models"]
-        for kind in FIGURE_KINDS
-        for ext in ("png", "pdf")
-    ] + ["results/figures/ieat_heatmap.png", "results/figures/ieat_heatmap.pdf"]
-
-
-def table_targets():
-    analysis_sets = list(config["analysis_sets"])
-    datasets = list(config["finetune"]["datasets"])
-    return (
-        [f"results/tables/analysis_set_{a}.tex" for a in analysis_sets]
-        + [f"results/tables/ieat_{a}.tex" for a in analysis_sets]
-        + [
-            f"results/tables/bts_{a}_ft-{d}.tex"
-            for a in analysis_sets
-            for d in datasets
-        ]
-        + [f"results/tables/finetune_{d}.tex" for d in datasets]
-    )
-
-
-def report_targets():
-    """Every output of this file: figures, tables and the comparison with the paper."""
-    return (
-        figure_targets()
-        + table_targets()
-        + [
-            "results/comparison/paper_comparison.csv",
-            "results/comparison/paper_comparison.tex",
-        ]
-    )
+        for d in config["finetune"]["datasets"]
+    ]
+    + [f"results/tables/finetune_{d}.tex" for d in config["finetune"]["datasets"]]
+)
+# Every output of this file; rule all asks for them through report_targets() (rules/common.smk).
+REPORT_TARGETS = (
+    FIGURE_TARGETS
+    + TABLE_TARGETS
+    + [
+        "results/comparison/paper_comparison.csv",
+        "results/comparison/paper_comparison.tex",
+    ]
+)
+report_targets = REPORT_TARGETS.copy
 
 
 rule plot_similarity:
@@ -87,8 +75,8 @@ rule plot_similarity:
         mem_mb=1000,
         runtime=10,
     params:
-        control_class=report_setting("control_class", "random"),
-        adjust=report_setting("p_adjust", "holm"),
+        control_class=REPORT.get("control_class", "random"),
+        adjust=P_ADJUST,
     script:
         "../workflow/scripts/plot_similarity.py"
 
@@ -115,7 +103,7 @@ rule plot_ieat:
         mem_mb=1000,
         runtime=10,
     params:
-        adjust=report_setting("p_adjust", "holm"),
+        adjust=P_ADJUST,
     script:
         "../workflow/scripts/plot_ieat.py"
 
@@ -170,7 +158,7 @@ rule table_ieat:
         runtime=5,
     params:
         kind="ieat",
-        adjust=report_setting("p_adjust", "holm"),
+        adjust=P_ADJUST,
     script:
         "../workflow/scripts/make_tables.py"
 
@@ -198,7 +186,7 @@ rule table_bts:
         runtime=5,
     params:
         kind="bts",
-        adjust=report_setting("p_adjust", "holm"),
+        adjust=P_ADJUST,
     script:
         "../workflow/scripts/make_tables.py"
 
@@ -261,8 +249,8 @@ rule compare_paper:
         mem_mb=500,
         runtime=5,
     params:
-        alpha=report_setting("alpha", 0.05),
-        tolerances=report_setting("tolerances", {}),
-        targets=report_setting("ieat_targets", ["man", "woman"]),
+        alpha=REPORT.get("alpha", 0.05),
+        tolerances=REPORT.get("tolerances", {}),
+        targets=REPORT.get("ieat_targets", ["man", "woman"]),
     script:
         "../workflow/scripts/compare_paper.py"

@@ -1,0 +1,174 @@
+"""LaTeX tables from small fixed result tables: values, marks, escaping, and that each one compiles."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import report_data as rd
+from biastransfer import tables
+from biastransfer.figures import BTS_COLUMNS
+from biastransfer.scripting import run
+
+PDFLATEX = shutil.which("pdflatex")
+needs_latex = pytest.mark.skipif(PDFLATEX is None, reason="pdflatex not on PATH (install with .ci/install-latex.sh)")
+SCRIPTS = Path(__file__).resolve().parents[1] / "workflow" / "scripts"
+
+
+def compile_latex(document: str, folder: Path, name: str = "table") -> Path:
+    """Compile with pdflatex; fail with the first error lines of the log."""
+    (folder / f"{name}.tex").write_text(document)
+    result = subprocess.run(
+        [PDFLATEX, "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape", f"{name}.tex"],
+        cwd=folder, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    errors = [line for line in result.stdout.splitlines() if line.startswith("!")]
+    assert result.returncode == 0, f"{name}: pdflatex failed: {errors or result.stdout[-2000:]}"
+    pdf = folder / f"{name}.pdf"
+    assert pdf.read_bytes()[:5] == b"%PDF-"
+    return pdf
+
+
+@pytest.fixture(scope="module")
+def summaries(tmp_path_factory):
+    paths = rd.write_all(tmp_path_factory.mktemp("summary"))
+    return {
+        "paths": paths,
+        "bts": tables.read_summary(paths["bts"], BTS_COLUMNS),
+        "ieat": tables.read_summary(paths["ieat"], tables.IEAT_COLUMNS),
+        "finetune": tables.read_summary(paths["finetune_metrics"], tables.FINETUNE_COLUMNS),
+        "stats": tables.read_summary(paths["analysis_sets"], ("analysis_set", "class", "n")),
+    }
+
+
+def data_rows(document: str) -> list[list[str]]:
+    """Cells of the rows between the header's \\midrule and \\bottomrule (rules and spacers dropped)."""
+    body = tables.tabular_of(document).split("\\midrule\n", 1)[1].split("\\bottomrule")[0]
+    return [[c.strip() for c in line.removesuffix("\\\\").split("&")] for line in body.splitlines() if line.endswith("\\\\")]
+
+
+@pytest.mark.parametrize(
+    ("text", "latex"),
+    [("car_man", r"car\_man"), ("a&b 50%", r"a\&b 50\%"), ("$x^2~{y}#", r"\$x\textasciicircum{}2\textasciitilde{}\{y\}\#"),
+     ("back\\slash", r"back\textbackslash{}slash")],
+)  # fmt: skip
+def test_latex_escape(text, latex):
+    assert tables.latex_escape(text) == latex
+
+
+@pytest.mark.parametrize(
+    ("p", "text"),
+    [(0.0071, "$0.007$"), (0.5, "$0.500$"), (0.001, "$0.001$"), (1e-5, "$10^{-5}$"), (2.5e-4, r"$2.5\times10^{-4}$"),
+     (float("nan"), "--")],
+)  # fmt: skip
+def test_format_p(p, text):
+    assert tables.format_p(p) == text
+
+
+@pytest.mark.parametrize(("p", "marks"), [(0.2, ""), (0.05, ""), (0.04, "*"), (0.005, "**"), (0.0005, "***"), (float("nan"), "")])
+def test_stars(p, marks):
+    assert tables.stars(p) == marks
+
+
+def test_bts_table_shows_pooled_scores_with_adjusted_p_and_marks(summaries):
+    bts = summaries["bts"]
+    doc = tables.bts_table(bts, "coco", "coco")
+    rows = data_rows(doc)
+    assert [r[0] for r in rows] == [tables.model_label(m) for m in rd.MODELS]
+    for model, row in zip(rd.MODELS, rows):
+        for offset, kind in ((1, "intra"), (5, "inter")):
+            r = bts[(bts.model == model) & (bts.kind == kind) & (bts.seed == "pooled") & (bts.finetune_dataset == "coco")
+                    & (bts.analysis_set == "coco")].iloc[0]  # fmt: skip
+            assert row[offset] == tables.format_number(r.statistic, mark=tables.stars(r.pvalue_holm))
+            assert row[offset + 1] == tables.format_p(r.pvalue)
+            assert row[offset + 2] == tables.format_p(r.pvalue_holm)
+            assert row[offset + 3] == str(len(rd.CLASSES["coco"]) if kind == "intra" else len(rd.PAIRS["coco"]))
+    assert r"$p_{\mathrm{Holm}}$" in doc
+    assert r"$p_{\mathrm{Benj}}$" in tables.bts_table(bts, "coco", "coco", adjust="bh")
+
+
+def test_ieat_table_mean_effect_and_largest_p_over_seeds(summaries):
+    ieat = summaries["ieat"]
+    doc = tables.ieat_table(ieat, "openimages")
+    rows = data_rows(doc)
+    assert len(rows) == len(rd.MODELS) * len(rd.IEAT_TESTS["openimages"])
+    first = rows[0]  # resnet18, car vs fashion
+    assert first[:3] == ["ResNet18", "car", "fashion"]
+    pick = ieat[(ieat.analysis_set == "openimages") & (ieat.model == "resnet18") & (ieat.A == "car") & (ieat.B == "fashion")]
+    pre = pick[pick.stage == "pretrained"].iloc[0]
+    assert first[3:6] == [tables.format_number(pre.effect_size, mark=tables.stars(pre.pvalue_holm)), tables.format_p(pre.pvalue), tables.format_p(pre.pvalue_holm)]
+    coco = pick[pick.finetune_dataset == "coco"]
+    assert len(coco) == 3
+    expected_d = tables.format_number(coco.effect_size.mean(), mark=tables.stars(coco.pvalue_holm.max()))
+    assert first[6:9] == [expected_d, tables.format_p(coco.pvalue.max()), tables.format_p(coco.pvalue_holm.max())]
+    assert rows[1][0] == ""  # the model name is printed once per block
+    assert "Finetuned on \\texttt{coco}" in doc and "Finetuned on \\texttt{openimages}" in doc
+
+
+def test_finetune_table_mean_and_sample_sd_over_seeds(summaries):
+    metrics = summaries["finetune"]
+    rows = data_rows(tables.finetune_table(metrics, "coco"))
+    values = metrics[(metrics.dataset == "coco") & (metrics.model == "resnet18")]["metric_value"]
+    assert rows[0][0] == "ResNet18"
+    assert rows[0][7] == f"${values.mean():.3f} \\pm {np.std(values, ddof=1):.3f}$"
+    assert rows[0][8] == "3"
+    single = data_rows(tables.finetune_table(metrics, "openimages"))
+    assert "\\pm" not in single[0][7] and single[0][6] == "Micro F1"
+
+
+def test_finetune_settings_that_differ_between_seeds_are_an_error(summaries):
+    metrics = summaries["finetune"].copy()
+    metrics.loc[(metrics.dataset == "coco") & (metrics.model == "resnet18") & (metrics.seed == "1"), "lr"] = 0.5
+    with pytest.raises(ValueError, match=r"'coco'/'resnet18' seeds differ in lr"):
+        tables.finetune_table(metrics, "coco")
+
+
+def test_analysis_set_table_counts_and_total(summaries):
+    rows = data_rows(tables.analysis_set_table(summaries["stats"], "coco"))
+    assert rows[:-1] == [[tables.latex_escape(c), str(10 + i)] for i, c in enumerate(rd.CLASSES["coco"])]
+    assert rows[-1] == ["Total", str(sum(10 + i for i in range(len(rd.CLASSES["coco"]))))]
+
+
+def test_bad_input_names_what_is_wrong(summaries):
+    with pytest.raises(ValueError, match=r"no rows with analysis_set='nope' \(present: analysis_set=\['coco', 'openimages'\]\)"):
+        tables.ieat_table(summaries["ieat"], "nope")
+    with pytest.raises(ValueError, match="adjust must be one of"):
+        tables.bts_table(summaries["bts"], "coco", "coco", adjust="bonferroni")
+    with pytest.raises(ValueError, match="unknown metric_name"):
+        tables.finetune_table(summaries["finetune"].assign(metric_name="top1"), "coco")
+    with pytest.raises(ValueError, match="missing column.*pvalue_holm"):
+        tables.ieat_table(summaries["ieat"].drop(columns="pvalue_holm"), "coco")
+
+
+@needs_latex
+def test_every_table_compiles_with_pdflatex(summaries, tmp_path):
+    docs = {
+        "analysis_set": tables.analysis_set_table(summaries["stats"], "coco"),
+        "ieat": tables.ieat_table(summaries["ieat"], "openimages"),
+        "bts": tables.bts_table(summaries["bts"], "openimages", "coco", adjust="bh"),
+        "finetune_coco": tables.finetune_table(summaries["finetune"], "coco"),
+        "finetune_oi": tables.finetune_table(summaries["finetune"], "openimages"),
+    }
+    for name, doc in docs.items():
+        assert re.search(r"\\usepackage\{booktabs\}", doc) and "\\toprule" in doc
+        compile_latex(doc, tmp_path, name)
+
+
+def test_make_tables_script_runs_standalone(summaries, tmp_path):
+    spec = importlib.util.spec_from_file_location("script_make_tables", SCRIPTS / "make_tables.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    out = tmp_path / "bts.tex"
+    run(module.main, None, ["--kind", "bts", "--summary", summaries["paths"]["bts"], "--analysis_set", "coco",
+                            "--dataset", "openimages", "--table", str(out)])  # fmt: skip
+    assert out.read_text() == tables.bts_table(summaries["bts"], "coco", "openimages")
+    with pytest.raises(ValueError, match="kind must be"):
+        run(module.main, None, ["--kind", "plot", "--summary", summaries["paths"]["bts"], "--table", str(out)])
