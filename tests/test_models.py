@@ -206,23 +206,26 @@ def test_bit_npz_in_google_layout_loads_through_timm(tmp_path):
         create_backbone(REGISTRY["bit_m_r50x1"], path)
 
 
-@pytest.mark.parametrize("fmt", ["safetensors", "bin"])
-def test_open_clip_state_dict_file(tmp_path, fmt):
+def test_open_clip_state_dict_files(tmp_path):
     import open_clip
 
     clip = open_clip.create_model("ViT-B-32-quickgelu", pretrained=None, load_weights=False)
     state = clip.state_dict()
-    path = tmp_path / f"open_clip_model.{fmt}"
-    if fmt == "safetensors":
-        save_file({k: v.contiguous() for k, v in state.items()}, str(path))
-    else:
-        torch.save(state, path)
-    model = create_backbone(REGISTRY["clip_vit_b32"], path)
+    visual = {k[len("visual."):]: v for k, v in state.items() if k.startswith("visual.")}
+    st, pt = tmp_path / "open_clip_model.safetensors", tmp_path / "open_clip_pytorch_model.bin"
+    save_file({k: v.contiguous() for k, v in state.items()}, str(st))
+    torch.save(state, pt)
+    model = create_backbone(REGISTRY["clip_vit_b32"], st)
     assert model.embed_dim == 512
-    assert_same_params(model.model, {k[len("visual."):]: v for k, v in state.items() if k.startswith("visual.")})
+    assert_same_params(model.model, visual)
     x = images(1, 224)
     with torch.no_grad():
         assert torch.allclose(model(x), clip.eval().encode_image(x), atol=1e-5)
+    # a torch.save'd state dict, read at a token layer with CLS pooling
+    spec = resolve_spec("clip_vit_b32", {"layer": "transformer.resblocks.11", "pool": "cls"})
+    tokens = create_backbone(spec, pt)
+    assert tokens.embed_dim == 768
+    assert_same_params(tokens.model, visual)
 
 
 # ---------------------------------------------------------------- errors
@@ -320,12 +323,6 @@ def test_named_layers_and_pooling():
         create_backbone(ModelSpec("r18", "torchvision", "resnet18", preprocess=Preprocess(32, 32), layer="layer3", pool="cls"), None)
     with pytest.raises(ValueError, match="layer9"):
         create_backbone(ModelSpec("r18", "torchvision", "resnet18", layer="layer9"), None)
-
-
-def test_clip_token_layer_with_cls_pooling():
-    spec = resolve_spec("clip_vit_b32", {"layer": "transformer.resblocks.11", "pool": "cls"})
-    model = create_backbone(spec, None)
-    assert model.embed_dim == 768
 
 
 # ---------------------------------------------------------------- classifier and checkpoints

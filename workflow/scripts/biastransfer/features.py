@@ -91,20 +91,16 @@ def extract_features(
 
 
 def library_versions() -> dict[str, str]:
-    """Versions of the libraries that shape an embedding."""
-    import PIL
-    import timm
-    import torchvision
+    """Versions of the libraries that shape an embedding (read from package metadata, no imports)."""
+    from importlib.metadata import PackageNotFoundError, version
 
-    versions = {"python": platform.python_version(), "torch": torch.__version__,
-                "torchvision": torchvision.__version__, "timm": timm.__version__,
-                "numpy": np.__version__, "pillow": PIL.__version__}
-    try:
-        import open_clip
-
-        versions["open_clip"] = open_clip.__version__
-    except ImportError:
-        versions["open_clip"] = "not installed"
+    versions = {"python": platform.python_version()}
+    for key, dist in (("torch", "torch"), ("torchvision", "torchvision"), ("timm", "timm"),
+                      ("open_clip", "open_clip_torch"), ("numpy", "numpy"), ("pillow", "pillow")):
+        try:
+            versions[key] = version(dist)
+        except PackageNotFoundError:
+            versions[key] = "not installed"
     return versions
 
 
