@@ -374,3 +374,29 @@ def test_checkpoint_source_with_torchvision_arch(tmp_path, r18_state):
     model = create_backbone(spec, resolve_weights(spec, tmp_path))
     assert model.embed_dim == 512
     assert_same_params(model.model, {k: v for k, v in r18_state.items() if not k.startswith("fc.")})
+
+
+def test_fetch_weights_script_writes_a_record_that_create_backbone_follows(tmp_path, r18_state):
+    import importlib.util
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "workflow" / "scripts" / "fetch_weights.py"
+    mod_spec = importlib.util.spec_from_file_location("fetch_weights", script)
+    fetch_weights = importlib.util.module_from_spec(mod_spec)
+    mod_spec.loader.exec_module(fetch_weights)
+    path = tmp_path / "r18.pth"
+    torch.save(r18_state, path)
+    sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    record_path = tmp_path / "weights" / "weights.done"
+    fetch_weights.main(str(record_path), {"weights": str(path), "sha256": sha}, model="resnet18", cache_dir=str(tmp_path))
+    record = json.loads(record_path.read_text())
+    assert record["sha256"] == sha and record["path"] == str(path.resolve()) and record["model"] == "resnet18"
+    assert M.weights_file_and_sha256(record_path) == (path.resolve(), sha)
+    assert_same_params(create_backbone(REGISTRY["resnet18"], record_path).model,
+                       {k: v for k, v in r18_state.items() if not k.startswith("fc.")})
+    with pytest.raises(ValueError, match="sha256"):
+        fetch_weights.main(str(tmp_path / "w2.done"), {"weights": str(path), "sha256": "f" * 64}, model="resnet18")
+    assert not (tmp_path / "w2.done").exists()
+    path.write_bytes(b"tampered")
+    with pytest.raises(ValueError, match="sha256"):
+        create_backbone(REGISTRY["resnet18"], record_path)

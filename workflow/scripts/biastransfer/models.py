@@ -413,6 +413,45 @@ def resolve_weights(spec: ModelSpec, cache_dir: str | Path, mirror: str | Path |
     return dest
 
 
+WEIGHTS_RECORD_FORMAT = "biastransfer-weights/1"
+
+
+def write_weights_record(path: str | Path, spec: ModelSpec, weights_file: str | Path) -> dict:
+    """Write a small JSON record pointing at a verified weights file (the fetch rule's output)."""
+    weights_file = Path(weights_file).resolve()
+    record = {"format": WEIGHTS_RECORD_FORMAT, "model": spec.name, "path": str(weights_file),
+              "sha256": file_digest(weights_file), "url": spec.weights, "spec": spec.as_dict()}
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    return record
+
+
+def read_weights_record(path: str | Path) -> dict | None:
+    """The record written by :func:`write_weights_record`, or None if ``path`` is not one."""
+    path = Path(path)
+    if not path.is_file() or path.stat().st_size > 1 << 20:
+        return None
+    with open(path, "rb") as f:
+        if f.read(1) != b"{":
+            return None
+    try:
+        record = json.loads(path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return record if isinstance(record, dict) and record.get("format") == WEIGHTS_RECORD_FORMAT else None
+
+
+def weights_file_and_sha256(path: str | Path) -> tuple[Path, str]:
+    """(weights file, its sha256) for a weights file or a weights record; the record's digest is checked."""
+    record = read_weights_record(path)
+    if record is None:
+        return Path(path), file_digest(path)
+    target = Path(record["path"])
+    if not target.is_file():
+        raise FileNotFoundError(f"{path}: weights file {target} named by this record does not exist")
+    return target, verify_checksum(target, sha256=record["sha256"])
+
+
 # --------------------------------------------------------------------------------------------
 # Reading weight files without unpickling code
 # --------------------------------------------------------------------------------------------
@@ -663,9 +702,14 @@ def create_backbone(spec: ModelSpec, weights_path: str | Path | None) -> Feature
 
     Weights: torchvision/MoCo/SimCLR/checkpoint state dicts (``torch.save`` or safetensors, and the
     classifier checkpoints written by :func:`save_checkpoint`), BiT ``.npz`` through timm's loader,
-    open_clip state dicts (only the ``visual.`` keys are used).
+    open_clip state dicts (only the ``visual.`` keys are used). ``weights_path`` may also be a
+    weights record written by the fetch rule (:func:`write_weights_record`), which is followed.
     """
-    path = Path(weights_path) if weights_path is not None else None
+    path = None
+    if weights_path is not None:
+        path = Path(weights_path)
+        if read_weights_record(path) is not None:
+            path = weights_file_and_sha256(path)[0]
     source = spec.source
     if source == "checkpoint":
         source = "timm" if _is_timm_arch(spec.arch) else "torchvision"
