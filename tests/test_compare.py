@@ -153,6 +153,16 @@ def test_tolerances_and_alpha_are_parameters(reference, run_tables):
     assert loose.loc[(loose["table"] == "4") & (loose["model"] == "bit_m_r50x1") & (loose["measure"] == "bts_inter_p"), "status"].item() == "agrees"
 
 
+def test_seed_spread_is_compared_where_the_paper_gives_one(reference, run_tables):
+    metrics = run_tables["finetune_metrics"]
+    extra = metrics[metrics["dataset"] == "openimages"].assign(seed="1", metric_value=lambda m: m["metric_value"] + 0.01)
+    ours = compare.run_measurements(**{**run_tables, "finetune_metrics": pd.concat([metrics, extra])})
+    assert set(ours.loc[ours["finetune_dataset"] == "openimages", "measure"]) >= {"micro_f1", "micro_f1_sd"}
+    rows = compare.compare_to_paper(ours, reference).rows
+    assert rows["measure"].isin(["mAP_sd"]).sum() == 6 and not rows["measure"].isin(["micro_f1_sd"]).any()
+    assert rows.loc[rows["measure"] == "micro_f1", "difference"].abs().max() == pytest.approx(0.005)
+
+
 def test_bad_inputs(reference, run_tables, tmp_path):
     doubled = {**run_tables, "bts": pd.concat([run_tables["bts"], run_tables["bts"].iloc[:1]])}
     with pytest.raises(ValueError, match="more than one row"):

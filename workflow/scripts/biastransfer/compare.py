@@ -31,7 +31,8 @@ REFERENCE_COLUMNS = (*KEYS, "value", "provenance", "note")
 FAMILIES = {
     "bts_intra": "bts", "bts_intra_p": "bts", "bts_inter": "bts", "bts_inter_p": "bts",
     "ieat_d": "ieat", "ieat_p": "ieat",
-    "mAP": "finetune", "mAP_sd": "finetune", "micro_f1": "finetune", "epochs": "finetune", "lr": "finetune",
+    "mAP": "finetune", "mAP_sd": "finetune", "micro_f1": "finetune", "micro_f1_sd": "finetune",
+    "epochs": "finetune", "lr": "finetune",
     "n_images": "analysis_set",
 }  # fmt: skip
 P_MEASURES = frozenset({"bts_intra_p", "bts_inter_p", "ieat_p"})
@@ -39,7 +40,7 @@ P_MEASURES = frozenset({"bts_intra_p", "bts_inter_p", "ieat_p"})
 #: analysis images' embeddings, new finetuning seeds) differ by noise of about this size.
 DEFAULT_TOLERANCES = {
     "bts_intra": 0.1, "bts_inter": 0.1, "ieat_d": 0.1,
-    "mAP": 0.02, "mAP_sd": 0.02, "micro_f1": 0.02,
+    "mAP": 0.02, "mAP_sd": 0.02, "micro_f1": 0.02, "micro_f1_sd": 0.02,
     "epochs": 0.0, "lr": 0.0, "n_images": 0.0,
 }  # fmt: skip
 _EPS = 1e-12
