@@ -1,12 +1,18 @@
 # Bias transfer: how gender biases in vision-model embeddings change with finetuning.
 # Run: snakemake --cores all            (the offline synthetic demo, config/config.yaml)
 #      snakemake --cores all --configfile config/paper.yaml   (the paper's experiment)
+import os
+
 from snakemake.utils import min_version
 
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+# The demo config is the default; a --configfile given on the command line replaces it (not merged).
+if not workflow.config_settings.configfiles:
+
+    configfile: os.path.join(workflow.basedir, "config", "config.yaml")
+
 
 
 report: "workflow/report/workflow.rst"
@@ -14,6 +20,7 @@ report: "workflow/report/workflow.rst"
 
 include: "rules/common.smk"
 include: "rules/data.smk"
+include: "rules/datasets.smk"
 include: "rules/models.smk"
 include: "rules/finetune.smk"
 include: "rules/embed.smk"

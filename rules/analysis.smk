@@ -14,7 +14,7 @@ rule similarity:
     log:
         "logs/similarity/{analysis_set}/{model}/{stage}.log",
     benchmark:
-        "benchmarks/similarity/{analysis_set}/{model}/{stage}.tsv"
+        "results/benchmarks/similarity/{analysis_set}/{model}/{stage}.tsv"
     conda:
         "../envs/stats.yaml"
     threads: 1
@@ -36,7 +36,7 @@ rule bts:
     log:
         "logs/bts/{analysis_set}/{model}/ft-{dataset}.log",
     benchmark:
-        "benchmarks/bts/{analysis_set}/{model}/ft-{dataset}.tsv"
+        "results/benchmarks/bts/{analysis_set}/{model}/ft-{dataset}.tsv"
     conda:
         "../envs/stats.yaml"
     threads: 1
@@ -61,7 +61,7 @@ rule ieat:
     log:
         "logs/ieat/{analysis_set}/{model}/{stage}.log",
     benchmark:
-        "benchmarks/ieat/{analysis_set}/{model}/{stage}.tsv"
+        "results/benchmarks/ieat/{analysis_set}/{model}/{stage}.tsv"
     conda:
         "../envs/stats.yaml"
     threads: 1
@@ -84,7 +84,7 @@ rule summarise:
     log:
         "logs/summarise.log",
     benchmark:
-        "benchmarks/summarise.tsv"
+        "results/benchmarks/summarise.tsv"
     conda:
         "../envs/stats.yaml"
     threads: 1
@@ -107,7 +107,7 @@ rule findings:
     log:
         "logs/findings.log",
     benchmark:
-        "benchmarks/findings.tsv"
+        "results/benchmarks/findings.tsv"
     conda:
         "../envs/stats.yaml"
     threads: 1

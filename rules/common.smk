@@ -18,12 +18,14 @@ def names_pattern(names):
 
 
 SYNTHETIC_DATASETS = [d for d, s in config["datasets"].items() if s["kind"] == "synthetic"]
+SYNTHETIC_SETS = [a for a, s in config["analysis_sets"].items() if s["source"] == "synthetic"]
 WORKFLOW_MODELS = [m for m, s in config["models"].items() if s.get("source") == "workflow"]
 
 
 wildcard_constraints:
     dataset=names_pattern(list(config["datasets"])),
     synthetic=names_pattern(SYNTHETIC_DATASETS),
+    synthetic_set=names_pattern(SYNTHETIC_SETS),
     analysis_set=names_pattern(list(config["analysis_sets"])),
     model=names_pattern(list(config["models"])),
     stage=r"pretrained|ft-[A-Za-z0-9_]+-seed[0-9]+",

@@ -12,7 +12,7 @@ rule synthetic_dataset:
     log:
         "logs/synthetic_dataset/{synthetic}.log",
     benchmark:
-        "benchmarks/synthetic_dataset/{synthetic}.tsv"
+        "results/benchmarks/synthetic_dataset/{synthetic}.tsv"
     conda:
         "../envs/data.yaml"
     threads: 1
@@ -25,14 +25,14 @@ rule synthetic_dataset:
 
 rule synthetic_analysis_set:
     output:
-        manifest="results/analysis_sets/{analysis_set}/manifest.parquet",
-        images=directory("results/data/analysis/{analysis_set}"),
+        manifest="results/analysis_sets/{synthetic_set}/manifest.parquet",
+        images=directory("results/data/analysis/{synthetic_set}"),
     params:
-        spec=lambda wildcards: config["analysis_sets"][wildcards.analysis_set],
+        spec=lambda wildcards: config["analysis_sets"][wildcards.synthetic_set],
     log:
-        "logs/synthetic_analysis_set/{analysis_set}.log",
+        "logs/synthetic_analysis_set/{synthetic_set}.log",
     benchmark:
-        "benchmarks/synthetic_analysis_set/{analysis_set}.tsv"
+        "results/benchmarks/synthetic_analysis_set/{synthetic_set}.tsv"
     conda:
         "../envs/data.yaml"
     threads: 1
@@ -52,7 +52,7 @@ rule check_leakage:
     log:
         "logs/check_leakage/{analysis_set}.log",
     benchmark:
-        "benchmarks/check_leakage/{analysis_set}.tsv"
+        "results/benchmarks/check_leakage/{analysis_set}.tsv"
     conda:
         "../envs/data.yaml"
     threads: 1
@@ -73,7 +73,7 @@ rule analysis_set_summary:
     log:
         "logs/analysis_set_summary.log",
     benchmark:
-        "benchmarks/analysis_set_summary.tsv"
+        "results/benchmarks/analysis_set_summary.tsv"
     conda:
         "../envs/stats.yaml"
     threads: 1

@@ -44,7 +44,7 @@ rule download_dataset:
     log:
         "logs/download_dataset/{real}.log",
     benchmark:
-        "benchmarks/download_dataset/{real}.tsv"
+        "results/benchmarks/download_dataset/{real}.tsv"
     wildcard_constraints:
         real=names_pattern(REAL_DATASETS),
     retries: 2
@@ -94,7 +94,7 @@ rule curate_analysis_set:
     log:
         "logs/curate_analysis_set/{real_set}.log",
     benchmark:
-        "benchmarks/curate_analysis_set/{real_set}.tsv"
+        "results/benchmarks/curate_analysis_set/{real_set}.tsv"
     wildcard_constraints:
         real_set=names_pattern(REAL_ANALYSIS_SETS),
     conda:
@@ -146,7 +146,7 @@ rule make_splits:
     log:
         "logs/make_splits/{real}.log",
     benchmark:
-        "benchmarks/make_splits/{real}.tsv"
+        "results/benchmarks/make_splits/{real}.tsv"
     wildcard_constraints:
         real=names_pattern(REAL_DATASETS),
     conda:

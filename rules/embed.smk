@@ -16,7 +16,7 @@ rule embed:
     log:
         "logs/embed/{analysis_set}/{model}/{stage}.log",
     benchmark:
-        "benchmarks/embed/{analysis_set}/{model}/{stage}.tsv"
+        "results/benchmarks/embed/{analysis_set}/{model}/{stage}.tsv"
     conda:
         "../envs/torch.yaml"
     threads: 2

@@ -14,7 +14,7 @@ rule finetune:
         curve="results/finetune/{dataset}/{model}/seed{seed}/curve.csv",
     params:
         entry=lambda wildcards: model_entry(wildcards.model),
-        train=lambda wildcards: cfg.finetune_params(config, wildcards.model, wildcards.dataset),
+        hyper=lambda wildcards: cfg.finetune_params(config, wildcards.model, wildcards.dataset),
         seed=lambda wildcards: int(wildcards.seed),
         resume="results/finetune/{dataset}/{model}/seed{seed}.resume.pt",
         device=config["finetune"].get("device", "auto"),
@@ -22,7 +22,7 @@ rule finetune:
     log:
         "logs/finetune/{dataset}/{model}/seed{seed}.log",
     benchmark:
-        "benchmarks/finetune/{dataset}/{model}/seed{seed}.tsv"
+        "results/benchmarks/finetune/{dataset}/{model}/seed{seed}.tsv"
     conda:
         "../envs/torch.yaml"
     threads: 2
@@ -42,7 +42,7 @@ rule finetune_summary:
     log:
         "logs/finetune_summary.log",
     benchmark:
-        "benchmarks/finetune_summary.tsv"
+        "results/benchmarks/finetune_summary.tsv"
     conda:
         "../envs/stats.yaml"
     threads: 1

@@ -18,13 +18,13 @@ rule pretrain:
         metrics="results/pretrain/{model}/metrics.json",
     params:
         entry=lambda wildcards: model_entry(wildcards.model),
-        train=lambda wildcards: cfg.pretrain_params(config, wildcards.model),
+        hyper=lambda wildcards: cfg.pretrain_params(config, wildcards.model),
         device=config["finetune"].get("device", "auto"),
         num_workers=config["finetune"].get("num_workers", 1),
     log:
         "logs/pretrain/{model}.log",
     benchmark:
-        "benchmarks/pretrain/{model}.tsv"
+        "results/benchmarks/pretrain/{model}.tsv"
     conda:
         "../envs/torch.yaml"
     threads: 2

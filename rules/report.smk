@@ -67,7 +67,7 @@ rule plot_similarity:
     log:
         "logs/report/plot_similarity/{analysis_set}/{model}.log",
     benchmark:
-        "benchmarks/report/plot_similarity/{analysis_set}/{model}.tsv"
+        "results/benchmarks/report/plot_similarity/{analysis_set}/{model}.tsv"
     conda:
         "../envs/plot.yaml"
     threads: 1
@@ -95,7 +95,7 @@ rule plot_ieat:
     log:
         "logs/report/plot_ieat.log",
     benchmark:
-        "benchmarks/report/plot_ieat.tsv"
+        "results/benchmarks/report/plot_ieat.tsv"
     conda:
         "../envs/plot.yaml"
     threads: 1
@@ -122,7 +122,7 @@ rule table_analysis_set:
     log:
         "logs/report/table_analysis_set/{analysis_set}.log",
     benchmark:
-        "benchmarks/report/table_analysis_set/{analysis_set}.tsv"
+        "results/benchmarks/report/table_analysis_set/{analysis_set}.tsv"
     conda:
         "../envs/plot.yaml"
     threads: 1
@@ -149,7 +149,7 @@ rule table_ieat:
     log:
         "logs/report/table_ieat/{analysis_set}.log",
     benchmark:
-        "benchmarks/report/table_ieat/{analysis_set}.tsv"
+        "results/benchmarks/report/table_ieat/{analysis_set}.tsv"
     conda:
         "../envs/plot.yaml"
     threads: 1
@@ -177,7 +177,7 @@ rule table_bts:
     log:
         "logs/report/table_bts/{analysis_set}_ft-{dataset}.log",
     benchmark:
-        "benchmarks/report/table_bts/{analysis_set}_ft-{dataset}.tsv"
+        "results/benchmarks/report/table_bts/{analysis_set}_ft-{dataset}.tsv"
     conda:
         "../envs/plot.yaml"
     threads: 1
@@ -205,7 +205,7 @@ rule table_finetune:
     log:
         "logs/report/table_finetune/{dataset}.log",
     benchmark:
-        "benchmarks/report/table_finetune/{dataset}.tsv"
+        "results/benchmarks/report/table_finetune/{dataset}.tsv"
     conda:
         "../envs/plot.yaml"
     threads: 1
@@ -220,7 +220,7 @@ rule table_finetune:
 
 rule compare_paper:
     input:
-        reference="resources/paper_reference.csv",
+        reference=os.path.join(workflow.basedir, "resources", "paper_reference.csv"),
         bts="results/summary/bts.csv",
         ieat="results/summary/ieat.csv",
         finetune_metrics="results/summary/finetune_metrics.csv",
@@ -241,7 +241,7 @@ rule compare_paper:
     log:
         "logs/report/compare_paper.log",
     benchmark:
-        "benchmarks/report/compare_paper.tsv"
+        "results/benchmarks/report/compare_paper.tsv"
     conda:
         "../envs/plot.yaml"
     threads: 1

@@ -14,7 +14,7 @@ log = logging.getLogger(__name__)
 
 
 def main(spec: dict, manifest: str, images: str, wildcards: dict | None = None) -> None:
-    name = (wildcards or {}).get("analysis_set", "synthetic")
+    name = (wildcards or {}).get("synthetic_set", "synthetic")
     frame = synthetic.generate_analysis_set(
         name, spec["classes"], spec.get("n_per_class", 40), size=spec.get("size", 64),
         seed=spec.get("seed", 0), image_dir=images,

@@ -8,10 +8,15 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; on success rename it to ``path``, on error delete it.
+
+    The finished file gets the usual permissions (0666 less the umask), not mkstemp's 0600.
 
     A crash or exception never leaves a file at ``path`` that looks finished.
     """
@@ -22,6 +27,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        os.chmod(tmp_path, 0o666 & ~_UMASK)
         os.replace(tmp_path, target)
     except BaseException:
         tmp_path.unlink(missing_ok=True)

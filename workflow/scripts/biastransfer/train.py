@@ -173,8 +173,13 @@ def train_classifier(
     scheduler = _scheduler(optimizer, cfg)
     result = TrainResult(cfg.metric, best_epoch=0, best_metric=-math.inf)
     start = 1
+    state = None
     if resume_path is not None and Path(resume_path).is_file():
         state = torch.load(resume_path, map_location=device, weights_only=True)
+        if state.get("config") != asdict(cfg):
+            log(f"{resume_path} was written with other hyper-parameters; starting over")
+            state = None
+    if state is not None:
         if tuple(state["classes"]) != train_set.classes:
             raise ValueError(
                 f"{resume_path}: resume checkpoint has {len(state['classes'])} classes, the dataset has "
@@ -232,11 +237,11 @@ def train_classifier(
             result.best_epoch, result.best_metric = epoch, value
             result.best_state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
         if resume_path is not None:
-            _save_resume(resume_path, model, optimizer, scheduler, epoch, result, train_set.classes)
+            _save_resume(resume_path, model, optimizer, scheduler, epoch, result, train_set.classes, cfg)
     return result
 
 
-def _save_resume(path, model, optimizer, scheduler, epoch: int, result: TrainResult, classes) -> None:
+def _save_resume(path, model, optimizer, scheduler, epoch: int, result: TrainResult, classes, cfg) -> None:
     from .atomic import atomic_path
 
     state = {
@@ -249,6 +254,7 @@ def _save_resume(path, model, optimizer, scheduler, epoch: int, result: TrainRes
         "best_metric": result.best_metric,
         "best_state": result.best_state,
         "classes": list(classes),
+        "config": asdict(cfg),
     }
     with atomic_path(path) as tmp:
         torch.save(state, tmp)

@@ -1,0 +1,30 @@
+# Quick start:  make demo   (set up, run the offline synthetic demo, build the HTML report)
+#               make test   (set up, install the test services, run the test suite)
+VENV ?= .venv
+PY := $(VENV)/bin/python
+CORES ?= 2
+
+.PHONY: setup demo test system-deps
+
+$(VENV)/.installed: requirements.lock pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.lock
+	$(PY) -m pip install --quiet --no-deps -e .
+	touch $@
+
+setup: $(VENV)/.installed
+
+demo: setup
+	$(VENV)/bin/snakemake --cores $(CORES)
+	$(VENV)/bin/snakemake --cores 1 --report results/report.html
+	@echo "Open results/report.html; the findings in words are in results/summary/findings.md"
+
+# pdflatex (tables compile) and a local SLURM cluster (profile test) come from Debian's packages;
+# without root they are skipped, and the tests that need them say so.
+system-deps:
+	@if [ "$$(id -u)" = 0 ]; then bash .ci/install-latex.sh && bash .ci/install-slurm.sh; \
+	else echo "not root: skipping LaTeX and SLURM installs (their tests will be skipped)"; fi
+
+test: setup system-deps
+	$(PY) -m pytest

@@ -1,0 +1,94 @@
+"""The file formats: embeddings Parquet, manifests and splits (docs/formats.md)."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from biastransfer.embeddings import read_embeddings, read_metadata, write_embeddings
+from biastransfer.manifest import read_manifest, validate_manifest, verify_files, write_manifest
+from biastransfer.splits import Split, read_split, write_split
+
+
+def test_embeddings_round_trip_with_metadata(tmp_path):
+    path = tmp_path / "e.parquet"
+    emb = np.random.default_rng(0).standard_normal((5, 7)).astype(np.float32)
+    write_embeddings(path, list("abcde"), ["x", "x", "y", "y", "y"], emb, {"model": "m", "stage": "pretrained"})
+    table = read_embeddings(path)
+    assert np.array_equal(table.embeddings, emb)
+    assert table.class_names == ["x", "y"] and table.of_class("y").shape == (3, 7)
+    assert table.metadata["model"] == "m" and table.metadata["dim"] == 7
+    assert read_metadata(path)["stage"] == "pretrained"
+    schema = pq.read_schema(path)
+    assert pa.types.is_fixed_size_list(schema.field("embedding").type)
+    assert schema.field("embedding").type.value_type == pa.float32()
+    with pytest.raises(KeyError, match="'z'"):
+        table.of_class("z")
+
+
+def test_user_embeddings_as_plain_lists_are_read(tmp_path):
+    path = tmp_path / "mine.parquet"
+    pd.DataFrame({"image_id": ["1", "2"], "class": ["a", "b"], "embedding": [[1.0, 0.0], [0.0, 1.0]]}).to_parquet(path)
+    assert read_embeddings(path).embeddings.shape == (2, 2)
+
+
+def test_bad_embeddings_are_refused_and_leave_no_file(tmp_path):
+    path = tmp_path / "e.parquet"
+    emb = np.ones((2, 3))
+    emb[1, 2] = np.nan
+    with pytest.raises(ValueError, match="non-finite embeddings for images b"):
+        write_embeddings(path, ["a", "b"], ["x", "x"], emb)
+    assert list(tmp_path.iterdir()) == []
+    pd.DataFrame({"image_id": ["1"], "embedding": [[1.0]]}).to_parquet(path)
+    with pytest.raises(ValueError, match="missing column.*class"):
+        read_embeddings(path)
+    path.write_bytes(b"not parquet")
+    with pytest.raises(ValueError, match="e.parquet: not a readable Parquet file"):
+        read_embeddings(path)
+
+
+def _manifest(tmp_path, rows):
+    frame = pd.DataFrame(rows, columns=["image_id", "class"])
+    paths = []
+    for image_id in frame["image_id"]:
+        p = tmp_path / f"{image_id}.png"
+        p.write_bytes(image_id.encode())
+        paths.append(str(p))
+    import hashlib
+
+    return frame.assign(
+        path=paths, sha256=[hashlib.sha256(i.encode()).hexdigest() for i in frame["image_id"]],
+        source_split="val", source="test", reason="test",
+    )
+
+
+def test_manifest_checks_name_the_problem(tmp_path):
+    good = _manifest(tmp_path, [("1", "a"), ("2", "a"), ("3", "b"), ("4", "b")])
+    write_manifest(tmp_path / "m.parquet", good)
+    assert len(read_manifest(tmp_path / "m.parquet")) == 4
+    verify_files(good, tmp_path)
+    with pytest.raises(ValueError, match="image '1' appears more than once.*classes a, b"):
+        validate_manifest(_manifest(tmp_path, [("1", "a"), ("2", "a"), ("1", "b"), ("4", "b")]))
+    with pytest.raises(ValueError, match="'b' has 1"):
+        validate_manifest(_manifest(tmp_path, [("1", "a"), ("2", "a"), ("3", "b")]))
+    (tmp_path / "2.png").write_bytes(b"changed")
+    with pytest.raises(ValueError, match="2.png"):
+        verify_files(good, tmp_path)
+    (tmp_path / "2.png").unlink()
+    with pytest.raises(FileNotFoundError, match="2.png"):
+        verify_files(good, tmp_path)
+
+
+def test_split_round_trip_and_unknown_label(tmp_path):
+    frame = pd.DataFrame({"image_id": ["1", "2"], "path": ["a.png", "b.png"], "labels": [["car"], ["car", "person"]]})
+    write_split(tmp_path / "s.parquet", Split("d", "train", ("car", "person"), frame))
+    split = read_split(tmp_path / "s.parquet")
+    assert split.classes == ("car", "person") and split.frame["labels"].tolist() == [["car"], ["car", "person"]]
+    meta = json.loads(pq.read_schema(tmp_path / "s.parquet").metadata[b"biastransfer"])
+    assert meta == {"dataset": "d", "split": "train", "classes": ["car", "person"]}
+    with pytest.raises(ValueError, match="image '2' has label\\(s\\) \\['person'\\]"):
+        write_split(tmp_path / "t.parquet", Split("d", "train", ("car",), frame))
+    assert not (tmp_path / "t.parquet").exists()

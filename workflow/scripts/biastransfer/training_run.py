@@ -1,0 +1,79 @@
+"""One training job of the workflow: read splits, train, write the best checkpoint and its metrics."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Callable, Sequence
+
+import pandas as pd
+import torch
+
+from .atomic import write_csv, write_text
+from .models import ModelSpec, save_checkpoint
+from .splits import read_split
+from .train import ImageLabelDataset, TrainConfig, train_classifier
+
+_HYPER = {f.name for f in dataclasses.fields(TrainConfig)} - {"seed", "num_workers"}
+
+
+def run_training(
+    build: Callable[[Sequence[str]], torch.nn.Module],
+    spec: ModelSpec,
+    *,
+    train: str,
+    val: str,
+    model_out: str,
+    metrics_out: str,
+    curve_out: str | None,
+    hyper: dict,
+    seed: int,
+    resume: str | None,
+    device: torch.device,
+    threads: int,
+    num_workers: int,
+    log: Callable[[str], None],
+) -> dict:
+    """Train ``build(classes)`` on the ``train`` split, validate on ``val``; return the metrics written.
+
+    ``resume`` (kept outside the declared outputs) holds the last epoch's state while the job runs and
+    is removed once the outputs are written.
+    """
+    unknown = sorted(set(hyper) - _HYPER)
+    if unknown:
+        raise ValueError(f"unknown training parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(_HYPER))}")
+    torch.set_num_threads(max(1, threads))
+    train_split, val_split = read_split(train), read_split(val)
+    if train_split.classes != val_split.classes:
+        raise ValueError(f"{train} and {val} have different class lists")
+    cfg = TrainConfig(**hyper, seed=seed, num_workers=num_workers)
+    model = build(train_split.classes)
+    log(f"training {spec.name} on {train_split.dataset}: {len(train_split.frame)} train / "
+        f"{len(val_split.frame)} val images, {len(train_split.classes)} classes, {cfg}, device {device}")
+    result = train_classifier(
+        model,
+        ImageLabelDataset(train_split, spec.preprocess.transform(train=True)),
+        ImageLabelDataset(val_split, spec.preprocess.transform(train=False)),
+        cfg, resume_path=resume, log=log, device=device,
+    )
+    model.load_state_dict(result.best_state)
+    metrics = {
+        "model": spec.name,
+        "dataset": train_split.dataset,
+        "seed": seed,
+        "metric_name": cfg.metric,
+        "metric_value": result.best_metric,
+        "epoch_best": result.best_epoch,
+        "hyper": dataclasses.asdict(cfg),
+        "history": result.curve(),
+    }
+    save_checkpoint(model.cpu(), model_out, spec=spec, class_names=train_split.classes,
+                    extra={k: metrics[k] for k in ("dataset", "seed", "metric_name", "metric_value", "epoch_best")})
+    write_text(metrics_out, json.dumps(metrics, indent=2) + "\n")
+    if curve_out is not None:
+        write_csv(curve_out, pd.DataFrame(result.curve()))
+    if resume is not None:
+        Path(resume).unlink(missing_ok=True)
+    log(f"best epoch {result.best_epoch}: val {cfg.metric} {result.best_metric:.4f}")
+    return metrics

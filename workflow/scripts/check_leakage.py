@@ -1,0 +1,35 @@
+"""Fail the run if any analysis image appears in a training or validation split.
+
+Images are compared by id and by the sha256 of their files (the same picture under another id);
+split files are hashed only when their rows do not record a sha256 already.
+Standalone: python workflow/scripts/check_leakage.py --manifest M.parquet --splits a/train.parquet
+a/val.parquet --ok leakage.ok
+"""
+
+import logging
+
+from biastransfer.atomic import write_text
+from biastransfer.leakage import check_no_leakage
+from biastransfer.manifest import read_manifest, sha256_file
+from biastransfer.scripting import run
+from biastransfer.splits import read_split
+
+log = logging.getLogger(__name__)
+
+
+def main(manifest: str, splits: list, ok: str) -> None:
+    analysis = read_manifest(manifest)
+    frames = {}
+    for path in splits:
+        frame = read_split(path).frame
+        if "sha256" not in frame.columns:
+            frame = frame.assign(sha256=[sha256_file(p) for p in frame["path"]])
+        frames[path] = frame
+    check_no_leakage(analysis, frames)
+    n = sum(len(f) for f in frames.values())
+    write_text(ok, f"{len(analysis)} analysis images of {manifest} are in none of {n} split images\n")
+    log.info("no leakage: %d analysis images vs %d split images in %d splits", len(analysis), n, len(frames))
+
+
+if __name__ == "__main__":
+    run(main, globals().get("snakemake"))

@@ -1,0 +1,46 @@
+"""Embed every image of an analysis set with one model at one stage (pretrained or finetuned).
+
+Standalone: python workflow/scripts/embed.py --manifest results/analysis_sets/A/manifest.parquet
+--weights W --embeddings E.parquet --entry '{"source": "timm", "arch": "resnet18"}' [--device cpu]
+"""
+
+import logging
+
+from biastransfer.config import config_hash, model_spec, parse_stage, torch_device
+from biastransfer.embeddings import write_embeddings
+from biastransfer.features import embedding_provenance, extract_features
+from biastransfer.manifest import read_manifest, sha256_file
+from biastransfer.models import create_backbone
+from biastransfer.scripting import run
+
+log = logging.getLogger(__name__)
+
+
+def main(
+    manifest: str, weights: str, embeddings: str, entry: dict, batch_size: int = 64, num_workers: int = 1,
+    device: str = "auto", threads: int = 1, wildcards: dict | None = None,
+) -> None:
+    import torch
+
+    torch.set_num_threads(max(1, threads))
+    wc = wildcards or {}
+    stage = wc.get("stage", "pretrained")
+    parse_stage(stage)
+    spec = model_spec(wc.get("model", "model"), entry)
+    images = read_manifest(manifest)
+    backbone = create_backbone(spec, weights)
+    dev = torch_device(device)
+    log.info("embedding %d images of %s with %s (%s) on %s", len(images), manifest, spec.name, stage, dev)
+    features = extract_features(
+        backbone, images["path"].tolist(), spec.preprocess, batch_size=batch_size, num_workers=num_workers, device=dev
+    )
+    meta = embedding_provenance(
+        spec, sha256_file(weights), stage=stage, analysis_set=wc.get("analysis_set", ""),
+        manifest_sha256=sha256_file(manifest), config_hash=config_hash(entry), device=str(dev),
+    )
+    write_embeddings(embeddings, images["image_id"], images["class"], features, meta)
+    log.info("wrote %s: %d x %d", embeddings, *features.shape)
+
+
+if __name__ == "__main__":
+    run(main, globals().get("snakemake"))

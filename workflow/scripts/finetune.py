@@ -1,0 +1,35 @@
+"""Finetune a pretrained model on a dataset's training split (multi-label BCE), keeping the best epoch.
+
+Resumable: the state after each epoch goes to --resume; a rerun continues from there.
+Standalone: python workflow/scripts/finetune.py --weights W --train T.parquet --val V.parquet
+--model M.safetensors --metrics M.json --curve C.csv --entry '{"source": "timm", "arch": "resnet18"}'
+--hyper '{"epochs": 2, "lr": 0.01}' --seed 0 --resume R.pt
+"""
+
+import logging
+
+from biastransfer.config import model_spec, torch_device
+from biastransfer.models import create_classifier
+from biastransfer.scripting import run
+from biastransfer.training_run import run_training
+
+log = logging.getLogger(__name__)
+
+
+def main(
+    weights: str, train: str, val: str, model: str, metrics: str, curve: str, entry: dict, hyper: dict,
+    seed: int, resume: str | None = None, threads: int = 1, device: str = "auto", num_workers: int = 1,
+    wildcards: dict | None = None,
+) -> None:
+    name = (wildcards or {}).get("model", "model")
+    spec = model_spec(name, entry)
+    run_training(
+        lambda classes: create_classifier(spec, len(classes), weights),
+        spec, train=train, val=val, model_out=model, metrics_out=metrics, curve_out=curve,
+        hyper=hyper, seed=seed, resume=resume, device=torch_device(device),
+        threads=threads, num_workers=num_workers, log=log.info,
+    )
+
+
+if __name__ == "__main__":
+    run(main, globals().get("snakemake"))
