@@ -21,10 +21,12 @@ def main(
 ) -> None:
     name = (wildcards or {}).get("model", "model")
     spec = model_spec(name, entry)
+    hyper = dict(hyper)
+    seed = hyper.pop("seed", 0)
     run_training(
         lambda classes: create_classifier(spec, len(classes), None),
         spec, train=train, val=val, model_out=model, metrics_out=metrics, curve_out=None,
-        hyper=hyper, seed=hyper.get("seed", 0), resume=None, device=torch_device(device),
+        hyper=hyper, seed=seed, resume=None, device=torch_device(device),
         threads=threads, num_workers=num_workers, log=log.info,
     )
 

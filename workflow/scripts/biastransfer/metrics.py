@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+METRICS = ("mAP", "micro_f1")
+
 
 def _as_matrices(y_true, scores) -> tuple[np.ndarray, np.ndarray]:
     y = np.asarray(y_true)
@@ -49,9 +51,23 @@ def mean_average_precision(y_true, scores) -> float:
 
 
 def micro_f1(y_true, probabilities, threshold: float = 0.5) -> float:
-    """Micro-averaged F1 of ``probabilities >= threshold`` against ``y_true`` (0 when both are empty)."""
+    """Micro-averaged F1 of ``probabilities >= threshold`` against ``y_true`` (0 when both are empty).
+
+    Pooled over every (image, class) cell: 2 TP / (2 TP + FP + FN), as sklearn's ``average='micro'``.
+    """
+    if not 0 < threshold < 1:
+        raise ValueError(f"threshold must be in (0, 1), got {threshold}")
     y, p = _as_matrices(y_true, probabilities)
     pred = p >= threshold
     tp = np.sum(pred & y)
     denom = pred.sum() + y.sum()
     return float(2 * tp / denom) if denom else 0.0
+
+
+def validation_metric(name: str, y_true, scores, threshold: float = 0.5) -> float:
+    """``mAP`` (macro over classes with positives) or ``micro_f1`` (at ``threshold``) by name."""
+    if name == "mAP":
+        return mean_average_precision(y_true, scores)
+    if name == "micro_f1":
+        return micro_f1(y_true, scores, threshold)
+    raise ValueError(f"metric must be one of {', '.join(METRICS)}, got {name!r}")

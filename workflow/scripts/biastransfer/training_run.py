@@ -37,8 +37,10 @@ def run_training(
 ) -> dict:
     """Train ``build(classes)`` on the ``train`` split, validate on ``val``; return the metrics written.
 
-    ``resume`` (kept outside the declared outputs) holds the last epoch's state while the job runs and
-    is removed once the outputs are written.
+    ``hyper`` holds :class:`~biastransfer.train.TrainConfig` fields except ``seed`` and ``num_workers``.
+    Writes the best epoch's classifier to ``model_out``, its metrics and the whole curve to
+    ``metrics_out`` (JSON) and the curve to ``curve_out`` (CSV). ``resume`` (kept outside the declared
+    outputs) holds the last epoch's state while the job runs and is removed once the outputs are written.
     """
     unknown = sorted(set(hyper) - _HYPER)
     if unknown:
@@ -66,6 +68,7 @@ def run_training(
         "metric_value": result.best_metric,
         "epoch_best": result.best_epoch,
         "hyper": dataclasses.asdict(cfg),
+        "device": str(device),
         "history": result.curve(),
     }
     save_checkpoint(model.cpu(), model_out, spec=spec, class_names=train_split.classes,

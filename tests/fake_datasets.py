@@ -1,0 +1,86 @@
+"""Tiny COCO and Open Images finetuning splits in the real formats, with learnable images.
+
+The annotation files come from the dataset tests' own builders (``test_coco.build_split`` and
+``test_openimages.plan``/``CLASSES``) and go through the real parsers and ``make_split``; each image
+then gets one coloured square per label at a class-specific place, so a small CNN can learn them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from biastransfer import coco
+from biastransfer import openimages as oi
+from biastransfer.splits import Split, write_split
+
+_COLOURS = [(230, 40, 40), (40, 200, 60), (50, 80, 230), (240, 200, 30), (200, 50, 220),
+            (30, 210, 210), (250, 130, 30), (120, 60, 20), (160, 160, 255), (20, 20, 20)]
+
+
+def label_image(labels, classes, size: int, seed: int) -> Image.Image:
+    """Grey noise with a coloured square in the class's grid cell for every label."""
+    rng = np.random.default_rng(seed)
+    pixels = rng.integers(100, 156, size=(size, size, 3), dtype=np.uint8)
+    cell = size // 4
+    for label in labels:
+        k = classes.index(label)
+        r, c = divmod(k % 16, 4)
+        pixels[r * cell:(r + 1) * cell, c * cell:(c + 1) * cell] = _COLOURS[k % len(_COLOURS)]
+    return Image.fromarray(pixels)
+
+
+def write_images(split: Split, size: int) -> None:
+    """Write a JPEG at every path of ``split`` drawn from its labels."""
+    for n, (path, labels) in enumerate(zip(split.frame["path"], split.frame["labels"])):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        label_image(list(labels), list(split.classes), size, seed=n).save(path, quality=95)
+
+
+def coco_splits(root: Path, size: int = 48) -> tuple[Path, Path]:
+    """(train.parquet, val.parquet) of a fake COCO 2017 tree under ``root`` (4 classes, 30 + 30 images)."""
+    from test_coco import build_split
+
+    ann_dir = root / "coco" / "annotations"
+    ann_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for split, start, name in (("train2017", 500, "train"), ("val2017", 100, "val")):
+        inst, _, _ = build_split(split, start)
+        (ann_dir / f"instances_{split}.json").write_text(json.dumps(inst))
+        parsed = coco.load_instances(ann_dir / f"instances_{split}.json")
+        made = coco.make_split(parsed, dataset="coco", name=name, root=root / "coco")
+        write_images(made, size)
+        write_split(root / "splits" / "coco" / f"{name}.parquet", made)
+        paths.append(root / "splits" / "coco" / f"{name}.parquet")
+    return paths[0], paths[1]
+
+
+def openimages_splits(root: Path, size: int = 48) -> tuple[Path, Path]:
+    """(train.parquet, val.parquet) of fake Open Images V4 label files under ``root`` (10 classes).
+
+    Every third labelled image is held out for validation.
+    """
+    from test_openimages import CLASSES, M, plan
+
+    d = root / "openimages"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "classes.csv").write_text("".join(f"{m},{n}\n" for m, n in CLASSES))
+    lines = ["ImageID,Source,LabelName,Confidence"]
+    for image_id, labels, _ in plan():
+        lines += [f"{image_id},verification,{M[name]},{conf}" for name, conf in labels]
+    (d / "labels.csv").write_text("\n".join(lines) + "\n")
+    classes = oi.load_classes(d / "classes.csv")
+    labels = oi.load_labels(d / "labels.csv", classes)
+    ids = sorted(set(labels["image_id"]))
+    val_ids, train_ids = ids[::3], [i for k, i in enumerate(ids) if k % 3]
+    paths = []
+    for name, source, exclude in (("train", "train", val_ids), ("val", "validation", train_ids)):
+        made = oi.make_split(labels, classes, dataset="openimages", name=name, source_split=source,
+                             root=d, exclude=exclude)
+        write_images(made, size)
+        write_split(root / "splits" / "openimages" / f"{name}.parquet", made)
+        paths.append(root / "splits" / "openimages" / f"{name}.parquet")
+    return paths[0], paths[1]
