@@ -3,7 +3,8 @@
 End to end = ``extract_features`` on real JPEG files (decode + resize + crop + normalise in
 DataLoader workers, then the forward pass). Forward only = the same model on pre-made tensors of the
 same batch size. The ratio end-to-end / forward-only shows how much the input pipeline costs
-(target >= 0.90). Repeats are interleaved so that load from other processes hits both alike.
+(target >= 0.90). Repeats are interleaved so that load from other processes hits both alike; the
+median of the per-repeat ratios is the figure least disturbed by a busy machine.
 
     .venv/bin/python benchmarks/bench_embed.py                       # resnet18 + resnet50, CPU
     .venv/bin/python benchmarks/bench_embed.py --device cuda --models resnet50 clip_vit_b32
@@ -101,7 +102,9 @@ def main(argv=None) -> None:
                 fwd.append(forward_only(model, batches, device))
                 e2e.append(end_to_end(model, paths, spec.preprocess, args.batch_size, args.workers, device))
             f, e = statistics.median(fwd), statistics.median(e2e)
+            paired = statistics.median(b / a for a, b in zip(fwd, e2e))
             print(f"{name:14s} forward-only {f:8.1f} img/s   end-to-end {e:8.1f} img/s   ratio {e / f:.3f}   "
+                  f"median paired ratio {paired:.3f}   "
                   f"(runs: fwd {', '.join(f'{v:.1f}' for v in fwd)}; e2e {', '.join(f'{v:.1f}' for v in e2e)})")
 
 
