@@ -36,3 +36,28 @@ rule pretrain:
         model=names_pattern(WORKFLOW_MODELS),
     script:
         "../workflow/scripts/pretrain.py"
+
+
+rule fetch_weights:
+    output:
+        weights="results/weights/{model}/weights.done",
+    params:
+        entry=lambda wildcards: model_entry(wildcards.model),
+        cache_dir=config.get("weights", {}).get("cache_dir", "resources/weights"),
+        mirror=config.get("weights", {}).get("mirror"),
+    log:
+        "logs/fetch_weights/{model}.log",
+    benchmark:
+        "results/benchmarks/fetch_weights/{model}.tsv"
+    conda:
+        "../envs/torch.yaml"
+    localrule: True
+    retries: 2
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=60,
+    wildcard_constraints:
+        model=names_pattern([m for m in config["models"] if m not in WORKFLOW_MODELS]),
+    script:
+        "../workflow/scripts/fetch_weights.py"

@@ -80,6 +80,8 @@ def test_stages_and_parameters(demo):
 
 
 def test_workflow_model_spec_never_downloads(demo):
-    spec = cfg.model_spec("democnn", demo["models"]["democnn"])
+    from biastransfer.model_config import model_spec
+
+    spec = model_spec("democnn", demo["models"]["democnn"])
     assert spec.source == "timm" and spec.arch == "resnet18" and spec.weights is None
     assert spec.preprocess.crop == 64

@@ -6,11 +6,12 @@ Standalone: python workflow/scripts/embed.py --manifest results/analysis_sets/A/
 
 import logging
 
-from biastransfer.config import config_hash, model_spec, parse_stage, torch_device
+from biastransfer.config import config_hash, parse_stage
+from biastransfer.model_config import model_spec, torch_device
 from biastransfer.embeddings import write_embeddings
 from biastransfer.features import embedding_provenance, extract_features
-from biastransfer.manifest import read_manifest, sha256_file
-from biastransfer.models import create_backbone
+from biastransfer.manifest import read_manifest, sha256_file, verify_files
+from biastransfer.models import create_backbone, weights_file_and_sha256
 from biastransfer.scripting import run
 
 log = logging.getLogger(__name__)
@@ -28,6 +29,7 @@ def main(
     parse_stage(stage)
     spec = model_spec(wc.get("model", "model"), entry)
     images = read_manifest(manifest)
+    verify_files(images, ".")
     backbone = create_backbone(spec, weights)
     dev = torch_device(device)
     log.info("embedding %d images of %s with %s (%s) on %s", len(images), manifest, spec.name, stage, dev)
@@ -35,7 +37,7 @@ def main(
         backbone, images["path"].tolist(), spec.preprocess, batch_size=batch_size, num_workers=num_workers, device=dev
     )
     meta = embedding_provenance(
-        spec, sha256_file(weights), stage=stage, analysis_set=wc.get("analysis_set", ""),
+        spec, weights_file_and_sha256(weights)[1], stage=stage, analysis_set=wc.get("analysis_set", ""),
         manifest_sha256=sha256_file(manifest), config_hash=config_hash(entry), device=str(dev),
     )
     write_embeddings(embeddings, images["image_id"], images["class"], features, meta)

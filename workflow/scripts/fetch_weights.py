@@ -11,7 +11,7 @@ Standalone: python workflow/scripts/fetch_weights.py --model resnet50 --entry '{
 
 import logging
 
-from biastransfer.config import model_spec
+from biastransfer.model_config import model_spec
 from biastransfer.models import resolve_weights, write_weights_record
 from biastransfer.scripting import run
 

@@ -8,7 +8,7 @@ Standalone: python workflow/scripts/finetune.py --weights W --train T.parquet --
 
 import logging
 
-from biastransfer.config import model_spec, torch_device
+from biastransfer.model_config import model_spec, torch_device
 from biastransfer.models import create_classifier
 from biastransfer.scripting import run
 from biastransfer.training_run import run_training

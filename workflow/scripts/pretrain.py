@@ -7,7 +7,7 @@ Standalone: python workflow/scripts/pretrain.py --train T.parquet --val V.parque
 
 import logging
 
-from biastransfer.config import model_spec, torch_device
+from biastransfer.model_config import model_spec, torch_device
 from biastransfer.models import create_classifier, save_checkpoint
 from biastransfer.scripting import run
 from biastransfer.training_run import run_training

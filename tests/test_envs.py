@@ -1,0 +1,79 @@
+"""Each rule's conda env lists every third-party package its script imports (directly or via biastransfer).
+
+Snakemake puts the script folder on sys.path, so `biastransfer` itself needs no install in the envs.
+"""
+
+import ast
+import re
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = ROOT / "workflow" / "scripts"
+CONDA_NAMES = {
+    "torch": {"pytorch"}, "PIL": {"pillow"}, "yaml": {"pyyaml"}, "open_clip": {"open-clip-torch"},
+    "matplotlib": {"matplotlib", "matplotlib-base"},
+}
+PROVIDED = {"snakemake"}  # the running Snakemake injects itself into every script
+
+
+def rule_envs():
+    """(rule, env file, script file) for every rule with a script."""
+    out = []
+    for smk in sorted((ROOT / "rules").glob("*.smk")):
+        for block in re.split(r"^(?=rule \w+:)", smk.read_text(), flags=re.M):
+            name = re.match(r"rule (\w+):", block)
+            env = re.search(r'"\.\./envs/([\w-]+\.yaml)"', block)
+            script = re.search(r'"\.\./workflow/scripts/([\w-]+\.py)"', block)
+            if name and script:
+                out.append((name[1], env[1] if env else None, script[1]))
+    return out
+
+
+def third_party_imports(path: Path, seen: set[Path]) -> set[str]:
+    """Top-level third-party modules imported by ``path`` and the biastransfer modules it imports."""
+    if path in seen:
+        return set()
+    seen.add(path)
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative import inside biastransfer
+                names = [f"biastransfer.{node.module}"] if node.module else [f"biastransfer.{a.name}" for a in node.names]
+            else:
+                names = [node.module] + ([f"{node.module}.{a.name}" for a in node.names] if node.module == "biastransfer" else [])
+        else:
+            continue
+        for name in names:
+            top = name.split(".")[0]
+            if top == "biastransfer":
+                module = SCRIPTS / (name.replace(".", "/") + ".py")
+                if module.is_file():
+                    found |= third_party_imports(module, seen)
+            elif top not in sys.stdlib_module_names and top not in PROVIDED:
+                found.add(top)
+    return found
+
+
+def env_packages(env: str) -> set[str]:
+    deps = yaml.safe_load((ROOT / "envs" / env).read_text())["dependencies"]
+    return {re.split(r"[=<> ]", d)[0] for d in deps if isinstance(d, str)}
+
+
+@pytest.mark.parametrize("rule, env, script", rule_envs(), ids=lambda v: str(v))
+def test_env_lists_what_the_script_imports(rule, env, script):
+    assert env is not None, f"rule {rule} has no conda env"
+    listed = env_packages(env)
+    missing = {m for m in third_party_imports(SCRIPTS / script, set()) if not CONDA_NAMES.get(m, {m}) & listed}
+    assert not missing, f"envs/{env} lacks {sorted(missing)} imported by {script} (rule {rule})"
+
+
+def test_envs_pin_every_package():
+    for env in (ROOT / "envs").glob("*.yaml"):
+        for dep in yaml.safe_load(env.read_text())["dependencies"]:
+            assert isinstance(dep, str) and "=" in dep, f"{env.name}: {dep!r} is not pinned"
