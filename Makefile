@@ -18,7 +18,7 @@ setup: $(VENV)/.installed
 demo: setup
 	$(VENV)/bin/snakemake --cores $(CORES)
 	$(VENV)/bin/snakemake --cores 1 --report results/report.html
-	@echo "Open results/report.html; the findings in words are in results/summary/findings.md"
+	@echo "Open results/report.html; the findings in words are in results/summary/findings.rst"
 
 # pdflatex (tables compile) and a local SLURM cluster (profile test) come from Debian's packages;
 # without root they are skipped, and the tests that need them say so.

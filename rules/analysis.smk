@@ -7,10 +7,6 @@ rule similarity:
         embeddings="results/embeddings/{analysis_set}/{model}/{stage}.parquet",
     output:
         table="results/similarity/{analysis_set}/{model}/{stage}.csv",
-    params:
-        method=config["analysis"].get("similarity", {}).get("method", "exact"),
-        iterations=config["analysis"].get("similarity", {}).get("iterations", 50),
-        seed=config["analysis"].get("similarity", {}).get("seed", 0),
     log:
         "logs/similarity/{analysis_set}/{model}/{stage}.log",
     benchmark:
@@ -21,6 +17,10 @@ rule similarity:
     resources:
         mem_mb=2000,
         runtime=10,
+    params:
+        method=config["analysis"].get("similarity", {}).get("method", "exact"),
+        iterations=config["analysis"].get("similarity", {}).get("iterations", 50),
+        seed=config["analysis"].get("similarity", {}).get("seed", 0),
     script:
         "../workflow/scripts/similarity.py"
 
@@ -30,9 +30,6 @@ rule bts:
         similarity=similarity_tables,
     output:
         table="results/bts/{analysis_set}/{model}/ft-{dataset}.csv",
-    params:
-        lists=lambda wildcards: config["analysis_sets"][wildcards.analysis_set].get("bts", {}),
-        pvalue=config["analysis"].get("bts", {}).get("pvalue", "asymptotic"),
     log:
         "logs/bts/{analysis_set}/{model}/ft-{dataset}.log",
     benchmark:
@@ -43,6 +40,11 @@ rule bts:
     resources:
         mem_mb=1000,
         runtime=10,
+    params:
+        lists=lambda wildcards: config["analysis_sets"][wildcards.analysis_set].get(
+            "bts", {}
+        ),
+        pvalue=config["analysis"].get("bts", {}).get("pvalue", "asymptotic"),
     script:
         "../workflow/scripts/bts.py"
 
@@ -52,12 +54,6 @@ rule ieat:
         embeddings="results/embeddings/{analysis_set}/{model}/{stage}.parquet",
     output:
         table="results/ieat/{analysis_set}/{model}/{stage}.csv",
-    params:
-        tests=lambda wildcards: config["analysis_sets"][wildcards.analysis_set].get("ieat", []),
-        permutations=config["analysis"].get("ieat", {}).get("permutations", 100000),
-        alternative=config["analysis"].get("ieat", {}).get("alternative", "greater"),
-        method=config["analysis"].get("ieat", {}).get("method", "auto"),
-        seed=config["analysis"].get("ieat", {}).get("seed", 0),
     log:
         "logs/ieat/{analysis_set}/{model}/{stage}.log",
     benchmark:
@@ -68,6 +64,14 @@ rule ieat:
     resources:
         mem_mb=2000,
         runtime=10,
+    params:
+        tests=lambda wildcards: config["analysis_sets"][wildcards.analysis_set].get(
+            "ieat", []
+        ),
+        permutations=config["analysis"].get("ieat", {}).get("permutations", 100000),
+        alternative=config["analysis"].get("ieat", {}).get("alternative", "greater"),
+        method=config["analysis"].get("ieat", {}).get("method", "auto"),
+        seed=config["analysis"].get("ieat", {}).get("seed", 0),
     script:
         "../workflow/scripts/ieat.py"
 
@@ -100,10 +104,12 @@ rule findings:
         ieat="results/summary/ieat.csv",
         bts="results/summary/bts.csv",
     output:
-        findings="results/summary/findings.md",
-    params:
-        tests={a: s.get("ieat", []) for a, s in config["analysis_sets"].items()},
-        alpha=config["analysis"].get("ieat", {}).get("alpha", 0.05),
+        findings="results/summary/findings.rst",
+        html=report(
+            "results/summary/findings.html",
+            caption="../workflow/report/findings.rst",
+            category="Findings",
+        ),
     log:
         "logs/findings.log",
     benchmark:
@@ -114,5 +120,36 @@ rule findings:
     resources:
         mem_mb=500,
         runtime=5,
+    params:
+        tests={a: s.get("ieat", []) for a, s in config["analysis_sets"].items()},
+        alpha=config["analysis"].get("ieat", {}).get("alpha", 0.05),
     script:
         "../workflow/scripts/findings.py"
+
+
+rule provenance:
+    input:
+        embeddings=[
+            f"results/embeddings/{a}/{m}/{s}.parquet"
+            for a, m in all_pairs()
+            for s in cfg.stages(config)
+        ],
+    output:
+        table="results/summary/provenance.csv",
+        html=report(
+            "results/summary/provenance.html",
+            caption="../workflow/report/provenance.rst",
+            category="Provenance",
+        ),
+    log:
+        "logs/provenance.log",
+    benchmark:
+        "results/benchmarks/provenance.tsv"
+    conda:
+        "../envs/stats.yaml"
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    script:
+        "../workflow/scripts/provenance.py"

@@ -7,7 +7,6 @@ sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 
 from biastransfer import config as cfg  # noqa: E402
 
-
 validate(config, schema="../workflow/schemas/config.schema.yaml")
 cfg.check_config(config)
 
@@ -17,9 +16,15 @@ def names_pattern(names):
     return "|".join(names) if names else "(?!x)x"
 
 
-SYNTHETIC_DATASETS = [d for d, s in config["datasets"].items() if s["kind"] == "synthetic"]
-SYNTHETIC_SETS = [a for a, s in config["analysis_sets"].items() if s["source"] == "synthetic"]
-WORKFLOW_MODELS = [m for m, s in config["models"].items() if s.get("source") == "workflow"]
+SYNTHETIC_DATASETS = [
+    d for d, s in config["datasets"].items() if s["kind"] == "synthetic"
+]
+SYNTHETIC_SETS = [
+    a for a, s in config["analysis_sets"].items() if s["source"] == "synthetic"
+]
+WORKFLOW_MODELS = [
+    m for m, s in config["models"].items() if s.get("source") == "workflow"
+]
 
 
 wildcard_constraints:
@@ -63,7 +68,13 @@ def leakage_inputs(wildcards):
 def similarity_tables(wildcards):
     return [
         f"results/similarity/{wildcards.analysis_set}/{wildcards.model}/{stage}.csv"
-        for stage in [cfg.PRETRAINED, *[cfg.finetuned_stage(wildcards.dataset, s) for s in config["finetune"]["seeds"]]]
+        for stage in [
+            cfg.PRETRAINED,
+            *[
+                cfg.finetuned_stage(wildcards.dataset, s)
+                for s in config["finetune"]["seeds"]
+            ],
+        ]
     ]
 
 
@@ -76,9 +87,15 @@ def summary_inputs(kind):
     """The per-job tables that make up one summary table."""
     if kind == "bts":
         return [
-            f"results/bts/{a}/{m}/ft-{d}.csv" for a, m in all_pairs() for d in config["finetune"]["datasets"]
+            f"results/bts/{a}/{m}/ft-{d}.csv"
+            for a, m in all_pairs()
+            for d in config["finetune"]["datasets"]
         ]
-    return [f"results/{kind}/{a}/{m}/{s}.csv" for a, m in all_pairs() for s in cfg.stages(config)]
+    return [
+        f"results/{kind}/{a}/{m}/{s}.csv"
+        for a, m in all_pairs()
+        for s in cfg.stages(config)
+    ]
 
 
 def finetune_runs():
@@ -97,9 +114,58 @@ def analysis_targets():
         "results/summary/ieat.csv",
         "results/summary/analysis_sets.csv",
         "results/summary/finetune_metrics.csv",
-        "results/summary/findings.md",
+        "results/summary/findings.html",
+        "results/summary/provenance.csv",
     ]
 
 
 def all_targets():
     return analysis_targets() + report_targets()
+
+
+# Real datasets (rules/datasets.smk)
+REAL_DATASETS = [
+    d for d, s in config["datasets"].items() if s["kind"] in ("coco", "openimages")
+]
+REAL_ANALYSIS_SETS = [
+    a for a, s in config["analysis_sets"].items() if s["dataset"] in REAL_DATASETS
+]
+PAPER_ANALYSIS_SETS = [
+    a for a in REAL_ANALYSIS_SETS if config["analysis_sets"][a]["source"] == "paper"
+]
+
+
+def dataset_of(wildcards):
+    return config["datasets"][wildcards.real]
+
+
+def analysis_dataset(wildcards):
+    return config["datasets"][config["analysis_sets"][wildcards.real_set]["dataset"]]
+
+
+def curate_inputs(wildcards):
+    aset = config["analysis_sets"][wildcards.real_set]
+    inputs = {"annotations": f"results/data/{aset['dataset']}/annotations.ok"}
+    if aset["source"] == "paper":
+        inputs["lists"] = f"results/data/paper_lists/{wildcards.real_set}/lists.ok"
+    return inputs
+
+
+def selections_of(wildcards):
+    return [
+        f"results/analysis_sets/{a}/selection.parquet"
+        for a in REAL_ANALYSIS_SETS
+        if config["analysis_sets"][a]["dataset"] == wildcards.real
+    ]
+
+
+def pretrain_inputs(wildcards):
+    dataset = model_entry(wildcards.model)["pretrain"]["dataset"]
+    return {
+        "train": f"results/splits/{dataset}/train.parquet",
+        "val": f"results/splits/{dataset}/val.parquet",
+        "checks": expand(
+            "results/checks/leakage/{analysis_set}.ok",
+            analysis_set=config["analysis_sets"],
+        ),
+    }

@@ -7,8 +7,6 @@ rule synthetic_dataset:
         images=directory("results/data/{synthetic}/images"),
         train="results/splits/{synthetic}/train.parquet",
         val="results/splits/{synthetic}/val.parquet",
-    params:
-        spec=lambda wildcards: config["datasets"][wildcards.synthetic],
     log:
         "logs/synthetic_dataset/{synthetic}.log",
     benchmark:
@@ -19,6 +17,8 @@ rule synthetic_dataset:
     resources:
         mem_mb=1000,
         runtime=20,
+    params:
+        spec=lambda wildcards: config["datasets"][wildcards.synthetic],
     script:
         "../workflow/scripts/synthetic_dataset.py"
 
@@ -27,8 +27,6 @@ rule synthetic_analysis_set:
     output:
         manifest="results/analysis_sets/{synthetic_set}/manifest.parquet",
         images=directory("results/data/analysis/{synthetic_set}"),
-    params:
-        spec=lambda wildcards: config["analysis_sets"][wildcards.synthetic_set],
     log:
         "logs/synthetic_analysis_set/{synthetic_set}.log",
     benchmark:
@@ -39,6 +37,8 @@ rule synthetic_analysis_set:
     resources:
         mem_mb=1000,
         runtime=10,
+    params:
+        spec=lambda wildcards: config["analysis_sets"][wildcards.synthetic_set],
     script:
         "../workflow/scripts/synthetic_analysis_set.py"
 
@@ -49,10 +49,6 @@ rule check_leakage:
         splits=leakage_inputs,
     output:
         ok="results/checks/leakage/{analysis_set}.ok",
-    params:
-        # Synthetic images are compared by file hash too; real datasets by their own image ids
-        # (hashing all of COCO train2017 would read 18 GB).
-        hash_files=all(config["datasets"][d]["kind"] == "synthetic" for d in cfg.training_datasets(config)),
     log:
         "logs/check_leakage/{analysis_set}.log",
     benchmark:
@@ -63,17 +59,25 @@ rule check_leakage:
     resources:
         mem_mb=2000,
         runtime=10,
+    params:
+        # Synthetic images are compared by file hash too; real datasets by their own image ids
+        # (hashing all of COCO train2017 would read 18 GB).
+        hash_files=all(
+            config["datasets"][d]["kind"] == "synthetic"
+            for d in cfg.training_datasets(config)
+        ),
     script:
         "../workflow/scripts/check_leakage.py"
 
 
 rule analysis_set_summary:
     input:
-        manifests=expand("results/analysis_sets/{analysis_set}/manifest.parquet", analysis_set=config["analysis_sets"]),
+        manifests=expand(
+            "results/analysis_sets/{analysis_set}/manifest.parquet",
+            analysis_set=config["analysis_sets"],
+        ),
     output:
         table="results/summary/analysis_sets.csv",
-    params:
-        analysis_sets=lambda wildcards: {a: s["dataset"] for a, s in config["analysis_sets"].items()},
     log:
         "logs/analysis_set_summary.log",
     benchmark:
@@ -84,5 +88,9 @@ rule analysis_set_summary:
     resources:
         mem_mb=500,
         runtime=5,
+    params:
+        analysis_sets=lambda wildcards: {
+            a: s["dataset"] for a, s in config["analysis_sets"].items()
+        },
     script:
         "../workflow/scripts/analysis_set_summary.py"

@@ -3,40 +3,6 @@
 # constraints keep each rule to the datasets and analysis sets of its kind. Only the `localrule`s
 # below touch the network.
 
-REAL_DATASETS = [
-    d for d, s in config["datasets"].items() if s["kind"] in ("coco", "openimages")
-]
-REAL_ANALYSIS_SETS = [
-    a for a, s in config["analysis_sets"].items() if s["dataset"] in REAL_DATASETS
-]
-PAPER_ANALYSIS_SETS = [
-    a for a in REAL_ANALYSIS_SETS if config["analysis_sets"][a]["source"] == "paper"
-]
-
-
-def dataset_of(wildcards):
-    return config["datasets"][wildcards.real]
-
-
-def analysis_dataset(wildcards):
-    return config["datasets"][config["analysis_sets"][wildcards.real_set]["dataset"]]
-
-
-def curate_inputs(wildcards):
-    aset = config["analysis_sets"][wildcards.real_set]
-    inputs = {"annotations": f"results/data/{aset['dataset']}/annotations.ok"}
-    if aset["source"] == "paper":
-        inputs["lists"] = f"results/data/paper_lists/{wildcards.real_set}/lists.ok"
-    return inputs
-
-
-def selections_of(wildcards):
-    return [
-        f"results/analysis_sets/{a}/selection.parquet"
-        for a in REAL_ANALYSIS_SETS
-        if config["analysis_sets"][a]["dataset"] == wildcards.real
-    ]
-
 
 rule download_dataset:
     output:

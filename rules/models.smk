@@ -1,30 +1,18 @@
 # Pretrained weights: trained here for the synthetic demo's models (source: workflow), fetched otherwise.
 
 
-def pretrain_inputs(wildcards):
-    dataset = model_entry(wildcards.model)["pretrain"]["dataset"]
-    return {
-        "train": f"results/splits/{dataset}/train.parquet",
-        "val": f"results/splits/{dataset}/val.parquet",
-        "checks": expand("results/checks/leakage/{analysis_set}.ok", analysis_set=config["analysis_sets"]),
-    }
-
-
 rule pretrain:
     input:
         unpack(pretrain_inputs),
     output:
         model="results/pretrain/{model}/model.safetensors",
         metrics="results/pretrain/{model}/metrics.json",
-    params:
-        entry=lambda wildcards: model_entry(wildcards.model),
-        hyper=lambda wildcards: cfg.pretrain_params(config, wildcards.model),
-        device=config["finetune"].get("device", "auto"),
-        num_workers=config["finetune"].get("num_workers", 1),
     log:
         "logs/pretrain/{model}.log",
     benchmark:
         "results/benchmarks/pretrain/{model}.tsv"
+    wildcard_constraints:
+        model=names_pattern(WORKFLOW_MODELS),
     conda:
         "../envs/torch.yaml"
     threads: 2
@@ -32,8 +20,11 @@ rule pretrain:
         mem_mb=lambda wildcards, attempt: 4000 * attempt,
         runtime=lambda wildcards, attempt: 60 * attempt,
         gpu=lambda wildcards: int(config["finetune"].get("device") == "cuda"),
-    wildcard_constraints:
-        model=names_pattern(WORKFLOW_MODELS),
+    params:
+        entry=lambda wildcards: model_entry(wildcards.model),
+        hyper=lambda wildcards: cfg.pretrain_params(config, wildcards.model),
+        device=config["finetune"].get("device", "auto"),
+        num_workers=config["finetune"].get("num_workers", 1),
     script:
         "../workflow/scripts/pretrain.py"
 
@@ -41,23 +32,23 @@ rule pretrain:
 rule fetch_weights:
     output:
         weights="results/weights/{model}/weights.done",
-    params:
-        entry=lambda wildcards: model_entry(wildcards.model),
-        cache_dir=config.get("weights", {}).get("cache_dir", "resources/weights"),
-        mirror=config.get("weights", {}).get("mirror"),
     log:
         "logs/fetch_weights/{model}.log",
     benchmark:
         "results/benchmarks/fetch_weights/{model}.tsv"
+    wildcard_constraints:
+        model=names_pattern([m for m in config["models"] if m not in WORKFLOW_MODELS]),
+    retries: 2
+    localrule: True
     conda:
         "../envs/torch.yaml"
-    localrule: True
-    retries: 2
     threads: 1
     resources:
         mem_mb=1000,
         runtime=60,
-    wildcard_constraints:
-        model=names_pattern([m for m in config["models"] if m not in WORKFLOW_MODELS]),
+    params:
+        entry=lambda wildcards: model_entry(wildcards.model),
+        cache_dir=config.get("weights", {}).get("cache_dir", "resources/weights"),
+        mirror=config.get("weights", {}).get("mirror"),
     script:
         "../workflow/scripts/fetch_weights.py"

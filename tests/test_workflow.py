@@ -91,7 +91,7 @@ def test_result_tables_hold_what_the_config_asks(tiny_run):
     assert ieat["pvalue"].between(0, 1).all() and (ieat["pvalue_holm"] >= ieat["pvalue"]).all()
     metrics = pd.read_csv(summary / "finetune_metrics.csv")
     assert len(metrics) == 2 and metrics["metric_value"].between(0, 1).all()
-    findings = (summary / "findings.md").read_text()
+    findings = (summary / "findings.rst").read_text()
     assert "surfboard_vs_car" in findings and "Bias transfer" in findings
 
 

@@ -1,4 +1,4 @@
-"""The run's findings in words: what each configured iEAT and the pooled BTS say, per model."""
+"""The run's findings in words (reStructuredText): what each configured iEAT and the pooled BTS say."""
 
 from __future__ import annotations
 
@@ -27,8 +27,9 @@ def describe_ieat(ieat: pd.DataFrame, tests: Mapping[str, Sequence[Mapping]], al
             if sel.empty:
                 continue
             role = spec.get("role", "exploratory")
+            title = f"{analysis_set}: {spec['name']} — {ROLE_TEXT[role]}"
             lines.append(
-                f"### {analysis_set}: {spec['name']} — {ROLE_TEXT[role]}\n\n"
+                f"{title}\n{'-' * len(title)}\n\n"
                 f"X = {spec['X']}, Y = {spec['Y']}, A = {spec['A']}, B = {spec['B']}; "
                 f"significant means p < {alpha} ({sel['alternative'].iloc[0]} alternative, uncorrected).\n"
             )
@@ -53,7 +54,8 @@ def describe_bts(bts: pd.DataFrame) -> list[str]:
     pooled = bts[bts["seed"].astype(str) == "pooled"]
     if pooled.empty:
         return []
-    lines = ["### Bias Transfer Scores (finetuned similarities averaged over seeds)\n"]
+    title = "Bias Transfer Scores (finetuned similarities averaged over seeds)"
+    lines = [f"{title}\n{'-' * len(title)}\n"]
     for (analysis_set, model, dataset), rows in pooled.groupby(["analysis_set", "model", "finetune_dataset"], sort=False):
         parts = [
             f"{r.kind} rho = {r.statistic:.2f} (p = {r.pvalue:.2g}, n = {int(r.n)})" for r in rows.itertuples()
@@ -66,8 +68,15 @@ def describe_bts(bts: pd.DataFrame) -> list[str]:
 def describe_findings(
     ieat: pd.DataFrame, bts: pd.DataFrame, tests: Mapping[str, Sequence[Mapping]], alpha: float
 ) -> str:
-    """Markdown summary of the run's iEATs and BTSs."""
+    """reStructuredText summary of the run's iEATs and BTSs."""
     if not np.isfinite(alpha) or not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
-    body = ["# Findings", "", "## Image Embedding Association Tests", "", *describe_ieat(ieat, tests, alpha), "## Bias transfer", "", *describe_bts(bts)]
+    body = ["========\nFindings\n========", "", *describe_ieat(ieat, tests, alpha), *describe_bts(bts)]
     return "\n".join(body) + "\n"
+
+
+def to_html(rst: str) -> str:
+    """A standalone HTML page of the findings (docutils, which Snakemake itself depends on)."""
+    from docutils.core import publish_string
+
+    return publish_string(rst, writer_name="html5", settings_overrides={"report_level": 2, "halt_level": 2}).decode()

@@ -1,0 +1,38 @@
+"""Collect the provenance of every embeddings file (model, stage, weights digest, layer, preprocessing,
+library versions) into one table, as CSV and as an HTML page for the report.
+
+Standalone: python workflow/scripts/provenance.py --embeddings a.parquet b.parquet --table P.csv --html P.html
+"""
+
+import json
+
+import pandas as pd
+
+from biastransfer.atomic import write_csv, write_text
+from biastransfer.embeddings import read_metadata
+from biastransfer.scripting import run
+
+COLUMNS = ("analysis_set", "model", "stage", "weights_sha256", "layer", "pool", "config_hash", "manifest_sha256", "device")
+
+
+def main(embeddings: list, table: str, html: str) -> None:
+    rows = []
+    for path in embeddings:
+        meta = read_metadata(path)
+        versions = meta.get("versions", {})
+        rows.append(
+            {
+                "file": path,
+                **{key: meta.get(key, "") for key in COLUMNS},
+                "preprocessing": json.dumps(meta.get("preprocessing", {}), sort_keys=True),
+                "versions": ", ".join(f"{k} {v}" for k, v in sorted(versions.items())),
+                "dim": meta.get("dim", ""),
+            }
+        )
+    frame = pd.DataFrame(rows)
+    write_csv(table, frame)
+    write_text(html, "<html><body><h1>Provenance of every embeddings file</h1>" + frame.to_html(index=False) + "</body></html>\n")
+
+
+if __name__ == "__main__":
+    run(main, globals().get("snakemake"))
