@@ -1,5 +1,17 @@
 # Finetune every model on every target dataset with every seed (multi-label BCE, validation each epoch).
-# Resumable: the last epoch's state is kept beside (not inside) the declared outputs.
+# Resumable: the last epoch's state is kept beside (not inside) the declared outputs, since Snakemake
+# deletes declared outputs before a job runs. Recipe, per-model settings and GPU notes: docs/finetuning.md.
+
+
+def finetune_mem_mb(wildcards, attempt):
+    """The training process plus about 2 GB per image-decoding loader worker."""
+    return (4000 + 2000 * config["finetune"].get("num_workers", 1)) * attempt
+
+
+def finetune_runtime(wildcards, attempt):
+    """A ceiling for cluster queues (minutes): setup and validation plus 20 min per epoch."""
+    epochs = cfg.finetune_params(config, wildcards.model, wildcards.dataset)["epochs"]
+    return (30 + 20 * epochs) * attempt
 
 
 rule finetune:
@@ -7,29 +19,35 @@ rule finetune:
         weights=pretrained_weights,
         train="results/splits/{dataset}/train.parquet",
         val="results/splits/{dataset}/val.parquet",
-        checks=expand("results/checks/leakage/{analysis_set}.ok", analysis_set=config["analysis_sets"]),
+        checks=expand(
+            "results/checks/leakage/{analysis_set}.ok",
+            analysis_set=config["analysis_sets"],
+        ),
     output:
         model="results/finetune/{dataset}/{model}/seed{seed}/model.safetensors",
         metrics="results/finetune/{dataset}/{model}/seed{seed}/metrics.json",
         curve="results/finetune/{dataset}/{model}/seed{seed}/curve.csv",
-    params:
-        entry=lambda wildcards: model_entry(wildcards.model),
-        hyper=lambda wildcards: cfg.finetune_params(config, wildcards.model, wildcards.dataset),
-        seed=lambda wildcards: int(wildcards.seed),
-        resume="results/finetune/{dataset}/{model}/seed{seed}.resume.pt",
-        device=config["finetune"].get("device", "auto"),
-        num_workers=config["finetune"].get("num_workers", 1),
     log:
         "logs/finetune/{dataset}/{model}/seed{seed}.log",
     benchmark:
         "results/benchmarks/finetune/{dataset}/{model}/seed{seed}.tsv"
     conda:
         "../envs/torch.yaml"
-    threads: 2
+    # the training process plus its image-decoding loader workers
+    threads: config["finetune"].get("num_workers", 1) + 1
     resources:
-        mem_mb=lambda wildcards, attempt: 8000 * attempt,
-        runtime=lambda wildcards, attempt: 120 * attempt,
+        mem_mb=finetune_mem_mb,
+        runtime=finetune_runtime,
         gpu=lambda wildcards: int(config["finetune"].get("device") == "cuda"),
+    params:
+        entry=lambda wildcards: model_entry(wildcards.model),
+        hyper=lambda wildcards: cfg.finetune_params(
+            config, wildcards.model, wildcards.dataset
+        ),
+        seed=lambda wildcards: int(wildcards.seed),
+        resume="results/finetune/{dataset}/{model}/seed{seed}.resume.pt",
+        device=config["finetune"].get("device", "auto"),
+        num_workers=config["finetune"].get("num_workers", 1),
     script:
         "../workflow/scripts/finetune.py"
 

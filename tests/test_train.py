@@ -252,3 +252,35 @@ def test_gpu_settings_degrade_to_plain_fp32_on_cpu(data):
 def test_bad_hyper_parameters_are_clear_errors(kwargs, message):
     with pytest.raises(ValueError, match=message):
         TrainConfig(**{"epochs": 1, "lr": 0.1, **kwargs})
+
+
+# Paper supplementary Tables 7 (COCO) and 8 (Open Images): (epochs, learning rate) per model, and the
+# text of section 11: ReduceLROnPlateau for ResNet18 (COCO) and MoCo (both), LARS without weight decay
+# for SimCLR, SGD with momentum 0.9 and weight decay for the others.
+TABLES = {
+    "coco": {"bit_m_r50x1": (25, 0.003), "resnet50": (25, 0.001), "resnet18": (25, 0.1),
+             "clip_vit_b32": (25, 0.001), "simclr_r50_v1": (25, 0.01), "moco_r50_v1": (25, 0.1)},
+    "openimages": {"bit_m_r50x1": (15, 0.001), "resnet50": (15, 0.001), "resnet18": (30, 0.001),
+                   "clip_vit_b32": (15, 0.001), "simclr_r50_v1": (15, 0.01), "moco_r50_v1": (15, 0.1)},
+}
+PLATEAU = {("coco", "resnet18"), ("coco", "moco_r50_v1"), ("openimages", "moco_r50_v1")}
+
+
+def test_paper_finetune_config_transcribes_tables_7_and_8():
+    from pathlib import Path
+
+    import yaml
+
+    from biastransfer.config import finetune_params
+
+    section = yaml.safe_load((Path(__file__).parents[1] / "config" / "paper_finetune.yaml").read_text())
+    config = {"finetune": section["finetune"]}
+    assert section["finetune"]["datasets"] == ["coco", "openimages"]
+    for dataset, rows in TABLES.items():
+        for model, (epochs, lr) in rows.items():
+            cfg = TrainConfig(**finetune_params(config, model, dataset))
+            assert (cfg.epochs, cfg.lr, cfg.momentum) == (epochs, lr, 0.9), (model, dataset)
+            assert cfg.metric == ("mAP" if dataset == "coco" else "micro_f1") and cfg.threshold == 0.5
+            assert cfg.scheduler == ("plateau" if (dataset, model) in PLATEAU else "none"), (model, dataset)
+            simclr = model == "simclr_r50_v1"
+            assert cfg.optimizer == ("lars" if simclr else "sgd") and cfg.weight_decay == (0.0 if simclr else 1e-4)
