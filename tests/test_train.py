@@ -284,3 +284,13 @@ def test_paper_finetune_config_transcribes_tables_7_and_8():
             assert cfg.scheduler == ("plateau" if (dataset, model) in PLATEAU else "none"), (model, dataset)
             simclr = model == "simclr_r50_v1"
             assert cfg.optimizer == ("lars" if simclr else "sgd") and cfg.weight_decay == (0.0 if simclr else 1e-4)
+
+
+def test_dataset_targets_follow_the_class_order_and_unknown_labels_fail(data):
+    split = read_split(data["openimages"][0])
+    ds = ImageLabelDataset(split, spec_of("timm").preprocess.transform())
+    for i in (0, len(ds) - 1):
+        expected = torch.tensor([float(c in split.frame["labels"].iloc[i]) for c in split.classes])
+        assert torch.equal(ds[i][1], expected) and ds[i][0].shape == (3, 32, 32)
+    with pytest.raises(ValueError, match="label 'Car' is not a model class"):
+        ImageLabelDataset(split, lambda img: img, classes=["Man", "Woman"])

@@ -195,24 +195,36 @@ class ImageLabelDataset(Dataset):
     def __init__(self, split: Split, transform: Callable, classes: Sequence[str] | None = None):
         self.classes = tuple(classes or split.classes)
         index = {c: i for i, c in enumerate(self.classes)}
-        self.paths = split.frame["path"].tolist()
-        self.targets = np.zeros((len(self.paths), len(self.classes)), dtype=np.float32)
-        for row, labels in enumerate(split.frame["labels"]):
+        # Compact storage that loader workers share without copying: paths as one bytes array and the
+        # labels as CSR indices (a dense multi-hot matrix of 1.7M Open Images x 601 classes is 4 GB).
+        self.paths = np.array([str(p).encode() for p in split.frame["path"]], dtype=np.bytes_)
+        counts, flat = [], []
+        for labels in split.frame["labels"]:
             for label in labels:
                 if label not in index:
                     raise ValueError(f"split {split.dataset}/{split.name}: label {label!r} is not a model class")
-                self.targets[row, index[label]] = 1.0
+                flat.append(index[label])
+            counts.append(len(labels))
+        self.label_index = np.asarray(flat, dtype=np.int32)
+        self.label_start = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)])
         self.transform = transform
+
+    def target(self, i: int) -> torch.Tensor:
+        """The multi-hot target vector of item ``i``."""
+        y = torch.zeros(len(self.classes))
+        y[torch.from_numpy(self.label_index[self.label_start[i]:self.label_start[i + 1]]).long()] = 1.0
+        return y
 
     def __len__(self) -> int:
         return len(self.paths)
 
     def _load(self, i: int) -> torch.Tensor:
+        path = self.paths[i].decode()
         try:
-            with Image.open(self.paths[i]) as img:
+            with Image.open(path) as img:
                 return self.transform(img.convert("RGB"))
         except (FileNotFoundError, UnidentifiedImageError, OSError) as exc:
-            raise ValueError(f"cannot read image {self.paths[i]}: {exc}") from exc
+            raise ValueError(f"cannot read image {path}: {exc}") from exc
 
     def __getitem__(self, key):
         if isinstance(key, tuple):
@@ -226,7 +238,7 @@ class ImageLabelDataset(Dataset):
                 x = self._load(i)
         else:
             i, x = key, self._load(key)
-        return x, torch.from_numpy(self.targets[i])
+        return x, self.target(i)
 
 
 def _epoch_seed(seed: int, epoch: int) -> int:
