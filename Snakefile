@@ -14,7 +14,6 @@ if not workflow.config_settings.configfiles:
     configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 
-
 report: "workflow/report/workflow.rst"
 
 

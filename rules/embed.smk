@@ -8,11 +8,6 @@ rule embed:
         check="results/checks/leakage/{analysis_set}.ok",
     output:
         embeddings="results/embeddings/{analysis_set}/{model}/{stage}.parquet",
-    params:
-        entry=lambda wildcards: model_entry(wildcards.model),
-        batch_size=config["analysis"].get("embed", {}).get("batch_size", 64),
-        num_workers=config["analysis"].get("embed", {}).get("num_workers", 1),
-        device=config["analysis"].get("embed", {}).get("device", "auto"),
     log:
         "logs/embed/{analysis_set}/{model}/{stage}.log",
     benchmark:
@@ -23,6 +18,13 @@ rule embed:
     resources:
         mem_mb=lambda wildcards, attempt: 4000 * attempt,
         runtime=lambda wildcards, attempt: 30 * attempt,
-        gpu=lambda wildcards: int(config["analysis"].get("embed", {}).get("device") == "cuda"),
+        gpu=lambda wildcards: int(
+            config["analysis"].get("embed", {}).get("device") == "cuda"
+        ),
+    params:
+        entry=lambda wildcards: model_entry(wildcards.model),
+        batch_size=config["analysis"].get("embed", {}).get("batch_size", 64),
+        num_workers=config["analysis"].get("embed", {}).get("num_workers", 1),
+        device=config["analysis"].get("embed", {}).get("device", "auto"),
     script:
         "../workflow/scripts/embed.py"

@@ -3,17 +3,6 @@
 # deletes declared outputs before a job runs. Recipe, per-model settings and GPU notes: docs/finetuning.md.
 
 
-def finetune_mem_mb(wildcards, attempt):
-    """The training process plus about 2 GB per image-decoding loader worker."""
-    return (4000 + 2000 * config["finetune"].get("num_workers", 1)) * attempt
-
-
-def finetune_runtime(wildcards, attempt):
-    """A ceiling for cluster queues (minutes): setup and validation plus 20 min per epoch."""
-    epochs = cfg.finetune_params(config, wildcards.model, wildcards.dataset)["epochs"]
-    return (30 + 20 * epochs) * attempt
-
-
 rule finetune:
     input:
         weights=pretrained_weights,

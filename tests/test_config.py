@@ -23,7 +23,7 @@ def demo():
     return load("config/config.yaml")
 
 
-@pytest.mark.parametrize("name", ["config/config.yaml", "tests/configs/tiny.yaml"])
+@pytest.mark.parametrize("name", ["config/config.yaml", "config/paper.yaml", "tests/configs/tiny.yaml"])
 def test_shipped_configs_are_valid(name):
     conf = load(name)
     validate(conf, SCHEMA)

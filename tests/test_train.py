@@ -273,7 +273,7 @@ def test_paper_finetune_config_transcribes_tables_7_and_8():
 
     from biastransfer.config import finetune_params
 
-    section = yaml.safe_load((Path(__file__).parents[1] / "config" / "paper_finetune.yaml").read_text())
+    section = yaml.safe_load((Path(__file__).parents[1] / "config" / "paper.yaml").read_text())
     config = {"finetune": section["finetune"]}
     assert section["finetune"]["datasets"] == ["coco", "openimages"]
     for dataset, rows in TABLES.items():

@@ -135,6 +135,7 @@ def add_adjusted_pvalues(df: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     out = df.copy()
     for column, method in (("pvalue_holm", "holm"), ("pvalue_bh", "bh")):
         out[column] = np.nan
-        for _, idx in out.groupby(list(by), sort=False).groups.items():
-            out.loc[idx, column] = adjust_pvalues(out.loc[idx, "pvalue"].to_numpy(dtype=float), method=method)
+        for idx in out.groupby(list(by), sort=False).indices.values():
+            rows = out.index[idx]
+            out.loc[rows, column] = adjust_pvalues(out.loc[rows, "pvalue"].to_numpy(dtype=float), method=method)
     return out

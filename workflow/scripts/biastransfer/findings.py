@@ -14,8 +14,12 @@ ROLE_TEXT = {
 }
 
 
+def _p(p: float) -> str:
+    return "p < 0.0001" if p < 1e-4 else f"p = {p:.2g}"
+
+
 def _verdict(d: float, p: float, alpha: float) -> str:
-    return f"{'significant' if p < alpha else 'not significant'} (d = {d:.2f}, p = {p:.2g})"
+    return f"{'significant' if p < alpha else 'not significant'} (d = {d:.2f}, {_p(p)})"
 
 
 def describe_ieat(ieat: pd.DataFrame, tests: Mapping[str, Sequence[Mapping]], alpha: float) -> list[str]:
@@ -41,7 +45,7 @@ def describe_ieat(ieat: pd.DataFrame, tests: Mapping[str, Sequence[Mapping]], al
                     hits = int((runs["pvalue"] < alpha).sum())
                     text += (
                         f"; finetuned on {dataset}: mean d = {runs['effect_size'].mean():.2f} "
-                        f"(range {runs['effect_size'].min():.2f} to {runs['effect_size'].max():.2f}), "
+                        f"(range {runs['effect_size'].min():.3f} to {runs['effect_size'].max():.3f}), "
                         f"significant in {hits} of {len(runs)} seeds"
                     )
                 lines.append(text + ".")
@@ -58,7 +62,7 @@ def describe_bts(bts: pd.DataFrame) -> list[str]:
     lines = [f"{title}\n{'-' * len(title)}\n"]
     for (analysis_set, model, dataset), rows in pooled.groupby(["analysis_set", "model", "finetune_dataset"], sort=False):
         parts = [
-            f"{r.kind} rho = {r.statistic:.2f} (p = {r.pvalue:.2g}, n = {int(r.n)})" for r in rows.itertuples()
+            f"{r.kind} rho = {r.statistic:.2f} ({_p(r.pvalue)}, n = {int(r.n)})" for r in rows.itertuples()
         ]
         lines.append(f"- **{model}** on {analysis_set}, finetuned on {dataset}: " + "; ".join(parts) + ".")
     lines += ["", "A high rho means the ranking of similarities survived finetuning: the pretrained biases were retained."]
@@ -79,4 +83,4 @@ def to_html(rst: str) -> str:
     """A standalone HTML page of the findings (docutils, which Snakemake itself depends on)."""
     from docutils.core import publish_string
 
-    return publish_string(rst, writer_name="html5", settings_overrides={"report_level": 2, "halt_level": 2}).decode()
+    return publish_string(rst, writer="html5", settings_overrides={"report_level": 2, "halt_level": 2}).decode()

@@ -1,0 +1,86 @@
+"""Result tables from embeddings: similarity, BTS (per seed and pooled), iEAT, adjusted p-values, findings."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from biastransfer.analysis import (
+    add_adjusted_pvalues, bts_table, ieat_table, pair_key, similarity_table, with_provenance,
+)
+from biastransfer.embeddings import EmbeddingTable
+from biastransfer.findings import describe_findings, to_html
+
+
+def table(seed=0, shift=0.0):
+    rng = np.random.default_rng(seed)
+    names = ["a", "b", "c", "d"]
+    centres = {n: rng.standard_normal(16) * (i + 1) for i, n in enumerate(names)}
+    rows = [(f"{n}{i}", n, centres[n] + shift * rng.standard_normal(16) + rng.standard_normal(16)) for n in names for i in range(6)]
+    ids, classes, emb = zip(*rows)
+    return EmbeddingTable(np.array(ids), np.array(classes), np.array(emb, dtype=np.float32))
+
+
+def test_similarity_table_has_every_class_and_pair_and_matches_brute_force():
+    t = table()
+    sims = similarity_table(t)
+    assert (sims["kind"] == "intra").sum() == 4 and (sims["kind"] == "inter").sum() == 6
+    U = t.embeddings / np.linalg.norm(t.embeddings, axis=1, keepdims=True)
+    a, b = U[t.classes == "a"], U[t.classes == "b"]
+    inter = sims.set_index("key").loc[pair_key("a", "b"), "value"]
+    assert inter == pytest.approx((a @ b.T).mean(), abs=1e-6)
+    intra = sims.set_index("key").loc["a", "value"]
+    G = a @ a.T
+    assert intra == pytest.approx((G.sum() - np.trace(G)) / (6 * 5), abs=1e-6)
+
+
+def test_bts_pooled_is_spearman_of_the_seed_mean_and_pairs_match_either_way():
+    pre = similarity_table(table(0))
+    fts = {s: similarity_table(table(0, shift=0.5 + s)) for s in (0, 1)}
+    lists = {"intra": ["a", "b", "c", "d"], "inter": [["b", "a"], ["c", "a"], ["d", "c"], ["d", "b"]]}
+    out = bts_table(pre, fts, lists).set_index(["kind", "seed"])
+    before = pre.set_index("key")["value"]
+    mean_after = (fts[0].set_index("key")["value"] + fts[1].set_index("key")["value"]) / 2
+    keys = ["a|b", "a|c", "c|d", "b|d"]
+    expected = stats.spearmanr(before[keys], mean_after[keys])
+    assert out.loc[("inter", "pooled"), "statistic"] == pytest.approx(expected.statistic)
+    assert out.loc[("inter", "pooled"), "pvalue"] == pytest.approx(expected.pvalue)
+    assert out.loc[("intra", 1), "n"] == 4
+    with pytest.raises(KeyError, match="'z'"):
+        bts_table(pre, fts, {"intra": ["a", "b", "z"]})
+
+
+def test_ieat_table_and_provenance_columns():
+    t = table()
+    res = ieat_table(t, [{"name": "t1", "X": "a", "Y": "b", "A": "c", "B": "d"}], permutations=1000, seed=1)
+    assert res.loc[0, "test"] == "t1" and res.loc[0, "method"] == "exact" and res.loc[0, "n_x"] == 6
+    tagged = with_provenance(res, analysis_set="s", model="m", stage="ft-ds-seed3")
+    assert list(tagged.columns[:5]) == ["analysis_set", "model", "stage", "finetune_dataset", "seed"]
+    assert (tagged.loc[0, "finetune_dataset"], tagged.loc[0, "seed"]) == ("ds", 3)
+    with pytest.raises(KeyError, match="'nobody'"):
+        ieat_table(t, [{"name": "t", "X": "nobody", "Y": "b", "A": "c", "B": "d"}])
+
+
+def test_adjusted_pvalues_are_computed_within_groups():
+    df = pd.DataFrame({"g": ["x", "x", "y", "y"], "pvalue": [0.01, 0.04, 0.01, np.nan]})
+    out = add_adjusted_pvalues(df, by=["g"])
+    assert out["pvalue_holm"].tolist()[:2] == pytest.approx([0.02, 0.04])
+    assert out.loc[2, "pvalue_holm"] == pytest.approx(0.01) and np.isnan(out.loc[3, "pvalue_holm"])
+
+
+def test_findings_state_the_verdicts_in_words():
+    ieat = pd.DataFrame({
+        "analysis_set": "s", "test": "planted", "model": ["m", "m", "m"], "alternative": "greater",
+        "stage": ["pretrained", "ft-d-seed0", "ft-d-seed1"], "finetune_dataset": ["", "d", "d"],
+        "effect_size": [1.2, 0.3, 0.1], "pvalue": [1e-6, 0.2, 0.4],
+    })
+    bts = pd.DataFrame({"analysis_set": "s", "model": "m", "finetune_dataset": "d", "seed": ["0", "pooled"],
+                        "kind": "intra", "statistic": [0.5, 0.9], "pvalue": [0.2, 0.003], "n": 7})
+    tests = {"s": [{"name": "planted", "X": "x", "Y": "y", "A": "a", "B": "b", "role": "planted"}]}
+    text = describe_findings(ieat, bts, tests, alpha=0.01)
+    assert "**m** pretrained: significant (d = 1.20, p < 0.0001)" in text
+    assert "mean d = 0.20 (range 0.100 to 0.300), significant in 0 of 2 seeds" in text
+    assert "intra rho = 0.90 (p = 0.003, n = 7)" in text
+    assert "planted association" in to_html(text)
+    with pytest.raises(ValueError, match="alpha"):
+        describe_findings(ieat, bts, tests, alpha=1.5)
