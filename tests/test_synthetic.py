@@ -18,6 +18,20 @@ def test_planted_cooccurrence_is_drawn_at_the_configured_rate():
         assert abs(share_a - expected) < 0.03, (obj, share_a)
 
 
+def test_occluded_objects_are_labelled_but_not_drawn():
+    dist = synthetic.SceneDistribution(p_person=1.0, p_object=1.0, p_occluded=0.5)
+    scenes = dist.sample(2000, np.random.default_rng(1))
+    occluded = [s for s in scenes if s.occluded]
+    assert abs(len(occluded) / len(scenes) - 0.5) < 0.04
+    scene = occluded[0]
+    assert scene.objects == () and scene.occluded[0] in scene.labels(label_groups=True)
+    drawn = synthetic.draw_scene(scene, np.random.default_rng(2), 48)
+    alone = synthetic.draw_scene(synthetic.Scene(scene.person, ()), np.random.default_rng(2), 48)
+    assert np.array_equal(np.asarray(drawn), np.asarray(alone))
+    with pytest.raises(ValueError, match="p_occluded"):
+        synthetic.SceneDistribution(p_occluded=-0.1)
+
+
 def test_labels_name_the_groups_only_when_asked():
     scene = synthetic.Scene("person_b", ("car",))
     assert scene.labels(label_groups=True) == ["car", "person_b"]

@@ -19,7 +19,8 @@ log = logging.getLogger(__name__)
 def main(spec: dict, images: str, train: str, val: str, wildcards: dict | None = None) -> None:
     name = (wildcards or {}).get("synthetic", "synthetic")
     distribution = synthetic.SceneDistribution(
-        p_person=spec.get("p_person", 0.8), p_object=spec.get("p_object", 0.85), cooccurrence=spec.get("cooccurrence", {})
+        p_person=spec.get("p_person", 0.8), p_object=spec.get("p_object", 0.85),
+        cooccurrence=spec.get("cooccurrence", {}), p_occluded=spec.get("p_occluded", 0.0),
     )
     label_groups = spec.get("label_groups", False)
     classes = synthetic.class_list(label_groups)

@@ -29,14 +29,19 @@ PERSON_LABEL = "person"
 
 @dataclass(frozen=True)
 class Scene:
-    """What one image shows: zero or one person figure and zero or more objects."""
+    """What one image shows: zero or one person figure and zero or more objects.
+
+    ``occluded`` objects are in the labels but not drawn (hidden from view), as when a surfboard is
+    cropped out of a photo whose caption mentions it: the model can only guess them from context.
+    """
 
     person: str | None
     objects: tuple[str, ...]
+    occluded: tuple[str, ...] = ()
 
     def labels(self, label_groups: bool) -> list[str]:
         """Multi-label targets; with ``label_groups`` False both figures are labelled ``person``."""
-        out = list(self.objects)
+        out = [*self.objects, *self.occluded]
         if self.person is not None:
             out.append(self.person if label_groups else PERSON_LABEL)
         return sorted(out)
@@ -48,14 +53,18 @@ class SceneDistribution:
 
     ``p_person``: share of images with a person figure; ``p_object``: share with an object;
     ``cooccurrence[obj]``: P(the person beside ``obj`` is person_a). Objects not listed get 0.5.
+    ``p_occluded``: P(an object next to a person is occluded: labelled but not drawn). Occlusion is
+    what makes the co-occurrence learnable: a fully visible object is recognised from its own pixels,
+    an occluded one only from the person beside it.
     """
 
     p_person: float = 0.8
     p_object: float = 0.85
     cooccurrence: Mapping[str, float] | None = None
+    p_occluded: float = 0.0
 
     def __post_init__(self) -> None:
-        for name, p in (("p_person", self.p_person), ("p_object", self.p_object)):
+        for name, p in (("p_person", self.p_person), ("p_object", self.p_object), ("p_occluded", self.p_occluded)):
             if not 0.0 <= p <= 1.0:
                 raise ValueError(f"{name} must be a probability in [0, 1], got {p}")
         for obj, p in (self.cooccurrence or {}).items():
@@ -74,7 +83,10 @@ class SceneDistribution:
             if rng.random() < self.p_person:
                 p_a = bias[obj] if obj is not None else 0.5
                 person = GROUPS[0] if rng.random() < p_a else GROUPS[1]
-            scenes.append(Scene(person, (obj,) if obj else ()))
+            if obj is not None and person is not None and rng.random() < self.p_occluded:
+                scenes.append(Scene(person, (), (obj,)))
+            else:
+                scenes.append(Scene(person, (obj,) if obj else ()))
         return scenes
 
 
