@@ -89,6 +89,7 @@ rule summarise:
         "logs/summarise.log",
     benchmark:
         "results/benchmarks/summarise.tsv"
+    localrule: True
     conda:
         "../envs/stats.yaml"
     threads: 1
@@ -114,6 +115,7 @@ rule findings:
         "logs/findings.log",
     benchmark:
         "results/benchmarks/findings.tsv"
+    localrule: True
     conda:
         "../envs/stats.yaml"
     threads: 1
@@ -145,6 +147,7 @@ rule provenance:
         "logs/provenance.log",
     benchmark:
         "results/benchmarks/provenance.tsv"
+    localrule: True
     conda:
         "../envs/stats.yaml"
     threads: 1

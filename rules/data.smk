@@ -82,6 +82,7 @@ rule analysis_set_summary:
         "logs/analysis_set_summary.log",
     benchmark:
         "results/benchmarks/analysis_set_summary.tsv"
+    localrule: True
     conda:
         "../envs/stats.yaml"
     threads: 1

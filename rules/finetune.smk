@@ -50,6 +50,7 @@ rule finetune_summary:
         "logs/finetune_summary.log",
     benchmark:
         "results/benchmarks/finetune_summary.tsv"
+    localrule: True
     conda:
         "../envs/stats.yaml"
     threads: 1

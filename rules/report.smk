@@ -68,6 +68,7 @@ rule plot_similarity:
         "logs/report/plot_similarity/{analysis_set}/{model}.log",
     benchmark:
         "results/benchmarks/report/plot_similarity/{analysis_set}/{model}.tsv"
+    localrule: True
     conda:
         "../envs/plot.yaml"
     threads: 1
@@ -96,6 +97,7 @@ rule plot_ieat:
         "logs/report/plot_ieat.log",
     benchmark:
         "results/benchmarks/report/plot_ieat.tsv"
+    localrule: True
     conda:
         "../envs/plot.yaml"
     threads: 1
@@ -123,6 +125,7 @@ rule table_analysis_set:
         "logs/report/table_analysis_set/{analysis_set}.log",
     benchmark:
         "results/benchmarks/report/table_analysis_set/{analysis_set}.tsv"
+    localrule: True
     conda:
         "../envs/plot.yaml"
     threads: 1
@@ -150,6 +153,7 @@ rule table_ieat:
         "logs/report/table_ieat/{analysis_set}.log",
     benchmark:
         "results/benchmarks/report/table_ieat/{analysis_set}.tsv"
+    localrule: True
     conda:
         "../envs/plot.yaml"
     threads: 1
@@ -178,6 +182,7 @@ rule table_bts:
         "logs/report/table_bts/{analysis_set}_ft-{dataset}.log",
     benchmark:
         "results/benchmarks/report/table_bts/{analysis_set}_ft-{dataset}.tsv"
+    localrule: True
     conda:
         "../envs/plot.yaml"
     threads: 1
@@ -206,6 +211,7 @@ rule table_finetune:
         "logs/report/table_finetune/{dataset}.log",
     benchmark:
         "results/benchmarks/report/table_finetune/{dataset}.tsv"
+    localrule: True
     conda:
         "../envs/plot.yaml"
     threads: 1
@@ -242,6 +248,7 @@ rule compare_paper:
         "logs/report/compare_paper.log",
     benchmark:
         "results/benchmarks/report/compare_paper.tsv"
+    localrule: True
     conda:
         "../envs/plot.yaml"
     threads: 1
