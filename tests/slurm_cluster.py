@@ -140,8 +140,11 @@ def _real_memory_mb() -> int:
     raise RuntimeError("MemTotal missing from /proc/meminfo")
 
 
-def write_slurm_conf(root: Path, node: str, cpus: int, memory_mb: int, munge_socket: Path) -> Path:
-    """Write slurm.conf and gres.conf for a one-node cluster whose state, spool, logs and PIDs live under ``root``."""
+def write_slurm_conf(root: Path, node: str, cpus: int, memory_mb: int, munge_socket: Path, gpus: int = 1) -> Path:
+    """Write slurm.conf and gres.conf for a one-node cluster whose state, spool, logs and PIDs live under ``root``.
+
+    The node declares ``gpus`` GPUs (links to /dev/null): scheduled, but not enforced.
+    """
     ctld_port, slurmd_port = _free_port(), _free_port()
     lines = [
         "ClusterName=biastransfer-test",
@@ -158,9 +161,9 @@ def write_slurm_conf(root: Path, node: str, cpus: int, memory_mb: int, munge_soc
         "SelectType=select/cons_tres",
         "SelectTypeParameters=CR_Core_Memory",
         "MpiDefault=none",
-        # The node may declare more CPUs and memory than the machine has, and one GPU (a GRES whose
-        # device file is /dev/null), so that jobs sized for a real GPU node (the shipped profile's GPU
-        # rules) can be scheduled; nothing enforces these limits (no cgroups): they are bookkeeping.
+        # The node may declare more CPUs and memory than the machine has, and GPUs (GRES whose device
+        # files are links to /dev/null), so that jobs sized for a real GPU node (the shipped profile's
+        # GPU rules) can be scheduled; nothing enforces these limits (no cgroups): they are bookkeeping.
         "SlurmdParameters=config_overrides",
         "GresTypes=gpu",
         "ReturnToService=2",
@@ -177,12 +180,18 @@ def write_slurm_conf(root: Path, node: str, cpus: int, memory_mb: int, munge_soc
         f"SlurmdPidFile={root / 'run' / 'slurmd.pid'}",
         f"SlurmctldLogFile={root / 'log' / 'slurmctld.log'}",
         f"SlurmdLogFile={root / 'log' / 'slurmd.log'}",
-        f"NodeName={node} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={memory_mb} Gres=gpu:1 State=UNKNOWN",
+        f"NodeName={node} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={memory_mb} Gres=gpu:{gpus} State=UNKNOWN",
         f"PartitionName={PARTITION} Nodes={node} Default=YES MaxTime=INFINITE State=UP",
     ]
     conf = root / "slurm.conf"
     conf.write_text("\n".join(lines) + "\n")
-    (root / "gres.conf").write_text(f"NodeName={node} Name=gpu File=/dev/null Count=1\n")
+    # slurmd counts a gpu GRES by its device files: one link to /dev/null per declared GPU.
+    (root / "dev").mkdir(exist_ok=True)
+    for index in range(gpus):
+        device = root / "dev" / f"gpu{index}"
+        if not device.is_symlink():
+            device.symlink_to("/dev/null")
+    (root / "gres.conf").write_text(f"NodeName={node} Name=gpu File={root / 'dev'}/gpu[0-{gpus - 1}]\n")
     return conf
 
 
@@ -276,12 +285,13 @@ def local_slurm_cluster(
     *,
     cpus: int | None = None,
     memory_mb: int | None = None,
+    gpus: int = 1,
     ready_timeout_s: float = 30.0,
 ) -> Iterator[SlurmCluster]:
     """Start a one-node SLURM cluster under ``root`` (a new temp dir if None) and stop it on exit.
 
     The node declares ``cpus`` CPUs (default: this machine's), ``memory_mb`` MB (default: 85 % of this
-    machine's) and one GPU; declaring more than the machine has is allowed (nothing is enforced).
+    machine's) and ``gpus`` GPUs; declaring more than the machine has is allowed (nothing is enforced).
 
     Raises RuntimeError naming the missing binaries, or with the daemon logs when the node does not
     become idle within ``ready_timeout_s``.
@@ -304,7 +314,7 @@ def local_slurm_cluster(
     key.chmod(0o400)
     munge_socket = root / "munge" / "munged.socket"
     node = socket.gethostname().split(".")[0]
-    conf = write_slurm_conf(root, node, cpus or os.cpu_count() or 1, memory_mb or _real_memory_mb(), munge_socket)
+    conf = write_slurm_conf(root, node, cpus or os.cpu_count() or 1, memory_mb or _real_memory_mb(), munge_socket, gpus)
     _write_srun_wrapper(root / "bin", conf)
 
     env = dict(os.environ)

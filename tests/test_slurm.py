@@ -2,21 +2,31 @@
 
 1. The sbatch arguments the plugin builds for the GPU rules from the profile (no cluster needed: a
    recording stand-in for sbatch and the other SLURM tools is put first on PATH).
-2. A workflow run through ``--profile profiles/slurm`` on a real single-node SLURM cluster on localhost
-   (tests/slurm_cluster.py; Debian packages installed by .ci/install-slurm.sh).
+2. The demo workflow (tests/configs/tiny.yaml) through ``--profile profiles/slurm`` on a real
+   single-node SLURM cluster on localhost (tests/slurm_cluster.py; Debian packages installed by
+   .ci/install-slurm.sh): every non-local job is a SLURM job with the resources Snakemake asked for, the
+   results equal a local run's, a failing job fails the run, and the cluster is stopped afterwards.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
-import shlex
+import shutil
+import signal
 import subprocess
 import sys
 import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 import yaml
 
@@ -26,9 +36,17 @@ pytestmark = pytest.mark.slurm
 
 REPO = Path(__file__).resolve().parents[1]
 PROFILE = REPO / "profiles" / "slurm"
-# Options the tests add to the shipped profile for the local cluster (no accounting database there, so
-# job states come from squeue; short first status check).
-LOCAL_CLUSTER_OPTIONS = ["--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "2"]
+TINY = REPO / "tests" / "configs" / "tiny.yaml"
+# Options the tests add to the shipped profile for the local cluster: it has no accounting database, so
+# job states come from squeue; the first status check comes after 1 s (default 10 s) and the next one 1 s
+# after a check that saw a job end (default 40 s; the plugin adds 10 s after each check that saw none).
+LOCAL_CLUSTER_OPTIONS = [
+    "--slurm-status-command", "squeue",
+    "--slurm-init-seconds-before-status-checks", "1",
+    "--seconds-between-status-checks", "1",
+]
+# The GPU requests profiles/slurm/config.yaml makes for the first attempt: (cpus per GPU, MB, minutes).
+PROFILE_GPU_RULES = {"finetune": (8, 32000, 720), "embed": (4, 16000, 120)}
 
 SLURM_TOOLS = ("sbatch", "squeue", "sacct", "sacctmgr", "scontrol", "sinfo", "scancel", "srun")
 
@@ -144,42 +162,7 @@ def test_gres_alternative_in_profile_becomes_gres_flag(tmp_path):
         assert _option(argv, "--cpus-per-gpu") == cpus, argv
 
 
-# --- a workflow through the profile on a real local cluster ------------------------------------------
-
-CLUSTER_SNAKEFILE = """
-PARTS = [0, 1]
-
-rule all:
-    input: "results/total.txt", "results/plot.txt", "results/never.txt"
-
-rule download_numbers:
-    localrule: True
-    output: "data/numbers.txt"
-    shell: "seq 1 6 > {output}"
-
-rule square:
-    input: "data/numbers.txt"
-    output: "results/squares_{part}.txt"
-    resources: mem_mb=200, runtime=5
-    shell: "awk 'NR % 2 == {wildcards.part} {{print $1 * $1}}' {input} > {output}"
-
-# Named like the workflow's GPU rule, so the profile gives it a GPU (the test cluster has one).
-rule embed:
-    input: expand("results/squares_{part}.txt", part=PARTS)
-    output: "results/total.txt"
-    shell: "cat {input} | awk '{{s += $1}} END {{print s}}' > {output}"
-
-rule plot_total:
-    localrule: True
-    input: "results/total.txt"
-    output: "results/plot.txt"
-    shell: "echo total=$(cat {input}) > {output}"
-
-rule fail_on_purpose:
-    input: "data/numbers.txt"
-    output: "results/never.txt"
-    shell: "echo failing on purpose >&2; exit 3"
-"""
+# --- the demo workflow through the profile on a real local cluster ---------------------------------
 
 
 def _alive(pid: int) -> bool:
@@ -196,16 +179,127 @@ def slurm_cluster():
     missing = missing_binaries()
     if missing:
         pytest.skip(f"SLURM binaries missing: {', '.join(missing)} (CI installs them with .ci/install-slurm.sh)")
-    # Sized like a small GPU node so that the shipped profile's GPU requests (8 CPUs per GPU, 32 GB) fit.
-    with local_slurm_cluster(cpus=8, memory_mb=65536) as cluster:
+    # Sized like a 4-GPU node, so that the profile's GPU requests (up to 8 CPUs and 32 GB per GPU) of the
+    # demo's two finetune jobs and an embed job are scheduled side by side, as on a real cluster.
+    with local_slurm_cluster(cpus=32, memory_mb=262144, gpus=4) as cluster:
         pids = cluster.daemon_pids()
         assert set(pids) == {"munged", "slurmctld", "slurmd"}
         yield cluster
     assert not [name for name, pid in pids.items() if _alive(pid)], "daemons left running after the cluster stopped"
 
 
-def _files(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+def _demo_command(workdir: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--configfile", str(TINY),
+            "--directory", str(workdir), *args]
+
+
+@contextlib.contextmanager
+def _started(command: list[str], workdir: Path, env: dict[str, str], log: Path) -> Iterator[subprocess.Popen]:
+    """Run ``command`` in the background (output to ``log``); kill its process group if still running at exit."""
+    with open(log, "w") as out:
+        process = subprocess.Popen(command, cwd=workdir, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+@dataclass(frozen=True)
+class DemoRuns:
+    """The tiny demo run locally and through the profile on the local cluster, and a run made to fail."""
+
+    local_dir: Path
+    local_log: str
+    slurm_dir: Path
+    slurm_log: str
+    failing_dir: Path
+    failing_log: str
+    failing_returncode: int
+    broken_image: str
+    failing_target: str
+
+
+def _run_id(snakemake_log: str) -> str:
+    """The SLURM run ID under which the plugin submitted one Snakemake run's jobs (their job name)."""
+    match = re.search(r"SLURM run ID: (\S+)", snakemake_log)
+    assert match, f"no SLURM run ID in the Snakemake log: was the slurm executor used?\n{snakemake_log[-3000:]}"
+    return match.group(1)
+
+
+@pytest.fixture(scope="module")
+def demo_runs(slurm_cluster, tmp_path_factory):
+    """Three runs of the tiny demo, overlapped to save time (the SLURM run mostly waits for its jobs):
+
+    the whole demo through the profile on the cluster; meanwhile the same demo locally (the reference);
+    once that is done, and still during the SLURM run, a copy of the local results with one analysis
+    image corrupted, where one embed job is forced to run again through the profile and must fail.
+    """
+    root = tmp_path_factory.mktemp("demo")
+    local_dir, slurm_dir, failing_dir = root / "local", root / "slurm", root / "failing"
+    for workdir in (local_dir, slurm_dir, failing_dir):
+        workdir.mkdir()
+    env = {**slurm_cluster.env, "HF_HUB_OFFLINE": "1"}
+    slurm_command = _demo_command(slurm_dir, "--profile", str(PROFILE), *LOCAL_CLUSTER_OPTIONS)
+    start = time.monotonic()
+    with _started(slurm_command, slurm_dir, env, root / "slurm.log") as slurm, \
+            _started(_demo_command(local_dir, "--cores", "all"), local_dir, env, root / "local.log") as local:
+        assert local.wait(timeout=900) == 0, f"local run failed:\n{(root / 'local.log').read_text()[-5000:]}"
+        local_s = time.monotonic() - start
+
+        shutil.copytree(local_dir / "results", failing_dir / "results")  # keeps mtimes: nothing upstream reruns
+        manifest = pd.read_parquet(failing_dir / "results" / "analysis_sets" / "synthetic" / "manifest.parquet")
+        broken_image = manifest["path"].iloc[0]
+        (failing_dir / broken_image).write_bytes(b"not an image")
+        target = "results/embeddings/synthetic/tinycnn/pretrained.parquet"
+        # The target comes first: `--forcerun` takes every following word as a rule name.
+        failing = subprocess.run(
+            _demo_command(failing_dir, target, "--profile", str(PROFILE), *LOCAL_CLUSTER_OPTIONS, "--forcerun", "embed"),
+            cwd=failing_dir, env=env, capture_output=True, text=True, timeout=600,
+        )
+        slurm_rc = slurm.wait(timeout=900)
+        slurm_s = time.monotonic() - start
+    slurm_log = (root / "slurm.log").read_text()
+    print(f"tiny demo side by side: SLURM {slurm_s:.0f} s, local {local_s:.0f} s")
+    assert slurm_rc == 0, f"SLURM run failed:\n{slurm_log[-8000:]}\n{slurm_cluster.log_tail()}"
+    return DemoRuns(local_dir, (root / "local.log").read_text(), slurm_dir, slurm_log,
+                    failing_dir, failing.stdout + failing.stderr, failing.returncode, broken_image, target)
+
+
+@dataclass(frozen=True)
+class LoggedJob:
+    """One job block of a Snakemake log: ``rule NAME:`` (remote) or ``localrule NAME:`` (run in place)."""
+
+    rule: str
+    jobid: int
+    local: bool
+    mem_mb: int | None
+    runtime: int | None
+
+
+_JOB_BLOCK = re.compile(r"^(localrule|rule) (\w+):\n((?:    .*\n)+)", re.M)
+
+
+def _logged_jobs(log: str) -> list[LoggedJob]:
+    jobs = []
+    for kind, rule, body in _JOB_BLOCK.findall(log):
+        resources = dict(re.findall(r"\b(mem_mb|runtime)=(\d+)", body))
+        jobs.append(LoggedJob(
+            rule=rule, jobid=int(re.search(r"^    jobid: (\d+)$", body, re.M).group(1)), local=kind == "localrule",
+            mem_mb=int(resources["mem_mb"]) if "mem_mb" in resources else None,
+            runtime=int(resources["runtime"]) if "runtime" in resources else None,
+        ))
+    return jobs
+
+
+def _submissions(log: str) -> dict[int, int]:
+    """Snakemake job id -> SLURM job id, from the executor's submission messages."""
+    pairs = re.findall(r"^Job (\d+) has been submitted with SLURM jobid (\d+)", log, re.M)
+    submitted = [int(job) for job, _ in pairs]
+    assert len(submitted) == len(set(submitted)), f"a job was submitted twice: {sorted(submitted)}"
+    return {int(job): int(slurm_id) for job, slurm_id in pairs}
 
 
 def _rule_of(job) -> str:
@@ -213,55 +307,79 @@ def _rule_of(job) -> str:
     return job.comment.removeprefix("rule_").split("_wildcards_")[0]
 
 
-def _jobs_of_run(cluster, snakemake_log: str) -> list:
-    """The cluster's jobs submitted by one Snakemake run (the plugin names them by its run ID)."""
-    match = re.search(r"SLURM run ID: (\S+)", snakemake_log)
-    assert match, "no SLURM run ID in the Snakemake log: was the slurm executor used?"
-    return [job for job in cluster.jobs() if job.name == match.group(1)]
+def _slurm_time(minutes: int) -> str:
+    """A time limit as ``scontrol`` prints it: ``HH:MM:SS``, or ``D-HH:MM:SS`` from one day on."""
+    days, rest = divmod(minutes, 24 * 60)
+    clock = f"{rest // 60:02d}:{rest % 60:02d}:00"
+    return f"{days}-{clock}" if days else clock
 
 
-def test_workflow_through_profile_runs_every_nonlocal_job_on_slurm(slurm_cluster, tmp_path):
-    local_dir, slurm_dir = tmp_path / "local", tmp_path / "slurm"
-    for workdir in (local_dir, slurm_dir):
-        workdir.mkdir()
-        (workdir / "Snakefile").write_text(CLUSTER_SNAKEFILE)
+def test_every_nonlocal_demo_job_ran_as_a_slurm_job_with_its_resources(demo_runs, slurm_cluster):
+    logged = _logged_jobs(demo_runs.slurm_log)
+    # Same DAG as the local run (there, every job is a `localrule` block).
+    assert Counter(job.rule for job in logged) == Counter(job.rule for job in _logged_jobs(demo_runs.local_log))
+    remote = {job.jobid: job for job in logged if not job.local}
+    assert {"pretrain", "finetune", "embed", "similarity", "ieat"} <= {job.rule for job in remote.values()}
+    assert "all" in {job.rule for job in logged if job.local}
+    submitted = _submissions(demo_runs.slurm_log)
+    assert set(submitted) == set(remote), "local jobs were submitted, or remote ones were not"
 
-    start = time.monotonic()
-    local = _snakemake(local_dir, ["--cores", "2", "--keep-going"], env=dict(os.environ), timeout_s=120)
-    local_s = time.monotonic() - start
-    start = time.monotonic()
-    slurm = _snakemake(slurm_dir, ["--profile", str(PROFILE), *LOCAL_CLUSTER_OPTIONS], env=slurm_cluster.env, timeout_s=240)
-    slurm_s = time.monotonic() - start
-    print(f"mini workflow wall time: local {local_s:.1f} s, SLURM {slurm_s:.1f} s")
+    records = {job.job_id: job for job in slurm_cluster.jobs() if job.name == _run_id(demo_runs.slurm_log)}
+    assert set(records) == set(submitted.values()), "the cluster ran jobs Snakemake did not report, or lost some"
+    for jobid, slurm_id in submitted.items():
+        want, got = remote[jobid], records[slurm_id]
+        assert _rule_of(got) == want.rule and got.work_dir == str(demo_runs.slurm_dir), got
+        assert got.state == "COMPLETED" and got.exit_code == "0:0", got
+        assert (got.min_memory, got.time_limit) == (f"{want.mem_mb}M", _slurm_time(want.runtime)), (want, got)
+        if want.rule in PROFILE_GPU_RULES:  # the profile's set-resources, not the rule's own resources
+            cpus_per_gpu, mem_mb, minutes = PROFILE_GPU_RULES[want.rule]
+            assert (want.mem_mb, want.runtime) == (mem_mb, minutes), want
+            assert (got.tres_per_job, got.cpus_per_tres) == ("gres:gpu:1", f"gres:gpu:{cpus_per_gpu}"), got
+        else:
+            assert got.tres_per_job == "", got
 
-    # The deliberately failing job fails the run in both modes; everything else completes (keep-going).
-    assert local.returncode != 0 and slurm.returncode != 0, slurm.stderr[-3000:]
-    assert "failing on purpose" in slurm.stderr
-    assert "SLURM-job" in slurm.stderr and "FAILED" in slurm.stderr, slurm.stderr[-3000:]
-    local_results, slurm_results = _files(local_dir / "results"), _files(slurm_dir / "results")
-    assert set(local_results) == {"squares_0.txt", "squares_1.txt", "total.txt", "plot.txt"}
-    assert local_results["plot.txt"] == b"total=91\n"
-    assert slurm_results == local_results
-    assert _files(slurm_dir / "data") == _files(local_dir / "data")
 
-    # Every non-local job, and no local one, ran as a SLURM job of this run with the profile's resources.
-    jobs = _jobs_of_run(slurm_cluster, slurm.stderr)
-    assert {job.work_dir for job in jobs} == {str(slurm_dir)}
-    by_rule: dict[str, list] = {}
-    for job in jobs:
-        by_rule.setdefault(_rule_of(job), []).append(job)
-    # retries: 1 in the profile -> the failing job is submitted twice
-    assert {rule: len(found) for rule, found in by_rule.items()} == {"square": 2, "embed": 1, "fail_on_purpose": 2}
-    assert {job.state for rule in ("square", "embed") for job in by_rule[rule]} == {"COMPLETED"}
-    assert {job.state for job in by_rule["fail_on_purpose"]} == {"FAILED"}
-    assert {(job.time_limit, job.min_memory) for job in by_rule["square"]} == {("00:05:00", "200M")}
-    assert {(job.time_limit, job.min_memory) for job in by_rule["fail_on_purpose"]} == {("01:00:00", "4000M")}
-    # The GPU rule got the profile's GPU request; CPU rules asked for none.
-    (embed,) = by_rule["embed"]
-    assert (embed.tres_per_job, embed.cpus_per_tres) == ("gres:gpu:1", "gres:gpu:4")
-    assert (embed.time_limit, embed.min_memory) == ("02:00:00", "16000M")
-    assert {job.tres_per_job for rule in ("square", "fail_on_purpose") for job in by_rule[rule]} == {""}
-    assert slurm.stderr.count("has been submitted with SLURM jobid") == len(jobs) == 5
+def _summary_tables(run_dir: Path) -> dict[str, pd.DataFrame]:
+    return {p.name: pd.read_csv(p, keep_default_na=False) for p in sorted((run_dir / "results" / "summary").glob("*.csv"))}
+
+
+def test_demo_results_on_slurm_equal_the_local_run(demo_runs):
+    # Training and embedding on CPU are deterministic for a given seed and thread count. Each SLURM job
+    # step runs Snakemake with `--cores all` (all of this machine's CPUs: no cgroups confine it), like the
+    # local run, so every job gets the same `threads` (torch.set_num_threads) on both sides and the
+    # numbers must agree exactly, not within a tolerance.
+    local, slurm = _summary_tables(demo_runs.local_dir), _summary_tables(demo_runs.slurm_dir)
+    assert set(local) >= {"similarity.csv", "bts.csv", "ieat.csv", "finetune_metrics.csv"}
+    assert set(slurm) == set(local)
+    for name, table in local.items():
+        pd.testing.assert_frame_equal(slurm[name], table, check_exact=True, obj=name)
+
+    embeddings = sorted(p.relative_to(demo_runs.local_dir) for p in (demo_runs.local_dir / "results" / "embeddings").rglob("*.parquet"))
+    assert len(embeddings) == 3
+    for path in embeddings:
+        ours, theirs = pq.read_table(demo_runs.slurm_dir / path), pq.read_table(demo_runs.local_dir / path)
+        assert ours.column("image_id").equals(theirs.column("image_id")), path
+        vectors = [np.asarray(t.column("embedding").combine_chunks().flatten()) for t in (ours, theirs)]
+        assert vectors[0].dtype == vectors[1].dtype and np.array_equal(vectors[0], vectors[1]), path
+
+
+def test_a_failing_demo_job_is_reported_and_fails_the_run(demo_runs, slurm_cluster):
+    """An unreadable analysis image: the embed job fails on SLURM (twice: retries 1), naming the file."""
+    log = demo_runs.failing_log
+    assert demo_runs.failing_returncode != 0, log[-5000:]
+    assert "Error in rule embed" in log, log[-5000:]
+    assert re.search(r"SLURM-job '\d+' failed, SLURM status is: 'FAILED'", log), log[-5000:]
+    job_log = demo_runs.failing_dir / "logs" / "embed" / "synthetic" / "tinycnn" / "pretrained.log"
+    assert Path(demo_runs.broken_image).name in job_log.read_text()
+    assert not (demo_runs.failing_dir / demo_runs.failing_target).exists()
+
+    jobs = [job for job in slurm_cluster.jobs() if job.name == _run_id(log)]
+    assert {job.work_dir for job in jobs} == {str(demo_runs.failing_dir)}
+    # retries: 1 in the profile: the job is submitted again with twice the memory and time.
+    assert [(_rule_of(job), job.state, job.min_memory, job.time_limit) for job in jobs] == [
+        ("embed", "FAILED", "16000M", "02:00:00"),
+        ("embed", "FAILED", "32000M", "04:00:00"),
+    ]
 
 
 def test_cluster_is_stopped_when_the_body_raises():
