@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 
@@ -294,3 +295,19 @@ def test_dataset_targets_follow_the_class_order_and_unknown_labels_fail(data):
         assert torch.equal(ds[i][1], expected) and ds[i][0].shape == (3, 32, 32)
     with pytest.raises(ValueError, match="label 'Car' is not a model class"):
         ImageLabelDataset(split, lambda img: img, classes=["Man", "Woman"])
+
+
+def test_the_same_seed_gives_the_same_weights_whatever_the_process_rng(data, tmp_path):
+    spec = spec_of("timm")
+    digests = []
+    for run in range(2):
+        torch.seed()  # a fresh process starts from an arbitrary RNG state: the run must not depend on it
+        out = tmp_path / str(run)
+        run_training(
+            lambda classes: create_classifier(spec, len(classes), None), spec, train=str(data["coco"][0]),
+            val=str(data["coco"][1]), model_out=str(out / "model.safetensors"), metrics_out=str(out / "m.json"),
+            curve_out=None, hyper={"epochs": 1, "lr": 0.05, "batch_size": 8}, seed=5, resume=None,
+            device=torch.device("cpu"), threads=1, num_workers=0, log=lambda s: None,
+        )
+        digests.append(hashlib.sha256((out / "model.safetensors").read_bytes()).hexdigest())
+    assert digests[0] == digests[1]

@@ -50,6 +50,7 @@ def run_training(
     if train_split.classes != val_split.classes:
         raise ValueError(f"{train} and {val} have different class lists")
     cfg = TrainConfig(**hyper, seed=seed, num_workers=num_workers)
+    torch.manual_seed(seed)  # the new head (and a from-scratch model) start from seeded weights
     model = build(train_split.classes)
     log(f"training {spec.name} on {train_split.dataset}: {len(train_split.frame)} train / "
         f"{len(val_split.frame)} val images, {len(train_split.classes)} classes, {cfg}, device {device}")
