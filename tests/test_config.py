@@ -74,9 +74,10 @@ def test_stages_and_parameters(demo):
         cfg.parse_stage("finetuned")
     demo["finetune"]["overrides"] = {"democnn": {"synthetic_target": {"lr": 0.5}}}
     assert cfg.finetune_params(demo, "democnn", "synthetic_target")["lr"] == 0.5
-    assert cfg.finetune_params(demo, "democnn_control", "synthetic_target")["lr"] == 0.01
+    demo["models"]["other"] = {"source": "timm", "arch": "resnet18"}
+    assert cfg.finetune_params(demo, "other", "synthetic_target")["lr"] == 0.01
     assert cfg.pretrain_params(demo, "democnn")["epochs"] == 4
-    assert cfg.training_datasets(demo) == ["synthetic_biased", "synthetic_unbiased", "synthetic_target"]
+    assert cfg.training_datasets(demo) == ["synthetic_biased", "synthetic_target"]
 
 
 def test_workflow_model_spec_never_downloads(demo):

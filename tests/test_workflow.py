@@ -1,11 +1,10 @@
-"""The workflow end to end on the tiny config: outputs, formats, targeted reruns, lint, bad input.
+"""The workflow end to end on the default demo run: outputs, formats, targeted reruns, lint, bad input.
 
-The tiny config (tests/configs/tiny.yaml) has the demo's DAG at toy size; one run is shared by the
-module's tests. The full default demo and its known answer are in test_demo.py.
+The session fixture ``demo_run`` (tests/conftest.py) runs the default config once; these tests and the
+known-answer tests in test_demo.py read it. Bad-config tests use the toy-size tests/configs/tiny.yaml.
 """
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -19,21 +18,12 @@ import pytest
 import yaml
 from PIL import Image
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import ROOT, run_snakemake as snakemake
+
 TINY = ROOT / "tests" / "configs" / "tiny.yaml"
-SNAKEMAKE = [sys.executable, "-m", "snakemake"]
-STAGES = ["pretrained", "ft-synthetic_target-seed0", "ft-synthetic_target-seed1"]
-
-
-def snakemake(*args, cwd, check=True, timeout=900):
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run(
-        [*SNAKEMAKE, "--snakefile", str(ROOT / "Snakefile"), *args],
-        cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env,
-    )
-    if check and done.returncode != 0:
-        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}")
-    return done
+MODELS = ("democnn",)
+STAGES = ["pretrained", *(f"ft-synthetic_target-seed{s}" for s in range(3))]
+N_CLASSES, PER_CLASS = 13, 40
 
 
 def planned_jobs(output: str) -> dict[str, int]:
@@ -42,21 +32,15 @@ def planned_jobs(output: str) -> dict[str, int]:
     return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M) if m[1] != "total"}
 
 
-@pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("tiny")
-    snakemake("--cores", "2", "--configfile", str(TINY), cwd=workdir)
-    return workdir
-
-
-def test_every_target_is_made(tiny_run):
-    out = tiny_run / "results"
+def test_every_target_is_made(demo_run):
+    out = demo_run / "results"
     for name in ("similarity", "bts", "ieat", "analysis_sets", "finetune_metrics"):
         assert (out / "summary" / f"{name}.csv").stat().st_size > 0
-    for stage in STAGES:
-        assert (out / "embeddings" / "synthetic" / "tinycnn" / f"{stage}.parquet").is_file()
+    for model in MODELS:
+        for stage in STAGES:
+            assert (out / "embeddings" / "synthetic" / model / f"{stage}.parquet").is_file()
     for kind in ("intra", "inter", "rank"):
-        png = out / "figures" / "synthetic" / "tinycnn" / f"{kind}.png"
+        png = out / "figures" / "synthetic" / "democnn" / f"{kind}.png"
         with Image.open(png) as img:
             assert img.size[0] > 200 and img.size[1] > 100
         assert (png.with_suffix(".pdf")).read_bytes()[:4] == b"%PDF"
@@ -65,8 +49,8 @@ def test_every_target_is_made(tiny_run):
     assert not list(out.rglob("*.partial")), "a temporary file was left behind"
 
 
-def test_embeddings_follow_the_documented_schema(tiny_run):
-    path = tiny_run / "results" / "embeddings" / "synthetic" / "tinycnn" / "ft-synthetic_target-seed1.parquet"
+def test_embeddings_follow_the_documented_schema(demo_run):
+    path = demo_run / "results" / "embeddings" / "synthetic" / "democnn" / "ft-synthetic_target-seed1.parquet"
     schema = pq.read_schema(path)
     assert schema.names == ["image_id", "class", "embedding"]
     assert pa.types.is_fixed_size_list(schema.field("embedding").type)
@@ -75,57 +59,61 @@ def test_embeddings_follow_the_documented_schema(tiny_run):
         assert key in meta, key
     assert meta["stage"] == "ft-synthetic_target-seed1" and meta["analysis_set"] == "synthetic"
     table = pq.read_table(path)
-    assert table.num_rows == 7 * 6
+    assert table.num_rows == N_CLASSES * PER_CLASS
 
 
-def test_result_tables_hold_what_the_config_asks(tiny_run):
-    summary = tiny_run / "results" / "summary"
+def test_result_tables_hold_what_the_config_asks(demo_run):
+    summary = demo_run / "results" / "summary"
     sims = pd.read_csv(summary / "similarity.csv")
     assert set(sims["stage"]) == set(STAGES)
-    assert (sims["kind"] == "intra").sum() == 7 * 3 and (sims["kind"] == "inter").sum() == 21 * 3
+    runs = len(MODELS) * len(STAGES)
+    assert (sims["kind"] == "intra").sum() == N_CLASSES * runs
+    assert (sims["kind"] == "inter").sum() == N_CLASSES * (N_CLASSES - 1) // 2 * runs
     bts = pd.read_csv(summary / "bts.csv", keep_default_na=False)
-    assert sorted(set(bts["seed"].astype(str))) == ["0", "1", "pooled"]
-    assert set(bts.loc[bts["kind"] == "intra", "n"]) == {7} and set(bts.loc[bts["kind"] == "inter", "n"]) == {6}
+    assert sorted(set(bts["seed"].astype(str))) == ["0", "1", "2", "pooled"]
+    assert set(bts.loc[bts["kind"] == "intra", "n"]) == {7} and set(bts.loc[bts["kind"] == "inter", "n"]) == {13}
     ieat = pd.read_csv(summary / "ieat.csv")
-    assert len(ieat) == 2 * 3 and set(ieat["test"]) == {"surfboard_vs_car", "refrigerator_vs_stop_sign"}
+    assert len(ieat) == 2 * runs and set(ieat["test"]) == {"surfboard_vs_car", "refrigerator_vs_stop_sign"}
     assert ieat["pvalue"].between(0, 1).all() and (ieat["pvalue_holm"] >= ieat["pvalue"]).all()
     metrics = pd.read_csv(summary / "finetune_metrics.csv")
-    assert len(metrics) == 2 and metrics["metric_value"].between(0, 1).all()
+    assert len(metrics) == len(MODELS) * 3 and metrics["metric_value"].between(0, 1).all()
+    provenance = pd.read_csv(summary / "provenance.csv")
+    assert len(provenance) == runs and provenance["weights_sha256"].str.fullmatch("[0-9a-f]{64}").all()
     findings = (summary / "findings.rst").read_text()
     assert "surfboard_vs_car" in findings and "Bias transfer" in findings
 
 
-def test_rerunning_one_rule_reruns_only_what_depends_on_it(tiny_run):
-    done = snakemake("-n", "--cores", "1", "--configfile", str(TINY), "--forcerun", "ieat", cwd=tiny_run)
+def test_rerunning_one_rule_reruns_only_what_depends_on_it(demo_run):
+    done = snakemake("-n", "--cores", "1", "--forcerun", "ieat", cwd=demo_run)
     jobs = planned_jobs(done.stdout)
-    assert jobs.get("ieat") == 3
+    assert jobs.get("ieat") == len(MODELS) * len(STAGES)
     assert not {"pretrain", "finetune", "embed", "similarity", "bts"} & set(jobs), jobs
 
 
-def test_a_changed_parameter_reruns_exactly_its_dependants(tiny_run, tmp_path):
-    conf = yaml.safe_load(TINY.read_text())
+def test_a_changed_parameter_reruns_exactly_its_dependants(demo_run, tmp_path):
+    conf = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
     conf["analysis"]["ieat"]["permutations"] = 3000
     changed = tmp_path / "changed.yaml"
     changed.write_text(yaml.safe_dump(conf))
-    jobs = planned_jobs(snakemake("-n", "--cores", "1", "--configfile", str(changed), cwd=tiny_run).stdout)
-    assert jobs.get("ieat") == 3
+    jobs = planned_jobs(snakemake("-n", "--cores", "1", "--configfile", str(changed), cwd=demo_run).stdout)
+    assert jobs.get("ieat") == len(MODELS) * len(STAGES)
     assert not {"pretrain", "finetune", "embed", "similarity", "bts"} & set(jobs), jobs
 
 
-def test_nothing_to_do_after_a_complete_run(tiny_run):
-    done = snakemake("-n", "--cores", "1", "--configfile", str(TINY), cwd=tiny_run)
+def test_nothing_to_do_after_a_complete_run(demo_run):
+    done = snakemake("-n", "--cores", "1", cwd=demo_run)
     assert "Nothing to be done" in done.stdout + done.stderr
 
 
-def test_the_command_line_runs_on_workflow_embeddings(tiny_run):
-    emb = tiny_run / "results" / "embeddings" / "synthetic" / "tinycnn"
+def test_the_command_line_runs_on_workflow_embeddings(demo_run):
+    emb = demo_run / "results" / "embeddings" / "synthetic" / "democnn"
     cli = [sys.executable, "-m", "biastransfer.cli"]
     done = subprocess.run(
         [*cli, "ieat", str(emb / "pretrained.parquet"), "--X", "person_a", "--Y", "person_b", "--A", "surfboard",
-         "--B", "car", "--permutations", "2000"], capture_output=True, text=True, check=True,
+         "--B", "car", "--permutations", "100000"], capture_output=True, text=True, check=True,
     )
     assert "surfboard_vs_car" in done.stdout and "effect_size" in done.stdout
-    out = tiny_run / "bts.csv"
+    out = demo_run / "bts.csv"
     subprocess.run(
         [*cli, "bts", str(emb / "pretrained.parquet"), str(emb / "ft-synthetic_target-seed0.parquet"),
          str(emb / "ft-synthetic_target-seed1.parquet"), "-o", str(out)], check=True, capture_output=True,
@@ -136,9 +124,9 @@ def test_the_command_line_runs_on_workflow_embeddings(tiny_run):
     assert bad.returncode == 2 and "'nobody'" in bad.stderr
 
 
-def test_the_report_builds(tiny_run):
-    snakemake("--cores", "1", "--configfile", str(TINY), "--report", "report.html", cwd=tiny_run, timeout=600)
-    html = (tiny_run / "report.html").read_text(errors="replace")
+def test_the_report_builds(demo_run):
+    snakemake("--cores", "1", "--report", "report.html", cwd=demo_run, timeout=600)
+    html = (demo_run / "report.html").read_text(errors="replace")
     assert len(html) > 10_000 and "synthetic" in html
 
 
@@ -177,15 +165,14 @@ def test_bad_config_fails_before_any_job(tmp_path, edit, message):
     assert not (tmp_path / "results").exists()
 
 
-def test_a_corrupt_image_fails_the_job_naming_the_file(tmp_path):
-    conf = yaml.safe_load(TINY.read_text())
-    conf["finetune"]["seeds"] = [0]
-    path = tmp_path / "c.yaml"
-    path.write_text(yaml.safe_dump(conf))
-    snakemake("--cores", "2", "--configfile", str(path), "--until", "check_leakage", cwd=tmp_path)
-    victim = sorted((tmp_path / "results" / "data" / "analysis" / "synthetic").glob("*.png"))[0]
+def test_a_corrupt_image_fails_the_job_naming_the_file(demo_run, tmp_path):
+    work = tmp_path / "run"
+    shutil.copytree(demo_run, work, symlinks=True)
+    victim = sorted((work / "results" / "data" / "analysis" / "synthetic").glob("*.png"))[0]
     victim.write_bytes(b"not a png")
-    done = snakemake("--cores", "2", "--configfile", str(path), "--until", "embed", cwd=tmp_path, check=False)
-    logs = "".join(p.read_text() for p in (tmp_path / "logs" / "embed").rglob("*.log"))
-    assert done.returncode != 0 and victim.name in logs
-    assert not list((tmp_path / "results" / "embeddings").rglob("*.parquet"))
+    target = "results/embeddings/synthetic/democnn/pretrained.parquet"
+    done = snakemake("--cores", "1", target, "--forcerun", "embed", "--allowed-rules", "embed", cwd=work, check=False)
+    log = (work / "logs" / "embed" / "synthetic" / "democnn" / "pretrained.log").read_text()
+    assert done.returncode != 0 and victim.name in log and "sha256" in log
+    assert not (work / target).exists(), "a failed job left its output behind"
+    assert not list((work / "results" / "embeddings").rglob("*.partial"))
