@@ -41,8 +41,8 @@ rule bts:
         mem_mb=1000,
         runtime=10,
     params:
-        lists=lambda wildcards: config["analysis_sets"][wildcards.analysis_set].get(
-            "bts", {}
+        lists=lambda wildcards: cfg.canonical(
+            config["analysis_sets"][wildcards.analysis_set].get("bts", {})
         ),
         pvalue=config["analysis"].get("bts", {}).get("pvalue", "asymptotic"),
     script:
@@ -65,8 +65,8 @@ rule ieat:
         mem_mb=2000,
         runtime=10,
     params:
-        tests=lambda wildcards: config["analysis_sets"][wildcards.analysis_set].get(
-            "ieat", []
+        tests=lambda wildcards: cfg.canonical(
+            config["analysis_sets"][wildcards.analysis_set].get("ieat", [])
         ),
         permutations=config["analysis"].get("ieat", {}).get("permutations", 100000),
         alternative=config["analysis"].get("ieat", {}).get("alternative", "greater"),
@@ -123,7 +123,9 @@ rule findings:
         mem_mb=500,
         runtime=5,
     params:
-        tests={a: s.get("ieat", []) for a, s in config["analysis_sets"].items()},
+        tests=cfg.canonical(
+            {a: s.get("ieat", []) for a, s in config["analysis_sets"].items()}
+        ),
         alpha=config["analysis"].get("ieat", {}).get("alpha", 0.05),
     script:
         "../workflow/scripts/findings.py"

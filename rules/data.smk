@@ -18,7 +18,7 @@ rule synthetic_dataset:
         mem_mb=1000,
         runtime=20,
     params:
-        spec=lambda wildcards: config["datasets"][wildcards.synthetic],
+        spec=lambda wildcards: cfg.canonical(config["datasets"][wildcards.synthetic]),
     script:
         "../workflow/scripts/synthetic_dataset.py"
 
@@ -38,7 +38,9 @@ rule synthetic_analysis_set:
         mem_mb=1000,
         runtime=10,
     params:
-        spec=lambda wildcards: config["analysis_sets"][wildcards.synthetic_set],
+        spec=lambda wildcards: cfg.canonical(
+            config["analysis_sets"][wildcards.synthetic_set]
+        ),
     script:
         "../workflow/scripts/synthetic_analysis_set.py"
 

@@ -43,7 +43,9 @@ rule download_paper_lists:
         mem_mb=500,
         runtime=10,
     params:
-        paper=lambda wildcards: config["analysis_sets"][wildcards.paper_set]["paper"],
+        paper=lambda wildcards: cfg.canonical(
+            config["analysis_sets"][wildcards.paper_set]["paper"]
+        ),
         out_dir=lambda wildcards: f"results/data/paper_lists/{wildcards.paper_set}",
         mirror=lambda wildcards: config["datasets"][
             config["analysis_sets"][wildcards.paper_set]["dataset"]
@@ -71,7 +73,9 @@ rule curate_analysis_set:
         runtime=30,
     params:
         dataset=analysis_dataset,
-        analysis_set=lambda wildcards: config["analysis_sets"][wildcards.real_set],
+        analysis_set=lambda wildcards: cfg.canonical(
+            config["analysis_sets"][wildcards.real_set]
+        ),
         lists_dir=lambda wildcards: f"results/data/paper_lists/{wildcards.real_set}",
     script:
         "../workflow/scripts/curate_analysis_set.py"

@@ -22,7 +22,7 @@ rule embed:
             config["analysis"].get("embed", {}).get("device") == "cuda"
         ),
     params:
-        entry=lambda wildcards: model_entry(wildcards.model),
+        entry=lambda wildcards: cfg.canonical(model_entry(wildcards.model)),
         batch_size=config["analysis"].get("embed", {}).get("batch_size", 64),
         num_workers=config["analysis"].get("embed", {}).get("num_workers", 1),
         device=config["analysis"].get("embed", {}).get("device", "auto"),

@@ -29,7 +29,7 @@ rule finetune:
         runtime=finetune_runtime,
         gpu=lambda wildcards: int(config["finetune"].get("device") == "cuda"),
     params:
-        entry=lambda wildcards: model_entry(wildcards.model),
+        entry=lambda wildcards: cfg.canonical(model_entry(wildcards.model)),
         hyper=lambda wildcards: cfg.finetune_params(
             config, wildcards.model, wildcards.dataset
         ),

@@ -21,7 +21,7 @@ rule pretrain:
         runtime=lambda wildcards, attempt: 60 * attempt,
         gpu=lambda wildcards: int(config["finetune"].get("device") == "cuda"),
     params:
-        entry=lambda wildcards: model_entry(wildcards.model),
+        entry=lambda wildcards: cfg.canonical(model_entry(wildcards.model)),
         hyper=lambda wildcards: cfg.pretrain_params(config, wildcards.model),
         device=config["finetune"].get("device", "auto"),
         num_workers=config["finetune"].get("num_workers", 1),
@@ -47,7 +47,7 @@ rule fetch_weights:
         mem_mb=1000,
         runtime=60,
     params:
-        entry=lambda wildcards: model_entry(wildcards.model),
+        entry=lambda wildcards: cfg.canonical(model_entry(wildcards.model)),
         cache_dir=config.get("weights", {}).get("cache_dir", "resources/weights"),
         mirror=config.get("weights", {}).get("mirror"),
     script:

@@ -86,3 +86,10 @@ def test_workflow_model_spec_never_downloads(demo):
     spec = model_spec("democnn", demo["models"]["democnn"])
     assert spec.source == "timm" and spec.arch == "resnet18" and spec.weights is None
     assert spec.preprocess.crop == 64
+
+
+def test_canonical_sorts_mappings_and_keeps_lists():
+    value = {"b": [{"y": 1, "x": 2}, 3], "a": {"d": 0, "c": 1}}
+    out = cfg.canonical(value)
+    assert list(out) == ["a", "b"] and list(out["a"]) == ["c", "d"] and list(out["b"][0]) == ["x", "y"]
+    assert out == value

@@ -80,7 +80,7 @@ def test_result_tables_hold_what_the_config_asks(demo_run):
     provenance = pd.read_csv(summary / "provenance.csv")
     assert len(provenance) == runs and provenance["weights_sha256"].str.fullmatch("[0-9a-f]{64}").all()
     findings = (summary / "findings.rst").read_text()
-    assert "surfboard_vs_car" in findings and "Bias transfer" in findings
+    assert "surfboard_vs_car" in findings and "Bias Transfer Scores" in findings
 
 
 def test_rerunning_one_rule_reruns_only_what_depends_on_it(demo_run):

@@ -56,14 +56,14 @@ def finetune_params(config: Mapping, model: str, dataset: str) -> dict[str, Any]
     """Training hyper-parameters for ``model`` on ``dataset``: defaults, then the config's overrides."""
     ft = config["finetune"]
     override = ft.get("overrides", {}).get(model, {}).get(dataset, {})
-    return {**TRAIN_DEFAULTS, **ft.get("defaults", {}), **override}
+    return canonical({**TRAIN_DEFAULTS, **ft.get("defaults", {}), **override})
 
 
 def pretrain_params(config: Mapping, model: str) -> dict[str, Any]:
     """Training hyper-parameters of a model pretrained inside the workflow (demo models)."""
     spec = dict(config["models"][model]["pretrain"])
     spec.pop("dataset")
-    return {**TRAIN_DEFAULTS, **spec}
+    return canonical({**TRAIN_DEFAULTS, **spec})
 
 
 def training_datasets(config: Mapping) -> list[str]:
@@ -126,3 +126,16 @@ def check_config(config: Mapping) -> None:
     if problems:
         raise ValueError("invalid configuration:\n  " + "\n  ".join(problems))
 
+
+
+def canonical(value: Any) -> Any:
+    """``value`` with every mapping's keys sorted (recursively); lists keep their order.
+
+    Rule params are compared by their text to decide reruns: sorting makes a reordered config
+    (or one dumped by a YAML writer) rerun nothing.
+    """
+    if isinstance(value, Mapping):
+        return {k: canonical(value[k]) for k in sorted(value)}
+    if isinstance(value, (list, tuple)):
+        return [canonical(v) for v in value]
+    return value
