@@ -158,3 +158,28 @@ rule provenance:
         runtime=5,
     script:
         "../workflow/scripts/provenance.py"
+
+
+rule effective_config:
+    output:
+        yaml_out="results/summary/config.yaml",
+        html=report(
+            "results/summary/config.html",
+            caption="../workflow/report/config.rst",
+            category="Configuration",
+        ),
+    log:
+        "logs/effective_config.log",
+    benchmark:
+        "results/benchmarks/effective_config.tsv"
+    localrule: True
+    conda:
+        "../envs/data.yaml"
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    params:
+        config=cfg.canonical(config),
+    script:
+        "../workflow/scripts/effective_config.py"

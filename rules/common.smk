@@ -116,6 +116,7 @@ def analysis_targets():
         "results/summary/finetune_metrics.csv",
         "results/summary/findings.html",
         "results/summary/provenance.csv",
+        "results/summary/config.yaml",
     ]
 
 

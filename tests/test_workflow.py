@@ -46,6 +46,8 @@ def test_every_target_is_made(demo_run):
         assert (png.with_suffix(".pdf")).read_bytes()[:4] == b"%PDF"
     assert list((out / "tables").glob("*.tex"))
     assert (out / "checks" / "leakage" / "synthetic.ok").is_file()
+    used = yaml.safe_load((out / "summary" / "config.yaml").read_text())
+    assert used["models"]["democnn"]["pretrain"]["epochs"] == 4 and used["analysis"]["ieat"]["alpha"] == 0.01
     assert not list(out.rglob("*.partial")), "a temporary file was left behind"
 
 
