@@ -5,7 +5,8 @@ import pytest
 from PIL import Image
 
 from biastransfer import synthetic
-from biastransfer.manifest import sha256_file, validate_manifest
+from biastransfer.hashing import file_digest
+from biastransfer.manifest import validate_manifest
 
 
 def test_planted_cooccurrence_is_drawn_at_the_configured_rate():
@@ -74,7 +75,7 @@ def test_analysis_set_manifest_is_valid_and_hashes_match(tmp_path):
     validate_manifest(frame)
     assert frame.groupby("class").size().to_dict() == {"car": 3, "person_a": 3, "person_b": 3, "random": 3}
     row = frame.iloc[0]
-    assert sha256_file(row["path"]) == row["sha256"]
+    assert file_digest(row["path"]) == row["sha256"]
     assert Image.open(row["path"]).size == (32, 32)
     assert "person=person_a" in row["reason"]
     with pytest.raises(ValueError, match="at least 2 images per class"):

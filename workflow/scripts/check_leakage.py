@@ -10,7 +10,8 @@ import logging
 
 from biastransfer.atomic import write_text
 from biastransfer.leakage import check_no_leakage
-from biastransfer.manifest import read_manifest, sha256_file
+from biastransfer.hashing import file_digest
+from biastransfer.manifest import read_manifest
 from biastransfer.scripting import run
 from biastransfer.splits import read_split
 
@@ -23,7 +24,7 @@ def main(manifest: str, splits: list, ok: str, hash_files: bool = True) -> None:
     for path in splits:
         frame = read_split(path).frame
         if hash_files and "sha256" not in frame.columns:
-            frame = frame.assign(sha256=[sha256_file(p) for p in frame["path"]])
+            frame = frame.assign(sha256=[file_digest(p) for p in frame["path"]])
         frames[path] = frame
     check_no_leakage(analysis, frames)
     n = sum(len(f) for f in frames.values())

@@ -10,7 +10,8 @@ from biastransfer.config import config_hash, parse_stage
 from biastransfer.model_config import model_spec, torch_device
 from biastransfer.embeddings import write_embeddings
 from biastransfer.features import embedding_provenance, extract_features
-from biastransfer.manifest import read_manifest, sha256_file, verify_files
+from biastransfer.hashing import file_digest
+from biastransfer.manifest import read_manifest, verify_files
 from biastransfer.models import create_backbone, weights_file_and_sha256
 from biastransfer.scripting import run
 
@@ -38,7 +39,7 @@ def main(
     )
     meta = embedding_provenance(
         spec, weights_file_and_sha256(weights)[1], stage=stage, analysis_set=wc.get("analysis_set", ""),
-        manifest_sha256=sha256_file(manifest), config_hash=config_hash(entry), device=str(dev),
+        manifest_sha256=file_digest(manifest), config_hash=config_hash(entry), device=str(dev),
     )
     write_embeddings(embeddings, images["image_id"], images["class"], features, meta)
     log.info("wrote %s: %d x %d", embeddings, *features.shape)

@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from .download import Download, fetch_many
-from .manifest import COLUMNS, sha256_file
+from .hashing import file_digest
+from .manifest import COLUMNS
 
 log = logging.getLogger(__name__)
 
@@ -74,5 +75,5 @@ def manifest_from_selection(
         log.info("fetching %d missing analysis images", len(todo))
         fetch_many([Download(u, p) for u, p in zip(todo["source"], todo["path"])], ".", workers=workers, mirror=mirror)
     out = selection.copy()
-    out["sha256"] = [sha256_file(p) for p in out["path"]]
+    out["sha256"] = [file_digest(p) for p in out["path"]]
     return out.loc[:, list(COLUMNS)]

@@ -8,24 +8,15 @@ our own curation) writes this one format.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
 import pandas as pd
 
 from .atomic import atomic_path
+from .hashing import file_digest
 
 COLUMNS = ("image_id", "class", "path", "sha256", "source_split", "source", "reason")
-
-
-def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
-    """Hex SHA-256 of a file's bytes."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(chunk):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def validate_manifest(df: pd.DataFrame, *, where: str = "manifest", min_per_class: int = 2) -> pd.DataFrame:
@@ -85,6 +76,6 @@ def verify_files(df: pd.DataFrame, root: str | os.PathLike) -> None:
     for path, expected in zip(resolve_paths(df, root), df["sha256"]):
         if not path.is_file():
             raise FileNotFoundError(f"analysis image missing: {path}")
-        actual = sha256_file(path)
+        actual = file_digest(path)
         if actual != expected:
             raise ValueError(f"analysis image corrupt or changed: {path} (sha256 {actual}, manifest says {expected})")

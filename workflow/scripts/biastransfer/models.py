@@ -12,7 +12,6 @@ Facts (URLs, checksums, key layouts): ``research/data-models.md`` §4-§6.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import math
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ import torch
 from torch import nn
 
 from .atomic import atomic_path
+from .hashing import file_digest
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -353,15 +353,6 @@ def resolve_spec(name: str, entry: dict | None = None, *, paper_compat: bool = F
 # --------------------------------------------------------------------------------------------
 # Weights: checksums, cache, fetching
 # --------------------------------------------------------------------------------------------
-
-
-def file_digest(path: str | Path, algorithm: str = "sha256") -> str:
-    """Hex digest of a file, read in 1 MiB blocks."""
-    h = hashlib.new(algorithm)
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def verify_checksum(path: str | Path, *, sha256: str | None = None, md5: str | None = None) -> str:

@@ -20,7 +20,10 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 import numpy as np
+import pandas as pd
 from PIL import Image, ImageDraw
+
+from .hashing import file_digest
 
 GROUPS = ("person_a", "person_b")
 OBJECTS = ("car", "surfboard", "refrigerator", "stop_sign")
@@ -200,10 +203,8 @@ def generate_split(
     size: int,
     rng: np.random.Generator,
     image_dir: str | os.PathLike,
-) -> "pd.DataFrame":
+) -> pd.DataFrame:
     """Draw ``n`` training scenes, save them, and return the split rows (image_id, path, labels)."""
-    import pandas as pd
-
     scenes = distribution.sample(n, rng)
     ids = [f"{dataset}-{split}-{i:06d}" for i in range(n)]
     paths = write_images(scenes, ids, image_dir, rng, size)
@@ -225,11 +226,8 @@ def generate_analysis_set(
     size: int,
     seed: int,
     image_dir: str | os.PathLike,
-) -> "pd.DataFrame":
+) -> pd.DataFrame:
     """Draw ``n_per_class`` fresh images per analysis class; return the manifest rows."""
-    import pandas as pd
-
-    from .manifest import sha256_file
 
     if n_per_class < 2:
         raise ValueError(f"analysis set {name!r}: need at least 2 images per class, got n_per_class={n_per_class}")
@@ -244,7 +242,7 @@ def generate_analysis_set(
                     "image_id": image_id,
                     "class": cls,
                     "path": str(path),
-                    "sha256": sha256_file(path),
+                    "sha256": file_digest(path),
                     "source_split": "analysis",
                     "source": "synthetic (CC0)",
                     "reason": f"drawn as class {cls}: person={scene.person or 'none'}, objects={'+'.join(scene.objects) or 'none'}",
