@@ -228,7 +228,6 @@ def generate_analysis_set(
     image_dir: str | os.PathLike,
 ) -> pd.DataFrame:
     """Draw ``n_per_class`` fresh images per analysis class; return the manifest rows."""
-
     if n_per_class < 2:
         raise ValueError(f"analysis set {name!r}: need at least 2 images per class, got n_per_class={n_per_class}")
     rng = np.random.default_rng(seed)
