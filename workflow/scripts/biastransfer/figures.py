@@ -107,7 +107,8 @@ def _bts_text(bts_rows: pd.DataFrame, groups: Sequence[str], adjust: str | None)
             raise ValueError(f"BTS summary: no pooled row for finetune dataset {dataset!r}")
         r = bts_rows.loc[dataset]
         mark = stars(r[ADJUSTMENTS[adjust]]) if adjust else ""
-        parts.append(f"{group}: BTS ρ = {r['statistic']:.3f}{mark} (p = {r['pvalue']:.2g})")
+        p_text = "p < 0.0001" if r["pvalue"] < 1e-4 else f"p = {r['pvalue']:.2g}"
+        parts.append(f"{group}: BTS ρ = {r['statistic']:.3f}{mark} ({p_text})")
     return "; ".join(parts)
 
 
