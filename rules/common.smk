@@ -121,7 +121,7 @@ def analysis_targets():
 
 
 def all_targets():
-    return analysis_targets() + report_targets()
+    return analysis_targets() + REPORT_TARGETS
 
 
 # Real datasets (rules/datasets.smk)

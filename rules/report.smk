@@ -23,7 +23,7 @@ TABLE_TARGETS = (
     ]
     + [f"results/tables/finetune_{d}.tex" for d in config["finetune"]["datasets"]]
 )
-# Every output of this file; rule all asks for them through report_targets() (rules/common.smk).
+# Every output of this file; rule all asks for them (all_targets in rules/common.smk).
 REPORT_TARGETS = (
     FIGURE_TARGETS
     + TABLE_TARGETS
@@ -32,7 +32,6 @@ REPORT_TARGETS = (
         "results/comparison/paper_comparison.tex",
     ]
 )
-report_targets = REPORT_TARGETS.copy
 
 
 rule plot_similarity:
