@@ -48,6 +48,12 @@ class EmbeddingTable:
         return {name: self.of_class(name) for name in self.class_names}
 
 
+def _check_finite(path, ids: np.ndarray, emb: np.ndarray) -> None:
+    if not np.isfinite(emb).all():
+        bad = ids[~np.isfinite(emb).all(axis=1)]
+        raise ValueError(f"{path}: non-finite embeddings for images {', '.join(bad[:5])}")
+
+
 def write_embeddings(
     path: str | os.PathLike,
     image_ids,
@@ -65,9 +71,7 @@ def write_embeddings(
         raise ValueError(
             f"{path}: {len(ids)} image ids, {len(cls)} classes and {emb.shape[0]} embeddings differ in length"
         )
-    if not np.isfinite(emb).all():
-        bad = ids[~np.isfinite(emb).all(axis=1)]
-        raise ValueError(f"{path}: non-finite embeddings for images {', '.join(bad[:5])}")
+    _check_finite(path, ids, emb)
     dim = emb.shape[1]
     flat = pa.array(emb.reshape(-1), type=pa.float32())
     table = pa.table(
@@ -114,8 +118,6 @@ def read_embeddings(path: str | os.PathLike) -> EmbeddingTable:
     emb = emb.astype(np.float32, copy=False)
     ids = np.asarray(table.column("image_id").to_pylist(), dtype=object).astype(str)
     cls = np.asarray(table.column("class").to_pylist(), dtype=object).astype(str)
-    if not np.isfinite(emb).all():
-        bad = ids[~np.isfinite(emb).all(axis=1)]
-        raise ValueError(f"{path}: non-finite embeddings for images {', '.join(bad[:5])}")
+    _check_finite(path, ids, emb)
     raw = (table.schema.metadata or {}).get(METADATA_KEY)
     return EmbeddingTable(ids, cls, emb, json.loads(raw) if raw else {})
