@@ -34,7 +34,7 @@ def demo_main(table: str, values: list, options: dict | None = None, count: int 
 def test_arguments_come_from_the_snakemake_object(tmp_path):
     smk = SimpleNamespace(
         input=Named(values=["a", "b"]), output=Named(table="t.csv"), params=Named(options={"k": 1}),
-        threads=3, wildcards=Named(), resources=Named(), log=[str(tmp_path / "job.log")],
+        threads=3, wildcards=Named(), log=[str(tmp_path / "job.log")],
     )
     assert run(demo_main, smk) == ("t.csv", ["a", "b"], {"k": 1}, 1, 3)
     assert "running" in (tmp_path / "job.log").read_text()
@@ -46,7 +46,7 @@ def test_arguments_come_from_the_command_line():
 
 
 def test_a_rule_missing_an_argument_is_named():
-    smk = SimpleNamespace(input=Named(), output=Named(), params=Named(), threads=1, wildcards=Named(), resources=Named(), log=[])
+    smk = SimpleNamespace(input=Named(), output=Named(), params=Named(), threads=1, wildcards=Named(), log=[])
     with pytest.raises(TypeError, match=r"needs \['table', 'values'\]"):
         run(demo_main, smk)
 

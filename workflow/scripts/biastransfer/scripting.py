@@ -48,8 +48,6 @@ def _from_snakemake(main: Callable, smk: Any) -> dict[str, Any]:
     available: dict[str, Any] = {"threads": smk.threads, "wildcards": dict(smk.wildcards.items())}
     for section in (smk.input, smk.output, smk.params):
         available.update({k: _plain(v) for k, v in section.items()})
-    if "resources" in wanted:
-        available["resources"] = dict(smk.resources.items())
     missing = [n for n, p in wanted.items() if n not in available and p.default is inspect.Parameter.empty]
     if missing:
         raise TypeError(f"{main.__module__}.main needs {missing}, which the rule does not name")
