@@ -157,7 +157,7 @@ def test_report_rules_run_and_the_report_builds(tmp_path):
     (tmp_path / "rules" / "report.smk").symlink_to(ROOT / "rules" / "report.smk")
     (tmp_path / "Snakefile").write_text(
         'configfile: "config.yaml"\n\n\nreport: "workflow/report/workflow.rst"\n\n\n'
-        'include: "rules/report.smk"\n\n\nrule all:\n    input:\n        report_targets(),\n'
+        'include: "rules/report.smk"\n\n\nrule all:\n    input:\n        REPORT_TARGETS,\n'
     )
     (tmp_path / "config.yaml").write_text(
         "analysis_sets: {coco: {}}\nmodels: {resnet18: {}}\nfinetune: {datasets: [coco], seeds: [0, 1, 2]}\n"
