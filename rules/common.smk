@@ -72,7 +72,7 @@ def similarity_tables(wildcards):
             cfg.PRETRAINED,
             *[
                 cfg.finetuned_stage(wildcards.dataset, s)
-                for s in config["finetune"]["seeds"]
+                for s in cfg.finetune_seeds(config, wildcards.dataset)
             ],
         ]
     ]
@@ -103,7 +103,7 @@ def finetune_runs():
         f"results/finetune/{d}/{m}/seed{s}/metrics.json"
         for d in config["finetune"]["datasets"]
         for m in config["models"]
-        for s in config["finetune"]["seeds"]
+        for s in cfg.finetune_seeds(config, d)
     ]
 
 

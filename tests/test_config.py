@@ -57,6 +57,9 @@ def test_too_few_images_per_class_is_refused(demo):
         (lambda c: c["analysis_sets"]["synthetic"]["bts"]["intra"].append("boat"), "bts.intra: class 'boat'"),
         (lambda c: c["models"]["democnn"]["pretrain"].update(dataset="nope"), "models.democnn.pretrain.dataset"),
         (lambda c: c["finetune"]["overrides"].update(nope={}), "finetune.overrides: unknown model 'nope'"),
+        (lambda c: c["finetune"].update(seeds={"nope": [0]}), "no seeds for finetune dataset 'synthetic_target'"),
+        (lambda c: c["finetune"].update(seeds={"synthetic_target": [0], "nope": [1]}),
+         "finetune.seeds: 'nope' is not in finetune.datasets"),
     ],
 )
 def test_undefined_references_are_named(demo, edit, message):
@@ -78,6 +81,18 @@ def test_stages_and_parameters(demo):
     assert cfg.finetune_params(demo, "other", "synthetic_target")["lr"] == 0.01
     assert cfg.pretrain_params(demo, "democnn")["epochs"] == 4
     assert cfg.training_datasets(demo) == ["synthetic_biased", "synthetic_target"]
+
+
+def test_seeds_per_dataset(demo):
+    demo["datasets"]["other"] = dict(demo["datasets"]["synthetic_target"])
+    demo["finetune"].update(datasets=["synthetic_target", "other"], seeds={"synthetic_target": [0, 2], "other": [5]})
+    validate(demo, SCHEMA)
+    cfg.check_config(demo)
+    assert cfg.finetune_seeds(demo, "synthetic_target") == [0, 2] and cfg.finetune_seeds(demo, "other") == [5]
+    assert cfg.finetuned_stages(demo) == ["ft-synthetic_target-seed0", "ft-synthetic_target-seed2", "ft-other-seed5"]
+    demo["finetune"]["seeds"] = {"synthetic_target": [0, 0], "other": [5]}
+    with pytest.raises(WorkflowError, match="finetune"):
+        validate(demo, SCHEMA)
 
 
 def test_workflow_model_spec_never_downloads(demo):

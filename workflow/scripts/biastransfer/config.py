@@ -41,10 +41,16 @@ def parse_stage(stage: str) -> tuple[str | None, int | None]:
     return match["dataset"], int(match["seed"])
 
 
+def finetune_seeds(config: Mapping, dataset: str) -> list[int]:
+    """The finetuning seeds of ``dataset``: ``finetune.seeds`` is one list for every dataset or a
+    ``{dataset: [seeds]}`` mapping (the paper: three trials on COCO, one on Open Images)."""
+    seeds = config["finetune"]["seeds"]
+    return list(seeds[dataset] if isinstance(seeds, Mapping) else seeds)
+
+
 def finetuned_stages(config: Mapping) -> list[str]:
     """All finetuned stages, dataset-major then seed."""
-    ft = config["finetune"]
-    return [finetuned_stage(d, s) for d in ft["datasets"] for s in ft["seeds"]]
+    return [finetuned_stage(d, s) for d in config["finetune"]["datasets"] for s in finetune_seeds(config, d)]
 
 
 def stages(config: Mapping) -> list[str]:
@@ -95,6 +101,14 @@ def check_config(config: Mapping) -> None:
     for dataset in config["finetune"]["datasets"]:
         if dataset not in datasets:
             problems.append(f"finetune.datasets: unknown dataset {dataset!r}")
+    seeds = config["finetune"]["seeds"]
+    if isinstance(seeds, Mapping):
+        for dataset in config["finetune"]["datasets"]:
+            if dataset not in seeds:
+                problems.append(f"finetune.seeds: no seeds for finetune dataset {dataset!r}")
+        for dataset in seeds:
+            if dataset not in config["finetune"]["datasets"]:
+                problems.append(f"finetune.seeds: {dataset!r} is not in finetune.datasets")
     for model, per_dataset in config["finetune"].get("overrides", {}).items():
         if model not in config["models"]:
             problems.append(f"finetune.overrides: unknown model {model!r}")
