@@ -150,6 +150,14 @@ def test_the_paper_dag_plans_without_network(tmp_path):
     assert jobs["fetch_weights"] == 6 and jobs["download_dataset"] == 2
 
 
+def test_the_controls_overlay_adds_five_models_to_the_demo(tmp_path):
+    configs = [str(ROOT / "config" / name) for name in ("config.yaml", "controls.yaml")]
+    done = snakemake("-n", "--cores", "1", "--configfile", *configs, cwd=tmp_path)
+    jobs = planned_jobs(done.stdout)
+    assert jobs["pretrain"] == 6 and jobs["finetune"] == 6 and jobs["synthetic_dataset"] == 4
+    assert jobs["embed"] == 6 * 2 and jobs["ieat"] == 6 * 2
+
+
 @pytest.mark.parametrize(
     "edit, message",
     [
