@@ -14,6 +14,14 @@ ROLE_TEXT = {
 }
 
 
+IEAT_SCOPE = (
+    "An iEAT tests one network's embeddings: a significant result says that in this network X is closer to A, "
+    "relative to B, than Y is; not where that association came from. Networks trained from other random "
+    "initialisations, or on data without the association, can show one too; compare networks trained with "
+    "and without it (config/controls.yaml does this for the demo)."
+)
+
+
 def _p(p: float) -> str:
     return "p < 0.0001" if p < 1e-4 else f"p = {p:.2g}"
 
@@ -75,7 +83,7 @@ def describe_findings(
     """reStructuredText summary of the run's iEATs and BTSs."""
     if not np.isfinite(alpha) or not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
-    body = ["========\nFindings\n========", "", *describe_ieat(ieat, tests, alpha), *describe_bts(bts)]
+    body = ["========\nFindings\n========", "", IEAT_SCOPE, "", *describe_ieat(ieat, tests, alpha), *describe_bts(bts)]
     return "\n".join(body) + "\n"
 
 
