@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from matplotlib.container import BarContainer, ErrorbarContainer
 
@@ -105,6 +106,20 @@ def test_ieat_heatmap_cells_and_marks_from_adjusted_p(run_tables):
     d = ieat.loc[planted, "effect_size"].item()
     assert f"{d:.2f}**" in texts
     assert sum("*" in t for t in texts) == 1 + sum(p < 0.05 for p in ieat.loc[ieat.stage == "pretrained", "pvalue_holm"] if p != 0.004)
+
+
+def test_ieat_columns_name_the_targets_they_use():
+    tests = pd.DataFrame({"analysis_set": ["s", "s"], "test": ["t1", "t2"], "X": ["person_a"] * 2,
+                          "Y": ["person_b"] * 2, "A": ["surfboard", "refrigerator"], "B": ["car", "stop_sign"]})  # fmt: skip
+    assert figures.ieat_columns(tests) == (["surfboard vs car", "refrigerator vs stop_sign"], "X vs Y = person_a vs person_b")
+    mixed = tests.assign(X=["man", "person_a"], Y=["woman", "person_b"])
+    columns, targets = figures.ieat_columns(mixed)
+    assert columns == ["surfboard vs car (man/woman)", "refrigerator vs stop_sign (person_a/person_b)"]
+    assert targets == "X/Y as each column says"
+    same = tests.assign(A=["car", "car"], B=["dog", "dog"])
+    assert figures.ieat_columns(same)[0] == ["t1", "t2"]
+    two_sets = tests.assign(analysis_set=["coco", "openimages"])
+    assert figures.ieat_columns(two_sets)[0] == ["coco: surfboard vs car", "openimages: refrigerator vs stop_sign"]
 
 
 def test_save_figure_writes_png_and_pdf_atomically(run_tables, tmp_path):

@@ -207,6 +207,25 @@ def rank_figure(similarity: pd.DataFrame, bts: pd.DataFrame, *, analysis_set: st
     return fig
 
 
+def ieat_columns(tests: pd.DataFrame) -> tuple[list[str], str]:
+    """Column labels ("A vs B") of the heat map's tests and the title's words for their targets.
+
+    Targets shared by every test go in the title; otherwise each label names its own X/Y. Labels are
+    prefixed with the analysis set when there are several, and fall back to test names if they collide.
+    """
+    pairs = set(zip(tests["X"], tests["Y"]))
+    shared = len(pairs) == 1
+    several_sets = tests["analysis_set"].nunique() > 1
+    columns = []
+    for r in tests.itertuples(index=False):
+        label = f"{r.A} vs {r.B}" if shared else f"{r.A} vs {r.B} ({r.X}/{r.Y})"
+        columns.append(f"{r.analysis_set}: {label}" if several_sets else label)
+    if len(set(columns)) < len(columns):
+        columns = [f"{r.analysis_set}: {r.test}" if several_sets else r.test for r in tests.itertuples(index=False)]
+    targets = "X vs Y = {} vs {}".format(*pairs.pop()) if shared else "X/Y as each column says"
+    return columns, targets
+
+
 def ieat_heatmap(ieat: pd.DataFrame, *, adjust: str = "holm") -> Figure:
     """iEAT effect sizes: one panel per stage group, rows = models, columns = concept pairs.
 
@@ -220,11 +239,7 @@ def ieat_heatmap(ieat: pd.DataFrame, *, adjust: str = "holm") -> Figure:
     groups = ordered_groups(agg["group"])
     models = list(dict.fromkeys(agg["model"]))
     tests = agg[["analysis_set", "test", "X", "Y", "A", "B"]].drop_duplicates(["analysis_set", "test"])
-    several_sets = tests["analysis_set"].nunique() > 1
-    columns = []
-    for r in tests.itertuples(index=False):
-        label = f"{r.A} vs {r.B}" if (r.X, r.Y) == ("man", "woman") else f"{r.test}"
-        columns.append(f"{r.analysis_set}: {label}" if several_sets else label)
+    columns, targets = ieat_columns(tests)
     limit = max(0.5, float(np.nanmax(np.abs(agg["effect_size"]))))
     norm = TwoSlopeNorm(vmin=-limit, vcenter=0.0, vmax=limit)
     cmap = matplotlib.colormaps["PuOr_r"].with_extremes(bad="#f0f0f0")
@@ -247,7 +262,7 @@ def ieat_heatmap(ieat: pd.DataFrame, *, adjust: str = "holm") -> Figure:
             ax.set_yticks(range(len(models)), [model_label(m) for m in models])
             ax.set_title(group)
         fig.colorbar(image, ax=axes[0].tolist(), label="iEAT effect size d (unitless)", shrink=0.9)
-        fig.suptitle(f"iEAT effect sizes d, targets man vs woman unless a column names its test\n"
+        fig.suptitle(f"iEAT effect sizes d, {targets}\n"
                      f"* / ** / ***: {adjust}-adjusted p < 0.05 / 0.01 / 0.001 (largest over seeds)", fontsize=8)  # fmt: skip
     return fig
 
