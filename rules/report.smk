@@ -77,6 +77,13 @@ rule plot_similarity:
     params:
         control_class=REPORT.get("control_class", "random"),
         adjust=P_ADJUST,
+        # the classes and pairs the BTS ranks (all of them when the analysis set lists none)
+        lists=lambda wildcards: {
+            kind: config["analysis_sets"][wildcards.analysis_set]
+            .get("bts", {})
+            .get(kind, [])
+            for kind in ("inter", "intra")
+        },
     script:
         "../workflow/scripts/plot_similarity.py"
 

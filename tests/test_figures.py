@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from matplotlib.container import BarContainer, ErrorbarContainer
+from scipy.stats import spearmanr
 
 import report_data as rd
 from biastransfer import figures
@@ -106,6 +107,29 @@ def test_ieat_heatmap_cells_and_marks_from_adjusted_p(run_tables):
     d = ieat.loc[planted, "effect_size"].item()
     assert f"{d:.2f}**" in texts
     assert sum("*" in t for t in texts) == 1 + sum(p < 0.05 for p in ieat.loc[ieat.stage == "pretrained", "pvalue_holm"] if p != 0.004)
+
+
+LISTS = {"intra": ["woman", "car", "man"], "inter": [["car", "car_man"], ["random", "car"], ["man", "woman"]]}
+
+
+def test_figures_show_only_the_listed_classes_and_pairs_in_their_order(run_tables):
+    """The workflow's similarity tables hold every class pair; the figures show what the BTS ranks."""
+    sims, bts = run_tables["similarity"], run_tables["bts"]
+    where = dict(analysis_set="coco", model="resnet18", lists=LISTS)
+    intra = figures.intra_figure(sims, bts, **where).axes[0]
+    assert [t.get_text() for t in intra.get_xticklabels()] == LISTS["intra"]
+    inter = figures.inter_figure(sims, bts, **where).axes[0]
+    assert [t.get_text() for t in inter.get_xticklabels()] == ["car vs car_man", "random vs car", "man vs woman"]
+    rank = figures.rank_figure(sims, bts, **where)
+    for ax, kind in zip(rank.axes[:2], ("intra", "inter")):
+        table = figures.similarity_by_stage(sims, analysis_set="coco", model="resnet18", kind=kind, items=LISTS[kind])
+        before = table[table.group == "pretrained"]["mean"].to_numpy()
+        after = table[table.group == "ft-coco"]["mean"].to_numpy()
+        points = ax.collections[0].get_offsets()
+        assert len(points) == len(LISTS[kind])
+        assert np.corrcoef(points[:, 0], points[:, 1])[0, 1] == pytest.approx(spearmanr(before, after).statistic)
+    with pytest.raises(ValueError, match=r"'coco'/'resnet18' has no inter-class similarity for \['car', 'boat'\]"):
+        figures.inter_figure(sims, bts, analysis_set="coco", model="resnet18", lists={"inter": [["car", "boat"]]})
 
 
 def test_ieat_columns_name_the_targets_they_use():

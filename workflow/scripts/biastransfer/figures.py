@@ -12,7 +12,7 @@ its error bar spans the smallest to the largest seed (min-max, as in the paper's
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import matplotlib
@@ -26,6 +26,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from scipy.stats import rankdata  # noqa: E402
 
+from .analysis import pair_key  # noqa: E402
 from .atomic import atomic_path  # noqa: E402
 from .tables import ADJUSTMENTS, ieat_by_stage, model_label, ordered_groups, require_columns, stage_group, stars  # noqa: E402
 
@@ -60,11 +61,15 @@ SIMILARITY_COLUMNS = ("analysis_set", "model", "stage", "finetune_dataset", "see
 BTS_COLUMNS = ("analysis_set", "model", "finetune_dataset", "seed", "kind", "statistic", "pvalue")
 
 
-def similarity_by_stage(similarity: pd.DataFrame, *, analysis_set: str, model: str, kind: str) -> pd.DataFrame:
+def similarity_by_stage(
+    similarity: pd.DataFrame, *, analysis_set: str, model: str, kind: str, items: Sequence | None = None
+) -> pd.DataFrame:
     """Per (key, stage group): ``mean``, ``low``, ``high`` (min/max over seeds) and ``n_seeds``.
 
-    Keys keep their order of first appearance (the configured order); ValueError when the analysis
-    set, model or kind has no rows, or a stage lacks or repeats a key.
+    ``items``: only these classes (intra) or pairs (inter, either orientation, keyed as given), in
+    this order, as the BTS ranks them; default: every key in its order of first appearance.
+    ValueError when the analysis set, model or kind has no rows, an item is missing, or a stage lacks
+    or repeats a key.
     """
     require_columns(similarity, SIMILARITY_COLUMNS, where="similarity summary")
     if kind not in ("intra", "inter"):
@@ -72,6 +77,8 @@ def similarity_by_stage(similarity: pd.DataFrame, *, analysis_set: str, model: s
     rows = similarity[(similarity["analysis_set"] == analysis_set) & (similarity["model"] == model) & (similarity["kind"] == kind)]
     if rows.empty:
         raise ValueError(f"similarity summary: no {kind} rows for analysis set {analysis_set!r} and model {model!r}")
+    if items:
+        rows = _select_items(rows, kind, items, where=f"{analysis_set!r}/{model!r}")
     rows = rows.assign(group=[stage_group(s, f) for s, f in zip(rows["stage"], rows["finetune_dataset"])])
     if "pretrained" not in set(rows["group"]):
         raise ValueError(f"similarity summary: no pretrained {kind} rows for {analysis_set!r}/{model!r}")
@@ -88,6 +95,22 @@ def similarity_by_stage(similarity: pd.DataFrame, *, analysis_set: str, model: s
     out["key"] = pd.Categorical(out["key"], categories=keys, ordered=True)
     out["group"] = pd.Categorical(out["group"], categories=ordered_groups(rows["group"]), ordered=True)
     return out.sort_values(["group", "key"]).reset_index(drop=True)
+
+
+def _select_items(rows: pd.DataFrame, kind: str, items: Sequence, *, where: str) -> pd.DataFrame:
+    """``rows`` of the listed classes or pairs, in the listed order; pairs re-keyed as listed."""
+    present = set(rows["key"])
+    rename = {}
+    for item in items:
+        wanted = [str(item)] if kind == "intra" else [pair_key(*item), pair_key(*reversed(item))]
+        found = [k for k in wanted if k in present]
+        if not found:
+            raise ValueError(f"similarity summary: {where} has no {kind}-class similarity for {item!r}")
+        rename[found[0]] = wanted[0]
+    selected = rows[rows["key"].isin(list(rename))].copy()
+    selected["key"] = selected["key"].map(rename)
+    order = {key: i for i, key in enumerate(rename.values())}
+    return selected.sort_values("key", key=lambda keys: keys.map(order), kind="stable")
 
 
 def pooled_bts(bts: pd.DataFrame, *, analysis_set: str, model: str, kind: str) -> pd.DataFrame:
@@ -116,8 +139,9 @@ def _is_control(key: str, control_class: str) -> bool:
     return control_class in key.split("|")
 
 
-def _bar_figure(similarity, bts, *, analysis_set, model, kind, control_class, adjust) -> Figure:
-    table = similarity_by_stage(similarity, analysis_set=analysis_set, model=model, kind=kind)
+def _bar_figure(similarity, bts, *, analysis_set, model, kind, control_class, adjust, lists) -> Figure:
+    items = (lists or {}).get(kind)
+    table = similarity_by_stage(similarity, analysis_set=analysis_set, model=model, kind=kind, items=items)
     groups = list(table["group"].cat.categories)
     keys = list(table["key"].cat.categories)
     bts_line = _bts_text(pooled_bts(bts, analysis_set=analysis_set, model=model, kind=kind), groups, adjust)
@@ -153,24 +177,27 @@ def _bar_figure(similarity, bts, *, analysis_set, model, kind, control_class, ad
 
 
 def intra_figure(similarity: pd.DataFrame, bts: pd.DataFrame, *, analysis_set: str, model: str,
-                 control_class: str = "random", adjust: str | None = "holm") -> Figure:  # fmt: skip
+                 control_class: str = "random", adjust: str | None = "holm",
+                 lists: Mapping[str, Sequence] | None = None) -> Figure:  # fmt: skip
     """Intra-class similarity per class, pretrained vs finetuned (paper Fig. 2); BTS in the title.
 
     One bar per (class, stage group); hatched bars are the random-image control.
     """
-    return _bar_figure(similarity, bts, analysis_set=analysis_set, model=model, kind="intra", control_class=control_class, adjust=adjust)
+    return _bar_figure(similarity, bts, analysis_set=analysis_set, model=model, kind="intra", control_class=control_class, adjust=adjust, lists=lists)
 
 
 def inter_figure(similarity: pd.DataFrame, bts: pd.DataFrame, *, analysis_set: str, model: str,
-                 control_class: str = "random", adjust: str | None = "holm") -> Figure:  # fmt: skip
+                 control_class: str = "random", adjust: str | None = "holm",
+                 lists: Mapping[str, Sequence] | None = None) -> Figure:  # fmt: skip
     """Inter-class similarity per configured pair, pretrained vs finetuned (paper Fig. 3); BTS in the title.
 
     One bar per (pair, stage group); hatched bars are pairs with the random-image control class.
     """
-    return _bar_figure(similarity, bts, analysis_set=analysis_set, model=model, kind="inter", control_class=control_class, adjust=adjust)
+    return _bar_figure(similarity, bts, analysis_set=analysis_set, model=model, kind="inter", control_class=control_class, adjust=adjust, lists=lists)
 
 
-def rank_figure(similarity: pd.DataFrame, bts: pd.DataFrame, *, analysis_set: str, model: str) -> Figure:
+def rank_figure(similarity: pd.DataFrame, bts: pd.DataFrame, *, analysis_set: str, model: str,
+                lists: Mapping[str, Sequence] | None = None) -> Figure:  # fmt: skip
     """Pretrained rank vs finetuned rank of each class (left) and pair (right): what BTS measures.
 
     BTS is Spearman's rho, i.e. the Pearson correlation of these ranks (average ranks for ties) with the
@@ -180,7 +207,7 @@ def rank_figure(similarity: pd.DataFrame, bts: pd.DataFrame, *, analysis_set: st
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(1, 2, figsize=(7.6, 3.8), layout="constrained")
         for ax, kind in zip(axes, ("intra", "inter")):
-            table = similarity_by_stage(similarity, analysis_set=analysis_set, model=model, kind=kind)
+            table = similarity_by_stage(similarity, analysis_set=analysis_set, model=model, kind=kind, items=(lists or {}).get(kind))
             keys = list(table["key"].cat.categories)
             groups = list(table["group"].cat.categories)
             bts_rows = pooled_bts(bts, analysis_set=analysis_set, model=model, kind=kind)
