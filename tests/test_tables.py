@@ -112,6 +112,14 @@ def test_ieat_table_mean_effect_and_largest_p_over_seeds(summaries):
     assert "Finetuned on \\texttt{coco}" in doc and "Finetuned on \\texttt{openimages}" in doc
 
 
+def test_ieat_caption_says_how_the_p_values_were_computed(summaries):
+    ieat = summaries["ieat"]
+    assert "$p$: one-sided Monte Carlo permutation p-value;" in tables.ieat_table(ieat, "openimages")
+    two_sided = ieat.assign(alternative="two-sided", method=np.where(ieat.index % 2 == 0, "exact", "permutation"))
+    assert "$p$: two-sided exact permutation/Monte Carlo permutation p-value;" in tables.ieat_table(two_sided, "openimages")
+    assert "$p$: p-value;" in tables.ieat_table(ieat.drop(columns=["alternative", "method"]), "openimages")
+
+
 def test_finetune_table_mean_and_sample_sd_over_seeds(summaries):
     metrics = summaries["finetune"]
     rows = data_rows(tables.finetune_table(metrics, "coco"))

@@ -218,10 +218,24 @@ def analysis_set_table(stats: pd.DataFrame, analysis_set: str) -> str:
     return standalone_document(body, caption)
 
 
+ALTERNATIVE_WORDS = {"greater": "one-sided", "less": "one-sided (less)", "two-sided": "two-sided"}
+METHOD_WORDS = {"permutation": "Monte Carlo permutation", "exact": "exact permutation", "normal": "normal-approximation"}
+
+
+def ieat_pvalue_words(rows: pd.DataFrame) -> str:
+    """How the table's iEAT p-values were computed, from its ``alternative`` and ``method`` columns."""
+    words = []
+    for column, names in (("alternative", ALTERNATIVE_WORDS), ("method", METHOD_WORDS)):
+        if column in rows:
+            words.append("/".join(names.get(v, v) for v in sorted(set(rows[column]))))
+    return " ".join([*words, "p-value"])
+
+
 def ieat_table(ieat: pd.DataFrame, analysis_set: str, *, adjust: str = "holm") -> str:
     """iEAT effect sizes and p-values, pretrained vs each finetuning dataset (paper Tables 2/9)."""
     adj_col = _adjust_column(adjust)
-    agg = ieat_by_stage(_subset(ieat, "iEAT summary", analysis_set=analysis_set))
+    subset = _subset(ieat, "iEAT summary", analysis_set=analysis_set)
+    agg = ieat_by_stage(subset)
     groups = ordered_groups(agg["group"])
     n_cols = 3 * len(groups)
     header1 = ["", "", ""] + [f"\\multicolumn{{3}}{{c}}{{{_group_title(g)}}}" for g in groups]
@@ -252,7 +266,7 @@ def ieat_table(ieat: pd.DataFrame, analysis_set: str, *, adjust: str = "holm") -
     n_seeds = int(agg.loc[agg["group"] != "pretrained", "n_seeds"].max()) if len(groups) > 1 else 1
     caption = (
         f"iEAT on analysis set \\texttt{{{latex_escape(analysis_set)}}} ({targets}; attributes $A$, $B$ = concepts A, B). "
-        f"$d$: effect size; $p$: one-sided permutation p-value; "
+        f"$d$: effect size; $p$: {ieat_pvalue_words(subset)}; "
         f"$p_{{\\mathrm{{{ADJUSTMENT_NAMES[adjust][:4]}}}}}$: {ADJUSTMENT_NAMES[adjust]}-adjusted across the table. "
         f"Marks from the adjusted p: {_marks_legend()}. "
         f"Finetuned columns: $d$ is the mean over up to {n_seeds} seed(s), p-values the largest over seeds."
