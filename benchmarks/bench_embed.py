@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-from biastransfer.features import extract_features
+from biastransfer.features import extract_features, forward_batch
 from biastransfer.models import create_backbone, resolve_spec
 
 
@@ -52,11 +52,7 @@ def forward_only(model, batches: list[torch.Tensor], device: torch.device) -> fl
     start = time.perf_counter()
     with torch.inference_mode():
         for batch in batches:
-            batch = batch.to(device, non_blocking=cuda)
-            if cuda:
-                batch = batch.contiguous(memory_format=torch.channels_last)
-            with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=cuda):
-                model(batch).float().cpu()
+            forward_batch(model, batch, device, amp=cuda, channels_last=cuda)
     sync(device)
     return sum(len(b) for b in batches) / (time.perf_counter() - start)
 

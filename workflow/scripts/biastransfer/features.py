@@ -41,6 +41,19 @@ class ImageFiles(Dataset):
         return self.transform(img)
 
 
+def forward_batch(
+    model: torch.nn.Module, batch: torch.Tensor, device: torch.device, *, amp: bool, channels_last: bool
+) -> torch.Tensor:
+    """One batch through ``model`` as extraction runs it (to ``device``, optionally channels_last and
+    bf16 autocast); float32 features on the CPU. Call under ``torch.inference_mode()``."""
+    batch = batch.to(device, non_blocking=device.type == "cuda")
+    if channels_last:
+        batch = batch.contiguous(memory_format=torch.channels_last)
+    with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=amp):
+        feats = model(batch)
+    return feats.float().cpu()
+
+
 def extract_features(
     model: torch.nn.Module,
     paths: Sequence[str | Path],
@@ -75,15 +88,8 @@ def extract_features(
     model = model.eval().to(device)
     if channels_last:
         model = model.to(memory_format=torch.channels_last)
-    out: list[np.ndarray] = []
     with torch.inference_mode():
-        for batch in loader:
-            batch = batch.to(device, non_blocking=cuda)
-            if channels_last:
-                batch = batch.contiguous(memory_format=torch.channels_last)
-            with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=amp):
-                feats = model(batch)
-            out.append(feats.float().cpu().numpy())
+        out = [forward_batch(model, batch, device, amp=amp, channels_last=channels_last).numpy() for batch in loader]
     dim = getattr(model, "embed_dim", None)
     if not out:
         return np.zeros((0, dim or 0), dtype=np.float32)
