@@ -249,7 +249,7 @@ def ieat_columns(tests: pd.DataFrame) -> tuple[list[str], str]:
         columns.append(f"{r.analysis_set}: {label}" if several_sets else label)
     if len(set(columns)) < len(columns):
         columns = [f"{r.analysis_set}: {r.test}" if several_sets else r.test for r in tests.itertuples(index=False)]
-    targets = "X vs Y = {} vs {}".format(*pairs.pop()) if shared else "X/Y as each column says"
+    targets = "X vs Y = {} vs {}".format(*next(iter(pairs))) if shared else "X/Y as each column says"
     return columns, targets
 
 

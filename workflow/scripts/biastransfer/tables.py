@@ -224,17 +224,17 @@ METHOD_WORDS = {"permutation": "Monte Carlo permutation", "exact": "exact permut
 
 def ieat_pvalue_words(rows: pd.DataFrame) -> str:
     """How the table's iEAT p-values were computed, from its ``alternative`` and ``method`` columns."""
-    words = []
-    for column, names in (("alternative", ALTERNATIVE_WORDS), ("method", METHOD_WORDS)):
-        if column in rows:
-            words.append("/".join(names.get(v, v) for v in sorted(set(rows[column]))))
-    return " ".join([*words, "p-value"])
+    require_columns(rows, ("alternative", "method"), where="iEAT summary")
+    alternatives = "/".join(ALTERNATIVE_WORDS.get(v, v) for v in sorted(set(rows["alternative"])))
+    methods = "/".join(METHOD_WORDS.get(v, v) for v in sorted(set(rows["method"])))
+    return f"{alternatives} {methods} p-value"
 
 
 def ieat_table(ieat: pd.DataFrame, analysis_set: str, *, adjust: str = "holm") -> str:
     """iEAT effect sizes and p-values, pretrained vs each finetuning dataset (paper Tables 2/9)."""
     adj_col = _adjust_column(adjust)
     subset = _subset(ieat, "iEAT summary", analysis_set=analysis_set)
+    p_words = ieat_pvalue_words(subset)
     agg = ieat_by_stage(subset)
     groups = ordered_groups(agg["group"])
     n_cols = 3 * len(groups)
@@ -266,7 +266,7 @@ def ieat_table(ieat: pd.DataFrame, analysis_set: str, *, adjust: str = "holm") -
     n_seeds = int(agg.loc[agg["group"] != "pretrained", "n_seeds"].max()) if len(groups) > 1 else 1
     caption = (
         f"iEAT on analysis set \\texttt{{{latex_escape(analysis_set)}}} ({targets}; attributes $A$, $B$ = concepts A, B). "
-        f"$d$: effect size; $p$: {ieat_pvalue_words(subset)}; "
+        f"$d$: effect size; $p$: {p_words}; "
         f"$p_{{\\mathrm{{{ADJUSTMENT_NAMES[adjust][:4]}}}}}$: {ADJUSTMENT_NAMES[adjust]}-adjusted across the table. "
         f"Marks from the adjusted p: {_marks_legend()}. "
         f"Finetuned columns: $d$ is the mean over up to {n_seeds} seed(s), p-values the largest over seeds."
