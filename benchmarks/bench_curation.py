@@ -63,7 +63,7 @@ def generate(folder: Path, n_images: int, n_ann: int, seed: int = 0) -> None:
 
 
 def run_once(folder: Path) -> None:
-    from biastransfer import coco
+    from biastransfer.data import coco
 
     t0 = time.perf_counter()
     inst = coco.load_instances(folder / "instances_train2017.json")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from biastransfer.download import fetch_many  # noqa: E402
+from biastransfer.data.download import fetch_many  # noqa: E402
 from loopback import FileServer  # noqa: E402
 
 

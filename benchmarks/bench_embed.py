@@ -22,8 +22,9 @@ import numpy as np
 import torch
 from PIL import Image
 
-from biastransfer.features import extract_features, forward_batch
-from biastransfer.models import create_backbone, resolve_spec
+from biastransfer.models.features import extract_features, forward_batch
+from biastransfer.models.extractors import create_backbone
+from biastransfer.models.resolve import resolve_spec
 
 
 def write_jpegs(folder: Path, count: int, width: int, height: int, seed: int = 0) -> list[Path]:

@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from biastransfer.atomic import write_text
-from biastransfer.ieat import association_scores, ieat
-from biastransfer.similarity import class_similarities, inter_class_similarity, intra_class_similarity
+from biastransfer.stats.ieat import association_scores, ieat
+from biastransfer.stats.similarity import class_similarities, inter_class_similarity, intra_class_similarity
 
 RESULTS = Path(__file__).resolve().parent / "results" / "bench_stats.json"
 N_CLASSES, N_ROWS, DIMS, AUTHOR_ITERATIONS = 16, 150, 2048, 50

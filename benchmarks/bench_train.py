@@ -27,9 +27,13 @@ import torch
 from PIL import Image
 from torch import nn
 
-from biastransfer.models import Preprocess, create_classifier, resolve_spec
-from biastransfer.splits import Split
-from biastransfer.train import EpochSampler, ImageLabelDataset, Runtime, TrainConfig, make_loader, make_optimizer
+from biastransfer.models.extractors import create_classifier
+from biastransfer.models.resolve import resolve_spec
+from biastransfer.models.spec import Preprocess
+from biastransfer.data.splits import Split
+from biastransfer.train.config import TrainConfig
+from biastransfer.train.data import EpochSampler, ImageLabelDataset, make_loader
+from biastransfer.train.loop import Runtime, make_optimizer
 
 N_CLASSES = 80
 

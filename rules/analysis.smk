@@ -117,7 +117,7 @@ rule findings:
         "results/benchmarks/findings.tsv"
     localrule: True
     conda:
-        "../envs/stats.yaml"
+        "../envs/plot.yaml"
     threads: 1
     resources:
         mem_mb=500,

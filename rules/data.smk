@@ -86,7 +86,7 @@ rule analysis_set_summary:
         "results/benchmarks/analysis_set_summary.tsv"
     localrule: True
     conda:
-        "../envs/stats.yaml"
+        "../envs/data.yaml"
     threads: 1
     resources:
         mem_mb=500,

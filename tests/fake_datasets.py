@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from biastransfer import coco
-from biastransfer import openimages as oi
-from biastransfer.splits import Split, write_split
+from biastransfer.data import coco
+from biastransfer.data import openimages as oi
+from biastransfer.data.splits import Split, write_split
 
 _COLOURS = [(230, 40, 40), (40, 200, 60), (50, 80, 230), (240, 200, 30), (200, 50, 220),
             (30, 210, 210), (250, 130, 30), (120, 60, 20), (160, 160, 255), (20, 20, 20)]

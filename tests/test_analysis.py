@@ -5,11 +5,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from biastransfer.analysis import (
-    add_adjusted_pvalues, bts_table, ieat_table, pair_key, similarity_table, with_provenance,
-)
+from biastransfer.stats.results import add_adjusted_pvalues, bts_table, ieat_table, pair_key, similarity_table, with_provenance
 from biastransfer.embeddings import EmbeddingTable
-from biastransfer.findings import describe_findings, to_html
+from biastransfer.report.findings import describe_findings, to_html
 
 
 def table(seed=0, shift=0.0):

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from biastransfer.bts import BTSResult, bias_transfer_score
-from biastransfer.similarity import intra_class_similarity
+from biastransfer.stats.bts import BTSResult, bias_transfer_score
+from biastransfer.stats.similarity import intra_class_similarity
 
 # (model, rho, p) as printed in the paper; p = None stands for the printed "10^-4".
 # n is the number of items that reproduces every row of a column (found by enumerating n = 4..29):

@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from biastransfer import coco
-from biastransfer.curation import manifest_from_selection
-from biastransfer.leakage import check_no_leakage
-from biastransfer.manifest import read_manifest, write_manifest
+from biastransfer.data import coco
+from biastransfer.data.curation import manifest_from_selection
+from biastransfer.data.leakage import check_no_leakage
+from biastransfer.data.manifest import read_manifest, write_manifest
 from loopback import FileServer
 
 CATS = [{"id": 1, "name": "person", "supercategory": "person"}, {"id": 3, "name": "car", "supercategory": "vehicle"},
@@ -265,7 +265,7 @@ def test_scripts_end_to_end_through_a_mirror(tree, monkeypatch):
         assert sorted(manifest["image_id"]) == ["100", "121", "122", "501"]
         make_splits.main(ds, "coco", ["sel.parquet"], "sel/train.parquet", "sel/val.parquet")
         fetch_split_images.main(ds, "sel/val.parquet", "splits/val.parquet", workers=4)
-    from biastransfer.splits import read_split
+    from biastransfer.data.splits import read_split
 
     val = read_split("splits/val.parquet")
     assert not set(val.frame["image_id"]) & set(manifest["image_id"])

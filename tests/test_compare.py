@@ -10,9 +10,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from biastransfer import compare
+from biastransfer.report import compare
 from biastransfer.scripting import run
-from biastransfer.tables import tabular_of
+from biastransfer.report.tables import tabular_of
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "resources" / "paper_reference.csv"

@@ -96,7 +96,7 @@ def test_seeds_per_dataset(demo):
 
 
 def test_workflow_model_spec_never_downloads(demo):
-    from biastransfer.model_config import model_spec
+    from biastransfer.models.resolve import model_spec
 
     spec = model_spec("democnn", demo["models"]["democnn"])
     assert spec.source == "timm" and spec.arch == "resnet18" and spec.weights is None

@@ -7,16 +7,7 @@ import os
 
 import pytest
 
-from biastransfer.download import (
-    ChecksumError,
-    Download,
-    DownloadError,
-    apply_mirror,
-    fetch,
-    fetch_many,
-    partial_path,
-    sidecar_path,
-)
+from biastransfer.data.download import ChecksumError, Download, DownloadError, apply_mirror, fetch, fetch_many, partial_path, sidecar_path
 from loopback import FileServer
 
 BODY = os.urandom(300_000)

@@ -33,6 +33,42 @@ def rule_envs():
     return out
 
 
+def library_files(module: str) -> list[Path]:
+    """The files Python runs to import ``module`` (``biastransfer.x.y``): every package ``__init__`` on the
+    way, then the module itself; an unknown ``biastransfer`` name is an error, so a renamed module
+    cannot silently drop out of this check."""
+    parts = module.split(".")
+    files = []
+    for i in range(1, len(parts) + 1):
+        base = SCRIPTS.joinpath(*parts[:i])
+        if (base / "__init__.py").is_file():
+            files.append(base / "__init__.py")
+        elif base.with_suffix(".py").is_file():
+            files.append(base.with_suffix(".py"))
+        else:
+            raise AssertionError(f"{module}: no module or package {base.relative_to(SCRIPTS)}")
+    return files
+
+
+def imported_modules(node: ast.AST, path: Path) -> list[str]:
+    """Dotted names an import statement in ``path`` loads (``from p import m`` may load submodule p.m)."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if not isinstance(node, ast.ImportFrom):
+        return []
+    if node.level:  # relative import inside biastransfer
+        package = path.relative_to(SCRIPTS).parent.parts[: len(path.relative_to(SCRIPTS).parent.parts) - node.level + 1]
+        base = ".".join(package + ((node.module,) if node.module else ()))
+    else:
+        base = node.module
+    names = [base]
+    if base.split(".")[0] == "biastransfer":
+        names += [f"{base}.{a.name}" for a in node.names
+                  if SCRIPTS.joinpath(*base.split("."), a.name).with_suffix(".py").is_file()
+                  or (SCRIPTS.joinpath(*base.split("."), a.name) / "__init__.py").is_file()]
+    return names
+
+
 def third_party_imports(path: Path, seen: set[Path]) -> set[str]:
     """Top-level third-party modules imported by ``path`` and the biastransfer modules it imports."""
     if path in seen:
@@ -40,24 +76,23 @@ def third_party_imports(path: Path, seen: set[Path]) -> set[str]:
     seen.add(path)
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:  # relative import inside biastransfer
-                names = [f"biastransfer.{node.module}"] if node.module else [f"biastransfer.{a.name}" for a in node.names]
-            else:
-                names = [node.module] + ([f"{node.module}.{a.name}" for a in node.names] if node.module == "biastransfer" else [])
-        else:
-            continue
-        for name in names:
+        for name in imported_modules(node, path):
             top = name.split(".")[0]
             if top == "biastransfer":
-                module = SCRIPTS / (name.replace(".", "/") + ".py")
-                if module.is_file():
+                for module in library_files(name):
                     found |= third_party_imports(module, seen)
             elif top not in sys.stdlib_module_names and top not in PROVIDED:
                 found.add(top)
     return found
+
+
+def test_the_import_walk_follows_subpackages():
+    """A stats script reaches scipy through ``biastransfer.stats``' __init__; a torch script reaches torch."""
+    assert "scipy" in third_party_imports(SCRIPTS / "bts.py", set())
+    assert "torch" in third_party_imports(SCRIPTS / "embed.py", set())
+    assert "PIL" in third_party_imports(SCRIPTS / "synthetic_dataset.py", set())
+    with pytest.raises(AssertionError, match="no module"):
+        library_files("biastransfer.no_such_module")
 
 
 def env_packages(env: str) -> set[str]:

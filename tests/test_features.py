@@ -12,8 +12,9 @@ import torch
 from PIL import Image
 
 from biastransfer.embeddings import read_embeddings, write_embeddings
-from biastransfer.features import embedding_provenance, extract_features
-from biastransfer.models import ModelSpec, Preprocess, create_backbone
+from biastransfer.models.features import embedding_provenance, extract_features
+from biastransfer.models.extractors import create_backbone
+from biastransfer.models.spec import ModelSpec, Preprocess
 
 PRE = Preprocess(resize=36, crop=32, interpolation="bilinear")
 SPEC = ModelSpec("r18", "torchvision", "resnet18", preprocess=PRE)

@@ -14,9 +14,10 @@ from matplotlib.container import BarContainer, ErrorbarContainer
 from scipy.stats import spearmanr
 
 import report_data as rd
-from biastransfer import figures
+from biastransfer.report import figures
 from biastransfer.scripting import run
-from biastransfer.tables import IEAT_COLUMNS, read_summary
+from biastransfer.report.formatting import read_summary
+from biastransfer.report.tables import IEAT_COLUMNS
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "workflow" / "scripts"

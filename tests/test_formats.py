@@ -9,8 +9,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from biastransfer.embeddings import read_embeddings, read_metadata, write_embeddings
-from biastransfer.manifest import read_manifest, validate_manifest, verify_files, write_manifest
-from biastransfer.splits import Split, read_split, write_split
+from biastransfer.data.manifest import read_manifest, validate_manifest, verify_files, write_manifest
+from biastransfer.data.splits import Split, read_split, write_split
 
 
 def test_embeddings_round_trip_with_metadata(tmp_path):

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from biastransfer.ieat import IEATResult, _all_partition_sums, _random_partition_sums, ieat
+from biastransfer.stats.ieat import IEATResult, _all_partition_sums, _random_partition_sums, ieat
 
 
 def mk(offset, n):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from biastransfer.metrics import average_precision, mean_average_precision, micro_f1, validation_metric
+from biastransfer.train.metrics import average_precision, mean_average_precision, micro_f1, validation_metric
 
 # 4 images x 4 classes. Hand computation (ranking by score, precision at each positive):
 #   class 0: ranks pos, neg, pos, neg          -> AP = (1/1 + 2/3) / 2 = 5/6

@@ -17,18 +17,12 @@ import torchvision
 from safetensors.torch import save_file
 
 from biastransfer import models as M
-from biastransfer.models import (
-    REGISTRY,
-    ModelSpec,
-    Preprocess,
-    create_backbone,
-    create_classifier,
-    load_backbone_from_checkpoint,
-    load_classifier_from_checkpoint,
-    resolve_spec,
-    resolve_weights,
-    save_checkpoint,
-)
+from biastransfer.models.checkpoints import load_backbone_from_checkpoint, load_classifier_from_checkpoint, save_checkpoint
+from biastransfer.models.extractors import create_backbone, create_classifier
+from biastransfer.models.registry import REGISTRY
+from biastransfer.models.resolve import resolve_spec
+from biastransfer.models.spec import ModelSpec, Preprocess
+from biastransfer.models.weights import resolve_weights
 
 torch.manual_seed(0)
 
@@ -190,7 +184,7 @@ def test_bit_npz_in_google_layout_loads_through_timm(tmp_path):
             p.add_(torch.randn_like(p) * 0.1)
     own = source.state_dict()
     arrays = {}
-    for npz_key, param in M._bit_npz_layout(source).items():
+    for npz_key, param in M.bit_npz_layout(source).items():
         w = own[param].numpy()
         arrays[npz_key] = w.transpose(2, 3, 1, 0) if w.ndim == 4 else w  # torch OIHW -> TF HWIO
     arrays["resnet/head/conv2d/kernel"] = np.zeros((1, 1, 2048, 7), np.float32)  # classifier: dropped

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from biastransfer.multitest import adjust_pvalues
+from biastransfer.stats.multitest import adjust_pvalues
 
 
 def test_holm_hand_computed():

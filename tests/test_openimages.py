@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from biastransfer import openimages as oi
-from biastransfer.leakage import check_no_leakage
+from biastransfer.data import openimages as oi
+from biastransfer.data.leakage import check_no_leakage
 
 CLASSES = [("/m/04yx4", "Man"), ("/m/03bt1vf", "Woman"), ("/m/01g317", "Person"), ("/m/01bl7v", "Boy"),
            ("/m/05r655", "Girl"), ("/m/0dzct", "Human face"), ("/m/0k4j", "Car"), ("/m/04rky", "Mammal"),

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from biastransfer import synthetic
+from biastransfer.data import synthetic
 from biastransfer.hashing import file_digest
-from biastransfer.manifest import validate_manifest
+from biastransfer.data.manifest import validate_manifest
 
 
 def test_planted_cooccurrence_is_drawn_at_the_configured_rate():

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import report_data as rd
-from biastransfer import tables
-from biastransfer.figures import BTS_COLUMNS
+from biastransfer.report import formatting, tables
+from biastransfer.report.figures import BTS_COLUMNS
 from biastransfer.scripting import run
 
 PDFLATEX = shutil.which("pdflatex")
@@ -41,10 +41,10 @@ def summaries(tmp_path_factory):
     paths = rd.write_all(tmp_path_factory.mktemp("summary"))
     return {
         "paths": paths,
-        "bts": tables.read_summary(paths["bts"], BTS_COLUMNS),
-        "ieat": tables.read_summary(paths["ieat"], tables.IEAT_COLUMNS),
-        "finetune": tables.read_summary(paths["finetune_metrics"], tables.FINETUNE_COLUMNS),
-        "stats": tables.read_summary(paths["analysis_sets"], ("analysis_set", "class", "n")),
+        "bts": formatting.read_summary(paths["bts"], BTS_COLUMNS),
+        "ieat": formatting.read_summary(paths["ieat"], tables.IEAT_COLUMNS),
+        "finetune": formatting.read_summary(paths["finetune_metrics"], tables.FINETUNE_COLUMNS),
+        "stats": formatting.read_summary(paths["analysis_sets"], ("analysis_set", "class", "n")),
     }
 
 
@@ -60,7 +60,7 @@ def data_rows(document: str) -> list[list[str]]:
      ("back\\slash", r"back\textbackslash{}slash")],
 )  # fmt: skip
 def test_latex_escape(text, latex):
-    assert tables.latex_escape(text) == latex
+    assert formatting.latex_escape(text) == latex
 
 
 @pytest.mark.parametrize(
@@ -69,26 +69,26 @@ def test_latex_escape(text, latex):
      (float("nan"), "--")],
 )  # fmt: skip
 def test_format_p(p, text):
-    assert tables.format_p(p) == text
+    assert formatting.format_p(p) == text
 
 
 @pytest.mark.parametrize(("p", "marks"), [(0.2, ""), (0.05, ""), (0.04, "*"), (0.005, "**"), (0.0005, "***"), (float("nan"), "")])
 def test_stars(p, marks):
-    assert tables.stars(p) == marks
+    assert formatting.stars(p) == marks
 
 
 def test_bts_table_shows_pooled_scores_with_adjusted_p_and_marks(summaries):
     bts = summaries["bts"]
     doc = tables.bts_table(bts, "coco", "coco")
     rows = data_rows(doc)
-    assert [r[0] for r in rows] == [tables.model_label(m) for m in rd.MODELS]
+    assert [r[0] for r in rows] == [formatting.model_label(m) for m in rd.MODELS]
     for model, row in zip(rd.MODELS, rows):
         for offset, kind in ((1, "intra"), (5, "inter")):
             r = bts[(bts.model == model) & (bts.kind == kind) & (bts.seed == "pooled") & (bts.finetune_dataset == "coco")
                     & (bts.analysis_set == "coco")].iloc[0]  # fmt: skip
-            assert row[offset] == tables.format_number(r.statistic, mark=tables.stars(r.pvalue_holm))
-            assert row[offset + 1] == tables.format_p(r.pvalue)
-            assert row[offset + 2] == tables.format_p(r.pvalue_holm)
+            assert row[offset] == formatting.format_number(r.statistic, mark=formatting.stars(r.pvalue_holm))
+            assert row[offset + 1] == formatting.format_p(r.pvalue)
+            assert row[offset + 2] == formatting.format_p(r.pvalue_holm)
             assert row[offset + 3] == str(len(rd.CLASSES["coco"]) if kind == "intra" else len(rd.PAIRS["coco"]))
     assert r"$p_{\mathrm{Holm}}$" in doc
     assert r"$p_{\mathrm{Benj}}$" in tables.bts_table(bts, "coco", "coco", adjust="bh")
@@ -103,11 +103,11 @@ def test_ieat_table_mean_effect_and_largest_p_over_seeds(summaries):
     assert first[:3] == ["ResNet18", "car", "fashion"]
     pick = ieat[(ieat.analysis_set == "openimages") & (ieat.model == "resnet18") & (ieat.A == "car") & (ieat.B == "fashion")]
     pre = pick[pick.stage == "pretrained"].iloc[0]
-    assert first[3:6] == [tables.format_number(pre.effect_size, mark=tables.stars(pre.pvalue_holm)), tables.format_p(pre.pvalue), tables.format_p(pre.pvalue_holm)]
+    assert first[3:6] == [formatting.format_number(pre.effect_size, mark=formatting.stars(pre.pvalue_holm)), formatting.format_p(pre.pvalue), formatting.format_p(pre.pvalue_holm)]
     coco = pick[pick.finetune_dataset == "coco"]
     assert len(coco) == 3
-    expected_d = tables.format_number(coco.effect_size.mean(), mark=tables.stars(coco.pvalue_holm.max()))
-    assert first[6:9] == [expected_d, tables.format_p(coco.pvalue.max()), tables.format_p(coco.pvalue_holm.max())]
+    expected_d = formatting.format_number(coco.effect_size.mean(), mark=formatting.stars(coco.pvalue_holm.max()))
+    assert first[6:9] == [expected_d, formatting.format_p(coco.pvalue.max()), formatting.format_p(coco.pvalue_holm.max())]
     assert rows[1][0] == ""  # the model name is printed once per block
     assert "Finetuned on \\texttt{coco}" in doc and "Finetuned on \\texttt{openimages}" in doc
 
@@ -141,7 +141,7 @@ def test_finetune_settings_that_differ_between_seeds_are_an_error(summaries):
 
 def test_analysis_set_table_counts_and_total(summaries):
     rows = data_rows(tables.analysis_set_table(summaries["stats"], "coco"))
-    assert rows[:-1] == [[tables.latex_escape(c), str(10 + i)] for i, c in enumerate(rd.CLASSES["coco"])]
+    assert rows[:-1] == [[formatting.latex_escape(c), str(10 + i)] for i, c in enumerate(rd.CLASSES["coco"])]
     assert rows[-1] == ["Total", str(sum(10 + i for i in range(len(rd.CLASSES["coco"]))))]
 
 

@@ -12,11 +12,16 @@ import pytest
 import torch
 from torch import nn
 
-from biastransfer import train as tr
-from biastransfer.models import create_classifier, load_classifier_from_checkpoint, resolve_spec
-from biastransfer.splits import read_split
-from biastransfer.train import LARS, EpochSampler, ImageLabelDataset, Runtime, TrainConfig, lars_param_groups, train_classifier
-from biastransfer.training_run import run_training
+from biastransfer.train import loop as tr
+from biastransfer.models.checkpoints import load_classifier_from_checkpoint
+from biastransfer.models.extractors import create_classifier
+from biastransfer.models.resolve import resolve_spec
+from biastransfer.data.splits import read_split
+from biastransfer.train.config import TrainConfig
+from biastransfer.train.data import EpochSampler, ImageLabelDataset
+from biastransfer.train.lars import LARS, lars_param_groups
+from biastransfer.train.loop import Runtime, train_classifier
+from biastransfer.train.run import run_training
 from fake_datasets import coco_splits, openimages_splits
 
 PRE = {"resize": 32, "crop": 32, "interpolation": "bilinear", "mean": [0.5] * 3, "std": [0.25] * 3, "train_hflip": True}

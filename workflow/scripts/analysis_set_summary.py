@@ -7,7 +7,7 @@ Standalone: python workflow/scripts/analysis_set_summary.py --manifests M1.parqu
 import pandas as pd
 
 from biastransfer.atomic import write_csv
-from biastransfer.manifest import read_manifest
+from biastransfer.data.manifest import read_manifest
 from biastransfer.scripting import run
 
 

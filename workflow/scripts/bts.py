@@ -8,7 +8,7 @@ import logging
 
 import pandas as pd
 
-from biastransfer.analysis import bts_table
+from biastransfer.stats.results import bts_table
 from biastransfer.atomic import write_csv
 from biastransfer.config import parse_stage
 from biastransfer.scripting import run

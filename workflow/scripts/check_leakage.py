@@ -9,11 +9,11 @@ a/val.parquet --ok leakage.ok [--hash_files false]
 import logging
 
 from biastransfer.atomic import write_text
-from biastransfer.leakage import check_no_leakage
+from biastransfer.data.leakage import check_no_leakage
 from biastransfer.hashing import file_digest
-from biastransfer.manifest import read_manifest
+from biastransfer.data.manifest import read_manifest
 from biastransfer.scripting import run
-from biastransfer.splits import read_split
+from biastransfer.data.splits import read_split
 
 log = logging.getLogger(__name__)
 

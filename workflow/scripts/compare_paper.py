@@ -11,10 +11,11 @@ python workflow/scripts/compare_paper.py --reference resources/paper_reference.c
 import logging
 
 from biastransfer.atomic import write_csv, write_text
-from biastransfer.compare import comparison_document, compare_to_paper, read_reference, run_measurements
-from biastransfer.figures import BTS_COLUMNS
+from biastransfer.report.compare import comparison_document, compare_to_paper, read_reference, run_measurements
+from biastransfer.report.figures import BTS_COLUMNS
 from biastransfer.scripting import run
-from biastransfer.tables import FINETUNE_COLUMNS, IEAT_COLUMNS, read_summary
+from biastransfer.report.formatting import read_summary
+from biastransfer.report.tables import FINETUNE_COLUMNS, IEAT_COLUMNS
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from biastransfer import coco, openimages
+from biastransfer.data import coco
+from biastransfer.data import openimages
 from biastransfer.atomic import atomic_path
 from biastransfer.scripting import run
 

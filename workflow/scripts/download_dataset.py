@@ -11,9 +11,10 @@ import logging
 import zipfile
 from pathlib import Path
 
-from biastransfer import coco, openimages
+from biastransfer.data import coco
+from biastransfer.data import openimages
 from biastransfer.atomic import atomic_path, write_text
-from biastransfer.download import fetch, sidecar_path
+from biastransfer.data.download import fetch, sidecar_path
 from biastransfer.scripting import run
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ import logging
 from pathlib import Path
 
 from biastransfer.atomic import write_text
-from biastransfer.download import Download, fetch_many
+from biastransfer.data.download import Download, fetch_many
 from biastransfer.scripting import run
 
 log = logging.getLogger(__name__)

@@ -7,12 +7,14 @@ Standalone: python workflow/scripts/embed.py --manifest results/analysis_sets/A/
 import logging
 
 from biastransfer.config import config_hash, parse_stage
-from biastransfer.model_config import model_spec, torch_device
+from biastransfer.models.device import torch_device
+from biastransfer.models.resolve import model_spec
 from biastransfer.embeddings import write_embeddings
-from biastransfer.features import embedding_provenance, extract_features
+from biastransfer.models.features import embedding_provenance, extract_features
 from biastransfer.hashing import file_digest
-from biastransfer.manifest import read_manifest, verify_files
-from biastransfer.models import create_backbone, weights_file_and_sha256
+from biastransfer.data.manifest import read_manifest, verify_files
+from biastransfer.models.extractors import create_backbone
+from biastransfer.models.weights import weights_file_and_sha256
 from biastransfer.scripting import run
 
 log = logging.getLogger(__name__)

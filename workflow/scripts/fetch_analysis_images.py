@@ -6,8 +6,8 @@ Standalone: python workflow/scripts/fetch_analysis_images.py --selection sel.par
 
 import pandas as pd
 
-from biastransfer.curation import manifest_from_selection
-from biastransfer.manifest import write_manifest
+from biastransfer.data.curation import manifest_from_selection
+from biastransfer.data.manifest import write_manifest
 from biastransfer.scripting import run
 
 

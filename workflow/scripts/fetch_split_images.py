@@ -10,10 +10,11 @@ import logging
 import os
 from pathlib import Path
 
-from biastransfer import coco, openimages
-from biastransfer.download import Download, fetch_many
+from biastransfer.data import coco
+from biastransfer.data import openimages
+from biastransfer.data.download import Download, fetch_many
 from biastransfer.scripting import run
-from biastransfer.splits import read_split, write_split
+from biastransfer.data.splits import read_split, write_split
 
 log = logging.getLogger(__name__)
 BASE = {"coco": coco.BASE_URL, "openimages": openimages.IMAGE_URL}

@@ -11,8 +11,8 @@ Standalone: python workflow/scripts/fetch_weights.py --model resnet50 --entry '{
 
 import logging
 
-from biastransfer.model_config import model_spec
-from biastransfer.models import resolve_weights, write_weights_record
+from biastransfer.models.resolve import model_spec
+from biastransfer.models.weights import resolve_weights, write_weights_record
 from biastransfer.scripting import run
 
 log = logging.getLogger(__name__)

@@ -8,7 +8,7 @@ Standalone: python workflow/scripts/findings.py --ieat results/summary/ieat.csv 
 import pandas as pd
 
 from biastransfer.atomic import write_text
-from biastransfer.findings import describe_findings, to_html
+from biastransfer.report.findings import describe_findings, to_html
 from biastransfer.scripting import run
 
 

@@ -6,7 +6,7 @@ Standalone: python workflow/scripts/ieat.py --embeddings E.parquet --table I.csv
 
 import logging
 
-from biastransfer.analysis import ieat_table, with_provenance
+from biastransfer.stats.results import ieat_table, with_provenance
 from biastransfer.atomic import write_csv
 from biastransfer.embeddings import read_embeddings
 from biastransfer.scripting import run

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from biastransfer import coco, openimages
+from biastransfer.data import coco
+from biastransfer.data import openimages
 from biastransfer.scripting import run
-from biastransfer.splits import write_split
+from biastransfer.data.splits import write_split
 
 log = logging.getLogger(__name__)
 

@@ -15,17 +15,10 @@ python workflow/scripts/make_tables.py --kind bts --summary results/summary/bts.
 import logging
 
 from biastransfer.atomic import write_text
-from biastransfer.figures import BTS_COLUMNS
+from biastransfer.report.figures import BTS_COLUMNS
 from biastransfer.scripting import run
-from biastransfer.tables import (
-    FINETUNE_COLUMNS,
-    IEAT_COLUMNS,
-    analysis_set_table,
-    bts_table,
-    finetune_table,
-    ieat_table,
-    read_summary,
-)
+from biastransfer.report.formatting import read_summary
+from biastransfer.report.tables import FINETUNE_COLUMNS, IEAT_COLUMNS, analysis_set_table, bts_table, finetune_table, ieat_table
 
 log = logging.getLogger(__name__)
 

@@ -8,9 +8,10 @@ python workflow/scripts/plot_ieat.py --ieat results/summary/ieat.csv
 import logging
 from pathlib import Path
 
-from biastransfer.figures import ieat_heatmap, save_figure
+from biastransfer.report.figures import ieat_heatmap, save_figure
 from biastransfer.scripting import run
-from biastransfer.tables import IEAT_COLUMNS, read_summary
+from biastransfer.report.formatting import read_summary
+from biastransfer.report.tables import IEAT_COLUMNS
 
 log = logging.getLogger(__name__)
 

@@ -14,9 +14,9 @@ BTS ranks; without it every class and pair in the summary is drawn.
 import logging
 from pathlib import Path
 
-from biastransfer.figures import BTS_COLUMNS, SIMILARITY_COLUMNS, intra_figure, inter_figure, rank_figure, save_figure
+from biastransfer.report.figures import BTS_COLUMNS, SIMILARITY_COLUMNS, intra_figure, inter_figure, rank_figure, save_figure
 from biastransfer.scripting import run
-from biastransfer.tables import read_summary
+from biastransfer.report.formatting import read_summary
 
 log = logging.getLogger(__name__)
 

@@ -7,10 +7,11 @@ Standalone: python workflow/scripts/pretrain.py --train T.parquet --val V.parque
 
 import logging
 
-from biastransfer.model_config import model_spec, torch_device
-from biastransfer.models import create_classifier, save_checkpoint
+from biastransfer.models.device import torch_device
+from biastransfer.models.resolve import model_spec
+from biastransfer.models.extractors import create_classifier
 from biastransfer.scripting import run
-from biastransfer.training_run import run_training
+from biastransfer.train.run import run_training
 
 log = logging.getLogger(__name__)
 

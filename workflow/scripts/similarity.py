@@ -6,7 +6,7 @@ Standalone: python workflow/scripts/similarity.py --embeddings E.parquet --table
 
 import logging
 
-from biastransfer.analysis import similarity_table, with_provenance
+from biastransfer.stats.results import similarity_table, with_provenance
 from biastransfer.atomic import write_csv
 from biastransfer.embeddings import read_embeddings
 from biastransfer.scripting import run

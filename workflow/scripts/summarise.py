@@ -11,7 +11,7 @@ import logging
 
 import pandas as pd
 
-from biastransfer.analysis import add_adjusted_pvalues
+from biastransfer.stats.results import add_adjusted_pvalues
 from biastransfer.atomic import write_csv
 from biastransfer.scripting import run
 

@@ -6,8 +6,8 @@ Standalone: python workflow/scripts/synthetic_analysis_set.py --spec '{"dataset"
 
 import logging
 
-from biastransfer import synthetic
-from biastransfer.manifest import write_manifest
+from biastransfer.data import synthetic
+from biastransfer.data.manifest import write_manifest
 from biastransfer.scripting import run
 
 log = logging.getLogger(__name__)

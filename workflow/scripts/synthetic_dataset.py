@@ -9,9 +9,9 @@ import logging
 
 import numpy as np
 
-from biastransfer import synthetic
+from biastransfer.data import synthetic
 from biastransfer.scripting import run
-from biastransfer.splits import Split, write_split
+from biastransfer.data.splits import Split, write_split
 
 log = logging.getLogger(__name__)
 

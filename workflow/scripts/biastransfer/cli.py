@@ -16,13 +16,13 @@ import sys
 
 import pandas as pd
 
-from .analysis import bts_table, ieat_table, similarity_table
-from .embeddings import read_embeddings
+from biastransfer.stats.results import bts_table, ieat_table, similarity_table
+from biastransfer.embeddings import read_embeddings
 
 
 def _emit(frame: pd.DataFrame, output: str | None) -> None:
     if output:
-        from .atomic import write_csv
+        from biastransfer.atomic import write_csv
 
         write_csv(output, frame)
         print(f"wrote {len(frame)} rows to {output}", file=sys.stderr)

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .atomic import atomic_path
+from biastransfer.atomic import atomic_path
 
 METADATA_KEY = b"biastransfer"
 COLUMNS = ("image_id", "class", "embedding")

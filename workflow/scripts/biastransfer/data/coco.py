@@ -17,8 +17,8 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .curation import SELECTION_COLUMNS, check_class_names, draw
-from .splits import Split
+from biastransfer.data.curation import SELECTION_COLUMNS, check_class_names, draw
+from biastransfer.data.splits import Split
 
 BASE_URL = "http://images.cocodataset.org"
 ANNOTATIONS_URL = f"{BASE_URL}/annotations/annotations_trainval2017.zip"

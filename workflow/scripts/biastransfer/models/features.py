@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from .models import ModelSpec, Preprocess
+from biastransfer.models.spec import ModelSpec, Preprocess
 
 
 class ImageFiles(Dataset):

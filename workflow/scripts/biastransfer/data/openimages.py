@@ -15,8 +15,8 @@ from typing import Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from .curation import SELECTION_COLUMNS, check_class_names, class_rng, draw
-from .splits import Split
+from biastransfer.data.curation import SELECTION_COLUMNS, check_class_names, class_rng, draw
+from biastransfer.data.splits import Split
 
 ANN_URL = "https://storage.googleapis.com/openimages/2018_04"
 IMAGE_URL = "https://open-images-dataset.s3.amazonaws.com"

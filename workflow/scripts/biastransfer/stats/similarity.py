@@ -22,13 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from biastransfer._validation import (
-    as_embeddings,
-    check_choice,
-    check_positive_int,
-    check_same_dims,
-    check_seed,
-)
+from biastransfer.stats._validation import as_embeddings, check_choice, check_positive_int, check_same_dims, check_seed
 
 METHODS = ("exact", "sampled")
 _CHUNK = 1024  # sampled iterations per vectorised block; fixed, so a seed always gives the same draws

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image, ImageDraw
 
-from .hashing import file_digest
+from biastransfer.hashing import file_digest
 
 GROUPS = ("person_a", "person_b")
 OBJECTS = ("car", "surfboard", "refrigerator", "stop_sign")

@@ -13,7 +13,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .atomic import atomic_path
+from biastransfer.atomic import atomic_path
 
 METADATA_KEY = b"biastransfer"
 COLUMNS = ("image_id", "path", "labels")

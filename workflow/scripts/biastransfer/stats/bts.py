@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from biastransfer._validation import check_choice, check_positive_int, check_seed
+from biastransfer.stats._validation import check_choice, check_positive_int, check_seed
 
 PVALUE_METHODS = ("asymptotic", "permutation")
 ALTERNATIVES = ("two-sided", "greater", "less")

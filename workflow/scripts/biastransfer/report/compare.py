@@ -23,7 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .tables import finetune_summary, ieat_by_stage, latex_escape, require_columns, standalone_document
+from biastransfer.report.formatting import latex_escape, require_columns
+from biastransfer.report.tables import finetune_summary, ieat_by_stage, standalone_document
 
 KEYS = ("table", "analysis_set", "finetune_dataset", "model", "measure", "stage", "concept_pair")
 JOIN_KEYS = KEYS[1:]

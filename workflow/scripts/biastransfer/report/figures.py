@@ -26,9 +26,10 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from scipy.stats import rankdata  # noqa: E402
 
-from .analysis import pair_key  # noqa: E402
-from .atomic import atomic_path  # noqa: E402
-from .tables import ADJUSTMENTS, ieat_by_stage, model_label, ordered_groups, require_columns, stage_group, stars  # noqa: E402
+from biastransfer.stats.results import pair_key  # noqa: E402
+from biastransfer.atomic import atomic_path  # noqa: E402
+from biastransfer.report.formatting import ADJUSTMENTS, model_label, ordered_groups, require_columns, stage_group, stars  # noqa: E402
+from biastransfer.report.tables import ieat_by_stage  # noqa: E402
 
 #: Okabe & Ito (2008) colour-blind-safe palette.
 OKABE_ITO = {

@@ -23,13 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from biastransfer._validation import (
-    as_embeddings,
-    check_choice,
-    check_positive_int,
-    check_same_dims,
-    check_seed,
-)
+from biastransfer.stats._validation import as_embeddings, check_choice, check_positive_int, check_same_dims, check_seed
 
 ALTERNATIVES = ("greater", "less", "two-sided")
 METHODS = ("auto", "exact", "permutation", "normal")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from biastransfer._validation import check_choice
+from biastransfer.stats._validation import check_choice
 
 METHODS = ("holm", "bh")
 

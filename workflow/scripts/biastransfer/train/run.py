@@ -10,10 +10,13 @@ from typing import Callable, Sequence
 import pandas as pd
 import torch
 
-from .atomic import write_csv, write_text
-from .models import ModelSpec, save_checkpoint
-from .splits import read_split
-from .train import ImageLabelDataset, TrainConfig, train_classifier
+from biastransfer.atomic import write_csv, write_text
+from biastransfer.models.checkpoints import save_checkpoint
+from biastransfer.models.spec import ModelSpec
+from biastransfer.data.splits import read_split
+from biastransfer.train.config import TrainConfig
+from biastransfer.train.data import ImageLabelDataset
+from biastransfer.train.loop import train_classifier
 
 _HYPER = {f.name for f in dataclasses.fields(TrainConfig)} - {"seed", "num_workers"}
 

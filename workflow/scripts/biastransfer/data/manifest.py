@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .atomic import atomic_path
-from .hashing import file_digest
+from biastransfer.atomic import atomic_path
+from biastransfer.hashing import file_digest
 
 COLUMNS = ("image_id", "class", "path", "sha256", "source_split", "source", "reason")
 

@@ -12,12 +12,12 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .bts import bias_transfer_score
-from .config import parse_stage
-from .embeddings import EmbeddingTable
-from .ieat import ieat
-from .multitest import adjust_pvalues
-from .similarity import inter_class_similarity, intra_class_similarity
+from biastransfer.stats.bts import bias_transfer_score
+from biastransfer.config import parse_stage
+from biastransfer.embeddings import EmbeddingTable
+from biastransfer.stats.ieat import ieat
+from biastransfer.stats.multitest import adjust_pvalues
+from biastransfer.stats.similarity import inter_class_similarity, intra_class_similarity
 
 PAIR_SEP = "|"
 

@@ -15,9 +15,9 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .download import Download, fetch_many
-from .hashing import file_digest
-from .manifest import COLUMNS
+from biastransfer.data.download import Download, fetch_many
+from biastransfer.hashing import file_digest
+from biastransfer.data.manifest import COLUMNS
 
 log = logging.getLogger(__name__)
 

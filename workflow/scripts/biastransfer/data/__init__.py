@@ -1,0 +1,45 @@
+"""Datasets: downloads, COCO, Open Images and the synthetic scenes (as modules: ``coco``, ``openimages``,
+``synthetic``), analysis-set curation and manifests, finetuning splits and the leakage check. Never torch.
+"""
+
+from biastransfer.data.download import (  # noqa: F401
+    CHUNK,
+    DownloadError,
+    ChecksumError,
+    Download,
+    is_remote,
+    apply_mirror,
+    sidecar_path,
+    partial_path,
+    fetch,
+    fetch_many,
+)
+from biastransfer.data.curation import (  # noqa: F401
+    SELECTION_COLUMNS,
+    class_rng,
+    draw,
+    check_class_names,
+    manifest_from_selection,
+)
+from biastransfer.data.manifest import (  # noqa: F401
+    validate_manifest,
+    read_manifest,
+    write_manifest,
+    resolve_paths,
+    verify_files,
+)
+from biastransfer.data.splits import (  # noqa: F401
+    METADATA_KEY,
+    Split,
+    write_split,
+    read_split,
+    check_split,
+)
+from biastransfer.data.leakage import (  # noqa: F401
+    check_no_leakage,
+)
+from biastransfer.data import coco  # noqa: F401
+from biastransfer.data import openimages  # noqa: F401
+from biastransfer.data import synthetic  # noqa: F401
+
+__all__ = ['CHUNK', 'DownloadError', 'ChecksumError', 'Download', 'is_remote', 'apply_mirror', 'sidecar_path', 'partial_path', 'fetch', 'fetch_many', 'SELECTION_COLUMNS', 'class_rng', 'draw', 'check_class_names', 'manifest_from_selection', 'validate_manifest', 'read_manifest', 'write_manifest', 'resolve_paths', 'verify_files', 'METADATA_KEY', 'Split', 'write_split', 'read_split', 'check_split', 'check_no_leakage', 'coco', 'openimages', 'synthetic']

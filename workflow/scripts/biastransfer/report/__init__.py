@@ -1,0 +1,75 @@
+"""Reporting: shared formatting, LaTeX tables, figures, findings in words and the comparison with the
+paper. Needs matplotlib and pandas; never torch.
+"""
+
+from biastransfer.report.formatting import (  # noqa: F401
+    MODEL_LABELS,
+    SIGNIFICANCE_LEVELS,
+    LABEL_COLUMNS,
+    ADJUSTMENTS,
+    ADJUSTMENT_NAMES,
+    latex_escape,
+    model_label,
+    read_summary,
+    require_columns,
+    stage_group,
+    ordered_groups,
+    stars,
+    format_p,
+    format_number,
+)
+from biastransfer.report.tables import (  # noqa: F401
+    IEAT_COLUMNS,
+    ieat_by_stage,
+    standalone_document,
+    tabular_of,
+    analysis_set_table,
+    ALTERNATIVE_WORDS,
+    METHOD_WORDS,
+    ieat_pvalue_words,
+    ieat_table,
+    bts_table,
+    FINETUNE_COLUMNS,
+    finetune_summary,
+    finetune_table,
+)
+from biastransfer.report.figures import (  # noqa: F401
+    OKABE_ITO,
+    STAGE_COLOURS,
+    STAGE_MARKERS,
+    STYLE,
+    SIMILARITY_LABEL,
+    SIMILARITY_COLUMNS,
+    BTS_COLUMNS,
+    similarity_by_stage,
+    pooled_bts,
+    intra_figure,
+    inter_figure,
+    rank_figure,
+    ieat_columns,
+    ieat_heatmap,
+    save_figure,
+)
+from biastransfer.report.findings import (  # noqa: F401
+    ROLE_TEXT,
+    IEAT_SCOPE,
+    describe_ieat,
+    describe_bts,
+    describe_findings,
+    to_html,
+)
+from biastransfer.report.compare import (  # noqa: F401
+    KEYS,
+    JOIN_KEYS,
+    REFERENCE_COLUMNS,
+    FAMILIES,
+    P_MEASURES,
+    DEFAULT_TOLERANCES,
+    read_reference,
+    run_measurements,
+    PaperComparison,
+    compare_to_paper,
+    comparison_document,
+)
+
+__all__ = ['MODEL_LABELS', 'SIGNIFICANCE_LEVELS', 'LABEL_COLUMNS', 'ADJUSTMENTS', 'ADJUSTMENT_NAMES', 'latex_escape', 'model_label', 'read_summary', 'require_columns', 'stage_group', 'ordered_groups', 'stars', 'format_p', 'format_number', 'IEAT_COLUMNS', 'ieat_by_stage', 'standalone_document', 'tabular_of', 'analysis_set_table', 'ALTERNATIVE_WORDS', 'METHOD_WORDS', 'ieat_pvalue_words', 'ieat_table', 'bts_table', 'FINETUNE_COLUMNS', 'finetune_summary', 'finetune_table', 'OKABE_ITO', 'STAGE_COLOURS', 'STAGE_MARKERS', 'STYLE', 'SIMILARITY_LABEL', 'SIMILARITY_COLUMNS', 'BTS_COLUMNS', 'similarity_by_stage', 'pooled_bts', 'intra_figure', 'inter_figure', 'rank_figure', 'ieat_columns', 'ieat_heatmap', 'save_figure', 'ROLE_TEXT', 'IEAT_SCOPE', 'describe_ieat', 'describe_bts', 'describe_findings', 'to_html', 'KEYS', 'JOIN_KEYS', 'REFERENCE_COLUMNS', 'FAMILIES', 'P_MEASURES', 'DEFAULT_TOLERANCES', 'read_reference', 'run_measurements', 'PaperComparison', 'compare_to_paper', 'comparison_document']

@@ -1,0 +1,43 @@
+"""Training and finetuning: hyper-parameters, data loading, LARS, the resumable loop, metrics, and the
+workflow's training job.
+"""
+
+from biastransfer.train.config import (  # noqa: F401
+    OPTIMIZERS,
+    SCHEDULERS,
+    PLATEAU_MONITORS,
+    PRECISIONS,
+    RESULT_NEUTRAL,
+    TrainConfig,
+    EpochRecord,
+    TrainResult,
+)
+from biastransfer.train.metrics import (  # noqa: F401
+    METRICS,
+    average_precision,
+    mean_average_precision,
+    micro_f1,
+    validation_metric,
+)
+from biastransfer.train.lars import (  # noqa: F401
+    LARS,
+    lars_param_groups,
+)
+from biastransfer.train.data import (  # noqa: F401
+    ImageLabelDataset,
+    epoch_seed,
+    EpochSampler,
+    make_loader,
+)
+from biastransfer.train.loop import (  # noqa: F401
+    make_optimizer,
+    make_scheduler,
+    Runtime,
+    evaluate,
+    train_classifier,
+)
+from biastransfer.train.run import (  # noqa: F401
+    run_training,
+)
+
+__all__ = ['OPTIMIZERS', 'SCHEDULERS', 'PLATEAU_MONITORS', 'PRECISIONS', 'RESULT_NEUTRAL', 'TrainConfig', 'EpochRecord', 'TrainResult', 'METRICS', 'average_precision', 'mean_average_precision', 'micro_f1', 'validation_metric', 'LARS', 'lars_param_groups', 'ImageLabelDataset', 'epoch_seed', 'EpochSampler', 'make_loader', 'make_optimizer', 'make_scheduler', 'Runtime', 'evaluate', 'train_classifier', 'run_training']

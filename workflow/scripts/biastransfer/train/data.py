@@ -1,0 +1,106 @@
+"""Images and multi-label targets of a split, and the seeded epoch order and loaders of the training loop."""
+
+from __future__ import annotations
+
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+import torch
+from PIL import Image, UnidentifiedImageError
+from torch.utils.data import DataLoader, Dataset, Sampler, get_worker_info
+
+from biastransfer.data.splits import Split
+from biastransfer.train.config import TrainConfig
+
+
+class ImageLabelDataset(Dataset):
+    """Images of a split with their multi-hot targets; decoding happens in DataLoader workers.
+
+    An item key is an index, or ``(index, seed)`` from :class:`EpochSampler`: the transform's random
+    draws (e.g. flips) are then seeded by ``seed``, so they do not depend on which worker runs it.
+    """
+
+    def __init__(self, split: Split, transform: Callable, classes: Sequence[str] | None = None):
+        self.classes = tuple(classes or split.classes)
+        index = {c: i for i, c in enumerate(self.classes)}
+        # Compact storage that loader workers share without copying: paths as one bytes array and the
+        # labels as CSR indices (a dense multi-hot matrix of 1.7M Open Images x 601 classes is 4 GB).
+        self.paths = np.array([str(p).encode() for p in split.frame["path"]], dtype=np.bytes_)
+        counts, flat = [], []
+        for labels in split.frame["labels"]:
+            for label in labels:
+                if label not in index:
+                    raise ValueError(f"split {split.dataset}/{split.name}: label {label!r} is not a model class")
+                flat.append(index[label])
+            counts.append(len(labels))
+        self.label_index = np.asarray(flat, dtype=np.int32)
+        self.label_start = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)])
+        self.transform = transform
+
+    def target(self, i: int) -> torch.Tensor:
+        """The multi-hot target vector of item ``i``."""
+        y = torch.zeros(len(self.classes))
+        y[torch.from_numpy(self.label_index[self.label_start[i]:self.label_start[i + 1]]).long()] = 1.0
+        return y
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def _load(self, i: int) -> torch.Tensor:
+        path = self.paths[i].decode()
+        try:
+            with Image.open(path) as img:
+                return self.transform(img.convert("RGB"))
+        except (FileNotFoundError, UnidentifiedImageError, OSError) as exc:
+            raise ValueError(f"cannot read image {path}: {exc}") from exc
+
+    def __getitem__(self, key):
+        if isinstance(key, tuple):
+            i, seed = key
+            if get_worker_info() is None:  # main process: leave the training RNG stream alone
+                with torch.random.fork_rng(devices=[]):
+                    torch.manual_seed(seed)
+                    x = self._load(i)
+            else:
+                torch.manual_seed(seed)
+                x = self._load(i)
+        else:
+            i, x = key, self._load(key)
+        return x, self.target(i)
+
+
+def epoch_seed(seed: int, epoch: int) -> int:
+    return (seed * 100_003 + epoch) % 2**62
+
+
+class EpochSampler(Sampler):
+    """A shuffled order per epoch that depends only on (seed, epoch); yields ``(index, item_seed)``.
+
+    The workflow keeps one loader (and its persistent workers) for the whole run and calls
+    :meth:`set_epoch` before each epoch, as with ``DistributedSampler``.
+    """
+
+    def __init__(self, n: int, seed: int):
+        self.n, self.seed, self.epoch = n, seed, 1
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        base = epoch_seed(self.seed, self.epoch)
+        order = torch.randperm(self.n, generator=torch.Generator().manual_seed(base)).tolist()
+        return iter([(i, (base * 1_000_003 + i) % 2**62) for i in order])
+
+
+def make_loader(dataset: Dataset, cfg: TrainConfig, device: torch.device, *, sampler: Sampler | None = None,
+                drop_last: bool = False) -> DataLoader:
+    """A DataLoader that decodes in ``cfg.num_workers`` persistent workers; pinned memory on CUDA."""
+    workers = cfg.num_workers
+    return DataLoader(
+        dataset, batch_size=cfg.batch_size, sampler=sampler, drop_last=drop_last, num_workers=workers,
+        pin_memory=device.type == "cuda", persistent_workers=workers > 0,
+        prefetch_factor=cfg.prefetch_factor if workers > 0 else None,
+    )
