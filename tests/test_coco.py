@@ -127,6 +127,36 @@ def test_caption_gender_rule():
         coco.caption_gender(caps, ["man"], ["man"])
 
 
+
+def test_punctuation_follows_the_word_lists_source():
+    """wang2021's source deletes punctuation ("men's" -> "mens", no male word); "space" splits it off."""
+    caps = pd.DataFrame({"image_id": [5, 6], "caption": ["men's shoes", "a man, alone"]})
+    assert coco.caption_gender(caps, ["men", "man"], ["women"], punctuation="delete").to_dict() == {6: "man"}
+    assert coco.caption_gender(caps, ["men", "man"], ["women"], punctuation="space").to_dict() == {5: "man", 6: "man"}
+    with pytest.raises(ValueError, match="punctuation must be one of"):
+        coco.caption_gender(caps, ["men"], ["women"], punctuation="strip")
+
+
+def test_the_shipped_word_lists_name_their_tokenisation():
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "workflow" / "scripts"))
+    from curate_analysis_set import read_gender_words
+
+    words = read_gender_words(str(root / "resources" / "gender_words.yaml"), None)
+    assert words.punctuation == "delete" and "men" in words.male
+    with pytest.raises(ValueError, match="unknown list 'nope'"):
+        read_gender_words(str(root / "resources" / "gender_words.yaml"), "nope")
+
+
+def test_an_unknown_dataset_kind_is_named():
+    from biastransfer.data.kinds import kind_of
+
+    with pytest.raises(ValueError, match="dataset kind 'imagenet' has no adapter"):
+        kind_of({"kind": "imagenet", "root": "x"})
+
 SIZES = {"car": 8, "car_man": 6, "car_woman": 4, "surfboard_man": 5, "man": 6, "woman": 5, "random": 7}
 
 

@@ -10,14 +10,12 @@ import logging
 import os
 from pathlib import Path
 
-from biastransfer.data import coco
-from biastransfer.data import openimages
 from biastransfer.data.download import Download, fetch_many
-from biastransfer.scripting import run
+from biastransfer.data.kinds import kind_of
 from biastransfer.data.splits import read_split, write_split
+from biastransfer.scripting import run
 
 log = logging.getLogger(__name__)
-BASE = {"coco": coco.BASE_URL, "openimages": openimages.IMAGE_URL}
 
 
 def main(dataset: dict, selected: str, split: str, workers: int = 8) -> None:
@@ -28,7 +26,7 @@ def main(dataset: dict, selected: str, split: str, workers: int = 8) -> None:
         raise FileNotFoundError(f"{len(missing)} image(s) of {selected} missing under {root}, e.g. {missing[0]}")
     if missing:
         log.info("%s: fetching %d of %d images", selected, len(missing), len(s.frame))
-        base = BASE[dataset["kind"]]
+        base = kind_of(dataset).image_base_url
         items = [Download(f"{base}/{Path(p).relative_to(root).as_posix()}", p) for p in missing]
         fetch_many(items, ".", workers=workers, mirror=dataset.get("mirror"))
     write_split(split, s)

@@ -154,20 +154,31 @@ def load_captions(path: str | Path) -> pd.DataFrame:
     )
 
 
-_PUNCT = str.maketrans({c: " " for c in string.punctuation})
+#: How punctuation is treated before captions are split on whitespace: deleted ("men's" -> "mens", as
+#: directional-bias-amp's caption_to_array does) or replaced by spaces ("men's" -> "men s", close to the
+#: nltk.word_tokenize of women-snowboard, which splits "men's" into "men" and "'s").
+PUNCTUATION = {
+    "delete": str.maketrans("", "", string.punctuation),
+    "space": str.maketrans({c: " " for c in string.punctuation}),
+}
 
 
-def caption_gender(captions: pd.DataFrame, male: Iterable[str], female: Iterable[str]) -> pd.Series:
+def caption_gender(captions: pd.DataFrame, male: Iterable[str], female: Iterable[str], *,
+                   punctuation: str = "space") -> pd.Series:
     """Perceived gender per image from its captions: ``"man"`` if some caption has a male word and no
     caption has a female word, ``"woman"`` the reverse; images with both or neither are left out.
-    Words are matched after lower-casing and replacing punctuation by spaces."""
+    Words are matched after lower-casing and deleting punctuation or replacing it by spaces
+    (``punctuation``, see :data:`PUNCTUATION`)."""
     male, female = frozenset(w.lower() for w in male), frozenset(w.lower() for w in female)
     if not male or not female or male & female:
         raise ValueError("gender word lists must be non-empty and disjoint")
+    if punctuation not in PUNCTUATION:
+        raise ValueError(f"punctuation must be one of {', '.join(PUNCTUATION)}, got {punctuation!r}")
+    table = PUNCTUATION[punctuation]
     has_m: dict[int, bool] = {}
     has_f: dict[int, bool] = {}
     for image_id, caption in zip(captions["image_id"].tolist(), captions["caption"].tolist()):
-        words = set(str(caption).lower().translate(_PUNCT).split())
+        words = set(str(caption).lower().translate(table).split())
         if words & male:
             has_m[image_id] = True
         if words & female:
@@ -222,6 +233,7 @@ def curate(
     root: str | Path,
     male_words: Iterable[str],
     female_words: Iterable[str],
+    punctuation: str = "space",
     **options,
 ) -> pd.DataFrame:
     """Build an analysis-set selection from COCO annotations (see DEFAULT_CURATION for ``options``).
@@ -255,7 +267,7 @@ def curate(
         if cat not in name_to_id:
             raise ValueError(f"curation.objects[{cls!r}]: {cat!r} is not a COCO category")
     person = name_to_id[opts["person_category"]]
-    gender = caption_gender(captions, male_words, female_words)
+    gender = caption_gender(captions, male_words, female_words, punctuation=punctuation)
     frac, max_persons = float(opts["min_area_fraction"]), int(opts["max_persons"])
 
     pools: dict[str, list] = {}
