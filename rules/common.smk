@@ -1,4 +1,5 @@
 # Configuration checks, wildcard constraints, input functions and target lists.
+import os
 import sys
 
 from snakemake.utils import validate
@@ -145,10 +146,16 @@ def analysis_dataset(wildcards):
 
 
 def curate_inputs(wildcards):
+    """Annotations, and the paper's lists (source paper) or the gender word lists (curated COCO sets)."""
     aset = config["analysis_sets"][wildcards.real_set]
     inputs = {"annotations": f"results/data/{aset['dataset']}/annotations.ok"}
     if aset["source"] == "paper":
         inputs["lists"] = f"results/data/paper_lists/{wildcards.real_set}/lists.ok"
+    elif config["datasets"][aset["dataset"]]["kind"] == "coco":
+        words = aset.get("curation", {}).get("gender_words", {})
+        inputs["gender_words"] = words.get(
+            "file", os.path.join(workflow.basedir, "resources", "gender_words.yaml")
+        )
     return inputs
 
 
