@@ -32,6 +32,19 @@ def _setup_logging(log_path: str | None) -> None:
     logging.captureWarnings(True)
 
 
+def _progress_to_stderr() -> None:
+    """Also show the ``biastransfer.progress`` lines on stderr (the console of a local Snakemake run)
+    when the log goes to a file; one handler however often this is called."""
+    progress = logging.getLogger("biastransfer.progress")
+    for handler in [h for h in progress.handlers if getattr(h, "_biastransfer_progress", False)]:
+        progress.removeHandler(handler)
+    if any(isinstance(h, logging.FileHandler) for h in logging.getLogger().handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter(LOG_FORMAT))
+        handler._biastransfer_progress = True
+        progress.addHandler(handler)
+
+
 def _plain(value: Any) -> Any:
     """Snakemake's named lists and IO strings as plain Python values."""
     if isinstance(value, list):
@@ -92,6 +105,7 @@ def run(main: Callable, smk: Any = None, argv: list[str] | None = None) -> Any:
         kwargs = _from_snakemake(main, smk)
     else:
         kwargs = _from_command_line(main, argv)
+    _progress_to_stderr()
     try:
         return main(**kwargs)
     except Exception:
