@@ -112,3 +112,29 @@ def test_envs_pin_every_package():
     for env in (ROOT / "envs").glob("*.yaml"):
         for dep in yaml.safe_load(env.read_text())["dependencies"]:
             assert isinstance(dep, str) and "=" in dep, f"{env.name}: {dep!r} is not pinned"
+
+
+def lock_versions() -> dict[str, str]:
+    """``{normalised name: version}`` of requirements.lock (the tested environment)."""
+    out = {}
+    for line in (ROOT / "requirements.lock").read_text().splitlines():
+        name, sep, version = line.strip().partition("==")
+        if sep:
+            out[re.sub(r"[-_.]+", "-", name.lower())] = version.split(";")[0].strip()
+    return out
+
+
+PIP_NAMES = {"pytorch": "torch", "matplotlib-base": "matplotlib", "open-clip-torch": "open-clip-torch"}
+
+
+@pytest.mark.parametrize("env", sorted(p.name for p in (ROOT / "envs").glob("*.yaml")))
+def test_env_pins_are_the_tested_versions(env):
+    """A conda env pins the versions requirements.lock tests (python aside), so 'tested' is true."""
+    locked = lock_versions()
+    for dep in yaml.safe_load((ROOT / "envs" / env).read_text())["dependencies"]:
+        name, _, version = dep.partition("=")
+        if name == "python":
+            continue
+        pip = re.sub(r"[-_.]+", "-", PIP_NAMES.get(name, name).lower())
+        assert pip in locked, f"envs/{env}: {name} is not in requirements.lock"
+        assert locked[pip] == version, f"envs/{env}: {name}={version}, but requirements.lock tests {locked[pip]}"
