@@ -2,7 +2,7 @@
 
 The weights land in ``cache_dir/<model>/<file>`` (outside the declared outputs, so a rerun keeps them)
 or stay where a local ``weights:`` path puts them; ``mirror`` serves an air-gapped cluster (see
-``biastransfer.download``). A checksum mismatch fails the job. ``weights`` (the output) is the record:
+``biastransfer.data.download``). A checksum mismatch fails the job. ``weights`` (the output) is the record:
 ``{"format", "model", "path", "sha256", "url", "spec"}``; ``create_backbone`` follows it.
 
 Standalone: python workflow/scripts/fetch_weights.py --model resnet50 --entry '{}' \\

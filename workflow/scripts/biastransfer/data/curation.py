@@ -2,7 +2,7 @@
 
 A *selection* is a manifest without hashes: columns ``image_id``, ``class``, ``source_split``, ``path``,
 ``source`` (the image URL) and ``reason``. ``manifest_from_selection`` fetches whatever images are
-missing and adds ``sha256``, which gives the manifest of ``biastransfer.manifest``.
+missing and adds ``sha256``, which gives the manifest of ``biastransfer.data.manifest``.
 """
 
 from __future__ import annotations

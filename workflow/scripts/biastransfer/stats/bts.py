@@ -53,7 +53,7 @@ def bias_transfer_score(
 ) -> BTSResult:
     """Spearman's rho between ``before[key]`` and ``after[key]`` over their common keys.
 
-    Values are numbers or objects with a ``.value`` (e.g. :class:`~biastransfer.similarity.SimilarityResult`).
+    Values are numbers or objects with a ``.value`` (e.g. :class:`~biastransfer.stats.similarity.SimilarityResult`).
     Raises ValueError if the key sets differ (naming the keys), if fewer than 3 keys are given, if a
     value is not finite, or if either side has all values tied (rho is undefined).
     """
