@@ -22,6 +22,11 @@ from biastransfer.stats.ieat import (  # noqa: F401
 from biastransfer.stats.multitest import (  # noqa: F401
     adjust_pvalues,
 )
+from biastransfer.stats.attribution import (  # noqa: F401
+    NetworkComparison,
+    compare_networks,
+    attribution_table,
+)
 from biastransfer.stats.results import (  # noqa: F401
     PAIR_SEP,
     pair_key,
@@ -32,4 +37,4 @@ from biastransfer.stats.results import (  # noqa: F401
     add_adjusted_pvalues,
 )
 
-__all__ = ['SimilarityResult', 'intra_class_similarity', 'inter_class_similarity', 'class_similarities', 'PVALUE_METHODS', 'BTSResult', 'bias_transfer_score', 'MAX_EXACT_PARTITIONS', 'IEATResult', 'association_scores', 'ieat', 'adjust_pvalues', 'PAIR_SEP', 'pair_key', 'similarity_table', 'bts_table', 'ieat_table', 'with_provenance', 'add_adjusted_pvalues']
+__all__ = ['SimilarityResult', 'intra_class_similarity', 'inter_class_similarity', 'class_similarities', 'PVALUE_METHODS', 'BTSResult', 'bias_transfer_score', 'MAX_EXACT_PARTITIONS', 'IEATResult', 'association_scores', 'ieat', 'adjust_pvalues', 'PAIR_SEP', 'pair_key', 'similarity_table', 'bts_table', 'ieat_table', 'with_provenance', 'add_adjusted_pvalues', 'NetworkComparison', 'compare_networks', 'attribution_table']

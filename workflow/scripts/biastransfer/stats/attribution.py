@@ -1,0 +1,241 @@
+"""Attribution across networks: do networks whose training data differ differ in a network-level value?
+
+An iEAT p-value re-partitions the images of one network, so it cannot say where an association came
+from. Here the unit is the network: each network trained on one version of the data contributes one
+value (its iEAT effect size d), and two groups of networks that differ only in their training data are
+compared by the difference of their means. The p-value re-partitions the *networks* (exact over all
+C(n_a + n_b, n_a) relabellings when there are at most ``permutations`` of them); Welch's t-test and
+its confidence interval for the difference are reported beside it. With few networks the permutation
+p-value has a floor (``min_pvalue``): 2 / C(2n, n) two-sided for n networks per group, which is
+0.33 for 2 per group and 0.0079 for 5. ``detectable_shift`` states the power: the smallest true
+difference, in between-network standard deviations, that the test detects with the given power.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from biastransfer.stats._validation import check_choice, check_positive_int, check_seed
+from biastransfer.stats.multitest import adjust_pvalues
+
+ALTERNATIVES = ("two-sided", "greater", "less")
+_TIE_RTOL = 1e-11  # group sums closer than this (relative to sum |x|) count as ties
+_BLOCK = 4_000_000  # (datasets x partitions x group size) entries gathered at once
+POWER_PARTITIONS = 5_000  # relabellings per simulated data set in power simulations (exact up to 7 vs 7)
+
+
+@dataclass(frozen=True)
+class NetworkComparison:
+    """Outcome of :func:`compare_networks` (group a minus group b).
+
+    ``pvalue`` is the permutation p over relabellings of networks (``method`` exact or permutation,
+    ``permutations`` of them including the observed one); ``min_pvalue`` is the smallest p this design
+    can give; ``ci_low``/``ci_high`` are Welch's interval for ``difference`` at ``level``;
+    ``detectable_shift`` is the true difference, in between-network SDs, detected with probability
+    ``power`` at ``alpha`` (``inf`` when ``min_pvalue > alpha``), and ``detectable_difference`` is that
+    shift times the pooled SD of the observed values.
+    """
+
+    n_a: int
+    n_b: int
+    mean_a: float
+    mean_b: float
+    sd_a: float
+    sd_b: float
+    difference: float
+    ci_low: float
+    ci_high: float
+    level: float
+    pvalue: float
+    method: str
+    permutations: int
+    min_pvalue: float
+    pvalue_welch: float
+    alternative: str
+    alpha: float
+    power: float
+    detectable_shift: float
+    detectable_difference: float
+    seed: int
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def _values(value, name: str) -> np.ndarray:
+    array = np.asarray(value, dtype=np.float64)
+    if array.ndim != 1:
+        raise ValueError(f"{name} must be 1-D (one value per network), got shape {array.shape}")
+    if array.size < 2:
+        raise ValueError(f"{name} has {array.size} network(s); at least 2 per group are needed")
+    if not np.isfinite(array).all():
+        raise ValueError(f"{name} contains a non-finite value (network {int(np.flatnonzero(~np.isfinite(array))[0])})")
+    return array
+
+
+def partitions(n_a: int, n_b: int, permutations: int = 100_000, seed: int = 0) -> tuple[np.ndarray, str]:
+    """Index rows of group a's members: every subset of size ``n_a`` (``"exact"``) when there are at
+    most ``permutations``, else the observed one (row 0: ``range(n_a)``) and ``permutations - 1``
+    uniformly random subsets (``"permutation"``)."""
+    n = n_a + n_b
+    if math.comb(n, n_a) <= permutations:
+        return np.array(list(itertools.combinations(range(n), n_a)), dtype=np.intp), "exact"
+    rng = np.random.default_rng(seed)
+    drawn = rng.permuted(np.tile(np.arange(n), (permutations - 1, 1)), axis=1)[:, :n_a]
+    return np.vstack([np.arange(n_a)[None, :], drawn]), "permutation"
+
+
+def permutation_pvalues(values, n_a: int, parts: np.ndarray, alternative: str = "two-sided") -> np.ndarray:
+    """p-value of the difference of means for each row of ``values`` (datasets x networks, group a
+    first), over the partitions ``parts`` (which include the observed one). Ties count as extreme."""
+    values = np.atleast_2d(np.asarray(values, dtype=np.float64))
+    center = n_a * values.mean(axis=1, keepdims=True)  # mean of sum_a' over all relabellings
+    observed = values[:, :n_a].sum(axis=1, keepdims=True) - center
+    tol = _TIE_RTOL * np.abs(values).sum(axis=1, keepdims=True)
+    out = np.empty(len(values))
+    step = max(1, _BLOCK // (parts.size or 1))
+    for start in range(0, len(values), step):
+        rows = slice(start, start + step)
+        sums = values[rows][:, parts].sum(axis=2) - center[rows]
+        if alternative == "greater":
+            extreme = sums >= observed[rows] - tol[rows]
+        elif alternative == "less":
+            extreme = sums <= observed[rows] + tol[rows]
+        else:
+            extreme = np.abs(sums) >= np.abs(observed[rows]) - tol[rows]
+        out[rows] = extreme.mean(axis=1)
+    return out
+
+
+def min_pvalue(n_a: int, n_b: int, alternative: str = "two-sided", permutations: int = 100_000) -> float:
+    """The smallest p-value the permutation test can give with these group sizes."""
+    count = math.comb(n_a + n_b, n_a)
+    if count > permutations:
+        return 1.0 / permutations
+    return (2.0 if alternative == "two-sided" and n_a == n_b else 1.0) / count
+
+
+def power(
+    n_a: int, n_b: int, shift: float, *, alpha: float = 0.05, alternative: str = "two-sided",
+    permutations: int = 100_000, simulations: int = 2000, seed: int = 0,
+) -> float:
+    """Probability that the permutation test rejects at ``alpha`` when group a's mean exceeds group b's
+    by ``shift`` between-network SDs (normal networks; simulated with common random numbers)."""
+    parts, base = _simulation(n_a, n_b, permutations, simulations, seed)
+    return _power(base, n_a, parts, shift, alpha, alternative)
+
+
+def _simulation(n_a, n_b, permutations, simulations, seed) -> tuple[np.ndarray, np.ndarray]:
+    """Relabellings (at most POWER_PARTITIONS) and standard normal draws shared by every shift."""
+    parts, _ = partitions(n_a, n_b, min(permutations, POWER_PARTITIONS), seed)
+    return parts, np.random.default_rng(seed).standard_normal((simulations, n_a + n_b))
+
+
+def _power(base, n_a, parts, shift, alpha, alternative) -> float:
+    shifted = base.copy()
+    shifted[:, :n_a] += -shift if alternative == "less" else shift
+    return float(np.mean(permutation_pvalues(shifted, n_a, parts, alternative) <= alpha))
+
+
+def detectable_shift(
+    n_a: int, n_b: int, *, alpha: float = 0.05, target: float = 0.8, alternative: str = "two-sided",
+    permutations: int = 100_000, simulations: int = 2000, seed: int = 0,
+) -> float:
+    """Smallest shift (in between-network SDs, rounded up to 0.01) with :func:`power` >= ``target``; ``inf`` when
+    the design cannot reach a p-value of ``alpha`` at all."""
+    if min_pvalue(n_a, n_b, alternative, permutations) > alpha:
+        return math.inf
+    parts, base = _simulation(n_a, n_b, permutations, simulations, seed)
+    low, high = 0.0, 1.0
+    while _power(base, n_a, parts, high, alpha, alternative) < target:
+        low, high = high, 2 * high
+        if high > 1e3:
+            return math.inf
+    while high - low > 0.01:
+        mid = (low + high) / 2
+        low, high = (low, mid) if _power(base, n_a, parts, mid, alpha, alternative) >= target else (mid, high)
+    return math.ceil(high * 100) / 100
+
+
+def compare_networks(
+    a, b, *, alternative: str = "two-sided", permutations: int = 100_000, level: float = 0.95,
+    alpha: float = 0.05, target_power: float = 0.8, simulations: int = 2000, seed: int = 0,
+) -> NetworkComparison:
+    """Compare the values of networks in group ``a`` with those in group ``b`` (one value per network)."""
+    check_choice(alternative, "alternative", ALTERNATIVES)
+    permutations = check_positive_int(permutations, "permutations")
+    simulations = check_positive_int(simulations, "simulations")
+    seed = check_seed(seed)
+    for name, value in (("level", level), ("alpha", alpha), ("target_power", target_power)):
+        if not 0 < value < 1:
+            raise ValueError(f"{name} must be in (0, 1), got {value}")
+    a, b = _values(a, "a"), _values(b, "b")
+    parts, method = partitions(a.size, b.size, permutations, seed)
+    pvalue = float(permutation_pvalues(np.concatenate([a, b]), a.size, parts, alternative)[0])
+    welch_p = stats.ttest_ind(a, b, equal_var=False, alternative=alternative).pvalue
+    ci = stats.ttest_ind(a, b, equal_var=False).confidence_interval(level)  # two-sided interval
+    pooled_sd = math.sqrt(((a.size - 1) * a.var(ddof=1) + (b.size - 1) * b.var(ddof=1)) / (a.size + b.size - 2))
+    shift = detectable_shift(
+        a.size, b.size, alpha=alpha, target=target_power, alternative=alternative,
+        permutations=permutations, simulations=simulations, seed=seed,
+    )
+    return NetworkComparison(
+        n_a=a.size, n_b=b.size, mean_a=float(a.mean()), mean_b=float(b.mean()),
+        sd_a=float(a.std(ddof=1)), sd_b=float(b.std(ddof=1)), difference=float(a.mean() - b.mean()),
+        ci_low=float(ci.low), ci_high=float(ci.high), level=level, pvalue=pvalue, method=method,
+        permutations=len(parts), min_pvalue=min_pvalue(a.size, b.size, alternative, permutations),
+        pvalue_welch=float(welch_p), alternative=alternative, alpha=alpha, power=target_power,
+        detectable_shift=shift, detectable_difference=shift * pooled_sd, seed=seed,
+    )
+
+
+def network_values(ieat: pd.DataFrame, *, analysis_set: str, test: str, stage: str, models: Sequence[str]) -> dict:
+    """``{model: d}`` from an iEAT summary table: the pretrained d (``stage="pretrained"``), or the mean
+    d over the finetuning seeds of ``stage="ft-<dataset>"``."""
+    sel = ieat[(ieat["analysis_set"] == analysis_set) & (ieat["test"] == test)]
+    if stage == "pretrained":
+        sel = sel[sel["stage"] == "pretrained"]
+    else:
+        sel = sel[(sel["stage"] != "pretrained") & ("ft-" + sel["finetune_dataset"].astype(str) == stage)]
+    out = {}
+    for model in models:
+        rows = sel[sel["model"] == model]
+        if rows.empty:
+            raise ValueError(f"no iEAT {test!r} on {analysis_set!r} at stage {stage!r} for model {model!r}")
+        out[model] = float(rows["effect_size"].mean())
+    return out
+
+
+def attribution_table(ieat: pd.DataFrame, specs: Sequence[Mapping], **options) -> pd.DataFrame:
+    """One row per pair of groups of every spec ``{name, analysis_set, test, stage, groups: {label:
+    [models]}}``; ``pvalue_holm`` adjusts the pairs of one spec together. ``options`` go to
+    :func:`compare_networks`."""
+    rows = []
+    for spec in specs:
+        values = {
+            label: network_values(ieat, analysis_set=spec["analysis_set"], test=spec["test"],
+                                  stage=spec.get("stage", "pretrained"), models=models)
+            for label, models in spec["groups"].items()
+        }
+        first = len(rows)
+        for label_a, label_b in itertools.combinations(values, 2):
+            result = compare_networks(list(values[label_a].values()), list(values[label_b].values()), **options)
+            rows.append({
+                "name": spec["name"], "analysis_set": spec["analysis_set"], "test": spec["test"],
+                "stage": spec.get("stage", "pretrained"), "group_a": label_a, "group_b": label_b,
+                **result.as_dict(),
+                "networks_a": "; ".join(f"{m} {d:.3f}" for m, d in values[label_a].items()),
+                "networks_b": "; ".join(f"{m} {d:.3f}" for m, d in values[label_b].items()),
+            })
+        holm = adjust_pvalues([r["pvalue"] for r in rows[first:]], method="holm")
+        for row, p in zip(rows[first:], holm):
+            row["pvalue_holm"] = float(p)
+    return pd.DataFrame(rows)
