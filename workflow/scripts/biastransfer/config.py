@@ -12,7 +12,7 @@ import re
 from typing import Any, Mapping
 
 PRETRAINED = "pretrained"
-_STAGE = re.compile(r"^ft-(?P<dataset>[A-Za-z0-9_]+)-seed(?P<seed>[0-9]+)$")
+_STAGE = re.compile(r"^(?P<kind>ft|scratch)-(?P<dataset>[A-Za-z0-9_]+)-seed(?P<seed>[0-9]+)$")
 TRAIN_DEFAULTS = {
     "epochs": 15,
     "lr": 0.01,
@@ -31,14 +31,28 @@ def finetuned_stage(dataset: str, seed: int) -> str:
     return f"ft-{dataset}-seed{seed}"
 
 
+def scratch_stage(dataset: str, seed: int) -> str:
+    """Stage name of the reference network: the model's architecture trained from random
+    initialisation on ``dataset`` with the finetuning recipe and ``seed``."""
+    return f"scratch-{dataset}-seed{seed}"
+
+
 def parse_stage(stage: str) -> tuple[str | None, int | None]:
-    """``(dataset, seed)`` of a finetuned stage, ``(None, None)`` for ``pretrained``."""
+    """``(dataset, seed)`` of a finetuned or scratch stage, ``(None, None)`` for ``pretrained``."""
     if stage == PRETRAINED:
         return None, None
     match = _STAGE.match(stage)
     if match is None:
-        raise ValueError(f"stage {stage!r} is neither 'pretrained' nor 'ft-<dataset>-seed<n>'")
+        raise ValueError(
+            f"stage {stage!r} is neither 'pretrained', 'ft-<dataset>-seed<n>' nor 'scratch-<dataset>-seed<n>'"
+        )
     return match["dataset"], int(match["seed"])
+
+
+def stage_kind(stage: str) -> str:
+    """``pretrained``, ``finetuned`` or ``scratch``."""
+    parse_stage(stage)
+    return PRETRAINED if stage == PRETRAINED else ("scratch" if stage.startswith("scratch-") else "finetuned")
 
 
 def finetune_seeds(config: Mapping, dataset: str) -> list[int]:
@@ -56,6 +70,20 @@ def finetuned_stages(config: Mapping) -> list[str]:
 def stages(config: Mapping) -> list[str]:
     """``pretrained`` followed by every finetuned stage."""
     return [PRETRAINED, *finetuned_stages(config)]
+
+
+def reference_seeds(config: Mapping, dataset: str) -> list[int]:
+    """Seeds of the scratch reference networks trained on ``dataset`` (none unless
+    ``analysis.bts.reference`` is ``scratch``; ``reference_seeds`` null means the finetuning seeds)."""
+    bts = config["analysis"]["bts"]
+    if bts["reference"] != "scratch":
+        return []
+    return list(bts["reference_seeds"]) if bts["reference_seeds"] is not None else finetune_seeds(config, dataset)
+
+
+def scratch_stages(config: Mapping) -> list[str]:
+    """All scratch reference stages, dataset-major then seed (empty without a scratch reference)."""
+    return [scratch_stage(d, s) for d in config["finetune"]["datasets"] for s in reference_seeds(config, d)]
 
 
 def finetune_params(config: Mapping, model: str, dataset: str) -> dict[str, Any]:
@@ -137,8 +165,37 @@ def check_config(config: Mapping) -> None:
             problems.append(f"{where}.ieat: test names must be unique, got {names}")
         if aset["source"] == "synthetic" and datasets.get(aset["dataset"], {}).get("kind") != "synthetic":
             problems.append(f"{where}.source: 'synthetic' needs a synthetic dataset, {aset['dataset']!r} is not")
+    problems += _attribution_problems(config)
     if problems:
         raise ValueError("invalid configuration:\n  " + "\n  ".join(problems))
+
+
+def _attribution_problems(config: Mapping) -> list[str]:
+    """What ``analysis.attribution`` names that is not defined (sets, tests, stages, models)."""
+    problems = []
+    attribution = config.get("analysis", {}).get("attribution", {})
+    for option in ("alpha", "level", "power"):
+        if option in attribution and not 0 < attribution[option] < 1:
+            problems.append(f"analysis.attribution.{option}: must be in (0, 1), got {attribution[option]}")
+    for spec in attribution.get("comparisons", []):
+        where = f"analysis.attribution.comparisons.{spec['name']}"
+        aset = config["analysis_sets"].get(spec["analysis_set"])
+        if aset is None:
+            problems.append(f"{where}.analysis_set: unknown analysis set {spec['analysis_set']!r}")
+        elif spec["test"] not in [t["name"] for t in aset.get("ieat", [])]:
+            problems.append(f"{where}.test: {spec['test']!r} is not an iEAT test of analysis_sets.{spec['analysis_set']}")
+        stage = spec.get("stage", PRETRAINED)
+        if stage != PRETRAINED and stage[len("ft-"):] not in config["finetune"]["datasets"]:
+            problems.append(f"{where}.stage: {stage!r} names no dataset in finetune.datasets")
+        seen: dict[str, str] = {}
+        for label, models in spec["groups"].items():
+            for model in models:
+                if model not in config["models"]:
+                    problems.append(f"{where}.groups.{label}: unknown model {model!r}")
+                elif model in seen:
+                    problems.append(f"{where}.groups.{label}: model {model!r} is also in group {seen[model]!r}")
+                seen.setdefault(model, label)
+    return problems
 
 
 
