@@ -42,7 +42,11 @@ def test_bts_pooled_is_spearman_of_the_seed_mean_and_pairs_match_either_way():
     keys = ["a|b", "a|c", "c|d", "b|d"]
     expected = stats.spearmanr(before[keys], mean_after[keys])
     assert out.loc[("inter", "pooled"), "statistic"] == pytest.approx(expected.statistic)
-    assert out.loc[("inter", "pooled"), "pvalue"] == pytest.approx(expected.pvalue)
+    assert out.loc[("inter", "pooled"), "pvalue_t"] == pytest.approx(expected.pvalue)
+    # the verdict's p is the exact permutation p: rho = 1 over 4 keys is 2 orderings of 24, not t's p = 0
+    assert expected.statistic == pytest.approx(1.0) and expected.pvalue < 1e-6
+    assert out.loc[("inter", "pooled"), "pvalue"] == pytest.approx(2 / 24)
+    assert out.loc[("inter", "pooled"), "pvalue_floor"] == pytest.approx(2 / 24)
     assert out.loc[("intra", 1), "n"] == 4
     with pytest.raises(KeyError, match="'z'"):
         bts_table(pre, fts, {"intra": ["a", "b", "z"]})

@@ -28,6 +28,8 @@ class BTSResult:
 
     ``permutations`` is the size of the permutation null distribution (n! when exact) and ``seed``
     the seed of its random draws; both are ``None`` for the asymptotic p-value (and ``seed`` when exact).
+    ``pvalue_floor`` is the smallest p the permutation method can give (``1 / permutations``, or
+    ``2 / n!`` for the exact two-sided test; 0 for the asymptotic one): a p at the floor is a bound.
     """
 
     statistic: float
@@ -38,6 +40,7 @@ class BTSResult:
     alternative: str
     permutations: int | None
     seed: int | None
+    pvalue_floor: float = 0.0
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -103,9 +106,10 @@ def bias_transfer_score(
         alternative=alternative,
         rng=np.random.default_rng(seed),
     )
+    floor = (2 if alternative == "two-sided" else 1) / n_orderings if exact else 1 / permutations
     return BTSResult(
         float(res.statistic), float(res.pvalue), len(keys), keys, pvalue, alternative,
-        n_orderings if exact else permutations, None if exact else seed,
+        n_orderings if exact else permutations, None if exact else seed, floor,
     )
 
 

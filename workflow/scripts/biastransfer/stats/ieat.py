@@ -24,6 +24,7 @@ import numpy as np
 from scipy import stats
 
 from biastransfer.stats._validation import as_embeddings, check_choice, check_positive_int, check_same_dims, check_seed
+from biastransfer.stats.bootstrap import check_level, ieat_ci
 
 ALTERNATIVES = ("greater", "less", "two-sided")
 METHODS = ("auto", "exact", "permutation", "normal")
@@ -37,9 +38,13 @@ class IEATResult:
     """Outcome of :func:`ieat`.
 
     ``permutations`` is the number of partitions the p-value is based on: all of them (exact), the
-    requested number including the observed one (permutation), or 0 (normal). ``pvalue_se`` is the
-    Monte Carlo standard error of ``pvalue`` (0 for exact and normal). ``seed`` is ``None`` when no
-    random numbers were used.
+    requested number including the observed one (permutation), or 0 (normal). ``pvalue`` is for
+    ``alternative``; ``pvalue_two_sided`` comes from the same partitions. ``pvalue_floor`` is the
+    smallest p the method can give (1 / permutations; 0 for normal): a p at the floor is a bound.
+    ``pvalue_se`` is the Monte Carlo standard error of ``pvalue`` (0 for exact and normal). ``seed``
+    is ``None`` when no random numbers were used. ``ci_low``/``ci_high`` are the percentile bootstrap
+    interval of ``effect_size`` at ``ci_level`` from ``bootstrap`` replicates seeded with ``ci_seed``
+    (NaN when ``bootstrap=0``; :func:`biastransfer.stats.bootstrap.ieat_ci`).
     """
 
     effect_size: float
@@ -54,6 +59,13 @@ class IEATResult:
     n_y: int
     n_a: int
     n_b: int
+    pvalue_two_sided: float
+    pvalue_floor: float
+    ci_low: float
+    ci_high: float
+    ci_level: float
+    bootstrap: int
+    ci_seed: int | None
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -69,6 +81,12 @@ def association_scores(X, Y, A, B) -> np.ndarray:
     return np.concatenate([(X @ direction) * inv_x, (Y @ direction) * inv_y])
 
 
+def effect_size_of(s: np.ndarray, n_x: int) -> float:
+    """d = (mean of the first n_x scores - mean of the rest) / SD of all (ddof=1); NaN if all are equal."""
+    sd = s.std(ddof=1)
+    return float((s[:n_x].mean() - s[n_x:].mean()) / sd) if sd > 0 else float("nan")
+
+
 def ieat(
     X,
     Y,
@@ -78,34 +96,67 @@ def ieat(
     alternative: str = "greater",
     method: str = "auto",
     seed: int | None = 0,
+    bootstrap: int = 2000,
+    ci_level: float = 0.95,
 ) -> IEATResult:
     """Test whether targets X are more associated with attribute A (vs B) than targets Y are.
 
     ``method="auto"`` enumerates all C(|X|+|Y|, |X|) partitions when there are at most
     ``permutations`` of them, and otherwise draws ``permutations - 1`` random partitions
     (p = (1 + #exceedances) / permutations). Ties with the observed statistic count as exceedances.
+    ``bootstrap`` replicates (0: none) give a ``ci_level`` interval of the effect size, seeded by ``seed``.
     """
     check_choice(alternative, "alternative", ALTERNATIVES)
     check_choice(method, "method", METHODS)
     permutations = check_positive_int(permutations, "permutations")
+    if isinstance(bootstrap, bool) or not isinstance(bootstrap, (int, np.integer)) or bootstrap < 0:
+        raise ValueError(f"bootstrap must be a non-negative int, got {bootstrap!r}")
+    ci_level = check_level(ci_level)
     s = association_scores(X, Y, A, B)
     n_x, n_y = len(np.asarray(X)), len(np.asarray(Y))
     sizes = dict(n_x=n_x, n_y=n_y, n_a=len(np.asarray(A)), n_b=len(np.asarray(B)))
 
     x_sum = s[:n_x].sum()
     statistic = float(x_sum - s[n_x:].sum())
-    sd = s.std(ddof=1)
-    effect_size = float((s[:n_x].mean() - s[n_x:].mean()) / sd) if sd > 0 else float("nan")
+    effect_size = effect_size_of(s, n_x)
 
-    n_partitions = math.comb(n_x + n_y, n_x)
+    if bootstrap:
+        ci_seed = check_seed(seed)
+        ci = ieat_ci(X, Y, A, B, replicates=int(bootstrap), level=ci_level, seed=ci_seed)
+        interval = dict(ci_low=ci.ci_low, ci_high=ci.ci_high, ci_level=ci_level, bootstrap=int(bootstrap), ci_seed=ci_seed)
+    else:
+        interval = dict(ci_low=math.nan, ci_high=math.nan, ci_level=ci_level, bootstrap=0, ci_seed=None)
+
+    pvalues = partition_pvalues([s], [n_x], permutations, alternative, method, seed)
+    return IEATResult(
+        effect_size, pvalues.pop("pvalue"), statistic, pvalues.pop("method"), pvalues.pop("permutations"),
+        pvalues.pop("pvalue_se"), pvalues.pop("seed"), alternative, **sizes, **pvalues, **interval,
+    )
+
+
+def partition_pvalues(
+    scores: list[np.ndarray], sizes_x: list[int], permutations: int, alternative: str, method: str,
+    seed: int | None,
+) -> dict:
+    """p-values of ``sum_k sum_{X_k} s_k`` over re-partitions of each score vector ``s_k`` (a stratum).
+
+    Each stratum k is re-partitioned into its first ``sizes_x[k]`` and the rest independently of the
+    others. One stratum allows every method; several allow only Monte Carlo ("auto" or "permutation").
+    Returns pvalue, pvalue_two_sided, pvalue_floor, pvalue_se, method, permutations and seed.
+    """
+    observed = sum(s[:n].sum() for s, n in zip(scores, sizes_x))
+    center = sum(n * s.mean() for s, n in zip(scores, sizes_x))  # mean over all partitions
+    tol = _TIE_RTOL * sum(np.abs(s).sum() for s in scores)
+    n_partitions = math.prod(math.comb(s.size, n) for s, n in zip(scores, sizes_x))
     if method == "auto":
-        method = "exact" if n_partitions <= permutations else "permutation"
+        method = "exact" if n_partitions <= permutations and len(scores) == 1 else "permutation"
+    if len(scores) > 1 and method != "permutation":
+        raise ValueError(f"method={method!r} needs one stratum; several allow only 'permutation'")
     if method == "normal":
-        pvalue = _normal_pvalue(s, n_x, x_sum, alternative)
-        return IEATResult(effect_size, pvalue, statistic, "normal", 0, 0.0, None, alternative, **sizes)
-
-    center = n_x * s.mean()  # mean of sum_X' s over all partitions
-    tol = _TIE_RTOL * np.abs(s).sum()
+        s, n_x = scores[0], sizes_x[0]
+        pvalue, two_sided = (_normal_pvalue(s, n_x, observed, alt) for alt in (alternative, "two-sided"))
+        return dict(pvalue=pvalue, pvalue_two_sided=two_sided, pvalue_floor=0.0, pvalue_se=0.0,
+                    method="normal", permutations=0, seed=None)  # fmt: skip
     if method == "exact":
         if n_partitions > MAX_EXACT_PARTITIONS:
             raise ValueError(
@@ -113,38 +164,38 @@ def ieat(
                 f"{MAX_EXACT_PARTITIONS}); use method='permutation'"
             )
         hits = sum(
-            _count_extreme(block, x_sum, center, tol, alternative)
-            for block in _all_partition_sums(s, n_x)
+            _count_extreme(block, observed, center, tol, alternative)
+            for block in _all_partition_sums(scores[0], sizes_x[0])
         )
-        pvalue = hits / n_partitions
-        return IEATResult(
-            effect_size, pvalue, statistic, "exact", n_partitions, 0.0, None, alternative, **sizes
-        )
+        pvalue, two_sided = (float(v) for v in hits / n_partitions)
+        return dict(pvalue=pvalue, pvalue_two_sided=two_sided, pvalue_floor=1 / n_partitions, pvalue_se=0.0,
+                    method="exact", permutations=n_partitions, seed=None)  # fmt: skip
 
     if permutations < 2:
         raise ValueError("permutations must be at least 2 for method='permutation'")
     seed = check_seed(seed)
     rng = np.random.default_rng(seed)
     draws = permutations - 1
-    hits = sum(
-        _count_extreme(block, x_sum, center, tol, alternative)
-        for block in _random_partition_sums(s, n_x, draws, rng)
-    )
-    pvalue = (1 + hits) / permutations
-    pvalue_se = math.sqrt(pvalue * (1 - pvalue) / draws)
-    return IEATResult(
-        effect_size, pvalue, statistic, "permutation", permutations, pvalue_se, seed, alternative,
-        **sizes,
-    )
+    # One generator per stratum, advanced block by block in turn: one seeded stream for all strata.
+    streams = [_random_partition_sums(s, n, draws, rng) for s, n in zip(scores, sizes_x)]
+    hits = sum(_count_extreme(sum(blocks), observed, center, tol, alternative) for blocks in zip(*streams))
+    pvalue, two_sided = (float(v) for v in (1 + hits) / permutations)
+    return dict(pvalue=pvalue, pvalue_two_sided=two_sided, pvalue_floor=1 / permutations,
+                pvalue_se=math.sqrt(pvalue * (1 - pvalue) / draws), method="permutation",
+                permutations=permutations, seed=seed)  # fmt: skip
 
 
-def _count_extreme(sums: np.ndarray, observed: float, center: float, tol: float, alternative: str) -> int:
-    """Number of partition sums at least as extreme as ``observed`` (ties within ``tol`` included)."""
+def _count_extreme(sums: np.ndarray, observed: float, center: float, tol: float, alternative: str) -> np.ndarray:
+    """Numbers of partition sums at least as extreme as ``observed`` (ties within ``tol`` included)
+    for ``alternative`` and for the two-sided alternative, as an array of two counts."""
+    two_sided = np.count_nonzero(np.abs(sums - center) >= abs(observed - center) - tol)
     if alternative == "greater":
-        return int(np.count_nonzero(sums >= observed - tol))
-    if alternative == "less":
-        return int(np.count_nonzero(sums <= observed + tol))
-    return int(np.count_nonzero(np.abs(sums - center) >= abs(observed - center) - tol))
+        one = np.count_nonzero(sums >= observed - tol)
+    elif alternative == "less":
+        one = np.count_nonzero(sums <= observed + tol)
+    else:
+        one = two_sided
+    return np.array([one, two_sided])
 
 
 def _all_partition_sums(s: np.ndarray, n_x: int):

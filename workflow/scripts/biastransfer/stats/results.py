@@ -16,6 +16,7 @@ from biastransfer.stats.bts import bias_transfer_score
 from biastransfer.config import parse_stage
 from biastransfer.embeddings import EmbeddingTable
 from biastransfer.stats.ieat import ieat
+from biastransfer.stats.resampled_similarity import SimilarityReplicates, rank_correlation_ci
 from biastransfer.stats.multitest import adjust_pvalues
 from biastransfer.stats.similarity import inter_class_similarity, intra_class_similarity
 
@@ -73,11 +74,16 @@ def bts_table(
     finetuned: Mapping[int, pd.DataFrame],
     lists: Mapping[str, Sequence] | None = None,
     *,
-    pvalue: str = "asymptotic",
+    pvalue: str = "permutation",
+    replicates: SimilarityReplicates | None = None,
+    ci_level: float = 0.95,
 ) -> pd.DataFrame:
     """BTS per seed and pooled (finetuned similarities averaged over seeds first, as the paper does).
 
     ``lists`` may name the classes (``intra``) and pairs (``inter``) to rank; default: all of them.
+    ``pvalue`` picks the verdict's ``pvalue`` (permutation: exact for n <= 8); ``pvalue_t`` is always
+    scipy's t approximation, the paper's. With bootstrap ``replicates`` of the same similarities
+    (:func:`biastransfer.stats.change_tables.stage_replicates`), rows get a ``ci_level`` interval of rho.
     """
     lists = lists or {}
     rows = []
@@ -86,9 +92,18 @@ def bts_table(
         before = _lookup(pretrained, kind, items)
         per_seed = {seed: _lookup(sim, kind, items) for seed, sim in finetuned.items()}
         pooled = {k: float(np.mean([s[k] for s in per_seed.values()])) for k in before}
+        keys = [str(i) if kind == "intra" else tuple(i) for i in items]
         for seed, after in [*per_seed.items(), ("pooled", pooled)]:
             r = bias_transfer_score(before, after, pvalue=pvalue)
-            rows.append({"seed": seed, "kind": kind, "statistic": r.statistic, "pvalue": r.pvalue, "n": r.n, "pvalue_method": pvalue})
+            t = bias_transfer_score(before, after, pvalue="asymptotic")
+            row = {"seed": seed, "kind": kind, "statistic": r.statistic, "pvalue": r.pvalue, "n": r.n,
+                   "pvalue_method": pvalue, "pvalue_floor": r.pvalue_floor, "pvalue_t": t.pvalue,
+                   "ci_low": np.nan, "ci_high": np.nan, "ci_level": ci_level, "bootstrap": 0}  # fmt: skip
+            if replicates is not None:
+                after_stages = list(per_seed) if seed == "pooled" else [seed]
+                ci = rank_correlation_ci(replicates, "pretrained", after_stages, keys, level=ci_level)
+                row.update(ci_low=ci.ci_low, ci_high=ci.ci_high, bootstrap=ci.replicates)
+            rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -100,18 +115,24 @@ def ieat_table(
     alternative: str = "greater",
     method: str = "auto",
     seed: int = 0,
+    bootstrap: int = 2000,
+    ci_level: float = 0.95,
 ) -> pd.DataFrame:
-    """One iEAT per configured test ``{name, X, Y, A, B}``."""
+    """One iEAT per configured test ``{name, X, Y, A, B}``, with a bootstrap interval of d and both
+    the ``alternative``'s and the two-sided p-value."""
     rows = []
     for test in tests:
         r = ieat(
             table.of_class(test["X"]), table.of_class(test["Y"]), table.of_class(test["A"]), table.of_class(test["B"]),
             permutations=permutations, alternative=alternative, method=method, seed=seed,
+            bootstrap=bootstrap, ci_level=ci_level,
         )
         rows.append(
             {
                 "test": test["name"], "X": test["X"], "Y": test["Y"], "A": test["A"], "B": test["B"],
-                "effect_size": r.effect_size, "statistic": r.statistic, "pvalue": r.pvalue, "pvalue_se": r.pvalue_se,
+                "effect_size": r.effect_size, "ci_low": r.ci_low, "ci_high": r.ci_high, "ci_level": r.ci_level,
+                "bootstrap": r.bootstrap, "statistic": r.statistic, "pvalue": r.pvalue,
+                "pvalue_two_sided": r.pvalue_two_sided, "pvalue_floor": r.pvalue_floor, "pvalue_se": r.pvalue_se,
                 "method": r.method, "alternative": r.alternative, "permutations": r.permutations, "seed": r.seed,
                 "n_x": r.n_x, "n_y": r.n_y, "n_a": r.n_a, "n_b": r.n_b,
             }

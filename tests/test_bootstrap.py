@@ -1,0 +1,184 @@
+"""Bootstrap intervals, paired changes, the combined test over seeds, exact BTS permutation p-values."""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from biastransfer.stats.bootstrap import (
+    IEATBlocks,
+    bootstrap_pvalue,
+    ieat_change,
+    ieat_ci,
+    percentile_interval,
+    resample_counts,
+)
+from biastransfer.stats.bts import bias_transfer_score
+from biastransfer.stats.ieat import ieat
+from biastransfer.stats.resampled_similarity import (
+    rank_correlation_ci,
+    similarity_changes,
+    similarity_replicates,
+)
+from biastransfer.stats.seeds import combined_ieat
+
+DIMS = 6
+E1, E2 = np.eye(DIMS)[0], np.eye(DIMS)[1]
+MEANS = {"X": 0.6 * E1, "Y": 0.6 * E2, "A": 1.5 * E1, "B": 1.5 * E2}
+
+
+def draw(rng, n, means=MEANS):
+    return [means[k] + rng.normal(size=(n, DIMS)) for k in "XYAB"]
+
+
+def unit(Z):
+    return Z / np.linalg.norm(Z, axis=1, keepdims=True)
+
+
+@pytest.fixture(scope="module")
+def population_d():
+    """d of the population behind ``draw``: the plug-in d of one very large sample."""
+    rng = np.random.default_rng(12345)
+    X, Y, A, B = draw(rng, 200_000)
+    direction = unit(A).mean(0) - unit(B).mean(0)
+    sx, sy = unit(X) @ direction, unit(Y) @ direction
+    return (sx.mean() - sy.mean()) / np.concatenate([sx, sy]).std()
+
+
+def test_counts_replicate_effect_size_of_the_resampled_rows():
+    rng = np.random.default_rng(0)
+    sets = [rng.normal(size=(n, 5)) for n in (6, 7, 5, 8)]
+    blocks = IEATBlocks(*sets)
+    assert blocks.observed() == pytest.approx(ieat(*sets, bootstrap=0).effect_size, abs=1e-12)
+    for _ in range(5):
+        rows = [rng.integers(0, len(s), len(s)) for s in sets]
+        counts = [np.bincount(r, minlength=len(s))[None].astype(float) for r, s in zip(rows, sets)]
+        brute = ieat(*[s[r] for s, r in zip(sets, rows)], bootstrap=0).effect_size
+        assert blocks.effect_sizes(*counts)[0] == pytest.approx(brute, abs=1e-12)
+
+
+def test_resample_counts_are_multinomial():
+    counts = resample_counts(5, 20_000, np.random.default_rng(1))
+    assert (counts.sum(axis=1) == 5).all()
+    assert counts.mean(axis=0) == pytest.approx(np.ones(5), abs=0.03)
+    assert counts.var(axis=0) == pytest.approx(np.full(5, 0.8), abs=0.03)  # n p (1 - p)
+
+
+def test_ieat_interval_covers_the_population_d(population_d):
+    """95% intervals cover the population d in 93-97% of 400 datasets of 30 rows per set."""
+    assert population_d == pytest.approx(0.765, abs=0.01)
+    hits = 0
+    for i in range(400):
+        res = ieat_ci(*draw(np.random.default_rng(1000 + i), 30), replicates=1000, seed=i)
+        hits += res.ci_low <= population_d <= res.ci_high
+    assert 0.93 <= hits / 400 <= 0.97
+
+
+def test_ieat_result_carries_the_interval_and_is_seeded():
+    sets = draw(np.random.default_rng(3), 20)
+    a, b = ieat(*sets, permutations=2000, seed=7), ieat(*sets, permutations=2000, seed=7)
+    assert a == b
+    assert a.ci_low < a.effect_size < a.ci_high and (a.ci_level, a.bootstrap, a.ci_seed) == (0.95, 2000, 7)
+    assert math.isnan(ieat(*sets, bootstrap=0).ci_low)
+    with pytest.raises(ValueError, match="level"):
+        ieat(*sets, ci_level=1.5)
+
+
+def _paired(rng, n, shift):
+    """The same images in two networks: shared content, independent noise dims; ``shift`` moves X toward B."""
+    before, after = [], []
+    for k, Z in zip("XYAB", draw(rng, n)):
+        moved = Z + (shift * E2 if k == "X" else 0)
+        before.append(np.hstack([Z, rng.normal(size=(n, 3))]))
+        after.append(np.hstack([moved, rng.normal(size=(n, 3))]))
+    return before, after
+
+
+def test_paired_change_detects_a_planted_change_and_is_valid_without_one():
+    rejections = {0.0: 0, 1.0: 0}
+    for shift in rejections:
+        for i in range(150):
+            before, after = _paired(np.random.default_rng(i), 25, shift)
+            res = ieat_change(before, after, replicates=400, seed=i)
+            assert res.delta == pytest.approx(res.after - res.before)
+            rejections[shift] += res.pvalue < 0.05
+    assert rejections[1.0] / 150 > 0.8
+    # Valid (at most the level) but conservative here: see docs/statistics.md, "The change".
+    assert rejections[0.0] / 150 <= 0.07
+
+
+def test_bootstrap_pvalue_is_never_below_its_floor():
+    assert bootstrap_pvalue(np.full(99, 1.0)) == pytest.approx(2 / 100)
+    assert bootstrap_pvalue(np.r_[np.full(50, -1.0), np.full(50, 1.0)]) == 1.0
+    assert percentile_interval(np.arange(101.0), 0.9) == pytest.approx((5.0, 95.0))
+
+
+def test_similarity_replicates_match_brute_force_on_resampled_images():
+    rng = np.random.default_rng(4)
+    pre = {c: rng.normal(size=(k, 4)) + 1 for c, k in zip("abc", (4, 5, 6))}
+    post = {c: z + 0.5 * rng.normal(size=z.shape) for c, z in pre.items()}
+    reps = similarity_replicates({"pre": pre, "post": post}, list("abc"), [("a", "c")], replicates=3, seed=9)
+    counts_rng = np.random.default_rng(9)
+    counts = {c: resample_counts(len(pre[c]), 3, counts_rng) for c in "abc"}
+    for stage, groups in (("pre", pre), ("post", post)):
+        for r in range(3):
+            rows = {c: np.repeat(np.arange(len(z)), counts[c][r].astype(int)) for c, z in groups.items()}
+            u = {c: unit(groups[c][rows[c]]) for c in groups}
+            gram = u["b"] @ u["b"].T
+            distinct = rows["b"][:, None] != rows["b"][None, :]  # pairs of different images
+            assert reps.replicates[stage][r, 1] == pytest.approx(gram[distinct].mean(), abs=1e-12)
+            assert reps.replicates[stage][r, 3] == pytest.approx((u["a"] @ u["c"].T).mean(), abs=1e-12)
+    changes = similarity_changes(reps, "pre", "post")
+    assert changes["a"].delta == pytest.approx(reps.observed["post"][0] - reps.observed["pre"][0])
+    ci = rank_correlation_ci(reps, "pre", ["post"], list("abc"))
+    rho = stats.spearmanr(reps.observed["pre"][:3], reps.observed["post"][:3]).statistic
+    assert ci.estimate == pytest.approx(rho)
+
+
+def test_combined_test_is_calibrated_on_null_data():
+    """Rejection rate at 0.05 within [0.03, 0.07], for shared images (paired) and separate ones."""
+    for paired in (True, False):
+        rejections = 0
+        for i in range(600):
+            rng = np.random.default_rng(i)
+            shared = draw(rng, 6, {k: E1 for k in "XYAB"})
+            strata = [
+                [z + 0.5 * rng.normal(size=z.shape) for z in shared] if paired else draw(rng, 6, {k: E1 for k in "XYAB"})
+                for _ in range(3)
+            ]
+            res = combined_ieat(strata, paired=paired, permutations=300, seed=i)
+            rejections += res.pvalue < 0.05
+        assert 0.03 <= rejections / 600 <= 0.07, paired
+
+
+def test_combined_test_summary_and_reduction_to_one_ieat():
+    rng = np.random.default_rng(5)
+    strata = [draw(rng, 5) for _ in range(3)]
+    res = combined_ieat(strata, paired=True)
+    ds = [ieat(*s, bootstrap=0).effect_size for s in strata]
+    assert (res.mean_d, res.sd_d, res.min_d, res.max_d) == pytest.approx(
+        (np.mean(ds), np.std(ds, ddof=1), min(ds), max(ds))
+    )
+    one = combined_ieat(strata[:1])
+    assert (one.pvalue, one.pvalue_two_sided) == (ieat(*strata[0]).pvalue, ieat(*strata[0]).pvalue_two_sided)
+    with pytest.raises(ValueError, match="same"):
+        combined_ieat([strata[0], draw(rng, 4)], paired=True)
+
+
+@pytest.mark.parametrize("n", [3, 4, 5, 6])
+@pytest.mark.parametrize("alternative", ["two-sided", "greater", "less"])
+def test_exact_bts_pvalue_equals_brute_force_enumeration(n, alternative):
+    rng = np.random.default_rng(n)
+    before = dict(zip(range(n), rng.normal(size=n)))
+    after = dict(zip(range(n), rng.normal(size=n)))
+    res = bias_transfer_score(before, after, pvalue="permutation", alternative=alternative)
+    x, y = np.array(list(before.values())), np.array(list(after.values()))
+    rhos = np.array([stats.spearmanr(x, y[list(order)]).statistic for order in itertools.permutations(range(n))])
+    observed = stats.spearmanr(x, y).statistic
+    eps = 1e-12
+    greater, less = np.mean(rhos >= observed - eps), np.mean(rhos <= observed + eps)
+    expected = {"greater": greater, "less": less, "two-sided": min(1.0, 2 * min(greater, less))}[alternative]
+    assert res.pvalue == pytest.approx(expected, abs=1e-12)
+    assert res.permutations == math.factorial(n) and res.pvalue >= res.pvalue_floor

@@ -1,0 +1,184 @@
+"""Seeded bootstrap over images: confidence intervals for the iEAT effect size and its change.
+
+Every replicate resamples the rows of X, Y, A and B with replacement, each set on its own, so the
+interval carries the sampling variation of the targets *and* of the attribute images. A replicate is
+a vector of counts per set, and the effect size of a resample is a weighted sum over the cosine blocks
+X.A, X.B, Y.A and Y.B, which are computed once: no k x k matrix and no resampled embeddings per
+replicate (docs/statistics.md). The change ``d_after - d_before`` of the same images embedded by two
+networks uses the same counts for both (a paired bootstrap).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from biastransfer.stats._validation import as_embeddings, check_positive_int, check_same_dims, check_seed
+
+_BLOCK = 512  # replicates per vectorised block; fixed, so a seed always gives the same draws
+
+
+@dataclass(frozen=True)
+class BootstrapResult:
+    """A percentile bootstrap interval around ``estimate``; ``se`` is the SD of the replicates."""
+
+    estimate: float
+    ci_low: float
+    ci_high: float
+    se: float
+    level: float
+    replicates: int
+    seed: int
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class ChangeResult:
+    """``delta = after - before`` with a paired percentile interval and a two-sided bootstrap p-value.
+
+    ``pvalue`` is the smallest two-sided level at which the interval excludes 0, with the +1
+    correction, so it is never below ``pvalue_floor = 2 / (replicates + 1)``.
+    """
+
+    before: float
+    after: float
+    delta: float
+    ci_low: float
+    ci_high: float
+    pvalue: float
+    pvalue_floor: float
+    level: float
+    replicates: int
+    seed: int
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def check_level(level: float) -> float:
+    """``level`` as a float in (0, 1), or ValueError."""
+    if isinstance(level, bool) or not isinstance(level, (int, float, np.floating)) or not 0 < level < 1:
+        raise ValueError(f"level must be a number in (0, 1), got {level!r}")
+    return float(level)
+
+
+def resample_counts(n: int, replicates: int, rng: np.random.Generator) -> np.ndarray:
+    """``replicates x n`` counts: how often each of n rows is drawn in a resample of size n."""
+    draws = rng.integers(0, n, size=(replicates, n)) + n * np.arange(replicates)[:, None]
+    return np.bincount(draws.ravel(), minlength=replicates * n).reshape(replicates, n).astype(np.float64)
+
+
+def percentile_interval(replicates: np.ndarray, level: float) -> tuple[float, float]:
+    """The (1 - level)/2 and (1 + level)/2 quantiles of the finite replicates (NaN if there are none)."""
+    finite = replicates[np.isfinite(replicates)]
+    if finite.size == 0:
+        return float("nan"), float("nan")
+    low, high = np.quantile(finite, [(1 - level) / 2, (1 + level) / 2])
+    return float(low), float(high)
+
+
+def bootstrap_pvalue(replicates: np.ndarray) -> float:
+    """Two-sided p of "the parameter is 0": twice the smaller share of replicates on either side of 0.
+
+    It inverts the percentile interval (the smallest 1 - level whose interval excludes 0), with the +1
+    correction: ``min(1, 2 (1 + #{r <= 0}) / (R + 1), 2 (1 + #{r >= 0}) / (R + 1))``.
+    """
+    finite = replicates[np.isfinite(replicates)]
+    if finite.size == 0:
+        return float("nan")
+    tail = 1 + min(np.count_nonzero(finite <= 0), np.count_nonzero(finite >= 0))
+    return float(min(1.0, 2 * tail / (finite.size + 1)))
+
+
+class IEATBlocks:
+    """The cosine blocks X.A, X.B, Y.A, Y.B of one iEAT, for effect sizes of weighted resamples."""
+
+    def __init__(self, X, Y, A, B):
+        checked = {name: as_embeddings(value, name) for name, value in zip("XYAB", (X, Y, A, B))}
+        check_same_dims({name: array for name, (array, _) in checked.items()})
+        units = {name: array * inv[:, None] for name, (array, inv) in checked.items()}
+        self.sizes = {name: len(u) for name, u in units.items()}
+        self.xa, self.xb = units["X"] @ units["A"].T, units["X"] @ units["B"].T
+        self.ya, self.yb = units["Y"] @ units["A"].T, units["Y"] @ units["B"].T
+
+    def effect_sizes(self, wx: np.ndarray, wy: np.ndarray, wa: np.ndarray, wb: np.ndarray) -> np.ndarray:
+        """d for each row of the count matrices (R x |set|); counts of ones give the observed d."""
+        n_x, n_y, n_a, n_b = (self.sizes[k] for k in "XYAB")
+        sx = wa @ self.xa.T / n_a - wb @ self.xb.T / n_b  # s of every X row under each resample of A, B
+        sy = wa @ self.ya.T / n_a - wb @ self.yb.T / n_b
+        sum_x, sum_y = np.einsum("ij,ij->i", wx, sx), np.einsum("ij,ij->i", wy, sy)
+        squares = np.einsum("ij,ij->i", wx, sx * sx) + np.einsum("ij,ij->i", wy, sy * sy)
+        n = n_x + n_y
+        var = (squares - (sum_x + sum_y) ** 2 / n) / (n - 1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            d = (sum_x / n_x - sum_y / n_y) / np.sqrt(var)
+        return np.where(var > 1e-300, d, np.nan)
+
+    def observed(self) -> float:
+        ones = [np.ones((1, self.sizes[k])) for k in "XYAB"]
+        return float(self.effect_sizes(*ones)[0])
+
+
+def ieat_replicates(
+    blocks: Sequence[IEATBlocks], replicates: int, seed: int
+) -> np.ndarray:
+    """``len(blocks) x replicates`` bootstrap effect sizes, all blocks resampled with the same counts.
+
+    The blocks must hold the same images (same set sizes), e.g. one iEAT embedded by several networks.
+    """
+    sizes = blocks[0].sizes
+    for b in blocks[1:]:
+        if b.sizes != sizes:
+            raise ValueError(f"paired iEATs need the same set sizes, got {sizes} and {b.sizes}")
+    rng = np.random.default_rng(seed)
+    out = np.empty((len(blocks), replicates))
+    for start in range(0, replicates, _BLOCK):
+        count = min(_BLOCK, replicates - start)
+        counts = [resample_counts(sizes[k], count, rng) for k in "XYAB"]
+        for i, b in enumerate(blocks):
+            out[i, start : start + count] = b.effect_sizes(*counts)
+    return out
+
+
+def ieat_ci(X, Y, A, B, replicates: int = 2000, level: float = 0.95, seed: int | None = 0) -> BootstrapResult:
+    """Percentile bootstrap interval of the iEAT effect size d (rows resampled within X, Y, A and B)."""
+    replicates = check_positive_int(replicates, "replicates")
+    level, seed = check_level(level), check_seed(seed)
+    blocks = IEATBlocks(X, Y, A, B)
+    reps = ieat_replicates([blocks], replicates, seed)[0]
+    low, high = percentile_interval(reps, level)
+    return BootstrapResult(blocks.observed(), low, high, _sd(reps), level, replicates, seed)
+
+
+def ieat_change(
+    before: Sequence, after: Sequence, replicates: int = 2000, level: float = 0.95, seed: int | None = 0
+) -> ChangeResult:
+    """``d(after) - d(before)`` for the same images (``(X, Y, A, B)`` row for row) in two embeddings.
+
+    Both effect sizes of a replicate use the same resampled rows, so the interval and the p-value are
+    those of the paired difference.
+    """
+    replicates = check_positive_int(replicates, "replicates")
+    level, seed = check_level(level), check_seed(seed)
+    pair = [IEATBlocks(*before), IEATBlocks(*after)]
+    reps = ieat_replicates(pair, replicates, seed)
+    return change_result(pair[0].observed(), pair[1].observed(), reps[1] - reps[0], level, seed)
+
+
+def change_result(before: float, after: float, deltas: np.ndarray, level: float, seed: int) -> ChangeResult:
+    """A :class:`ChangeResult` from the observed values and the bootstrap replicates of the difference."""
+    low, high = percentile_interval(deltas, level)
+    return ChangeResult(
+        before, after, after - before, low, high, bootstrap_pvalue(deltas), 2 / (deltas.size + 1),
+        level, deltas.size, seed,
+    )
+
+
+def _sd(values: np.ndarray) -> float:
+    finite = values[np.isfinite(values)]
+    return float(finite.std(ddof=1)) if finite.size >= 2 else float("nan")
