@@ -1,5 +1,7 @@
 """Collect the provenance of every embeddings file (model, stage, weights digest, layer, preprocessing,
-library versions) into one table, as CSV and as an HTML page for the report.
+library versions; for a finetuned stage also the digests of the weights it started from and of its
+training and validation splits) into one table, as CSV and as an HTML page for the report. A file
+that cannot be read is an error naming it, before anything is written.
 
 Standalone: python workflow/scripts/provenance.py --embeddings a.parquet b.parquet --table P.csv --html P.html
 """
@@ -12,7 +14,8 @@ from biastransfer.atomic import write_csv, write_text
 from biastransfer.embeddings import read_metadata
 from biastransfer.scripting import run
 
-COLUMNS = ("analysis_set", "model", "stage", "weights_sha256", "layer", "pool", "config_hash", "manifest_sha256", "device")
+COLUMNS = ("analysis_set", "model", "stage", "weights_sha256", "init_weights_sha256", "train_sha256", "val_sha256",
+           "layer", "pool", "config_hash", "manifest_sha256", "device")
 
 
 def main(embeddings: list, table: str, html: str) -> None:

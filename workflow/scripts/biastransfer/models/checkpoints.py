@@ -43,6 +43,16 @@ def read_checkpoint_metadata(path: str | Path) -> dict:
     return meta
 
 
+ORIGIN_KEYS = ("init_weights_sha256", "train_sha256", "val_sha256")
+
+
+def finetune_origin(path: str | Path) -> dict:
+    """What a finetuned checkpoint started from: the sha256 of its initial weights and of its training
+    and validation splits (None for a checkpoint written before these were recorded)."""
+    extra = read_checkpoint_metadata(path).get("extra", {})
+    return {key: extra.get(key) for key in ORIGIN_KEYS}
+
+
 def load_classifier_from_checkpoint(path: str | Path, num_classes: int | None = None) -> tuple[Classifier, dict]:
     """(classifier in eval mode, metadata); ValueError if ``num_classes`` differs from the checkpoint's."""
     meta = read_checkpoint_metadata(path)

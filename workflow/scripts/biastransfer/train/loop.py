@@ -11,6 +11,7 @@ loader workers, and can compile the model; on CPU each of these degrades to the 
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from dataclasses import asdict, dataclass
@@ -21,7 +22,8 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader
 
-from biastransfer.atomic import atomic_path
+from biastransfer.atomic import atomic_path, remove_stale_temporaries
+from biastransfer.progress import EVERY_S as PROGRESS_EVERY_S
 from biastransfer.train.config import RESULT_NEUTRAL, EpochRecord, TrainConfig, TrainResult
 from biastransfer.train.data import EpochSampler, ImageLabelDataset, epoch_seed, make_loader
 from biastransfer.train.lars import LARS, lars_param_groups
@@ -106,6 +108,29 @@ def _comparable(cfg: TrainConfig) -> dict:
     return {k: v for k, v in asdict(cfg).items() if k not in RESULT_NEUTRAL}
 
 
+def resume_key(cfg: TrainConfig, classes, identity: dict | None = None) -> dict:
+    """What a resume state must match to be continued: the hyper-parameters, the classes and
+    ``identity`` (initial weights' and splits' digests, model spec, preprocessing), as plain JSON values."""
+    return json.loads(json.dumps({"hyper": _comparable(cfg), "classes": list(classes), **(identity or {})}))
+
+
+_KEY_WORDS = {"hyper": "hyper-parameters", "classes": "class list", "init_weights_sha256": "initial weights (sha256)",
+              "train_sha256": "training split (sha256)", "val_sha256": "validation split (sha256)",
+              "spec": "model spec or preprocessing"}
+
+
+def _stale(saved: dict | None, key: dict) -> list[str]:
+    """The entries of ``key`` that a saved resume key lacks or holds with another value."""
+    saved = saved or {}
+    return [k for k in key if saved.get(k) != key[k]] + sorted(set(saved) - set(key))
+
+
+def remove_resume_state(path: str | Path) -> None:
+    """Delete a resume file and any temporary file a killed save left beside it."""
+    Path(path).unlink(missing_ok=True)
+    remove_stale_temporaries(path)
+
+
 def _check_finite(loss_sum: torch.Tensor, epoch: int, first: int, last: int, lr: float) -> None:
     if not torch.isfinite(loss_sum):
         raise FloatingPointError(
@@ -121,14 +146,17 @@ def train_classifier(
     cfg: TrainConfig,
     *,
     resume_path: str | Path | None = None,
+    identity: dict | None = None,
     log: Callable[[str], None] = print,
     device: str | torch.device = "cpu",
 ) -> TrainResult:
     """Train ``model`` (logits for ``train_set.classes``) and keep the best epoch by validation metric.
 
     With ``resume_path``, the state after each epoch is saved there and a run finding it continues
-    from the epoch after (a file written with other hyper-parameters is ignored; one with another
-    class list is an error). A non-finite loss stops the run with FloatingPointError.
+    from the epoch after. The state is keyed by :func:`resume_key` (hyper-parameters, classes and
+    ``identity``: whatever else determines the result, such as the initial weights' digest); a state
+    with another key is discarded, and the log names what differs. A non-finite loss stops the run
+    with FloatingPointError.
     """
     device = torch.device(device)
     rt = Runtime.resolve(cfg, device)
@@ -145,17 +173,10 @@ def train_classifier(
     result = TrainResult(cfg.metric, best_epoch=0, best_metric=-math.inf)
     start = 1
     state = None
-    if resume_path is not None and Path(resume_path).is_file():
-        state = torch.load(resume_path, map_location=device, weights_only=True)
-        if state.get("config") != _comparable(cfg):
-            log(f"{resume_path} was written with other hyper-parameters; starting over")
-            state = None
+    key = resume_key(cfg, train_set.classes, identity)
+    if resume_path is not None:
+        state = _load_resume(resume_path, key, device, log)
     if state is not None:
-        if tuple(state["classes"]) != train_set.classes:
-            raise ValueError(
-                f"{resume_path}: resume checkpoint has {len(state['classes'])} classes, the dataset has "
-                f"{len(train_set.classes)}; delete it to start over"
-            )
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         if scheduler is not None:
@@ -173,6 +194,7 @@ def train_classifier(
     val_loader = make_loader(val_set, cfg, device)
     loss_fn = nn.BCEWithLogitsLoss()
     params = [p for p in model.parameters() if p.requires_grad]
+    logged = time.perf_counter()
     for epoch in range(start, cfg.epochs + 1):
         torch.manual_seed(epoch_seed(cfg.seed, epoch))
         sampler.set_epoch(epoch)
@@ -203,7 +225,10 @@ def train_classifier(
             if batch % cfg.log_every == 0:  # the only host sync inside an epoch
                 _check_finite(loss_sum, epoch, first, batch, lr)
                 first = batch + 1
-                log(f"epoch {epoch}/{cfg.epochs} batch {batch}/{len(loader)} loss {float(loss_sum) / seen:.4f}")
+                if time.perf_counter() - logged >= PROGRESS_EVERY_S:
+                    logged = time.perf_counter()
+                    log(f"epoch {epoch}/{cfg.epochs} batch {batch}/{len(loader)} loss {float(loss_sum) / seen:.4f}, "
+                        f"{seen / (logged - tic):.0f} img/s")
         _check_finite(loss_sum, epoch, first, batch, lr)
         train_loss = float(loss_sum) / max(seen, 1)
         train_seconds = time.perf_counter() - tic
@@ -223,11 +248,31 @@ def train_classifier(
             result.best_epoch, result.best_metric = epoch, value
             result.best_state = _state_on_cpu(model)
         if resume_path is not None:
-            _save_resume(resume_path, model, optimizer, scheduler, epoch, result, train_set.classes, cfg)
+            _save_resume(resume_path, model, optimizer, scheduler, epoch, result, key)
     return result
 
 
-def _save_resume(path, model, optimizer, scheduler, epoch: int, result: TrainResult, classes, cfg) -> None:
+def _load_resume(path: str | Path, key: dict, device: torch.device, log: Callable[[str], None]) -> dict | None:
+    """The saved state at ``path`` if its key is ``key``; otherwise None, after deleting it and logging why."""
+    remove_stale_temporaries(path)
+    if not Path(path).is_file():
+        return None
+    try:
+        state = torch.load(path, map_location=device, weights_only=True)
+    except Exception as exc:  # a truncated or foreign file: nothing to continue from
+        log(f"{path} is not a readable resume state ({type(exc).__name__}: {exc}); starting over")
+        Path(path).unlink(missing_ok=True)
+        return None
+    stale = _stale(state.get("key"), key)
+    if stale:
+        log(f"{path} was written with another {', '.join(_KEY_WORDS.get(k, k) for k in stale)}; "
+            "discarding it and starting over")
+        Path(path).unlink(missing_ok=True)
+        return None
+    return state
+
+
+def _save_resume(path, model, optimizer, scheduler, epoch: int, result: TrainResult, key: dict) -> None:
     state = {
         "model": model.state_dict(),
         "optimizer": optimizer.state_dict(),
@@ -237,8 +282,7 @@ def _save_resume(path, model, optimizer, scheduler, epoch: int, result: TrainRes
         "best_epoch": result.best_epoch,
         "best_metric": result.best_metric,
         "best_state": result.best_state,
-        "classes": list(classes),
-        "config": _comparable(cfg),
+        "key": key,
     }
     with atomic_path(path) as tmp:
         torch.save(state, tmp)

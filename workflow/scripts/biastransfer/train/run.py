@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
 from typing import Callable, Sequence
 
 import pandas as pd
 import torch
 
 from biastransfer.atomic import write_csv, write_text
+from biastransfer.hashing import file_digest
 from biastransfer.models.checkpoints import save_checkpoint
 from biastransfer.models.spec import ModelSpec
 from biastransfer.data.splits import read_split
 from biastransfer.train.config import TrainConfig
 from biastransfer.train.data import ImageLabelDataset
-from biastransfer.train.loop import train_classifier
+from biastransfer.train.loop import remove_resume_state, train_classifier
 
 _HYPER = {f.name for f in dataclasses.fields(TrainConfig)} - {"seed", "num_workers"}
 
@@ -37,13 +37,17 @@ def run_training(
     threads: int,
     num_workers: int,
     log: Callable[[str], None],
+    init_weights_sha256: str | None = None,
 ) -> dict:
     """Train ``build(classes)`` on the ``train`` split, validate on ``val``; return the metrics written.
 
     ``hyper`` holds :class:`~biastransfer.train.TrainConfig` fields except ``seed`` and ``num_workers``.
     Writes the best epoch's classifier to ``model_out``, its metrics and the whole curve to
     ``metrics_out`` (JSON) and the curve to ``curve_out`` (CSV). ``resume`` (kept outside the declared
-    outputs) holds the last epoch's state while the job runs and is removed once the outputs are written.
+    outputs) holds the last epoch's state while the job runs and is removed once the outputs are written;
+    it is continued only if it was written from the same initial weights (``init_weights_sha256``; None
+    for a model trained from scratch), splits (sha256 of ``train`` and ``val``), model spec, preprocessing,
+    hyper-parameters and classes. The checkpoint metadata and the metrics record these digests.
     """
     unknown = sorted(set(hyper) - _HYPER)
     if unknown:
@@ -53,6 +57,8 @@ def run_training(
     if train_split.classes != val_split.classes:
         raise ValueError(f"{train} and {val} have different class lists")
     cfg = TrainConfig(**hyper, seed=seed, num_workers=num_workers)
+    origin = {"init_weights_sha256": init_weights_sha256, "train_sha256": file_digest(train),
+              "val_sha256": file_digest(val)}
     torch.manual_seed(seed)  # the new head (and a from-scratch model) start from seeded weights
     model = build(train_split.classes)
     log(f"training {spec.name} on {train_split.dataset}: {len(train_split.frame)} train / "
@@ -61,7 +67,7 @@ def run_training(
         model,
         ImageLabelDataset(train_split, spec.preprocess.transform(train=True)),
         ImageLabelDataset(val_split, spec.preprocess.transform(train=False)),
-        cfg, resume_path=resume, log=log, device=device,
+        cfg, resume_path=resume, identity={**origin, "spec": spec.as_dict()}, log=log, device=device,
     )
     model.load_state_dict(result.best_state)
     metrics = {
@@ -71,16 +77,17 @@ def run_training(
         "metric_name": cfg.metric,
         "metric_value": result.best_metric,
         "epoch_best": result.best_epoch,
+        **origin,
         "hyper": dataclasses.asdict(cfg),
         "device": str(device),
         "history": result.curve(),
     }
     save_checkpoint(model.cpu(), model_out, spec=spec, class_names=train_split.classes,
-                    extra={k: metrics[k] for k in ("dataset", "seed", "metric_name", "metric_value", "epoch_best")})
+                    extra={k: metrics[k] for k in ("dataset", "seed", "metric_name", "metric_value", "epoch_best", *origin)})
     write_text(metrics_out, json.dumps(metrics, indent=2) + "\n")
     if curve_out is not None:
         write_csv(curve_out, pd.DataFrame(result.curve()))
     if resume is not None:
-        Path(resume).unlink(missing_ok=True)
+        remove_resume_state(resume)
     log(f"best epoch {result.best_epoch}: val {cfg.metric} {result.best_metric:.4f}")
     return metrics
