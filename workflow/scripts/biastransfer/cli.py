@@ -12,12 +12,39 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 import pandas as pd
 
 from biastransfer.stats.results import bts_table, ieat_table, similarity_table
 from biastransfer.embeddings import read_embeddings
+
+
+def _check_output(output: str | None) -> None:
+    """Refuse an output path that is a directory or a symbolic link, before any work."""
+    if output and os.path.islink(output):
+        raise ValueError(f"output {output} is a symbolic link; refusing to replace it (give the file it points to)")
+    if output and os.path.isdir(output):
+        raise ValueError(f"output {output} is a directory; give a file name such as {os.path.join(output, 'out.csv')}")
+
+
+def _require(table, path: str, classes, at_least: int, what: str) -> None:
+    """Each of ``classes`` must be in ``table`` with at least ``at_least`` images for ``what``."""
+    sizes = pd.Series(table.classes).value_counts()
+    for name in classes:
+        n = int(sizes.get(name, 0))
+        if n == 0:
+            raise ValueError(f"{path}: class {name!r} is not in the file (classes: {', '.join(table.class_names)})")
+        if n < at_least:
+            raise ValueError(f"{path}: class {name!r} has {n} image{'s' if n != 1 else ''}; "
+                             f"{what} needs at least {at_least}")
+
+
+def _similarities(path: str, **kwargs) -> pd.DataFrame:
+    table = read_embeddings(path)
+    _require(table, path, table.class_names, 2, "intra-class similarity")
+    return similarity_table(table, **kwargs)
 
 
 def _emit(frame: pd.DataFrame, output: str | None) -> None:
@@ -41,12 +68,13 @@ def _info(args) -> None:
 
 
 def _similarity(args) -> None:
-    table = read_embeddings(args.embeddings)
-    _emit(similarity_table(table, method=args.method, iterations=args.iterations, seed=args.seed), args.output)
+    frame = _similarities(args.embeddings, method=args.method, iterations=args.iterations, seed=args.seed)
+    _emit(frame, args.output)
 
 
 def _ieat(args) -> None:
     table = read_embeddings(args.embeddings)
+    _require(table, args.embeddings, (args.X, args.Y, args.A, args.B), 1, "the iEAT")
     test = {"name": args.name or f"{args.A}_vs_{args.B}", "X": args.X, "Y": args.Y, "A": args.A, "B": args.B}
     result = ieat_table(
         table, [test], permutations=args.permutations, alternative=args.alternative, method=args.method, seed=args.seed
@@ -62,8 +90,8 @@ def _pair(text: str) -> tuple[str, str]:
 
 
 def _bts(args) -> None:
-    before = similarity_table(read_embeddings(args.before))
-    after = {i: similarity_table(read_embeddings(path)) for i, path in enumerate(args.after)}
+    before = _similarities(args.before)
+    after = {i: _similarities(path) for i, path in enumerate(args.after)}
     lists = {"intra": args.intra, "inter": args.inter}
     result = bts_table(before, after, {k: v for k, v in lists.items() if v}, pvalue=args.pvalue)
     result["seed"] = [args.after[s] if s != "pooled" else "pooled" for s in result["seed"]]
@@ -113,9 +141,13 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``biastransfer`` command; returns the exit status."""
     args = build_parser().parse_args(argv)
     try:
+        _check_output(getattr(args, "output", None))
         args.func(args)
-    except (ValueError, KeyError, FileNotFoundError) as exc:
-        print(f"biastransfer {args.command}: error: {exc}", file=sys.stderr)
+    except Exception as exc:  # every failure is one line on stderr, without a traceback
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+        if not isinstance(exc, (ValueError, KeyError, OSError)):
+            message = f"{type(exc).__name__}: {message}"
+        print(f"biastransfer {args.command}: error: {' '.join(str(message).split())}", file=sys.stderr)
         return 2
     return 0
 

@@ -14,12 +14,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from biastransfer.atomic import atomic_path
 
 METADATA_KEY = b"biastransfer"
 COLUMNS = ("image_id", "class", "embedding")
+_BATCH_ROWS = 4096  # rows converted at a time: a 4096 x 2048 list<double> batch is 64 MB
 
 
 @dataclass(frozen=True)
@@ -88,36 +90,107 @@ def write_embeddings(
         pq.write_table(table, tmp, compression="zstd")
 
 
+def _open(path: str | os.PathLike) -> pq.ParquetFile:
+    """The Parquet file at ``path``; FileNotFoundError or ValueError naming it if there is none."""
+    if not os.path.lexists(path):
+        raise FileNotFoundError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise ValueError(f"{path}: is a directory, not an embeddings file")
+    try:
+        return pq.ParquetFile(path, buffer_size=1 << 22, pre_buffer=False)
+    except (OSError, pa.ArrowException) as exc:
+        raise ValueError(f"{path}: not a readable Parquet file ({exc})") from exc
+
+
 def read_metadata(path: str | os.PathLike) -> dict:
-    """The provenance metadata of an embeddings file (empty if it has none)."""
-    raw = (pq.read_schema(path).metadata or {}).get(METADATA_KEY)
+    """The provenance metadata of an embeddings file (empty if it has none); errors name the file."""
+    raw = (_open(path).schema_arrow.metadata or {}).get(METADATA_KEY)
     return json.loads(raw) if raw else {}
 
 
+def _strings(path, column: pa.ChunkedArray, name: str) -> np.ndarray:
+    """A string column as a numpy array; ValueError naming the first null row."""
+    if column.null_count:
+        row = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
+        raise ValueError(f"{path}: column {name!r} is null in row {row} ({column.null_count} null row(s) in all)")
+    return column.to_numpy(zero_copy_only=False).astype(str)
+
+
+def _check_unique(path, ids: np.ndarray) -> None:
+    values, first, counts = np.unique(ids, return_index=True, return_counts=True)
+    if (counts > 1).any():
+        dup = values[counts > 1]
+        worst = dup[np.argmin(first[counts > 1])]
+        rows = np.flatnonzero(ids == worst)[:5].tolist()
+        raise ValueError(f"{path}: column 'image_id' repeats {str(worst)!r} (rows {', '.join(map(str, rows))}); "
+                         f"{len(dup)} duplicated id(s) in all")
+
+
+def _embedding_dim(path, pf: pq.ParquetFile) -> int | None:
+    """The fixed length of the embedding lists (None: variable-length lists, found while reading)."""
+    kind = pf.schema_arrow.field("embedding").type
+    if pa.types.is_fixed_size_list(kind):
+        dim = kind.list_size
+    elif pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        dim = None
+    else:
+        raise ValueError(f"{path}: column 'embedding' must be a list of floats, got {kind}")
+    if not (pa.types.is_floating(kind.value_type) or pa.types.is_integer(kind.value_type)):
+        raise ValueError(f"{path}: column 'embedding' must be a list of floats, got {kind}")
+    return dim
+
+
+def _embedding_matrix(path, pf: pq.ParquetFile, ids: np.ndarray) -> np.ndarray:
+    """The embedding column as an (n, d) float32 matrix, converted batch by batch (a list<double>
+    column never exists whole as float64 or Python lists); errors name the row and its image."""
+    dim, out, row = _embedding_dim(path, pf), None, 0
+    for batch in pf.iter_batches(batch_size=_BATCH_ROWS, columns=["embedding"], use_threads=False):
+        col = batch.column(0)
+        if col.null_count:
+            bad = row + int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
+            raise ValueError(f"{path}: column 'embedding' is null in row {bad} (image {str(ids[bad])!r})")
+        if not pa.types.is_fixed_size_list(col.type):
+            lengths = pc.list_value_length(col).to_numpy(zero_copy_only=False)
+            dim = int(lengths[0]) if dim is None else dim
+            if (lengths != dim).any():
+                bad = int(np.flatnonzero(lengths != dim)[0])
+                raise ValueError(f"{path}: column 'embedding' has {lengths[bad]} values in row {row + bad} "
+                                 f"(image {str(ids[row + bad])!r}) but {dim} in row 0")
+        values = col.flatten()
+        if values.null_count:
+            bad = row + int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0]) // max(dim, 1)
+            raise ValueError(f"{path}: column 'embedding' holds a null value in row {bad} (image {str(ids[bad])!r})")
+        if dim == 0:
+            raise ValueError(f"{path}: column 'embedding' has empty lists (0 dims)")
+        if out is None:
+            out = np.empty((len(ids), dim), dtype=np.float32)
+        out[row:row + len(col)] = values.to_numpy(zero_copy_only=False).reshape(len(col), dim)
+        row += len(col)
+        del batch, col, values
+    return out
+
+
 def read_embeddings(path: str | os.PathLike) -> EmbeddingTable:
-    """Read and validate an embeddings file; errors name the file and the problem."""
-    try:
-        table = pq.read_table(path)
-    except (OSError, pa.ArrowInvalid) as exc:
-        raise ValueError(f"{path}: not a readable Parquet file ({exc})") from exc
-    missing = [c for c in COLUMNS if c not in table.column_names]
+    """Read and validate an embeddings file; errors name the file, the column and the row.
+
+    Rejected: a missing file, a directory, a file that is not Parquet, missing columns, no rows, null
+    ids, classes, embedding rows or values, embedding rows of different lengths, repeated image ids
+    and non-finite values.
+    """
+    pf = _open(path)
+    missing = [c for c in COLUMNS if c not in pf.schema_arrow.names]
     if missing:
         raise ValueError(f"{path}: missing column(s) {', '.join(missing)}; expected {', '.join(COLUMNS)}")
-    col = table.column("embedding").combine_chunks()
-    if pa.types.is_fixed_size_list(col.type):
-        dim = col.type.list_size
-        emb = col.flatten().to_numpy(zero_copy_only=False).reshape(-1, dim)
-    elif pa.types.is_list(col.type) or pa.types.is_large_list(col.type):
-        rows = col.to_pylist()
-        lengths = {len(r) for r in rows if r is not None}
-        if None in rows or len(lengths) > 1:
-            raise ValueError(f"{path}: column 'embedding' has missing rows or rows of different lengths {sorted(lengths)}")
-        emb = np.asarray(rows, dtype=np.float32)
-    else:
-        raise ValueError(f"{path}: column 'embedding' must be a list of floats, got {col.type}")
-    emb = emb.astype(np.float32, copy=False)
-    ids = np.asarray(table.column("image_id").to_pylist(), dtype=object).astype(str)
-    cls = np.asarray(table.column("class").to_pylist(), dtype=object).astype(str)
+    if pf.metadata.num_rows == 0:
+        raise ValueError(f"{path}: no rows (an embeddings file needs at least one image)")
+    try:
+        labels = pf.read(columns=["image_id", "class"])
+        ids = _strings(path, labels.column("image_id"), "image_id")
+        cls = _strings(path, labels.column("class"), "class")
+        _check_unique(path, ids)
+        emb = _embedding_matrix(path, pf, ids)
+    except (OSError, pa.ArrowException) as exc:
+        raise ValueError(f"{path}: not a readable Parquet file ({exc})") from exc
     _check_finite(path, ids, emb)
-    raw = (table.schema.metadata or {}).get(METADATA_KEY)
+    raw = (pf.schema_arrow.metadata or {}).get(METADATA_KEY)
     return EmbeddingTable(ids, cls, emb, json.loads(raw) if raw else {})
