@@ -33,6 +33,8 @@ from http.client import HTTPException
 from pathlib import Path
 from typing import Iterable
 
+from biastransfer.progress import LOGGER as progress_log, Progress
+
 log = logging.getLogger(__name__)
 
 CHUNK = 1 << 16
@@ -137,7 +139,7 @@ class _Progress:
             self.last = now
             rate = (self.done - self.start) / max(now - self.t0, 1e-9) / 1e6
             frac = f" ({100 * self.done / self.total:.1f}%)" if self.total else ""
-            log.info("%s: %d bytes%s, %.1f MB/s", self.url, self.done, frac, rate)
+            progress_log.info("%s: %d bytes%s, %.1f MB/s", self.url, self.done, frac, rate)
 
 
 def _copy_local(src: str, part: Path) -> None:
@@ -266,8 +268,8 @@ def fetch_many(
         raise ValueError(f"workers must be >= 1, got {workers}")
     root = Path(dest_dir)
     kwargs.setdefault("progress", False)
-    lock, done, failures = threading.Lock(), [0], []
-    t0 = time.monotonic()
+    lock, failures = threading.Lock(), []
+    files = Progress(f"fetching into {root}", len(jobs), unit="files")
 
     def one(job: Download) -> Path | None:
         try:
@@ -278,9 +280,7 @@ def fetch_many(
             return None
         finally:
             with lock:
-                done[0] += 1
-                if done[0] % 500 == 0 or done[0] == len(jobs):
-                    log.info("fetched %d/%d files in %.1f s", done[0], len(jobs), time.monotonic() - t0)
+                files.update()
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
         paths = list(pool.map(one, jobs))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import platform
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -41,6 +41,22 @@ class ImageFiles(Dataset):
         return self.transform(img)
 
 
+def undersized_images(paths: Sequence[str | Path], crop: int) -> list[tuple[Path, int, int]]:
+    """(path, width, height) of every image with a side shorter than ``crop`` pixels (read from headers)."""
+    from PIL import Image
+
+    small = []
+    for path in map(Path, paths):
+        try:
+            with Image.open(path) as img:
+                width, height = img.size
+        except Exception:  # unreadable files are reported, with their name, when they are decoded
+            continue
+        if min(width, height) < crop:
+            small.append((path, width, height))
+    return small
+
+
 def forward_batch(
     model: torch.nn.Module, batch: torch.Tensor, device: torch.device, *, amp: bool, channels_last: bool
 ) -> torch.Tensor:
@@ -64,10 +80,12 @@ def extract_features(
     device: str | torch.device = "cpu",
     amp: bool | None = None,
     channels_last: bool | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> np.ndarray:
     """(N, d) float32 features of the images at ``paths``, in order.
 
     ``amp`` (bf16 autocast) and ``channels_last`` default to on for CUDA and off elsewhere.
+    ``progress`` is called with the number of images of each batch once it is embedded.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be positive, got {batch_size}")
@@ -88,8 +106,12 @@ def extract_features(
     model = model.eval().to(device)
     if channels_last:
         model = model.to(memory_format=torch.channels_last)
+    out = []
     with torch.inference_mode():
-        out = [forward_batch(model, batch, device, amp=amp, channels_last=channels_last).numpy() for batch in loader]
+        for batch in loader:
+            out.append(forward_batch(model, batch, device, amp=amp, channels_last=channels_last).numpy())
+            if progress is not None:
+                progress(len(batch))
     dim = getattr(model, "embed_dim", None)
     if not out:
         return np.zeros((0, dim or 0), dtype=np.float32)
