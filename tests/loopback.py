@@ -1,21 +1,26 @@
 """A loopback HTTP server for offline download tests: serves in-memory files with Range support and
-can cut a response mid-body or answer 503 a set number of times."""
+can cut a response mid-body or answer 503 a set number of times. With ``root`` it also serves a folder
+(a mirror in ``wget -x`` layout), read from disk on each request."""
 
 from __future__ import annotations
 
 import threading
 import time
+import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 
 class FileServer:
     """``files`` maps URL paths ("/a/b.jpg") to bytes. ``cut[path] = (n_bytes, times)`` closes the
     connection after ``n_bytes`` of the body for the next ``times`` requests; ``fail[path] = times``
     answers 503 that many times. ``delay`` seconds pass before each answer (a stand-in for network
-    latency). ``requests`` records (path, Range header) of every request."""
+    latency). ``requests`` records (path, Range header) of every request. A path not in ``files`` is
+    read from ``root / path`` when ``root`` is given."""
 
-    def __init__(self, files: dict[str, bytes] | None = None, delay: float = 0.0):
+    def __init__(self, files: dict[str, bytes] | None = None, delay: float = 0.0, root: str | Path | None = None):
         self.files = dict(files or {})
+        self.root = Path(root).resolve() if root is not None else None
         self.delay = delay
         self.cut: dict[str, tuple[int, int]] = {}
         self.fail: dict[str, int] = {}
@@ -44,10 +49,10 @@ class FileServer:
                 if failing:
                     self.send_error(503, "try later")
                     return
-                if path not in server.files:
+                body, start = server.body(path), 0
+                if body is None:
                     self.send_error(404, "Not Found")
                     return
-                body, start = server.files[path], 0
                 if rng and rng.startswith("bytes="):
                     start = int(rng[6:].split("-")[0])
                     if start >= len(body):
@@ -71,6 +76,17 @@ class FileServer:
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    def body(self, path: str) -> bytes | None:
+        """The bytes served at ``path``, or None (404)."""
+        if path in self.files:
+            return self.files[path]
+        if self.root is None:
+            return None
+        target = (self.root / urllib.parse.unquote(path).lstrip("/")).resolve()
+        if self.root not in target.parents or not target.is_file():
+            return None
+        return target.read_bytes()
 
     def __enter__(self) -> "FileServer":
         self._thread.start()

@@ -63,6 +63,20 @@ def curation_sizes(analysis_set: Mapping) -> tuple[dict, dict]:
     return {c: sizes[c] for c in analysis_set["classes"]}, options
 
 
+def pinned(dataset: Mapping, files: Mapping[str, tuple]) -> dict[str, dict]:
+    """``{file name: fetch checksum keywords}``: the published digests of ``files`` ({name: (url, digest)}),
+    replaced by the dataset's ``checksums`` entries; an entry naming no known file is a ValueError."""
+    extra = dict(dataset.get("checksums") or {})
+    unknown = sorted(set(extra) - set(files))
+    if unknown:
+        raise ValueError(f"datasets.{dataset.get('kind')}.checksums: unknown file(s) {unknown}; known: {sorted(files)}")
+    out = {}
+    for name, (_, digest) in files.items():
+        digest = extra.get(name, digest)
+        out[name] = {} if not digest else {"md5" if len(digest) == 32 else "sha256": digest}
+    return out
+
+
 class Coco:
     """COCO 2017: annotations_trainval2017.zip, captions for perceived gender, train2017 / val2017 splits."""
 
@@ -74,10 +88,9 @@ class Coco:
         if dataset.get("images", "needed") == "all":
             names += ["val2017.zip", "train2017.zip"]
         wanted = tuple(f"{k}_{s}.json" for k in ("instances", "captions") for s in coco.SPLITS)
-        got = []
+        got, digests = [], pinned(dataset, coco.FILES)
         for name in names:
-            url, md5 = coco.FILES[name]
-            archive = fetch(url, root / name, md5=md5, mirror=mirror)
+            archive = fetch(coco.FILES[name][0], root / name, mirror=mirror, **digests[name])
             unzip(archive, root, wanted if name.startswith("annotations") else ())
             got.append(archive)
         return got
@@ -117,8 +130,9 @@ class OpenImages:
 
     def download(self, dataset: Mapping) -> list[Path]:
         root, mirror = Path(dataset["root"]), dataset.get("mirror")
-        return [fetch(url, root / "annotations" / name, sha256=sha256, mirror=mirror)
-                for name, (url, sha256) in openimages.FILES.items()]
+        digests = pinned(dataset, openimages.FILES)
+        return [fetch(url, root / "annotations" / name, mirror=mirror, **digests[name])
+                for name, (url, _) in openimages.FILES.items()]
 
     def paper_selection(self, dataset: Mapping, lists: Mapping[str, Path]) -> pd.DataFrame:
         return openimages.paper_selection(lists, root=Path(dataset["root"]))

@@ -1,0 +1,91 @@
+"""The toy mirror (biastransfer.data.toy_mirror, models.toy_weights): real formats at real URL paths, parsed by
+the real readers, and a dataset's ``checksums`` replacing the published annotation digests."""
+
+import zipfile
+
+import pandas as pd
+import pytest
+import yaml
+
+from biastransfer.data import coco, toy_mirror
+from biastransfer.data import openimages as oi
+from biastransfer.data.download import apply_mirror
+from biastransfer.data.kinds import pinned
+from biastransfer.models.extractors import create_backbone
+from biastransfer.models.registry import REGISTRY
+from biastransfer.models.toy_weights import write_weights
+from conftest import ROOT
+
+PAPER = yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())
+
+
+def test_coco_mirror_parses_and_its_lists_select_their_classes(tmp_path):
+    aset = PAPER["analysis_sets"]["coco"]
+    base = aset["paper"]["base_url"]
+    lists, ann = toy_mirror.build_coco(tmp_path, base, aset["classes"], objects=aset["curation"]["objects"],
+                                       per_class=2, n_train=5, n_val=3, size=32)
+    archive = tmp_path / "images.cocodataset.org" / "annotations" / "annotations_trainval2017.zip"
+    assert ann == {"annotations_trainval2017.zip": toy_mirror.sha256_of(archive)}
+    root = tmp_path / "coco"
+    with zipfile.ZipFile(archive) as zf:
+        assert sorted(zf.namelist()) == sorted(f"annotations/{k}_{s}.json" for k in ("instances", "captions")
+                                               for s in coco.SPLITS)
+        zf.extractall(root)
+    inst = {s: coco.load_instances(root / "annotations" / f"instances_{s}.json") for s in coco.SPLITS}
+    assert len(inst["val2017"].class_names) == 80 and inst["val2017"].class_names[72] == "refrigerator"
+    files = {c: apply_mirror(f"{base}/{c}.txt", tmp_path) for c in aset["classes"]}
+    assert {c: toy_mirror.sha256_of(p) for c, p in files.items()} == lists
+    tables = [inst[s].images.assign(split=s) for s in coco.SPLITS]
+    sel = coco.paper_selection(files, root=root, images=tables)
+    assert sel.groupby("class").size().to_dict() == {c: 2 for c in aset["classes"]}
+    assert any("staticflickr" in r for r in sel["reason"]), "one list line is a flickr URL, as in the authors' lists"
+    for url in sel["source"]:
+        assert (tmp_path / url.removeprefix("http://")).is_file()
+    # the captions give each gendered class its perceived gender
+    caps = pd.concat([coco.load_captions(root / "annotations" / f"captions_{s}.json") for s in coco.SPLITS])
+    gender = coco.caption_gender(caps, ["man"], ["woman"])
+    for image_id, cls in zip(sel["image_id"].astype(int), sel["class"]):
+        want = "man" if cls.endswith("man") and not cls.endswith("woman") else "woman" if cls.endswith("woman") else None
+        assert gender.get(image_id) == want, (image_id, cls)
+
+
+def test_openimages_mirror_parses_with_real_mids(tmp_path):
+    aset = PAPER["analysis_sets"]["openimages"]
+    cur = aset["curation"]
+    lists, ann = toy_mirror.build_openimages(tmp_path, aset["paper"]["base_url"], aset["classes"],
+                                             objects=cur["objects"], genders=cur["genders"], per_class=2,
+                                             n_train=4, n_val=3, size=32)
+    assert set(ann) == set(oi.FILES) and len(lists) == len(aset["classes"])
+    local = {n: apply_mirror(url, tmp_path) for n, (url, _) in oi.FILES.items()}
+    classes = oi.load_classes(local["class-descriptions-boxable.csv"])
+    assert dict(zip(classes["name"], classes["mid"])) == oi.MIDS
+    labels = oi.load_labels(local["validation-annotations-human-imagelabels-boxable.csv"], classes)
+    negatives = oi.load_labels(local["validation-annotations-human-imagelabels-boxable.csv"], classes,
+                               verified_only=False)
+    assert len(negatives) > len(labels), "verified-absent labels are in the file and left out"
+    # the curation rules pick each analysis image for the class it is listed in
+    sizes = {c: 2 for c in aset["classes"]}
+    options = {k: v for k, v in cur.items() if k != "sizes"}
+    picked = oi.curate(labels, classes, sizes, root=tmp_path, **options)
+    listed = {l.strip(): c for c in aset["classes"]
+              for l in open(apply_mirror(f"{aset['paper']['base_url']}/{c}.txt", tmp_path))}
+    assert {i: listed.get(i) for i in picked["image_id"] if picked.set_index("image_id").loc[i, "class"] != "random"} \
+        == {i: c for i, c in zip(picked["image_id"], picked["class"]) if c != "random"}
+
+
+@pytest.mark.parametrize("name", ["resnet18", "moco_r50_v1", "simclr_r50_v1"])
+def test_toy_weights_load_through_the_real_loaders(tmp_path, name):
+    spec = REGISTRY[name]
+    path = write_weights(spec, tmp_path / "w.bin")
+    model = create_backbone(spec, path)
+    assert model.embed_dim == (512 if name == "resnet18" else 2048)
+
+
+def test_dataset_checksums_replace_the_published_digests():
+    files = {"a.zip": ("http://x/a.zip", "f" * 32), "b.csv": ("http://x/b.csv", None)}
+    assert pinned({"kind": "coco"}, files) == {"a.zip": {"md5": "f" * 32}, "b.csv": {}}
+    assert pinned({"kind": "coco", "checksums": {"a.zip": "0" * 64, "b.csv": "1" * 32}}, files) == \
+        {"a.zip": {"sha256": "0" * 64}, "b.csv": {"md5": "1" * 32}}
+    with pytest.raises(ValueError, match=r"checksums: unknown file\(s\) \['c.csv'\]"):
+        pinned({"kind": "coco", "checksums": {"c.csv": "0" * 64}}, files)
+

@@ -1,0 +1,92 @@
+"""Build a toy mirror of everything a config's real-data run downloads, and the overlay config that runs it.
+
+The mirror (``wget -x`` layout: ``<mirror>/<host>/<path>``, see biastransfer.data.download) holds COCO 2017
+and Open Images V4 files in their real formats (biastransfer.data.toy_mirror), the authors' analysis-set
+lists as stand-ins at the config's pinned-commit path, and random weights for every configured model in its
+source's file format at its registry URL path (biastransfer.models.toy_weights). The overlay, given after
+the config (``snakemake --configfile config/paper.yaml <overlay>``), changes only scale and location: the
+mirror, image size, numbers of images, epochs, batch size, CPU instead of GPU, and the checksums of the
+stand-in files. ``mirror_url`` (for a mirror served over HTTP) replaces the folder in the overlay.
+Example: python workflow/scripts/build_toy_mirror.py --mirror toy/mirror --overlay toy/overlay.yaml
+"""
+
+import hashlib
+import logging
+from pathlib import Path
+
+import yaml
+
+from biastransfer.data import toy_mirror
+from biastransfer.data.download import apply_mirror
+from biastransfer.models.resolve import model_spec
+from biastransfer.models.toy_weights import write_weights
+from biastransfer.scripting import run
+
+log = logging.getLogger(__name__)
+
+
+def overlay_for(config: dict, mirror: str, lists: dict, checksums: dict, weights: dict, size: int,
+                batch_size: int) -> dict:
+    """The overlay config: location and scale only (see the module docstring)."""
+    datasets = {name: {"mirror": mirror, "workers": 2, "checksums": checksums[name]} for name in config["datasets"]}
+    models = {}
+    for name, (path, sha256, md5, local) in weights.items():
+        entry = {"sha256": sha256}
+        if md5:
+            entry["md5"] = md5
+        if local:
+            entry["weights"] = local
+        if model_spec(name, config["models"][name]).source != "open_clip":  # a ViT needs its 224 px
+            entry["preprocess"] = {"resize": size, "crop": size}
+        models[name] = entry
+    overrides = {m: {d: {"epochs": 1} for d in per} for m, per in config["finetune"].get("overrides", {}).items()}
+    return {
+        "datasets": datasets,
+        "analysis_sets": {a: {"paper": {"files": files}} for a, files in lists.items()},
+        "models": models,
+        "weights": {"mirror": mirror},
+        "finetune": {"device": "cpu", "num_workers": 0, "defaults": {"epochs": 1, "batch_size": batch_size},
+                     "overrides": overrides},
+        "analysis": {"embed": {"batch_size": 16, "num_workers": 0, "device": "cpu"}},
+    }
+
+
+def main(mirror: str, overlay: str, config: str = "config/paper.yaml", mirror_url: str | None = None,
+         size: int = 48, per_class: int = 3, train_images: int = 16, val_images: int = 8, batch_size: int = 4,
+         seed: int = 0) -> None:
+    cfg = yaml.safe_load(Path(config).read_text())
+    root = Path(mirror).resolve()
+    counts = dict(per_class=per_class, n_train=train_images, n_val=val_images, size=size)
+    lists, checksums = {}, {}
+    for name, aset in cfg["analysis_sets"].items():
+        kind = cfg["datasets"][aset["dataset"]]["kind"]
+        cur = aset.get("curation", {})
+        base = aset["paper"]["base_url"]
+        if kind == "coco":
+            objects = cur.get("objects", toy_mirror.coco.DEFAULT_CURATION["objects"])
+            lists[name], checksums[aset["dataset"]] = toy_mirror.build_coco(root, base, aset["classes"],
+                                                                            objects=objects, **counts)
+        elif kind == "openimages":
+            d = toy_mirror.oi.DEFAULT_CURATION
+            lists[name], checksums[aset["dataset"]] = toy_mirror.build_openimages(
+                root, base, aset["classes"], objects=cur.get("objects", d["objects"]),
+                genders=cur.get("genders", d["genders"]), **counts)
+        log.info("%s: %d stand-in lists under %s", name, len(lists[name]), root)
+    weights = {}
+    for k, (name, entry) in enumerate(cfg["models"].items()):
+        spec = model_spec(name, entry)
+        remote = bool(spec.weights) and spec.weights.startswith(("http://", "https://"))
+        path = Path(apply_mirror(spec.weights, root)) if remote else root / "local" / name / Path(spec.weights).name
+        write_weights(spec, path, seed=seed + k)
+        md5 = hashlib.md5(path.read_bytes()).hexdigest() if spec.md5 else None
+        weights[name] = (path, toy_mirror.sha256_of(path), md5, None if remote else str(path))
+        log.info("%s: %s (%.0f MB)", name, path, path.stat().st_size / 1e6)
+    out = overlay_for(cfg, mirror_url or str(root), lists, checksums, weights, size, batch_size)
+    Path(overlay).parent.mkdir(parents=True, exist_ok=True)
+    header = f"# Toy overlay for {config}: scale and location only (written by workflow/scripts/build_toy_mirror.py)\n"
+    Path(overlay).write_text(header + yaml.safe_dump(out, sort_keys=False))
+    log.info("wrote %s", overlay)
+
+
+if __name__ == "__main__":
+    run(main, globals().get("snakemake"))
