@@ -167,14 +167,14 @@ def detectable_shift(
 
 def compare_networks(
     a, b, *, alternative: str = "two-sided", permutations: int = 100_000, level: float = 0.95,
-    alpha: float = 0.05, target_power: float = 0.8, simulations: int = 2000, seed: int = 0,
+    alpha: float = 0.05, power: float = 0.8, simulations: int = 2000, seed: int = 0,
 ) -> NetworkComparison:
     """Compare the values of networks in group ``a`` with those in group ``b`` (one value per network)."""
     check_choice(alternative, "alternative", ALTERNATIVES)
     permutations = check_positive_int(permutations, "permutations")
     simulations = check_positive_int(simulations, "simulations")
     seed = check_seed(seed)
-    for name, value in (("level", level), ("alpha", alpha), ("target_power", target_power)):
+    for name, value in (("level", level), ("alpha", alpha), ("power", power)):
         if not 0 < value < 1:
             raise ValueError(f"{name} must be in (0, 1), got {value}")
     a, b = _values(a, "a"), _values(b, "b")
@@ -184,7 +184,7 @@ def compare_networks(
     ci = stats.ttest_ind(a, b, equal_var=False).confidence_interval(level)  # two-sided interval
     pooled_sd = math.sqrt(((a.size - 1) * a.var(ddof=1) + (b.size - 1) * b.var(ddof=1)) / (a.size + b.size - 2))
     shift = detectable_shift(
-        a.size, b.size, alpha=alpha, target=target_power, alternative=alternative,
+        a.size, b.size, alpha=alpha, target=power, alternative=alternative,
         permutations=permutations, simulations=simulations, seed=seed,
     )
     return NetworkComparison(
@@ -192,7 +192,7 @@ def compare_networks(
         sd_a=float(a.std(ddof=1)), sd_b=float(b.std(ddof=1)), difference=float(a.mean() - b.mean()),
         ci_low=float(ci.low), ci_high=float(ci.high), level=level, pvalue=pvalue, method=method,
         permutations=len(parts), min_pvalue=min_pvalue(a.size, b.size, alternative, permutations),
-        pvalue_welch=float(welch_p), alternative=alternative, alpha=alpha, power=target_power,
+        pvalue_welch=float(welch_p), alternative=alternative, alpha=alpha, power=power,
         detectable_shift=shift, detectable_difference=shift * pooled_sd, seed=seed,
     )
 
