@@ -27,7 +27,8 @@ rule similarity:
 
 rule bts:
     input:
-        similarity=similarity_tables,
+        pretrained="results/similarity/{analysis_set}/{model}/pretrained.csv",
+        finetuned=finetuned_similarity_tables,
     output:
         table="results/bts/{analysis_set}/{model}/ft-{dataset}.csv",
     log:
@@ -76,19 +77,18 @@ rule ieat:
         "../workflow/scripts/ieat.py"
 
 
+# One job per summary, so that a new iEAT test rewrites ieat.csv only (and reruns only its readers).
 rule summarise:
     input:
-        similarity=summary_inputs("similarity"),
-        bts=summary_inputs("bts"),
-        ieat=summary_inputs("ieat"),
+        tables=lambda wildcards: summary_inputs(wildcards.summary),
     output:
-        similarity_out="results/summary/similarity.csv",
-        bts_out="results/summary/bts.csv",
-        ieat_out="results/summary/ieat.csv",
+        table="results/summary/{summary}.csv",
     log:
-        "logs/summarise.log",
+        "logs/summarise/{summary}.log",
     benchmark:
-        "results/benchmarks/summarise.tsv"
+        "results/benchmarks/summarise/{summary}.tsv"
+    wildcard_constraints:
+        summary="similarity|bts|ieat",
     localrule: True
     conda:
         "../envs/stats.yaml"

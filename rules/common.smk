@@ -66,17 +66,23 @@ def leakage_inputs(wildcards):
     ]
 
 
-def similarity_tables(wildcards):
+def finetuned_similarity_tables(wildcards):
+    """The similarity tables of every seed finetuned on the BTS's dataset."""
     return [
         f"results/similarity/{wildcards.analysis_set}/{wildcards.model}/{stage}.csv"
         for stage in [
-            cfg.PRETRAINED,
-            *[
-                cfg.finetuned_stage(wildcards.dataset, s)
-                for s in cfg.finetune_seeds(config, wildcards.dataset)
-            ],
+            cfg.finetuned_stage(wildcards.dataset, s)
+            for s in cfg.finetune_seeds(config, wildcards.dataset)
         ]
     ]
+
+
+def leakage_checks():
+    """Every analysis set's leakage check; training waits for them (an unnamed input: ordering only)."""
+    return expand(
+        "results/checks/leakage/{analysis_set}.ok",
+        analysis_set=config["analysis_sets"],
+    )
 
 
 def all_pairs():
@@ -145,13 +151,21 @@ def analysis_dataset(wildcards):
     return config["datasets"][config["analysis_sets"][wildcards.real_set]["dataset"]]
 
 
-def curate_inputs(wildcards):
-    """Annotations, and the paper's lists (source paper) or the gender word lists (curated COCO sets)."""
+def curate_markers(wildcards):
+    """What must be on disk before curation (annotations; the paper's verified lists); an unnamed
+    input, so not handed to the script."""
     aset = config["analysis_sets"][wildcards.real_set]
-    inputs = {"annotations": f"results/data/{aset['dataset']}/annotations.ok"}
+    markers = [f"results/data/{aset['dataset']}/annotations.ok"]
     if aset["source"] == "paper":
-        inputs["lists"] = f"results/data/paper_lists/{wildcards.real_set}/lists.ok"
-    elif config["datasets"][aset["dataset"]]["kind"] == "coco":
+        markers.append(f"results/data/paper_lists/{wildcards.real_set}/lists.ok")
+    return markers
+
+
+def curate_inputs(wildcards):
+    """The gender word lists (curated COCO sets)."""
+    aset = config["analysis_sets"][wildcards.real_set]
+    inputs = {}
+    if aset["source"] != "paper" and config["datasets"][aset["dataset"]]["kind"] == "coco":
         words = aset.get("curation", {}).get("gender_words", {})
         inputs["gender_words"] = words.get(
             "file", os.path.join(workflow.basedir, "resources", "gender_words.yaml")
@@ -172,10 +186,6 @@ def pretrain_inputs(wildcards):
     return {
         "train": f"results/splits/{dataset}/train.parquet",
         "val": f"results/splits/{dataset}/val.parquet",
-        "checks": expand(
-            "results/checks/leakage/{analysis_set}.ok",
-            analysis_set=config["analysis_sets"],
-        ),
     }
 
 

@@ -37,10 +37,14 @@ rule synthetic_analysis_set:
     resources:
         mem_mb=1000,
         runtime=10,
+    # only what shapes the images: editing the set's iEATs or BTS lists reruns nothing here
     params:
-        spec=lambda wildcards: cfg.canonical(
-            config["analysis_sets"][wildcards.synthetic_set]
-        ),
+        classes=lambda wildcards: config["analysis_sets"][wildcards.synthetic_set]["classes"],
+        n_per_class=lambda wildcards: config["analysis_sets"][wildcards.synthetic_set][
+            "n_per_class"
+        ],
+        size=lambda wildcards: config["analysis_sets"][wildcards.synthetic_set]["size"],
+        seed=lambda wildcards: config["analysis_sets"][wildcards.synthetic_set]["seed"],
     script:
         "../workflow/scripts/synthetic_analysis_set.py"
 

@@ -56,6 +56,7 @@ rule download_paper_lists:
 
 rule curate_analysis_set:
     input:
+        curate_markers,
         unpack(curate_inputs),
     output:
         selection="results/analysis_sets/{real_set}/selection.parquet",
@@ -73,7 +74,8 @@ rule curate_analysis_set:
         runtime=30,
     params:
         dataset=analysis_dataset,
-        analysis_set=lambda wildcards: cfg.canonical(
+        # what selects the images: editing the set's iEATs or BTS lists reruns nothing here
+        analysis_set=lambda wildcards: cfg.selection_spec(
             config["analysis_sets"][wildcards.real_set]
         ),
         lists_dir=lambda wildcards: f"results/data/paper_lists/{wildcards.real_set}",
@@ -108,7 +110,7 @@ rule fetch_analysis_images:
 
 rule make_splits:
     input:
-        annotations="results/data/{real}/annotations.ok",
+        "results/data/{real}/annotations.ok",
         selections=selections_of,
     output:
         train="results/data/{real}/splits/train.parquet",
@@ -136,7 +138,7 @@ rule fetch_split_images:
     input:
         selected="results/data/{real}/splits/{split}.parquet",
     output:
-        split="results/splits/{real}/{split}.parquet",
+        published="results/splits/{real}/{split}.parquet",
     log:
         "logs/fetch_split_images/{real}/{split}.log",
     wildcard_constraints:

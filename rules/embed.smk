@@ -3,9 +3,9 @@
 
 rule embed:
     input:
+        "results/checks/leakage/{analysis_set}.ok",
         manifest="results/analysis_sets/{analysis_set}/manifest.parquet",
         weights=stage_weights,
-        check="results/checks/leakage/{analysis_set}.ok",
     output:
         embeddings="results/embeddings/{analysis_set}/{model}/{stage}.parquet",
     log:

@@ -5,15 +5,12 @@
 
 rule finetune:
     input:
+        leakage_checks(),
         weights=pretrained_weights,
         train="results/splits/{dataset}/train.parquet",
         val="results/splits/{dataset}/val.parquet",
-        checks=expand(
-            "results/checks/leakage/{analysis_set}.ok",
-            analysis_set=config["analysis_sets"],
-        ),
     output:
-        model="results/finetune/{dataset}/{model}/seed{seed}/model.safetensors",
+        trained="results/finetune/{dataset}/{model}/seed{seed}/model.safetensors",
         metrics="results/finetune/{dataset}/{model}/seed{seed}/metrics.json",
         curve="results/finetune/{dataset}/{model}/seed{seed}/curve.csv",
     log:
@@ -33,7 +30,6 @@ rule finetune:
         hyper=lambda wildcards: cfg.finetune_params(
             config, wildcards.model, wildcards.dataset
         ),
-        seed=lambda wildcards: int(wildcards.seed),
         resume="results/finetune/{dataset}/{model}/seed{seed}.resume.pt",
         device=config["finetune"].get("device", "auto"),
         num_workers=config["finetune"].get("num_workers", 1),

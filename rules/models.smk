@@ -3,9 +3,10 @@
 
 rule pretrain:
     input:
+        leakage_checks(),
         unpack(pretrain_inputs),
     output:
-        model="results/pretrain/{model}/model.safetensors",
+        trained="results/pretrain/{model}/model.safetensors",
         metrics="results/pretrain/{model}/metrics.json",
     log:
         "logs/pretrain/{model}.log",

@@ -1,5 +1,6 @@
 """Workflow scripts run from Snakemake's object or, for a reviewer, from the command line."""
 
+import ast
 import logging
 import runpy
 import subprocess
@@ -9,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from biastransfer.scripting import run
+from biastransfer.scripting import SECTIONS, handoff_problems, run
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = sorted(p for p in (ROOT / "workflow" / "scripts").glob("*.py"))
@@ -64,9 +65,96 @@ def test_every_script_explains_itself_standalone(script, monkeypatch, capsys):
 def test_a_script_runs_standalone_on_real_files(tmp_path):
     done = subprocess.run(
         [sys.executable, str(ROOT / "workflow" / "scripts" / "synthetic_analysis_set.py"),
-         "--spec", '{"dataset": "d", "source": "synthetic", "classes": ["car", "person_a"], "n_per_class": 2, "size": 32}',
+         "--classes", "car", "person_a", "--n_per_class", "2", "--size", "32", "--seed", "0",
          "--manifest", str(tmp_path / "m.parquet"), "--images", str(tmp_path / "img"), "--log", str(tmp_path / "x.log")],
         capture_output=True, text=True, cwd=ROOT, timeout=120,
     )
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "m.parquet").is_file() and "2 images" in (tmp_path / "x.log").read_text()
+
+
+def test_a_name_given_twice_is_an_error_naming_rule_name_and_script():
+    smk = SimpleNamespace(
+        rule="demo_rule", input=Named(values=["a"]), output=Named(table="t.csv"), params=Named(table="x"),
+        threads=1, wildcards=Named(), log=[],
+    )
+    with pytest.raises(TypeError, match=r"rule demo_rule: 'table' is named in both output and params \(test_scripting.py\)"):
+        run(demo_main, smk)
+
+
+def test_a_name_main_does_not_take_is_an_error():
+    smk = SimpleNamespace(
+        rule="demo_rule", input=Named(values=["a"], extra="e"), output=Named(table="t.csv"), params=Named(),
+        threads=1, wildcards=Named(), log=[],
+    )
+    with pytest.raises(TypeError, match=r"rule demo_rule: input 'extra' is not a parameter of main"):
+        run(demo_main, smk)
+
+
+def test_a_wildcard_that_shadows_a_named_file_is_an_error():
+    smk = SimpleNamespace(
+        rule="demo_rule", input=Named(values=["a"]), output=Named(table="t.csv"), params=Named(),
+        threads=1, wildcards=Named(table="x"), log=[],
+    )
+    with pytest.raises(TypeError, match=r"'table' is named in both output and wildcards"):
+        run(demo_main, smk)
+
+
+def test_wildcards_arrive_as_named_parameters_of_the_declared_type():
+    smk = SimpleNamespace(
+        rule="demo_rule", input=Named(values=["a"]), output=Named(table="t.csv"), params=Named(),
+        threads=1, wildcards=Named(count="7", model="m"), log=[],  # model: a wildcard main does not take
+    )
+    assert run(demo_main, smk) == ("t.csv", ["a"], None, 7, 1)
+
+
+def _main_parameters(script: Path) -> dict[str, bool]:
+    """``{name: required}`` of a script's ``main``, read without importing it (scripts import torch)."""
+    tree = ast.parse(script.read_text())
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "main")
+    required = len(fn.args.args) - len(fn.args.defaults)
+    return {a.arg: i < required for i, a in enumerate(fn.args.args)}
+
+
+def _planned_jobs(configfile: Path, workdir: Path):
+    """Every job of the workflow's DAG for one config (built with Snakemake's API; nothing runs), and
+    every rule of the workflow."""
+    from snakemake.api import SnakemakeApi
+    from snakemake.settings.types import ConfigSettings, DAGSettings, OutputSettings, ResourceSettings
+
+    with SnakemakeApi(OutputSettings()) as api:
+        workflow_api = api.workflow(
+            resource_settings=ResourceSettings(cores=1), config_settings=ConfigSettings(configfiles=[configfile]),
+            snakefile=ROOT / "Snakefile", workdir=workdir,
+        )
+        workflow_api.dag(dag_settings=DAGSettings(forceall=True))
+        workflow = workflow_api._workflow
+        workflow._prepare_dag(forceall=True, ignore_incomplete=True, lock_warn_only=True, nolock=True)
+        workflow._build_dag()
+        return list(workflow.dag.jobs), list(workflow.rules)
+
+
+def _problems(item, wildcards) -> list[str]:
+    """Handoff problems of a job (names after input functions ran) or of a rule (names as declared)."""
+    rule = getattr(item, "rule", item)
+    script = (ROOT / "rules" / rule.script).resolve()
+    named = {s: list(getattr(item, s)._names) for s in SECTIONS}
+    return handoff_problems(rule.name, script.name, _main_parameters(script), named, list(wildcards))
+
+
+def test_every_rule_hands_its_script_exactly_what_main_takes(tmp_path):
+    """The demo's and the paper's jobs, with their input functions evaluated; then every other rule
+    (optional features neither config turns on) as declared."""
+    problems, planned, rules = [], set(), {}
+    for name in ("config.yaml", "paper.yaml"):
+        jobs, all_rules = _planned_jobs(ROOT / "config" / name, tmp_path / name)
+        rules.update({r.name: r for r in all_rules if r.script})
+        for job in jobs:
+            if job.rule.script:
+                problems += _problems(job, job.wildcards_dict)
+                planned.add(job.rule.name)
+    for name, rule in rules.items():
+        if name not in planned:
+            problems += _problems(rule, rule.wildcard_names)
+    assert not sorted(set(problems))
+    assert {"finetune", "embed", "bts", "curate_analysis_set", "synthetic_analysis_set"} <= planned

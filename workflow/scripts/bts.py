@@ -1,7 +1,7 @@
 """Bias Transfer Scores of one model on one analysis set: pretrained vs each finetuned seed, and pooled.
 
-Standalone: python workflow/scripts/bts.py --similarity pre.csv ft-d-seed0.csv ft-d-seed1.csv --table B.csv
-[--lists '{"intra": ["car", "surfboard", "person_a"]}'] (the first table must be the pretrained one)
+Standalone: python workflow/scripts/bts.py --pretrained pre.csv --finetuned ft-d-seed0.csv ft-d-seed1.csv
+--lists '{"intra": ["car", "surfboard", "person_a"]}' --pvalue asymptotic --dataset d --table B.csv
 """
 
 import logging
@@ -17,22 +17,23 @@ log = logging.getLogger(__name__)
 
 
 def main(
-    similarity: list, table: str, lists: dict | None = None, pvalue: str = "asymptotic",
-    wildcards: dict | None = None,
+    pretrained: str, finetuned: list, table: str, lists: dict, pvalue: str, dataset: str,
 ) -> None:
-    frames = [pd.read_csv(path, keep_default_na=False) for path in similarity]
-    pretrained, finetuned = frames[0], {}
-    for path, frame in zip(similarity[1:], frames[1:]):
-        _, seed = parse_stage(frame["stage"].iloc[0])
-        finetuned[seed] = frame
-    if (pretrained["stage"] != "pretrained").any():
-        raise ValueError(f"{similarity[0]}: the first similarity table must be the pretrained one")
-    scores = bts_table(pretrained, finetuned, lists, pvalue=pvalue)
-    wc = wildcards or {}
+    before = pd.read_csv(pretrained, keep_default_na=False)
+    if (before["stage"] != "pretrained").any():
+        raise ValueError(f"{pretrained}: not a similarity table of the pretrained stage")
+    after = {}
+    for path in finetuned:
+        frame = pd.read_csv(path, keep_default_na=False)
+        ft_dataset, seed = parse_stage(frame["stage"].iloc[0])
+        if ft_dataset != dataset:
+            raise ValueError(f"{path}: stage {frame['stage'].iloc[0]!r} is not finetuned on {dataset!r}")
+        after[seed] = frame
+    scores = bts_table(before, after, lists, pvalue=pvalue)
     front = {
-        "analysis_set": pretrained["analysis_set"].iloc[0],
-        "model": pretrained["model"].iloc[0],
-        "finetune_dataset": wc.get("dataset", ""),
+        "analysis_set": before["analysis_set"].iloc[0],
+        "model": before["model"].iloc[0],
+        "finetune_dataset": dataset,
     }
     scores = pd.concat([pd.DataFrame(front, index=scores.index), scores], axis=1)
     write_csv(table, scores)

@@ -1,7 +1,8 @@
 """Embed every image of an analysis set with one model at one stage (pretrained or finetuned).
 
 Standalone: python workflow/scripts/embed.py --manifest results/analysis_sets/A/manifest.parquet
---weights W --embeddings E.parquet --entry '{"source": "timm", "arch": "resnet18"}' [--device cpu]
+--weights W --embeddings E.parquet --entry '{"source": "timm", "arch": "resnet18"}' --batch_size 64
+--num_workers 1 --device cpu [--analysis_set A --model resnet18 --stage pretrained]
 """
 
 import logging
@@ -21,16 +22,14 @@ log = logging.getLogger(__name__)
 
 
 def main(
-    manifest: str, weights: str, embeddings: str, entry: dict, batch_size: int = 64, num_workers: int = 1,
-    device: str = "auto", threads: int = 1, wildcards: dict | None = None,
+    manifest: str, weights: str, embeddings: str, entry: dict, batch_size: int, num_workers: int, device: str,
+    analysis_set: str = "", model: str = "model", stage: str = "pretrained", threads: int = 1,
 ) -> None:
     import torch
 
     torch.set_num_threads(max(1, threads))
-    wc = wildcards or {}
-    stage = wc.get("stage", "pretrained")
     parse_stage(stage)
-    spec = model_spec(wc.get("model", "model"), entry)
+    spec = model_spec(model, entry)
     images = read_manifest(manifest)
     verify_files(images, ".")
     backbone = create_backbone(spec, weights)
@@ -40,7 +39,7 @@ def main(
         backbone, images["path"].tolist(), spec.preprocess, batch_size=batch_size, num_workers=num_workers, device=dev
     )
     meta = embedding_provenance(
-        spec, weights_file_and_sha256(weights)[1], stage=stage, analysis_set=wc.get("analysis_set", ""),
+        spec, weights_file_and_sha256(weights)[1], stage=stage, analysis_set=analysis_set,
         manifest_sha256=file_digest(manifest), config_hash=config_hash(entry), device=str(dev),
     )
     write_embeddings(embeddings, images["image_id"], images["class"], features, meta)

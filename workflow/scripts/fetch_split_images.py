@@ -3,7 +3,7 @@
 Image URLs follow from the path below the dataset root (COCO: images.cocodataset.org/<split>/<file>;
 Open Images: the CVDF bucket open-images-dataset/<split>/<id>.jpg). Standalone:
 python workflow/scripts/fetch_split_images.py --dataset '{"kind": "coco", "root": "data/coco"}' \
-    --selected sel/train.parquet --split results/splits/coco/train.parquet
+    --selected sel/train.parquet --published results/splits/coco/train.parquet
 """
 
 import logging
@@ -18,7 +18,7 @@ from biastransfer.scripting import run
 log = logging.getLogger(__name__)
 
 
-def main(dataset: dict, selected: str, split: str, workers: int = 8) -> None:
+def main(dataset: dict, selected: str, published: str, workers: int = 8) -> None:
     s = read_split(selected)
     root = Path(dataset["root"])
     missing = [p for p in s.frame["path"] if not os.path.isfile(p)]
@@ -29,7 +29,7 @@ def main(dataset: dict, selected: str, split: str, workers: int = 8) -> None:
         base = kind_of(dataset).image_base_url
         items = [Download(f"{base}/{Path(p).relative_to(root).as_posix()}", p) for p in missing]
         fetch_many(items, ".", workers=workers, mirror=dataset.get("mirror"))
-    write_split(split, s)
+    write_split(published, s)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ or stay where a local ``weights:`` path puts them; ``mirror`` serves an air-gapp
 ``{"format", "model", "path", "sha256", "url", "spec"}``; ``create_backbone`` follows it.
 
 Standalone: python workflow/scripts/fetch_weights.py --model resnet50 --entry '{}' \\
-    --weights results/weights/resnet50/weights.done [--cache_dir resources/weights] [--mirror DIR_OR_URL]
+    --weights results/weights/resnet50/weights.done --cache_dir resources/weights [--mirror DIR_OR_URL]
 """
 
 import logging
@@ -19,14 +19,10 @@ log = logging.getLogger(__name__)
 
 
 def main(
-    weights: str, entry: dict, model: str = "", cache_dir: str = "resources/weights", mirror: str | None = None,
-    wildcards: dict | None = None,
+    weights: str, entry: dict, model: str, cache_dir: str, mirror: str | None = None,
 ) -> None:
-    name = model or (wildcards or {}).get("model")
-    if not name:
-        raise ValueError("no model name: pass --model (or run under Snakemake with a {model} wildcard)")
-    spec = model_spec(name, entry)
-    log.info("resolving weights of %s: %s (sha256 %s, md5 %s)", name, spec.weights, spec.sha256, spec.md5)
+    spec = model_spec(model, entry)
+    log.info("resolving weights of %s: %s (sha256 %s, md5 %s)", model, spec.weights, spec.sha256, spec.md5)
     path = resolve_weights(spec, cache_dir, mirror=mirror or None)
     record = write_weights_record(weights, spec, path)
     log.info("verified %s (sha256 %s); wrote %s", path, record["sha256"], weights)

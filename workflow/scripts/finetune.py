@@ -2,8 +2,8 @@
 
 Resumable: the state after each epoch goes to --resume; a rerun continues from there.
 Standalone: python workflow/scripts/finetune.py --weights W --train T.parquet --val V.parquet
---model M.safetensors --metrics M.json --curve C.csv --entry '{"source": "timm", "arch": "resnet18"}'
---hyper '{"epochs": 2, "lr": 0.01}' --seed 0 --resume R.pt
+--trained M.safetensors --metrics M.json --curve C.csv --entry '{"source": "timm", "arch": "resnet18"}'
+--hyper '{"epochs": 2, "lr": 0.01}' --model resnet18 --seed 0 --resume R.pt --device auto --num_workers 1
 """
 
 import logging
@@ -18,15 +18,13 @@ log = logging.getLogger(__name__)
 
 
 def main(
-    weights: str, train: str, val: str, model: str, metrics: str, curve: str, entry: dict, hyper: dict,
-    seed: int, resume: str | None = None, threads: int = 1, device: str = "auto", num_workers: int = 1,
-    wildcards: dict | None = None,
+    weights: str, train: str, val: str, trained: str, metrics: str, curve: str, entry: dict, hyper: dict,
+    model: str, seed: int, device: str, num_workers: int, resume: str | None = None, threads: int = 1,
 ) -> None:
-    name = (wildcards or {}).get("model", "model")
-    spec = model_spec(name, entry)
+    spec = model_spec(model, entry)
     run_training(
         lambda classes: create_classifier(spec, len(classes), weights),
-        spec, train=train, val=val, model_out=model, metrics_out=metrics, curve_out=curve,
+        spec, train=train, val=val, model_out=trained, metrics_out=metrics, curve_out=curve,
         hyper=hyper, seed=seed, resume=resume, device=torch_device(device),
         threads=threads, num_workers=num_workers, log=log.info,
     )

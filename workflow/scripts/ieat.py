@@ -1,7 +1,8 @@
 """Image Embedding Association Tests on one embeddings file.
 
 Standalone: python workflow/scripts/ieat.py --embeddings E.parquet --table I.csv
---tests '[{"name": "t", "X": "man", "Y": "woman", "A": "car", "B": "surfboard"}]' [--permutations 100000]
+--tests '[{"name": "t", "X": "man", "Y": "woman", "A": "car", "B": "surfboard"}]' --permutations 100000
+--alternative greater --method auto --seed 0 [--analysis_set NAME --model NAME --stage pretrained]
 """
 
 import logging
@@ -15,14 +16,13 @@ log = logging.getLogger(__name__)
 
 
 def main(
-    embeddings: str, table: str, tests: list, permutations: int = 100_000, alternative: str = "greater",
-    method: str = "auto", seed: int = 0, wildcards: dict | None = None,
+    embeddings: str, table: str, tests: list, permutations: int, alternative: str, method: str, seed: int,
+    analysis_set: str = "", model: str = "", stage: str = "pretrained",
 ) -> None:
-    wc = wildcards or {}
     emb = read_embeddings(embeddings)
     results = ieat_table(emb, tests, permutations=permutations, alternative=alternative, method=method, seed=seed)
     results = with_provenance(
-        results, analysis_set=wc.get("analysis_set", ""), model=wc.get("model", ""), stage=wc.get("stage", "pretrained")
+        results, analysis_set=analysis_set, model=model, stage=stage
     )
     write_csv(table, results)
     for row in results.itertuples():

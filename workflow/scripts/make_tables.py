@@ -25,11 +25,7 @@ log = logging.getLogger(__name__)
 
 def main(
     kind: str, summary: str, table: str, analysis_set: str = "", dataset: str = "", adjust: str = "holm",
-    wildcards: dict | None = None,
 ) -> None:
-    wc = wildcards or {}
-    analysis_set = analysis_set or wc.get("analysis_set", "")
-    dataset = dataset or wc.get("dataset", "")
     if kind == "analysis_set":
         text = analysis_set_table(read_summary(summary, ("analysis_set", "class", "n")), analysis_set)
     elif kind == "ieat":

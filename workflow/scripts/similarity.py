@@ -1,7 +1,7 @@
 """Intra-class similarity of every class and inter-class similarity of every pair, for one embeddings file.
 
 Standalone: python workflow/scripts/similarity.py --embeddings E.parquet --table S.csv
-[--method exact|sampled] [--analysis_set NAME --model NAME --stage pretrained]
+--method exact --iterations 50 --seed 0 [--analysis_set NAME --model NAME --stage pretrained]
 """
 
 import logging
@@ -15,14 +15,13 @@ log = logging.getLogger(__name__)
 
 
 def main(
-    embeddings: str, table: str, method: str = "exact", iterations: int = 50, seed: int = 0,
-    wildcards: dict | None = None,
+    embeddings: str, table: str, method: str, iterations: int, seed: int, analysis_set: str = "", model: str = "",
+    stage: str = "pretrained",
 ) -> None:
-    wc = wildcards or {}
     emb = read_embeddings(embeddings)
     sims = similarity_table(emb, method=method, iterations=iterations, seed=seed)
     sims = with_provenance(
-        sims, analysis_set=wc.get("analysis_set", ""), model=wc.get("model", ""), stage=wc.get("stage", "pretrained")
+        sims, analysis_set=analysis_set, model=model, stage=stage
     )
     write_csv(table, sims)
     log.info("%s: %d classes, %d similarities (%s)", embeddings, len(emb.class_names), len(sims), method)

@@ -1,7 +1,7 @@
 """Draw a synthetic analysis set: fresh images per analysis class and their manifest.
 
-Standalone: python workflow/scripts/synthetic_analysis_set.py --spec '{"dataset": "d", "source": "synthetic",
-"classes": ["person_a", "person_b", "car"], "n_per_class": 10}' --manifest /tmp/a/manifest.parquet --images /tmp/a/images
+Standalone: python workflow/scripts/synthetic_analysis_set.py --classes person_a person_b car --n_per_class 10
+--size 64 --seed 0 --manifest /tmp/a/manifest.parquet --images /tmp/a/images [--synthetic_set NAME]
 """
 
 import logging
@@ -13,14 +13,12 @@ from biastransfer.scripting import run
 log = logging.getLogger(__name__)
 
 
-def main(spec: dict, manifest: str, images: str, wildcards: dict | None = None) -> None:
-    name = (wildcards or {}).get("synthetic_set", "synthetic")
-    frame = synthetic.generate_analysis_set(
-        name, spec["classes"], spec.get("n_per_class", 40), size=spec.get("size", 64),
-        seed=spec.get("seed", 0), image_dir=images,
-    )
+def main(
+    classes: list, n_per_class: int, size: int, seed: int, manifest: str, images: str, synthetic_set: str = "synthetic",
+) -> None:
+    frame = synthetic.generate_analysis_set(synthetic_set, classes, n_per_class, size=size, seed=seed, image_dir=images)
     write_manifest(manifest, frame)
-    log.info("%s: %d classes x %d images", name, len(spec["classes"]), spec.get("n_per_class", 40))
+    log.info("%s: %d classes x %d images", synthetic_set, len(classes), n_per_class)
 
 
 if __name__ == "__main__":

@@ -107,6 +107,15 @@ def training_datasets(config: Mapping) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+ANALYSIS_ONLY = ("ieat", "bts")
+
+
+def selection_spec(analysis_set: Mapping) -> dict[str, Any]:
+    """An analysis-set entry without what only the analysis reads (its iEATs and BTS lists): the params of
+    the jobs that select and draw its images, so that an edit to a test reruns none of them."""
+    return canonical({k: v for k, v in analysis_set.items() if k not in ANALYSIS_ONLY})
+
+
 def config_hash(obj: Any) -> str:
     """Short stable hash of a JSON-serialisable config fragment (recorded as provenance)."""
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]

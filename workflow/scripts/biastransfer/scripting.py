@@ -1,10 +1,13 @@
 """Run a workflow script's ``main`` from Snakemake or, for a reviewer, from the command line.
 
 Each script in ``workflow/scripts`` defines ``main(...)`` whose parameter names are the rule's named
-inputs, outputs and params, and ends with ``run(main, globals().get("snakemake"))``. Under Snakemake
-the arguments come from the ``snakemake`` object and logging goes to ``snakemake.log[0]``; run by hand,
-``python workflow/scripts/<name>.py --help`` lists the same arguments (lists take several values,
-mappings take JSON) and logging goes to the terminal.
+inputs, outputs, params and (where it needs them) wildcards, and ends with
+``run(main, globals().get("snakemake"))``. Under Snakemake the arguments come from the ``snakemake``
+object and logging goes to ``snakemake.log[0]``; run by hand, ``python workflow/scripts/<name>.py
+--help`` lists the same arguments (lists take several values, mappings take JSON) and logging goes to
+the terminal. The handoff is strict: a name given twice, a
+name ``main`` does not take, or a required parameter nobody gives stops the job naming rule, name and
+script (``handoff_problems``; tests/test_scripting.py checks every rule of the workflow).
 """
 
 from __future__ import annotations
@@ -56,14 +59,56 @@ def _plain(value: Any) -> Any:
     return value
 
 
+SECTIONS = ("input", "output", "params")
+
+
+def handoff_problems(
+    rule: str, script: str, accepted: dict[str, bool], named: dict[str, list[str]], wildcards: list[str] = (),
+) -> list[str]:
+    """What is wrong with handing a rule's named values to a script's ``main``.
+
+    ``accepted`` maps each parameter of ``main`` to whether it is required; ``named`` maps ``input``,
+    ``output`` and ``params`` to the names the rule gives. A name in two sections (wildcards included),
+    a name ``main`` does not accept, and a required parameter nobody provides are each one problem.
+    Wildcards that ``main`` does not take are not problems: they only shape the paths.
+    """
+    problems, seen = [], {}
+    for section, names in [*named.items(), ("wildcards", list(wildcards))]:
+        for name in names:
+            if name in seen:
+                problems.append(f"rule {rule}: {name!r} is named in both {seen[name]} and {section} ({script})")
+            seen.setdefault(name, section)
+            if section != "wildcards" and name not in accepted:
+                problems.append(f"rule {rule}: {section} {name!r} is not a parameter of main ({script})")
+    provided = set(seen) | {"threads"}
+    missing = [n for n, required in accepted.items() if required and n not in provided]
+    if missing:
+        problems.append(f"rule {rule}: main needs {missing}, which the rule does not name ({script})")
+    return problems
+
+
+def _wildcard_value(param: inspect.Parameter, value: str) -> Any:
+    """A wildcard (always text) as the type ``main`` declares for it (``int`` for seeds)."""
+    convert, _ = _argument_type(param.annotation)
+    return convert(value) if convert in (int, float) else str(value)
+
+
 def _from_snakemake(main: Callable, smk: Any) -> dict[str, Any]:
     wanted = inspect.signature(main).parameters
-    available: dict[str, Any] = {"threads": smk.threads, "wildcards": dict(smk.wildcards.items())}
-    for section in (smk.input, smk.output, smk.params):
-        available.update({k: _plain(v) for k, v in section.items()})
-    missing = [n for n, p in wanted.items() if n not in available and p.default is inspect.Parameter.empty]
-    if missing:
-        raise TypeError(f"{main.__module__}.main needs {missing}, which the rule does not name")
+    script = Path(inspect.getsourcefile(main) or main.__module__).name
+    sections = {s: getattr(smk, s) for s in SECTIONS}
+    problems = handoff_problems(
+        getattr(smk, "rule", "?"), script,
+        {n: p.default is inspect.Parameter.empty for n, p in wanted.items()},
+        {s: [k for k, _ in named.items()] for s, named in sections.items()},
+        [k for k, _ in smk.wildcards.items()],
+    )
+    if problems:
+        raise TypeError("; ".join(problems))
+    available: dict[str, Any] = {"threads": smk.threads}
+    available.update({k: _wildcard_value(wanted[k], v) for k, v in smk.wildcards.items() if k in wanted})
+    for named in sections.values():
+        available.update({k: _plain(v) for k, v in named.items()})
     return {n: available[n] for n in wanted if n in available}
 
 
