@@ -263,7 +263,7 @@ def _load_resume(path: str | Path, key: dict, device: torch.device, log: Callabl
         log(f"{path} is not a readable resume state ({type(exc).__name__}: {exc}); starting over")
         Path(path).unlink(missing_ok=True)
         return None
-    stale = _stale(state.get("key"), key)
+    stale = _stale(state.get("key") if isinstance(state, dict) else None, key)
     if stale:
         log(f"{path} was written with another {', '.join(_KEY_WORDS.get(k, k) for k in stale)}; "
             "discarding it and starting over")
