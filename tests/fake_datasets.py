@@ -10,27 +10,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
-from PIL import Image
-
 from biastransfer.data import coco
 from biastransfer.data import openimages as oi
 from biastransfer.data.splits import Split, write_split
-
-_COLOURS = [(230, 40, 40), (40, 200, 60), (50, 80, 230), (240, 200, 30), (200, 50, 220),
-            (30, 210, 210), (250, 130, 30), (120, 60, 20), (160, 160, 255), (20, 20, 20)]
-
-
-def label_image(labels, classes, size: int, seed: int) -> Image.Image:
-    """Grey noise with a coloured square in the class's grid cell for every label."""
-    rng = np.random.default_rng(seed)
-    pixels = rng.integers(100, 156, size=(size, size, 3), dtype=np.uint8)
-    cell = size // 4
-    for label in labels:
-        k = classes.index(label)
-        r, c = divmod(k % 16, 4)
-        pixels[r * cell:(r + 1) * cell, c * cell:(c + 1) * cell] = _COLOURS[k % len(_COLOURS)]
-    return Image.fromarray(pixels)
+from biastransfer.data.toy_mirror import label_image
 
 
 def write_images(split: Split, size: int) -> None:

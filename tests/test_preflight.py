@@ -1,0 +1,82 @@
+"""The pre-flight check (biastransfer.preflight, workflow/scripts/preflight.py) on a small toy folder mirror."""
+
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from biastransfer.data import toy_mirror
+from biastransfer.data.download import apply_mirror
+from biastransfer.models.registry import REGISTRY
+from biastransfer.models.toy_weights import write_weights
+from biastransfer.preflight import MISMATCH, MISSING, OK, REMOTE, UNLISTED, preflight
+from conftest import ROOT
+
+PAPER = yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())
+
+
+@pytest.fixture(scope="module")
+def mirrored(tmp_path_factory):
+    """(config, mirror): the paper config reduced to resnet18, every file in a folder mirror."""
+    mirror = tmp_path_factory.mktemp("mirror")
+    config = yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())
+    counts = dict(per_class=1, n_train=3, n_val=2, size=16)
+    for name, aset in config["analysis_sets"].items():
+        cur, base = aset["curation"], aset["paper"]["base_url"]
+        if name == "coco":
+            lists, ann = toy_mirror.build_coco(mirror, base, aset["classes"], objects=cur["objects"], **counts)
+        else:
+            lists, ann = toy_mirror.build_openimages(mirror, base, aset["classes"], objects=cur["objects"],
+                                                     genders=cur["genders"], **counts)
+        aset["paper"]["files"] = lists
+        config["datasets"][aset["dataset"]].update(mirror=str(mirror), checksums=ann)
+    path = write_weights(REGISTRY["resnet18"], apply_mirror(REGISTRY["resnet18"].weights, mirror))
+    config["models"] = {"resnet18": {"sha256": toy_mirror.sha256_of(path)}}
+    config["weights"]["mirror"] = str(mirror)
+    return config, mirror
+
+
+def test_a_complete_mirror_lists_every_file_as_ok(mirrored, tmp_path, monkeypatch):
+    config, _ = mirrored
+    monkeypatch.chdir(tmp_path)
+    table = preflight(config)
+    assert set(table["status"]) == {OK}
+    groups = table.groupby("group").size().to_dict()
+    assert groups["coco: paper lists"] == 13 and groups["openimages: paper lists"] == 16
+    assert groups["coco: images"] == 13 + 3 + 2 and groups["openimages: images"] == 16 + 3 + 2
+    assert groups["resnet18: weights"] == 1
+
+
+def test_missing_and_changed_files_are_named(mirrored, tmp_path, monkeypatch):
+    config, mirror = mirrored
+    monkeypatch.chdir(tmp_path)
+    image = next((mirror / "open-images-dataset.s3.amazonaws.com" / "train").iterdir())
+    labels = apply_mirror(toy_mirror.oi.FILES["validation-annotations-human-imagelabels-boxable.csv"][0], mirror)
+    saved_image, saved_labels = image.read_bytes(), open(labels, "rb").read()
+    try:
+        image.unlink()
+        table = preflight(config).set_index("file")
+        assert table.loc[f"data/openimages/train/{image.name}", "status"] == MISSING
+        assert (table["status"] != OK).sum() == 1
+        with open(labels, "ab") as fh:
+            fh.write(b"\n")
+        table = preflight(config).set_index("file")
+        row = table.loc["data/openimages/annotations/validation-annotations-human-imagelabels-boxable.csv"]
+        assert row["status"] == MISMATCH and "sha256" in row["detail"]
+        # the images are listed from the annotation files, so with a changed label file they are not listed
+        assert (table["status"] == UNLISTED).sum() == 1
+        done = subprocess.run([sys.executable, str(ROOT / "workflow" / "scripts" / "preflight.py"), "--configfile",
+                               str(ROOT / "config" / "paper.yaml")], cwd=tmp_path, capture_output=True, text=True)
+        assert done.returncode == 1 and "simclr_r50_v1" in done.stdout  # its converted weights are not there
+    finally:
+        image.write_bytes(saved_image)
+        open(labels, "wb").write(saved_labels)
+
+
+def test_without_a_mirror_the_downloads_are_remote(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config = {**PAPER, "models": {"resnet50": {}}}
+    table = preflight(config)
+    assert set(table["status"]) == {REMOTE, UNLISTED}
+    assert (table["url"] == REGISTRY["resnet50"].weights).sum() == 1
