@@ -70,7 +70,9 @@ def bts_table(similarity: pd.DataFrame) -> pd.DataFrame:
                 result = spearmanr(pre.to_numpy(), values.loc[pre.index].to_numpy())
                 rows.append(dict(analysis_set=analysis_set, model=model, stage=f"ft-{dataset}", finetune_dataset=dataset,
                                  seed=seed, kind=kind, statistic=result.statistic, pvalue=result.pvalue, n=len(pre),
-                                 pvalue_method="scipy"))  # fmt: skip
+                                 pvalue_method="asymptotic", pvalue_t=result.pvalue, pvalue_floor=0.0,
+                                 ci_low=result.statistic - 0.2, ci_high=min(1.0, result.statistic + 0.2),
+                                 ci_level=0.95, bootstrap=200))  # fmt: skip
     table = pd.DataFrame(rows)
     table["pvalue_holm"] = np.nan
     table["pvalue_bh"] = np.nan
@@ -92,6 +94,8 @@ def ieat_table() -> pd.DataFrame:
                     rows.append(dict(analysis_set=analysis_set, model=model, stage=stage, finetune_dataset=dataset, seed=seed,
                                      test=f"{a}-{b}", X="man", Y="woman", A=a, B=b, effect_size=d, statistic=d / 10,
                                      pvalue=float(np.clip(0.5 - d / 2.5, 1e-4, 1)), pvalue_se=0.001, method="permutation",
+                                     pvalue_two_sided=float(np.clip(1 - abs(d) / 1.25, 1e-4, 1)), pvalue_floor=1e-4,
+                                     ci_low=d - 0.4, ci_high=d + 0.4, ci_level=0.95, bootstrap=200,
                                      alternative="greater", permutations=10000, n_x=10, n_y=10, n_a=10, n_b=10))  # fmt: skip
     table = pd.DataFrame(rows)
     table["pvalue_holm"] = _holm(table["pvalue"].to_numpy())

@@ -67,7 +67,8 @@ def reproducing_run(reference: pd.DataFrame) -> dict[str, pd.DataFrame]:
         v = part.set_index("measure")["value"]
         for kind in ("intra", "inter"):
             bts.append(dict(analysis_set="openimages", model=model, stage="ft-openimages", finetune_dataset="openimages",
-                            seed="pooled", kind=kind, statistic=v[f"bts_{kind}"], pvalue=v[f"bts_{kind}_p"], n=7))  # fmt: skip
+                            seed="pooled", kind=kind, statistic=v[f"bts_{kind}"], pvalue=1.0, pvalue_t=v[f"bts_{kind}_p"],
+                            n=7))  # fmt: skip
     t9 = reference[(reference["table"] == "9") & reference["model"].isin(["bit_m_r50x1", "clip_vit_b32"])]
     ieat = []
     for (model, pair, stage), part in t9.groupby(["model", "concept_pair", "stage"], sort=False):
@@ -76,7 +77,8 @@ def reproducing_run(reference: pd.DataFrame) -> dict[str, pd.DataFrame]:
         ieat.append(dict(analysis_set="openimages", model=model, stage="pretrained" if stage == "pretrained" else "ft-openimages-seed0",
                          finetune_dataset="" if stage == "pretrained" else "openimages", seed="" if stage == "pretrained" else "0",
                          test=f"{a}_vs_{b}", X="man", Y="woman", A=a, B=b, effect_size=v["ieat_d"], pvalue=v["ieat_p"],
-                         pvalue_holm=v["ieat_p"], pvalue_bh=v["ieat_p"]))  # fmt: skip
+                         pvalue_holm=v["ieat_p"], pvalue_bh=v["ieat_p"], pvalue_two_sided=1.0, pvalue_floor=1e-5,
+                         ci_low=float("nan"), ci_high=float("nan"), alternative="greater"))  # fmt: skip
     metrics = []
     for table, dataset, metric, seeds in (("7", "coco", "mAP", (0, 1, 2)), ("8", "openimages", "micro_f1", (0,))):
         for model, part in reference[reference["table"] == table].groupby("model", sort=False):

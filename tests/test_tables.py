@@ -72,6 +72,26 @@ def test_format_p(p, text):
     assert formatting.format_p(p) == text
 
 
+@pytest.mark.parametrize(
+    ("p", "floor", "latex", "words"),
+    [(1e-5, 1e-5, r"$\leq10^{-5}$", "p <= 1e-05"), (2 / 5040, 2 / 5040, r"$\leq4.0\times10^{-4}$", "p <= 0.0004"),
+     (0.0, 0.0, "$<10^{-16}$", "p < 1e-16"), (0.03, 1e-5, "$0.030$", "p = 0.03")],
+)  # fmt: skip
+def test_a_p_at_its_floor_is_a_bound_and_never_zero(p, floor, latex, words):
+    assert formatting.format_p(p, floor) == latex
+    assert formatting.p_text(p, floor) == words
+
+
+def test_ieat_table_flags_a_large_effect_against_the_tested_direction(summaries):
+    ieat = summaries["ieat"].copy()
+    ieat["effect_size"] = -0.8
+    doc = tables.ieat_table(ieat, "openimages")
+    assert all("\\dagger" in row[3] for row in data_rows(doc))
+    assert "direction opposite to the one tested" in doc
+    ieat["effect_size"] = -0.3
+    assert "\\dagger" not in "".join("".join(r) for r in data_rows(tables.ieat_table(ieat, "openimages")))
+
+
 @pytest.mark.parametrize(("p", "marks"), [(0.2, ""), (0.05, ""), (0.04, "*"), (0.005, "**"), (0.0005, "***"), (float("nan"), "")])
 def test_stars(p, marks):
     assert formatting.stars(p) == marks
@@ -83,13 +103,14 @@ def test_bts_table_shows_pooled_scores_with_adjusted_p_and_marks(summaries):
     rows = data_rows(doc)
     assert [r[0] for r in rows] == [formatting.model_label(m) for m in rd.MODELS]
     for model, row in zip(rd.MODELS, rows):
-        for offset, kind in ((1, "intra"), (5, "inter")):
+        for offset, kind in ((1, "intra"), (6, "inter")):
             r = bts[(bts.model == model) & (bts.kind == kind) & (bts.seed == "pooled") & (bts.finetune_dataset == "coco")
                     & (bts.analysis_set == "coco")].iloc[0]  # fmt: skip
             assert row[offset] == formatting.format_number(r.statistic, mark=formatting.stars(r.pvalue_holm))
-            assert row[offset + 1] == formatting.format_p(r.pvalue)
-            assert row[offset + 2] == formatting.format_p(r.pvalue_holm)
-            assert row[offset + 3] == str(len(rd.CLASSES["coco"]) if kind == "intra" else len(rd.PAIRS["coco"]))
+            assert row[offset + 1] == formatting.format_interval(r.ci_low, r.ci_high)
+            assert row[offset + 2] == formatting.format_p(r.pvalue, r.pvalue_floor)
+            assert row[offset + 3] == formatting.format_p(r.pvalue_holm)
+            assert row[offset + 4] == str(len(rd.CLASSES["coco"]) if kind == "intra" else len(rd.PAIRS["coco"]))
     assert r"$p_{\mathrm{Holm}}$" in doc
     assert r"$p_{\mathrm{Benj}}$" in tables.bts_table(bts, "coco", "coco", adjust="bh")
 
@@ -103,11 +124,21 @@ def test_ieat_table_mean_effect_and_largest_p_over_seeds(summaries):
     assert first[:3] == ["ResNet18", "car", "fashion"]
     pick = ieat[(ieat.analysis_set == "openimages") & (ieat.model == "resnet18") & (ieat.A == "car") & (ieat.B == "fashion")]
     pre = pick[pick.stage == "pretrained"].iloc[0]
-    assert first[3:6] == [formatting.format_number(pre.effect_size, mark=formatting.stars(pre.pvalue_holm)), formatting.format_p(pre.pvalue), formatting.format_p(pre.pvalue_holm)]
+    mark = formatting.stars(pre.pvalue_holm) + ("\\dagger" if pre.effect_size <= -0.5 else "")
+    assert first[3:8] == [
+        formatting.format_number(pre.effect_size, mark=mark), formatting.format_interval(pre.ci_low, pre.ci_high),
+        formatting.format_p(pre.pvalue, pre.pvalue_floor), formatting.format_p(pre.pvalue_two_sided, pre.pvalue_floor),
+        formatting.format_p(pre.pvalue_holm),
+    ]
     coco = pick[pick.finetune_dataset == "coco"]
     assert len(coco) == 3
-    expected_d = formatting.format_number(coco.effect_size.mean(), mark=formatting.stars(coco.pvalue_holm.max()))
-    assert first[6:9] == [expected_d, formatting.format_p(coco.pvalue.max()), formatting.format_p(coco.pvalue_holm.max())]
+    mark = formatting.stars(coco.pvalue_holm.max()) + ("\\dagger" if coco.effect_size.mean() <= -0.5 else "")
+    expected_d = formatting.format_number(coco.effect_size.mean(), mark=mark)
+    assert first[8:13] == [
+        expected_d, formatting.format_interval(coco.ci_low.min(), coco.ci_high.max()),
+        formatting.format_p(coco.pvalue.max(), 1e-4), formatting.format_p(coco.pvalue_two_sided.max(), 1e-4),
+        formatting.format_p(coco.pvalue_holm.max()),
+    ]
     assert rows[1][0] == ""  # the model name is printed once per block
     assert "Finetuned on \\texttt{coco}" in doc and "Finetuned on \\texttt{openimages}" in doc
 

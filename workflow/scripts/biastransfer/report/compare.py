@@ -80,9 +80,10 @@ def run_measurements(
     """
     parts = []
     if bts is not None:
-        require_columns(bts, ("analysis_set", "model", "finetune_dataset", "seed", "kind", "statistic", "pvalue"), where="BTS summary")
+        require_columns(bts, ("analysis_set", "model", "finetune_dataset", "seed", "kind", "statistic", "pvalue_t"), where="BTS summary")
         pooled = bts[bts["seed"] == "pooled"]
-        for value_col, suffix in (("statistic", ""), ("pvalue", "_p")):
+        # the paper's BTS p-values are scipy's t approximation: compare like with like (pvalue_t)
+        for value_col, suffix in (("statistic", ""), ("pvalue_t", "_p")):
             parts.append(pd.DataFrame({
                 "analysis_set": pooled["analysis_set"], "finetune_dataset": pooled["finetune_dataset"], "model": pooled["model"],
                 "measure": "bts_" + pooled["kind"] + suffix, "stage": "", "concept_pair": "", "value": pooled[value_col], "n_seeds": np.nan,

@@ -101,19 +101,71 @@ def stars(p: float, levels: Sequence[float] = SIGNIFICANCE_LEVELS) -> str:
     return "*" * sum(p < level for level in levels)
 
 
-def format_p(p: float) -> str:
-    """A p-value as LaTeX math: three decimals, or ``a\\times10^{-k}`` below 0.001."""
+def at_floor(p: float, floor: float | None) -> bool:
+    """Whether ``p`` is at the smallest value its method can give (then it is an upper bound)."""
+    return bool(floor) and not math.isnan(floor) and p <= floor * (1 + 1e-9)
+
+
+def _latex_power(x: float) -> str:
+    exponent = math.floor(math.log10(x))
+    mantissa = x / 10**exponent
+    if round(mantissa, 1) == 1.0:
+        return f"10^{{{exponent}}}"
+    if round(mantissa, 1) == 10.0:
+        return f"10^{{{exponent + 1}}}"
+    return f"{mantissa:.1f}\\times10^{{{exponent}}}"
+
+
+def format_p(p: float, floor: float | None = None) -> str:
+    """A p-value as LaTeX math: three decimals, or ``a\\times10^{-k}`` below 0.001.
+
+    A p at its method's ``floor`` (Monte Carlo: 1 / permutations; enumeration: the fewest orderings
+    that can be as extreme) prints as a bound, ``\\leq`` the floor; a p of 0 (only the t approximation
+    gives one) as ``<10^{-16}``, never as 0.
+    """
     if p is None or math.isnan(p):
         return "--"
+    if at_floor(p, floor):
+        return f"$\\leq{floor:.3f}$" if floor >= 0.001 else f"$\\leq{_latex_power(floor)}$"
     if p >= 0.001:
         return f"${p:.3f}$"
     if p == 0:
-        return "$0$"
-    exponent = math.floor(math.log10(p))
-    mantissa = p / 10**exponent
-    if round(mantissa, 1) == 1.0:
-        return f"$10^{{{exponent}}}$"
-    return f"${mantissa:.1f}\\times10^{{{exponent}}}$"
+        return "$<10^{-16}$"
+    return f"${_latex_power(p)}$"
+
+
+def p_text(p: float, floor: float | None = None) -> str:
+    """A p-value in words for findings and figure legends: ``p = 0.031``, ``p <= 0.0002`` at the
+    method's floor, ``p < 1e-16`` for a p of 0; never ``p = 0``."""
+    if p is None or math.isnan(p):
+        return "p not available"
+    if at_floor(p, floor):
+        return f"p <= {floor:.2g}"
+    if p == 0:
+        return "p < 1e-16"
+    return f"p = {p:.2g}"
+
+
+#: |d| from which an iEAT effect in the direction opposite to the tested one is called out in words.
+OPPOSITE_EFFECT = 0.5
+
+
+def opposite_direction(effect_size: float, alternative: str) -> bool:
+    """Whether ``effect_size`` is a large effect (|d| >= 0.5) against a one-sided ``alternative``."""
+    if effect_size is None or math.isnan(effect_size):
+        return False
+    if alternative == "greater":
+        return effect_size <= -OPPOSITE_EFFECT
+    if alternative == "less":
+        return effect_size >= OPPOSITE_EFFECT
+    return False
+
+
+def format_interval(low: float, high: float, digits: int = 2) -> str:
+    """``[low, high]`` as LaTeX math (``--`` when either end is NaN)."""
+    if low is None or high is None or math.isnan(low) or math.isnan(high):
+        return "--"
+    return f"$[{low:.{digits}f}, {high:.{digits}f}]$"
 
 
 def format_number(x: float, digits: int = 3, mark: str = "") -> str:

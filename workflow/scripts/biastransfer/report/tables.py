@@ -7,8 +7,9 @@ The helpers that turn the summary CSVs into per-stage rows (:func:`read_summary`
 
 Seeds: finetuned rows are grouped by finetuning dataset (``ft-{dataset}``). An iEAT effect size is
 the mean over seeds; its p-values are the largest over seeds, so a mark means "significant in every
-seed". BTS rows use the ``pooled`` seed (finetuned similarities averaged over seeds first, as the
-paper does).
+seed", and its interval runs from the lowest to the highest bound of the seeds' intervals. BTS rows
+use the ``pooled`` seed (finetuned similarities averaged over seeds first, as the paper does). Each
+table is one family of the multiple-comparison adjustment (rules/analysis.smk, summarise).
 """
 
 from __future__ import annotations
@@ -20,18 +21,20 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from biastransfer.report.formatting import ADJUSTMENTS, ADJUSTMENT_NAMES, SIGNIFICANCE_LEVELS, format_number, format_p, latex_escape, model_label, ordered_groups, require_columns, stage_group, stars
+from biastransfer.report.formatting import ADJUSTMENTS, ADJUSTMENT_NAMES, OPPOSITE_EFFECT, SIGNIFICANCE_LEVELS, format_interval, format_number, format_p, latex_escape, model_label, opposite_direction, ordered_groups, require_columns, stage_group, stars
 
 
 IEAT_COLUMNS = ("analysis_set", "model", "stage", "finetune_dataset", "seed", "test", "X", "Y", "A", "B",
-                "effect_size", "pvalue", "pvalue_holm", "pvalue_bh")  # fmt: skip
+                "effect_size", "ci_low", "ci_high", "pvalue", "pvalue_two_sided", "pvalue_floor", "alternative",
+                "pvalue_holm", "pvalue_bh")  # fmt: skip
 
 
 def ieat_by_stage(ieat: pd.DataFrame) -> pd.DataFrame:
     """One row per (analysis set, model, stage group, test): mean effect size, largest p over seeds.
 
-    Columns: the keys, ``X, Y, A, B``, ``effect_size`` (mean), ``effect_min``, ``effect_max``,
-    ``pvalue``, ``pvalue_holm``, ``pvalue_bh`` (largest over seeds) and ``n_seeds``. Row order
+    Columns: the keys, ``X, Y, A, B``, ``alternative``, ``effect_size`` (mean), ``effect_min``,
+    ``effect_max``, ``ci_low`` (lowest), ``ci_high`` (highest), ``pvalue``, ``pvalue_two_sided``,
+    ``pvalue_floor``, ``pvalue_holm``, ``pvalue_bh`` (largest over seeds) and ``n_seeds``. Row order
     follows the input's first appearance.
     """
     require_columns(ieat, IEAT_COLUMNS, where="iEAT summary")
@@ -39,12 +42,16 @@ def ieat_by_stage(ieat: pd.DataFrame) -> pd.DataFrame:
         raise ValueError("iEAT summary: no rows")
     frame = ieat.copy()
     frame["group"] = [stage_group(s, f) for s, f in zip(frame["stage"], frame["finetune_dataset"])]
-    keys = ["analysis_set", "model", "group", "test", "X", "Y", "A", "B"]
+    keys = ["analysis_set", "model", "group", "test", "X", "Y", "A", "B", "alternative"]
     out = frame.groupby(keys, sort=False).agg(
         effect_size=("effect_size", "mean"),
         effect_min=("effect_size", "min"),
         effect_max=("effect_size", "max"),
+        ci_low=("ci_low", "min"),
+        ci_high=("ci_high", "max"),
         pvalue=("pvalue", "max"),
+        pvalue_two_sided=("pvalue_two_sided", "max"),
+        pvalue_floor=("pvalue_floor", "max"),
         pvalue_holm=("pvalue_holm", "max"),
         pvalue_bh=("pvalue_bh", "max"),
         n_seeds=("seed", "size"),
@@ -122,6 +129,12 @@ def ieat_pvalue_words(rows: pd.DataFrame) -> str:
     return f"{alternatives} {methods} p-value"
 
 
+def ci_words(rows: pd.DataFrame) -> str:
+    """``95\\%`` (or the levels found) from a table's ``ci_level`` column."""
+    levels = sorted(set(rows["ci_level"].dropna())) if "ci_level" in rows else []
+    return "/".join(f"{100 * level:g}\\%" for level in levels) or "a"
+
+
 def ieat_table(ieat: pd.DataFrame, analysis_set: str, *, adjust: str = "holm") -> str:
     """iEAT effect sizes and p-values, pretrained vs each finetuning dataset (paper Tables 2/9)."""
     adj_col = _adjust_column(adjust)
@@ -129,10 +142,12 @@ def ieat_table(ieat: pd.DataFrame, analysis_set: str, *, adjust: str = "holm") -
     p_words = ieat_pvalue_words(subset)
     agg = ieat_by_stage(subset)
     groups = ordered_groups(agg["group"])
-    n_cols = 3 * len(groups)
-    header1 = ["", "", ""] + [f"\\multicolumn{{3}}{{c}}{{{_group_title(g)}}}" for g in groups]
-    rules = "".join(f"\\cmidrule(lr){{{4 + 3 * i}-{6 + 3 * i}}}" for i in range(len(groups)))
-    header2 = ["Model", "Concept A", "Concept B"] + ["$d$", "$p$", f"$p_{{\\mathrm{{{ADJUSTMENT_NAMES[adjust][:4]}}}}}$"] * len(groups)
+    n_cols = 5 * len(groups)
+    header1 = ["", "", ""] + [f"\\multicolumn{{5}}{{c}}{{{_group_title(g)}}}" for g in groups]
+    rules = "".join(f"\\cmidrule(lr){{{4 + 5 * i}-{8 + 5 * i}}}" for i in range(len(groups)))
+    header2 = ["Model", "Concept A", "Concept B"] + [
+        "$d$", "CI", "$p$", "$p_{2}$", f"$p_{{\\mathrm{{{ADJUSTMENT_NAMES[adjust][:4]}}}}}$"
+    ] * len(groups)
     body = f"\\begin{{tabular}}{{lll{'r' * n_cols}}}\n\\toprule\n"
     body += _rows([header1]).rstrip("\n") + f"\n{rules}\n" + _rows([header2]) + "\\midrule\n"
     index = agg.set_index(["model", "X", "Y", "A", "B", "group"])
@@ -147,9 +162,12 @@ def ieat_table(ieat: pd.DataFrame, analysis_set: str, *, adjust: str = "holm") -
             key = (model, x, y, a, b, group)
             if key in index.index:
                 r = index.loc[key]
-                row += [format_number(r["effect_size"], mark=stars(r[adj_col])), format_p(r["pvalue"]), format_p(r[adj_col])]
+                mark = stars(r[adj_col]) + ("\\dagger" if opposite_direction(r["effect_size"], r["alternative"]) else "")
+                row += [format_number(r["effect_size"], mark=mark), format_interval(r["ci_low"], r["ci_high"]),
+                        format_p(r["pvalue"], r["pvalue_floor"]), format_p(r["pvalue_two_sided"], r["pvalue_floor"]),
+                        format_p(r[adj_col])]  # fmt: skip
             else:
-                row += ["--"] * 3
+                row += ["--"] * 5
         cells.append(row)
         previous_model = model
     body += "".join("\\addlinespace\n" if r is None else _rows([r]) for r in cells)
@@ -161,22 +179,32 @@ def ieat_table(ieat: pd.DataFrame, analysis_set: str, *, adjust: str = "holm") -
         f"$d$: effect size; $p$: {p_words}; "
         f"$p_{{\\mathrm{{{ADJUSTMENT_NAMES[adjust][:4]}}}}}$: {ADJUSTMENT_NAMES[adjust]}-adjusted across the table. "
         f"Marks from the adjusted p: {_marks_legend()}. "
-        f"Finetuned columns: $d$ is the mean over up to {n_seeds} seed(s), p-values the largest over seeds."
+        f"CI: {ci_words(subset)} bootstrap interval of $d$ (images resampled within $X$, $Y$, $A$, $B$); "
+        f"$p_{{2}}$: two-sided p-value. "
+        f"$\\dagger$: $|d| \\geq {OPPOSITE_EFFECT:g}$ in the direction opposite to the one tested, which the "
+        f"one-sided $p$ cannot detect (read $p_{{2}}$). A $p$ written $\\leq$ is at its method's floor. "
+        f"Finetuned columns: $d$ is the mean over up to {n_seeds} seed(s), p-values the largest over seeds, "
+        f"CI from the lowest to the highest bound of the seeds' intervals."
     )
     return standalone_document(body, caption, landscape=len(groups) > 2)
+
+
+BTS_PVALUE_WORDS = {"permutation": "permutation p-value (exact over all $n!$ orderings for $n \\leq 8$)",
+                    "asymptotic": "Student-t approximation (scipy), as in the paper"}  # fmt: skip
 
 
 def bts_table(bts: pd.DataFrame, analysis_set: str, finetune_dataset: str, *, adjust: str = "holm") -> str:
     """Bias transfer scores (Spearman rho) for intra- and inter-class similarities (Tables 3/4)."""
     adj_col = _adjust_column(adjust)
-    require_columns(bts, ("analysis_set", "model", "finetune_dataset", "seed", "kind", "statistic", "pvalue", "n", adj_col), where="BTS summary")
+    require_columns(bts, ("analysis_set", "model", "finetune_dataset", "seed", "kind", "statistic", "ci_low", "ci_high",
+                          "ci_level", "pvalue", "pvalue_floor", "pvalue_method", "n", adj_col), where="BTS summary")  # fmt: skip
     rows = _subset(bts, "BTS summary", analysis_set=analysis_set, finetune_dataset=finetune_dataset, seed="pooled")
     kinds = [k for k in ("intra", "inter") if k in set(rows["kind"])]
     adj = ADJUSTMENT_NAMES[adjust][:4]
-    header1 = [""] + [f"\\multicolumn{{4}}{{c}}{{{k.capitalize()}-class}}" for k in kinds]
-    rules = "".join(f"\\cmidrule(lr){{{2 + 4 * i}-{5 + 4 * i}}}" for i in range(len(kinds)))
-    header2 = ["Model"] + ["$r_{\\mathrm{BTS}}$", "$p$", f"$p_{{\\mathrm{{{adj}}}}}$", "$n$"] * len(kinds)
-    body = f"\\begin{{tabular}}{{l{'r' * 4 * len(kinds)}}}\n\\toprule\n"
+    header1 = [""] + [f"\\multicolumn{{5}}{{c}}{{{k.capitalize()}-class}}" for k in kinds]
+    rules = "".join(f"\\cmidrule(lr){{{2 + 5 * i}-{6 + 5 * i}}}" for i in range(len(kinds)))
+    header2 = ["Model"] + ["$r_{\\mathrm{BTS}}$", "CI", "$p$", f"$p_{{\\mathrm{{{adj}}}}}$", "$n$"] * len(kinds)
+    body = f"\\begin{{tabular}}{{l{'r' * 5 * len(kinds)}}}\n\\toprule\n"
     body += _rows([header1]).rstrip("\n") + f"\n{rules}\n" + _rows([header2]) + "\\midrule\n"
     index = rows.set_index(["model", "kind"])
     if index.index.duplicated().any():
@@ -188,16 +216,20 @@ def bts_table(bts: pd.DataFrame, analysis_set: str, finetune_dataset: str, *, ad
         for kind in kinds:
             if (model, kind) in index.index:
                 r = index.loc[(model, kind)]
-                row += [format_number(r["statistic"], mark=stars(r[adj_col])), format_p(r["pvalue"]), format_p(r[adj_col]), f"{int(r['n'])}"]
+                row += [format_number(r["statistic"], mark=stars(r[adj_col])), format_interval(r["ci_low"], r["ci_high"]),
+                        format_p(r["pvalue"], r["pvalue_floor"]), format_p(r[adj_col]), f"{int(r['n'])}"]  # fmt: skip
             else:
-                row += ["--"] * 4
+                row += ["--"] * 5
         cells.append(row)
     body += _rows(cells) + "\\bottomrule\n\\end{tabular}\n"
     caption = (
         f"Bias transfer scores on analysis set \\texttt{{{latex_escape(analysis_set)}}} for models finetuned on "
         f"\\texttt{{{latex_escape(finetune_dataset)}}}: Spearman $r_{{\\mathrm{{BTS}}}}$ between pretrained and finetuned "
         f"similarities (finetuned similarities averaged over seeds first) over $n$ classes (intra) or pairs (inter); "
-        f"$p_{{\\mathrm{{{adj}}}}}$: {ADJUSTMENT_NAMES[adjust]}-adjusted. Marks from the adjusted p: {_marks_legend()}."
+        f"CI: {ci_words(rows)} bootstrap interval of $r_{{\\mathrm{{BTS}}}}$ (images resampled within classes, both "
+        f"rankings recomputed on the same images); $p$: {BTS_PVALUE_WORDS.get(rows['pvalue_method'].iloc[0], rows['pvalue_method'].iloc[0])}, "
+        f"two-sided; a $p$ written $\\leq$ is at its method's floor; "
+        f"$p_{{\\mathrm{{{adj}}}}}$: {ADJUSTMENT_NAMES[adjust]}-adjusted across the table. Marks from the adjusted p: {_marks_legend()}."
     )
     return standalone_document(body, caption)
 

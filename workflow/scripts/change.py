@@ -1,0 +1,68 @@
+"""What finetuning changed, for one model on one analysis set: the same images before and after.
+
+Writes three tables (docs/formats.md): the change of every iEAT's d per seed (``ieat``), the change of
+every listed intra- and inter-class similarity per seed (``similarity``), both with paired bootstrap
+intervals and p-values, and d over the seeds with one combined test (``seeds``).
+
+Standalone: python workflow/scripts/change.py --embeddings pre.parquet ft-d-seed0.parquet ft-d-seed1.parquet
+--tests '[{"name": "t", "X": "person_a", "Y": "person_b", "A": "surfboard", "B": "car"}]' --lists '{}'
+--permutations 100000 --alternative greater --method auto --ieat_seed 0 --ieat_bootstrap 2000
+--ieat_ci_level 0.95 --bts_bootstrap 2000 --bts_ci_level 0.95 --bts_seed 0
+--analysis_set synthetic --model m --dataset d --ieat I.csv --similarity S.csv --seeds K.csv
+(the first embeddings file must be the pretrained one)
+"""
+
+import logging
+from pathlib import Path
+
+import pandas as pd
+
+from biastransfer.atomic import write_csv
+from biastransfer.config import parse_stage
+from biastransfer.embeddings import read_embeddings
+from biastransfer.scripting import run
+from biastransfer.stats.change_tables import (
+    PRETRAINED,
+    ieat_change_table,
+    ieat_seeds_table,
+    similarity_change_table,
+    stage_replicates,
+)
+
+log = logging.getLogger(__name__)
+
+
+def main(
+    embeddings: list, ieat: str, similarity: str, seeds: str, tests: list, lists: dict, permutations: int,
+    alternative: str, method: str, ieat_seed: int, ieat_bootstrap: int, ieat_ci_level: float,
+    bts_bootstrap: int, bts_ci_level: float, bts_seed: int, analysis_set: str, model: str, dataset: str,
+) -> None:
+    stages = {}
+    for i, path in enumerate(embeddings):
+        stage = Path(path).stem
+        ft_dataset, seed = parse_stage(stage)
+        if (i == 0) != (stage == PRETRAINED) or (i > 0 and ft_dataset != dataset):
+            raise ValueError(f"{path}: expected the pretrained embeddings first, then seeds finetuned on {dataset!r}")
+        stages[PRETRAINED if i == 0 else seed] = read_embeddings(path)
+    front = {"analysis_set": analysis_set, "model": model, "finetune_dataset": dataset}
+    tables = {}
+    if tests and ieat_bootstrap:
+        tables[ieat] = ieat_change_table(stages, tests, bootstrap=ieat_bootstrap, ci_level=ieat_ci_level, seed=ieat_seed)
+    if tests:
+        finetuned = {s: t for s, t in stages.items() if s != PRETRAINED}
+        tables[seeds] = ieat_seeds_table(
+            finetuned, tests, permutations=permutations, alternative=alternative, method=method, seed=ieat_seed
+        )
+    if bts_bootstrap:
+        reps = stage_replicates(stages, lists, bootstrap=bts_bootstrap, seed=bts_seed)
+        tables[similarity] = similarity_change_table(reps, ci_level=bts_ci_level)
+    for path in (ieat, similarity, seeds):
+        frame = tables.get(path, pd.DataFrame())
+        write_csv(path, pd.concat([pd.DataFrame(front, index=frame.index), frame], axis=1))
+    for row in tables.get(ieat, pd.DataFrame()).itertuples():
+        log.info("%s seed %s: delta d = %.3f [%.3f, %.3f], p = %.3g", row.test, row.seed, row.delta_d,
+                 row.ci_low, row.ci_high, row.pvalue)  # fmt: skip
+
+
+if __name__ == "__main__":
+    run(main, globals().get("snakemake"))
