@@ -133,10 +133,18 @@ def all_targets():
 
 # Real datasets (rules/datasets.smk)
 REAL_DATASETS = [
-    d for d, s in config["datasets"].items() if s["kind"] in ("coco", "openimages")
+    d
+    for d, s in config["datasets"].items()
+    if s["kind"] in ("coco", "openimages", "table")
 ]
 REAL_ANALYSIS_SETS = [
-    a for a, s in config["analysis_sets"].items() if s["dataset"] in REAL_DATASETS
+    a
+    for a, s in config["analysis_sets"].items()
+    if s["source"] in ("paper", "curated") and s["dataset"] in REAL_DATASETS
+]
+# Your own images (rules/user.smk): analysis sets listed in a folder or a table.
+USER_SETS = [
+    a for a, s in config["analysis_sets"].items() if s["source"] in ("folder", "table")
 ]
 PAPER_ANALYSIS_SETS = [
     a for a in REAL_ANALYSIS_SETS if config["analysis_sets"][a]["source"] == "paper"
@@ -145,6 +153,18 @@ PAPER_ANALYSIS_SETS = [
 
 def dataset_of(wildcards):
     return config["datasets"][wildcards.real]
+
+
+def listed_files(wildcards):
+    """A table dataset's table (an unnamed input: edits to it redo the splits)."""
+    return [d["table"] for d in [dataset_of(wildcards)] if d["kind"] == "table"]
+
+
+def user_set_inputs(wildcards):
+    """A user set's table or folder (unnamed: an edited table reruns the manifest; files added to a
+    folder need --forcerun)."""
+    aset = config["analysis_sets"][wildcards.user_set]
+    return [aset["table"] if aset["source"] == "table" else aset["root"]]
 
 
 def analysis_dataset(wildcards):

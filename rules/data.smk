@@ -66,12 +66,14 @@ rule check_leakage:
         mem_mb=2000,
         runtime=10,
     params:
-        # Synthetic images are compared by file hash too; real datasets by their own image ids
-        # (hashing all of COCO train2017 would read 18 GB).
-        hash_files=all(
-            config["datasets"][d]["kind"] == "synthetic"
+        # Synthetic and table (your own) images are compared by file hash too; COCO and Open Images
+        # by their own image ids (hashing all of COCO train2017 would read 18 GB).
+        hash_files=[
+            f"results/splits/{d}/{split}.parquet"
             for d in cfg.training_datasets(config)
-        ),
+            if config["datasets"][d]["kind"] in ("synthetic", "table")
+            for split in ("train", "val")
+        ],
     script:
         "../workflow/scripts/check_leakage.py"
 
@@ -97,7 +99,8 @@ rule analysis_set_summary:
         runtime=5,
     params:
         analysis_sets=lambda wildcards: {
-            a: s["dataset"] for a, s in config["analysis_sets"].items()
+            a: s.get("dataset") or s["source"]
+            for a, s in config["analysis_sets"].items()
         },
     script:
         "../workflow/scripts/analysis_set_summary.py"

@@ -1,10 +1,12 @@
-# Real datasets (config `kind: coco | openimages`): downloads, analysis sets (`source: paper | curated`)
-# and finetuning splits. They write the same files as the synthetic rules in rules/data.smk; wildcard
-# constraints keep each rule to the datasets and analysis sets of its kind. Only the `localrule`s
-# below touch the network.
+# Real datasets (config `kind: coco | openimages`, and `kind: table` for your own images listed in a table):
+# downloads, analysis sets (`source: paper | curated`) and finetuning splits. They write the same files
+# as the synthetic rules in rules/data.smk; wildcard constraints keep each rule to the datasets and
+# analysis sets of its kind. Only the `localrule`s below touch the network.
 
 
 rule download_dataset:
+    input:
+        listed_files,
     output:
         ok="results/data/{real}/annotations.ok",
     log:

@@ -1,9 +1,10 @@
 """Fail the run if any analysis image appears in a training or validation split.
 
-Images are compared by id and, with --hash_files, also by the sha256 of their files (the same picture
-under another id); split files are hashed only when their rows do not record a sha256 already.
+Images are compared by id and also by the sha256 of their files (the same picture under another id) in
+the splits ``hash_files`` names (true: every split, false: none); a split's files are hashed only when
+its rows do not record a sha256 already.
 Standalone: python workflow/scripts/check_leakage.py --manifest M.parquet --splits a/train.parquet
-a/val.parquet --ok leakage.ok [--hash_files false]
+a/val.parquet --ok leakage.ok [--hash_files false | --hash_files '["a/train.parquet"]']
 """
 
 import logging
@@ -18,12 +19,13 @@ from biastransfer.data.splits import read_split
 log = logging.getLogger(__name__)
 
 
-def main(manifest: str, splits: list, ok: str, hash_files: bool = True) -> None:
+def main(manifest: str, splits: list, ok: str, hash_files: bool | list = True) -> None:
     analysis = read_manifest(manifest)
+    hashed = set(splits) if hash_files is True else set(hash_files or ())
     frames = {}
     for path in splits:
         frame = read_split(path).frame
-        if hash_files and "sha256" not in frame.columns:
+        if path in hashed and "sha256" not in frame.columns:
             frame = frame.assign(sha256=[file_digest(p) for p in frame["path"]])
         frames[path] = frame
     check_no_leakage(analysis, frames)

@@ -154,8 +154,12 @@ def check_config(config: Mapping) -> None:
                 problems.append(f"finetune.overrides.{model}: {dataset!r} is not in finetune.datasets")
     for name, aset in config["analysis_sets"].items():
         where = f"analysis_sets.{name}"
-        if aset["dataset"] not in datasets:
+        if "dataset" in aset and aset["dataset"] not in datasets:
             problems.append(f"{where}.dataset: unknown dataset {aset['dataset']!r}")
+        elif aset["source"] in ("paper", "curated") and datasets.get(aset.get("dataset"), {}).get("kind") not in (
+                "coco", "openimages"):
+            problems.append(f"{where}.source: {aset['source']!r} needs a coco or openimages dataset, "
+                            f"{aset['dataset']!r} is not (list your own images with source folder or table)")
         classes = set(aset["classes"])
         bts = aset.get("bts", {})
         for cls in bts.get("intra", []):
@@ -175,8 +179,24 @@ def check_config(config: Mapping) -> None:
         if aset["source"] == "synthetic" and datasets.get(aset["dataset"], {}).get("kind") != "synthetic":
             problems.append(f"{where}.source: 'synthetic' needs a synthetic dataset, {aset['dataset']!r} is not")
     problems += _attribution_problems(config)
+    if not problems:
+        problems += _user_data_problems(config)
     if problems:
         raise ValueError("invalid configuration:\n  " + "\n  ".join(problems))
+
+
+def _user_data_problems(config: Mapping) -> list[str]:
+    """Your own images (biastransfer.data.user): folders, tables, their columns and classes exist."""
+    from biastransfer.data.user import config_problems
+
+    problems = []
+    for name, aset in config["analysis_sets"].items():
+        if aset["source"] in ("folder", "table"):
+            problems += config_problems(f"analysis_sets.{name}", aset)
+    for name, spec in config["datasets"].items():
+        if spec["kind"] == "table":
+            problems += config_problems(f"datasets.{name}", spec, dataset=True)
+    return problems
 
 
 def _attribution_problems(config: Mapping) -> list[str]:

@@ -1,5 +1,6 @@
-"""Datasets: downloads, COCO, Open Images and the synthetic scenes (as modules: ``coco``, ``openimages``,
-``synthetic``), analysis-set curation and manifests, finetuning splits and the leakage check. Never torch.
+"""Datasets: downloads, COCO, Open Images, the synthetic scenes and your own images (as modules: ``coco``,
+``openimages``, ``synthetic``, ``user``), analysis-set curation and manifests, finetuning splits and the
+leakage check. Never torch.
 """
 
 from biastransfer.data.download import (  # noqa: F401
@@ -41,5 +42,6 @@ from biastransfer.data.leakage import (  # noqa: F401
 from biastransfer.data import coco  # noqa: F401
 from biastransfer.data import openimages  # noqa: F401
 from biastransfer.data import synthetic  # noqa: F401
+from biastransfer.data import user  # noqa: F401
 
-__all__ = ['CHUNK', 'DownloadError', 'ChecksumError', 'Download', 'is_remote', 'apply_mirror', 'sidecar_path', 'partial_path', 'fetch', 'fetch_many', 'SELECTION_COLUMNS', 'class_rng', 'draw', 'check_class_names', 'manifest_from_selection', 'validate_manifest', 'read_manifest', 'write_manifest', 'resolve_paths', 'verify_files', 'METADATA_KEY', 'Split', 'write_split', 'read_split', 'check_split', 'check_no_leakage', 'coco', 'openimages', 'synthetic']
+__all__ = ['CHUNK', 'DownloadError', 'ChecksumError', 'Download', 'is_remote', 'apply_mirror', 'sidecar_path', 'partial_path', 'fetch', 'fetch_many', 'SELECTION_COLUMNS', 'class_rng', 'draw', 'check_class_names', 'manifest_from_selection', 'validate_manifest', 'read_manifest', 'write_manifest', 'resolve_paths', 'verify_files', 'METADATA_KEY', 'Split', 'write_split', 'read_split', 'check_split', 'check_no_leakage', 'coco', 'openimages', 'synthetic', 'user']

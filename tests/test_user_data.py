@@ -1,0 +1,263 @@
+"""Your own images: analysis sets from a folder or a table, finetuning datasets from a table.
+
+Known answers on small hand-made folders and tables: the manifest holds every file with its sha256,
+every kind of bad input is a named error (file or row), the splits keep the table's split column or draw
+a seeded one, and the leakage check finds a table image that is also an analysis image. The shipped
+example config (config/examples/own_images.yaml) runs at toy size and recovers the demo's planted bias.
+"""
+
+import copy
+import runpy
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from PIL import Image
+
+from biastransfer.config import check_config
+from biastransfer.data.manifest import read_manifest
+from biastransfer.data.splits import read_split, write_split
+from biastransfer.data.user import (
+    REASON,
+    UserDataError,
+    analysis_set_manifest,
+    config_problems,
+    table_splits,
+    val_draw,
+)
+from biastransfer.hashing import file_digest
+from conftest import ROOT, run_snakemake
+
+EXAMPLE = ROOT / "config" / "examples" / "own_images.yaml"
+TINY = ROOT / "tests" / "configs" / "tiny.yaml"
+
+
+def image(path, value: int, size: int = 8):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(np.full((size, size, 3), value, dtype=np.uint8)).save(path)
+    return path
+
+
+def folder(tmp_path, per_class=3, classes=("a", "b")):
+    """<tmp>/imgs/<class>/<i>.png, every image different."""
+    for k, cls in enumerate(classes):
+        for i in range(per_class):
+            image(tmp_path / "imgs" / cls / f"{i}.png", 10 * k + i)
+    return {"source": "folder", "root": str(tmp_path / "imgs"), "classes": list(classes), "min_per_class": 2}
+
+
+def problems(entry, tmp_path):
+    with pytest.raises(UserDataError) as err:
+        analysis_set_manifest(entry, tmp_path / "m.parquet")
+    assert not (tmp_path / "m.parquet").exists(), "nothing is written when a check fails"
+    return str(err.value)
+
+
+def test_a_folder_becomes_a_manifest_with_every_file_hashed(tmp_path):
+    entry = folder(tmp_path)
+    frame = analysis_set_manifest(entry, tmp_path / "m.parquet")
+    written = read_manifest(tmp_path / "m.parquet")
+    assert sorted(written["image_id"]) == [f"{c}/{i}.png" for c in "ab" for i in range(3)]
+    assert (written["reason"] == REASON).all()
+    assert all(file_digest(p) == h for p, h in zip(written["path"], written["sha256"]))
+    threaded = analysis_set_manifest({**entry, "workers": 4}, tmp_path / "m4.parquet")
+    pd.testing.assert_frame_equal(frame, threaded)
+
+
+def test_a_table_becomes_a_manifest_with_paths_read_from_its_folder(tmp_path):
+    folder(tmp_path)
+    rows = [{"path": f"imgs/{c}/{i}.png", "class": c, "licence": "CC0"} for c in "ab" for i in range(3)]
+    pd.DataFrame(rows).to_parquet(tmp_path / "t.parquet")
+    frame = analysis_set_manifest({"source": "table", "table": str(tmp_path / "t.parquet"), "classes": ["a", "b"]},
+                                  tmp_path / "m.parquet")
+    assert frame["path"].tolist() == [str(tmp_path / r["path"]) for r in rows]
+    assert frame["image_id"].tolist() == [r["path"] for r in rows] and (frame["source"] == "licence: CC0").all()
+
+
+def test_a_missing_folder_is_named_at_config_time(tmp_path):
+    entry = folder(tmp_path)
+    assert config_problems("analysis_sets.own", {**entry, "root": str(tmp_path / "nope")}) == [
+        f"analysis_sets.own.root: folder not found: {tmp_path / 'nope'}"]
+    assert config_problems("analysis_sets.own", {**entry, "classes": ["a", "c"]}) == [
+        f"analysis_sets.own.classes: class folder not found: {tmp_path / 'imgs' / 'c'}"]
+
+
+def test_an_empty_class_is_named(tmp_path):
+    entry = folder(tmp_path)
+    (tmp_path / "imgs" / "c").mkdir()
+    assert "class 'c': no images in" in problems({**entry, "classes": ["a", "b", "c"]}, tmp_path)
+
+
+def test_non_image_files_are_named(tmp_path):
+    entry = folder(tmp_path)
+    (tmp_path / "imgs" / "a" / "notes.txt").write_text("hello")
+    (tmp_path / "imgs" / "b" / "fake.png").write_bytes(b"not a png at all")
+    text = problems(entry, tmp_path)
+    assert f"not an image file: {tmp_path / 'imgs' / 'a' / 'notes.txt'}" in text
+    assert f"{tmp_path / 'imgs' / 'b' / 'fake.png'}: not a readable image" in text
+
+
+def test_a_class_below_the_minimum_is_named(tmp_path):
+    assert "class 'a': 3 image(s), at least 4 needed" in problems({**folder(tmp_path), "min_per_class": 4}, tmp_path)
+
+
+def test_the_same_image_in_two_class_folders_is_named(tmp_path):
+    entry = folder(tmp_path)
+    (tmp_path / "imgs" / "b" / "copy.png").write_bytes((tmp_path / "imgs" / "a" / "0.png").read_bytes())
+    text = problems(entry, tmp_path)
+    assert "the same image" in text and "0.png (a)" in text and "copy.png (b)" in text
+
+
+def table_entry(tmp_path, rows, **extra):
+    pd.DataFrame(rows).to_csv(tmp_path / "t.csv", index=False)
+    return {"source": "table", "table": str(tmp_path / "t.csv"), "classes": ["a", "b"], **extra}
+
+
+def test_duplicate_paths_and_an_image_in_two_classes_are_named_by_row(tmp_path):
+    folder(tmp_path)
+    rows = [{"path": f"imgs/{c}/{i}.png", "class": c} for c in "ab" for i in range(3)]
+    rows += [{"path": "imgs/a/0.png", "class": "a"}, {"path": "imgs/a/1.png", "class": "b"}]
+    text = problems(table_entry(tmp_path, rows), tmp_path)
+    assert f"{tmp_path / 'imgs/a/0.png'}: duplicate path: row 1, row 7" in text
+    assert f"{tmp_path / 'imgs/a/1.png'}: listed in 2 classes (a, b): row 2, row 8" in text
+
+
+def test_a_class_not_in_the_list_and_an_unresolved_path_are_named(tmp_path):
+    folder(tmp_path)
+    rows = [{"path": f"imgs/{c}/{i}.png", "class": c} for c in "ab" for i in range(3)]
+    rows += [{"path": "imgs/a/9.png", "class": "a"}, {"path": "imgs/b/2.png", "class": "boat"}]
+    entry = table_entry(tmp_path, rows)
+    assert config_problems("analysis_sets.own", entry) == [
+        "analysis_sets.own.table: row 8 ('imgs/b/2.png'): class 'boat' is not in analysis_sets.own.classes"]
+    text = problems(entry, tmp_path)
+    assert f"{tmp_path / 'imgs/a/9.png'}: file not found" in text
+    assert "row 8 ('imgs/b/2.png'): class 'boat' is not in the class list" in text
+
+
+def test_a_table_without_its_columns_is_named_at_config_time(tmp_path):
+    entry = table_entry(tmp_path, [{"file": "x.png", "class": "a"}])
+    assert config_problems("analysis_sets.own", entry) == [
+        f"analysis_sets.own.table: {tmp_path / 't.csv'}: 1 problem(s):\n  missing column(s) path; has file, class"]
+
+
+def dataset_table(tmp_path, n=10, **columns):
+    paths = [f"imgs/a/{i}.png" for i in range(n)]
+    for i, p in enumerate(paths):
+        image(tmp_path / p, i)
+    labels = columns.pop("labels", ["a|b" if i % 2 else "b" for i in range(n)])
+    pd.DataFrame({"path": paths, "labels": labels, **columns}).to_csv(tmp_path / "d.csv", index=False)
+    return {"kind": "table", "table": str(tmp_path / "d.csv")}
+
+
+def test_a_table_dataset_is_split_by_its_split_column_with_the_class_order_recorded(tmp_path):
+    split = ["val" if i < 3 else "train" for i in range(10)]
+    spec = {**dataset_table(tmp_path, split=split), "classes": ["b", "a", "c"]}
+    train, val = table_splits(spec, "own")
+    assert val.frame["image_id"].tolist() == [f"imgs/a/{i}.png" for i in range(3)] and len(train.frame) == 7
+    write_split(tmp_path / "train.parquet", train)
+    back = read_split(tmp_path / "train.parquet")
+    assert back.classes == ("b", "a", "c") and back.frame["labels"].iloc[0] == ["a", "b"]
+
+
+def test_without_a_split_column_the_validation_draw_is_seeded(tmp_path):
+    spec = {**dataset_table(tmp_path, n=20), "val_fraction": 0.25, "seed": 3}
+    train, val = table_splits(spec, "own")
+    again = table_splits(spec, "own")[1]
+    assert len(val.frame) == 5 and len(train.frame) == 15 and val.frame.equals(again.frame)
+    assert set(train.frame["image_id"]).isdisjoint(val.frame["image_id"]) and train.classes == ("a", "b")
+    assert table_splits({**spec, "seed": 4}, "own")[1].frame["image_id"].tolist() != val.frame["image_id"].tolist()
+    assert val_draw(3, 0.01, 0).sum() == 1 and val_draw(3, 0.99, 0).sum() == 2
+
+
+def test_a_label_not_in_the_class_list_is_named(tmp_path):
+    spec = {**dataset_table(tmp_path, labels=["a"] * 9 + ["a|boat"]), "classes": ["a", "b"]}
+    assert config_problems("datasets.own", spec, dataset=True) == [
+        "datasets.own.table: row 10 ('imgs/a/9.png'): label(s) ['boat'] not in datasets.own.classes"]
+    with pytest.raises(UserDataError, match=r"row 10 \('imgs/a/9.png'\): label\(s\) \['boat'\] not in the class list"):
+        table_splits(spec, "own")
+
+
+def test_a_table_dataset_names_missing_and_non_image_files(tmp_path):
+    spec = dataset_table(tmp_path)
+    (tmp_path / "imgs/a/3.png").unlink()
+    (tmp_path / "imgs/a/4.png").write_text("text")
+    with pytest.raises(UserDataError) as err:
+        table_splits(spec, "own")
+    assert f"{tmp_path / 'imgs/a/3.png'}: file not found" in str(err.value)
+    assert f"{tmp_path / 'imgs/a/4.png'}: not a readable image" in str(err.value)
+
+
+def test_the_leakage_check_finds_an_analysis_image_in_a_table_dataset_by_its_hash(tmp_path):
+    entry = folder(tmp_path)
+    analysis_set_manifest(entry, tmp_path / "m.parquet")
+    spec = dataset_table(tmp_path / "ds", n=6)
+    (tmp_path / "ds/imgs/a/5.png").write_bytes((tmp_path / "imgs/b/1.png").read_bytes())
+    for split in table_splits(spec, "own"):
+        write_split(tmp_path / f"{split.name}.parquet", split)
+    main = runpy.run_path(str(ROOT / "workflow" / "scripts" / "check_leakage.py"))["main"]
+    splits = [str(tmp_path / "train.parquet"), str(tmp_path / "val.parquet")]
+    main(manifest=str(tmp_path / "m.parquet"), splits=splits, ok=str(tmp_path / "ok"), hash_files=False)
+    with pytest.raises(ValueError, match=r"image\(s\) with an analysis image's sha256: imgs/a/5.png"):
+        main(manifest=str(tmp_path / "m.parquet"), splits=splits, ok=str(tmp_path / "ok2"), hash_files=splits)
+
+
+def test_the_config_check_accepts_user_sets_and_names_what_is_wrong(tmp_path):
+    conf = yaml.safe_load(TINY.read_text())
+    conf["analysis_sets"]["own"] = folder(tmp_path)
+    conf["datasets"]["own_target"] = dataset_table(tmp_path / "ds")
+    check_config(conf)
+    bad = copy.deepcopy(conf)
+    bad["analysis_sets"]["own"]["root"] = str(tmp_path / "missing")
+    bad["analysis_sets"]["cur"] = {"source": "curated", "dataset": "own_target", "classes": ["a", "b"]}
+    with pytest.raises(ValueError, match="analysis_sets.cur.source: 'curated' needs a coco or openimages dataset"):
+        check_config(bad)
+    del bad["analysis_sets"]["cur"]
+    with pytest.raises(ValueError, match="analysis_sets.own.root: folder not found"):
+        check_config(bad)
+
+
+def toy_example(tmp_path):
+    """The example config at toy size, and its input files written by the export helper."""
+    conf = yaml.safe_load(EXAMPLE.read_text())
+    conf["datasets"]["synthetic_biased"].update(size=32, n_train=600, n_val=40)
+    conf["analysis_sets"]["own"]["min_per_class"] = 2
+    conf["models"]["democnn"].update(
+        arch="resnet10t", preprocess={"resize": 32, "crop": 32, "interpolation": "bilinear",
+                                      "mean": [0.5] * 3, "std": [0.25] * 3},
+        pretrain={"dataset": "synthetic_biased", "epochs": 3, "lr": 0.05, "batch_size": 32})
+    conf["finetune"].update(seeds=[0], defaults={"epochs": 1, "lr": 0.01, "batch_size": 32}, num_workers=0)
+    conf["analysis"] = {"ieat": {"permutations": 2000, "seed": 0, "alpha": 0.01},
+                        "embed": {"batch_size": 32, "num_workers": 0}}
+    (tmp_path / "own.yaml").write_text(yaml.safe_dump(conf))
+    subprocess.run([sys.executable, str(ROOT / "workflow" / "scripts" / "export_synthetic_images.py"),
+                    "--out", "data/own_images", "--n_per_class", "16", "--n_images", "60", "--size", "32"],
+                   cwd=tmp_path, check=True, capture_output=True)
+    return tmp_path / "own.yaml"
+
+
+@pytest.mark.slow
+def test_the_example_config_recovers_the_planted_association(tmp_path):
+    config = toy_example(tmp_path)
+    run_snakemake("--cores", "2", "--configfile", config, cwd=tmp_path)
+    ieat = pd.read_csv(tmp_path / "results" / "summary" / "ieat.csv")
+    row = ieat[(ieat["stage"] == "pretrained") & (ieat["test"] == "surfboard_vs_car")].iloc[0]
+    assert row["effect_size"] > 0 and row["pvalue"] < 0.01, row.to_dict()
+    manifest = read_manifest(tmp_path / "results" / "analysis_sets" / "own" / "manifest.parquet")
+    assert len(manifest) == 7 * 16 and (manifest["reason"] == REASON).all()
+    train = read_split(tmp_path / "results" / "splits" / "own_target" / "train.parquet")
+    assert len(train.frame) == 48 and train.classes == ("car", "person", "refrigerator", "stop_sign", "surfboard")
+    assert (tmp_path / "results" / "summary" / "findings.html").is_file()
+
+
+def test_a_bad_file_stops_the_workflow_before_any_training_or_embedding(tmp_path):
+    config = toy_example(tmp_path)
+    (tmp_path / "data/own_images/analysis/car/broken.jpg").write_bytes(b"\xff\xd8 truncated")
+    done = run_snakemake("--cores", "2", "--configfile", config, cwd=tmp_path, check=False)
+    assert done.returncode != 0
+    log = (tmp_path / "logs" / "user_analysis_set" / "own.log").read_text()
+    assert "data/own_images/analysis/car/broken.jpg: not a readable image" in log
+    assert not (tmp_path / "results" / "analysis_sets" / "own" / "manifest.parquet").exists()
+    assert not (tmp_path / "results" / "pretrain").exists() and not (tmp_path / "results" / "embeddings").exists()
