@@ -133,7 +133,7 @@ def test_a_class_not_in_the_list_and_an_unresolved_path_are_named(tmp_path):
     assert config_problems("analysis_sets.own", entry) == [
         "analysis_sets.own.table: row 8 ('imgs/b/2.png'): class 'boat' is not in analysis_sets.own.classes"]
     text = problems(entry, tmp_path)
-    assert f"{tmp_path / 'imgs/a/9.png'}: file not found" in text
+    assert f"{tmp_path / 'imgs/a/9.png'}: file not found (row 7 ('imgs/a/9.png'))" in text
     assert "row 8 ('imgs/b/2.png'): class 'boat' is not in the class list" in text
 
 

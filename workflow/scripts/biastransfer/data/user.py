@@ -132,11 +132,11 @@ def folder_entries(root: str | os.PathLike, classes: Sequence[str]) -> tuple[pd.
             elif Path(entry.name).suffix.lower() not in IMAGE_SUFFIXES:
                 problems.append(f"class {cls!r}: not an image file: {path}")
             else:
-                rows.append((f"{cls}/{entry.name}", cls, path, "", ""))
+                rows.append((f"{cls}/{entry.name}", cls, path, "", "", ""))
                 n += 1
         if n == 0:
             problems.append(f"class {cls!r}: no images in {folder}")
-    return pd.DataFrame(rows, columns=["image_id", "class", "path", "source", "licence"]), problems
+    return pd.DataFrame(rows, columns=["image_id", "class", "path", "source", "licence", "listed"]), problems
 
 
 def table_entries(entry: Mapping) -> tuple[pd.DataFrame, list[str]]:
@@ -153,6 +153,7 @@ def table_entries(entry: Mapping) -> tuple[pd.DataFrame, list[str]]:
         "path": [resolve(p, base) if p else "" for p in raw],
         "source": frame["source"].astype(str) if "source" in frame.columns else "",
         "licence": frame["licence"].astype(str) if "licence" in frame.columns else "",
+        "listed": [_row(i, p) for i, p in enumerate(raw)],
     })
     listed = set(entry["classes"])
     problems = [f"{_row(i, p)}: class {c!r} is not in the class list"
@@ -178,6 +179,12 @@ def _repeats(out: pd.DataFrame) -> list[str]:
             where = ", ".join(f"row {i + 1}" for i in sorted(rows))
             problems.append(f"image id {image_id!r} used more than once: {where}")
     return problems
+
+
+def _file_problems(entries: pd.DataFrame, why: Sequence[str | None]) -> list[str]:
+    """``<path>: <problem>`` for each file with one, and the table row that lists it (tables only)."""
+    return [f"{p}: {w}" + (f" ({listed})" if listed else "")
+            for p, listed, w in zip(entries["path"], entries["listed"], why) if w]
 
 
 def is_image(head: bytes, path: str) -> bool:
@@ -229,7 +236,7 @@ def build_manifest(entries: pd.DataFrame, problems: Sequence[str], *, min_per_cl
     problems = list(problems)
     inspected = parallel_map(inspect_file, entries["path"].tolist(), workers)
     digests = [d for d, _ in inspected]
-    problems += [f"{p}: {why}" for p, (_, why) in zip(entries["path"], inspected) if why]
+    problems += _file_problems(entries, [why for _, why in inspected])
     sha = pd.Series(digests, index=entries.index)
     repeated = sha.duplicated(keep=False) & (sha != "")
     for digest, rows in entries[repeated].groupby(sha[repeated], sort=True).groups.items():
@@ -300,6 +307,7 @@ def table_splits(dataset: Mapping, name: str, exclude: set[str] = frozenset()) -
     rows = pd.DataFrame({
         "image_id": frame["image_id"].astype(str) if "image_id" in frame.columns else raw,
         "class": "", "path": [resolve(p, table_base(dataset)) if p else "" for p in raw], "labels": labels,
+        "listed": [_row(i, p) for i, p in enumerate(raw)],
     })
     classes = tuple(dataset.get("classes") or sorted({x for ls in labels for x in ls}))
     known = set(classes)
@@ -311,7 +319,7 @@ def table_splits(dataset: Mapping, name: str, exclude: set[str] = frozenset()) -
         problems += [f"{_row(i, p)}: split {s!r} is not one of {', '.join(SPLIT_NAMES)}"
                      for i, (p, s) in enumerate(zip(raw, frame["split"].astype(str))) if s not in SPLIT_NAMES]
     checked = parallel_map(_check_image, rows["path"].tolist(), int(dataset.get("workers", 8)))
-    problems += [f"{p}: {why}" for p, (why,) in zip(rows["path"], checked) if why and p]
+    problems += _file_problems(rows[rows["path"] != ""], [why for (why,), p in zip(checked, rows["path"]) if p])
     if problems:
         raise UserDataError(where, problems)
     if "split" in frame.columns:
