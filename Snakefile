@@ -23,8 +23,10 @@ include: "rules/datasets.smk"
 include: "rules/user.smk"
 include: "rules/models.smk"
 include: "rules/finetune.smk"
+include: "rules/reference.smk"
 include: "rules/embed.smk"
 include: "rules/analysis.smk"
+include: "rules/attribution.smk"
 include: "rules/report.smk"
 
 

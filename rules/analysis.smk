@@ -29,6 +29,7 @@ rule bts:
     input:
         pretrained="results/similarity/{analysis_set}/{model}/pretrained.csv",
         finetuned=finetuned_similarity_tables,
+        reference=reference_tables,
     output:
         table="results/bts/{analysis_set}/{model}/ft-{dataset}.csv",
     log:
@@ -104,6 +105,8 @@ rule findings:
     input:
         ieat="results/summary/ieat.csv",
         bts="results/summary/bts.csv",
+        curves=finetune_runs("curve.csv"),
+        attribution=attribution_targets(),
     output:
         findings="results/summary/findings.rst",
         html=report(
@@ -136,7 +139,7 @@ rule provenance:
         embeddings=[
             f"results/embeddings/{a}/{m}/{s}.parquet"
             for a, m in all_pairs()
-            for s in cfg.stages(config)
+            for s in cfg.stages(config) + cfg.scratch_stages(config)
         ],
     output:
         table="results/summary/provenance.csv",

@@ -34,7 +34,7 @@ wildcard_constraints:
     synthetic_set=names_pattern(SYNTHETIC_SETS),
     analysis_set=names_pattern(list(config["analysis_sets"])),
     model=names_pattern(list(config["models"])),
-    stage=r"pretrained|ft-[A-Za-z0-9_]+-seed[0-9]+",
+    stage=r"pretrained|(ft|scratch)-[A-Za-z0-9_]+-seed[0-9]+",
     seed=r"[0-9]+",
 
 
@@ -50,11 +50,12 @@ def pretrained_weights(wildcards):
 
 
 def stage_weights(wildcards):
-    """Weights to embed with: the pretrained model, or one finetuned checkpoint."""
+    """Weights to embed with: the pretrained model, one finetuned checkpoint, or one scratch reference."""
     dataset, seed = cfg.parse_stage(wildcards.stage)
     if dataset is None:
         return pretrained_weights(wildcards)
-    return f"results/finetune/{dataset}/{wildcards.model}/seed{seed}/model.safetensors"
+    root = "scratch" if cfg.stage_kind(wildcards.stage) == "scratch" else "finetune"
+    return f"results/{root}/{dataset}/{wildcards.model}/seed{seed}/model.safetensors"
 
 
 def leakage_inputs(wildcards):
@@ -85,6 +86,14 @@ def leakage_checks():
     )
 
 
+def reference_tables(wildcards):
+    """Similarity tables of the scratch reference networks (none without ``analysis.bts.reference``)."""
+    return [
+        f"results/similarity/{wildcards.analysis_set}/{wildcards.model}/{cfg.scratch_stage(wildcards.dataset, s)}.csv"
+        for s in cfg.reference_seeds(config, wildcards.dataset)
+    ]
+
+
 def all_pairs():
     """(analysis_set, model) for every analysis set and model."""
     return [(a, m) for a in config["analysis_sets"] for m in config["models"]]
@@ -105,13 +114,20 @@ def summary_inputs(kind):
     ]
 
 
-def finetune_runs():
+def finetune_runs(name="metrics.json"):
     return [
-        f"results/finetune/{d}/{m}/seed{s}/metrics.json"
+        f"results/finetune/{d}/{m}/seed{s}/{name}"
         for d in config["finetune"]["datasets"]
         for m in config["models"]
         for s in cfg.finetune_seeds(config, d)
     ]
+
+
+def attribution_targets():
+    """The between-network comparisons' table, when ``analysis.attribution.comparisons`` lists any."""
+    if config["analysis"]["attribution"]["comparisons"]:
+        return ["results/summary/attribution.csv"]
+    return []
 
 
 def analysis_targets():
@@ -124,6 +140,7 @@ def analysis_targets():
         "results/summary/findings.html",
         "results/summary/provenance.csv",
         "results/summary/config.yaml",
+        *attribution_targets(),
     ]
 
 

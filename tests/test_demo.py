@@ -48,3 +48,13 @@ def test_every_model_was_finetuned_with_every_seed(demo):
     metrics = pd.read_csv(demo / "summary" / "finetune_metrics.csv")
     assert sorted(zip(metrics["model"], metrics["seed"])) == [("democnn", s) for s in (0, 1, 2)]
     assert (metrics["metric_value"] > 0.5).all(), metrics
+
+
+@pytest.mark.slow
+def test_the_bts_is_read_beside_a_network_trained_only_on_the_target_data(demo):
+    bts = pd.read_csv(demo / "summary" / "bts.csv")
+    assert bts["scratch_statistic"].between(-1, 1).all() and bts["pretrained_vs_scratch"].between(-1, 1).all(), bts
+    assert (demo / "embeddings" / "synthetic" / "democnn" / "scratch-synthetic_target-seed0.parquet").is_file()
+    text = (demo / "summary" / "findings.rst").read_text()
+    assert "The BTS against a network trained only on the target data" in text
+    assert "rho(scratch, finetuned) = " in text and "Did training converge?" in text

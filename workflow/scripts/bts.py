@@ -1,7 +1,12 @@
 """Bias Transfer Scores of one model on one analysis set: pretrained vs each finetuned seed, and pooled.
 
+With scratch reference tables, each row also gets rho(scratch, finetuned) (``scratch_statistic``,
+``scratch_pvalue``; the scratch similarities averaged over their seeds into one ranking) and
+rho(pretrained, scratch) (``pretrained_vs_scratch``).
+
 Standalone: python workflow/scripts/bts.py --pretrained pre.csv --finetuned ft-d-seed0.csv ft-d-seed1.csv
 --lists '{"intra": ["car", "surfboard", "person_a"]}' --pvalue asymptotic --dataset d --table B.csv
+[--reference scratch-d-seed0.csv ...]
 """
 
 import logging
@@ -10,14 +15,40 @@ import pandas as pd
 
 from biastransfer.stats.results import bts_table
 from biastransfer.atomic import write_csv
-from biastransfer.config import parse_stage
+from biastransfer.config import parse_stage, stage_kind
 from biastransfer.scripting import run
 
 log = logging.getLogger(__name__)
 
 
+def mean_similarity(frames: list) -> pd.DataFrame:
+    """One similarity table whose values are the mean over ``frames`` (the same classes and pairs)."""
+    keys = ["kind", "key", "class_p", "class_q"]
+    stacked = pd.concat(frames, ignore_index=True)
+    return stacked.groupby(keys, sort=False, as_index=False)["value"].mean()
+
+
+def scratch_columns(pretrained, finetuned, reference: list, lists, pvalue: str) -> pd.DataFrame:
+    """Per (seed, kind): rho(scratch, finetuned), its p-value, and rho(pretrained, scratch)."""
+    stages = [frame["stage"].iloc[0] for frame in reference]
+    bad = [stage for stage in stages if stage_kind(stage) != "scratch"]
+    if bad:
+        raise ValueError(f"reference similarity tables must be scratch stages, got {', '.join(bad)}")
+    scratch = mean_similarity(reference)
+    vs_finetuned = bts_table(scratch, finetuned, lists, pvalue=pvalue)
+    vs_pretrained = bts_table(pretrained, {"scratch": scratch}, lists, pvalue=pvalue)
+    vs_pretrained = vs_pretrained[vs_pretrained["seed"] == "scratch"].set_index("kind")["statistic"]
+    return pd.DataFrame({
+        "scratch_statistic": vs_finetuned["statistic"],
+        "scratch_pvalue": vs_finetuned["pvalue"],
+        "pretrained_vs_scratch": vs_finetuned["kind"].map(vs_pretrained),
+        "scratch_seeds": " ".join(str(parse_stage(stage)[1]) for stage in stages),
+    })
+
+
 def main(
     pretrained: str, finetuned: list, table: str, lists: dict, pvalue: str, dataset: str,
+    reference: list | None = None,
 ) -> None:
     before = pd.read_csv(pretrained, keep_default_na=False)
     if (before["stage"] != "pretrained").any():
@@ -30,6 +61,9 @@ def main(
             raise ValueError(f"{path}: stage {frame['stage'].iloc[0]!r} is not finetuned on {dataset!r}")
         after[seed] = frame
     scores = bts_table(before, after, lists, pvalue=pvalue)
+    if reference:
+        refs = [pd.read_csv(path, keep_default_na=False) for path in reference]
+        scores = pd.concat([scores, scratch_columns(before, after, refs, lists, pvalue)], axis=1)
     front = {
         "analysis_set": before["analysis_set"].iloc[0],
         "model": before["model"].iloc[0],
@@ -39,6 +73,8 @@ def main(
     write_csv(table, scores)
     for row in scores.itertuples():
         log.info("BTS %s seed %s: rho %.3f, p %.3g, n %d", row.kind, row.seed, row.statistic, row.pvalue, row.n)
+        if reference:
+            log.info("  against the scratch reference: rho %.3f, p %.3g", row.scratch_statistic, row.scratch_pvalue)
 
 
 if __name__ == "__main__":

@@ -3,19 +3,52 @@
 Standalone: python workflow/scripts/findings.py --ieat results/summary/ieat.csv --bts results/summary/bts.csv
 --tests '{"synthetic": [{"name": "t", "X": "person_a", "Y": "person_b", "A": "surfboard", "B": "car"}]}'
 --alpha 0.01 --findings findings.rst --html findings.html
+[--curves results/finetune/D/M/seed0/curve.csv ...] [--attribution results/summary/attribution.csv]
+[--ieat_change results/summary/ieat_change.csv --ieat_seeds results/summary/ieat_seeds.csv
+--similarity_change results/summary/similarity_change.csv] [--adjust holm]
 """
+
+from pathlib import Path
 
 import pandas as pd
 
 from biastransfer.atomic import write_text
 from biastransfer.report.findings import describe_findings, to_html
+from biastransfer.report.network_findings import describe_attribution, describe_convergence, describe_reference
 from biastransfer.scripting import run
 
 
-def main(ieat: str, bts: str, tests: dict, findings: str, html: str, alpha: float = 0.05) -> None:
+def curve_label(path: str) -> str:
+    """``model finetuned on dataset, seed n`` from results/finetune/{dataset}/{model}/seed{n}/curve.csv."""
+    seed, model, dataset = Path(path).parts[-2:-5:-1]
+    return f"{model} finetuned on {dataset}, {seed.replace('seed', 'seed ')}"
+
+
+def _read(path: str | None) -> pd.DataFrame | None:
+    if not path:
+        return None
+    frame = pd.read_csv(path, keep_default_na=False, na_values=[""])
+    return frame if len(frame.columns) > 1 else None
+
+
+def main(
+    ieat: str, bts: str, tests: dict, findings: str, html: str, alpha: float = 0.05,
+    curves: list | None = None, attribution: list | str | None = None, ieat_change: str | None = None,
+    ieat_seeds: str | None = None, similarity_change: str | None = None, adjust: str = "holm",
+) -> None:
+    bts_table = pd.read_csv(bts, keep_default_na=False, na_values=[""])
     text = describe_findings(
-        pd.read_csv(ieat, keep_default_na=False, na_values=[""]), pd.read_csv(bts, keep_default_na=False), tests, alpha
+        pd.read_csv(ieat, keep_default_na=False, na_values=[""]), bts_table, tests, alpha, adjust=adjust,
+        change=_read(ieat_change), seeds=_read(ieat_seeds), similarity_change=_read(similarity_change),
     )
+    paths = [attribution] if isinstance(attribution, str) else list(attribution or [])
+    extra = [
+        *describe_convergence({curve_label(p): pd.read_csv(p) for p in curves or []}),
+        *describe_reference(bts_table),
+        *describe_attribution(pd.concat([pd.read_csv(p) for p in paths]) if paths else None),
+    ]
+    if extra:
+        text += "\n" + "\n".join(extra) + "\n"
     write_text(findings, text)
     write_text(html, to_html(text))
 

@@ -1,0 +1,31 @@
+# Attribution across networks (analysis.attribution): groups of networks that differ only in their
+# training data, compared on each network's iEAT effect size with a permutation test over networks.
+
+
+rule attribution:
+    input:
+        ieat="results/summary/ieat.csv",
+    output:
+        table="results/summary/attribution.csv",
+    log:
+        "logs/attribution.log",
+    benchmark:
+        "results/benchmarks/attribution.tsv"
+    localrule: True
+    conda:
+        "../envs/stats.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        comparisons=cfg.canonical(config["analysis"]["attribution"]["comparisons"]),
+        options=cfg.canonical(
+            {
+                k: v
+                for k, v in config["analysis"]["attribution"].items()
+                if k != "comparisons"
+            }
+        ),
+    script:
+        "../workflow/scripts/attribution.py"
