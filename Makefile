@@ -20,7 +20,8 @@ demo: setup
 	$(VENV)/bin/snakemake --cores 1 --report results/report.html
 	@echo "Open results/report.html; the findings in words are in results/summary/findings.rst"
 
-# The demo with its counterbalanced control networks (README: what the demo cannot tell you; ~16 min).
+# The demo with its counterbalanced control networks, five per arm, and the attribution across them
+# (README: what the demo cannot tell you; about 25 min on 2 idle cores, estimated).
 controls: setup
 	$(VENV)/bin/snakemake --cores $(CORES) --configfile config/config.yaml config/controls.yaml
 	$(VENV)/bin/snakemake --cores 1 --configfile config/config.yaml config/controls.yaml --report results/report.html
