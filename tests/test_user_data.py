@@ -137,6 +137,14 @@ def test_a_class_not_in_the_list_and_an_unresolved_path_are_named(tmp_path):
     assert "row 8 ('imgs/b/2.png'): class 'boat' is not in the class list" in text
 
 
+def test_a_listed_class_without_rows_is_named(tmp_path):
+    folder(tmp_path)
+    entry = table_entry(tmp_path, [{"path": f"imgs/a/{i}.png", "class": "a"} for i in range(3)])
+    assert config_problems("analysis_sets.own", entry) == [
+        f"analysis_sets.own.classes: class 'b' has no rows in {tmp_path / 't.csv'}"]
+    assert "class 'b': no rows in the table" in problems(entry, tmp_path)
+
+
 def test_a_table_without_its_columns_is_named_at_config_time(tmp_path):
     entry = table_entry(tmp_path, [{"file": "x.png", "class": "a"}])
     assert config_problems("analysis_sets.own", entry) == [

@@ -105,9 +105,10 @@ def config_problems(where: str, entry: Mapping, *, dataset: bool = False) -> lis
         known = set(entry["classes"])
         return [f"{where}.table: {_row(i, p)}: label(s) {sorted(set(ls) - known)} not in {where}.classes"
                 for i, (p, ls) in enumerate(zip(frame["path"], labels)) if set(ls) - known]
-    listed = set(entry["classes"])
+    listed, present = set(entry["classes"]), set(frame["class"])
     return [f"{where}.table: {_row(i, p)}: class {c!r} is not in {where}.classes"
-            for i, (p, c) in enumerate(zip(frame["path"], frame["class"])) if c not in listed]
+            for i, (p, c) in enumerate(zip(frame["path"], frame["class"])) if c not in listed] + \
+        [f"{where}.classes: class {c!r} has no rows in {entry['table']}" for c in entry["classes"] if c not in present]
 
 
 def folder_entries(root: str | os.PathLike, classes: Sequence[str]) -> tuple[pd.DataFrame, list[str]]:
@@ -158,6 +159,7 @@ def table_entries(entry: Mapping) -> tuple[pd.DataFrame, list[str]]:
     listed = set(entry["classes"])
     problems = [f"{_row(i, p)}: class {c!r} is not in the class list"
                 for i, (p, c) in enumerate(zip(raw, out["class"])) if c not in listed]
+    problems += [f"class {c!r}: no rows in the table" for c in entry["classes"] if c not in set(out["class"])]
     problems += [f"{_row(i, p)}: empty path" for i, p in enumerate(raw) if not p]
     problems += _repeats(out)
     return out, problems
@@ -188,7 +190,7 @@ def _file_problems(entries: pd.DataFrame, why: Sequence[str | None]) -> list[str
 
 
 def is_image(head: bytes, path: str) -> bool:
-    """Whether Pillow recognises an image with a non-empty size (header only, from the first bytes or the file)."""
+    """Whether Pillow recognises an image of non-empty size (header only: from the first bytes, else the file)."""
     for source in (io.BytesIO(head), path):
         try:
             with Image.open(source) as im:
