@@ -67,3 +67,36 @@ def openimages_splits(root: Path, size: int = 48) -> tuple[Path, Path]:
         write_split(root / "splits" / "openimages" / f"{name}.parquet", made)
         paths.append(root / "splits" / "openimages" / f"{name}.parquet")
     return paths[0], paths[1]
+
+
+def paper_mirror(mirror: Path, models: tuple = ("resnet18",), **counts) -> dict:
+    """config/paper.yaml with its datasets, lists and ``models`` (toy weights) in a folder mirror of toy files.
+
+    ``counts`` go to the toy_mirror builders (default: one image per analysis class, 3 train, 2 val, 16 px).
+    """
+    import yaml
+
+    from biastransfer.data import toy_mirror
+    from biastransfer.data.download import apply_mirror
+    from biastransfer.models.registry import REGISTRY
+    from biastransfer.models.toy_weights import write_weights
+    from conftest import ROOT
+
+    config = yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())
+    counts = {"per_class": 1, "n_train": 3, "n_val": 2, "size": 16, **counts}
+    for name, aset in config["analysis_sets"].items():
+        cur, base = aset["curation"], aset["paper"]["base_url"]
+        if config["datasets"][aset["dataset"]]["kind"] == "coco":
+            lists, ann = toy_mirror.build_coco(mirror, base, aset["classes"], objects=cur["objects"], **counts)
+        else:
+            lists, ann = toy_mirror.build_openimages(mirror, base, aset["classes"], objects=cur["objects"],
+                                                     genders=cur["genders"], **counts)
+        aset["paper"]["files"] = lists
+        config["datasets"][aset["dataset"]].update(mirror=str(mirror), checksums=ann)
+    if models:
+        config["models"] = {}
+    for name in models:
+        path = write_weights(REGISTRY[name], apply_mirror(REGISTRY[name].weights, mirror))
+        config["models"][name] = {"sha256": toy_mirror.sha256_of(path)}
+    config["weights"]["mirror"] = str(mirror)
+    return config

@@ -9,9 +9,9 @@ import yaml
 from biastransfer.data import toy_mirror
 from biastransfer.data.download import apply_mirror
 from biastransfer.models.registry import REGISTRY
-from biastransfer.models.toy_weights import write_weights
 from biastransfer.preflight import MISMATCH, MISSING, OK, REMOTE, UNLISTED, preflight
 from conftest import ROOT
+from fake_datasets import paper_mirror
 
 PAPER = yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())
 
@@ -20,21 +20,7 @@ PAPER = yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())
 def mirrored(tmp_path_factory):
     """(config, mirror): the paper config reduced to resnet18, every file in a folder mirror."""
     mirror = tmp_path_factory.mktemp("mirror")
-    config = yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())
-    counts = dict(per_class=1, n_train=3, n_val=2, size=16)
-    for name, aset in config["analysis_sets"].items():
-        cur, base = aset["curation"], aset["paper"]["base_url"]
-        if name == "coco":
-            lists, ann = toy_mirror.build_coco(mirror, base, aset["classes"], objects=cur["objects"], **counts)
-        else:
-            lists, ann = toy_mirror.build_openimages(mirror, base, aset["classes"], objects=cur["objects"],
-                                                     genders=cur["genders"], **counts)
-        aset["paper"]["files"] = lists
-        config["datasets"][aset["dataset"]].update(mirror=str(mirror), checksums=ann)
-    path = write_weights(REGISTRY["resnet18"], apply_mirror(REGISTRY["resnet18"].weights, mirror))
-    config["models"] = {"resnet18": {"sha256": toy_mirror.sha256_of(path)}}
-    config["weights"]["mirror"] = str(mirror)
-    return config, mirror
+    return paper_mirror(mirror), mirror
 
 
 def test_a_complete_mirror_lists_every_file_as_ok(mirrored, tmp_path, monkeypatch):
