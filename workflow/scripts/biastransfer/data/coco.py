@@ -1,6 +1,6 @@
 """COCO 2017: annotation parsing, analysis-set curation, the paper's lists, and finetuning splits.
 
-Facts (research/data-models.md §1): images live at ``http://images.cocodataset.org/{split}/{id:012d}.jpg``;
+Facts (docs/sources.md §2): images live at ``http://images.cocodataset.org/{split}/{id:012d}.jpg``;
 ``instances_{split}.json`` has ``images``, ``annotations`` and ``categories``; ``captions_{split}.json``
 has ``images`` and ``annotations`` with a ``caption``. Image ids are written as decimal strings.
 """
@@ -22,7 +22,7 @@ from biastransfer.data.splits import Split
 
 BASE_URL = "http://images.cocodataset.org"
 ANNOTATIONS_URL = f"{BASE_URL}/annotations/annotations_trainval2017.zip"
-# md5 of the official zips (data-models.md §1; several independent scripts agree)
+# md5 of the official zips (docs/sources.md §2; several independent scripts agree)
 FILES = {
     "annotations_trainval2017.zip": (ANNOTATIONS_URL, "f4bbac642086de4f52a3fdda2de5fa2c"),
     "train2017.zip": (f"{BASE_URL}/zips/train2017.zip", "cced6f7f71b7629ddf16f17bbcfab6b2"),

@@ -1,6 +1,6 @@
 """Open Images V4: label CSVs, analysis-set curation, the paper's id lists, and finetuning splits.
 
-Facts (research/data-models.md §3): image-level label files have columns
+Facts (docs/sources.md §4): image-level label files have columns
 ``ImageID,Source,LabelName,Confidence`` (human labels: Confidence 1 = verified present, 0 = verified
 absent); ``class-descriptions-boxable.csv`` has no header and two columns ``LabelName,DisplayName``
 (601 rows). Images: ``https://open-images-dataset.s3.amazonaws.com/{split}/{ImageID}.jpg``.
@@ -29,7 +29,7 @@ FILES = {
     "validation-annotations-human-imagelabels-boxable.csv": (
         f"{ANN_URL}/validation/validation-annotations-human-imagelabels-boxable.csv", None),
 }
-MIDS = {  # data-models.md §3, from class-descriptions-boxable
+MIDS = {  # docs/sources.md §4, from class-descriptions-boxable
     "Man": "/m/04yx4", "Woman": "/m/03bt1vf", "Person": "/m/01g317", "Boy": "/m/01bl7v", "Girl": "/m/05r655",
     "Human face": "/m/0dzct", "Car": "/m/0k4j", "Sports equipment": "/m/05y5lj", "Fashion accessory": "/m/0463sg",
     "Mammal": "/m/04rky", "Stop sign": "/m/02pv19", "Surfboard": "/m/019w40", "Refrigerator": "/m/040b_t",
@@ -75,7 +75,7 @@ def load_labels(
     """Image-level labels as (image_id, mid): human-verified positives (``Confidence == 1``) only.
 
     ``verified_only=False`` keeps verified negatives as positives too, reproducing the authors' loader
-    (a bug; see data-models.md §3). A missing column or a MID absent from ``classes`` raises ValueError
+    (a bug; see docs/sources.md §1). A missing column or a MID absent from ``classes`` raises ValueError
     naming the file.
     """
     path = Path(path)
