@@ -320,7 +320,7 @@ def table_splits(dataset: Mapping, name: str, exclude: set[str] = frozenset()) -
     if "split" in frame.columns:
         problems += [f"{_row(i, p)}: split {s!r} is not one of {', '.join(SPLIT_NAMES)}"
                      for i, (p, s) in enumerate(zip(raw, frame["split"].astype(str))) if s not in SPLIT_NAMES]
-    checked = parallel_map(_check_image, rows["path"].tolist(), int(dataset.get("workers", 8)))
+    checked = parallel_map(_check_image, rows["path"].tolist(), int(dataset.get("workers", 1)))
     problems += _file_problems(rows[rows["path"] != ""], [why for (why,), p in zip(checked, rows["path"]) if p])
     if problems:
         raise UserDataError(where, problems)
