@@ -18,9 +18,9 @@ rule similarity:
         mem_mb=2000,
         runtime=10,
     params:
-        method=config["analysis"].get("similarity", {}).get("method", "exact"),
-        iterations=config["analysis"].get("similarity", {}).get("iterations", 50),
-        seed=config["analysis"].get("similarity", {}).get("seed", 0),
+        method=config["analysis"]["similarity"]["method"],
+        iterations=config["analysis"]["similarity"]["iterations"],
+        seed=config["analysis"]["similarity"]["seed"],
     script:
         "../workflow/scripts/similarity.py"
 
@@ -44,9 +44,9 @@ rule bts:
         runtime=10,
     params:
         lists=lambda wildcards: cfg.canonical(
-            config["analysis_sets"][wildcards.analysis_set].get("bts", {})
+            config["analysis_sets"][wildcards.analysis_set]["bts"]
         ),
-        pvalue=config["analysis"].get("bts", {}).get("pvalue", "asymptotic"),
+        pvalue=config["analysis"]["bts"]["pvalue"],
     script:
         "../workflow/scripts/bts.py"
 
@@ -68,12 +68,12 @@ rule ieat:
         runtime=10,
     params:
         tests=lambda wildcards: cfg.canonical(
-            config["analysis_sets"][wildcards.analysis_set].get("ieat", [])
+            config["analysis_sets"][wildcards.analysis_set]["ieat"]
         ),
-        permutations=config["analysis"].get("ieat", {}).get("permutations", 100000),
-        alternative=config["analysis"].get("ieat", {}).get("alternative", "greater"),
-        method=config["analysis"].get("ieat", {}).get("method", "auto"),
-        seed=config["analysis"].get("ieat", {}).get("seed", 0),
+        permutations=config["analysis"]["ieat"]["permutations"],
+        alternative=config["analysis"]["ieat"]["alternative"],
+        method=config["analysis"]["ieat"]["method"],
+        seed=config["analysis"]["ieat"]["seed"],
     script:
         "../workflow/scripts/ieat.py"
 
@@ -126,10 +126,8 @@ rule findings:
         mem_mb=500,
         runtime=5,
     params:
-        tests=cfg.canonical(
-            {a: s.get("ieat", []) for a, s in config["analysis_sets"].items()}
-        ),
-        alpha=config["analysis"].get("ieat", {}).get("alpha", 0.05),
+        tests=cfg.canonical({a: s["ieat"] for a, s in config["analysis_sets"].items()}),
+        alpha=config["analysis"]["ieat"]["alpha"],
     script:
         "../workflow/scripts/findings.py"
 

@@ -1,4 +1,6 @@
 # Configuration checks, wildcard constraints, input functions and target lists.
+import copy
+import json
 import os
 import sys
 
@@ -8,8 +10,12 @@ sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 
 from biastransfer import config as cfg  # noqa: E402
 
-validate(config, schema="../workflow/schemas/config.schema.yaml")
-cfg.check_config(config)
+# The config as written; then the schema checks keys and types and fills every default (set_default),
+# so rules read config[...] without defaults of their own (results/summary/config.yaml shows them all).
+GIVEN_CONFIG = copy.deepcopy(config)
+validate(config, schema="../workflow/schemas/config.schema.yaml", set_default=True)
+config.update(json.loads(json.dumps(config)))  # no two entries share one default object
+cfg.check_config(GIVEN_CONFIG)
 
 
 def names_pattern(names):
@@ -202,7 +208,10 @@ def curate_inputs(wildcards):
     """The gender word lists (curated COCO sets)."""
     aset = config["analysis_sets"][wildcards.real_set]
     inputs = {}
-    if aset["source"] != "paper" and config["datasets"][aset["dataset"]]["kind"] == "coco":
+    if (
+        aset["source"] != "paper"
+        and config["datasets"][aset["dataset"]]["kind"] == "coco"
+    ):
         words = aset.get("curation", {}).get("gender_words", {})
         inputs["gender_words"] = words.get(
             "file", os.path.join(workflow.basedir, "resources", "gender_words.yaml")
@@ -228,7 +237,7 @@ def pretrain_inputs(wildcards):
 
 def finetune_mem_mb(wildcards, attempt):
     """The training process plus about 2 GB per image-decoding loader worker."""
-    return (4000 + 2000 * config["finetune"].get("num_workers", 1)) * attempt
+    return (4000 + 2000 * config["finetune"]["num_workers"]) * attempt
 
 
 def finetune_runtime(wildcards, attempt):

@@ -18,13 +18,11 @@ rule embed:
     resources:
         mem_mb=lambda wildcards, attempt: 4000 * attempt,
         runtime=lambda wildcards, attempt: 30 * attempt,
-        gpu=lambda wildcards: int(
-            config["analysis"].get("embed", {}).get("device") == "cuda"
-        ),
+        gpu=lambda wildcards: int(config["analysis"]["embed"]["device"] == "cuda"),
     params:
         entry=lambda wildcards: cfg.canonical(model_entry(wildcards.model)),
-        batch_size=config["analysis"].get("embed", {}).get("batch_size", 64),
-        num_workers=config["analysis"].get("embed", {}).get("num_workers", 1),
-        device=config["analysis"].get("embed", {}).get("device", "auto"),
+        batch_size=config["analysis"]["embed"]["batch_size"],
+        num_workers=config["analysis"]["embed"]["num_workers"],
+        device=config["analysis"]["embed"]["device"],
     script:
         "../workflow/scripts/embed.py"

@@ -20,19 +20,19 @@ rule finetune:
     conda:
         "../envs/torch.yaml"
     # the training process plus its image-decoding loader workers
-    threads: config["finetune"].get("num_workers", 1) + 1
+    threads: config["finetune"]["num_workers"] + 1
     resources:
         mem_mb=finetune_mem_mb,
         runtime=finetune_runtime,
-        gpu=lambda wildcards: int(config["finetune"].get("device") == "cuda"),
+        gpu=lambda wildcards: int(config["finetune"]["device"] == "cuda"),
     params:
         entry=lambda wildcards: cfg.canonical(model_entry(wildcards.model)),
         hyper=lambda wildcards: cfg.finetune_params(
             config, wildcards.model, wildcards.dataset
         ),
         resume="results/finetune/{dataset}/{model}/seed{seed}.resume.pt",
-        device=config["finetune"].get("device", "auto"),
-        num_workers=config["finetune"].get("num_workers", 1),
+        device=config["finetune"]["device"],
+        num_workers=config["finetune"]["num_workers"],
     script:
         "../workflow/scripts/finetune.py"
 

@@ -20,12 +20,12 @@ rule pretrain:
     resources:
         mem_mb=lambda wildcards, attempt: 4000 * attempt,
         runtime=lambda wildcards, attempt: 60 * attempt,
-        gpu=lambda wildcards: int(config["finetune"].get("device") == "cuda"),
+        gpu=lambda wildcards: int(config["finetune"]["device"] == "cuda"),
     params:
         entry=lambda wildcards: cfg.canonical(model_entry(wildcards.model)),
         hyper=lambda wildcards: cfg.pretrain_params(config, wildcards.model),
-        device=config["finetune"].get("device", "auto"),
-        num_workers=config["finetune"].get("num_workers", 1),
+        device=config["finetune"]["device"],
+        num_workers=config["finetune"]["num_workers"],
     script:
         "../workflow/scripts/pretrain.py"
 
@@ -49,7 +49,7 @@ rule fetch_weights:
         runtime=60,
     params:
         entry=lambda wildcards: cfg.canonical(model_entry(wildcards.model)),
-        cache_dir=config.get("weights", {}).get("cache_dir", "resources/weights"),
-        mirror=config.get("weights", {}).get("mirror"),
+        cache_dir=config["weights"]["cache_dir"],
+        mirror=config["weights"]["mirror"],
     script:
         "../workflow/scripts/fetch_weights.py"

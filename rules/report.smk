@@ -1,10 +1,10 @@
 # Figures, LaTeX tables and the comparison with the paper's published numbers, each marked for
 # `snakemake --report` (grouped by analysis set and model, with a caption that says how to read it).
-# Optional config section `report:` (defaults below): control_class, p_adjust (holm | bh), alpha,
+# Config section `report:` (defaults in the schema): control_class, p_adjust (holm | bh), alpha,
 # tolerances ({measure: largest |ours - paper| called agreement}), ieat_targets ([X, Y] of the paper's iEAT).
 
-REPORT = config.get("report", {})
-P_ADJUST = REPORT.get("p_adjust", "holm")
+REPORT = config["report"]
+P_ADJUST = REPORT["p_adjust"]
 
 FIGURE_TARGETS = [
     f"results/figures/{a}/{m}/{kind}.{ext}"
@@ -75,15 +75,12 @@ rule plot_similarity:
         mem_mb=1000,
         runtime=10,
     params:
-        control_class=REPORT.get("control_class", "random"),
+        control_class=REPORT["control_class"],
         adjust=P_ADJUST,
         # the classes and pairs the BTS ranks (all of them when the analysis set lists none)
-        lists=lambda wildcards: {
-            kind: config["analysis_sets"][wildcards.analysis_set]
-            .get("bts", {})
-            .get(kind, [])
-            for kind in ("inter", "intra")
-        },
+        lists=lambda wildcards: cfg.canonical(
+            config["analysis_sets"][wildcards.analysis_set]["bts"]
+        ),
     script:
         "../workflow/scripts/plot_similarity.py"
 
@@ -262,8 +259,8 @@ rule compare_paper:
         mem_mb=500,
         runtime=5,
     params:
-        alpha=REPORT.get("alpha", 0.05),
-        tolerances=REPORT.get("tolerances", {}),
-        targets=REPORT.get("ieat_targets", ["man", "woman"]),
+        alpha=REPORT["alpha"],
+        tolerances=REPORT["tolerances"],
+        targets=REPORT["ieat_targets"],
     script:
         "../workflow/scripts/compare_paper.py"

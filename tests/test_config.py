@@ -1,6 +1,9 @@
 """Config validation: the JSON schema names the bad key; check_config names the undefined reference."""
 
 import copy
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -78,7 +81,7 @@ def test_stages_and_parameters(demo):
     demo["finetune"]["overrides"] = {"democnn": {"synthetic_target": {"lr": 0.5}}}
     assert cfg.finetune_params(demo, "democnn", "synthetic_target")["lr"] == 0.5
     demo["models"]["other"] = {"source": "timm", "arch": "resnet18"}
-    assert cfg.finetune_params(demo, "other", "synthetic_target")["lr"] == 0.01
+    assert cfg.finetune_params(demo, "other", "synthetic_target")["lr"] == demo["finetune"]["defaults"]["lr"]
     assert cfg.pretrain_params(demo, "democnn")["epochs"] == 4
     assert cfg.training_datasets(demo) == ["synthetic_biased", "synthetic_target"]
 
@@ -108,3 +111,126 @@ def test_canonical_sorts_mappings_and_keeps_lists():
     out = cfg.canonical(value)
     assert list(out) == ["a", "b"] and list(out["a"]) == ["c", "d"] and list(out["b"][0]) == ["x", "y"]
     assert out == value
+
+
+def schema_defs():
+    return yaml.safe_load(Path(SCHEMA).read_text())["$defs"]
+
+
+def test_the_schema_fills_every_section_and_default():
+    """The toy config names no report, weights, similarity or overrides: all exist after validation."""
+    conf = load("tests/configs/tiny.yaml")
+    validate(conf, SCHEMA, set_default=True)
+    assert conf["report"] == {"control_class": None, "p_adjust": "holm", "alpha": 0.05, "tolerances": {},
+                              "ieat_targets": None}
+    assert conf["weights"] == {"cache_dir": "resources/weights", "mirror": None}
+    assert conf["analysis"]["similarity"] == {"method": "exact", "iterations": 50, "seed": 0}
+    assert conf["analysis"]["embed"]["device"] == "auto" and conf["analysis"]["ieat"]["alpha"] == 0.05
+    assert conf["finetune"]["overrides"] == {} and conf["finetune"]["device"] == "auto"
+    aset = conf["analysis_sets"]["synthetic"]
+    assert aset["n_per_class"] == 6 and aset["seed"] == 14  # given values stay
+    train_keys = set(schema_defs()["train_defaults"]["properties"])
+    assert set(conf["finetune"]["defaults"]) == train_keys
+    assert conf["finetune"]["defaults"]["epochs"] == 1 and conf["finetune"]["defaults"]["momentum"] == 0.9
+    assert set(conf["models"]["tinycnn"]["pretrain"]) == train_keys | {"dataset", "seed"}
+
+
+def test_a_synthetic_analysis_set_gets_its_drawing_defaults_and_a_real_one_does_not(demo):
+    for key in ("n_per_class", "size"):
+        del demo["analysis_sets"]["synthetic"][key]
+    validate(demo, SCHEMA, set_default=True)
+    assert (demo["analysis_sets"]["synthetic"]["n_per_class"], demo["analysis_sets"]["synthetic"]["size"]) == (40, 64)
+    paper = load("config/paper.yaml")
+    validate(paper, SCHEMA, set_default=True)
+    assert all("n_per_class" not in s for s in paper["analysis_sets"].values())
+
+
+def test_training_defaults_are_written_once_and_agree_with_trainconfig():
+    import dataclasses
+
+    from biastransfer.train.config import TrainConfig
+
+    schema = {k: v["default"] for k, v in schema_defs()["train_defaults"]["properties"].items()}
+    fields = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
+    # every hyper-parameter a run takes from the workflow (seed and workers come from elsewhere)
+    assert set(schema) == set(fields) - {"seed", "num_workers"}
+    assert {k: fields[k] for k in schema if fields[k] is not dataclasses.MISSING} == {
+        k: v for k, v in schema.items() if fields[k] is not dataclasses.MISSING
+    }
+    assert not hasattr(cfg, "TRAIN_DEFAULTS")
+
+
+def test_the_ieat_permutation_default_is_the_library_default():
+    from biastransfer.stats.ieat import PERMUTATIONS
+
+    ieat = yaml.safe_load(Path(SCHEMA).read_text())["properties"]["analysis"]["properties"]["ieat"]
+    assert ieat["properties"]["permutations"]["default"] == PERMUTATIONS == 100_000
+
+
+def test_finetune_params_come_from_the_filled_defaults_then_the_overrides(demo):
+    demo["finetune"]["defaults"] = {"epochs": 3}
+    demo["finetune"]["overrides"] = {"democnn": {"synthetic_target": {"lr": 0.5}}}
+    validate(demo, SCHEMA, set_default=True)
+    params = cfg.finetune_params(demo, "democnn", "synthetic_target")
+    assert params["epochs"] == 3 and params["lr"] == 0.5 and params["batch_size"] == 32
+
+
+@pytest.mark.parametrize(
+    "edit, where",
+    [
+        (lambda c: c["analysis"]["ieat"].update(seed=-1), "['analysis']['ieat']['seed']"),
+        (lambda c: c["analysis"]["similarity"].update(seed=-3), "['analysis']['similarity']['seed']"),
+        (lambda c: c["analysis_sets"]["synthetic"].update(seed=-1), "['analysis_sets']['synthetic']['seed']"),
+        (lambda c: c["datasets"]["synthetic_target"].update(seed=-2), "['datasets']['synthetic_target']"),
+        (lambda c: c["models"]["democnn"]["pretrain"].update(seed=-1), "['models']['democnn']['pretrain']['seed']"),
+    ],
+)
+def test_negative_seeds_are_refused_naming_the_key(demo, edit, where):
+    edit(demo)
+    with pytest.raises(WorkflowError) as err:
+        validate(demo, SCHEMA)
+    assert "less than the minimum of 0" in str(err.value.args) and where in str(err.value.args)
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda c: c["analysis_sets"]["synthetic"]["ieat"][0].update(Y="person_a"),
+         "analysis_sets.synthetic.ieat.surfboard_vs_car: X and Y are both 'person_a'"),
+        (lambda c: c["analysis_sets"]["synthetic"]["ieat"][0].update(B="surfboard"),
+         "analysis_sets.synthetic.ieat.surfboard_vs_car: A and B are both 'surfboard'"),
+        (lambda c: c["analysis_sets"]["synthetic"]["classes"].append("giraffe"),
+         r"analysis_sets.synthetic.classes: \['giraffe'\] are no synthetic classes"),
+        (lambda c: c.update(report={"control_class": "noise"}), "report.control_class: class 'noise' is in no analysis set"),
+        (lambda c: c.update(report={"ieat_targets": ["man", "woman"]}), "report.ieat_targets: class 'man'"),
+    ],
+)
+def test_what_a_job_would_reject_is_refused_naming_the_key(demo, edit, message):
+    edit(demo)
+    validate(copy.deepcopy(demo), SCHEMA)
+    with pytest.raises(ValueError, match=message):
+        cfg.check_config(demo)
+
+
+def test_a_yaml_syntax_error_names_the_file_and_the_line(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("datasets:\n  a: {kind: synthetic\n  b: 1\n")
+    with pytest.raises(ValueError, match=r"bad.yaml, line 3, column 4: "):
+        cfg.read_config_file(bad)
+    done = subprocess.run([sys.executable, "-m", "biastransfer.config", str(bad)], capture_output=True, text=True)
+    assert done.returncode == 2 and f"{bad}, line 3" in done.stderr and "Traceback" not in done.stderr
+    (tmp_path / "list.yaml").write_text("- a\n- b\n")
+    with pytest.raises(ValueError, match="list.yaml: a config file holds a mapping of keys, not list"):
+        cfg.read_config_file(tmp_path / "list.yaml")
+
+
+def test_a_broken_default_config_is_named_by_the_workflow(tmp_path):
+    """Snakemake's own message ("not valid JSON or YAML") names no file; the Snakefile reads it first."""
+    for part in ("Snakefile", "rules", "workflow", "config"):
+        copy_tree = shutil.copytree if (ROOT / part).is_dir() else shutil.copy
+        copy_tree(ROOT / part, tmp_path / part)
+    (tmp_path / "config" / "config.yaml").write_text("datasets:\n  a: [1, 2\nmodels: {}\n")
+    done = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0
+    assert "config/config.yaml, line 3, column 7: expected ',' or ']'" in done.stdout + done.stderr

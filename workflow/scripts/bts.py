@@ -6,13 +6,18 @@ rho(pretrained, scratch) (``pretrained_vs_scratch``).
 
 Standalone: python workflow/scripts/bts.py --pretrained pre.csv --finetuned ft-d-seed0.csv ft-d-seed1.csv
 --lists '{"intra": ["car", "surfboard", "person_a"]}' --pvalue asymptotic --dataset d --table B.csv
-[--reference scratch-d-seed0.csv ...]
+[--reference scratch-d-seed0.csv ...] [--embeddings pre.parquet ft-d-seed0.parquet ft-d-seed1.parquet
+--bootstrap 2000 --ci_level 0.95 --seed 0] (embeddings in the order of the similarity tables: bootstrap
+intervals of rho, resampling images within classes and recomputing both rankings on the same images)
 """
 
 import logging
+from pathlib import Path
 
 import pandas as pd
 
+from biastransfer.embeddings import read_embeddings
+from biastransfer.stats.change_tables import PRETRAINED, stage_replicates
 from biastransfer.stats.results import bts_table
 from biastransfer.atomic import write_csv
 from biastransfer.config import parse_stage, stage_kind
@@ -48,7 +53,8 @@ def scratch_columns(pretrained, finetuned, reference: list, lists, pvalue: str) 
 
 def main(
     pretrained: str, finetuned: list, table: str, lists: dict, pvalue: str, dataset: str,
-    reference: list | None = None,
+    reference: list | None = None, embeddings: list | None = None, bootstrap: int = 0, ci_level: float = 0.95,
+    seed: int = 0,
 ) -> None:
     before = pd.read_csv(pretrained, keep_default_na=False)
     if (before["stage"] != "pretrained").any():
@@ -60,7 +66,12 @@ def main(
         if ft_dataset != dataset:
             raise ValueError(f"{path}: stage {frame['stage'].iloc[0]!r} is not finetuned on {dataset!r}")
         after[seed] = frame
-    scores = bts_table(before, after, lists, pvalue=pvalue)
+    replicates = None
+    if embeddings and bootstrap:
+        stages = {PRETRAINED: read_embeddings(embeddings[0])}
+        stages.update((parse_stage(Path(path).stem)[1], read_embeddings(path)) for path in embeddings[1:])
+        replicates = stage_replicates(stages, lists, bootstrap=bootstrap, seed=seed)
+    scores = bts_table(before, after, lists, pvalue=pvalue, replicates=replicates, ci_level=ci_level)
     if reference:
         refs = [pd.read_csv(path, keep_default_na=False) for path in reference]
         scores = pd.concat([scores, scratch_columns(before, after, refs, lists, pvalue)], axis=1)

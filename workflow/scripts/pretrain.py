@@ -22,7 +22,7 @@ def main(
 ) -> None:
     spec = model_spec(model, entry)
     hyper = dict(hyper)
-    seed = hyper.pop("seed", 0)
+    seed = hyper.pop("seed")
     run_training(
         lambda classes: create_classifier(spec, len(classes), None),
         spec, train=train, val=val, model_out=trained, metrics_out=metrics, curve_out=None,

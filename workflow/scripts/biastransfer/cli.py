@@ -19,6 +19,7 @@ import pandas as pd
 
 from biastransfer.stats.results import bts_table, ieat_table, similarity_table
 from biastransfer.embeddings import read_embeddings
+from biastransfer.stats.ieat import PERMUTATIONS
 
 
 def _check_output(output: str | None) -> None:
@@ -119,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     for role, what in (("X", "first target class"), ("Y", "second target class"), ("A", "first attribute class"), ("B", "second attribute class")):
         p.add_argument(f"--{role}", required=True, help=what)
     p.add_argument("--name", help="test name in the output")
-    p.add_argument("--permutations", type=int, default=100_000)
+    p.add_argument("--permutations", type=int, default=PERMUTATIONS)
     p.add_argument("--alternative", choices=("greater", "less", "two-sided"), default="greater")
     p.add_argument("--method", choices=("auto", "exact", "permutation", "normal"), default="auto")
     p.add_argument("--seed", type=int, default=0)

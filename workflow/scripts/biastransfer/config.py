@@ -1,29 +1,27 @@
 """Workflow configuration helpers: cross-reference checks, stages and per-run parameters.
 
-The JSON schema (``workflow/schemas/config.schema.yaml``) checks keys and types; ``check_config``
-checks what a schema cannot: that every name refers to something defined.
+The JSON schema (``workflow/schemas/config.schema.yaml``) checks keys and types and fills every default
+(Snakemake's ``validate``), so the rules and these helpers read the config without defaults of their own;
+``check_config`` checks what a schema cannot: that every name refers to something defined.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import sys
 from typing import Any, Mapping
 
 PRETRAINED = "pretrained"
 _STAGE = re.compile(r"^(?P<kind>ft|scratch)-(?P<dataset>[A-Za-z0-9_]+)-seed(?P<seed>[0-9]+)$")
-TRAIN_DEFAULTS = {
-    "epochs": 15,
-    "lr": 0.01,
-    "batch_size": 32,
-    "momentum": 0.9,
-    "weight_decay": 1e-4,
-    "optimizer": "sgd",
-    "scheduler": "none",
-    "metric": "mAP",
-    "threshold": 0.5,
-}
+# The synthetic demo's vocabulary (drawn by biastransfer.data.synthetic): two figure groups, four objects.
+SYNTHETIC_GROUPS = ("person_a", "person_b")
+SYNTHETIC_OBJECTS = ("car", "surfboard", "refrigerator", "stop_sign")
+SYNTHETIC_CLASSES = (
+    *SYNTHETIC_GROUPS, *SYNTHETIC_OBJECTS, *(f"{o}_{g}" for o in SYNTHETIC_OBJECTS for g in SYNTHETIC_GROUPS), "random",
+)
 
 
 def finetuned_stage(dataset: str, seed: int) -> str:
@@ -87,17 +85,18 @@ def scratch_stages(config: Mapping) -> list[str]:
 
 
 def finetune_params(config: Mapping, model: str, dataset: str) -> dict[str, Any]:
-    """Training hyper-parameters for ``model`` on ``dataset``: defaults, then the config's overrides."""
+    """Training hyper-parameters for ``model`` on ``dataset``: ``finetune.defaults`` (which the schema
+    fills), then the config's overrides."""
     ft = config["finetune"]
-    override = ft.get("overrides", {}).get(model, {}).get(dataset, {})
-    return canonical({**TRAIN_DEFAULTS, **ft.get("defaults", {}), **override})
+    override = ft["overrides"].get(model, {}).get(dataset, {})
+    return canonical({**ft["defaults"], **override})
 
 
 def pretrain_params(config: Mapping, model: str) -> dict[str, Any]:
     """Training hyper-parameters of a model pretrained inside the workflow (demo models)."""
     spec = dict(config["models"][model]["pretrain"])
     spec.pop("dataset")
-    return canonical({**TRAIN_DEFAULTS, **spec})
+    return canonical(spec)
 
 
 def training_datasets(config: Mapping) -> list[str]:
@@ -114,6 +113,21 @@ def selection_spec(analysis_set: Mapping) -> dict[str, Any]:
     """An analysis-set entry without what only the analysis reads (its iEATs and BTS lists): the params of
     the jobs that select and draw its images, so that an edit to a test reruns none of them."""
     return canonical({k: v for k, v in analysis_set.items() if k not in ANALYSIS_ONLY})
+
+
+def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
+    """A YAML config file as a mapping; a syntax error names the file, the line and the column."""
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh)
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        raise ValueError(f"{path}, line {mark.line + 1}, column {mark.column + 1}: {err.problem or err.context}") from None
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{path}: a config file holds a mapping of keys, not {type(data).__name__}")
+    return data
 
 
 def config_hash(obj: Any) -> str:
@@ -173,11 +187,21 @@ def check_config(config: Mapping) -> None:
             for role in ("X", "Y", "A", "B"):
                 if test[role] not in classes:
                     problems.append(f"{where}.ieat.{test['name']}.{role}: class {test[role]!r} is not in {where}.classes")
+            for one, other in (("X", "Y"), ("A", "B")):
+                if test[one] == test[other]:
+                    problems.append(f"{where}.ieat.{test['name']}: {one} and {other} are both {test[one]!r} "
+                                    "(the effect size would be 0/0)")
+        if aset["source"] == "synthetic":
+            unknown = [c for c in aset["classes"] if c not in SYNTHETIC_CLASSES]
+            if unknown:
+                problems.append(f"{where}.classes: {unknown} are no synthetic classes "
+                                f"(known: {', '.join(SYNTHETIC_CLASSES)})")
         names = [t["name"] for t in aset.get("ieat", [])]
         if len(names) != len(set(names)):
             problems.append(f"{where}.ieat: test names must be unique, got {names}")
         if aset["source"] == "synthetic" and datasets.get(aset["dataset"], {}).get("kind") != "synthetic":
             problems.append(f"{where}.source: 'synthetic' needs a synthetic dataset, {aset['dataset']!r} is not")
+    problems += _report_problems(config)
     problems += _attribution_problems(config)
     if not problems:
         problems += _user_data_problems(config)
@@ -197,6 +221,15 @@ def _user_data_problems(config: Mapping) -> list[str]:
         if spec["kind"] == "table":
             problems += config_problems(f"datasets.{name}", spec, dataset=True)
     return problems
+
+
+def _report_problems(config: Mapping) -> list[str]:
+    """``report`` keys that name classes no analysis set has."""
+    report = config.get("report", {})
+    known = {c for aset in config["analysis_sets"].values() for c in aset["classes"]}
+    named = [("control_class", report.get("control_class"))]
+    named += [("ieat_targets", c) for c in report.get("ieat_targets") or []]
+    return [f"report.{key}: class {cls!r} is in no analysis set" for key, cls in named if cls not in known | {None}]
 
 
 def _attribution_problems(config: Mapping) -> list[str]:
@@ -239,3 +272,14 @@ def canonical(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [canonical(v) for v in value]
     return value
+
+
+if __name__ == "__main__":
+    # python -m biastransfer.config FILE...: where a config file's YAML breaks (Snakemake's own message
+    # for a --configfile names neither the file nor the line).
+    for name in sys.argv[1:]:
+        try:
+            read_config_file(name)
+        except (OSError, ValueError) as err:
+            print(f"error: {err}", file=sys.stderr)
+            sys.exit(2)

@@ -23,10 +23,10 @@ import numpy as np
 import pandas as pd
 from PIL import Image, ImageDraw
 
+from biastransfer.config import SYNTHETIC_CLASSES, SYNTHETIC_GROUPS, SYNTHETIC_OBJECTS
 from biastransfer.hashing import file_digest
 
-GROUPS = ("person_a", "person_b")
-OBJECTS = ("car", "surfboard", "refrigerator", "stop_sign")
+GROUPS, OBJECTS = SYNTHETIC_GROUPS, SYNTHETIC_OBJECTS
 PERSON_LABEL = "person"
 
 
@@ -111,8 +111,7 @@ def analysis_scene(class_name: str, rng: np.random.Generator) -> Scene:
         obj = OBJECTS[rng.integers(len(OBJECTS))] if rng.random() < 0.7 else None
         person = GROUPS[rng.integers(2)] if (obj is None or rng.random() < 0.5) else None
         return Scene(person, (obj,) if obj else ())
-    known = [*GROUPS, *OBJECTS, *(f"{o}_{g}" for o in OBJECTS for g in GROUPS), "random"]
-    raise ValueError(f"unknown synthetic analysis class {class_name!r} (known: {', '.join(known)})")
+    raise ValueError(f"unknown synthetic analysis class {class_name!r} (known: {', '.join(SYNTHETIC_CLASSES)})")
 
 
 def _colour(rng: np.random.Generator, lo: int = 0, hi: int = 256) -> tuple[int, int, int]:

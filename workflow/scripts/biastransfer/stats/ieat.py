@@ -29,6 +29,7 @@ from biastransfer.stats.bootstrap import check_level, ieat_ci
 ALTERNATIVES = ("greater", "less", "two-sided")
 METHODS = ("auto", "exact", "permutation", "normal")
 MAX_EXACT_PARTITIONS = 50_000_000
+PERMUTATIONS = 100_000  # default partitions drawn when they cannot all be enumerated (also the schema's)
 _CHUNK = 1 << 14  # partitions per vectorised block; fixed, so a seed always gives the same draws
 _TIE_RTOL = 1e-11  # partition sums closer than this (relative to sum |s|) count as ties
 
@@ -92,7 +93,7 @@ def ieat(
     Y,
     A,
     B,
-    permutations: int = 100_000,
+    permutations: int = PERMUTATIONS,
     alternative: str = "greater",
     method: str = "auto",
     seed: int | None = 0,

@@ -15,7 +15,7 @@ import pandas as pd
 from biastransfer.stats.bts import bias_transfer_score
 from biastransfer.config import parse_stage
 from biastransfer.embeddings import EmbeddingTable
-from biastransfer.stats.ieat import ieat
+from biastransfer.stats.ieat import PERMUTATIONS, ieat
 from biastransfer.stats.resampled_similarity import SimilarityReplicates, rank_correlation_ci
 from biastransfer.stats.multitest import adjust_pvalues
 from biastransfer.stats.similarity import inter_class_similarity, intra_class_similarity
@@ -111,7 +111,7 @@ def ieat_table(
     table: EmbeddingTable,
     tests: Sequence[Mapping],
     *,
-    permutations: int = 100_000,
+    permutations: int = PERMUTATIONS,
     alternative: str = "greater",
     method: str = "auto",
     seed: int = 0,
