@@ -33,7 +33,7 @@ from http.client import HTTPException
 from pathlib import Path
 from typing import Iterable
 
-from biastransfer.progress import LOGGER as progress_log, Progress
+from biastransfer.progress import EVERY_S, LOGGER as progress_log, Progress
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +127,7 @@ def _record(dest: Path, sha256: str) -> None:
 
 
 class _Progress:
-    def __init__(self, url: str, total: int | None, start: int, enabled: bool, every: float = 5.0):
+    def __init__(self, url: str, total: int | None, start: int, enabled: bool, every: float = EVERY_S):
         self.url, self.total, self.done, self.enabled, self.every = url, total, start, enabled, every
         self.t0 = self.last = time.monotonic()
         self.start = start
