@@ -47,6 +47,14 @@ def test_coco_mirror_parses_and_its_lists_select_their_classes(tmp_path):
     for image_id, cls in zip(sel["image_id"].astype(int), sel["class"]):
         want = "man" if cls.endswith("man") and not cls.endswith("woman") else "woman" if cls.endswith("woman") else None
         assert gender.get(image_id) == want, (image_id, cls)
+    # the same mirror serves a curated set: the curation rules pick exactly the listed images
+    words = yaml.safe_load((ROOT / "resources" / "gender_words.yaml").read_text())["lists"]["wang2021"]
+    options = {k: v for k, v in aset["curation"].items() if k not in ("sizes", "gender_words")}
+    curated = coco.curate(list(inst.values()), caps, {c: 2 for c in aset["classes"]}, root=root,
+                          male_words=words["male"], female_words=words["female"], **options)
+    listed = sel[sel["class"] != "random"].set_index("image_id")["class"].sort_index()
+    pd.testing.assert_series_equal(curated[curated["class"] != "random"].set_index("image_id")["class"].sort_index(),
+                                   listed)
 
 
 def test_openimages_mirror_parses_with_real_mids(tmp_path):
