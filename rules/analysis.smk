@@ -30,6 +30,7 @@ rule bts:
         pretrained="results/similarity/{analysis_set}/{model}/pretrained.csv",
         finetuned=finetuned_similarity_tables,
         reference=reference_tables,
+        embeddings=change_embeddings,
     output:
         table="results/bts/{analysis_set}/{model}/ft-{dataset}.csv",
     log:
@@ -43,6 +44,9 @@ rule bts:
         mem_mb=1000,
         runtime=10,
     params:
+        bootstrap=config["analysis"]["bts"]["bootstrap"],
+        ci_level=config["analysis"]["bts"]["ci_level"],
+        seed=config["analysis"]["bts"]["seed"],
         lists=lambda wildcards: cfg.canonical(
             config["analysis_sets"][wildcards.analysis_set]["bts"]
         ),
@@ -74,6 +78,8 @@ rule ieat:
         alternative=config["analysis"]["ieat"]["alternative"],
         method=config["analysis"]["ieat"]["method"],
         seed=config["analysis"]["ieat"]["seed"],
+        bootstrap=config["analysis"]["ieat"]["bootstrap"],
+        ci_level=config["analysis"]["ieat"]["ci_level"],
     script:
         "../workflow/scripts/ieat.py"
 
@@ -101,12 +107,76 @@ rule summarise:
         "../workflow/scripts/summarise.py"
 
 
+rule change:
+    input:
+        embeddings=change_embeddings,
+    output:
+        ieat="results/change/{analysis_set}/{model}/ft-{dataset}/ieat.csv",
+        similarity="results/change/{analysis_set}/{model}/ft-{dataset}/similarity.csv",
+        seeds="results/change/{analysis_set}/{model}/ft-{dataset}/ieat_seeds.csv",
+    log:
+        "logs/change/{analysis_set}/{model}/ft-{dataset}.log",
+    benchmark:
+        "results/benchmarks/change/{analysis_set}/{model}/ft-{dataset}.tsv"
+    conda:
+        "../envs/stats.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=20,
+    params:
+        tests=lambda wildcards: cfg.canonical(
+            config["analysis_sets"][wildcards.analysis_set]["ieat"]
+        ),
+        lists=lambda wildcards: cfg.canonical(
+            config["analysis_sets"][wildcards.analysis_set]["bts"]
+        ),
+        permutations=config["analysis"]["ieat"]["permutations"],
+        alternative=config["analysis"]["ieat"]["alternative"],
+        method=config["analysis"]["ieat"]["method"],
+        ieat_seed=config["analysis"]["ieat"]["seed"],
+        ieat_bootstrap=config["analysis"]["ieat"]["bootstrap"],
+        ieat_ci_level=config["analysis"]["ieat"]["ci_level"],
+        bts_bootstrap=config["analysis"]["bts"]["bootstrap"],
+        bts_ci_level=config["analysis"]["bts"]["ci_level"],
+        bts_seed=config["analysis"]["bts"]["seed"],
+    script:
+        "../workflow/scripts/change.py"
+
+
+rule summarise_change:
+    input:
+        ieat=change_inputs("ieat"),
+        similarity=change_inputs("similarity"),
+        seeds=change_inputs("ieat_seeds"),
+    output:
+        ieat_out="results/summary/ieat_change.csv",
+        similarity_out="results/summary/similarity_change.csv",
+        seeds_out="results/summary/ieat_seeds.csv",
+    log:
+        "logs/summarise_change.log",
+    benchmark:
+        "results/benchmarks/summarise_change.tsv"
+    localrule: True
+    conda:
+        "../envs/stats.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    script:
+        "../workflow/scripts/summarise_change.py"
+
+
 rule findings:
     input:
         ieat="results/summary/ieat.csv",
         bts="results/summary/bts.csv",
         curves=finetune_runs("curve.csv"),
         attribution=attribution_targets(),
+        ieat_change="results/summary/ieat_change.csv",
+        ieat_seeds="results/summary/ieat_seeds.csv",
+        similarity_change="results/summary/similarity_change.csv",
     output:
         findings="results/summary/findings.rst",
         html=report(
@@ -128,6 +198,7 @@ rule findings:
     params:
         tests=cfg.canonical({a: s["ieat"] for a, s in config["analysis_sets"].items()}),
         alpha=config["analysis"]["ieat"]["alpha"],
+        adjust=config["report"]["p_adjust"],
     script:
         "../workflow/scripts/findings.py"
 

@@ -92,6 +92,27 @@ def leakage_checks():
     )
 
 
+def change_embeddings(wildcards):
+    """The pretrained embeddings, then those of every seed finetuned on the dataset (same images)."""
+    stages = [cfg.PRETRAINED] + [
+        cfg.finetuned_stage(wildcards.dataset, s)
+        for s in cfg.finetune_seeds(config, wildcards.dataset)
+    ]
+    return [
+        f"results/embeddings/{wildcards.analysis_set}/{wildcards.model}/{stage}.parquet"
+        for stage in stages
+    ]
+
+
+def change_inputs(name):
+    """The per-job change tables of one kind (ieat, similarity, ieat_seeds)."""
+    return [
+        f"results/change/{a}/{m}/ft-{d}/{name}.csv"
+        for a, m in all_pairs()
+        for d in config["finetune"]["datasets"]
+    ]
+
+
 def reference_tables(wildcards):
     """Similarity tables of the scratch reference networks (none without ``analysis.bts.reference``)."""
     return [
@@ -141,6 +162,9 @@ def analysis_targets():
         "results/summary/similarity.csv",
         "results/summary/bts.csv",
         "results/summary/ieat.csv",
+        "results/summary/ieat_change.csv",
+        "results/summary/similarity_change.csv",
+        "results/summary/ieat_seeds.csv",
         "results/summary/analysis_sets.csv",
         "results/summary/finetune_metrics.csv",
         "results/summary/findings.html",

@@ -12,7 +12,12 @@ FIGURE_TARGETS = [
     for m in config["models"]
     for kind in ("intra", "inter", "rank")
     for ext in ("png", "pdf")
-] + ["results/figures/ieat_heatmap.png", "results/figures/ieat_heatmap.pdf"]
+] + [
+    "results/figures/ieat_heatmap.png",
+    "results/figures/ieat_heatmap.pdf",
+    "results/figures/ieat_change.png",
+    "results/figures/ieat_change.pdf",
+]
 TABLE_TARGETS = (
     [f"results/tables/analysis_set_{a}.tex" for a in config["analysis_sets"]]
     + [f"results/tables/ieat_{a}.tex" for a in config["analysis_sets"]]
@@ -111,6 +116,32 @@ rule plot_ieat:
         adjust=P_ADJUST,
     script:
         "../workflow/scripts/plot_ieat.py"
+
+
+rule plot_change:
+    input:
+        change="results/summary/ieat_change.csv",
+    output:
+        png=report(
+            "results/figures/ieat_change.png",
+            caption="../workflow/report/ieat_change.rst",
+            category="iEAT",
+            labels={"figure": "change from pretrained, all models"},
+        ),
+        pdf="results/figures/ieat_change.pdf",
+    log:
+        "logs/report/plot_change.log",
+    benchmark:
+        "results/benchmarks/report/plot_change.tsv"
+    localrule: True
+    conda:
+        "../envs/plot.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    script:
+        "../workflow/scripts/plot_change.py"
 
 
 rule table_analysis_set:

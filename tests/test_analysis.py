@@ -1,5 +1,6 @@
 """Result tables from embeddings: similarity, BTS (per seed and pooled), iEAT, adjusted p-values, findings."""
 
+import re
 import numpy as np
 import pandas as pd
 import pytest
@@ -73,16 +74,24 @@ def test_adjusted_pvalues_are_computed_within_groups():
 def test_findings_state_the_verdicts_in_words():
     ieat = pd.DataFrame({
         "analysis_set": "s", "test": "planted", "model": ["m", "m", "m"], "alternative": "greater",
-        "stage": ["pretrained", "ft-d-seed0", "ft-d-seed1"], "finetune_dataset": ["", "d", "d"],
-        "effect_size": [1.2, 0.3, 0.1], "pvalue": [1e-6, 0.2, 0.4],
-    })
+        "stage": ["pretrained", "ft-d-seed0", "ft-d-seed1"], "finetune_dataset": ["", "d", "d"], "seed": ["", "0", "1"],
+        "effect_size": [1.2, 0.3, -0.77], "pvalue": [1e-5, 0.2, 1.0], "pvalue_holm": [3e-5, 0.4, 1.0],
+        "pvalue_two_sided": [2e-5, 0.4, 1e-5], "pvalue_floor": 1e-5, "ci_low": [0.8, -0.1, -1.1], "ci_high": [1.6, 0.7, -0.4],
+        "ci_level": 0.95,
+    })  # fmt: skip
     bts = pd.DataFrame({"analysis_set": "s", "model": "m", "finetune_dataset": "d", "seed": ["0", "pooled"],
-                        "kind": "intra", "statistic": [0.5, 0.9], "pvalue": [0.2, 0.003], "n": 7})
+                        "kind": "intra", "statistic": [0.5, 1.0], "pvalue": [0.2, 2 / 5040], "pvalue_floor": 2 / 5040,
+                        "pvalue_holm": [0.2, 0.003], "n": 7, "ci_low": 0.6, "ci_high": 1.0, "ci_level": 0.95})  # fmt: skip
     tests = {"s": [{"name": "planted", "X": "x", "Y": "y", "A": "a", "B": "b", "role": "planted"}]}
     text = describe_findings(ieat, bts, tests, alpha=0.01)
-    assert "**m** pretrained: significant (d = 1.20, p < 0.0001)" in text
-    assert "mean d = 0.20 (range 0.100 to 0.300), significant in 0 of 2 seeds" in text
-    assert "intra rho = 0.90 (p = 0.003, n = 7)" in text
+    # a p at the Monte Carlo floor is a bound; the verdict reads the adjusted p, as the tables' stars do
+    assert "**m** pretrained: significant (d = 1.20, 95% CI 0.80 to 1.60, p <= 1e-05, adjusted p = 3e-05)" in text
+    # seed 1's effect against the tested direction is said in words, with its two-sided p
+    assert "seed 1: not significant (d = -0.77" in text
+    assert "**Opposite direction:** d = -0.77" in text and "x closer to b, relative to a, than y is" in text
+    assert "two-sided p <= 1e-05" in text and text.count("Opposite direction") == 1
+    assert "intra rho = 1.00, 95% CI 0.60 to 1.00 (p <= 0.0004, adjusted p = 0.003, significant, n = 7)" in text
+    assert not re.search(r"p = 0(?![.\d])", text)  # never a p of zero
     assert "planted association" in to_html(text)
     with pytest.raises(ValueError, match="alpha"):
         describe_findings(ieat, bts, tests, alpha=1.5)

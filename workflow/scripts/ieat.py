@@ -2,7 +2,7 @@
 
 Standalone: python workflow/scripts/ieat.py --embeddings E.parquet --table I.csv
 --tests '[{"name": "t", "X": "man", "Y": "woman", "A": "car", "B": "surfboard"}]' --permutations 100000
---alternative greater --method auto --seed 0 [--analysis_set NAME --model NAME --stage pretrained]
+--alternative greater --method auto --seed 0 --bootstrap 2000 --ci_level 0.95 [--analysis_set NAME --model NAME --stage pretrained]
 """
 
 import logging
@@ -17,16 +17,20 @@ log = logging.getLogger(__name__)
 
 def main(
     embeddings: str, table: str, tests: list, permutations: int, alternative: str, method: str, seed: int,
-    analysis_set: str = "", model: str = "", stage: str = "pretrained",
+    bootstrap: int, ci_level: float, analysis_set: str = "", model: str = "", stage: str = "pretrained",
 ) -> None:
     emb = read_embeddings(embeddings)
-    results = ieat_table(emb, tests, permutations=permutations, alternative=alternative, method=method, seed=seed)
+    results = ieat_table(
+        emb, tests, permutations=permutations, alternative=alternative, method=method, seed=seed,
+        bootstrap=bootstrap, ci_level=ci_level,
+    )
     results = with_provenance(
         results, analysis_set=analysis_set, model=model, stage=stage
     )
     write_csv(table, results)
     for row in results.itertuples():
-        log.info("%s: d = %.3f, p = %.4g (%s, %s)", row.test, row.effect_size, row.pvalue, row.method, row.alternative)
+        log.info("%s: d = %.3f [%.3f, %.3f], p = %.4g (%s, %s), two-sided p = %.4g", row.test, row.effect_size,
+                 row.ci_low, row.ci_high, row.pvalue, row.method, row.alternative, row.pvalue_two_sided)  # fmt: skip
 
 
 if __name__ == "__main__":

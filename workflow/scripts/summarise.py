@@ -1,7 +1,9 @@
 """One summary table: the per-job similarity, BTS or iEAT tables concatenated, with Holm and BH p-values.
 
-BTS p-values are adjusted within each (analysis set, kind, seed) across models and finetune datasets;
-iEAT p-values within each (analysis set, stage kind: pretrained or finetuned) across models and tests.
+One family per report table: BTS p-values are adjusted within each (analysis set, finetune dataset,
+seed) across models and both kinds (the pooled rows are one BTS table); iEAT p-values within each
+analysis set across models, stages and tests (one iEAT table). Stars, findings and verdicts all read
+these adjusted p-values.
 
 Standalone: python workflow/scripts/summarise.py --summary bts --tables b1.csv b2.csv ... --table B.csv
 """
@@ -23,10 +25,9 @@ def main(summary: str, tables: list, table: str) -> None:
         raise ValueError(f"summary must be one of {', '.join(SUMMARIES)}, not {summary!r}")
     frame = pd.concat([pd.read_csv(p, keep_default_na=False, na_values=[""]) for p in tables], ignore_index=True)
     if summary == "bts":
-        frame = add_adjusted_pvalues(frame, by=["analysis_set", "kind", "seed"])
+        frame = add_adjusted_pvalues(frame, by=["analysis_set", "finetune_dataset", "seed"])
     elif summary == "ieat":
-        frame["stage_kind"] = frame["stage"].where(frame["stage"] == "pretrained", "finetuned")
-        frame = add_adjusted_pvalues(frame, by=["analysis_set", "stage_kind"]).drop(columns="stage_kind")
+        frame = add_adjusted_pvalues(frame, by=["analysis_set"])
     write_csv(table, frame)
     log.info("%s: %d rows from %d tables", table, len(frame), len(tables))
 

@@ -28,7 +28,7 @@ from scipy.stats import rankdata  # noqa: E402
 
 from biastransfer.stats.results import pair_key  # noqa: E402
 from biastransfer.atomic import atomic_path  # noqa: E402
-from biastransfer.report.formatting import ADJUSTMENTS, model_label, ordered_groups, require_columns, stage_group, stars  # noqa: E402
+from biastransfer.report.formatting import ADJUSTMENTS, OPPOSITE_EFFECT, model_label, opposite_direction, ordered_groups, p_text, require_columns, stage_group, stars  # noqa: E402
 from biastransfer.report.tables import ieat_by_stage  # noqa: E402
 
 #: Okabe & Ito (2008) colour-blind-safe palette.
@@ -131,8 +131,8 @@ def _bts_text(bts_rows: pd.DataFrame, groups: Sequence[str], adjust: str | None)
             raise ValueError(f"BTS summary: no pooled row for finetune dataset {dataset!r}")
         r = bts_rows.loc[dataset]
         mark = stars(r[ADJUSTMENTS[adjust]]) if adjust else ""
-        p_text = "p < 0.0001" if r["pvalue"] < 1e-4 else f"p = {r['pvalue']:.2g}"
-        parts.append(f"{group}: BTS ρ = {r['statistic']:.3f}{mark} ({p_text})")
+        floor = float(r["pvalue_floor"]) if "pvalue_floor" in r else None
+        parts.append(f"{group}: BTS ρ = {r['statistic']:.3f}{mark} ({p_text(float(r['pvalue']), floor)})")
     return "; ".join(parts)
 
 
@@ -258,7 +258,8 @@ def ieat_heatmap(ieat: pd.DataFrame, *, adjust: str = "holm") -> Figure:
     """iEAT effect sizes: one panel per stage group, rows = models, columns = concept pairs.
 
     A cell holds the effect size (mean over seeds for finetuned groups) with one star per level
-    (0.05, 0.01, 0.001) that its adjusted p-value, the largest over seeds, is below. Blank cells:
+    (0.05, 0.01, 0.001) that its adjusted p-value, the largest over seeds, is below, and a dagger
+    when |d| >= 0.5 against a one-sided test's direction (which its p cannot detect). Blank cells:
     the test was not run for that model and stage.
     """
     if adjust not in ADJUSTMENTS:
@@ -283,7 +284,8 @@ def ieat_heatmap(ieat: pd.DataFrame, *, adjust: str = "holm") -> Figure:
                     if key in index.index:
                         r = index.loc[key]
                         values[i, j] = r["effect_size"]
-                        ax.text(j, i, f"{r['effect_size']:.2f}{stars(r[ADJUSTMENTS[adjust]])}", ha="center", va="center", fontsize=7,
+                        flag = "†" if opposite_direction(r["effect_size"], r["alternative"]) else ""
+                        ax.text(j, i, f"{r['effect_size']:.2f}{stars(r[ADJUSTMENTS[adjust]])}{flag}", ha="center", va="center", fontsize=7,
                                 color="white" if abs(r["effect_size"]) > 0.6 * limit else "black")  # fmt: skip
             image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, norm=norm, aspect="auto")
             ax.set_xticks(range(len(columns)), columns, rotation=40, ha="right")
@@ -291,7 +293,43 @@ def ieat_heatmap(ieat: pd.DataFrame, *, adjust: str = "holm") -> Figure:
             ax.set_title(group)
         fig.colorbar(image, ax=axes[0].tolist(), label="iEAT effect size d (unitless)", shrink=0.9)
         fig.suptitle(f"iEAT effect sizes d, {targets}\n"
-                     f"* / ** / ***: {adjust}-adjusted p < 0.05 / 0.01 / 0.001 (largest over seeds)", fontsize=8)  # fmt: skip
+                     f"* / ** / ***: {adjust}-adjusted p < 0.05 / 0.01 / 0.001 (largest over seeds); "
+                     f"†: |d| ≥ {OPPOSITE_EFFECT:g} opposite to the tested direction (see the two-sided p)", fontsize=8)  # fmt: skip
+    return fig
+
+
+CHANGE_COLUMNS = ("analysis_set", "model", "finetune_dataset", "seed", "test", "delta_d", "ci_low", "ci_high",
+                  "pvalue", "pvalue_floor", "ci_level")  # fmt: skip
+
+
+def change_figure(change: pd.DataFrame) -> Figure:
+    """The change of every iEAT's d from pretrained to each finetuned seed, with paired bootstrap intervals.
+
+    One row per (analysis set, model, finetune dataset, test, seed); the point is delta d, the bar its
+    interval, and the label says the two-sided p (a bound at the bootstrap floor).
+    """
+    require_columns(change, CHANGE_COLUMNS, where="iEAT change summary")
+    if change.empty:  # no iEATs configured, or analysis.ieat.bootstrap = 0
+        with plt.rc_context(STYLE):
+            fig, ax = plt.subplots(figsize=(5, 1.5), layout="constrained")
+            ax.axis("off")
+            ax.text(0.5, 0.5, "No iEAT changes: no iEATs configured, or analysis.ieat.bootstrap is 0", ha="center", va="center")
+        return fig
+    rows = change.reset_index(drop=True)
+    labels = [f"{r.analysis_set}/{model_label(r.model)} ft-{r.finetune_dataset} seed {r.seed}: {r.test}" for r in rows.itertuples()]
+    y = np.arange(len(rows))[::-1]
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(7.5, 1.2 + 0.32 * len(rows)), layout="constrained")
+        ax.axvline(0, color="0.5", lw=0.8)
+        ax.errorbar(rows["delta_d"], y, xerr=[rows["delta_d"] - rows["ci_low"], rows["ci_high"] - rows["delta_d"]],
+                    fmt="o", color="#5e3c99", ecolor="#b2abd2", capsize=2, ms=4)  # fmt: skip
+        for yi, r in zip(y, rows.itertuples()):
+            ax.annotate(p_text(float(r.pvalue), float(r.pvalue_floor)), (r.ci_high, yi), xytext=(4, 0),
+                        textcoords="offset points", va="center", fontsize=6)  # fmt: skip
+        ax.set_yticks(y, labels, fontsize=7)
+        ax.set_xlabel("change of the iEAT effect size, d(finetuned) − d(pretrained) (unitless)")
+        level = float(rows["ci_level"].iloc[0])
+        ax.set_title(f"What finetuning changed: same images, paired bootstrap {level:.0%} intervals and two-sided p", fontsize=8)
     return fig
 
 

@@ -1,4 +1,9 @@
-"""The run's findings in words (reStructuredText): what each configured iEAT and the pooled BTS say."""
+"""The run's findings in words (reStructuredText): every configured iEAT and the pooled BTS, with intervals.
+
+Verdicts use the same adjusted p-values as the tables' stars (one family per table). An effect is
+never hidden by the direction of a one-sided test: |d| >= 0.5 against the tested direction is said in
+words with its two-sided p-value (report.formatting.OPPOSITE_EFFECT). A p-value at its method's floor is written as a bound.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+
+from biastransfer.report.formatting import ADJUSTMENTS, ADJUSTMENT_NAMES, OPPOSITE_EFFECT, opposite_direction, p_text
 
 ROLE_TEXT = {
     "planted": "a planted association (the synthetic data's known answer)",
@@ -22,16 +29,85 @@ IEAT_SCOPE = (
 )
 
 
-def _p(p: float) -> str:
-    return "p < 0.0001" if p < 1e-4 else f"p = {p:.2g}"
+def _spaced(items: list[str]) -> list[str]:
+    """List items (and nested ones) each followed by a blank line, as reStructuredText wants them."""
+    return [line for item in items for line in (item, "")]
 
 
-def _verdict(d: float, p: float, alpha: float) -> str:
-    return f"{'significant' if p < alpha else 'not significant'} (d = {d:.2f}, {_p(p)})"
+def _seed(seed) -> str:
+    """A seed as written in the config (``0``, not ``0.0`` from a column that also holds blanks)."""
+    return str(int(seed)) if isinstance(seed, float) and seed.is_integer() else str(seed)
 
 
-def describe_ieat(ieat: pd.DataFrame, tests: Mapping[str, Sequence[Mapping]], alpha: float) -> list[str]:
-    """One paragraph per (analysis set, test): pretrained and finetuned results of every model."""
+def _get(row, name: str, default=np.nan):
+    value = getattr(row, name, default)
+    return default if value is None or (isinstance(value, str) and value == "") else value
+
+
+def _ci(row, low: str = "ci_low", high: str = "ci_high") -> str:
+    lo, hi = float(_get(row, low)), float(_get(row, high))
+    if np.isnan(lo) or np.isnan(hi):
+        return ""
+    level = float(_get(row, "ci_level", 0.95))
+    return f", {level:.0%} CI {lo:.2f} to {hi:.2f}"
+
+
+def _opposite_words(d: float, row, spec: Mapping) -> str:
+    """A sentence for a large effect against the tested direction, or ""."""
+    alternative = str(_get(row, "alternative", "greater"))
+    if not opposite_direction(d, alternative):
+        return ""
+    x, y, a, b = (spec[k] for k in "XYAB")
+    toward = f"{x} closer to {b}, relative to {a}, than {y} is" if alternative == "greater" else f"{x} closer to {a}, relative to {b}, than {y} is"
+    two = p_text(float(_get(row, "pvalue_two_sided")), float(_get(row, "pvalue_floor", 0.0)))
+    return (f" **Opposite direction:** d = {d:.2f} (a large effect, at least {OPPOSITE_EFFECT:g} in size) means {toward}, "
+            f"which the one-sided test cannot detect; two-sided {two}.")  # fmt: skip
+
+
+def _verdict(row, alpha: float, adj_col: str, spec: Mapping) -> str:
+    d, floor = float(row.effect_size), float(_get(row, "pvalue_floor", 0.0))
+    p_adj = float(_get(row, adj_col, row.pvalue))
+    word = "significant" if p_adj < alpha else "not significant"
+    return (f"{word} (d = {d:.2f}{_ci(row)}, {p_text(float(row.pvalue), floor)}, "
+            f"adjusted {p_text(p_adj)}).{_opposite_words(d, row, spec)}")  # fmt: skip
+
+
+def _seed_lines(runs: pd.DataFrame, alpha: float, adj_col: str, spec: Mapping) -> list[str]:
+    return [f"  - seed {_seed(r.seed)}: {_verdict(r, alpha, adj_col, spec)}" for r in runs.itertuples()]
+
+
+def _combined(seeds: pd.DataFrame | None, keys: Mapping, spec: Mapping) -> str:
+    if seeds is None or seeds.empty:
+        return ""
+    sel = seeds[(seeds["model"] == keys["model"]) & (seeds["finetune_dataset"] == keys["dataset"]) & (seeds["test"] == spec["name"])]
+    if sel.empty:
+        return ""
+    r = next(sel.itertuples())
+    floor = float(_get(r, "pvalue_floor", 0.0))
+    sd = "" if np.isnan(float(r.sd_d)) else f", between-seed SD {r.sd_d:.2f}"
+    return (f"  - over {int(r.n_seeds)} seeds: mean d = {r.mean_d:.2f}{sd}, range {r.min_d:.2f} to {r.max_d:.2f}; "
+            f"one test on all seeds' embeddings (images re-partitioned once for every seed): "
+            f"{r.alternative} {p_text(float(r.pvalue), floor)}, two-sided {p_text(float(r.pvalue_two_sided), floor)}.")  # fmt: skip
+
+
+def _changes(change: pd.DataFrame | None, keys: Mapping, spec: Mapping) -> list[str]:
+    if change is None or change.empty:
+        return []
+    sel = change[(change["model"] == keys["model"]) & (change["finetune_dataset"] == keys["dataset"]) & (change["test"] == spec["name"])]
+    return [
+        f"  - change from pretrained, seed {_seed(r.seed)} (same images, paired bootstrap): delta d = {r.delta_d:.2f}{_ci(r)}, "
+        f"two-sided {p_text(float(r.pvalue), float(r.pvalue_floor))} ({r.d_pretrained:.2f} to {r.d_finetuned:.2f})."
+        for r in sel.itertuples()
+    ]
+
+
+def describe_ieat(
+    ieat: pd.DataFrame, tests: Mapping[str, Sequence[Mapping]], alpha: float, *, adjust: str = "holm",
+    change: pd.DataFrame | None = None, seeds: pd.DataFrame | None = None,
+) -> list[str]:
+    """One section per (analysis set, test): every model pretrained, each finetuning seed, the seeds
+    together and the change from pretrained."""
+    adj_col = ADJUSTMENTS[adjust]
     lines = []
     for analysis_set, specs in tests.items():
         for spec in specs:
@@ -42,48 +118,80 @@ def describe_ieat(ieat: pd.DataFrame, tests: Mapping[str, Sequence[Mapping]], al
             title = f"{analysis_set}: {spec['name']} — {ROLE_TEXT[role]}"
             lines.append(
                 f"{title}\n{'-' * len(title)}\n\n"
-                f"X = {spec['X']}, Y = {spec['Y']}, A = {spec['A']}, B = {spec['B']}; "
-                f"significant means p < {alpha} ({sel['alternative'].iloc[0]} alternative, uncorrected).\n"
+                f"X = {spec['X']}, Y = {spec['Y']}, A = {spec['A']}, B = {spec['B']}; significant means "
+                f"{ADJUSTMENT_NAMES[adjust]}-adjusted p < {alpha} ({sel['alternative'].iloc[0]} alternative; "
+                f"adjusted across the analysis set's iEAT table, as its stars are). Intervals: bootstrap over images.\n"
             )
             for model, rows in sel.groupby("model", sort=False):
                 pre = rows[rows["stage"] == "pretrained"]
                 ft = rows[rows["stage"] != "pretrained"]
-                text = f"- **{model}** pretrained: {_verdict(pre['effect_size'].iloc[0], pre['pvalue'].iloc[0], alpha)}" if not pre.empty else f"- **{model}**"
+                items = [f"- **{model}** pretrained: {_verdict(next(pre.itertuples()), alpha, adj_col, spec)}"
+                         if not pre.empty else f"- **{model}**"]  # fmt: skip
                 for dataset, runs in ft.groupby("finetune_dataset", sort=False):
-                    hits = int((runs["pvalue"] < alpha).sum())
-                    text += (
-                        f"; finetuned on {dataset}: mean d = {runs['effect_size'].mean():.2f} "
-                        f"(range {runs['effect_size'].min():.3f} to {runs['effect_size'].max():.3f}), "
-                        f"significant in {hits} of {len(runs)} seeds"
-                    )
-                lines.append(text + ".")
-            lines.append("")
+                    hits = int((runs[adj_col] < alpha).sum()) if adj_col in runs else int((runs["pvalue"] < alpha).sum())
+                    items.append(f"- **{model}** finetuned on {dataset}: significant in {hits} of {len(runs)} seeds.")
+                    keys = {"model": model, "dataset": dataset}
+                    items += _seed_lines(runs, alpha, adj_col, spec)
+                    combined = _combined(seeds, keys, spec)
+                    items += [combined] if combined else []
+                    items += _changes(change, keys, spec)
+                lines += _spaced(items)
     return lines
 
 
-def describe_bts(bts: pd.DataFrame) -> list[str]:
-    """The pooled BTS of every model, intra and inter."""
+def describe_bts(bts: pd.DataFrame, *, alpha: float = 0.05, adjust: str = "holm",
+                 similarity_change: pd.DataFrame | None = None) -> list[str]:  # fmt: skip
+    """The pooled BTS of every model, intra and inter, and how far the similarities it ranks moved."""
     pooled = bts[bts["seed"].astype(str) == "pooled"]
     if pooled.empty:
         return []
+    adj_col = ADJUSTMENTS[adjust]
     title = "Bias Transfer Scores (finetuned similarities averaged over seeds)"
     lines = [f"{title}\n{'-' * len(title)}\n"]
     for (analysis_set, model, dataset), rows in pooled.groupby(["analysis_set", "model", "finetune_dataset"], sort=False):
-        parts = [
-            f"{r.kind} rho = {r.statistic:.2f} ({_p(r.pvalue)}, n = {int(r.n)})" for r in rows.itertuples()
-        ]
-        lines.append(f"- **{model}** on {analysis_set}, finetuned on {dataset}: " + "; ".join(parts) + ".")
-    lines += ["", "A high rho means the ranking of similarities survived finetuning: the pretrained biases were retained."]
+        parts = []
+        for r in rows.itertuples():
+            p_adj = float(_get(r, adj_col, r.pvalue))
+            parts.append(f"{r.kind} rho = {r.statistic:.2f}{_ci(r)} ({p_text(float(r.pvalue), float(_get(r, 'pvalue_floor', 0.0)))}, "
+                         f"adjusted {p_text(p_adj)}, {'significant' if p_adj < alpha else 'not significant'}, n = {int(r.n)})")  # fmt: skip
+        items = [f"- **{model}** on {analysis_set}, finetuned on {dataset}: " + "; ".join(parts) + "."]
+        lines += _spaced(items + _moved(similarity_change, analysis_set, model, dataset))
+    lines += ["", "A high rho means the ranking of similarities survived finetuning: the pretrained biases were retained. "
+              "It does not say how strongly finetuning changed the network; the changes above (and a reference "
+              "network trained only on the target data, where configured) say that."]  # fmt: skip
     return lines
 
 
+def _moved(change: pd.DataFrame | None, analysis_set: str, model: str, dataset: str) -> list[str]:
+    """How far the ranked similarities moved: the largest change and how many intervals exclude 0."""
+    if change is None or change.empty:
+        return []
+    sel = change[(change["analysis_set"] == analysis_set) & (change["model"] == model) & (change["finetune_dataset"] == dataset)]
+    if sel.empty:
+        return []
+    big = sel.loc[sel["delta"].abs().idxmax()]
+    excludes = int(((sel["ci_low"] > 0) | (sel["ci_high"] < 0)).sum())
+    return [f"  - the ranked similarities moved by at most {abs(big['delta']):.3f} in absolute value ({big['kind']} {str(big['key']).replace('|', ' and ')}, "
+            f"seed {_seed(big['seed'])}: {big['value_pretrained']:.3f} to {big['value_finetuned']:.3f}, "
+            f"{float(big['ci_level']):.0%} CI {big['ci_low']:.3f} to {big['ci_high']:.3f}); {excludes} of {len(sel)} "
+            f"changes (similarities x seeds) have an interval that excludes 0."]  # fmt: skip
+
+
 def describe_findings(
-    ieat: pd.DataFrame, bts: pd.DataFrame, tests: Mapping[str, Sequence[Mapping]], alpha: float
+    ieat: pd.DataFrame, bts: pd.DataFrame, tests: Mapping[str, Sequence[Mapping]], alpha: float, *,
+    adjust: str = "holm", change: pd.DataFrame | None = None, seeds: pd.DataFrame | None = None,
+    similarity_change: pd.DataFrame | None = None,
 ) -> str:
     """reStructuredText summary of the run's iEATs and BTSs."""
     if not np.isfinite(alpha) or not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
-    body = ["========\nFindings\n========", "", IEAT_SCOPE, "", *describe_ieat(ieat, tests, alpha), *describe_bts(bts)]
+    if adjust not in ADJUSTMENTS:
+        raise ValueError(f"adjust must be one of {sorted(ADJUSTMENTS)}, not {adjust!r}")
+    body = [
+        "========\nFindings\n========", "", IEAT_SCOPE, "",
+        *describe_ieat(ieat, tests, alpha, adjust=adjust, change=change, seeds=seeds),
+        *describe_bts(bts, alpha=alpha, adjust=adjust, similarity_change=similarity_change),
+    ]
     return "\n".join(body) + "\n"
 
 
