@@ -8,6 +8,7 @@ example config (config/examples/own_images.yaml) runs at toy size and recovers t
 
 import copy
 import runpy
+import shutil
 import subprocess
 import sys
 
@@ -180,6 +181,15 @@ def test_without_a_split_column_the_validation_draw_is_seeded(tmp_path):
     assert val_draw(3, 0.01, 0).sum() == 1 and val_draw(3, 0.99, 0).sum() == 2
 
 
+def test_parquet_labels_may_be_lists(tmp_path):
+    dataset_table(tmp_path, n=4)
+    frame = pd.read_csv(tmp_path / "d.csv").assign(labels=[["b"], ["a", "b"], [], ["b"]], split="train")
+    frame.loc[3, "split"] = "validation"
+    frame.to_parquet(tmp_path / "d.parquet")
+    train, val = table_splits({"kind": "table", "table": str(tmp_path / "d.parquet")}, "own")
+    assert train.frame["labels"].tolist() == [["b"], ["a", "b"], []] and val.frame["labels"].tolist() == [["b"]]
+
+
 def test_a_label_not_in_the_class_list_is_named(tmp_path):
     spec = {**dataset_table(tmp_path, labels=["a"] * 9 + ["a|boat"]), "classes": ["a", "b"]}
     assert config_problems("datasets.own", spec, dataset=True) == [
@@ -258,6 +268,15 @@ def test_the_example_config_recovers_the_planted_association(tmp_path):
     train = read_split(tmp_path / "results" / "splits" / "own_target" / "train.parquet")
     assert len(train.frame) == 48 and train.classes == ("car", "person", "refrigerator", "stop_sign", "surfboard")
     assert (tmp_path / "results" / "summary" / "findings.html").is_file()
+
+
+def test_a_missing_folder_stops_snakemake_before_any_job(tmp_path):
+    config = toy_example(tmp_path)
+    shutil.rmtree(tmp_path / "data/own_images/analysis/car")
+    done = run_snakemake("-n", "--cores", "1", "--configfile", config, cwd=tmp_path, check=False)
+    assert done.returncode != 0 and "analysis_sets.own.classes: class folder not found: data/own_images/analysis/car" \
+        in done.stdout + done.stderr
+    assert not (tmp_path / "results").exists()
 
 
 def test_a_bad_file_stops_the_workflow_before_any_training_or_embedding(tmp_path):
