@@ -182,3 +182,9 @@ def test_exact_bts_pvalue_equals_brute_force_enumeration(n, alternative):
     expected = {"greater": greater, "less": less, "two-sided": min(1.0, 2 * min(greater, less))}[alternative]
     assert res.pvalue == pytest.approx(expected, abs=1e-12)
     assert res.permutations == math.factorial(n) and res.pvalue >= res.pvalue_floor
+
+
+def test_bts_monte_carlo_p_at_its_floor():
+    keys = range(12)  # 12! orderings: Monte Carlo
+    res = bias_transfer_score(dict(zip(keys, range(12))), dict(zip(keys, range(12))), pvalue="permutation", permutations=1000)
+    assert res.pvalue == pytest.approx(2 / 1000) and res.pvalue_floor == pytest.approx(2 / 1000)

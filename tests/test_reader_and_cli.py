@@ -118,3 +118,9 @@ def test_a_class_too_small_for_a_statistic_is_named(tmp_path, capsys):
     assert message in fails(capsys, "bts", path, path)
     err = fails(capsys, "ieat", path, "--X", "man", "--Y", "giraffe", "--A", "car", "--B", "man")
     assert "class 'car' is not in the file (classes: man, giraffe)" in err
+
+
+def test_ieat_prints_the_interval_and_both_p_values(good, capsys):
+    status, out, err = run(capsys, "ieat", good, "--X", "man", "--Y", "woman", "--A", "car", "--B", "man", "--bootstrap", "200")
+    assert status == 0 and "ci_low" in out and "pvalue_two_sided" in out
+    assert "95% CI" in err and "greater p" in err and "two-sided p" in err

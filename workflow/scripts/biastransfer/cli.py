@@ -4,7 +4,7 @@ Input files are embeddings Parquet files (columns image_id, class, embedding; se
 
   biastransfer info EMB.parquet
   biastransfer similarity EMB.parquet [-o similarities.csv]
-  biastransfer ieat EMB.parquet --X man --Y woman --A car --B surfboard [--permutations 100000]
+  biastransfer ieat EMB.parquet --X man --Y woman --A car --B surfboard [--permutations 100000] [--bootstrap 2000]
   biastransfer bts BEFORE.parquet AFTER.parquet [AFTER2.parquet ...] [--intra CLASS ...] [--inter P:Q ...]
 """
 
@@ -17,6 +17,9 @@ import sys
 
 import pandas as pd
 
+from biastransfer.report.formatting import p_text
+from biastransfer.stats.bootstrap import BOOTSTRAP
+from biastransfer.stats.change_tables import PRETRAINED, stage_replicates
 from biastransfer.stats.results import bts_table, ieat_table, similarity_table
 from biastransfer.embeddings import read_embeddings
 from biastransfer.stats.ieat import PERMUTATIONS
@@ -78,9 +81,14 @@ def _ieat(args) -> None:
     _require(table, args.embeddings, (args.X, args.Y, args.A, args.B), 1, "the iEAT")
     test = {"name": args.name or f"{args.A}_vs_{args.B}", "X": args.X, "Y": args.Y, "A": args.A, "B": args.B}
     result = ieat_table(
-        table, [test], permutations=args.permutations, alternative=args.alternative, method=args.method, seed=args.seed
+        table, [test], permutations=args.permutations, alternative=args.alternative, method=args.method, seed=args.seed,
+        bootstrap=args.bootstrap, ci_level=args.ci_level,
     )
     _emit(result, args.output)
+    r = result.iloc[0]
+    interval = f", {r.ci_level:.0%} CI {r.ci_low:.3f} to {r.ci_high:.3f}" if args.bootstrap else ""
+    print(f"{test['name']}: d = {r.effect_size:.3f}{interval}; {r.alternative} {p_text(r.pvalue, r.pvalue_floor)}, "
+          f"two-sided {p_text(r.pvalue_two_sided, r.pvalue_floor)}", file=sys.stderr if not args.output else sys.stdout)
 
 
 def _pair(text: str) -> tuple[str, str]:
@@ -93,8 +101,12 @@ def _pair(text: str) -> tuple[str, str]:
 def _bts(args) -> None:
     before = _similarities(args.before)
     after = {i: _similarities(path) for i, path in enumerate(args.after)}
-    lists = {"intra": args.intra, "inter": args.inter}
-    result = bts_table(before, after, {k: v for k, v in lists.items() if v}, pvalue=args.pvalue)
+    lists = {k: v for k, v in {"intra": args.intra, "inter": args.inter}.items() if v}
+    replicates = None
+    if args.bootstrap:
+        stages = {PRETRAINED: read_embeddings(args.before), **{i: read_embeddings(p) for i, p in enumerate(args.after)}}
+        replicates = stage_replicates(stages, lists, bootstrap=args.bootstrap, seed=args.seed)
+    result = bts_table(before, after, lists, pvalue=args.pvalue, replicates=replicates, ci_level=args.ci_level)
     result["seed"] = [args.after[s] if s != "pooled" else "pooled" for s in result["seed"]]
     _emit(result.rename(columns={"seed": "after"}), args.output)
 
@@ -123,7 +135,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--permutations", type=int, default=PERMUTATIONS)
     p.add_argument("--alternative", choices=("greater", "less", "two-sided"), default="greater")
     p.add_argument("--method", choices=("auto", "exact", "permutation", "normal"), default="auto")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the permutations and of the bootstrap")
+    p.add_argument("--bootstrap", type=int, default=BOOTSTRAP, help="bootstrap replicates for the CI of d (0: none)")
+    p.add_argument("--ci-level", type=float, default=0.95, help="level of the interval")
     p.add_argument("-o", "--output", help="write CSV here instead of printing")
     p.set_defaults(func=_ieat)
 
@@ -132,7 +146,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("after", nargs="+", help="embeddings of finetuned models (several seeds are pooled too)")
     p.add_argument("--intra", nargs="+", metavar="CLASS", help="classes to rank (default: all)")
     p.add_argument("--inter", nargs="+", type=_pair, metavar="P:Q", help="class pairs to rank (default: all)")
-    p.add_argument("--pvalue", choices=("asymptotic", "permutation"), default="asymptotic")
+    p.add_argument("--pvalue", choices=("asymptotic", "permutation"), default="permutation",
+                   help="p-value in the pvalue column (the t approximation is always in pvalue_t)")
+    p.add_argument("--bootstrap", type=int, default=BOOTSTRAP,
+                   help="bootstrap replicates for the CI of rho (images resampled within classes; 0: none)")
+    p.add_argument("--ci-level", type=float, default=0.95, help="level of the interval")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap")
     p.add_argument("-o", "--output", help="write CSV here instead of printing")
     p.set_defaults(func=_bts)
     return parser

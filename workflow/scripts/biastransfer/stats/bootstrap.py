@@ -18,6 +18,7 @@ import numpy as np
 
 from biastransfer.stats._validation import as_embeddings, check_positive_int, check_same_dims, check_seed
 
+BOOTSTRAP = 2000  # default replicates (also the schema's analysis.ieat.bootstrap and analysis.bts.bootstrap)
 _BLOCK = 512  # replicates per vectorised block; fixed, so a seed always gives the same draws
 
 
@@ -145,7 +146,7 @@ def ieat_replicates(
     return out
 
 
-def ieat_ci(X, Y, A, B, replicates: int = 2000, level: float = 0.95, seed: int | None = 0) -> BootstrapResult:
+def ieat_ci(X, Y, A, B, replicates: int = BOOTSTRAP, level: float = 0.95, seed: int | None = 0) -> BootstrapResult:
     """Percentile bootstrap interval of the iEAT effect size d (rows resampled within X, Y, A and B)."""
     replicates = check_positive_int(replicates, "replicates")
     level, seed = check_level(level), check_seed(seed)
@@ -156,7 +157,7 @@ def ieat_ci(X, Y, A, B, replicates: int = 2000, level: float = 0.95, seed: int |
 
 
 def ieat_change(
-    before: Sequence, after: Sequence, replicates: int = 2000, level: float = 0.95, seed: int | None = 0
+    before: Sequence, after: Sequence, replicates: int = BOOTSTRAP, level: float = 0.95, seed: int | None = 0
 ) -> ChangeResult:
     """``d(after) - d(before)`` for the same images (``(X, Y, A, B)`` row for row) in two embeddings.
 

@@ -28,8 +28,9 @@ class BTSResult:
 
     ``permutations`` is the size of the permutation null distribution (n! when exact) and ``seed``
     the seed of its random draws; both are ``None`` for the asymptotic p-value (and ``seed`` when exact).
-    ``pvalue_floor`` is the smallest p the permutation method can give (``1 / permutations``, or
-    ``2 / n!`` for the exact two-sided test; 0 for the asymptotic one): a p at the floor is a bound.
+    ``pvalue_floor`` is the smallest p the permutation method can give (one-sided ``1 / n!`` exact or
+    ``1 / permutations`` Monte Carlo, twice that two-sided; 0 for the asymptotic one): a p at the
+    floor is a bound.
     """
 
     statistic: float
@@ -106,7 +107,8 @@ def bias_transfer_score(
         alternative=alternative,
         rng=np.random.default_rng(seed),
     )
-    floor = (2 if alternative == "two-sided" else 1) / n_orderings if exact else 1 / permutations
+    # two-sided: twice the smaller tail, which holds at least the observed ordering (Monte Carlo: the +1)
+    floor = (2 if alternative == "two-sided" else 1) / (n_orderings if exact else permutations)
     return BTSResult(
         float(res.statistic), float(res.pvalue), len(keys), keys, pvalue, alternative,
         n_orderings if exact else permutations, None if exact else seed, floor,

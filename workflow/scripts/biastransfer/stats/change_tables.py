@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from biastransfer.embeddings import EmbeddingTable
-from biastransfer.stats.bootstrap import IEATBlocks, change_result, check_level, ieat_replicates
+from biastransfer.stats.bootstrap import BOOTSTRAP, IEATBlocks, change_result, check_level, ieat_replicates
 from biastransfer.stats.resampled_similarity import SimilarityReplicates, similarity_changes, similarity_replicates
 from biastransfer.stats.seeds import combined_ieat
 
@@ -45,7 +45,7 @@ def aligned_classes(stages: Mapping[object, EmbeddingTable]) -> dict[object, dic
 
 def ieat_change_table(
     stages: Mapping[object, EmbeddingTable], tests: Sequence[Mapping], *,
-    bootstrap: int = 2000, ci_level: float = 0.95, seed: int = 0,
+    bootstrap: int = BOOTSTRAP, ci_level: float = 0.95, seed: int = 0,
 ) -> pd.DataFrame:
     """``delta_d = d_finetuned - d_pretrained`` of every test and finetuning seed, with a paired
     bootstrap interval and two-sided p-value (the same resampled images in both networks)."""
@@ -68,7 +68,7 @@ def ieat_change_table(
 
 
 def stage_replicates(
-    stages: Mapping[object, EmbeddingTable], lists: Mapping[str, Sequence], *, bootstrap: int = 2000, seed: int = 0
+    stages: Mapping[object, EmbeddingTable], lists: Mapping[str, Sequence], *, bootstrap: int = BOOTSTRAP, seed: int = 0
 ) -> SimilarityReplicates:
     """Bootstrap replicates of the listed similarities (``lists["intra"]``: classes, ``lists["inter"]``:
     pairs; default all classes and all unordered pairs) in every stage, paired by image."""

@@ -24,7 +24,7 @@ import numpy as np
 from scipy import stats
 
 from biastransfer.stats._validation import as_embeddings, check_choice, check_positive_int, check_same_dims, check_seed
-from biastransfer.stats.bootstrap import check_level, ieat_ci
+from biastransfer.stats.bootstrap import BOOTSTRAP, check_level, ieat_ci
 
 ALTERNATIVES = ("greater", "less", "two-sided")
 METHODS = ("auto", "exact", "permutation", "normal")
@@ -97,7 +97,7 @@ def ieat(
     alternative: str = "greater",
     method: str = "auto",
     seed: int | None = 0,
-    bootstrap: int = 2000,
+    bootstrap: int = BOOTSTRAP,
     ci_level: float = 0.95,
 ) -> IEATResult:
     """Test whether targets X are more associated with attribute A (vs B) than targets Y are.

@@ -23,6 +23,7 @@ from scipy import stats
 
 from biastransfer.stats._validation import as_embeddings, check_positive_int, check_same_dims, check_seed
 from biastransfer.stats.bootstrap import (
+    BOOTSTRAP,
     BootstrapResult,
     ChangeResult,
     change_result,
@@ -53,7 +54,7 @@ def similarity_replicates(
     stages: Mapping[Hashable, Mapping[Hashable, object]],
     intra: Sequence[Hashable],
     inter: Sequence[tuple[Hashable, Hashable]],
-    replicates: int = 2000,
+    replicates: int = BOOTSTRAP,
     seed: int | None = 0,
 ) -> SimilarityReplicates:
     """Observed and bootstrap values of the listed similarities in every stage.

@@ -15,6 +15,7 @@ import pandas as pd
 from biastransfer.stats.bts import bias_transfer_score
 from biastransfer.config import parse_stage
 from biastransfer.embeddings import EmbeddingTable
+from biastransfer.stats.bootstrap import BOOTSTRAP
 from biastransfer.stats.ieat import PERMUTATIONS, ieat
 from biastransfer.stats.resampled_similarity import SimilarityReplicates, rank_correlation_ci
 from biastransfer.stats.multitest import adjust_pvalues
@@ -115,7 +116,7 @@ def ieat_table(
     alternative: str = "greater",
     method: str = "auto",
     seed: int = 0,
-    bootstrap: int = 2000,
+    bootstrap: int = BOOTSTRAP,
     ci_level: float = 0.95,
 ) -> pd.DataFrame:
     """One iEAT per configured test ``{name, X, Y, A, B}``, with a bootstrap interval of d and both
