@@ -39,7 +39,9 @@ rule synthetic_analysis_set:
         runtime=10,
     # only what shapes the images: editing the set's iEATs or BTS lists reruns nothing here
     params:
-        classes=lambda wildcards: config["analysis_sets"][wildcards.synthetic_set]["classes"],
+        classes=lambda wildcards: config["analysis_sets"][wildcards.synthetic_set][
+            "classes"
+        ],
         n_per_class=lambda wildcards: config["analysis_sets"][wildcards.synthetic_set][
             "n_per_class"
         ],
