@@ -188,3 +188,14 @@ def test_bts_monte_carlo_p_at_its_floor():
     keys = range(12)  # 12! orderings: Monte Carlo
     res = bias_transfer_score(dict(zip(keys, range(12))), dict(zip(keys, range(12))), pvalue="permutation", permutations=1000)
     assert res.pvalue == pytest.approx(2 / 1000) and res.pvalue_floor == pytest.approx(2 / 1000)
+
+
+def test_permuting_shared_images_independently_per_seed_would_be_anti_conservative():
+    """Why the workflow's combined test re-partitions the images once for all seeds (paired=True)."""
+    rejections = 0
+    for i in range(300):
+        rng = np.random.default_rng(i)
+        shared = draw(rng, 6, {k: E1 for k in "XYAB"})
+        strata = [[z + 0.5 * rng.normal(size=z.shape) for z in shared] for _ in range(3)]
+        rejections += combined_ieat(strata, paired=False, permutations=300, seed=i).pvalue < 0.05
+    assert rejections / 300 > 0.09
