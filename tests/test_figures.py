@@ -108,6 +108,21 @@ def test_ieat_heatmap_cells_and_marks_from_adjusted_p(run_tables):
     d = ieat.loc[planted, "effect_size"].item()
     assert f"{d:.2f}**" in texts
     assert sum("*" in t for t in texts) == 1 + sum(p < 0.05 for p in ieat.loc[ieat.stage == "pretrained", "pvalue_holm"] if p != 0.004)
+    pre = ieat[ieat.stage == "pretrained"]
+    assert sum("†" in t for t in texts) == (pre.effect_size <= -0.5).sum()  # large effects against the tested direction
+    assert "†" in fig._suptitle.get_text()
+
+
+def test_change_figure_has_a_bar_per_seed_and_the_p_as_a_bound_at_its_floor():
+    change = pd.DataFrame({
+        "analysis_set": "s", "model": "m", "finetune_dataset": "d", "seed": [0, 1], "test": "t",
+        "delta_d": [-0.7, 0.1], "ci_low": [-0.9, -0.2], "ci_high": [-0.4, 0.3], "pvalue": [2 / 2001, 0.6],
+        "pvalue_floor": 2 / 2001, "ci_level": 0.95,
+    })  # fmt: skip
+    ax = figures.change_figure(change).axes[0]
+    assert [t.get_text() for t in ax.texts] == ["p <= 0.001", "p = 0.6"]
+    assert len(ax.get_yticklabels()) == 2
+    assert figures.change_figure(change.iloc[:0]).axes[0].texts  # no rows: says why
 
 
 LISTS = {"intra": ["woman", "car", "man"], "inter": [["car", "car_man"], ["random", "car"], ["man", "woman"]]}
