@@ -5,15 +5,12 @@ Standalone: python workflow/scripts/pretrain.py --train T.parquet --val V.parque
 --hyper '{"epochs": 2, "lr": 0.05, "batch_size": 64}' --model demo --device auto --num_workers 1
 """
 
-import logging
-
 from biastransfer.models.device import torch_device
 from biastransfer.models.resolve import model_spec
 from biastransfer.models.extractors import create_classifier
+from biastransfer.progress import LOGGER as progress_log
 from biastransfer.scripting import run
 from biastransfer.train.run import run_training
-
-log = logging.getLogger(__name__)
 
 
 def main(
@@ -27,7 +24,7 @@ def main(
         lambda classes: create_classifier(spec, len(classes), None),
         spec, train=train, val=val, model_out=trained, metrics_out=metrics, curve_out=None,
         hyper=hyper, seed=seed, resume=None, device=torch_device(device),
-        threads=threads, num_workers=num_workers, log=log.info,
+        threads=threads, num_workers=num_workers, log=progress_log.info,
     )
 
 
