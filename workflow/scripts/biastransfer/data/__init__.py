@@ -39,9 +39,20 @@ from biastransfer.data.splits import (  # noqa: F401
 from biastransfer.data.leakage import (  # noqa: F401
     check_no_leakage,
 )
+from biastransfer.data.user import (  # noqa: F401
+    IMAGE_SUFFIXES,
+    REASON,
+    UserDataError,
+    read_table,
+    config_problems,
+    analysis_set_manifest,
+    table_splits,
+    val_draw,
+    Table,
+)
 from biastransfer.data import coco  # noqa: F401
 from biastransfer.data import openimages  # noqa: F401
 from biastransfer.data import synthetic  # noqa: F401
 from biastransfer.data import user  # noqa: F401
 
-__all__ = ['CHUNK', 'DownloadError', 'ChecksumError', 'Download', 'is_remote', 'apply_mirror', 'sidecar_path', 'partial_path', 'fetch', 'fetch_many', 'SELECTION_COLUMNS', 'class_rng', 'draw', 'check_class_names', 'manifest_from_selection', 'validate_manifest', 'read_manifest', 'write_manifest', 'resolve_paths', 'verify_files', 'METADATA_KEY', 'Split', 'write_split', 'read_split', 'check_split', 'check_no_leakage', 'coco', 'openimages', 'synthetic', 'user']
+__all__ = ['CHUNK', 'DownloadError', 'ChecksumError', 'Download', 'is_remote', 'apply_mirror', 'sidecar_path', 'partial_path', 'fetch', 'fetch_many', 'SELECTION_COLUMNS', 'class_rng', 'draw', 'check_class_names', 'manifest_from_selection', 'validate_manifest', 'read_manifest', 'write_manifest', 'resolve_paths', 'verify_files', 'METADATA_KEY', 'Split', 'write_split', 'read_split', 'check_split', 'check_no_leakage', 'IMAGE_SUFFIXES', 'REASON', 'UserDataError', 'read_table', 'config_problems', 'analysis_set_manifest', 'table_splits', 'val_draw', 'Table', 'coco', 'openimages', 'synthetic', 'user']

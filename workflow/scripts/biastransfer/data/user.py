@@ -31,10 +31,10 @@ log = logging.getLogger(__name__)
 
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp"})
 REASON = "listed by the user"
-SOURCE_SPLIT = "user"
-ANALYSIS_COLUMNS = ("path", "class")
-DATASET_COLUMNS = ("path", "labels")
-SPLIT_NAMES = {"train": "train", "val": "val", "validation": "val"}
+_SOURCE_SPLIT = "user"
+_ANALYSIS_COLUMNS = ("path", "class")
+_DATASET_COLUMNS = ("path", "labels")
+_SPLIT_NAMES = {"train": "train", "val": "val", "validation": "val"}
 _BLOCK = 1 << 20
 
 
@@ -61,12 +61,12 @@ def read_table(path: str | os.PathLike) -> pd.DataFrame:
     raise ValueError(f"{path}: a table must be .csv or .parquet")
 
 
-def table_base(entry: Mapping) -> Path:
+def _table_base(entry: Mapping) -> Path:
     """The folder relative paths of a table are read from: the entry's ``root``, else the table's folder."""
     return Path(entry["root"]) if entry.get("root") else Path(entry["table"]).parent
 
 
-def resolve(path: str, base: Path) -> str:
+def _resolve(path: str, base: Path) -> str:
     """``path`` as written when absolute, else below ``base`` (normalised, still relative if ``base`` is)."""
     return path if os.path.isabs(path) else os.path.normpath(os.path.join(base, path))
 
@@ -95,13 +95,13 @@ def config_problems(where: str, entry: Mapping, *, dataset: bool = False) -> lis
                 for c in entry["classes"] if not (root / c).is_dir()]
     try:
         frame = read_table(entry["table"])
-        _missing_columns(frame, DATASET_COLUMNS if dataset else ANALYSIS_COLUMNS, str(entry["table"]))
+        _missing_columns(frame, _DATASET_COLUMNS if dataset else _ANALYSIS_COLUMNS, str(entry["table"]))
     except ValueError as exc:
         return [f"{where}.table: {exc}"]
     if dataset:
         if not entry.get("classes"):
             return []
-        labels = label_lists(frame["labels"], entry.get("label_separator", "|"))
+        labels = _label_lists(frame["labels"], entry.get("label_separator", "|"))
         known = set(entry["classes"])
         return [f"{where}.table: {_row(i, p)}: label(s) {sorted(set(ls) - known)} not in {where}.classes"
                 for i, (p, ls) in enumerate(zip(frame["path"], labels)) if set(ls) - known]
@@ -111,7 +111,7 @@ def config_problems(where: str, entry: Mapping, *, dataset: bool = False) -> lis
         [f"{where}.classes: class {c!r} has no rows in {entry['table']}" for c in entry["classes"] if c not in present]
 
 
-def folder_entries(root: str | os.PathLike, classes: Sequence[str]) -> tuple[pd.DataFrame, list[str]]:
+def _folder_entries(root: str | os.PathLike, classes: Sequence[str]) -> tuple[pd.DataFrame, list[str]]:
     """One row per image file in ``<root>/<class>/`` (hidden files skipped), and the problems found:
     a missing or empty class folder, a file without an image suffix, a nested folder."""
     root = Path(root)
@@ -140,18 +140,18 @@ def folder_entries(root: str | os.PathLike, classes: Sequence[str]) -> tuple[pd.
     return pd.DataFrame(rows, columns=["image_id", "class", "path", "source", "licence", "listed"]), problems
 
 
-def table_entries(entry: Mapping) -> tuple[pd.DataFrame, list[str]]:
+def _table_entries(entry: Mapping) -> tuple[pd.DataFrame, list[str]]:
     """The rows of an analysis-set table with resolved paths, and the problems found: a class not in
     the list, an empty path, a path listed twice (in one class or in two), an image id used twice."""
     where = str(entry["table"])
     frame = read_table(entry["table"])
-    _missing_columns(frame, ANALYSIS_COLUMNS, where)
-    base = table_base(entry)
+    _missing_columns(frame, _ANALYSIS_COLUMNS, where)
+    base = _table_base(entry)
     raw = frame["path"].astype(str).str.strip()
     out = pd.DataFrame({
         "image_id": frame["image_id"].astype(str) if "image_id" in frame.columns else raw,
         "class": frame["class"].astype(str),
-        "path": [resolve(p, base) if p else "" for p in raw],
+        "path": [_resolve(p, base) if p else "" for p in raw],
         "source": frame["source"].astype(str) if "source" in frame.columns else "",
         "licence": frame["licence"].astype(str) if "licence" in frame.columns else "",
         "listed": [_row(i, p) for i, p in enumerate(raw)],
@@ -189,7 +189,7 @@ def _file_problems(entries: pd.DataFrame, why: Sequence[str | None]) -> list[str
             for p, listed, w in zip(entries["path"], entries["listed"], why) if w]
 
 
-def is_image(head: bytes, path: str) -> bool:
+def _is_image(head: bytes, path: str) -> bool:
     """Whether Pillow recognises an image of non-empty size (header only: from the first bytes, else the file)."""
     for source in (io.BytesIO(head), path):
         try:
@@ -201,7 +201,7 @@ def is_image(head: bytes, path: str) -> bool:
     return False
 
 
-def inspect_file(path: str) -> tuple[str, str | None]:
+def _inspect_file(path: str) -> tuple[str, str | None]:
     """(sha256, problem or None) of one file: read once, hashed, its header opened as an image."""
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -218,10 +218,10 @@ def inspect_file(path: str) -> tuple[str, str | None]:
         return "", f"unreadable ({exc.strerror or exc})"
     finally:
         os.close(fd)
-    return digest.hexdigest(), None if is_image(head, path) else "not a readable image"
+    return digest.hexdigest(), None if _is_image(head, path) else "not a readable image"
 
 
-def parallel_map(func: Callable[[str], tuple], items: Sequence[str], workers: int) -> list[tuple]:
+def _parallel_map(func: Callable[[str], tuple], items: Sequence[str], workers: int) -> list[tuple]:
     """``func`` over ``items`` in order, with ``workers`` threads (1: in this thread; threads help on
     network file systems, where each read waits on the server)."""
     if workers <= 1 or len(items) < 2:
@@ -230,13 +230,13 @@ def parallel_map(func: Callable[[str], tuple], items: Sequence[str], workers: in
         return list(pool.map(func, items, chunksize=64))
 
 
-def build_manifest(entries: pd.DataFrame, problems: Sequence[str], *, min_per_class: int = 2,
+def _build_manifest(entries: pd.DataFrame, problems: Sequence[str], *, min_per_class: int = 2,
                    workers: int = 1, where: str = "analysis set") -> pd.DataFrame:
     """Hash and open every listed file, then raise UserDataError naming every problem (those passed in,
     missing or unreadable files, one image in two classes or twice in one, classes below
     ``min_per_class``) or return the manifest."""
     problems = list(problems)
-    inspected = parallel_map(inspect_file, entries["path"].tolist(), workers)
+    inspected = _parallel_map(_inspect_file, entries["path"].tolist(), workers)
     digests = [d for d, _ in inspected]
     problems += _file_problems(entries, [why for _, why in inspected])
     sha = pd.Series(digests, index=entries.index)
@@ -253,7 +253,7 @@ def build_manifest(entries: pd.DataFrame, problems: Sequence[str], *, min_per_cl
     source = [" ".join(x for x in (s, f"licence: {lic}" if lic else "") if x)
               for s, lic in zip(entries["source"], entries["licence"])]
     return pd.DataFrame({"image_id": entries["image_id"].astype(str), "class": entries["class"],
-                         "path": entries["path"], "sha256": digests, "source_split": SOURCE_SPLIT,
+                         "path": entries["path"], "sha256": digests, "source_split": _SOURCE_SPLIT,
                          "source": source, "reason": REASON}).loc[:, list(COLUMNS)]
 
 
@@ -262,21 +262,21 @@ def analysis_set_manifest(analysis_set: Mapping, manifest: str | os.PathLike, *,
     """Build, check and write the manifest of a ``source: folder | table`` analysis set."""
     source = analysis_set["source"]
     if source == "folder":
-        entries, problems = folder_entries(analysis_set["root"], analysis_set["classes"])
+        entries, problems = _folder_entries(analysis_set["root"], analysis_set["classes"])
         where = f"analysis set folder {analysis_set['root']}"
     elif source == "table":
-        entries, problems = table_entries(analysis_set)
+        entries, problems = _table_entries(analysis_set)
         where = f"analysis set table {analysis_set['table']}"
     else:
         raise ValueError(f"analysis set source {source!r}: expected 'folder' or 'table'")
     min_per_class = int(analysis_set.get("min_per_class", 2))
-    frame = build_manifest(entries, problems, min_per_class=min_per_class,
+    frame = _build_manifest(entries, problems, min_per_class=min_per_class,
                            workers=int(workers or analysis_set.get("workers", 1)), where=where)
     write_manifest(manifest, frame, min_per_class=min_per_class)
     return frame
 
 
-def label_lists(column: pd.Series, separator: str) -> list[list[str]]:
+def _label_lists(column: pd.Series, separator: str) -> list[list[str]]:
     """Labels per row: list-likes as they are, strings split on ``separator``; blanks dropped."""
     out = []
     for value in column:
@@ -294,7 +294,7 @@ def _check_image(path: str) -> tuple[str | None]:
         return ("file not found",)
     except OSError as exc:
         return (f"unreadable ({exc.strerror or exc})",)
-    return (None if is_image(head, path) else "not a readable image",)
+    return (None if _is_image(head, path) else "not a readable image",)
 
 
 def table_splits(dataset: Mapping, name: str, exclude: set[str] = frozenset()) -> tuple[Split, Split]:
@@ -303,12 +303,12 @@ def table_splits(dataset: Mapping, name: str, exclude: set[str] = frozenset()) -
     sorted labels. Rows whose image id is in ``exclude`` are dropped."""
     where = f"dataset {name} table {dataset['table']}"
     frame = read_table(dataset["table"])
-    _missing_columns(frame, DATASET_COLUMNS, where)
+    _missing_columns(frame, _DATASET_COLUMNS, where)
     raw = frame["path"].astype(str).str.strip()
-    labels = label_lists(frame["labels"], dataset.get("label_separator", "|"))
+    labels = _label_lists(frame["labels"], dataset.get("label_separator", "|"))
     rows = pd.DataFrame({
         "image_id": frame["image_id"].astype(str) if "image_id" in frame.columns else raw,
-        "class": "", "path": [resolve(p, table_base(dataset)) if p else "" for p in raw], "labels": labels,
+        "class": "", "path": [_resolve(p, _table_base(dataset)) if p else "" for p in raw], "labels": labels,
         "listed": [_row(i, p) for i, p in enumerate(raw)],
     })
     classes = tuple(dataset.get("classes") or sorted({x for ls in labels for x in ls}))
@@ -318,14 +318,14 @@ def table_splits(dataset: Mapping, name: str, exclude: set[str] = frozenset()) -
     problems += [f"{_row(i, p)}: empty path" for i, p in enumerate(raw) if not p]
     problems += _repeats(rows)
     if "split" in frame.columns:
-        problems += [f"{_row(i, p)}: split {s!r} is not one of {', '.join(SPLIT_NAMES)}"
-                     for i, (p, s) in enumerate(zip(raw, frame["split"].astype(str))) if s not in SPLIT_NAMES]
-    checked = parallel_map(_check_image, rows["path"].tolist(), int(dataset.get("workers", 1)))
+        problems += [f"{_row(i, p)}: split {s!r} is not one of {', '.join(_SPLIT_NAMES)}"
+                     for i, (p, s) in enumerate(zip(raw, frame["split"].astype(str))) if s not in _SPLIT_NAMES]
+    checked = _parallel_map(_check_image, rows["path"].tolist(), int(dataset.get("workers", 1)))
     problems += _file_problems(rows[rows["path"] != ""], [why for (why,), p in zip(checked, rows["path"]) if p])
     if problems:
         raise UserDataError(where, problems)
     if "split" in frame.columns:
-        is_val = frame["split"].astype(str).map(SPLIT_NAMES).eq("val").to_numpy()
+        is_val = frame["split"].astype(str).map(_SPLIT_NAMES).eq("val").to_numpy()
     else:
         is_val = val_draw(len(rows), float(dataset.get("val_fraction", 0.2)), int(dataset.get("seed", 0)))
     keep = ~rows["image_id"].isin(exclude).to_numpy()
