@@ -199,3 +199,34 @@ def test_permuting_shared_images_independently_per_seed_would_be_anti_conservati
         strata = [[z + 0.5 * rng.normal(size=z.shape) for z in shared] for _ in range(3)]
         rejections += combined_ieat(strata, paired=False, permutations=300, seed=i).pvalue < 0.05
     assert rejections / 300 > 0.09
+
+
+def _table(ids, classes, embeddings):
+    from biastransfer.embeddings import EmbeddingTable
+
+    return EmbeddingTable(np.array(ids), np.array(classes), np.asarray(embeddings, dtype=float))
+
+
+def test_change_tables_pair_the_networks_by_image_id():
+    from biastransfer.stats.change_tables import aligned_classes, ieat_change_table, ieat_seeds_table
+
+    rng = np.random.default_rng(8)
+    classes = np.repeat(list("xyab"), 5)
+    ids = [f"i{k}" for k in range(20)]
+    pre = _table(ids, classes, rng.normal(size=(20, 4)) + 1)
+    ft = _table(ids, classes, pre.embeddings + 0.3 * rng.normal(size=(20, 4)))
+    order = rng.permutation(20)  # the finetuned file lists the same images in another order
+    shuffled = _table(np.array(ids)[order], classes[order], ft.embeddings[order])
+    groups = aligned_classes({"pretrained": pre, 0: shuffled})
+    assert np.array_equal(groups[0]["x"], ft.embeddings[:5])
+    test = {"name": "t", "X": "x", "Y": "y", "A": "a", "B": "b"}
+    row = ieat_change_table({"pretrained": pre, 0: shuffled}, [test], bootstrap=300, seed=2).iloc[0]
+    direct = ieat_change([pre.of_class(c) for c in "xyab"], [ft.of_class(c) for c in "xyab"], replicates=300, seed=2)
+    assert (row.delta_d, row.ci_low, row.ci_high, row.pvalue) == pytest.approx(
+        (direct.delta, direct.ci_low, direct.ci_high, direct.pvalue)
+    )
+    seeds = ieat_seeds_table({0: shuffled, 1: ft}, [test], permutations=500).iloc[0]
+    assert seeds.n_seeds == 2 and seeds.sd_d == pytest.approx(0.0, abs=1e-12)  # the same network twice
+    other = _table(ids[:19] + ["new"], classes, ft.embeddings)
+    with pytest.raises(ValueError, match="stage 0 class 'b'.*same images"):
+        aligned_classes({"pretrained": pre, 0: other})

@@ -13,8 +13,9 @@ import numpy as np
 import pandas as pd
 
 from biastransfer.embeddings import EmbeddingTable
-from biastransfer.stats.bootstrap import BOOTSTRAP, IEATBlocks, change_result, check_level, ieat_replicates
+from biastransfer.stats.bootstrap import BOOTSTRAP, ChangeResult, IEATBlocks, change_result, check_level, ieat_replicates
 from biastransfer.stats.resampled_similarity import SimilarityReplicates, similarity_changes, similarity_replicates
+from biastransfer.stats.results import pair_key
 from biastransfer.stats.seeds import combined_ieat
 
 PRETRAINED = "pretrained"
@@ -60,11 +61,15 @@ def ieat_change_table(
             r = change_result(before, blocks[ft].observed(), reps[i] - reps[0], check_level(ci_level), seed)
             rows.append({
                 "seed": ft, "test": test["name"], "X": test["X"], "Y": test["Y"], "A": test["A"], "B": test["B"],
-                "d_pretrained": r.before, "d_finetuned": r.after, "delta_d": r.delta, "ci_low": r.ci_low,
-                "ci_high": r.ci_high, "pvalue": r.pvalue, "pvalue_floor": r.pvalue_floor, "ci_level": r.level,
-                "bootstrap": r.replicates, "bootstrap_seed": r.seed,
+                "d_pretrained": r.before, "d_finetuned": r.after, "delta_d": r.delta, **_interval(r),
             })  # fmt: skip
     return pd.DataFrame(rows)
+
+
+def _interval(r: ChangeResult) -> dict:
+    """The interval and p-value columns of a change table row."""
+    return {"ci_low": r.ci_low, "ci_high": r.ci_high, "pvalue": r.pvalue, "pvalue_floor": r.pvalue_floor,
+            "ci_level": r.level, "bootstrap": r.replicates, "bootstrap_seed": r.seed}  # fmt: skip
 
 
 def stage_replicates(
@@ -81,8 +86,6 @@ def stage_replicates(
 
 def similarity_change_table(reps: SimilarityReplicates, *, ci_level: float = 0.95) -> pd.DataFrame:
     """Change of every listed intra- and inter-class similarity from the pretrained network to each seed."""
-    from biastransfer.stats.results import pair_key
-
     rows = []
     for ft in [s for s in reps.observed if s != PRETRAINED]:
         for key, r in similarity_changes(reps, PRETRAINED, ft, level=ci_level).items():
@@ -90,9 +93,7 @@ def similarity_change_table(reps: SimilarityReplicates, *, ci_level: float = 0.9
             rows.append({
                 "seed": ft, "kind": "inter" if inter else "intra", "key": pair_key(*key) if inter else key,
                 "class_p": key[0] if inter else key, "class_q": key[1] if inter else "",
-                "value_pretrained": r.before, "value_finetuned": r.after, "delta": r.delta, "ci_low": r.ci_low,
-                "ci_high": r.ci_high, "pvalue": r.pvalue, "pvalue_floor": r.pvalue_floor, "ci_level": r.level,
-                "bootstrap": r.replicates, "bootstrap_seed": r.seed,
+                "value_pretrained": r.before, "value_finetuned": r.after, "delta": r.delta, **_interval(r),
             })  # fmt: skip
     return pd.DataFrame(rows)
 
