@@ -30,7 +30,8 @@ rule bts:
         pretrained="results/similarity/{analysis_set}/{model}/pretrained.csv",
         finetuned=finetuned_similarity_tables,
         reference=reference_tables,
-        embeddings=change_embeddings,
+        pretrained_embeddings="results/embeddings/{analysis_set}/{model}/pretrained.parquet",
+        finetuned_embeddings=finetuned_embeddings,
     output:
         table="results/bts/{analysis_set}/{model}/ft-{dataset}.csv",
     log:
@@ -109,7 +110,8 @@ rule summarise:
 
 rule change:
     input:
-        embeddings=change_embeddings,
+        pretrained_embeddings="results/embeddings/{analysis_set}/{model}/pretrained.parquet",
+        finetuned_embeddings=finetuned_embeddings,
     output:
         ieat="results/change/{analysis_set}/{model}/ft-{dataset}/ieat.csv",
         similarity="results/change/{analysis_set}/{model}/ft-{dataset}/similarity.csv",

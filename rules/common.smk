@@ -92,15 +92,14 @@ def leakage_checks():
     )
 
 
-def change_embeddings(wildcards):
-    """The pretrained embeddings, then those of every seed finetuned on the dataset (same images)."""
-    stages = [cfg.PRETRAINED] + [
-        cfg.finetuned_stage(wildcards.dataset, s)
-        for s in cfg.finetune_seeds(config, wildcards.dataset)
-    ]
+def finetuned_embeddings(wildcards):
+    """The embeddings of every seed finetuned on the dataset (the same images as the pretrained ones)."""
     return [
         f"results/embeddings/{wildcards.analysis_set}/{wildcards.model}/{stage}.parquet"
-        for stage in stages
+        for stage in [
+            cfg.finetuned_stage(wildcards.dataset, s)
+            for s in cfg.finetune_seeds(config, wildcards.dataset)
+        ]
     ]
 
 

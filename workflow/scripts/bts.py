@@ -6,9 +6,9 @@ rho(pretrained, scratch) (``pretrained_vs_scratch``).
 
 Standalone: python workflow/scripts/bts.py --pretrained pre.csv --finetuned ft-d-seed0.csv ft-d-seed1.csv
 --lists '{"intra": ["car", "surfboard", "person_a"]}' --pvalue asymptotic --dataset d --table B.csv
-[--reference scratch-d-seed0.csv ...] [--embeddings pre.parquet ft-d-seed0.parquet ft-d-seed1.parquet
---bootstrap 2000 --ci_level 0.95 --seed 0] (embeddings in the order of the similarity tables: bootstrap
-intervals of rho, resampling images within classes and recomputing both rankings on the same images)
+[--reference scratch-d-seed0.csv ...] [--pretrained_embeddings pre.parquet --finetuned_embeddings
+ft-d-seed0.parquet ft-d-seed1.parquet --bootstrap 2000 --ci_level 0.95 --seed 0] (the embeddings give
+bootstrap intervals of rho, resampling images within classes and recomputing both rankings on the same images)
 """
 
 import logging
@@ -53,8 +53,8 @@ def scratch_columns(pretrained, finetuned, reference: list, lists, pvalue: str) 
 
 def main(
     pretrained: str, finetuned: list, table: str, lists: dict, pvalue: str, dataset: str,
-    reference: list | None = None, embeddings: list | None = None, bootstrap: int = 0, ci_level: float = 0.95,
-    seed: int = 0,
+    reference: list | None = None, pretrained_embeddings: str | None = None, finetuned_embeddings: list | None = None,
+    bootstrap: int = 0, ci_level: float = 0.95, seed: int = 0,
 ) -> None:
     before = pd.read_csv(pretrained, keep_default_na=False)
     if (before["stage"] != "pretrained").any():
@@ -62,14 +62,14 @@ def main(
     after = {}
     for path in finetuned:
         frame = pd.read_csv(path, keep_default_na=False)
-        ft_dataset, seed = parse_stage(frame["stage"].iloc[0])
-        if ft_dataset != dataset:
+        ft_dataset, ft_seed = parse_stage(frame["stage"].iloc[0])
+        if ft_dataset != dataset or stage_kind(frame["stage"].iloc[0]) != "finetuned":
             raise ValueError(f"{path}: stage {frame['stage'].iloc[0]!r} is not finetuned on {dataset!r}")
-        after[seed] = frame
+        after[ft_seed] = frame
     replicates = None
-    if embeddings and bootstrap:
-        stages = {PRETRAINED: read_embeddings(embeddings[0])}
-        stages.update((parse_stage(Path(path).stem)[1], read_embeddings(path)) for path in embeddings[1:])
+    if pretrained_embeddings and bootstrap:
+        stages = {PRETRAINED: read_embeddings(pretrained_embeddings)}
+        stages.update((parse_stage(Path(p).stem)[1], read_embeddings(p)) for p in finetuned_embeddings or [])
         replicates = stage_replicates(stages, lists, bootstrap=bootstrap, seed=seed)
     scores = bts_table(before, after, lists, pvalue=pvalue, replicates=replicates, ci_level=ci_level)
     if reference:

@@ -4,12 +4,12 @@ Writes three tables (docs/formats.md): the change of every iEAT's d per seed (``
 every listed intra- and inter-class similarity per seed (``similarity``), both with paired bootstrap
 intervals and p-values, and d over the seeds with one combined test (``seeds``).
 
-Standalone: python workflow/scripts/change.py --embeddings pre.parquet ft-d-seed0.parquet ft-d-seed1.parquet
+Standalone: python workflow/scripts/change.py --pretrained_embeddings pre.parquet
+--finetuned_embeddings ft-d-seed0.parquet ft-d-seed1.parquet
 --tests '[{"name": "t", "X": "person_a", "Y": "person_b", "A": "surfboard", "B": "car"}]' --lists '{}'
 --permutations 100000 --alternative greater --method auto --ieat_seed 0 --ieat_bootstrap 2000
 --ieat_ci_level 0.95 --bts_bootstrap 2000 --bts_ci_level 0.95 --bts_seed 0
 --analysis_set synthetic --model m --dataset d --ieat I.csv --similarity S.csv --seeds K.csv
-(the first embeddings file must be the pretrained one)
 """
 
 import logging
@@ -33,17 +33,16 @@ log = logging.getLogger(__name__)
 
 
 def main(
-    embeddings: list, ieat: str, similarity: str, seeds: str, tests: list, lists: dict, permutations: int,
+    pretrained_embeddings: str, finetuned_embeddings: list, ieat: str, similarity: str, seeds: str, tests: list, lists: dict, permutations: int,
     alternative: str, method: str, ieat_seed: int, ieat_bootstrap: int, ieat_ci_level: float,
     bts_bootstrap: int, bts_ci_level: float, bts_seed: int, analysis_set: str, model: str, dataset: str,
 ) -> None:
-    stages = {}
-    for i, path in enumerate(embeddings):
-        stage = Path(path).stem
-        ft_dataset, seed = parse_stage(stage)
-        if (i == 0) != (stage == PRETRAINED) or (i > 0 and ft_dataset != dataset):
-            raise ValueError(f"{path}: expected the pretrained embeddings first, then seeds finetuned on {dataset!r}")
-        stages[PRETRAINED if i == 0 else seed] = read_embeddings(path)
+    stages = {PRETRAINED: read_embeddings(pretrained_embeddings)}
+    for path in finetuned_embeddings:
+        ft_dataset, ft_seed = parse_stage(Path(path).stem)
+        if ft_dataset != dataset:
+            raise ValueError(f"{path}: not the embeddings of a model finetuned on {dataset!r}")
+        stages[ft_seed] = read_embeddings(path)
     front = {"analysis_set": analysis_set, "model": model, "finetune_dataset": dataset}
     tables = {}
     if tests and ieat_bootstrap:
