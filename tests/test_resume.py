@@ -245,3 +245,16 @@ def test_a_finetune_rerun_removes_the_resume_temporaries_of_a_killed_run(splits,
     finetune(splits, weights, tmp_path / "out", resume, [], hyper={**HYPER, "epochs": 1})
     assert not leftover.exists() and not resume.exists()
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def test_a_folder_is_swept_once_per_process_so_many_writes_stay_linear(tmp_path, monkeypatch):
+    import biastransfer.atomic as atomic
+
+    scans = []
+    real = os.scandir
+    monkeypatch.setattr(atomic.os, "scandir", lambda folder: scans.append(folder) or real(folder))
+    left = tmp_path / ".img0.jpg.k2j4_x9a.partial"
+    left.write_bytes(b"x")
+    for k in range(20):
+        write_text(tmp_path / f"img{k}.jpg", "x")
+    assert len(scans) == 1 and not left.exists()
