@@ -17,6 +17,8 @@ import pandas as pd
 import pytest
 import yaml
 from PIL import Image
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import validate
 
 from biastransfer.config import check_config
 from biastransfer.data.manifest import read_manifest
@@ -34,6 +36,7 @@ from conftest import ROOT, run_snakemake
 
 EXAMPLE = ROOT / "config" / "examples" / "own_images.yaml"
 TINY = ROOT / "tests" / "configs" / "tiny.yaml"
+SCHEMA = str(ROOT / "workflow" / "schemas" / "config.schema.yaml")
 
 
 def image(path, value: int, size: int = 8):
@@ -235,6 +238,28 @@ def test_the_config_check_accepts_user_sets_and_names_what_is_wrong(tmp_path):
     del bad["analysis_sets"]["cur"]
     with pytest.raises(ValueError, match="analysis_sets.own.root: folder not found"):
         check_config(bad)
+
+
+@pytest.mark.parametrize("entry, ok", [
+    ({"source": "folder", "root": "x", "classes": ["a", "b"]}, True),
+    ({"source": "table", "table": "t.csv", "classes": ["a", "b"]}, True),
+    ({"source": "folder", "classes": ["a", "b"]}, False),                       # no root
+    ({"source": "folder", "root": "x", "table": "t.csv", "classes": ["a", "b"]}, False),
+    ({"source": "curated", "classes": ["a", "b"]}, False),                      # no dataset
+    ({"source": "synthetic", "dataset": "synthetic_target", "root": "x", "classes": ["a", "b"]}, False),
+])
+def test_the_schema_knows_which_keys_each_source_takes(entry, ok):
+    conf = yaml.safe_load(TINY.read_text())
+    conf["analysis_sets"]["own"] = entry
+    conf["datasets"]["own_target"] = {"kind": "table", "table": "d.csv"}
+    if not ok:
+        with pytest.raises(WorkflowError):
+            validate(conf, SCHEMA)
+        return
+    validate(conf, SCHEMA)
+    assert conf["analysis_sets"]["own"]["min_per_class"] == 2 and conf["analysis_sets"]["own"]["workers"] == 1
+    assert conf["datasets"]["own_target"] == {"kind": "table", "table": "d.csv", "root": None, "classes": None,
+                                              "label_separator": "|", "val_fraction": 0.2, "seed": 0, "workers": 1}
 
 
 def toy_example(tmp_path):
