@@ -207,10 +207,13 @@ def listed_files(wildcards):
 
 
 def user_set_inputs(wildcards):
-    """A user set's table or folder (unnamed: an edited table reruns the manifest; files added to a
-    folder need --forcerun)."""
+    """A user set's table, or its folder and class folders (unnamed inputs: an edited table or a file
+    added to or removed from a class folder reruns the manifest; a file replaced in place needs
+    --forcerun)."""
     aset = config["analysis_sets"][wildcards.user_set]
-    return [aset["table"] if aset["source"] == "table" else aset["root"]]
+    if aset["source"] == "table":
+        return [aset["table"]]
+    return [aset["root"], *(os.path.join(aset["root"], c) for c in aset["classes"])]
 
 
 def analysis_dataset(wildcards):

@@ -304,6 +304,16 @@ def test_a_missing_folder_stops_snakemake_before_any_job(tmp_path):
     assert not (tmp_path / "results").exists()
 
 
+def test_an_image_added_to_a_class_folder_reruns_the_manifest(tmp_path):
+    config = toy_example(tmp_path)
+    target = "results/analysis_sets/own/manifest.parquet"
+    run_snakemake(target, "--cores", "1", "--configfile", config, cwd=tmp_path)
+    assert "Nothing to be done" in run_snakemake(target, "-n", "--configfile", config, cwd=tmp_path).stdout
+    image(tmp_path / "data/own_images/analysis/car/new.png", 7, size=32)
+    planned = run_snakemake(target, "-n", "--configfile", config, cwd=tmp_path).stdout
+    assert "reason: Updated input files: data/own_images/analysis/car" in planned
+
+
 def test_a_bad_file_stops_the_workflow_before_any_training_or_embedding(tmp_path):
     config = toy_example(tmp_path)
     (tmp_path / "data/own_images/analysis/car/broken.jpg").write_bytes(b"\xff\xd8 truncated")
