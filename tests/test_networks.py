@@ -107,6 +107,8 @@ def test_convergence_is_read_from_the_curve():
     assert convergence(curve([0.5, 0.6], [0.4, 0.3]))["converged"] is False  # best = last, loss falling
     assert convergence(curve([0.5, 0.7, 0.69], [0.4, 0.3, 0.31]))["converged"] is True  # past its best
     assert convergence(curve([0.5, 0.6, 0.7], [0.4, 0.3, 0.35]))["converged"] is True  # loss turned up
+    assert convergence(curve([0.5], [0.4]))["converged"] is False  # one epoch: nothing to judge by
+    assert "a single epoch, so convergence cannot be judged: NOT converged" in "\n".join(describe_convergence({"m": curve([0.5], [0.4])}))
     text = "\n".join(describe_convergence({"m seed 0": curve([0.5, 0.6], [0.4, 0.3]), "m seed 1": curve([0.5, 0.4], [0.4, 0.5])}))
     assert "m seed 0: best epoch 2 of 2" in text and "NOT converged" in text and "1 of 2 runs had not converged" in text
     with pytest.raises(ValueError, match="val_loss"):
@@ -122,5 +124,8 @@ def test_reference_is_described_beside_the_bts():
     text = "\n".join(describe_reference(bts))
     assert "intra: rho(pretrained, finetuned) = 0.95, rho(scratch, finetuned) = 0.50" in text
     assert "closer to the pretrained one than to the scratch one (by 0.45)" in text
-    assert "inter" in text and "does not show that pretrained biases were retained" in text
+    assert "inter: rho(pretrained, finetuned) = 0.50, rho(scratch, finetuned) = 0.80" in text
+    assert "the target data alone give a ranking closer (by 0.30), so this BTS does not show" in text
+    same = bts.assign(scratch_statistic=bts["statistic"])
+    assert "a ranking as close, so" in "\n".join(describe_reference(same))
     assert describe_reference(bts.drop(columns="scratch_statistic")) == []

@@ -14,8 +14,9 @@ def _title(text: str) -> list[str]:
 
 
 def convergence(curve: pd.DataFrame) -> dict:
-    """Best epoch (by the validation metric), last epoch, and whether the run had not converged: its best
-    epoch is the last one and the validation loss reached a new minimum in that epoch."""
+    """Best epoch (by the validation metric), last epoch, and whether the run converged: not when its
+    best epoch is the last one and the validation loss reached a new minimum in that epoch, nor when it
+    ran a single epoch (nothing to judge by)."""
     missing = {"epoch", "val_loss", "metric"} - set(curve.columns)
     if missing:
         raise ValueError(f"training curve: missing column(s) {', '.join(sorted(missing))}")
@@ -26,7 +27,7 @@ def convergence(curve: pd.DataFrame) -> dict:
     falling = len(loss) > 1 and loss[-1] < loss[:-1].min()
     gain = float(curve["metric"].iloc[-1] - curve["metric"].iloc[-2]) if len(curve) > 1 else math.nan
     return {"best_epoch": best, "last_epoch": last, "val_loss_falling": bool(falling),
-            "last_gain": gain, "converged": not (best == last and falling)}
+            "last_gain": gain, "converged": len(curve) > 1 and not (best == last and falling)}
 
 
 def describe_convergence(curves: Mapping[str, pd.DataFrame]) -> list[str]:
@@ -38,18 +39,21 @@ def describe_convergence(curves: Mapping[str, pd.DataFrame]) -> list[str]:
     for label, curve in curves.items():
         c = convergence(curve)
         state = "converged" if c["converged"] else "NOT converged"
-        lines.append(
-            f"- {label}: best epoch {c['best_epoch']} of {c['last_epoch']}; validation loss "
-            f"{'still falling' if c['val_loss_falling'] else 'no longer falling'} in the last epoch "
-            f"(metric change in it {c['last_gain']:+.4f}): {state}."
-        )
+        if len(curve) < 2:
+            lines.append(f"- {label}: a single epoch, so convergence cannot be judged: {state}.")
+        else:
+            lines.append(
+                f"- {label}: best epoch {c['best_epoch']} of {c['last_epoch']}; validation loss "
+                f"{'still falling' if c['val_loss_falling'] else 'no longer falling'} in the last epoch "
+                f"(metric change in it {c['last_gain']:+.4f}): {state}."
+            )
         if not c["converged"]:
             stalled.append(label)
     lines.append("")
     if stalled:
         lines.append(
-            f"{len(stalled)} of {len(curves)} runs had not converged (best epoch = last epoch and validation "
-            "loss still falling): finetuning was cut short, so a high BTS may only mean that finetuning was "
+            f"{len(stalled)} of {len(curves)} runs had not converged (a single epoch, or best epoch = last "
+            "epoch with the validation loss still falling): finetuning was cut short, so a high BTS may only mean that finetuning was "
             "light. Train for more epochs before reading the BTS as retention."
         )
     else:
@@ -72,16 +76,17 @@ def describe_reference(bts: pd.DataFrame) -> list[str]:
     lines.append(
         "rho(pretrained, finetuned) is the BTS; rho(scratch, finetuned) is the same rank correlation with a "
         "network of the same architecture trained from random initialisation on the finetuning data with the "
-        "finetuning recipe (seeds " + ", ".join(sorted(set(pooled["scratch_seeds"].astype(str)))) + "). "
+        "finetuning recipe (seed " + ", ".join(sorted(set(pooled["scratch_seeds"].astype(str)))) + "). "
         "Retention is what the pretrained network explains beyond what the target data alone gives.\n"
     )
     for r in pooled.itertuples():
         diff = r.statistic - r.scratch_statistic
-        if diff > 0:
+        if diff >= 0.005:
             reading = f"the finetuned ranking is closer to the pretrained one than to the scratch one (by {diff:.2f})"
         else:
-            reading = (f"the target data alone give a ranking at least as close (by {-diff:.2f}), so this BTS "
-                       "does not show that pretrained biases were retained")
+            closer = f"closer (by {-diff:.2f})" if diff <= -0.005 else "as close"
+            reading = (f"the target data alone give a ranking {closer}, so this BTS does not show that "
+                       "pretrained biases were retained")
         lines.append(
             f"- **{r.model}** on {r.analysis_set}, finetuned on {r.finetune_dataset}, {r.kind}: "
             f"rho(pretrained, finetuned) = {r.statistic:.2f}, rho(scratch, finetuned) = {r.scratch_statistic:.2f}, "
