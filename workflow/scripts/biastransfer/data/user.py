@@ -195,7 +195,7 @@ def _is_image(head: bytes, path: str) -> bool:
         try:
             with Image.open(source) as im:
                 return im.width > 0 and im.height > 0
-        except (UnidentifiedImageError, OSError, SyntaxError, ValueError):
+        except (UnidentifiedImageError, Image.DecompressionBombError, OSError, SyntaxError, ValueError):
             if len(head) < _BLOCK:
                 return False
     return False
