@@ -24,7 +24,8 @@ rule download_dataset:
         mem_mb=1000,
         runtime=600,
     params:
-        dataset=dataset_of,
+        # what the annotation files depend on: a split seed or subset size reruns make_splits only
+        dataset=lambda wildcards: cfg.download_spec(dataset_of(wildcards)),
     script:
         "../workflow/scripts/download_dataset.py"
 
@@ -51,7 +52,7 @@ rule download_paper_lists:
         out_dir=lambda wildcards: f"results/data/paper_lists/{wildcards.paper_set}",
         mirror=lambda wildcards: config["datasets"][
             config["analysis_sets"][wildcards.paper_set]["dataset"]
-        ]["mirror"],
+        ].get("mirror"),
     script:
         "../workflow/scripts/download_paper_lists.py"
 
@@ -103,9 +104,9 @@ rule fetch_analysis_images:
         mem_mb=1000,
         runtime=60,
     params:
-        images=lambda wildcards: analysis_dataset(wildcards)["images"],
-        mirror=lambda wildcards: analysis_dataset(wildcards)["mirror"],
-        workers=lambda wildcards: analysis_dataset(wildcards)["workers"],
+        images=lambda wildcards: analysis_dataset(wildcards).get("images", "needed"),
+        mirror=lambda wildcards: analysis_dataset(wildcards).get("mirror"),
+        workers=lambda wildcards: analysis_dataset(wildcards).get("workers", 8),
     script:
         "../workflow/scripts/fetch_analysis_images.py"
 
@@ -156,6 +157,6 @@ rule fetch_split_images:
         runtime=1440,
     params:
         dataset=dataset_of,
-        workers=lambda wildcards: dataset_of(wildcards)["workers"],
+        workers=lambda wildcards: dataset_of(wildcards).get("workers", 8),
     script:
         "../workflow/scripts/fetch_split_images.py"

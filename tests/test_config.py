@@ -106,6 +106,16 @@ def test_workflow_model_spec_never_downloads(demo):
     assert spec.preprocess.crop == 64
 
 
+def test_the_download_job_sees_no_split_only_key():
+    paper = load("config/paper.yaml")
+    validate(paper, SCHEMA, set_default=True)
+    spec = cfg.download_spec(paper["datasets"]["openimages"])
+    assert {"kind", "root", "images", "mirror"} <= set(spec)
+    assert not {"seed", "train_subset", "val_subset", "verified_only", "workers"} & set(spec)
+    table = {"kind": "table", "table": "t.csv", "seed": 3}
+    assert cfg.download_spec(table) == table
+
+
 def test_canonical_sorts_mappings_and_keeps_lists():
     value = {"b": [{"y": 1, "x": 2}, 3], "a": {"d": 0, "c": 1}}
     out = cfg.canonical(value)

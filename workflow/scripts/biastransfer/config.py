@@ -107,6 +107,9 @@ def training_datasets(config: Mapping) -> list[str]:
 
 
 ANALYSIS_ONLY = ("ieat", "bts")
+# Keys of a COCO or Open Images entry that shape its splits (or only the download speed), not the
+# annotation files a download job fetches.
+SPLIT_ONLY = ("seed", "train_subset", "val_subset", "drop_unlabeled", "verified_only", "workers")
 
 
 def selection_spec(analysis_set: Mapping) -> dict[str, Any]:
@@ -128,6 +131,14 @@ def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
     if not isinstance(data, Mapping):
         raise ValueError(f"{path}: a config file holds a mapping of keys, not {type(data).__name__}")
     return data
+
+
+def download_spec(dataset: Mapping) -> dict[str, Any]:
+    """A real dataset's entry without its split-only keys: the params of its download job, so that a new
+    split seed or subset size redraws the splits without downloading (and re-curating) anew."""
+    if dataset["kind"] not in ("coco", "openimages"):
+        return canonical(dataset)
+    return canonical({k: v for k, v in dataset.items() if k not in SPLIT_ONLY})
 
 
 def config_hash(obj: Any) -> str:
