@@ -196,7 +196,8 @@ def _script(name):
 def test_plot_scripts_run_standalone(run_tables, tmp_path):
     paths = run_tables["paths"]
     out = {f"{k}_{e}": str(tmp_path / f"{k}.{e}") for k in ("intra", "inter", "rank") for e in ("png", "pdf")}
-    argv = ["--similarity", paths["similarity"], "--bts", paths["bts"], "--analysis_set", "openimages", "--model", "resnet18"]
+    argv = ["--similarity", paths["similarity"], "--bts", paths["bts"], "--analysis_set", "openimages", "--model", "resnet18",
+            "--adjust", "holm"]
     argv += [a for k, v in out.items() for a in (f"--{k}", v)]
     run(_script("plot_similarity").main, None, argv)
     run(_script("plot_ieat").main, None, ["--ieat", paths["ieat"], "--png", str(tmp_path / "h.png"), "--pdf", str(tmp_path / "h.pdf")])

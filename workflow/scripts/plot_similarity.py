@@ -5,7 +5,7 @@ python workflow/scripts/plot_similarity.py --similarity results/summary/similari
     --bts results/summary/bts.csv --analysis_set coco --model resnet18
     --intra_png out/intra.png --intra_pdf out/intra.pdf --inter_png out/inter.png
     --inter_pdf out/inter.pdf --rank_png out/rank.png --rank_pdf out/rank.pdf
-    --control_class random --adjust holm [--lists '{"intra": [...], "inter": [[p, q], ...]}']
+    --adjust holm [--control_class random] [--lists '{"intra": [...], "inter": [[p, q], ...]}']
 
 ``lists`` (the analysis set's ``bts`` section) restricts the figures to the classes and pairs the
 BTS ranks; without it every class and pair in the summary is drawn.
@@ -30,7 +30,8 @@ def _stem(png: str, pdf: str) -> Path:
 
 def main(
     similarity: str, bts: str, intra_png: str, intra_pdf: str, inter_png: str, inter_pdf: str, rank_png: str,
-    rank_pdf: str, analysis_set: str, model: str, control_class: str, adjust: str, lists: dict | None = None,
+    rank_pdf: str, analysis_set: str, model: str, adjust: str, control_class: str | None = None,
+    lists: dict | None = None,
 ) -> None:
     sims = read_summary(similarity, SIMILARITY_COLUMNS)
     scores = read_summary(bts, BTS_COLUMNS)
