@@ -222,6 +222,19 @@ def test_what_a_job_would_reject_is_refused_naming_the_key(demo, edit, message):
         cfg.check_config(demo)
 
 
+@pytest.mark.parametrize(
+    "source, section, key", [("paper", "paper", "files"), ("curated", "curation", "sizes")]
+)
+def test_a_real_class_without_its_list_or_size_is_refused(source, section, key):
+    paper = load("config/paper.yaml")
+    aset = paper["analysis_sets"]["coco"]
+    aset["source"] = source
+    cfg.check_config(paper)
+    del aset[section][key]["car_man"]
+    with pytest.raises(ValueError, match=rf"analysis_sets.coco.{section}.{key}: no entry for class\(es\) \['car_man'\]"):
+        cfg.check_config(paper)
+
+
 def test_a_yaml_syntax_error_names_the_file_and_the_line(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("datasets:\n  a: {kind: synthetic\n  b: 1\n")

@@ -185,6 +185,11 @@ def check_config(config: Mapping) -> None:
                 "coco", "openimages"):
             problems.append(f"{where}.source: {aset['source']!r} needs a coco or openimages dataset, "
                             f"{aset['dataset']!r} is not (list your own images with source folder or table)")
+        for source, section, key in (("paper", "paper", "files"), ("curated", "curation", "sizes")):
+            defined = aset.get(section, {}).get(key, {}) if aset["source"] == source else aset["classes"]
+            missing = [c for c in aset["classes"] if c not in defined]
+            if missing:
+                problems.append(f"{where}.{section}.{key}: no entry for class(es) {missing} of {where}.classes")
         classes = set(aset["classes"])
         bts = aset.get("bts", {})
         for cls in bts.get("intra", []):
