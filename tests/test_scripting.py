@@ -2,6 +2,7 @@
 
 import ast
 import logging
+import re
 import runpy
 import subprocess
 import sys
@@ -158,3 +159,13 @@ def test_every_rule_hands_its_script_exactly_what_main_takes(tmp_path):
             problems += _problems(rule, rule.wildcard_names)
     assert not sorted(set(problems))
     assert {"finetune", "embed", "bts", "curate_analysis_set", "synthetic_analysis_set"} <= planned
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+def test_the_standalone_example_uses_only_arguments_main_takes(script):
+    """A docstring must not advertise an option the script does not accept (``--log``/``--help`` aside)."""
+    doc = ast.get_docstring(ast.parse(script.read_text())) or ""
+    example = doc[doc.find("Standalone"):] if "Standalone" in doc else ""
+    advertised = set(re.findall(r"(?<![\w-])--([A-Za-z]\w*)", example))
+    unknown = advertised - set(_main_parameters(script)) - {"log", "help"}
+    assert not unknown, f"{script.name}: the docstring's example passes {sorted(unknown)}, which main does not take"

@@ -1,7 +1,7 @@
 """Write the configuration a run used (after schema defaults were filled in), as YAML and as an HTML
 page for the report.
 
-Standalone: python workflow/scripts/effective_config.py --config '{"datasets": {}}' --yaml C.yaml --html C.html
+Standalone: python workflow/scripts/effective_config.py --config '{"datasets": {}}' --yaml_out C.yaml --html C.html
 """
 
 import html as html_lib
