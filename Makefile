@@ -37,7 +37,10 @@ paper-toy: setup $(PAPER_TOY)/overlay.yaml
 	@mkdir -p $(PAPER_TOY)/run; start=$$(date +%s); \
 	HF_HUB_OFFLINE=1 $(VENV)/bin/snakemake --cores $(CORES) --snakefile $(abspath Snakefile) --directory $(PAPER_TOY)/run \
 	  --configfile $(abspath config/paper.yaml) $(abspath $(PAPER_TOY)/overlay.yaml) && \
-	echo "paper-toy: the paper's DAG ran in $$(( $$(date +%s) - start )) s; results in $(PAPER_TOY)/run/results"
+	HF_HUB_OFFLINE=1 $(VENV)/bin/snakemake --cores 1 --snakefile $(abspath Snakefile) --directory $(PAPER_TOY)/run \
+	  --configfile $(abspath config/paper.yaml) $(abspath $(PAPER_TOY)/overlay.yaml) \
+	  --report $(abspath $(PAPER_TOY))/run/results/report.html && \
+	echo "paper-toy: the paper's DAG and its report ran in $$(( $$(date +%s) - start )) s; see $(PAPER_TOY)/run/results/report.html"
 
 # pdflatex (tables compile) and a local SLURM cluster (profile test) come from Debian's packages;
 # without root they are skipped, and the tests that need them say so.

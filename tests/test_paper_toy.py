@@ -93,3 +93,10 @@ def test_every_rule_of_the_paper_dag_ran(toy):
     requested = {path for path, _ in server.requests}
     assert any(p.endswith("annotations_trainval2017.zip") for p in requested)
     assert any(p.endswith("BiT-M-R50x1.npz") for p in requested), "the weights came over HTTP"
+
+
+def test_the_html_report_builds_without_caption_errors(toy):
+    workdir, overlay, _ = toy
+    snakemake("--cores", "1", "--configfile", PAPER, overlay, "--report", workdir / "report.html", cwd=workdir)
+    html = (workdir / "report.html").read_text(errors="replace")
+    assert "System Message" not in html and "clip_vit_b32" in html
