@@ -51,7 +51,7 @@ def toy(tmp_path_factory):
         http = served(overlay, server.url, root / "http.yaml")
         workdir = root / "run"
         workdir.mkdir()
-        snakemake("--cores", "2", "--configfile", PAPER, http, cwd=workdir, timeout=1200)
+        snakemake("--cores", "2", "--configfile", PAPER, http, cwd=workdir, timeout=3600)
         yield workdir, http, server
 
 
