@@ -101,15 +101,15 @@ def list_needs(set_name: str, analysis_set: Mapping) -> list[Need]:
             for c, sha in paper["files"].items()]
 
 
-def _annotations_view(name: str, dataset: Mapping, found: Mapping[Path, Path]) -> dict | None:
-    """A dataset entry whose root holds readable annotation files (unpacking a mirror's zip to a temp
-    folder if needed), or None when they are not available locally."""
+def _annotations_view(name: str, dataset: Mapping, found: Mapping[Path, Path], scratch: Path) -> dict | None:
+    """A dataset entry whose root holds readable annotation files (linked, or unpacked from a mirror's zip,
+    under ``scratch`` if needed), or None when they are not available locally."""
     root = Path(dataset["root"])
     if dataset["kind"] == "openimages":
         if not all(d in found for d in (root / "annotations" / n for n in openimages.FILES)):
             return None
-        tmp = Path(tempfile.mkdtemp(prefix="preflight-"))
-        (tmp / "annotations").mkdir()
+        tmp = scratch / name
+        (tmp / "annotations").mkdir(parents=True)
         for n in openimages.FILES:
             (tmp / "annotations" / n).symlink_to(Path(found[root / "annotations" / n]).resolve())
         return {**dataset, "root": str(tmp)}
@@ -119,7 +119,7 @@ def _annotations_view(name: str, dataset: Mapping, found: Mapping[Path, Path]) -
     archive = found.get(root / "annotations_trainval2017.zip")
     if archive is None:
         return None
-    tmp = Path(tempfile.mkdtemp(prefix="preflight-"))
+    tmp = scratch / name
     with zipfile.ZipFile(archive) as zf:
         for member in (f"annotations/instances_{s}.json" for s in coco.SPLITS):
             zf.extract(member, tmp)
@@ -166,6 +166,11 @@ def weights_needs(config: Mapping) -> list[Need]:
 
 def preflight(config: Mapping) -> pd.DataFrame:
     """One row per needed file (``COLUMNS``); see the module docstring."""
+    with tempfile.TemporaryDirectory(prefix="preflight-") as scratch:
+        return _preflight(config, Path(scratch))
+
+
+def _preflight(config: Mapping, scratch: Path) -> pd.DataFrame:
     rows = []
     for name, dataset in config["datasets"].items():
         if dataset.get("kind") not in ("coco", "openimages"):
@@ -188,7 +193,7 @@ def preflight(config: Mapping) -> pd.DataFrame:
                 unlisted.append(set_name)
         if dataset.get("images", "needed") == "all":
             continue  # the image zips above hold every image
-        view = _annotations_view(name, dataset, found)
+        view = _annotations_view(name, dataset, found, scratch)
         if view is None or unlisted:
             why = "annotation files" if view is None else f"lists of {', '.join(unlisted)}"
             rows.append({"group": f"{name}: images", "file": str(dataset["root"]), "url": "", "found_at": "",
