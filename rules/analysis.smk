@@ -175,6 +175,7 @@ rule findings:
         ieat="results/summary/ieat.csv",
         bts="results/summary/bts.csv",
         curves=finetune_runs("curve.csv"),
+        scratch=scratch_runs(),
         attribution=attribution_targets(),
         ieat_change="results/summary/ieat_change.csv",
         ieat_seeds="results/summary/ieat_seeds.csv",

@@ -149,6 +149,16 @@ def finetune_runs(name="metrics.json"):
     ]
 
 
+def scratch_runs():
+    """The metrics (with the training curve) of every scratch reference network."""
+    return [
+        f"results/scratch/{d}/{m}/seed{s}/metrics.json"
+        for d in config["finetune"]["datasets"]
+        for m in config["models"]
+        for s in cfg.reference_seeds(config, d)
+    ]
+
+
 def attribution_targets():
     """The between-network comparisons' table, when ``analysis.attribution.comparisons`` lists any."""
     if config["analysis"]["attribution"]["comparisons"]:

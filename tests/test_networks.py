@@ -2,6 +2,7 @@
 attribution script, and the findings about convergence, the reference and attribution."""
 
 import copy
+import json
 import sys
 
 import pandas as pd
@@ -113,6 +114,17 @@ def test_convergence_is_read_from_the_curve():
     assert "m seed 0: best epoch 2 of 2" in text and "NOT converged" in text and "1 of 2 runs had not converged" in text
     with pytest.raises(ValueError, match="val_loss"):
         convergence(pd.DataFrame({"epoch": [1], "metric": [0.1]}))
+
+
+def test_scratch_runs_are_judged_from_their_metrics(tmp_path):
+    from findings import scratch_curve
+
+    history = [{"epoch": 1, "metric": 0.4, "val_loss": 0.5}, {"epoch": 2, "metric": 0.5, "val_loss": 0.45}]
+    path = tmp_path / "metrics.json"
+    path.write_text(json.dumps({"model": "m", "dataset": "d", "seed": 0, "history": history}))
+    label, frame = scratch_curve(str(path))
+    assert label == "m trained from scratch on d (reference), seed 0"
+    assert "m trained from scratch on d (reference), seed 0: best epoch 2 of 2" in "\n".join(describe_convergence({label: frame}))
 
 
 def test_reference_is_described_beside_the_bts():

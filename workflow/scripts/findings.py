@@ -3,11 +3,13 @@
 Standalone: python workflow/scripts/findings.py --ieat results/summary/ieat.csv --bts results/summary/bts.csv
 --tests '{"synthetic": [{"name": "t", "X": "person_a", "Y": "person_b", "A": "surfboard", "B": "car"}]}'
 --alpha 0.01 --findings findings.rst --html findings.html
-[--curves results/finetune/D/M/seed0/curve.csv ...] [--attribution results/summary/attribution.csv]
+[--curves results/finetune/D/M/seed0/curve.csv ...] [--scratch results/scratch/D/M/seed0/metrics.json ...]
+[--attribution results/summary/attribution.csv]
 [--ieat_change results/summary/ieat_change.csv --ieat_seeds results/summary/ieat_seeds.csv
 --similarity_change results/summary/similarity_change.csv] [--adjust holm]
 """
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -24,6 +26,13 @@ def curve_label(path: str) -> str:
     return f"{model} finetuned on {dataset}, {seed.replace('seed', 'seed ')}"
 
 
+def scratch_curve(path: str) -> tuple[str, pd.DataFrame]:
+    """Label and training curve of a scratch reference network from its metrics.json."""
+    metrics = json.loads(Path(path).read_text())
+    label = f"{metrics['model']} trained from scratch on {metrics['dataset']} (reference), seed {metrics['seed']}"
+    return label, pd.DataFrame(metrics["history"])
+
+
 def _read(path: str | None) -> pd.DataFrame | None:
     if not path:
         return None
@@ -33,7 +42,8 @@ def _read(path: str | None) -> pd.DataFrame | None:
 
 def main(
     ieat: str, bts: str, tests: dict, findings: str, html: str, alpha: float = 0.05,
-    curves: list | None = None, attribution: list | str | None = None, ieat_change: str | None = None,
+    curves: list | None = None, scratch: list | None = None, attribution: list | str | None = None,
+    ieat_change: str | None = None,
     ieat_seeds: str | None = None, similarity_change: str | None = None, adjust: str = "holm",
 ) -> None:
     bts_table = pd.read_csv(bts, keep_default_na=False, na_values=[""])
@@ -43,7 +53,9 @@ def main(
     )
     paths = [attribution] if isinstance(attribution, str) else list(attribution or [])
     extra = [
-        *describe_convergence({curve_label(p): pd.read_csv(p) for p in curves or []}),
+        *describe_convergence({
+            **{curve_label(p): pd.read_csv(p) for p in curves or []}, **dict(map(scratch_curve, scratch or [])),
+        }),
         *describe_reference(bts_table),
         *describe_attribution(pd.concat([pd.read_csv(p) for p in paths]) if paths else None),
     ]
