@@ -67,13 +67,34 @@ def test_resample_counts_are_multinomial():
 
 
 def test_ieat_interval_covers_the_population_d(population_d):
-    """95% intervals cover the population d in 93-97% of 400 datasets of 30 rows per set."""
+    """95% intervals cover the population d in 93-97% of 400 datasets of 30 rows per set (6 dims)."""
     assert population_d == pytest.approx(0.765, abs=0.01)
     hits = 0
     for i in range(400):
         res = ieat_ci(*draw(np.random.default_rng(1000 + i), 30), replicates=1000, seed=i)
         hits += res.ci_low <= population_d <= res.ci_high
     assert 0.93 <= hits / 400 <= 0.97
+
+
+def test_ieat_interval_covers_a_large_d_in_many_dimensions():
+    """256 dims, 30 rows per set: the resampled d sits below the observed one; the bias-corrected
+    interval still covers the population d in 93-98% of 200 datasets (a plain percentile one: ~84%)."""
+    dims = 256
+    e1, e2 = np.eye(dims)[0], np.eye(dims)[1]
+    means = {"X": 2.4 * e1, "Y": 2.4 * e2, "A": 6.0 * e1, "B": 6.0 * e2}
+
+    def sets(rng, n):
+        return [means[k] + rng.normal(size=(n, dims)) for k in "XYAB"]
+
+    X, Y, A, B = sets(np.random.default_rng(5), 40_000)
+    direction = unit(A).mean(0) - unit(B).mean(0)
+    sx, sy = unit(X) @ direction, unit(Y) @ direction
+    population_d = (sx.mean() - sy.mean()) / np.concatenate([sx, sy]).std()
+    hits = sum(
+        (lambda r: r.ci_low <= population_d <= r.ci_high)(ieat_ci(*sets(np.random.default_rng(100 + i), 30), replicates=1000, seed=i))
+        for i in range(200)
+    )
+    assert 0.93 <= hits / 200 <= 0.98
 
 
 def test_ieat_result_carries_the_interval_and_is_seeded():

@@ -28,6 +28,7 @@ from biastransfer.stats.bootstrap import (  # noqa: F401
     check_level,
     resample_counts,
     percentile_interval,
+    bias_corrected_interval,
     bootstrap_pvalue,
     IEATBlocks,
     ieat_replicates,
@@ -71,4 +72,4 @@ from biastransfer.stats.results import (  # noqa: F401
     add_adjusted_pvalues,
 )
 
-__all__ = ['SimilarityResult', 'intra_class_similarity', 'inter_class_similarity', 'class_similarities', 'PVALUE_METHODS', 'BTSResult', 'bias_transfer_score', 'MAX_EXACT_PARTITIONS', 'IEATResult', 'association_scores', 'ieat', 'partition_pvalues', 'effect_size_of', 'BOOTSTRAP', 'BootstrapResult', 'ChangeResult', 'check_level', 'resample_counts', 'percentile_interval', 'bootstrap_pvalue', 'IEATBlocks', 'ieat_replicates', 'ieat_ci', 'ieat_change', 'change_result', 'SimilarityReplicates', 'similarity_replicates', 'rank_correlation_ci', 'similarity_changes', 'SeedsResult', 'combined_ieat', 'PRETRAINED', 'aligned_classes', 'ieat_change_table', 'stage_replicates', 'similarity_change_table', 'ieat_seeds_table', 'adjust_pvalues', 'NetworkComparison', 'compare_networks', 'attribution_table', 'PAIR_SEP', 'pair_key', 'similarity_table', 'bts_table', 'ieat_table', 'with_provenance', 'add_adjusted_pvalues']
+__all__ = ['SimilarityResult', 'intra_class_similarity', 'inter_class_similarity', 'class_similarities', 'PVALUE_METHODS', 'BTSResult', 'bias_transfer_score', 'MAX_EXACT_PARTITIONS', 'IEATResult', 'association_scores', 'ieat', 'partition_pvalues', 'effect_size_of', 'BOOTSTRAP', 'BootstrapResult', 'ChangeResult', 'check_level', 'resample_counts', 'percentile_interval', 'bias_corrected_interval', 'bootstrap_pvalue', 'IEATBlocks', 'ieat_replicates', 'ieat_ci', 'ieat_change', 'change_result', 'SimilarityReplicates', 'similarity_replicates', 'rank_correlation_ci', 'similarity_changes', 'SeedsResult', 'combined_ieat', 'PRETRAINED', 'aligned_classes', 'ieat_change_table', 'stage_replicates', 'similarity_change_table', 'ieat_seeds_table', 'adjust_pvalues', 'NetworkComparison', 'compare_networks', 'attribution_table', 'PAIR_SEP', 'pair_key', 'similarity_table', 'bts_table', 'ieat_table', 'with_provenance', 'add_adjusted_pvalues']

@@ -43,8 +43,8 @@ class IEATResult:
     ``alternative``; ``pvalue_two_sided`` comes from the same partitions. ``pvalue_floor`` is the
     smallest p the method can give (1 / permutations; 0 for normal): a p at the floor is a bound.
     ``pvalue_se`` is the Monte Carlo standard error of ``pvalue`` (0 for exact and normal). ``seed``
-    is ``None`` when no random numbers were used. ``ci_low``/``ci_high`` are the percentile bootstrap
-    interval of ``effect_size`` at ``ci_level`` from ``bootstrap`` replicates seeded with ``ci_seed``
+    is ``None`` when no random numbers were used. ``ci_low``/``ci_high`` are the bias-corrected percentile
+    bootstrap interval of ``effect_size`` at ``ci_level`` from ``bootstrap`` replicates seeded with ``ci_seed``
     (NaN when ``bootstrap=0``; :func:`biastransfer.stats.bootstrap.ieat_ci`).
     """
 
