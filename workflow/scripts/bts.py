@@ -17,10 +17,11 @@ from pathlib import Path
 import pandas as pd
 
 from biastransfer.embeddings import read_embeddings
-from biastransfer.stats.change_tables import PRETRAINED, stage_replicates
+from biastransfer.stages import PRETRAINED
+from biastransfer.stats.change_tables import stage_replicates
 from biastransfer.stats.results import bts_table
 from biastransfer.atomic import write_csv
-from biastransfer.config import parse_stage, stage_kind
+from biastransfer.stages import parse_stage, stage_kind
 from biastransfer.scripting import run
 
 log = logging.getLogger(__name__)

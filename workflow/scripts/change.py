@@ -18,11 +18,10 @@ from pathlib import Path
 import pandas as pd
 
 from biastransfer.atomic import write_csv
-from biastransfer.config import parse_stage
+from biastransfer.stages import PRETRAINED, parse_stage
 from biastransfer.embeddings import read_embeddings
 from biastransfer.scripting import run
 from biastransfer.stats.change_tables import (
-    PRETRAINED,
     ieat_change_table,
     ieat_seeds_table,
     similarity_change_table,

@@ -7,7 +7,8 @@ Standalone: python workflow/scripts/embed.py --manifest results/analysis_sets/A/
 
 import logging
 
-from biastransfer.config import config_hash, parse_stage
+from biastransfer.hashing import config_hash
+from biastransfer.stages import parse_stage
 from biastransfer.models.device import torch_device
 from biastransfer.models.resolve import model_spec
 from biastransfer.embeddings import write_embeddings

@@ -19,7 +19,8 @@ import pandas as pd
 
 from biastransfer.report.formatting import p_text
 from biastransfer.stats.bootstrap import BOOTSTRAP
-from biastransfer.stats.change_tables import PRETRAINED, stage_replicates
+from biastransfer.stages import PRETRAINED
+from biastransfer.stats.change_tables import stage_replicates
 from biastransfer.stats.results import bts_table, ieat_table, similarity_table
 from biastransfer.embeddings import read_embeddings
 from biastransfer.stats.ieat import PERMUTATIONS

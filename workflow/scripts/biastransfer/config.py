@@ -1,4 +1,4 @@
-"""Workflow configuration helpers: cross-reference checks, stages and per-run parameters.
+"""Workflow configuration helpers: cross-reference checks and per-run parameters (read at DAG-build time).
 
 The JSON schema (``workflow/schemas/config.schema.yaml``) checks keys and types and fills every default
 (Snakemake's ``validate``), so the rules and these helpers read the config without defaults of their own;
@@ -7,50 +7,13 @@ The JSON schema (``workflow/schemas/config.schema.yaml``) checks keys and types 
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import re
 import sys
 from typing import Any, Mapping
 
-PRETRAINED = "pretrained"
-_STAGE = re.compile(r"^(?P<kind>ft|scratch)-(?P<dataset>[A-Za-z0-9_]+)-seed(?P<seed>[0-9]+)$")
-# The synthetic demo's vocabulary (drawn by biastransfer.data.synthetic): two figure groups, four objects.
-SYNTHETIC_GROUPS = ("person_a", "person_b")
-SYNTHETIC_OBJECTS = ("car", "surfboard", "refrigerator", "stop_sign")
-SYNTHETIC_CLASSES = (
-    *SYNTHETIC_GROUPS, *SYNTHETIC_OBJECTS, *(f"{o}_{g}" for o in SYNTHETIC_OBJECTS for g in SYNTHETIC_GROUPS), "random",
-)
-
-
-def finetuned_stage(dataset: str, seed: int) -> str:
-    """Stage name of a model finetuned on ``dataset`` with ``seed``."""
-    return f"ft-{dataset}-seed{seed}"
-
-
-def scratch_stage(dataset: str, seed: int) -> str:
-    """Stage name of the reference network: the model's architecture trained from random
-    initialisation on ``dataset`` with the finetuning recipe and ``seed``."""
-    return f"scratch-{dataset}-seed{seed}"
-
-
-def parse_stage(stage: str) -> tuple[str | None, int | None]:
-    """``(dataset, seed)`` of a finetuned or scratch stage, ``(None, None)`` for ``pretrained``."""
-    if stage == PRETRAINED:
-        return None, None
-    match = _STAGE.match(stage)
-    if match is None:
-        raise ValueError(
-            f"stage {stage!r} is neither 'pretrained', 'ft-<dataset>-seed<n>' nor 'scratch-<dataset>-seed<n>'"
-        )
-    return match["dataset"], int(match["seed"])
-
-
-def stage_kind(stage: str) -> str:
-    """``pretrained``, ``finetuned`` or ``scratch``."""
-    parse_stage(stage)
-    return PRETRAINED if stage == PRETRAINED else ("scratch" if stage.startswith("scratch-") else "finetuned")
+# stage names, for the rules (cfg.parse_stage, ...)
+from biastransfer.stages import PRETRAINED, finetuned_stage, parse_stage, scratch_stage, stage_kind  # noqa: F401
+from biastransfer.vocabulary import SYNTHETIC_CLASSES
 
 
 def finetune_seeds(config: Mapping, dataset: str) -> list[int]:
@@ -139,11 +102,6 @@ def download_spec(dataset: Mapping) -> dict[str, Any]:
     if dataset["kind"] not in ("coco", "openimages"):
         return canonical(dataset)
     return canonical({k: v for k, v in dataset.items() if k not in SPLIT_ONLY})
-
-
-def config_hash(obj: Any) -> str:
-    """Short stable hash of a JSON-serialisable config fragment (recorded as provenance)."""
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def check_config(config: Mapping) -> None:

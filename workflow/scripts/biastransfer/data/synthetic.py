@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image, ImageDraw
 
-from biastransfer.config import SYNTHETIC_CLASSES, SYNTHETIC_GROUPS, SYNTHETIC_OBJECTS
+from biastransfer.vocabulary import SYNTHETIC_CLASSES, SYNTHETIC_GROUPS, SYNTHETIC_OBJECTS
 from biastransfer.hashing import file_digest
 
 GROUPS, OBJECTS = SYNTHETIC_GROUPS, SYNTHETIC_OBJECTS

@@ -13,12 +13,12 @@ import numpy as np
 import pandas as pd
 
 from biastransfer.embeddings import EmbeddingTable
+from biastransfer.stages import PRETRAINED
 from biastransfer.stats.bootstrap import BOOTSTRAP, ChangeResult, IEATBlocks, change_result, check_level, ieat_replicates
 from biastransfer.stats.resampled_similarity import SimilarityReplicates, similarity_changes, similarity_replicates
 from biastransfer.stats.results import pair_key
 from biastransfer.stats.seeds import combined_ieat
 
-PRETRAINED = "pretrained"
 
 
 def aligned_classes(stages: Mapping[object, EmbeddingTable]) -> dict[object, dict[str, np.ndarray]]:

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from biastransfer.stats.bts import bias_transfer_score
-from biastransfer.config import parse_stage
+from biastransfer.stages import parse_stage
 from biastransfer.embeddings import EmbeddingTable
 from biastransfer.stats.bootstrap import BOOTSTRAP
 from biastransfer.stats.ieat import PERMUTATIONS, ieat
