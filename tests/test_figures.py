@@ -201,7 +201,9 @@ def test_plot_scripts_run_standalone(run_tables, tmp_path):
     argv += [a for k, v in out.items() for a in (f"--{k}", v)]
     run(_script("plot_similarity").main, None, argv)
     run(_script("plot_ieat").main, None, ["--ieat", paths["ieat"], "--png", str(tmp_path / "h.png"), "--pdf", str(tmp_path / "h.pdf")])
-    assert all(Path(p).stat().st_size > 5_000 for p in [*out.values(), tmp_path / "h.png", tmp_path / "h.pdf"])
+    run(_script("plot_change").main, None, ["--change", paths["ieat_change"], "--png", str(tmp_path / "c.png"), "--pdf", str(tmp_path / "c.pdf")])
+    figures_written = [*out.values(), tmp_path / "h.png", tmp_path / "h.pdf", tmp_path / "c.png", tmp_path / "c.pdf"]
+    assert all(Path(p).stat().st_size > 5_000 for p in figures_written)
 
 
 @pytest.mark.slow
