@@ -1,5 +1,5 @@
-"""Datasets: downloads, COCO, Open Images, the synthetic scenes and your own images (as modules: ``coco``,
-``openimages``, ``synthetic``, ``user``), analysis-set curation and manifests, finetuning splits and the
+"""Datasets: downloads, the dataset-kind adapters, COCO, Open Images and the synthetic scenes (as modules:
+``coco``, ``openimages``, ``synthetic``), analysis-set curation and manifests, finetuning splits and the
 leakage check. Never torch.
 """
 
@@ -39,6 +39,23 @@ from biastransfer.data.splits import (  # noqa: F401
 from biastransfer.data.leakage import (  # noqa: F401
     check_no_leakage,
 )
+from biastransfer.data.kinds import (  # noqa: F401
+    GenderWords,
+    unzip,
+    curation_sizes,
+    pinned,
+    Coco,
+    OpenImages,
+    KINDS,
+    kind_of,
+)
+from biastransfer.data.toy_mirror import (  # noqa: F401
+    COCO_CATEGORIES,
+    label_image,
+    sha256_of,
+    build_coco,
+    build_openimages,
+)
 from biastransfer.data.user import (  # noqa: F401
     IMAGE_SUFFIXES,
     REASON,
@@ -53,6 +70,15 @@ from biastransfer.data.user import (  # noqa: F401
 from biastransfer.data import coco  # noqa: F401
 from biastransfer.data import openimages  # noqa: F401
 from biastransfer.data import synthetic  # noqa: F401
-from biastransfer.data import user  # noqa: F401
 
-__all__ = ['CHUNK', 'DownloadError', 'ChecksumError', 'Download', 'is_remote', 'apply_mirror', 'sidecar_path', 'partial_path', 'fetch', 'fetch_many', 'SELECTION_COLUMNS', 'class_rng', 'draw', 'check_class_names', 'manifest_from_selection', 'validate_manifest', 'read_manifest', 'write_manifest', 'resolve_paths', 'verify_files', 'METADATA_KEY', 'Split', 'write_split', 'read_split', 'check_split', 'check_no_leakage', 'IMAGE_SUFFIXES', 'REASON', 'UserDataError', 'read_table', 'config_problems', 'analysis_set_manifest', 'table_splits', 'val_draw', 'Table', 'coco', 'openimages', 'synthetic', 'user']
+__all__ = [
+    "CHUNK", "DownloadError", "ChecksumError", "Download", "is_remote", "apply_mirror",
+    "sidecar_path", "partial_path", "fetch", "fetch_many", "SELECTION_COLUMNS", "class_rng", "draw",
+    "check_class_names", "manifest_from_selection", "validate_manifest", "read_manifest",
+    "write_manifest", "resolve_paths", "verify_files", "METADATA_KEY", "Split", "write_split",
+    "read_split", "check_split", "check_no_leakage", "GenderWords", "unzip", "curation_sizes",
+    "pinned", "Coco", "OpenImages", "KINDS", "kind_of", "COCO_CATEGORIES", "label_image",
+    "sha256_of", "build_coco", "build_openimages", "IMAGE_SUFFIXES", "REASON", "UserDataError",
+    "read_table", "config_problems", "analysis_set_manifest", "table_splits", "val_draw", "Table",
+    "coco", "openimages", "synthetic"
+]

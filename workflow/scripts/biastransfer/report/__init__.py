@@ -15,7 +15,12 @@ from biastransfer.report.formatting import (  # noqa: F401
     stage_group,
     ordered_groups,
     stars,
+    at_floor,
     format_p,
+    p_text,
+    OPPOSITE_EFFECT,
+    opposite_direction,
+    format_interval,
     format_number,
 )
 from biastransfer.report.tables import (  # noqa: F401
@@ -27,7 +32,9 @@ from biastransfer.report.tables import (  # noqa: F401
     ALTERNATIVE_WORDS,
     METHOD_WORDS,
     ieat_pvalue_words,
+    ci_words,
     ieat_table,
+    BTS_PVALUE_WORDS,
     bts_table,
     FINETUNE_COLUMNS,
     finetune_summary,
@@ -48,6 +55,8 @@ from biastransfer.report.figures import (  # noqa: F401
     rank_figure,
     ieat_columns,
     ieat_heatmap,
+    CHANGE_COLUMNS,
+    change_figure,
     save_figure,
 )
 from biastransfer.report.findings import (  # noqa: F401
@@ -57,12 +66,6 @@ from biastransfer.report.findings import (  # noqa: F401
     describe_bts,
     describe_findings,
     to_html,
-)
-from biastransfer.report.network_findings import (  # noqa: F401
-    convergence,
-    describe_convergence,
-    describe_reference,
-    describe_attribution,
 )
 from biastransfer.report.compare import (  # noqa: F401
     KEYS,
@@ -77,5 +80,27 @@ from biastransfer.report.compare import (  # noqa: F401
     compare_to_paper,
     comparison_document,
 )
+from biastransfer.report.network_findings import (  # noqa: F401
+    convergence,
+    describe_convergence,
+    describe_reference,
+    describe_attribution,
+)
 
-__all__ = ['MODEL_LABELS', 'SIGNIFICANCE_LEVELS', 'LABEL_COLUMNS', 'ADJUSTMENTS', 'ADJUSTMENT_NAMES', 'latex_escape', 'model_label', 'read_summary', 'require_columns', 'stage_group', 'ordered_groups', 'stars', 'format_p', 'format_number', 'IEAT_COLUMNS', 'ieat_by_stage', 'standalone_document', 'tabular_of', 'analysis_set_table', 'ALTERNATIVE_WORDS', 'METHOD_WORDS', 'ieat_pvalue_words', 'ieat_table', 'bts_table', 'FINETUNE_COLUMNS', 'finetune_summary', 'finetune_table', 'OKABE_ITO', 'STAGE_COLOURS', 'STAGE_MARKERS', 'STYLE', 'SIMILARITY_LABEL', 'SIMILARITY_COLUMNS', 'BTS_COLUMNS', 'similarity_by_stage', 'pooled_bts', 'intra_figure', 'inter_figure', 'rank_figure', 'ieat_columns', 'ieat_heatmap', 'save_figure', 'ROLE_TEXT', 'IEAT_SCOPE', 'describe_ieat', 'describe_bts', 'describe_findings', 'to_html', 'convergence', 'describe_convergence', 'describe_reference', 'describe_attribution', 'KEYS', 'JOIN_KEYS', 'REFERENCE_COLUMNS', 'FAMILIES', 'P_MEASURES', 'DEFAULT_TOLERANCES', 'read_reference', 'run_measurements', 'PaperComparison', 'compare_to_paper', 'comparison_document']
+__all__ = [
+    "MODEL_LABELS", "SIGNIFICANCE_LEVELS", "LABEL_COLUMNS", "ADJUSTMENTS", "ADJUSTMENT_NAMES",
+    "latex_escape", "model_label", "read_summary", "require_columns", "stage_group",
+    "ordered_groups", "stars", "at_floor", "format_p", "p_text", "OPPOSITE_EFFECT",
+    "opposite_direction", "format_interval", "format_number", "IEAT_COLUMNS", "ieat_by_stage",
+    "standalone_document", "tabular_of", "analysis_set_table", "ALTERNATIVE_WORDS", "METHOD_WORDS",
+    "ieat_pvalue_words", "ci_words", "ieat_table", "BTS_PVALUE_WORDS", "bts_table",
+    "FINETUNE_COLUMNS", "finetune_summary", "finetune_table", "OKABE_ITO", "STAGE_COLOURS",
+    "STAGE_MARKERS", "STYLE", "SIMILARITY_LABEL", "SIMILARITY_COLUMNS", "BTS_COLUMNS",
+    "similarity_by_stage", "pooled_bts", "intra_figure", "inter_figure", "rank_figure",
+    "ieat_columns", "ieat_heatmap", "CHANGE_COLUMNS", "change_figure", "save_figure", "ROLE_TEXT",
+    "IEAT_SCOPE", "describe_ieat", "describe_bts", "describe_findings", "to_html", "KEYS",
+    "JOIN_KEYS", "REFERENCE_COLUMNS", "FAMILIES", "P_MEASURES", "DEFAULT_TOLERANCES",
+    "read_reference", "run_measurements", "PaperComparison", "compare_to_paper",
+    "comparison_document", "convergence", "describe_convergence", "describe_reference",
+    "describe_attribution"
+]

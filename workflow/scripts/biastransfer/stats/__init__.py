@@ -15,11 +15,36 @@ from biastransfer.stats.bts import (  # noqa: F401
 )
 from biastransfer.stats.ieat import (  # noqa: F401
     MAX_EXACT_PARTITIONS,
+    PERMUTATIONS,
     IEATResult,
     association_scores,
+    effect_size_of,
     ieat,
     partition_pvalues,
-    effect_size_of,
+)
+from biastransfer.stats.multitest import (  # noqa: F401
+    adjust_pvalues,
+)
+from biastransfer.stats.results import (  # noqa: F401
+    PAIR_SEP,
+    pair_key,
+    similarity_table,
+    bts_table,
+    ieat_table,
+    with_provenance,
+    add_adjusted_pvalues,
+)
+from biastransfer.stats.attribution import (  # noqa: F401
+    POWER_PARTITIONS,
+    NetworkComparison,
+    partitions,
+    permutation_pvalues,
+    min_pvalue,
+    power,
+    detectable_shift,
+    compare_networks,
+    network_values,
+    attribution_table,
 )
 from biastransfer.stats.bootstrap import (  # noqa: F401
     BOOTSTRAP,
@@ -36,6 +61,13 @@ from biastransfer.stats.bootstrap import (  # noqa: F401
     ieat_change,
     change_result,
 )
+from biastransfer.stats.change_tables import (  # noqa: F401
+    aligned_classes,
+    ieat_change_table,
+    stage_replicates,
+    similarity_change_table,
+    ieat_seeds_table,
+)
 from biastransfer.stats.resampled_similarity import (  # noqa: F401
     SimilarityReplicates,
     similarity_replicates,
@@ -46,30 +78,18 @@ from biastransfer.stats.seeds import (  # noqa: F401
     SeedsResult,
     combined_ieat,
 )
-from biastransfer.stats.change_tables import (  # noqa: F401
-    PRETRAINED,
-    aligned_classes,
-    ieat_change_table,
-    stage_replicates,
-    similarity_change_table,
-    ieat_seeds_table,
-)
-from biastransfer.stats.multitest import (  # noqa: F401
-    adjust_pvalues,
-)
-from biastransfer.stats.attribution import (  # noqa: F401
-    NetworkComparison,
-    compare_networks,
-    attribution_table,
-)
-from biastransfer.stats.results import (  # noqa: F401
-    PAIR_SEP,
-    pair_key,
-    similarity_table,
-    bts_table,
-    ieat_table,
-    with_provenance,
-    add_adjusted_pvalues,
-)
 
-__all__ = ['SimilarityResult', 'intra_class_similarity', 'inter_class_similarity', 'class_similarities', 'PVALUE_METHODS', 'BTSResult', 'bias_transfer_score', 'MAX_EXACT_PARTITIONS', 'IEATResult', 'association_scores', 'ieat', 'partition_pvalues', 'effect_size_of', 'BOOTSTRAP', 'BootstrapResult', 'ChangeResult', 'check_level', 'resample_counts', 'percentile_interval', 'bias_corrected_interval', 'bootstrap_pvalue', 'IEATBlocks', 'ieat_replicates', 'ieat_ci', 'ieat_change', 'change_result', 'SimilarityReplicates', 'similarity_replicates', 'rank_correlation_ci', 'similarity_changes', 'SeedsResult', 'combined_ieat', 'PRETRAINED', 'aligned_classes', 'ieat_change_table', 'stage_replicates', 'similarity_change_table', 'ieat_seeds_table', 'adjust_pvalues', 'NetworkComparison', 'compare_networks', 'attribution_table', 'PAIR_SEP', 'pair_key', 'similarity_table', 'bts_table', 'ieat_table', 'with_provenance', 'add_adjusted_pvalues']
+__all__ = [
+    "SimilarityResult", "intra_class_similarity", "inter_class_similarity", "class_similarities",
+    "PVALUE_METHODS", "BTSResult", "bias_transfer_score", "MAX_EXACT_PARTITIONS", "PERMUTATIONS",
+    "IEATResult", "association_scores", "effect_size_of", "ieat", "partition_pvalues",
+    "adjust_pvalues", "PAIR_SEP", "pair_key", "similarity_table", "bts_table", "ieat_table",
+    "with_provenance", "add_adjusted_pvalues", "POWER_PARTITIONS", "NetworkComparison",
+    "partitions", "permutation_pvalues", "min_pvalue", "power", "detectable_shift",
+    "compare_networks", "network_values", "attribution_table", "BOOTSTRAP", "BootstrapResult",
+    "ChangeResult", "check_level", "resample_counts", "percentile_interval",
+    "bias_corrected_interval", "bootstrap_pvalue", "IEATBlocks", "ieat_replicates", "ieat_ci",
+    "ieat_change", "change_result", "aligned_classes", "ieat_change_table", "stage_replicates",
+    "similarity_change_table", "ieat_seeds_table", "SimilarityReplicates", "similarity_replicates",
+    "rank_correlation_ci", "similarity_changes", "SeedsResult", "combined_ieat"
+]

@@ -34,10 +34,18 @@ from biastransfer.train.loop import (  # noqa: F401
     make_scheduler,
     Runtime,
     evaluate,
+    resume_key,
+    remove_resume_state,
     train_classifier,
 )
 from biastransfer.train.run import (  # noqa: F401
     run_training,
 )
 
-__all__ = ['OPTIMIZERS', 'SCHEDULERS', 'PLATEAU_MONITORS', 'PRECISIONS', 'RESULT_NEUTRAL', 'TrainConfig', 'EpochRecord', 'TrainResult', 'METRICS', 'average_precision', 'mean_average_precision', 'micro_f1', 'validation_metric', 'LARS', 'lars_param_groups', 'ImageLabelDataset', 'epoch_seed', 'EpochSampler', 'make_loader', 'make_optimizer', 'make_scheduler', 'Runtime', 'evaluate', 'train_classifier', 'run_training']
+__all__ = [
+    "OPTIMIZERS", "SCHEDULERS", "PLATEAU_MONITORS", "PRECISIONS", "RESULT_NEUTRAL", "TrainConfig",
+    "EpochRecord", "TrainResult", "METRICS", "average_precision", "mean_average_precision",
+    "micro_f1", "validation_metric", "LARS", "lars_param_groups", "ImageLabelDataset", "epoch_seed",
+    "EpochSampler", "make_loader", "make_optimizer", "make_scheduler", "Runtime", "evaluate",
+    "resume_key", "remove_resume_state", "train_classifier", "run_training"
+]
