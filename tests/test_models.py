@@ -389,7 +389,7 @@ def test_fetch_weights_script_writes_a_record_that_create_backbone_follows(tmp_p
     assert_same_params(create_backbone(REGISTRY["resnet18"], record_path).model,
                        {k: v for k, v in r18_state.items() if not k.startswith("fc.")})
     with pytest.raises(ValueError, match="sha256"):
-        fetch_weights.main(str(tmp_path / "w2.done"), {"weights": str(path), "sha256": "f" * 64}, model="resnet18")
+        fetch_weights.main(str(tmp_path / "w2.done"), {"weights": str(path), "sha256": "f" * 64}, model="resnet18", cache_dir=str(tmp_path))
     assert not (tmp_path / "w2.done").exists()
     path.write_bytes(b"tampered")
     with pytest.raises(ValueError, match="sha256"):

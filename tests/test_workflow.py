@@ -149,12 +149,14 @@ def test_the_paper_dag_plans_without_network(tmp_path):
     assert jobs["fetch_weights"] == 6 and jobs["download_dataset"] == 2
 
 
-def test_the_controls_overlay_adds_five_models_to_the_demo(tmp_path):
+def test_the_controls_overlay_trains_five_networks_per_arm(tmp_path):
+    """Planted, none and mirrored arms of five initialisations each (the demo's democnn is one of them),
+    one finetuning seed each, and one attribution job comparing the arms."""
     configs = [str(ROOT / "config" / name) for name in ("config.yaml", "controls.yaml")]
     done = snakemake("-n", "--cores", "1", "--configfile", *configs, cwd=tmp_path)
     jobs = planned_jobs(done.stdout)
-    assert jobs["pretrain"] == 6 and jobs["finetune"] == 6 and jobs["synthetic_dataset"] == 4
-    assert jobs["embed"] == 6 * 2 and jobs["ieat"] == 6 * 2
+    assert jobs["pretrain"] == 15 and jobs["finetune"] == 15 and jobs["synthetic_dataset"] == 4
+    assert jobs["embed"] == 15 * 2 and jobs["ieat"] == 15 * 2 and jobs["attribution"] == 1
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ source's file format at its registry URL path (biastransfer.models.toy_weights).
 the config (``snakemake --configfile config/paper.yaml <overlay>``), changes only scale and location: the
 mirror, image size, numbers of images, epochs, batch size, CPU instead of GPU, and the checksums of the
 stand-in files. ``mirror_url`` (for a mirror served over HTTP) replaces the folder in the overlay.
-Example: python workflow/scripts/build_toy_mirror.py --mirror toy/mirror --overlay toy/overlay.yaml
+Standalone: python workflow/scripts/build_toy_mirror.py --mirror toy/mirror --overlay toy/overlay.yaml
 """
 
 import hashlib

@@ -3,7 +3,7 @@ mirror or a data root, check presence and checksums, and report what is missing 
 
 Give the same config files as to Snakemake (later ones merged into earlier ones, as ``--configfile`` does)
 and run it from the run's working directory. Exits with status 1 if a file is missing or fails its checksum.
-Example: python workflow/scripts/preflight.py --configfile config/paper.yaml my-cluster.yaml --table need.csv
+Standalone: python workflow/scripts/preflight.py --configfile config/paper.yaml my-cluster.yaml --table need.csv
 """
 
 import logging
