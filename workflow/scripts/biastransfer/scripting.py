@@ -5,9 +5,9 @@ inputs, outputs, params and (where it needs them) wildcards, and ends with
 ``run(main, globals().get("snakemake"))``. Under Snakemake the arguments come from the ``snakemake``
 object and logging goes to ``snakemake.log[0]``; run by hand, ``python workflow/scripts/<name>.py
 --help`` lists the same arguments (lists take several values, mappings take JSON) and logging goes to
-the terminal. The handoff is strict: a name given twice, a
-name ``main`` does not take, or a required parameter nobody gives stops the job naming rule, name and
-script (``handoff_problems``; tests/test_scripting.py checks every rule of the workflow).
+the terminal. The handoff is strict: a name given twice, a name ``main`` does not take, or a required
+parameter nobody gives stops the job naming rule, name and script (``handoff_problems``;
+tests/test_scripting.py checks every rule of the workflow).
 """
 
 from __future__ import annotations
