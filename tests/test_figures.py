@@ -214,12 +214,13 @@ def test_report_rules_run_and_the_report_builds(tmp_path):
     (tmp_path / "rules").mkdir()
     (tmp_path / "rules" / "report.smk").symlink_to(ROOT / "rules" / "report.smk")
     (tmp_path / "Snakefile").write_text(
+        'import sys\n\nsys.path.insert(0, "workflow/scripts")\n\nfrom biastransfer import config as cfg  # noqa: E402\n\n\n'
         'configfile: "config.yaml"\n\n\nreport: "workflow/report/workflow.rst"\n\n\n'
         'include: "rules/report.smk"\n\n\nrule all:\n    input:\n        REPORT_TARGETS,\n'
     )
-    (tmp_path / "config.yaml").write_text(
-        "analysis_sets: {coco: {}}\nmodels: {resnet18: {}}\nfinetune: {datasets: [coco], seeds: [0, 1, 2]}\n"
-        "report: {p_adjust: bh, alpha: 0.05}\n"
+    (tmp_path / "config.yaml").write_text(  # the sections rules/report.smk reads, with the schema's defaults filled
+        "analysis_sets: {coco: {bts: {}}}\nmodels: {resnet18: {}}\nfinetune: {datasets: [coco], seeds: [0, 1, 2]}\n"
+        "report: {p_adjust: bh, alpha: 0.05, control_class: random, tolerances: {}, ieat_targets: null}\n"
     )
     (tmp_path / "results" / "summary").mkdir(parents=True)
     rd.write_all(tmp_path / "results" / "summary")
