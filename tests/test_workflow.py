@@ -79,7 +79,9 @@ def test_result_tables_hold_what_the_config_asks(demo_run):
     metrics = pd.read_csv(summary / "finetune_metrics.csv")
     assert len(metrics) == len(MODELS) * 3 and metrics["metric_value"].between(0, 1).all()
     provenance = pd.read_csv(summary / "provenance.csv")
-    assert len(provenance) == runs and provenance["weights_sha256"].str.fullmatch("[0-9a-f]{64}").all()
+    # every embeddings file: the stages above and the scratch reference network (analysis.bts.reference)
+    assert len(provenance) == runs + len(MODELS) and provenance["weights_sha256"].str.fullmatch("[0-9a-f]{64}").all()
+    assert set(provenance["stage"]) == {*STAGES, "scratch-synthetic_target-seed0"}
     findings = (summary / "findings.rst").read_text()
     assert "surfboard_vs_car" in findings and "Bias Transfer Scores" in findings
 
