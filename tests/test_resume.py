@@ -23,7 +23,7 @@ from biastransfer.atomic import atomic_path, remove_stale_temporaries, write_tex
 from biastransfer.data.manifest import write_manifest
 from biastransfer.embeddings import read_metadata, write_embeddings
 from biastransfer.hashing import file_digest
-from biastransfer.models.checkpoints import finetune_origin, read_checkpoint_metadata, save_checkpoint
+from biastransfer.models.checkpoints import finetune_origin, save_checkpoint
 from biastransfer.models.extractors import create_classifier
 from biastransfer.models.resolve import resolve_spec
 from biastransfer.train import loop as tr
