@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 
@@ -85,3 +87,10 @@ def check_choice(value, name: str, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
     return value
+
+
+class Result:
+    """Base of the frozen result dataclasses: ``as_dict()`` gives a plain dict for table rows."""
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)

@@ -13,7 +13,6 @@ difference, in between-network standard deviations, that the test detects with t
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import math
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from biastransfer.stats._validation import check_choice, check_positive_int, check_seed
+from biastransfer.stats._validation import check_choice, check_positive_int, check_seed, Result
 from biastransfer.stats.multitest import adjust_pvalues
 
 ALTERNATIVES = ("two-sided", "greater", "less")
@@ -33,7 +32,7 @@ POWER_PARTITIONS = 5_000  # relabellings per simulated data set in power simulat
 
 
 @dataclass(frozen=True)
-class NetworkComparison:
+class NetworkComparison(Result):
     """Outcome of :func:`compare_networks` (group a minus group b).
 
     ``pvalue`` is the permutation p over relabellings of networks (``method`` exact or permutation,
@@ -65,9 +64,6 @@ class NetworkComparison:
     detectable_shift: float
     detectable_difference: float
     seed: int
-
-    def as_dict(self) -> dict:
-        return dataclasses.asdict(self)
 
 
 def _values(value, name: str) -> np.ndarray:

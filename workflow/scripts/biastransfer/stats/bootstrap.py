@@ -10,21 +10,20 @@ networks uses the same counts for both (a paired bootstrap).
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 from scipy import stats
 
-from biastransfer.stats._validation import as_embeddings, check_positive_int, check_same_dims, check_seed
+from biastransfer.stats._validation import as_embeddings, check_positive_int, check_same_dims, check_seed, Result
 
 BOOTSTRAP = 2000  # default replicates (also the schema's analysis.ieat.bootstrap and analysis.bts.bootstrap)
 _BLOCK = 512  # replicates per vectorised block; fixed, so a seed always gives the same draws
 
 
 @dataclass(frozen=True)
-class BootstrapResult:
+class BootstrapResult(Result):
     """A bootstrap interval around ``estimate``; ``se`` is the SD of the replicates."""
 
     estimate: float
@@ -35,12 +34,9 @@ class BootstrapResult:
     replicates: int
     seed: int
 
-    def as_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
 
 @dataclass(frozen=True)
-class ChangeResult:
+class ChangeResult(Result):
     """``delta = after - before`` with a paired percentile interval and a two-sided bootstrap p-value.
 
     ``pvalue`` is the smallest two-sided level at which the interval excludes 0, with the +1
@@ -57,9 +53,6 @@ class ChangeResult:
     level: float
     replicates: int
     seed: int
-
-    def as_dict(self) -> dict:
-        return dataclasses.asdict(self)
 
 
 def check_level(level: float) -> float:

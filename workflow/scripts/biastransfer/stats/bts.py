@@ -8,7 +8,6 @@ permutation p-value (exact over all n! orderings when there are at most ``permut
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
@@ -16,14 +15,14 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from biastransfer.stats._validation import check_choice, check_positive_int, check_seed
+from biastransfer.stats._validation import check_choice, check_positive_int, check_seed, Result
 
 PVALUE_METHODS = ("asymptotic", "permutation")
 ALTERNATIVES = ("two-sided", "greater", "less")
 
 
 @dataclass(frozen=True)
-class BTSResult:
+class BTSResult(Result):
     """Spearman's rho (``statistic``) over ``n`` keys, in the order of ``keys`` (that of ``before``).
 
     ``permutations`` is the size of the permutation null distribution (n! when exact) and ``seed``
@@ -42,9 +41,6 @@ class BTSResult:
     permutations: int | None
     seed: int | None
     pvalue_floor: float = 0.0
-
-    def as_dict(self) -> dict:
-        return dataclasses.asdict(self)
 
 
 def bias_transfer_score(

@@ -15,7 +15,6 @@ and variance instead of sampled ones.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import math
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from biastransfer.stats._validation import as_embeddings, check_choice, check_positive_int, check_same_dims, check_seed
+from biastransfer.stats._validation import as_embeddings, check_choice, check_positive_int, check_same_dims, check_seed, Result
 from biastransfer.stats.bootstrap import BOOTSTRAP, check_level, ieat_ci
 
 ALTERNATIVES = ("greater", "less", "two-sided")
@@ -35,7 +34,7 @@ _TIE_RTOL = 1e-11  # partition sums closer than this (relative to sum |s|) count
 
 
 @dataclass(frozen=True)
-class IEATResult:
+class IEATResult(Result):
     """Outcome of :func:`ieat`.
 
     ``permutations`` is the number of partitions the p-value is based on: all of them (exact), the
@@ -67,9 +66,6 @@ class IEATResult:
     ci_level: float
     bootstrap: int
     ci_seed: int | None
-
-    def as_dict(self) -> dict:
-        return dataclasses.asdict(self)
 
 
 def association_scores(X, Y, A, B) -> np.ndarray:

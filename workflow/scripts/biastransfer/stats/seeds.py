@@ -14,18 +14,17 @@ Averaging per-seed p-values is not a test; this is (docs/statistics.md).
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
-from biastransfer.stats._validation import check_choice, check_positive_int
+from biastransfer.stats._validation import check_choice, check_positive_int, Result
 from biastransfer.stats.ieat import ALTERNATIVES, METHODS, association_scores, effect_size_of, partition_pvalues
 
 
 @dataclass(frozen=True)
-class SeedsResult:
+class SeedsResult(Result):
     """Effect sizes over ``n_seeds`` networks (mean, between-seed SD with ddof=1, range) and the
     combined test of ``statistic = sum_k S_k`` (fields as in :class:`~biastransfer.stats.ieat.IEATResult`)."""
 
@@ -44,9 +43,6 @@ class SeedsResult:
     seed: int | None
     alternative: str
     paired: bool
-
-    def as_dict(self) -> dict:
-        return dataclasses.asdict(self)
 
 
 def combined_ieat(

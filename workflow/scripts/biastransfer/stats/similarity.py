@@ -15,21 +15,20 @@ See docs/statistics.md.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-from biastransfer.stats._validation import as_embeddings, check_choice, check_positive_int, check_same_dims, check_seed
+from biastransfer.stats._validation import as_embeddings, check_choice, check_positive_int, check_same_dims, check_seed, Result
 
 METHODS = ("exact", "sampled")
 _CHUNK = 1024  # sampled iterations per vectorised block; fixed, so a seed always gives the same draws
 
 
 @dataclass(frozen=True)
-class SimilarityResult:
+class SimilarityResult(Result):
     """Mean cosine similarity within a class (``kind="intra"``) or between two classes (``"inter"``).
 
     ``n`` is the number of pairs averaged (exact) or of sampling iterations (sampled); ``size_q`` is
@@ -45,9 +44,6 @@ class SimilarityResult:
     size_q: int | None
     iterations: int | None
     seed: int | None
-
-    def as_dict(self) -> dict:
-        return dataclasses.asdict(self)
 
 
 def intra_class_similarity(
