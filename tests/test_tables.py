@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import report_data as rd
+from pdf_fonts import font_types
 from biastransfer.report import formatting, tables
 from biastransfer.report.figures import BTS_COLUMNS
 from biastransfer.scripting import run
@@ -106,7 +107,10 @@ def test_bts_table_shows_pooled_scores_with_adjusted_p_and_marks(summaries):
         for offset, kind in ((1, "intra"), (6, "inter")):
             r = bts[(bts.model == model) & (bts.kind == kind) & (bts.seed == "pooled") & (bts.finetune_dataset == "coco")
                     & (bts.analysis_set == "coco")].iloc[0]  # fmt: skip
-            assert row[offset] == formatting.format_number(r.statistic, mark=formatting.stars(r.pvalue_holm))
+            seeds = bts[(bts.analysis_set == "coco") & (bts.finetune_dataset == "coco") & (bts.model == r.model)
+                        & (bts.kind == kind) & (bts.seed != "pooled")].statistic  # fmt: skip
+            spread = formatting.format_spread(seeds.min(), seeds.max())  # coco has three seeds
+            assert row[offset] == formatting.format_number(r.statistic, mark=formatting.stars(r.pvalue_holm)) + spread
             assert row[offset + 1] == formatting.format_interval(r.ci_low, r.ci_high)
             assert row[offset + 2] == formatting.format_p(r.pvalue, r.pvalue_floor)
             assert row[offset + 3] == formatting.format_p(r.pvalue_holm)
@@ -133,7 +137,8 @@ def test_ieat_table_mean_effect_and_largest_p_over_seeds(summaries):
     coco = pick[pick.finetune_dataset == "coco"]
     assert len(coco) == 3
     mark = formatting.stars(coco.pvalue_holm.max()) + ("\\dagger" if coco.effect_size.mean() <= -0.5 else "")
-    expected_d = formatting.format_number(coco.effect_size.mean(), mark=mark)
+    spread = formatting.format_spread(coco.effect_size.min(), coco.effect_size.max())  # over the three seeds
+    expected_d = formatting.format_number(coco.effect_size.mean(), mark=mark) + spread
     assert first[8:13] == [
         expected_d, formatting.format_interval(coco.ci_low.min(), coco.ci_high.max()),
         formatting.format_p(coco.pvalue.max(), 1e-4), formatting.format_p(coco.pvalue_two_sided.max(), 1e-4),
@@ -198,7 +203,20 @@ def test_every_table_compiles_with_pdflatex(summaries, tmp_path):
     }
     for name, doc in docs.items():
         assert re.search(r"\\usepackage\{booktabs\}", doc) and "\\toprule" in doc
-        compile_latex(doc, tmp_path, name)
+        fonts = font_types(compile_latex(doc, tmp_path, name))
+        assert fonts and "Type3" not in fonts, f"{name}: bitmap (Type 3) fonts in the PDF: {fonts}"
+
+
+@needs_latex
+def test_a_table_fragment_is_input_into_a_papers_own_table(summaries, tmp_path):
+    doc = tables.ieat_table(summaries["ieat"], "openimages")
+    fragment = tables.latex_fragment(doc)
+    assert fragment.startswith("% Table fragment") and "\\documentclass" not in fragment
+    assert all(line.startswith("%") for line in fragment.split("\\begin{tabular}")[0].splitlines())
+    (tmp_path / "ieat_tabular.tex").write_text(fragment)
+    paper = ("\\documentclass{article}\n\\usepackage{booktabs,graphicx}\n\\begin{document}\n\\begin{table}\n"
+             "\\resizebox{\\textwidth}{!}{\\input{ieat_tabular.tex}}\n\\caption{Ours.}\n\\end{table}\n\\end{document}\n")  # fmt: skip
+    assert "Type3" not in font_types(compile_latex(paper, tmp_path, "paper"))
 
 
 def test_make_tables_script_runs_standalone(summaries, tmp_path):

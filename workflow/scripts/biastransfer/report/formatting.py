@@ -134,6 +134,18 @@ def format_p(p: float, floor: float | None = None) -> str:
     return f"${_latex_power(p)}$"
 
 
+def p_cell(p: float, floor: float | None = None) -> str:
+    """A p-value for an HTML or CSV cell: ``0.031``, ``≤ 1e-05`` at its method's floor, ``< 1e-16`` for a
+    p of 0, ``–`` when missing (the words of :func:`p_text` without the ``p``)."""
+    if p is None or math.isnan(p):
+        return "–"
+    if at_floor(p, floor):
+        return f"≤ {floor:.2g}"
+    if p == 0:
+        return "< 1e-16"
+    return f"{p:.2g}"
+
+
 def p_text(p: float, floor: float | None = None) -> str:
     """A p-value in words for findings and figure legends: ``p = 0.031``, ``p <= 0.0002`` at the
     method's floor, ``p < 1e-16`` for a p of 0; never ``p = 0``."""
@@ -166,6 +178,13 @@ def format_interval(low: float, high: float, digits: int = 2) -> str:
     if low is None or high is None or math.isnan(low) or math.isnan(high):
         return "--"
     return f"$[{low:.{digits}f}, {high:.{digits}f}]$"
+
+
+def format_spread(low: float, high: float, digits: int = 2) -> str:
+    """The range over seeds, small, to follow an estimate in a LaTeX cell (``""`` when either end is NaN)."""
+    if low is None or high is None or math.isnan(low) or math.isnan(high):
+        return ""
+    return f" {{\\scriptsize ${low:.{digits}f}$ to ${high:.{digits}f}$}}"
 
 
 def format_number(x: float, digits: int = 3, mark: str = "") -> str:

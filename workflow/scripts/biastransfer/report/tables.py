@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from biastransfer.report.formatting import ADJUSTMENTS, ADJUSTMENT_NAMES, OPPOSITE_EFFECT, SIGNIFICANCE_LEVELS, format_interval, format_number, format_p, latex_escape, model_label, opposite_direction, ordered_groups, require_columns, stage_group, stars
+from biastransfer.report.formatting import ADJUSTMENTS, ADJUSTMENT_NAMES, OPPOSITE_EFFECT, SIGNIFICANCE_LEVELS, format_interval, format_number, format_p, format_spread, latex_escape, model_label, opposite_direction, ordered_groups, require_columns, stage_group, stars
 
 
 IEAT_COLUMNS = ("analysis_set", "model", "stage", "finetune_dataset", "seed", "test", "X", "Y", "A", "B",
@@ -60,6 +60,12 @@ def ieat_by_stage(ieat: pd.DataFrame) -> pd.DataFrame:
 
 
 
+#: Vector (Type 1) fonts only: T1-encoded Latin Modern where the lmodern package is installed; otherwise
+#: the default OT1 Computer Modern, whose Type 1 outlines come with TeX itself (T1 without lmodern or
+#: cm-super would print bitmap Type 3 fonts).
+VECTOR_FONTS = "\\IfFileExists{lmodern.sty}{\\usepackage[T1]{fontenc}\\usepackage{lmodern}}{}"
+
+
 def standalone_document(body: str, caption: str, *, landscape: bool = False) -> str:
     """Wrap a ``tabular`` (or ``longtable``) in a minimal document that compiles with ``pdflatex``."""
     orientation = ",landscape" if landscape else ""
@@ -68,7 +74,7 @@ def standalone_document(body: str, caption: str, *, landscape: bool = False) -> 
     return (
         "\\documentclass[10pt]{article}\n"
         f"\\usepackage[margin=1.5cm{orientation}]{{geometry}}\n"
-        "\\usepackage[T1]{fontenc}\n"
+        f"{VECTOR_FONTS}\n"
         "\\usepackage{booktabs}\n"
         "\\usepackage{longtable}\n"
         "\\usepackage{caption}\n"
@@ -77,6 +83,16 @@ def standalone_document(body: str, caption: str, *, landscape: bool = False) -> 
         f"{float_open}{caption_line}{body}{float_close}"
         "\\end{document}\n"
     )
+
+
+def latex_fragment(document: str) -> str:
+    """The ``tabular`` of a document made here, for ``\\input`` into a paper's own ``table``: its caption
+    as a comment on top (every line a comment), then the environment (needs ``booktabs``)."""
+    match = re.search(r"^\\caption\*\{(.*)\}$", document, flags=re.M)
+    caption = match.group(1) if match else ""
+    notes = ["Table fragment for \\input{...} inside a table environment; needs \\usepackage{booktabs}."]
+    notes += [f"Caption: {caption}"] if caption else []
+    return "".join(f"% {line}\n" for note in notes for line in note.splitlines()) + tabular_of(document) + "\n"
 
 
 def tabular_of(document: str) -> str:
@@ -163,7 +179,8 @@ def ieat_table(ieat: pd.DataFrame, analysis_set: str, *, adjust: str = "holm") -
             if key in index.index:
                 r = index.loc[key]
                 mark = stars(r[adj_col]) + ("\\dagger" if opposite_direction(r["effect_size"], r["alternative"]) else "")
-                row += [format_number(r["effect_size"], mark=mark), format_interval(r["ci_low"], r["ci_high"]),
+                spread = format_spread(r["effect_min"], r["effect_max"]) if r["n_seeds"] > 1 else ""
+                row += [format_number(r["effect_size"], mark=mark) + spread, format_interval(r["ci_low"], r["ci_high"]),
                         format_p(r["pvalue"], r["pvalue_floor"]), format_p(r["pvalue_two_sided"], r["pvalue_floor"]),
                         format_p(r[adj_col])]  # fmt: skip
             else:
@@ -183,7 +200,8 @@ def ieat_table(ieat: pd.DataFrame, analysis_set: str, *, adjust: str = "holm") -
         f"$p_{{2}}$: two-sided p-value. "
         f"$\\dagger$: $|d| \\geq {OPPOSITE_EFFECT:g}$ in the direction opposite to the one tested, which the "
         f"one-sided $p$ cannot detect (read $p_{{2}}$). A $p$ written $\\leq$ is at its method's floor. "
-        f"Finetuned columns: $d$ is the mean over up to {n_seeds} seed(s), p-values the largest over seeds, "
+        f"Finetuned columns: $d$ is the mean over up to {n_seeds} seed(s) (small: the smallest to the largest $d$ "
+        f"of the seeds), p-values the largest over seeds, "
         f"CI from the lowest to the highest bound of the seeds' intervals."
     )
     return standalone_document(body, caption, landscape=len(groups) > 2)
@@ -199,6 +217,7 @@ def bts_table(bts: pd.DataFrame, analysis_set: str, finetune_dataset: str, *, ad
     require_columns(bts, ("analysis_set", "model", "finetune_dataset", "seed", "kind", "statistic", "ci_low", "ci_high",
                           "ci_level", "pvalue", "pvalue_floor", "pvalue_method", "n", adj_col), where="BTS summary")  # fmt: skip
     rows = _subset(bts, "BTS summary", analysis_set=analysis_set, finetune_dataset=finetune_dataset, seed="pooled")
+    spread = _seed_spread(bts, analysis_set, finetune_dataset)
     kinds = [k for k in ("intra", "inter") if k in set(rows["kind"])]
     adj = ADJUSTMENT_NAMES[adjust][:4]
     header1 = [""] + [f"\\multicolumn{{5}}{{c}}{{{k.capitalize()}-class}}" for k in kinds]
@@ -216,7 +235,8 @@ def bts_table(bts: pd.DataFrame, analysis_set: str, finetune_dataset: str, *, ad
         for kind in kinds:
             if (model, kind) in index.index:
                 r = index.loc[(model, kind)]
-                row += [format_number(r["statistic"], mark=stars(r[adj_col])), format_interval(r["ci_low"], r["ci_high"]),
+                row += [format_number(r["statistic"], mark=stars(r[adj_col])) + spread.get((model, kind), ""),
+                        format_interval(r["ci_low"], r["ci_high"]),
                         format_p(r["pvalue"], r["pvalue_floor"]), format_p(r[adj_col]), f"{int(r['n'])}"]  # fmt: skip
             else:
                 row += ["--"] * 5
@@ -225,13 +245,24 @@ def bts_table(bts: pd.DataFrame, analysis_set: str, finetune_dataset: str, *, ad
     caption = (
         f"Bias transfer scores on analysis set \\texttt{{{latex_escape(analysis_set)}}} for models finetuned on "
         f"\\texttt{{{latex_escape(finetune_dataset)}}}: Spearman $r_{{\\mathrm{{BTS}}}}$ between pretrained and finetuned "
-        f"similarities (finetuned similarities averaged over seeds first) over $n$ classes (intra) or pairs (inter); "
+        f"similarities (finetuned similarities averaged over seeds first) over $n$ classes (intra) or pairs (inter), "
+        f"small: the smallest to the largest $r_{{\\mathrm{{BTS}}}}$ of the single seeds (where there are several); "
         f"CI: {ci_words(rows)} bootstrap interval of $r_{{\\mathrm{{BTS}}}}$ (images resampled within classes, both "
         f"rankings recomputed on the same images); $p$: {BTS_PVALUE_WORDS.get(rows['pvalue_method'].iloc[0], rows['pvalue_method'].iloc[0])}, "
         f"two-sided; a $p$ written $\\leq$ is at its method's floor; "
         f"$p_{{\\mathrm{{{adj}}}}}$: {ADJUSTMENT_NAMES[adjust]}-adjusted across the table. Marks from the adjusted p: {_marks_legend()}."
     )
     return standalone_document(body, caption)
+
+
+def _seed_spread(bts: pd.DataFrame, analysis_set: str, finetune_dataset: str) -> dict[tuple[str, str], str]:
+    """``{(model, kind): range over the single seeds' BTS}`` where a model has two or more seeds."""
+    single = bts[(bts["analysis_set"] == analysis_set) & (bts["finetune_dataset"] == finetune_dataset) & (bts["seed"] != "pooled")]
+    out = {}
+    for (model, kind), part in single.groupby(["model", "kind"], sort=False):
+        if len(part) > 1:
+            out[(model, kind)] = format_spread(part["statistic"].min(), part["statistic"].max())
+    return out
 
 
 FINETUNE_COLUMNS = ("dataset", "model", "seed", "epoch_best", "metric_name", "metric_value", "epochs", "lr",
