@@ -40,10 +40,22 @@ from biastransfer.report.tables import (  # noqa: F401
     finetune_summary,
     finetune_table,
 )
-from biastransfer.report.figures import (  # noqa: F401
+from biastransfer.report.style import (  # noqa: F401
     OKABE_ITO,
     STAGE_COLOURS,
     STAGE_MARKERS,
+    SINGLE_COLUMN,
+    DOUBLE_COLUMN,
+    MIN_FONT_PT,
+    WIDTH_SLACK,
+    WIDTHS,
+    paper_style,
+    paper_figure,
+    stage_words,
+    print_size_problems,
+    smallest_font,
+)
+from biastransfer.report.figures import (  # noqa: F401
     STYLE,
     SIMILARITY_LABEL,
     SIMILARITY_COLUMNS,
@@ -94,7 +106,7 @@ __all__ = [
     "opposite_direction", "format_interval", "format_number", "IEAT_COLUMNS", "ieat_by_stage",
     "standalone_document", "tabular_of", "analysis_set_table", "ALTERNATIVE_WORDS", "METHOD_WORDS",
     "ieat_pvalue_words", "ci_words", "ieat_table", "BTS_PVALUE_WORDS", "bts_table",
-    "FINETUNE_COLUMNS", "finetune_summary", "finetune_table", "OKABE_ITO", "STAGE_COLOURS",
+    "FINETUNE_COLUMNS", "finetune_summary", "finetune_table", "SINGLE_COLUMN", "DOUBLE_COLUMN", "MIN_FONT_PT", "WIDTH_SLACK", "WIDTHS", "paper_style", "paper_figure", "stage_words", "print_size_problems", "smallest_font", "OKABE_ITO", "STAGE_COLOURS",
     "STAGE_MARKERS", "STYLE", "SIMILARITY_LABEL", "SIMILARITY_COLUMNS", "BTS_COLUMNS",
     "similarity_by_stage", "pooled_bts", "intra_figure", "inter_figure", "rank_figure",
     "ieat_columns", "ieat_heatmap", "CHANGE_COLUMNS", "change_figure", "save_figure", "ROLE_TEXT",

@@ -30,21 +30,8 @@ from biastransfer.stats.results import pair_key  # noqa: E402
 from biastransfer.atomic import atomic_path  # noqa: E402
 from biastransfer.report.formatting import ADJUSTMENTS, OPPOSITE_EFFECT, model_label, opposite_direction, ordered_groups, p_text, require_columns, stage_group, stars  # noqa: E402
 from biastransfer.report.tables import ieat_by_stage  # noqa: E402
+from biastransfer.report.style import OKABE_ITO, STAGE_COLOURS, STAGE_MARKERS  # noqa: E402,F401
 
-#: Okabe & Ito (2008) colour-blind-safe palette.
-OKABE_ITO = {
-    "orange": "#E69F00",
-    "sky_blue": "#56B4E9",
-    "bluish_green": "#009E73",
-    "yellow": "#F0E442",
-    "blue": "#0072B2",
-    "vermillion": "#D55E00",
-    "reddish_purple": "#CC79A7",
-    "black": "#000000",
-}
-#: Colours by stage group: pretrained, then one per finetuning dataset.
-STAGE_COLOURS = ("#999999", OKABE_ITO["blue"], OKABE_ITO["orange"], OKABE_ITO["bluish_green"], OKABE_ITO["reddish_purple"], OKABE_ITO["vermillion"])
-STAGE_MARKERS = ("o", "s", "^", "D", "v", "P")
 STYLE = {
     "font.size": 9,
     "axes.titlesize": 9,
