@@ -1,6 +1,11 @@
 # Statistics on embeddings: intra/inter-class similarities, Bias Transfer Scores and iEATs,
 # then one summary table of each with multiple-comparison-adjusted p-values.
 
+# The many small per-model jobs (similarity, ieat, bts, change of one model, over all analysis sets and
+# stages) share one group per model. Locally groups are ignored; on a cluster profiles/slurm's
+# `group-components` puts each model's group into one submitted job (profiles/slurm/README.md).
+MODEL_STATS_GROUP = "stats_{model}"
+
 
 rule similarity:
     input:
@@ -11,6 +16,8 @@ rule similarity:
         "logs/similarity/{analysis_set}/{model}/{stage}.log",
     benchmark:
         "results/benchmarks/similarity/{analysis_set}/{model}/{stage}.tsv"
+    group:
+        MODEL_STATS_GROUP
     conda:
         "../envs/stats.yaml"
     threads: 1
@@ -38,6 +45,8 @@ rule bts:
         "logs/bts/{analysis_set}/{model}/ft-{dataset}.log",
     benchmark:
         "results/benchmarks/bts/{analysis_set}/{model}/ft-{dataset}.tsv"
+    group:
+        MODEL_STATS_GROUP
     conda:
         "../envs/stats.yaml"
     threads: 1
@@ -65,6 +74,8 @@ rule ieat:
         "logs/ieat/{analysis_set}/{model}/{stage}.log",
     benchmark:
         "results/benchmarks/ieat/{analysis_set}/{model}/{stage}.tsv"
+    group:
+        MODEL_STATS_GROUP
     conda:
         "../envs/stats.yaml"
     threads: 1
@@ -120,6 +131,8 @@ rule change:
         "logs/change/{analysis_set}/{model}/ft-{dataset}.log",
     benchmark:
         "results/benchmarks/change/{analysis_set}/{model}/ft-{dataset}.tsv"
+    group:
+        MODEL_STATS_GROUP
     conda:
         "../envs/stats.yaml"
     threads: 1
