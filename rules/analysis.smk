@@ -193,6 +193,7 @@ rule findings:
         ieat_change="results/summary/ieat_change.csv",
         ieat_seeds="results/summary/ieat_seeds.csv",
         similarity_change="results/summary/similarity_change.csv",
+        layers=layer_profile_tables(),
     output:
         findings="results/summary/findings.rst",
         html=report(

@@ -184,7 +184,7 @@ def analysis_targets():
 
 
 def all_targets():
-    return analysis_targets() + REPORT_TARGETS
+    return analysis_targets() + REPORT_TARGETS + layer_targets()
 
 
 # Real datasets (rules/datasets.smk)

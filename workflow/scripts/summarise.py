@@ -17,7 +17,7 @@ from biastransfer.atomic import write_csv
 from biastransfer.scripting import run
 
 log = logging.getLogger(__name__)
-SUMMARIES = ("similarity", "bts", "ieat")
+SUMMARIES = ("similarity", "bts", "ieat", "layer_profile")
 
 
 def main(summary: str, tables: list, table: str) -> None:

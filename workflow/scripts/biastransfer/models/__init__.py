@@ -87,3 +87,15 @@ __all__ = [
     "ImageFiles", "undersized_images", "forward_batch", "extract_features", "library_versions",
     "embedding_provenance", "torch_device", "BIT_CLASSES", "write_weights"
 ]
+
+# Layer profiles: several layers from one forward pass (models/layers.py).
+from biastransfer.models.layers import (  # noqa: F401,E402
+    LAYER_POOLS,
+    default_layers,
+    has_class_token,
+    LayerExtractor,
+    layer_extractor,
+    resolve_layers,
+)
+
+__all__ += ["LAYER_POOLS", "default_layers", "has_class_token", "LayerExtractor", "layer_extractor", "resolve_layers"]

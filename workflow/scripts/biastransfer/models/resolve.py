@@ -154,9 +154,10 @@ def model_spec(name: str, entry: Mapping) -> ModelSpec:
     """The :class:`ModelSpec` of a configured model.
 
     A ``source: workflow`` model (the demo's) is a timm architecture trained from scratch here: its
-    weights are the workflow's own pretraining checkpoint, never a download.
+    weights are the workflow's own pretraining checkpoint, never a download. The layer profile's
+    keys (``layers``, ``layer_pooling``) are not part of the spec.
     """
-    entry = {k: v for k, v in entry.items() if k not in ("pretrain", "device")}
+    entry = {k: v for k, v in entry.items() if k not in ("pretrain", "device", "layers", "layer_pooling")}
     if entry.get("source") == "workflow":
         entry.update(source="timm", weights=None, sha256=None)
     return resolve_spec(name, entry)

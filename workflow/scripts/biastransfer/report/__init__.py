@@ -116,3 +116,9 @@ __all__ = [
     "comparison_document", "convergence", "describe_convergence", "describe_reference",
     "describe_attribution"
 ]
+
+# Layer profiles: figure, LaTeX table and findings (report/layer_report.py, report/layer_findings.py).
+from biastransfer.report.layer_report import PROFILE_REQUIRED, profile_figure, layer_table  # noqa: F401,E402
+from biastransfer.report.layer_findings import describe_layers  # noqa: F401,E402
+
+__all__ += ["PROFILE_REQUIRED", "profile_figure", "layer_table", "describe_layers"]

@@ -93,3 +93,8 @@ __all__ = [
     "similarity_change_table", "ieat_seeds_table", "SimilarityReplicates", "similarity_replicates",
     "rank_correlation_ci", "similarity_changes", "SeedsResult", "combined_ieat"
 ]
+
+# Layer profiles: iEAT and BTS at every profiled layer (stats/layer_profile.py).
+from biastransfer.stats.layer_profile import PROFILE_COLUMNS, layer_profile_table  # noqa: F401,E402
+
+__all__ += ["PROFILE_COLUMNS", "layer_profile_table"]

@@ -1,0 +1,77 @@
+"""Findings in words about layer profiles: at which depth each iEAT association appears, before and
+after finetuning, and at which depth finetuning keeps the similarity ranking (BTS).
+
+An association "appears" at a layer when its Holm-adjusted p (across the model's profiled layers) is
+below alpha and its bootstrap interval excludes 0 in the direction tested.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from biastransfer.report.formatting import model_label, p_text
+
+_ADJUSTED = {"holm": "pvalue_holm", "bh": "pvalue_bh"}
+
+
+def _title(text: str) -> list[str]:
+    return [f"{text}\n{'-' * len(text)}\n"]
+
+
+def _significant(row, alpha: float, column: str) -> bool:
+    return bool(row[column] < alpha and (row["ci_low"] > 0 or row["ci_high"] < 0))
+
+
+def _d_text(row, n_layers: int, column: str) -> str:
+    floor = row["pvalue_floor"] * n_layers if pd.notna(row["pvalue_floor"]) else None
+    return (f"d = {row['estimate']:.2f} [{row['ci_low']:.2f}, {row['ci_high']:.2f}] at {row['layer']} "
+            f"(adjusted {p_text(float(row[column]), floor)})")
+
+
+def _appearance(rows: pd.DataFrame, alpha: float, column: str, n_layers: int) -> str:
+    """Where one test in one stage is significant, the shallowest such layer and the strongest layer."""
+    rows = rows.sort_values("depth")
+    hits = [r for _, r in rows.iterrows() if _significant(r, alpha, column)]
+    other = [r for _, r in rows.iterrows() if (r["ci_low"] > 0 or r["ci_high"] < 0) and not _significant(r, alpha, column)]
+    strongest = rows.loc[rows["estimate"].abs().idxmax()]
+    # an interval that excludes 0 without a significant test: the opposite direction of a one-sided test, or a weak effect
+    note = ("" if not other else "; interval excluding 0 but not significant (the direction the test does not count, "
+            "or a weak effect): " + ", ".join(f"d = {r['estimate']:.2f} [{r['ci_low']:.2f}, {r['ci_high']:.2f}] at {r['layer']}" for r in other))
+    if not hits:
+        return f"at no profiled layer (largest |d|: {_d_text(strongest, n_layers, column)}){note}"
+    first = hits[0]
+    below = rows[rows["depth"] < first["depth"]]
+    shallower = ("" if below.empty else
+                 f"; at shallower layers d runs from {below['estimate'].min():.2f} to {below['estimate'].max():.2f}")
+    peak = "" if strongest["layer"] == first["layer"] else f"; strongest {_d_text(strongest, n_layers, column)}"
+    return (f"appears at {first['layer']} (depth {int(first['depth'])} of {n_layers}), {_d_text(first, n_layers, column)}; "
+            f"significant at {', '.join(r['layer'] for r in hits)}{peak}{shallower}{note}")
+
+
+def describe_layers(profile: pd.DataFrame | None, alpha: float, *, adjust: str = "holm") -> list[str]:
+    """One paragraph per (analysis set, model): each iEAT test's appearance by depth (pretrained and per
+    finetuned seed), then the pooled BTS rho per layer. Empty when there is no profile."""
+    if profile is None or profile.empty:
+        return []
+    column = _ADJUSTED[adjust]
+    lines = _title("Where in the network does the association live? (layer profiles)")
+    lines.append(f"An association appears at a layer when its {adjust.upper() if adjust == 'bh' else 'Holm'}-adjusted p "
+                 f"across the model's profiled layers is below {alpha:g} and its bootstrap interval excludes 0.\n")
+    for (aset, model), m in profile.groupby(["analysis_set", "model"], sort=False):
+        n_layers = m["layer"].nunique()
+        layers = m.drop_duplicates("layer").sort_values("depth")["layer"].tolist()
+        lines.append(f"{model_label(model)} on {aset} (layers {', '.join(layers)}):\n")
+        ieat = m[m["measure"] == "ieat"]
+        for test, t in ieat.groupby("item", sort=False):
+            role = t["role"].iloc[0] if "role" in t and isinstance(t["role"].iloc[0], str) and t["role"].iloc[0] else ""
+            for stage, s in t.groupby("stage", sort=False):
+                lines.append(f"- iEAT {test}{f' ({role})' if role else ''}, {stage}: {_appearance(s, alpha, column, n_layers)}.")
+        bts = m[(m["measure"] == "bts") & (m["seed"].astype(str) == "pooled")]
+        for (dataset, kind), b in bts.groupby(["finetune_dataset", "item"], sort=False):
+            b = b.sort_values("depth")
+            hi, lo = b.loc[b["estimate"].idxmax()], b.loc[b["estimate"].idxmin()]
+            cells = "; ".join(f"{r.layer} {r.estimate:.2f} [{r.ci_low:.2f}, {r.ci_high:.2f}]" for r in b.itertuples())
+            lines.append(f"- BTS {kind}, finetuned on {dataset} (seeds pooled), rho by layer: {cells}. "
+                         f"Finetuning kept the ranking best at {hi['layer']} and changed it most at {lo['layer']}.")
+        lines.append("")
+    return lines
