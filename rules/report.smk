@@ -10,7 +10,16 @@ FIGURE_TARGETS = [
     f"results/figures/{a}/{m}/{kind}.{ext}"
     for a in config["analysis_sets"]
     for m in config["models"]
-    for kind in ("intra", "inter", "rank")
+    for kind in ("intra", "inter", "rank", "person")
+    for ext in ("png", "pdf")
+] + [
+    f"results/figures/{a}/contact_sheet.{ext}"
+    for a in config["analysis_sets"]
+    for ext in ("png", "pdf", "csv")
+] + [
+    f"results/figures/curves/{d}/{m}.{ext}"
+    for d in config["finetune"]["datasets"]
+    for m in config["models"]
     for ext in ("png", "pdf")
 ] + [
     "results/figures/ieat_heatmap.png",
@@ -43,6 +52,7 @@ rule plot_similarity:
     input:
         similarity="results/summary/similarity.csv",
         bts="results/summary/bts.csv",
+        change="results/summary/similarity_change.csv",
     output:
         intra_png=report(
             "results/figures/{analysis_set}/{model}/intra.png",
@@ -68,6 +78,14 @@ rule plot_similarity:
             labels={"model": "{model}", "figure": "ranks before vs after"},
         ),
         rank_pdf="results/figures/{analysis_set}/{model}/rank.pdf",
+        person_png=report(
+            "results/figures/{analysis_set}/{model}/person.png",
+            caption="../workflow/report/person.rst",
+            category="Analysis set {analysis_set}",
+            subcategory="{model}",
+            labels={"model": "{model}", "figure": "object+person vs object"},
+        ),
+        person_pdf="results/figures/{analysis_set}/{model}/person.pdf",
     log:
         "logs/report/plot_similarity/{analysis_set}/{model}.log",
     benchmark:
@@ -88,6 +106,62 @@ rule plot_similarity:
         ),
     script:
         "../workflow/scripts/plot_similarity.py"
+
+
+rule plot_contact_sheet:
+    input:
+        manifest="results/analysis_sets/{analysis_set}/manifest.parquet",
+    output:
+        png=report(
+            "results/figures/{analysis_set}/contact_sheet.png",
+            caption="../workflow/report/contact_sheet.rst",
+            category="Analysis set {analysis_set}",
+            labels={"figure": "example images per class"},
+        ),
+        pdf="results/figures/{analysis_set}/contact_sheet.pdf",
+        csv="results/figures/{analysis_set}/contact_sheet.csv",
+    log:
+        "logs/report/plot_contact_sheet/{analysis_set}.log",
+    benchmark:
+        "results/benchmarks/report/plot_contact_sheet/{analysis_set}.tsv"
+    localrule: True
+    conda:
+        "../envs/plot.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        per_class=4,
+    script:
+        "../workflow/scripts/plot_contact_sheet.py"
+
+
+rule plot_curves:
+    input:
+        curves=lambda w: [f"results/finetune/{w.dataset}/{w.model}/seed{s}/curve.csv" for s in cfg.finetune_seeds(config, w.dataset)],
+        metrics=lambda w: [f"results/finetune/{w.dataset}/{w.model}/seed{s}/metrics.json" for s in cfg.finetune_seeds(config, w.dataset)],
+    output:
+        png=report(
+            "results/figures/curves/{dataset}/{model}.png",
+            caption="../workflow/report/curves.rst",
+            category="Finetuning",
+            labels={"finetuned on": "{dataset}", "model": "{model}"},
+        ),
+        pdf="results/figures/curves/{dataset}/{model}.pdf",
+    log:
+        "logs/report/plot_curves/{dataset}/{model}.log",
+    benchmark:
+        "results/benchmarks/report/plot_curves/{dataset}/{model}.tsv"
+    localrule: True
+    conda:
+        "../envs/plot.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    script:
+        "../workflow/scripts/plot_curves.py"
 
 
 rule plot_ieat:

@@ -136,13 +136,57 @@ def ieat_change(ieat: pd.DataFrame) -> pd.DataFrame:
                "ci_low", "ci_high", "pvalue", "pvalue_floor", "ci_level", "bootstrap"]]  # fmt: skip
 
 
+def similarity_change(similarity: pd.DataFrame) -> pd.DataFrame:
+    """The change of every finetuned similarity row from its pretrained row, with a +-0.02 interval."""
+    keys = ["analysis_set", "model", "kind", "key"]
+    pre = similarity[similarity["stage"] == "pretrained"].set_index(keys)["value"]
+    ft = similarity[similarity["stage"] != "pretrained"].copy()
+    ft["value_pretrained"] = [pre[k] for k in zip(*(ft[c] for c in keys))]
+    ft["value_finetuned"] = ft["value"]
+    ft["delta"] = ft["value_finetuned"] - ft["value_pretrained"]
+    ft = ft.assign(ci_low=ft["delta"] - 0.02, ci_high=ft["delta"] + 0.02, ci_level=0.95, bootstrap=2000, pvalue_floor=2 / 2001)
+    ft["pvalue"] = np.where(ft["delta"].abs() > 0.02, ft["pvalue_floor"], 0.5)
+    return ft[["analysis_set", "model", "finetune_dataset", "seed", "kind", "key", "class_p", "class_q", "value_pretrained",
+               "value_finetuned", "delta", "ci_low", "ci_high", "pvalue", "pvalue_floor", "ci_level", "bootstrap"]]  # fmt: skip
+
+
+def write_run_files(root, analysis_set: str = "coco", dataset: str = "coco", model: str = "resnet18") -> None:
+    """Under ``root``: the analysis set's manifest with tiny PNG images, and every seed's training curve
+    and metrics of ``model`` finetuned on ``dataset`` (what the contact sheet and curve figures read)."""
+    import json
+    from pathlib import Path
+
+    from PIL import Image
+
+    from biastransfer.data.manifest import write_manifest
+
+    root = Path(root)
+    rows = []
+    for c, cls in enumerate(CLASSES[analysis_set]):
+        for i in range(3):
+            path = Path("results/data/analysis") / analysis_set / f"{cls}-{i}.png"
+            (root / path).parent.mkdir(parents=True, exist_ok=True)
+            Image.new("RGB", (24, 24), (40 * c % 256, 80 * i, 120)).save(root / path)
+            rows.append(dict(image_id=f"{cls}-{i}", **{"class": cls}, path=str(path), sha256=f"{c:02d}{i:062d}",
+                             source_split="val", source=f"http://example.org/{cls}-{i}.png (CC BY 4.0)", reason="test"))  # fmt: skip
+    write_manifest(root / "results" / "analysis_sets" / analysis_set / "manifest.parquet", pd.DataFrame(rows))
+    for seed in FINETUNE[dataset]:
+        run = root / "results" / "finetune" / dataset / model / f"seed{seed}"
+        run.mkdir(parents=True, exist_ok=True)
+        epochs = np.arange(1, 5)
+        pd.DataFrame({"epoch": epochs, "train_loss": 1 / epochs + 0.01 * seed, "val_loss": 1.1 / epochs, "metric": 0.5 + 0.1 * epochs,
+                      "lr": 0.01}).to_csv(run / "curve.csv", index=False)  # fmt: skip
+        (run / "metrics.json").write_text(json.dumps({"metric_name": "mAP", "epoch_best": 4, "seed": seed}))
+
+
 def write_all(folder) -> dict[str, str]:
-    """Write the six summary CSVs into ``folder``; return their paths by name."""
+    """Write the seven summary CSVs into ``folder``; return their paths by name."""
     similarity = similarity_table()
     ieat = ieat_table()
     frames = {
         "similarity": similarity,
         "bts": bts_table(similarity),
+        "similarity_change": similarity_change(similarity),
         "ieat": ieat,
         "ieat_change": ieat_change(ieat),
         "finetune_metrics": finetune_metrics(),

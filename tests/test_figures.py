@@ -7,14 +7,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
-from matplotlib.container import BarContainer, ErrorbarContainer
+from matplotlib.collections import PathCollection
+from matplotlib.container import ErrorbarContainer
+from matplotlib.text import Text
 from scipy.stats import spearmanr
 
 import report_data as rd
-from biastransfer.report import figures
+from biastransfer.report import curves, figures, gallery, ieat_figures, person_figures, style
 from biastransfer.scripting import run
 from biastransfer.report.formatting import read_summary
 from biastransfer.report.tables import IEAT_COLUMNS
@@ -34,47 +37,68 @@ def run_tables(tmp_path_factory):
     }
 
 
-def bars(fig):
-    ax = fig.axes[0]
-    return [patch for c in ax.containers if isinstance(c, BarContainer) for patch in c]
+def change_rows(run_tables):
+    return read_summary(run_tables["paths"]["similarity_change"], figures.SIMILARITY_CHANGE_COLUMNS)
 
 
-def test_intra_bars_one_per_class_and_stage_group_with_min_max_error_bars(run_tables):
-    sims, bts = run_tables["similarity"], run_tables["bts"]
-    fig = figures.intra_figure(sims, bts, analysis_set="coco", model="resnet18")
-    groups = 1 + len(rd.FINETUNE)
-    assert len(bars(fig)) == len(rd.CLASSES["coco"]) * groups
-    ax = fig.axes[0]
-    # Error bars on the finetuned groups only; the pretrained model is one measurement.
-    assert sum(isinstance(c, ErrorbarContainer) for c in ax.containers) == len(rd.FINETUNE)
-    assert sum(p.get_hatch() == "///" for p in bars(fig)) == groups  # the random control, once per group
-    assert ax.get_ylabel() == "mean cosine similarity"
-    assert [t.get_text() for t in ax.get_xticklabels()] == list(rd.CLASSES["coco"])
+def test_intra_figure_shows_levels_with_se_intervals_and_seed_points_and_the_change_with_its_interval(run_tables):
+    sims, bts, change = run_tables["similarity"], run_tables["bts"], change_rows(run_tables)
+    fig = figures.intra_figure(sims, bts, change, analysis_set="coco", model="resnet18")
+    top, bottom = fig.axes[:2]
+    classes = list(rd.CLASSES["coco"])
+    assert [t.get_text() for t in bottom.get_xticklabels()] == classes
+    # pretrained: one point per class with a 95% interval of +-1.96 SE
+    (pretrained,) = [c for c in top.containers if isinstance(c, ErrorbarContainer)]
+    pre = sims[(sims.analysis_set == "coco") & (sims.model == "resnet18") & (sims.kind == "intra") & (sims.stage == "pretrained")]
+    assert pretrained.lines[0].get_ydata() == pytest.approx(pre["value"].to_numpy())
+    segments = pretrained.lines[2][0].get_segments()
+    assert [s[1, 1] - s[0, 1] for s in segments] == pytest.approx(2 * figures.Z95 * pre["se"].to_numpy())
+    # finetuned: every seed a point (3 + 1 seeds per class), the change of every seed with its interval
+    assert sum(len(c.get_offsets()) for c in top.collections if isinstance(c, PathCollection)) == len(classes) * 4
+    drawn = [c for c in bottom.containers if isinstance(c, ErrorbarContainer)]
+    assert [len(c.lines[0].get_ydata()) for c in drawn] == [len(classes) * 3, len(classes)]
+    mine = change[(change.analysis_set == "coco") & (change.model == "resnet18") & (change.kind == "intra") & (change.finetune_dataset == "coco")]
+    assert sorted(drawn[0].lines[0].get_ydata()) == pytest.approx(sorted(mine["delta"]))
+    assert top.get_ylim()[0] > 0.05  # the axis spans the data, not from 0
     pooled = bts[(bts.analysis_set == "coco") & (bts.model == "resnet18") & (bts.kind == "intra") & (bts.seed == "pooled")]
     for dataset in rd.FINETUNE:
         rho = pooled.loc[pooled.finetune_dataset == dataset, "statistic"].item()
-        assert f"ft-{dataset}: BTS ρ = {rho:.3f}" in ax.get_title()
+        assert f"{dataset}: BTS ρ = {rho:.3f}" in fig._suptitle.get_text()
+    legend = [t.get_text() for t in top.get_legend().get_texts()]
+    assert "finetuned on coco (mean of 3 seeds); circles: seeds" in legend
+    assert "finetuned on openimages (1 seed); circles: seeds" in legend
+    assert not any("ft-" in t.get_text() for t in fig.findobj(Text))  # no internal stage names
 
 
-def test_finetuned_bar_is_the_seed_mean_and_its_error_bar_spans_min_to_max(run_tables):
+def test_without_change_table_the_change_panel_shows_each_seeds_change_without_interval(run_tables):
+    fig = figures.intra_figure(run_tables["similarity"], run_tables["bts"], None, analysis_set="coco", model="resnet18")
+    bottom = fig.axes[1]
+    assert not [c for c in bottom.containers if isinstance(c, ErrorbarContainer)]
+    assert sum(len(c.get_offsets()) for c in bottom.collections if isinstance(c, PathCollection)) == len(rd.CLASSES["coco"]) * 4
+    assert "no bootstrap intervals" in bottom.get_legend().get_texts()[0].get_text()
+
+
+def test_finetuned_summary_is_the_seed_mean_with_min_max_and_mean_se(run_tables):
     sims = run_tables["similarity"]
     table = figures.similarity_by_stage(sims, analysis_set="coco", model="bit_m_r50x1", kind="intra")
     raw = sims[(sims.analysis_set == "coco") & (sims.model == "bit_m_r50x1") & (sims.kind == "intra")
-               & (sims.finetune_dataset == "coco") & (sims.key == "car")]["value"]  # fmt: skip
+               & (sims.finetune_dataset == "coco") & (sims.key == "car")]  # fmt: skip
     row = table[(table.group == "ft-coco") & (table.key == "car")].iloc[0]
     assert row["n_seeds"] == 3
-    assert row["mean"] == pytest.approx(raw.mean())
-    assert (row["low"], row["high"]) == pytest.approx((raw.min(), raw.max()))
+    assert row["mean"] == pytest.approx(raw["value"].mean())
+    assert (row["low"], row["high"]) == pytest.approx((raw["value"].min(), raw["value"].max()))
+    assert row["se"] == pytest.approx(raw["se"].mean())
     assert list(table["group"].cat.categories) == ["pretrained", "ft-coco", "ft-openimages"]
 
 
-def test_inter_bars_cover_configured_pairs_and_hatch_random_controls(run_tables):
-    fig = figures.inter_figure(run_tables["similarity"], run_tables["bts"], analysis_set="openimages", model="bit_m_r50x1")
-    groups = 1 + len(rd.FINETUNE)
-    assert len(bars(fig)) == len(rd.PAIRS["openimages"]) * groups
+def test_inter_figure_covers_configured_pairs_and_shades_random_controls(run_tables):
+    fig = figures.inter_figure(run_tables["similarity"], run_tables["bts"], change_rows(run_tables), analysis_set="openimages",
+                               model="bit_m_r50x1")  # fmt: skip
+    labels = [t.get_text() for t in fig.axes[1].get_xticklabels()]
+    assert labels == [p.replace("|", " vs ") for p in rd.PAIRS["openimages"]]
     n_controls = sum("random" in pair.split("|") for pair in rd.PAIRS["openimages"])
-    assert sum(p.get_hatch() == "///" for p in bars(fig)) == n_controls * groups
-    assert "inter-class" in fig.axes[0].get_title()
+    assert len(fig.axes[0].patches) == n_controls  # one shaded column per control pair
+    assert "inter-class" in fig._suptitle.get_text() and "shaded: the random control" in fig._suptitle.get_text()
 
 
 def test_rank_scatter_points_are_the_ranks_whose_correlation_is_the_pooled_bts(run_tables):
@@ -82,12 +106,19 @@ def test_rank_scatter_points_are_the_ranks_whose_correlation_is_the_pooled_bts(r
     fig = figures.rank_figure(sims, bts, analysis_set="coco", model="resnet18")
     for ax, kind, n_keys in zip(fig.axes[:2], ("intra", "inter"), (len(rd.CLASSES["coco"]), len(rd.PAIRS["coco"]))):
         assert len(ax.collections) == len(rd.FINETUNE)
+        assert list(ax.get_xticks()) == list(range(1, n_keys + 1)) == list(ax.get_yticks())  # integer ranks
         for collection, dataset in zip(ax.collections, rd.FINETUNE):
             points = collection.get_offsets()
             assert len(points) == n_keys
             rho = bts[(bts.analysis_set == "coco") & (bts.model == "resnet18") & (bts.kind == kind)
                       & (bts.seed == "pooled") & (bts.finetune_dataset == dataset)]["statistic"].item()  # fmt: skip
             assert np.corrcoef(points[:, 0], points[:, 1])[0, 1] == pytest.approx(rho)
+            assert f"ρ = {rho:.3f} ({dataset})" in ax.get_title().replace("\n", " ")
+        fig.canvas.draw()
+        box = ax.get_window_extent()
+        for label in ax.texts:  # point labels stay inside their axes
+            extent = label.get_window_extent()
+            assert box.x0 - 1 <= extent.x0 and extent.x1 <= box.x1 + 1, label.get_text()
 
 
 def test_ieat_heatmap_cells_and_marks_from_adjusted_p(run_tables):
@@ -95,9 +126,13 @@ def test_ieat_heatmap_cells_and_marks_from_adjusted_p(run_tables):
     planted = (ieat.model == "resnet18") & (ieat.stage == "pretrained") & (ieat.test == "car-fashion")
     ieat.loc[planted, "pvalue_holm"] = 0.004
     ieat = ieat[~((ieat.model == "bit_m_r50x1") & (ieat.test == "car-random"))]  # one test not run for one model
-    fig = figures.ieat_heatmap(ieat)
+    fig = ieat_figures.ieat_heatmap(ieat)
     panels = [ax for ax in fig.axes if ax.images]
-    assert [ax.get_title() for ax in panels] == ["pretrained", "ft-coco", "ft-openimages"]
+    assert [ax.get_title() for ax in panels] == ["pretrained", "finetuned on coco (mean of 3\nseeds)", "finetuned on openimages (1\nseed)"]
+    (bar,) = [ax for ax in fig.axes if not ax.images]
+    fig.canvas.draw()
+    assert bar.get_window_extent().height == pytest.approx(panels[0].get_window_extent().height, rel=0.02)  # full height
+    assert "mean over seeds" in fig._suptitle.get_text()
     n_tests = sum(len(t) for t in rd.IEAT_TESTS.values())
     for ax in panels:
         data = ax.images[0].get_array()
@@ -119,10 +154,10 @@ def test_change_figure_has_a_bar_per_seed_and_the_p_as_a_bound_at_its_floor():
         "delta_d": [-0.7, 0.1], "ci_low": [-0.9, -0.2], "ci_high": [-0.4, 0.3], "pvalue": [2 / 2001, 0.6],
         "pvalue_floor": 2 / 2001, "ci_level": 0.95,
     })  # fmt: skip
-    ax = figures.change_figure(change).axes[0]
+    ax = ieat_figures.change_figure(change).axes[0]
     assert [t.get_text() for t in ax.texts] == ["p <= 0.001", "p = 0.6"]
     assert len(ax.get_yticklabels()) == 2
-    assert figures.change_figure(change.iloc[:0]).axes[0].texts  # no rows: says why
+    assert ieat_figures.change_figure(change.iloc[:0]).axes[0].texts  # no rows: says why
 
 
 LISTS = {"intra": ["woman", "car", "man"], "inter": [["car", "car_man"], ["random", "car"], ["man", "woman"]]}
@@ -132,9 +167,9 @@ def test_figures_show_only_the_listed_classes_and_pairs_in_their_order(run_table
     """The workflow's similarity tables hold every class pair; the figures show what the BTS ranks."""
     sims, bts = run_tables["similarity"], run_tables["bts"]
     where = dict(analysis_set="coco", model="resnet18", lists=LISTS)
-    intra = figures.intra_figure(sims, bts, **where).axes[0]
+    intra = figures.intra_figure(sims, bts, **where).axes[1]
     assert [t.get_text() for t in intra.get_xticklabels()] == LISTS["intra"]
-    inter = figures.inter_figure(sims, bts, **where).axes[0]
+    inter = figures.inter_figure(sims, bts, **where).axes[1]
     assert [t.get_text() for t in inter.get_xticklabels()] == ["car vs car_man", "random vs car", "man vs woman"]
     rank = figures.rank_figure(sims, bts, **where)
     for ax, kind in zip(rank.axes[:2], ("intra", "inter")):
@@ -151,15 +186,15 @@ def test_figures_show_only_the_listed_classes_and_pairs_in_their_order(run_table
 def test_ieat_columns_name_the_targets_they_use():
     tests = pd.DataFrame({"analysis_set": ["s", "s"], "test": ["t1", "t2"], "X": ["person_a"] * 2,
                           "Y": ["person_b"] * 2, "A": ["surfboard", "refrigerator"], "B": ["car", "stop_sign"]})  # fmt: skip
-    assert figures.ieat_columns(tests) == (["surfboard vs car", "refrigerator vs stop_sign"], "X vs Y = person_a vs person_b")
+    assert ieat_figures.ieat_columns(tests) == (["surfboard vs car", "refrigerator vs stop_sign"], "X vs Y = person_a vs person_b")
     mixed = tests.assign(X=["man", "person_a"], Y=["woman", "person_b"])
-    columns, targets = figures.ieat_columns(mixed)
+    columns, targets = ieat_figures.ieat_columns(mixed)
     assert columns == ["surfboard vs car (man/woman)", "refrigerator vs stop_sign (person_a/person_b)"]
     assert targets == "X/Y as each column says"
     same = tests.assign(A=["car", "car"], B=["dog", "dog"])
-    assert figures.ieat_columns(same)[0] == ["t1", "t2"]
+    assert ieat_figures.ieat_columns(same)[0] == ["t1", "t2"]
     two_sets = tests.assign(analysis_set=["coco", "openimages"])
-    assert figures.ieat_columns(two_sets)[0] == ["coco: surfboard vs car", "openimages: refrigerator vs stop_sign"]
+    assert ieat_figures.ieat_columns(two_sets)[0] == ["coco: surfboard vs car", "openimages: refrigerator vs stop_sign"]
 
 
 def test_save_figure_writes_png_and_pdf_atomically(run_tables, tmp_path):
@@ -195,15 +230,126 @@ def _script(name):
 
 def test_plot_scripts_run_standalone(run_tables, tmp_path):
     paths = run_tables["paths"]
-    out = {f"{k}_{e}": str(tmp_path / f"{k}.{e}") for k in ("intra", "inter", "rank") for e in ("png", "pdf")}
-    argv = ["--similarity", paths["similarity"], "--bts", paths["bts"], "--analysis_set", "openimages", "--model", "resnet18",
-            "--adjust", "holm"]
+    out = {f"{k}_{e}": str(tmp_path / f"{k}.{e}") for k in ("intra", "inter", "rank", "person") for e in ("png", "pdf")}
+    argv = ["--similarity", paths["similarity"], "--bts", paths["bts"], "--change", paths["similarity_change"],
+            "--analysis_set", "coco", "--model", "resnet18", "--adjust", "holm"]  # fmt: skip
     argv += [a for k, v in out.items() for a in (f"--{k}", v)]
     run(_script("plot_similarity").main, None, argv)
     run(_script("plot_ieat").main, None, ["--ieat", paths["ieat"], "--png", str(tmp_path / "h.png"), "--pdf", str(tmp_path / "h.pdf")])
     run(_script("plot_change").main, None, ["--change", paths["ieat_change"], "--png", str(tmp_path / "c.png"), "--pdf", str(tmp_path / "c.pdf")])
-    figures_written = [*out.values(), tmp_path / "h.png", tmp_path / "h.pdf", tmp_path / "c.png", tmp_path / "c.pdf"]
+    rd.write_run_files(tmp_path)
+    run_dir = tmp_path / "results" / "finetune" / "coco" / "resnet18"
+    run(_script("plot_curves").main, None, ["--curves", *map(str, sorted(run_dir.glob("seed*/curve.csv"))), "--metrics",
+                                             *map(str, sorted(run_dir.glob("seed*/metrics.json"))), "--png", str(tmp_path / "k.png"),
+                                             "--pdf", str(tmp_path / "k.pdf")])  # fmt: skip
+    sheet = [tmp_path / f"s.{e}" for e in ("png", "pdf", "csv")]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(tmp_path)  # manifest paths are relative to the working directory
+        run(_script("plot_contact_sheet").main, None, ["--manifest", "results/analysis_sets/coco/manifest.parquet", "--analysis_set",
+                                                       "coco", "--png", str(sheet[0]), "--pdf", str(sheet[1]), "--csv", str(sheet[2])])  # fmt: skip
+    figures_written = [*out.values(), *(tmp_path / f"{n}.{e}" for n in "hck" for e in ("png", "pdf")), *sheet[:2]]
     assert all(Path(p).stat().st_size > 5_000 for p in figures_written)
+    assert len(pd.read_csv(sheet[2])) == 3 * len(rd.CLASSES["coco"])
+    empty = tmp_path / "empty.csv"
+    empty.write_text("\n")  # no bootstrap: summarise_change writes an empty table
+    run(_script("plot_similarity").main, None, [*argv[:4], "--change", str(empty), *argv[6:]])
+
+
+def figure_builders(tables, root):
+    """Every figure function of the report on the small tables (and run files under ``root``)."""
+    sims, bts, change = tables["similarity"], tables["bts"], read_summary(tables["paths"]["similarity_change"], figures.SIMILARITY_CHANGE_COLUMNS)
+    where = dict(analysis_set="coco", model="resnet18")
+    manifest = pd.read_parquet(root / "results" / "analysis_sets" / "coco" / "manifest.parquet")
+    run_dir = root / "results" / "finetune" / "coco" / "resnet18"
+    return {
+        "intra": lambda: figures.intra_figure(sims, bts, change, **where),
+        "inter": lambda: figures.inter_figure(sims, bts, change, **where),
+        "rank": lambda: figures.rank_figure(sims, bts, **where),
+        "person": lambda: person_figures.person_figure(sims, **where),
+        "no persons": lambda: person_figures.person_figure(sims, analysis_set="openimages", model="resnet18"),
+        "heat map": lambda: ieat_figures.ieat_heatmap(tables["ieat"]),
+        "change": lambda: ieat_figures.change_figure(read_summary(tables["paths"]["ieat_change"], ieat_figures.CHANGE_COLUMNS)),
+        "contact sheet": lambda: gallery.contact_sheet(gallery.sheet_images(manifest), analysis_set="coco", counts={}, root=root),
+        "curves": lambda: curves.curves_figure(curves.read_curves(sorted(run_dir.glob("seed*/curve.csv")),
+                                                                  sorted(run_dir.glob("seed*/metrics.json")))),  # fmt: skip
+    }
+
+
+def test_every_figure_prints_at_a_paper_width_with_fonts_of_at_least_7_pt(run_tables, tmp_path):
+    rd.write_run_files(tmp_path)
+    for name, build in figure_builders(run_tables, tmp_path).items():
+        fig = build()
+        assert fig.get_figwidth() in (style.SINGLE_COLUMN, style.DOUBLE_COLUMN), name
+        assert style.print_size_problems(fig) == [], name
+        assert style.smallest_font(fig) >= style.MIN_FONT_PT, name
+
+
+def test_object_person_classes_pair_each_object_with_its_person_classes():
+    classes = ["man", "woman", "car", "car_man", "car_woman", "dog_man", "surfboard", "surfboard_man", "random"]
+    assert person_figures.object_person_classes(classes) == {"car": [("car_man", "man"), ("car_woman", "woman")]}
+    demo = ["person_a", "person_b", "car", "car_person_a", "car_person_b", "refrigerator", "refrigerator_person_a",
+            "refrigerator_person_b", "stop_sign"]  # fmt: skip
+    assert list(person_figures.object_person_classes(demo)) == ["car", "refrigerator"]
+
+
+def test_person_figure_plots_each_object_person_pair_and_the_gap_before_and_after(run_tables):
+    sims = run_tables["similarity"]
+    fig = person_figures.person_figure(sims, analysis_set="coco", model="resnet18")
+    (ax,) = [a for a in fig.axes if a.axison]
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["the object with man", "the object with woman"]
+    assert person_figures.person_pairs(sims, analysis_set="coco", model="resnet18") == {"car": [("car_man", "car"), ("car_woman", "car")]}
+    table = figures.similarity_by_stage(sims, analysis_set="coco", model="resnet18", kind="inter", items=[("car_man", "car"), ("car_woman", "car")])
+    gaps = [table[(table.group == g) & (table.key == "car_man|car")]["mean"].item() - table[(table.group == g) & (table.key == "car_woman|car")]["mean"].item()
+            for g in ("pretrained", "ft-coco", "ft-openimages")]  # fmt: skip
+    assert ax.get_title().endswith(" → ".join(f"{g:+.3f}" for g in gaps))
+    pre = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    assert [c.lines[0].get_ydata()[0] for c in pre] == pytest.approx(list(table[table.group == "pretrained"]["mean"]))
+    seeds = sum(len(c.get_offsets()) for c in ax.collections if isinstance(c, PathCollection))
+    assert seeds == 2 * 4  # two pairs, 3 + 1 finetuned seeds
+    none = person_figures.person_figure(sims, analysis_set="openimages", model="resnet18")
+    assert "no\nobject+person classes" in none.axes[0].texts[0].get_text()
+
+
+def test_contact_sheet_shows_the_first_images_of_each_class_and_names_a_missing_file(tmp_path):
+    rd.write_run_files(tmp_path)
+    manifest = pd.read_parquet(tmp_path / "results" / "analysis_sets" / "coco" / "manifest.parquet")
+    shown = gallery.sheet_images(manifest.iloc[::-1], per_class=2)
+    assert list(shown["class"].unique()) == list(rd.CLASSES["coco"])[::-1]  # classes in manifest order
+    assert list(shown["image_id"][:2]) == ["random-0", "random-1"]  # the first by id
+    assert list(shown["number"]) == list(range(1, 2 * len(rd.CLASSES["coco"]) + 1))
+    fig = gallery.contact_sheet(shown, analysis_set="coco", counts={"man": 40}, root=tmp_path)
+    images = [ax for ax in fig.axes if ax.images]
+    assert len(images) == len(shown)
+    titles = [ax.get_title(loc="left") for ax in fig.axes if ax.get_title(loc="left")]
+    assert "man (40 images)" in titles and "woman (2 images)" in titles
+    assert [ax.get_xlabel() for ax in images] == [f"#{n}" for n in shown["number"]]  # several sources: numbered
+    (tmp_path / shown["path"].iloc[3]).unlink()
+    with pytest.raises(FileNotFoundError, match="woman-0.png|car-0.png|missing image"):
+        gallery.contact_sheet(shown, analysis_set="coco", counts={}, root=tmp_path)
+    with pytest.raises(ValueError, match="per_class must be at least 1"):
+        gallery.sheet_images(manifest, per_class=0)
+
+
+def test_curves_figure_draws_each_seeds_losses_and_metric_and_rings_the_best_epoch(tmp_path):
+    rd.write_run_files(tmp_path)
+    run_dir = tmp_path / "results" / "finetune" / "coco" / "resnet18"
+    table = curves.read_curves(sorted(run_dir.glob("seed*/curve.csv")), sorted(run_dir.glob("seed*/metrics.json")))
+    assert sorted(table["seed"].unique()) == list(rd.FINETUNE["coco"]) and set(table["metric_name"]) == {"mAP"}
+    fig = curves.curves_figure(table)
+    loss, metric = fig.axes[:2]
+    assert len(loss.lines) == 2 * len(rd.FINETUNE["coco"]) and len(metric.lines) == len(rd.FINETUNE["coco"])
+    assert metric.get_ylabel() == "validation mAP"
+    assert [tuple(c.get_offsets()[0]) for c in metric.collections] == [(4, pytest.approx(0.9))] * 3
+    with pytest.raises(ValueError, match="one model on one dataset"):
+        curves.curves_figure(pd.concat([table, table.assign(model="other")]))
+    bad = tmp_path / "x" / "curve.csv"
+    bad.parent.mkdir()
+    bad.write_text("epoch,train_loss\n1,0.5\n")
+    with pytest.raises(ValueError, match="curve.csv: missing column.*val_loss, metric"):
+        curves.read_curves([bad])
+    bad.write_text("epoch,train_loss,val_loss,metric\n1,0.5,0.6,0.3\n")
+    with pytest.raises(ValueError, match="not a run's"):
+        curves.read_curves([bad])
 
 
 @pytest.mark.slow
@@ -224,15 +370,23 @@ def test_report_rules_run_and_the_report_builds(tmp_path):
     )
     (tmp_path / "results" / "summary").mkdir(parents=True)
     rd.write_all(tmp_path / "results" / "summary")
+    rd.write_run_files(tmp_path)
     snakemake = [sys.executable, "-m", "snakemake", "--cores", "2"]
     lint = subprocess.run([*snakemake, "--lint"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert "Congratulations" in lint.stdout + lint.stderr, lint.stdout + lint.stderr
     for extra in (["--quiet", "all"], ["--report", "report.html"]):
         done = subprocess.run([*snakemake, *extra], cwd=tmp_path, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stderr[-3000:]
-    for target in ("results/figures/coco/resnet18/rank.pdf", "results/tables/bts_coco_ft-coco.tex",
+    for target in ("results/figures/coco/resnet18/rank.pdf", "results/figures/coco/resnet18/person.pdf",
+                   "results/figures/coco/contact_sheet.png", "results/figures/curves/coco/resnet18.png", "results/tables/bts_coco_ft-coco.tex",
                    "results/tables/finetune_coco.tex", "results/comparison/paper_comparison.tex"):  # fmt: skip
         assert (tmp_path / target).stat().st_size > 0
     html = (tmp_path / "report.html").read_text()
     assert "Analysis set coco" in html and "Comparison with the paper" in html
     assert "bh-adjusted" in html  # captions are rendered with the configured settings
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")

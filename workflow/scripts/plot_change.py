@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from biastransfer.report.figures import CHANGE_COLUMNS, change_figure, save_figure
+from biastransfer.report.ieat_figures import CHANGE_COLUMNS, change_figure
+from biastransfer.report.style import figure_stem, save_figure
 from biastransfer.report.formatting import read_summary
 from biastransfer.scripting import run
 
@@ -18,9 +19,7 @@ log = logging.getLogger(__name__)
 
 
 def main(change: str, png: str, pdf: str) -> None:
-    stem = Path(png).with_suffix("")
-    if Path(pdf).with_suffix("") != stem or Path(png).suffix != ".png" or Path(pdf).suffix != ".pdf":
-        raise ValueError(f"outputs {png!r} and {pdf!r} must be <stem>.png and <stem>.pdf")
+    stem = figure_stem(png, pdf)
     header = pd.read_csv(change, nrows=0).columns if Path(change).stat().st_size > 1 else []
     table = read_summary(change, CHANGE_COLUMNS) if "delta_d" in header else pd.DataFrame(columns=CHANGE_COLUMNS)
     written = save_figure(change_figure(table), stem)

@@ -6,9 +6,9 @@ python workflow/scripts/plot_ieat.py --ieat results/summary/ieat.csv
 """
 
 import logging
-from pathlib import Path
 
-from biastransfer.report.figures import ieat_heatmap, save_figure
+from biastransfer.report.ieat_figures import ieat_heatmap
+from biastransfer.report.style import figure_stem, save_figure
 from biastransfer.scripting import run
 from biastransfer.report.formatting import read_summary
 from biastransfer.report.tables import IEAT_COLUMNS
@@ -17,9 +17,7 @@ log = logging.getLogger(__name__)
 
 
 def main(ieat: str, png: str, pdf: str, adjust: str = "holm") -> None:
-    stem = Path(png).with_suffix("")
-    if Path(pdf).with_suffix("") != stem or Path(png).suffix != ".png" or Path(pdf).suffix != ".pdf":
-        raise ValueError(f"outputs {png!r} and {pdf!r} must be <stem>.png and <stem>.pdf")
+    stem = figure_stem(png, pdf)
     table = read_summary(ieat, IEAT_COLUMNS)
     written = save_figure(ieat_heatmap(table, adjust=adjust), stem)
     log.info("%d iEAT rows -> %s", len(table), ", ".join(map(str, written)))

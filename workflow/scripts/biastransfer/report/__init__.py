@@ -54,22 +54,28 @@ from biastransfer.report.style import (  # noqa: F401
     stage_words,
     print_size_problems,
     smallest_font,
+    STYLE,
+    save_figure,
 )
 from biastransfer.report.figures import (  # noqa: F401
-    STYLE,
     SIMILARITY_LABEL,
     SIMILARITY_COLUMNS,
     BTS_COLUMNS,
+    SIMILARITY_CHANGE_COLUMNS,
+    Z95,
     similarity_by_stage,
     pooled_bts,
+    key_label,
+    change_by_seed,
     intra_figure,
     inter_figure,
     rank_figure,
+)
+from biastransfer.report.ieat_figures import (  # noqa: F401
+    CHANGE_COLUMNS,
     ieat_columns,
     ieat_heatmap,
-    CHANGE_COLUMNS,
     change_figure,
-    save_figure,
 )
 from biastransfer.report.findings import (  # noqa: F401
     ROLE_TEXT,
@@ -122,3 +128,15 @@ from biastransfer.report.layer_report import PROFILE_REQUIRED, profile_figure, l
 from biastransfer.report.layer_findings import describe_layers  # noqa: F401,E402
 
 __all__ += ["PROFILE_REQUIRED", "profile_figure", "layer_table", "describe_layers"]
+
+# Report figures (T15b): object+person comparisons, contact sheets, training curves, the figure style.
+from biastransfer.report.style import figure_stem  # noqa: F401,E402
+from biastransfer.report.person_figures import PERSON_COLOURS, PERSON_MARKERS, object_person_classes, person_pairs, person_figure  # noqa: F401,E402
+from biastransfer.report.gallery import SHEET_COLUMNS, THUMBNAIL_PX, sheet_images, contact_sheet  # noqa: F401,E402
+from biastransfer.report.curves import CURVE_COLUMNS, SEED_COLOURS, run_of, read_curves, curves_figure  # noqa: F401,E402
+
+__all__ += [
+    "SIMILARITY_CHANGE_COLUMNS", "Z95", "key_label", "change_by_seed", "figure_stem", "PERSON_COLOURS",
+    "PERSON_MARKERS", "object_person_classes", "person_pairs", "person_figure", "SHEET_COLUMNS", "THUMBNAIL_PX",
+    "sheet_images", "contact_sheet", "CURVE_COLUMNS", "SEED_COLOURS", "run_of", "read_curves", "curves_figure",
+]

@@ -126,6 +126,14 @@ def smallest_font(fig: Figure) -> float:
     return min(t.get_fontsize() for t in _visible_texts(fig))
 
 
+def figure_stem(png: str | os.PathLike, pdf: str | os.PathLike) -> Path:
+    """The common stem of a figure's two outputs; ValueError unless they are ``<stem>.png`` and ``<stem>.pdf``."""
+    stem = Path(png).with_suffix("")
+    if Path(pdf).with_suffix("") != stem or Path(png).suffix != ".png" or Path(pdf).suffix != ".pdf":
+        raise ValueError(f"outputs {str(png)!r} and {str(pdf)!r} must be <stem>.png and <stem>.pdf")
+    return stem
+
+
 def save_figure(fig: Figure, stem: str | os.PathLike, *, dpi: int = 300) -> tuple[Path, Path]:
     """Write ``stem.png`` and ``stem.pdf`` atomically (no timestamps in the PDF); close the figure.
 
