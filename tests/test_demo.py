@@ -96,3 +96,32 @@ def test_what_finetuning_changed_is_reported_in_both_directions(demo):
     assert sorted(seeds["test"]) == sorted(sections) and (seeds["n_seeds"] == 3).all()
     assert "one test on all seeds' embeddings" in text
     assert (demo / "figures" / "ieat_change.png").is_file()
+
+
+@pytest.mark.slow
+def test_the_layer_profile_says_at_which_depth_the_planted_association_appears(demo):
+    from biastransfer.report.formatting import read_summary
+    from biastransfer.report.layer_report import PROFILE_REQUIRED, profile_figure
+
+    profile = read_summary(demo / "summary" / "layer_profile.csv", PROFILE_REQUIRED)
+    layers, stages, tests = ["layer1", "layer2", "layer3", "layer4"], 4, 2  # pretrained + 3 seeds
+    ieat = profile[profile["measure"] == "ieat"]
+    assert len(ieat) == len(layers) * stages * tests
+    assert len(profile[(profile["measure"] == "bts") & (profile["seed"] == "pooled")]) == len(layers) * 2
+    planted = ieat[(ieat["item"] == "surfboard_vs_car") & (ieat["stage"] == "pretrained")].set_index("layer")
+    assert planted.index.tolist() == layers
+    assert planted.loc["layer4", "pvalue_holm"] < 0.01 and planted.loc["layer4", "ci_low"] > 0.5, planted
+    assert planted.loc["layer1", "ci_low"] < 0 < planted.loc["layer1", "ci_high"], planted
+    # layer4, average-pooled, is the penultimate embedding: the same d as the main iEAT table
+    main = pretrained(pd.read_csv(demo / "summary" / "ieat.csv"), "democnn", "surfboard_vs_car")
+    assert planted.loc["layer4", "estimate"] == pytest.approx(main["effect_size"], abs=1e-9)
+    text = (demo / "summary" / "findings.rst").read_text()
+    assert "iEAT surfboard_vs_car (planted), pretrained: appears at layer4 (depth 4 of 4)" in text
+    # the figure: one line of four points per stage in each iEAT panel; the table: 4 rows per layer
+    for ext in ("png", "pdf"):
+        assert (demo / "figures" / "synthetic" / "democnn" / f"layers.{ext}").stat().st_size > 0
+    fig = profile_figure(profile, analysis_set="synthetic", model="democnn")
+    for ax in fig.axes[:tests]:
+        assert [len(bars.lines[0].get_xdata()) for bars in ax.containers] == [len(layers)] * stages
+    table = (demo / "tables" / "layers_synthetic.tex").read_text()
+    assert sum(line.startswith("democnn & layer") for line in table.splitlines()) == len(layers) * (tests + 2)

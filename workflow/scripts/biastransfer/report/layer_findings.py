@@ -38,7 +38,7 @@ def _appearance(rows: pd.DataFrame, alpha: float, column: str, n_layers: int) ->
     note = ("" if not other else "; interval excluding 0 but not significant (the direction the test does not count, "
             "or a weak effect): " + ", ".join(f"d = {r['estimate']:.2f} [{r['ci_low']:.2f}, {r['ci_high']:.2f}] at {r['layer']}" for r in other))
     if not hits:
-        return f"at no profiled layer (largest |d|: {_d_text(strongest, n_layers, column)}){note}"
+        return f"at no profiled layer (largest absolute d: {_d_text(strongest, n_layers, column)}){note}"
     first = hits[0]
     below = rows[rows["depth"] < first["depth"]]
     shallower = ("" if below.empty else
