@@ -159,6 +159,39 @@ def scratch_runs():
     ]
 
 
+# Layer profiles (rules/layers.smk)
+def layer_targets():
+    """Every output of this file (none unless analysis.layers.enabled)."""
+    if not config["analysis"]["layers"]["enabled"]:
+        return []
+    return (
+        ["results/summary/layer_profile.csv"]
+        + [
+            f"results/figures/{a}/{m}/layers.{ext}"
+            for a, m in all_pairs()
+            for ext in ("png", "pdf")
+        ]
+        + [f"results/tables/layers_{a}.tex" for a in config["analysis_sets"]]
+    )
+
+
+def layer_profile_tables():
+    """The per-model layer profiles behind the summary (for the findings; none when disabled)."""
+    return (
+        ["results/summary/layer_profile.csv"]
+        if config["analysis"]["layers"]["enabled"]
+        else []
+    )
+
+
+def stage_layer_embeddings(wildcards):
+    """The layer-embedding folders of every stage (pretrained and each finetuned seed) of one model."""
+    return [
+        f"results/layers/{wildcards.analysis_set}/{wildcards.model}/embeddings/{stage}"
+        for stage in cfg.stages(config)
+    ]
+
+
 def attribution_targets():
     """The between-network comparisons' table, when ``analysis.attribution.comparisons`` lists any."""
     if config["analysis"]["attribution"]["comparisons"]:

@@ -1,38 +1,8 @@
 # Layer profiles (docs/layers.md): embeddings of several layers of each model, pretrained and finetuned,
 # from one forward pass per batch; iEAT and BTS at every layer (one job per analysis set and model);
 # a summary, a profile figure per model and a LaTeX table per analysis set. Config: analysis.layers
-# (enabled, pooling) and per model models.<name>.layers / layer_pooling.
-
-LAYERS = config["analysis"]["layers"]
-
-
-def layer_targets():
-    """Every output of this file (none unless analysis.layers.enabled)."""
-    if not LAYERS["enabled"]:
-        return []
-    return (
-        ["results/summary/layer_profile.csv"]
-        + [
-            f"results/figures/{a}/{m}/layers.{ext}"
-            for a, m in all_pairs()
-            for ext in ("png", "pdf")
-        ]
-        + [f"results/tables/layers_{a}.tex" for a in config["analysis_sets"]]
-    )
-
-
-def layer_profile_tables():
-    """The per-model layer profiles behind the summary (for the findings; none when disabled)."""
-    return ["results/summary/layer_profile.csv"] if LAYERS["enabled"] else []
-
-
-def stage_layer_embeddings(wildcards):
-    """The layer-embedding folders of every stage (pretrained and each finetuned seed) of one model."""
-    return [
-        f"results/layers/{wildcards.analysis_set}/{wildcards.model}/embeddings/{stage}"
-        for stage in cfg.stages(config)
-    ]
-
+# (enabled, pooling) and per model models.<name>.layers / layer_pooling. Targets and input functions:
+# rules/common.smk (layer_targets, layer_profile_tables, stage_layer_embeddings).
 
 rule embed_layers:
     input:
@@ -56,7 +26,7 @@ rule embed_layers:
         entry=lambda wildcards: cfg.canonical(model_entry(wildcards.model)),
         layers=lambda wildcards: model_entry(wildcards.model).get("layers", []),
         pooling=lambda wildcards: model_entry(wildcards.model).get(
-            "layer_pooling", LAYERS["pooling"]
+            "layer_pooling", config["analysis"]["layers"]["pooling"]
         ),
         batch_size=config["analysis"]["embed"]["batch_size"],
         num_workers=config["analysis"]["embed"]["num_workers"],
@@ -101,6 +71,8 @@ rule summarise_layers:
         table="results/summary/layer_profile.csv",
     log:
         "logs/summarise/layer_profile.log",
+    benchmark:
+        "results/benchmarks/summarise/layer_profile.tsv"
     localrule: True
     conda:
         "../envs/stats.yaml"
@@ -128,6 +100,8 @@ rule plot_layers:
         pdf="results/figures/{analysis_set}/{model}/layers.pdf",
     log:
         "logs/report/plot_layers/{analysis_set}/{model}.log",
+    benchmark:
+        "results/benchmarks/report/plot_layers/{analysis_set}/{model}.tsv"
     localrule: True
     conda:
         "../envs/plot.yaml"
@@ -150,10 +124,15 @@ rule table_layers:
             caption="../workflow/report/table_layers.rst",
             category="Tables",
             subcategory="Layer profiles",
-            labels={"analysis set": "{analysis_set}", "table": "iEAT and BTS by layer"},
+            labels={
+                "analysis set": "{analysis_set}",
+                "table": "iEAT and BTS by layer",
+            },
         ),
     log:
         "logs/report/table_layers/{analysis_set}.log",
+    benchmark:
+        "results/benchmarks/report/table_layers/{analysis_set}.tsv"
     localrule: True
     conda:
         "../envs/plot.yaml"

@@ -6,7 +6,7 @@ lists as stand-ins at the config's pinned-commit path, and random weights for ev
 source's file format at its registry URL path (biastransfer.models.toy_weights). The overlay, given after
 the config (``snakemake --configfile config/paper.yaml <overlay>``), changes only scale and location: the
 mirror, image size, numbers of images, epochs, batch size, CPU instead of GPU, and the checksums of the
-stand-in files. ``mirror_url`` (for a mirror served over HTTP) replaces the folder in the overlay.
+stand-in files; it also turns the layer profiles off (they would double the embedding jobs). ``mirror_url`` (for a mirror served over HTTP) replaces the folder in the overlay.
 Standalone: python workflow/scripts/build_toy_mirror.py --mirror toy/mirror --overlay toy/overlay.yaml
 """
 
@@ -47,7 +47,9 @@ def overlay_for(config: dict, mirror: str, lists: dict, checksums: dict, weights
         "weights": {"mirror": mirror},
         "finetune": {"device": "cpu", "num_workers": 0, "defaults": {"epochs": 1, "batch_size": batch_size},
                      "overrides": overrides},
-        "analysis": {"embed": {"batch_size": 16, "num_workers": 0, "device": "cpu"}},
+        # layer profiles off: they would double the 60 embedding jobs of the toy run; the demo runs them
+        # end to end and tests/test_layers.py resolves every paper model's layers
+        "analysis": {"embed": {"batch_size": 16, "num_workers": 0, "device": "cpu"}, "layers": {"enabled": False}},
     }
 
 
