@@ -18,14 +18,15 @@ setup: $(VENV)/.installed
 demo: setup
 	$(VENV)/bin/snakemake --cores $(CORES)
 	$(VENV)/bin/snakemake --cores 1 --report results/report.html
-	@echo "Open results/report.html; the findings in words are in results/summary/findings.rst"
+	@echo "Open results/report/index.html (headline results, findings, tables, figures, provenance);"
+	@echo "results/report.html is Snakemake's report (rule graph, run times)"
 
 # The demo with its counterbalanced control networks, five per arm, and the attribution across them
 # (README: what the demo cannot tell you; about 25 min on 2 idle cores, estimated).
 controls: setup
 	$(VENV)/bin/snakemake --cores $(CORES) --configfile config/config.yaml config/controls.yaml
 	$(VENV)/bin/snakemake --cores 1 --configfile config/config.yaml config/controls.yaml --report results/report.html
-	@echo "Open results/report.html; the findings in words are in results/summary/findings.rst"
+	@echo "Open results/report/index.html; results/report.html is Snakemake's report (rule graph, run times)"
 
 # The paper's own config (config/paper.yaml) end to end, offline, on a toy mirror of its datasets and weights
 # (workflow/scripts/build_toy_mirror.py; docs/datasets.md). Its overlay changes only scale and location.
@@ -40,13 +41,13 @@ paper-toy: setup $(PAPER_TOY)/overlay.yaml
 	HF_HUB_OFFLINE=1 $(VENV)/bin/snakemake --cores 1 --snakefile $(abspath Snakefile) --directory $(PAPER_TOY)/run \
 	  --configfile $(abspath config/paper.yaml) $(abspath $(PAPER_TOY)/overlay.yaml) \
 	  --report $(abspath $(PAPER_TOY))/run/results/report.html && \
-	echo "paper-toy: the paper's DAG and its report ran in $$(( $$(date +%s) - start )) s; see $(PAPER_TOY)/run/results/report.html"
+	echo "paper-toy: the paper's DAG and its report ran in $$(( $$(date +%s) - start )) s; open $(PAPER_TOY)/run/results/report/index.html"
 
-# pdflatex (tables compile) and a local SLURM cluster (profile test) come from Debian's packages;
-# without root they are skipped, and the tests that need them say so.
+# pdflatex (tables compile), a local SLURM cluster (profile test) and headless Chromium (the report's
+# browser test) come from Debian's packages; without root they are skipped, and the tests that need them say so.
 system-deps:
-	@if [ "$$(id -u)" = 0 ]; then bash .ci/install-latex.sh && bash .ci/install-slurm.sh; \
-	else echo "not root: skipping LaTeX and SLURM installs (their tests will be skipped)"; fi
+	@if [ "$$(id -u)" = 0 ]; then bash .ci/install-latex.sh && bash .ci/install-slurm.sh && bash .ci/install-chromium.sh; \
+	else echo "not root: skipping LaTeX, SLURM and Chromium installs (their tests will be skipped)"; fi
 
 test: setup system-deps
 	$(PY) -m pytest

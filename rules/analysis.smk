@@ -240,7 +240,7 @@ rule provenance:
         "results/benchmarks/provenance.tsv"
     localrule: True
     conda:
-        "../envs/stats.yaml"
+        "../envs/plot.yaml"
     threads: 1
     resources:
         mem_mb=500,

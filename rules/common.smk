@@ -313,3 +313,28 @@ def finetune_runtime(wildcards, attempt):
     """A ceiling for cluster queues (minutes): setup and validation plus 20 min per epoch."""
     epochs = cfg.finetune_params(config, wildcards.model, wildcards.dataset)["epochs"]
     return (30 + 20 * epochs) * attempt
+
+
+# The static HTML report: its items (REPORT_ITEMS in rules/report.smk)
+
+
+def report_item(kind, group, title, caption, files, **wildcards):
+    """One figure or table of the static HTML report (results/report/): its section (group), title,
+    caption (workflow/report/*.rst, rendered with these wildcards) and files by role
+    (report.site.FILE_ROLES)."""
+    return dict(
+        kind=kind,
+        group=group,
+        title=title,
+        caption=os.path.join(workflow.basedir, "workflow", "report", caption),
+        files=files,
+        wildcards=wildcards,
+    )
+
+
+def table_files(stem):
+    return {
+        "csv": f"{stem}.csv",
+        "fragment": f"{stem}_tabular.tex",
+        "document": f"{stem}.tex",
+    }

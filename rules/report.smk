@@ -37,6 +37,139 @@ TABLE_TARGETS = (
     ]
     + [f"results/tables/finetune_{d}.tex" for d in config["finetune"]["datasets"]]
 )
+
+
+# What the static report (results/report/index.html) shows, in order; add a new figure or table here too.
+REPORT_ITEMS = (
+    [
+        report_item(
+            "figure",
+            f"Analysis set {a}, {m}",
+            words,
+            f"{kind}.rst",
+            {
+                "png": f"results/figures/{a}/{m}/{kind}.png",
+                "pdf": f"results/figures/{a}/{m}/{kind}.pdf",
+            },
+            analysis_set=a,
+            model=m,
+        )
+        for a in config["analysis_sets"]
+        for m in config["models"]
+        for kind, words in (
+            ("intra", "Intra-class similarity"),
+            ("inter", "Inter-class similarity"),
+            ("person", "Object with each person group vs the object alone (Fig. 3)"),
+            ("rank", "Ranks before vs after finetuning"),
+        )
+    ]
+    + [
+        report_item(
+            "figure",
+            f"Analysis set {a}: what the classes look like",
+            "Example images per class",
+            "contact_sheet.rst",
+            {
+                "png": f"results/figures/{a}/contact_sheet.png",
+                "pdf": f"results/figures/{a}/contact_sheet.pdf",
+                "csv": f"results/figures/{a}/contact_sheet.csv",
+            },
+            analysis_set=a,
+        )
+        for a in config["analysis_sets"]
+    ]
+    + [
+        report_item(
+            "figure",
+            "Finetuning",
+            f"Training curves of {m} finetuned on {d}",
+            "curves.rst",
+            {
+                "png": f"results/figures/curves/{d}/{m}.png",
+                "pdf": f"results/figures/curves/{d}/{m}.pdf",
+            },
+            dataset=d,
+            model=m,
+        )
+        for d in config["finetune"]["datasets"]
+        for m in config["models"]
+    ]
+    + [
+        report_item(
+            "figure",
+            "iEAT",
+            words,
+            f"{name}.rst",
+            {
+                "png": f"results/figures/{name}.png",
+                "pdf": f"results/figures/{name}.pdf",
+            },
+        )
+        for name, words in (
+            ("ieat_heatmap", "Effect sizes, all models"),
+            ("ieat_change", "Change from pretrained, all models"),
+        )
+    ]
+    + [
+        report_item(
+            "table",
+            "iEAT",
+            f"iEAT on {a}",
+            "table_ieat.rst",
+            table_files(f"results/tables/ieat_{a}"),
+            analysis_set=a,
+        )
+        for a in config["analysis_sets"]
+    ]
+    + [
+        report_item(
+            "table",
+            "Bias transfer scores",
+            f"BTS on {a}, finetuned on {d}",
+            "table_bts.rst",
+            table_files(f"results/tables/bts_{a}_ft-{d}"),
+            analysis_set=a,
+            dataset=d,
+        )
+        for a in config["analysis_sets"]
+        for d in config["finetune"]["datasets"]
+    ]
+    + [
+        report_item(
+            "table",
+            "Finetuning",
+            f"Finetuning on {d}",
+            "table_finetune.rst",
+            table_files(f"results/tables/finetune_{d}"),
+            dataset=d,
+        )
+        for d in config["finetune"]["datasets"]
+    ]
+    + [
+        report_item(
+            "table",
+            "Analysis sets",
+            f"Analysis set {a}",
+            "table_analysis_set.rst",
+            table_files(f"results/tables/analysis_set_{a}"),
+            analysis_set=a,
+        )
+        for a in config["analysis_sets"]
+    ]
+    + [
+        report_item(
+            "table",
+            "Comparison with the paper",
+            "Ours vs published",
+            "comparison.rst",
+            {
+                "csv": "results/comparison/paper_comparison.csv",
+                "document": "results/comparison/paper_comparison.tex",
+            },
+        )
+    ]
+)
+
 # Every output of this file; rule all asks for them (all_targets in rules/common.smk).
 REPORT_TARGETS = (
     FIGURE_TARGETS
@@ -44,8 +177,46 @@ REPORT_TARGETS = (
     + [
         "results/comparison/paper_comparison.csv",
         "results/comparison/paper_comparison.tex",
+        "results/report/index.html",
     ]
 )
+
+
+rule html_report:
+    input:
+        # every item's files and captions (read through params.shown)
+        [f for item in REPORT_ITEMS for f in item["files"].values()],
+        sorted({item["caption"] for item in REPORT_ITEMS}),
+        ieat="results/summary/ieat.csv",
+        bts="results/summary/bts.csv",
+        findings="results/summary/findings.rst",
+        provenance="results/summary/provenance.csv",
+        analysis_sets="results/summary/analysis_sets.csv",
+    output:
+        index="results/report/index.html",
+        pages=[
+            f"results/report/{page}.html"
+            for page in ("findings", "tables", "figures", "provenance")
+        ],
+        files=directory("results/report/files"),
+    log:
+        "logs/report/html_report.log",
+    benchmark:
+        "results/benchmarks/report/html_report.tsv"
+    localrule: True
+    conda:
+        "../envs/plot.yaml"
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    params:
+        config=cfg.canonical(config),
+        shown=REPORT_ITEMS,
+        alpha=config["analysis"]["ieat"]["alpha"],
+        adjust=P_ADJUST,
+    script:
+        "../workflow/scripts/html_report.py"
 
 
 rule plot_similarity:
@@ -229,6 +400,8 @@ rule table_analysis_set:
             subcategory="Analysis sets",
             labels={"analysis set": "{analysis_set}", "table": "classes and sizes"},
         ),
+        fragment="results/tables/analysis_set_{analysis_set}_tabular.tex",
+        csv="results/tables/analysis_set_{analysis_set}.csv",
     log:
         "logs/report/table_analysis_set/{analysis_set}.log",
     benchmark:
@@ -257,6 +430,8 @@ rule table_ieat:
             subcategory="iEAT",
             labels={"analysis set": "{analysis_set}", "table": "iEAT"},
         ),
+        fragment="results/tables/ieat_{analysis_set}_tabular.tex",
+        csv="results/tables/ieat_{analysis_set}.csv",
     log:
         "logs/report/table_ieat/{analysis_set}.log",
     benchmark:
@@ -286,6 +461,8 @@ rule table_bts:
             subcategory="Bias transfer scores",
             labels={"analysis set": "{analysis_set}", "finetuned on": "{dataset}"},
         ),
+        fragment="results/tables/bts_{analysis_set}_ft-{dataset}_tabular.tex",
+        csv="results/tables/bts_{analysis_set}_ft-{dataset}.csv",
     log:
         "logs/report/table_bts/{analysis_set}_ft-{dataset}.log",
     benchmark:
@@ -315,6 +492,8 @@ rule table_finetune:
             subcategory="Finetuning",
             labels={"finetuned on": "{dataset}", "table": "settings and metric"},
         ),
+        fragment="results/tables/finetune_{dataset}_tabular.tex",
+        csv="results/tables/finetune_{dataset}.csv",
     log:
         "logs/report/table_finetune/{dataset}.log",
     benchmark:

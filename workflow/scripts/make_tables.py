@@ -1,4 +1,6 @@
-"""One LaTeX table (a standalone booktabs document) of a run's results, laid out like the paper's.
+"""One table of a run's results, laid out like the paper's: a standalone LaTeX document (--table, booktabs),
+its ``tabular`` alone for ``\\input`` into a paper (--fragment) and its rows as numbers (--csv, for the
+HTML report and for downloads).
 
 --kind and the summary table it reads (--summary):
   analysis_set  Tables 5/6  analysis_sets.csv     with --analysis_set
@@ -9,34 +11,45 @@
 Snakemake: rules table_analysis_set, table_ieat, table_bts, table_finetune (rules/report.smk).
 Standalone, for a reviewer:
 python workflow/scripts/make_tables.py --kind bts --summary results/summary/bts.csv
-    --analysis_set coco --dataset coco --table out/bts_coco_ft-coco.tex [--adjust holm|bh]
+    --analysis_set coco --dataset coco --table out/bts_coco_ft-coco.tex
+    [--fragment out/bts_coco_ft-coco_tabular.tex --csv out/bts_coco_ft-coco.csv] [--adjust holm|bh]
 """
 
 import logging
 
-from biastransfer.atomic import write_text
+from biastransfer.atomic import write_csv, write_text
 from biastransfer.report.figures import BTS_COLUMNS
 from biastransfer.scripting import run
 from biastransfer.report.formatting import read_summary
-from biastransfer.report.tables import FINETUNE_COLUMNS, IEAT_COLUMNS, analysis_set_table, bts_table, finetune_table, ieat_table
+from biastransfer.report.tables import (FINETUNE_COLUMNS, IEAT_COLUMNS, analysis_set_frame, analysis_set_table, bts_frame,
+                                        bts_table, finetune_frame, finetune_table, ieat_frame, ieat_table, latex_fragment)
 
 log = logging.getLogger(__name__)
 
 
 def main(
     kind: str, summary: str, table: str, analysis_set: str = "", dataset: str = "", adjust: str = "holm",
+    fragment: str = "", csv: str = "",
 ) -> None:
     if kind == "analysis_set":
-        text = analysis_set_table(read_summary(summary, ("analysis_set", "class", "n")), analysis_set)
+        stats = read_summary(summary, ("analysis_set", "class", "n"))
+        text, rows = analysis_set_table(stats, analysis_set), analysis_set_frame(stats, analysis_set)
     elif kind == "ieat":
-        text = ieat_table(read_summary(summary, IEAT_COLUMNS), analysis_set, adjust=adjust)
+        ieat = read_summary(summary, IEAT_COLUMNS)
+        text, rows = ieat_table(ieat, analysis_set, adjust=adjust), ieat_frame(ieat, analysis_set, adjust=adjust)
     elif kind == "bts":
-        text = bts_table(read_summary(summary, BTS_COLUMNS), analysis_set, dataset, adjust=adjust)
+        bts = read_summary(summary, BTS_COLUMNS)
+        text, rows = bts_table(bts, analysis_set, dataset, adjust=adjust), bts_frame(bts, analysis_set, dataset, adjust=adjust)
     elif kind == "finetune":
-        text = finetune_table(read_summary(summary, FINETUNE_COLUMNS), dataset)
+        metrics = read_summary(summary, FINETUNE_COLUMNS)
+        text, rows = finetune_table(metrics, dataset), finetune_frame(metrics, dataset)
     else:
         raise ValueError(f"kind must be analysis_set, ieat, bts or finetune, not {kind!r}")
     write_text(table, text)
+    if fragment:
+        write_text(fragment, latex_fragment(text))
+    if csv:
+        write_csv(csv, rows)
     log.info("%s table from %s -> %s", kind, summary, table)
 
 

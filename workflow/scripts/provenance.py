@@ -1,6 +1,7 @@
 """Collect the provenance of every embeddings file (model, stage, weights digest, layer, preprocessing,
 library versions; for a finetuned stage also the digests of the weights it started from and of its
-training and validation splits) into one table, as CSV and as an HTML page for the report. A file
+training and validation splits) into one table, as CSV and as an HTML page for the report (one card
+per file, long digests wrapped; report.site.provenance_page). A file
 that cannot be read is an error naming it, before anything is written.
 
 Standalone: python workflow/scripts/provenance.py --embeddings a.parquet b.parquet --table P.csv --html P.html
@@ -12,6 +13,7 @@ import pandas as pd
 
 from biastransfer.atomic import write_csv, write_text
 from biastransfer.embeddings import read_metadata
+from biastransfer.report.site import provenance_page
 from biastransfer.scripting import run
 
 COLUMNS = ("analysis_set", "model", "stage", "weights_sha256", "init_weights_sha256", "train_sha256", "val_sha256",
@@ -34,7 +36,7 @@ def main(embeddings: list, table: str, html: str) -> None:
         )
     frame = pd.DataFrame(rows)
     write_csv(table, frame)
-    write_text(html, "<html><body><h1>Provenance of every embeddings file</h1>" + frame.to_html(index=False) + "</body></html>\n")
+    write_text(html, provenance_page(frame))
 
 
 if __name__ == "__main__":

@@ -123,6 +123,38 @@ __all__ = [
     "describe_attribution"
 ]
 
+# The static HTML report (results/report/): page layout and sortable tables, the headline table, the pages.
+from biastransfer.report.formatting import p_cell, format_spread  # noqa: F401,E402
+from biastransfer.report.tables import (  # noqa: F401,E402
+    VECTOR_FONTS,
+    latex_fragment,
+    ieat_frame,
+    bts_frame,
+    finetune_frame,
+    analysis_set_frame,
+)
+from biastransfer.report.html import CSS, SORT_JS, PAGES, esc, page, html_table, downloads  # noqa: F401,E402
+from biastransfer.report.headline import HEADLINE_COLUMNS, ieat_headline, bts_headline, headline_table  # noqa: F401,E402
+from biastransfer.report.site import (  # noqa: F401,E402
+    ITEM_KEYS,
+    FILE_ROLES,
+    rst_to_html,
+    render_caption,
+    provenance_body,
+    PROVENANCE_INTRO,
+    provenance_page,
+    overview_body,
+    SECTION_WORDS,
+    write_site,
+)
+
+__all__ += [
+    "p_cell", "format_spread", "VECTOR_FONTS", "latex_fragment", "ieat_frame", "bts_frame", "finetune_frame",
+    "analysis_set_frame", "CSS", "SORT_JS", "PAGES", "esc", "page", "html_table", "downloads", "HEADLINE_COLUMNS",
+    "ieat_headline", "bts_headline", "headline_table", "ITEM_KEYS", "FILE_ROLES", "rst_to_html", "render_caption",
+    "provenance_body", "PROVENANCE_INTRO", "provenance_page", "overview_body", "SECTION_WORDS", "write_site",
+]
+
 # Layer profiles: figure, LaTeX table and findings (report/layer_report.py, report/layer_findings.py).
 from biastransfer.report.layer_report import PROFILE_REQUIRED, profile_figure, layer_table  # noqa: F401,E402
 from biastransfer.report.layer_findings import describe_layers  # noqa: F401,E402

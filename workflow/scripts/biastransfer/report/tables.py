@@ -329,3 +329,57 @@ def _group_title(group: str) -> str:
 
 def _marks_legend() -> str:
     return ", ".join(f"{'*' * (i + 1)}~$p<{level:g}$" for i, level in enumerate(SIGNIFICANCE_LEVELS))
+
+
+# The same tables as CSV (numbers, not LaTeX) for the HTML report and for downloads; columns follow
+# report.html's conventions (X_low/X_high: an interval, X_min/X_max: the range over seeds).
+
+
+def ieat_frame(ieat: pd.DataFrame, analysis_set: str, *, adjust: str = "holm") -> pd.DataFrame:
+    """The iEAT table's rows: per model, test and stage group, mean d with its range over seeds."""
+    agg = ieat_by_stage(_subset(ieat, "iEAT summary", analysis_set=analysis_set))
+    return pd.DataFrame({
+        "model": agg["model"], "stage": agg["group"], "test": agg["test"], "X": agg["X"], "Y": agg["Y"],
+        "A": agg["A"], "B": agg["B"], "alternative": agg["alternative"], "seeds": agg["n_seeds"],
+        "d": agg["effect_size"], "d_min": agg["effect_min"].where(agg["n_seeds"] > 1),
+        "d_max": agg["effect_max"].where(agg["n_seeds"] > 1), "ci_low": agg["ci_low"], "ci_high": agg["ci_high"],
+        "p": agg["pvalue"], "p_two_sided": agg["pvalue_two_sided"], "p_floor": agg["pvalue_floor"],
+        f"p_{adjust}": agg[_adjust_column(adjust)],
+    })  # fmt: skip
+
+
+def bts_frame(bts: pd.DataFrame, analysis_set: str, finetune_dataset: str, *, adjust: str = "holm") -> pd.DataFrame:
+    """The BTS table's rows (pooled over seeds) with the range of the single seeds' BTS."""
+    rows = _subset(bts, "BTS summary", analysis_set=analysis_set, finetune_dataset=finetune_dataset, seed="pooled")
+    single = bts[(bts["analysis_set"] == analysis_set) & (bts["finetune_dataset"] == finetune_dataset) & (bts["seed"] != "pooled")]
+    spread = single.groupby(["model", "kind"])["statistic"].agg(["min", "max", "size"])
+    keys = list(zip(rows["model"], rows["kind"]))
+    several = [k in spread.index and spread.loc[k, "size"] > 1 for k in keys]
+    out = pd.DataFrame({
+        "model": rows["model"].to_numpy(), "kind": rows["kind"].to_numpy(), "rho": rows["statistic"].to_numpy(),
+        "rho_min": [spread.loc[k, "min"] if s else np.nan for k, s in zip(keys, several)],
+        "rho_max": [spread.loc[k, "max"] if s else np.nan for k, s in zip(keys, several)],
+        "ci_low": rows["ci_low"].to_numpy(), "ci_high": rows["ci_high"].to_numpy(), "p": rows["pvalue"].to_numpy(),
+        "p_floor": rows["pvalue_floor"].to_numpy(), f"p_{adjust}": rows[_adjust_column(adjust)].to_numpy(),
+        "n": rows["n"].to_numpy(),
+    })  # fmt: skip
+    if "scratch_statistic" in rows:
+        out["rho_scratch_finetuned"] = rows["scratch_statistic"].to_numpy()
+    return out
+
+
+def finetune_frame(metrics: pd.DataFrame, dataset: str) -> pd.DataFrame:
+    """The finetuning table's rows: settings, and the metric's mean, SD and range over seeds."""
+    part = _subset(metrics, "finetune metrics", dataset=dataset)
+    summary = finetune_summary(part)
+    spread = part.groupby(["model", "metric_name"])["metric_value"].agg(["min", "max"])
+    keys = list(zip(summary["model"], summary["metric_name"]))
+    return summary.assign(
+        min=[spread.loc[k, "min"] if n > 1 else np.nan for k, n in zip(keys, summary["n_seeds"])],
+        max=[spread.loc[k, "max"] if n > 1 else np.nan for k, n in zip(keys, summary["n_seeds"])],
+    ).rename(columns={"min": "metric_min", "max": "metric_max", "mean": "metric_mean", "sd": "metric_sd"})
+
+
+def analysis_set_frame(stats: pd.DataFrame, analysis_set: str) -> pd.DataFrame:
+    """The analysis-set table's rows: class and number of images."""
+    return _subset(stats, "analysis-set statistics", analysis_set=analysis_set)[["class", "n"]].reset_index(drop=True)

@@ -1,0 +1,143 @@
+"""The static HTML report: the headline table's verdicts and known answers (hand-made cases), the table
+renderer's conventions (intervals, seed ranges, p-values at their floor as bounds), and a report built
+from tests/report_data.py's small tables (every link resolves, captions beside tables, provenance wraps)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import report_site
+from biastransfer.report.headline import headline_table
+from biastransfer.report.html import html_table
+
+TEST = {"name": "t", "X": "x", "Y": "y", "A": "a", "B": "b"}
+
+
+def ieat_rows(*rows: dict) -> pd.DataFrame:
+    """iEAT summary rows for test ``t``: each dict gives stage, seed, d, p, p2 (and optionally holm)."""
+    out = []
+    for r in rows:
+        pretrained = r["stage"] == "pretrained"
+        out.append(dict(analysis_set="s", model="m", stage=r["stage"], finetune_dataset="" if pretrained else "ft",
+                        seed="" if pretrained else str(r["seed"]), test="t", X="x", Y="y", A="a", B="b",
+                        effect_size=r["d"], ci_low=r["d"] - 0.3, ci_high=r["d"] + 0.3, pvalue=r["p"],
+                        pvalue_two_sided=r["p2"], pvalue_floor=1e-5, alternative="greater",
+                        pvalue_holm=r.get("holm", r["p"]), pvalue_bh=r["p"]))  # fmt: skip
+    return pd.DataFrame(out)
+
+
+NO_BTS = pd.DataFrame(columns=["analysis_set", "model", "finetune_dataset", "seed", "kind", "statistic", "pvalue", "n",
+                               "ci_low", "ci_high", "pvalue_floor", "pvalue_holm", "pvalue_bh"])  # fmt: skip
+
+
+def known(role: str, *rows: dict) -> list[tuple[str, str, str]]:
+    table = headline_table(ieat_rows(*rows), NO_BTS, {"s": [{**TEST, "role": role}]}, alpha=0.01)
+    return list(zip(table["stage"], table["known_answer"], table["held"]))
+
+
+def test_a_planted_pair_is_found_only_when_significant_in_its_direction():
+    ((_, answer, held),) = known("planted", dict(stage="pretrained", d=1.2, p=1e-5, p2=1e-5))
+    assert answer.startswith("planted pair found") and held == "yes"
+    assert known("planted", dict(stage="pretrained", d=1.2, p=0.001, p2=0.002, holm=0.02))[0][2] == "no"  # adjusted p >= alpha
+
+
+def test_a_control_pair_holds_only_when_no_direction_is_significant():
+    assert known("control", dict(stage="pretrained", d=-0.1, p=0.67, p2=0.65))[0][2] == "yes"
+    assert known("control", dict(stage="pretrained", d=-1.2, p=1.0, p2=1e-5))[0][2] == "no"  # a reverse association
+
+
+def test_the_control_pairs_reverse_shift_after_finetuning_is_reported():
+    pre = dict(stage="pretrained", d=-0.1, p=0.67, p2=0.65)
+    seeds = [dict(stage=f"ft-ft-seed{s}", seed=s, d=d, p=1.0, p2=p2) for s, (d, p2) in enumerate([(-1.1, 1e-5), (-0.9, 2e-5)])]
+    rows = known("control", pre, *seeds)
+    stage, answer, held = rows[1]
+    assert stage == "finetuned on ft, 2 seeds" and held == "yes"
+    assert "mean d = -1.00, two-sided p = 2e-05" in answer  # the largest two-sided p over seeds
+    small = [dict(stage=f"ft-ft-seed{s}", seed=s, d=-0.2, p=0.8, p2=0.5) for s in (0, 1)]
+    assert known("control", pre, *small)[1][2] == "no"
+
+
+def test_verdicts_over_seeds_count_the_significant_seeds_and_show_the_range():
+    seeds = [dict(stage=f"ft-ft-seed{s}", seed=s, d=d, p=p, p2=p) for s, (d, p) in enumerate([(0.9, 1e-5), (0.4, 0.2), (0.6, 0.004)])]
+    table = headline_table(ieat_rows(dict(stage="pretrained", d=1.0, p=1e-5, p2=1e-5), *seeds), NO_BTS, {"s": [TEST]}, alpha=0.01)
+    row = table.iloc[1]
+    assert row["verdict"] == "significant in 2 of 3 seeds" and row["p"] == 0.2
+    assert (row["estimate_min"], row["estimate_max"]) == (0.4, 0.9) and row["estimate"] == pytest.approx(1.9 / 3)
+    assert table["known_answer"].eq("").all() and np.isnan(table.iloc[0]["estimate_min"])
+
+
+def test_bad_alpha_or_adjustment_is_an_error():
+    with pytest.raises(ValueError, match="alpha"):
+        headline_table(ieat_rows(dict(stage="pretrained", d=1, p=0.1, p2=0.1)), NO_BTS, {"s": [TEST]}, alpha=5)
+    with pytest.raises(ValueError, match="adjust"):
+        headline_table(ieat_rows(dict(stage="pretrained", d=1, p=0.1, p2=0.1)), NO_BTS, {"s": [TEST]}, alpha=0.05, adjust="bonf")
+
+
+def test_table_cells_merge_intervals_and_ranges_and_print_floor_p_values_as_bounds():
+    frame = pd.DataFrame({"model": ["m", "n"], "d": [0.5, -0.25], "d_min": [0.25, np.nan], "d_max": [0.75, np.nan],
+                          "ci_low": [0.1, -0.6], "ci_high": [0.9, 0.1], "p": [1e-4, 0.3], "p_floor": [1e-4, 1e-4],
+                          "p_holm": [4e-4, 0.6], "held": ["yes", "no"]})  # fmt: skip
+    html = html_table(frame, table_id="t")
+    headers = re.findall(r'<th scope="col">(.*?)</th>', html)
+    assert headers == ["model", "d", "d range", "CI", "p", "p holm", "held"]  # the floor is not a column
+    assert "0.25 to 0.75" in html and "[0.10, 0.90]" in html and "[-0.60, 0.10]" in html
+    assert "≤ 0.0001" in html and ">0.0004<" in html  # a floor p as a bound; the adjusted p is not at a floor
+    assert 'data-sort="0.0001"' in html and 'class="yes">yes' in html and 'class="no">no' in html
+    assert 'class="sortable"' in html
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    return report_site.build(tmp_path_factory.mktemp("site")).parent
+
+
+def test_every_page_and_every_link_of_the_report_resolves(site):
+    pages = sorted(p.name for p in site.glob("*.html"))
+    assert pages == ["figures.html", "findings.html", "index.html", "provenance.html", "tables.html"]
+    for page in site.glob("*.html"):
+        text = page.read_text()
+        assert "<script>" in text and "http://" not in text and "https://" not in text, page.name  # works offline
+        for link in re.findall(r'(?:href|src)="([^"#]+)', text):
+            if link != "../report.html":  # Snakemake's own report (the rule graph), built beside it by --report
+                assert (site / link).is_file(), f"{page.name} links to {link}, which is not in the report"
+
+
+def test_the_overview_answers_first(site):
+    text = (site / "index.html").read_text()
+    assert text.index("What was run") < text.index('id="headline"') < text.index("Sections")
+    assert re.search(r"Known answers: \d of 8 held", text)  # 2 planted + 2 control pretrained + 4 control finetuned rows
+    for page in ("findings.html", "tables.html", "figures.html", "provenance.html"):
+        assert f'href="{page}"' in text
+
+
+def test_tables_are_html_with_their_caption_and_downloads(site):
+    text = (site / "tables.html").read_text()
+    assert text.count('<table class="sortable"') == 2
+    assert "Bias transfer scores on analysis set <strong>coco</strong>" in text  # the caption, rendered, beside the table
+    for suffix in (".csv", "_tabular.tex", ".tex"):
+        assert f'ieat_openimages{suffix}" download>' in text
+    assert "≤" in (site / "index.html").read_text() or "≤" in text
+
+
+def test_the_provenance_page_wraps_long_digests_instead_of_a_wide_table(site):
+    text = (site / "provenance.html").read_text()
+    assert "<table" not in text and f'<dd class="hash">{report_site.LONG_HASH}</dd>' in text
+    assert "overflow-wrap: anywhere" in text
+
+
+def test_a_missing_file_is_an_error_naming_it_before_any_page_is_written(tmp_path):
+    from biastransfer.report.site import write_site
+
+    item = {"kind": "figure", "group": "g", "title": "t", "caption": "c.rst", "files": {"png": str(tmp_path / "no.png")}}
+    with pytest.raises(FileNotFoundError, match="no.png"):
+        write_site(tmp_path / "out", run={}, headline=pd.DataFrame(), findings_rst="", provenance=pd.DataFrame(),
+                   items=[item], config={}, params={})  # fmt: skip
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(ValueError, match="unknown file role"):
+        write_site(tmp_path / "out", run={}, headline=pd.DataFrame(), findings_rst="", provenance=pd.DataFrame(),
+                   items=[{**item, "files": {"gif": "x"}}], config={}, params={})  # fmt: skip

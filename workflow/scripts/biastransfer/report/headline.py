@@ -1,0 +1,107 @@
+"""The report's headline table: every iEAT verdict (pretrained, and each finetuning dataset over its
+seeds) and every pooled BTS verdict, each with its estimate, interval, seed range and adjusted p; for a
+test with a known answer (``role: planted`` or ``control`` in the config), the answer and whether it held.
+
+Verdicts follow the findings and the tables: significant means adjusted p < alpha, over seeds the
+largest p (so "significant in k of n seeds" counts the seeds). Known answers:
+
+- a planted pair is found in the pretrained network: adjusted p < alpha and d > 0;
+- a control pair is not: adjusted p >= alpha and two-sided p >= alpha;
+- after finetuning, a reverse shift of a control pair (|d| >= 0.5 against the tested direction, in
+  the seeds' mean) is reported: its largest two-sided p over seeds is below alpha, so the report shows
+  it although the one-sided p cannot (report.formatting.OPPOSITE_EFFECT).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from biastransfer.report.formatting import ADJUSTMENTS, opposite_direction, p_text
+from biastransfer.report.tables import ieat_by_stage
+
+HEADLINE_COLUMNS = ("measure", "test", "model", "stage", "estimate", "estimate_min", "estimate_max",
+                    "ci_low", "ci_high", "p", "p_two_sided", "p_floor", "p_adjusted", "verdict", "known_answer", "held")  # fmt: skip
+
+
+def _stage(group: str, n_seeds: int) -> str:
+    if group == "pretrained":
+        return "pretrained"
+    return f"finetuned on {group.removeprefix('ft-')}, {n_seeds} seed{'s' if n_seeds != 1 else ''}"
+
+
+def _known(role: str, pretrained: bool, r, significant: bool, alpha: float) -> tuple[str, str]:
+    """(known answer, held) for a test's role at one stage; ("", "") where none applies."""
+    floor = float(r.pvalue_floor)
+    if role == "planted" and pretrained:
+        held = significant and r.effect_size > 0
+        return "planted pair found (significant, d > 0)", "yes" if held else "no"
+    if role == "control" and pretrained:
+        held = not significant and r.pvalue_two_sided >= alpha
+        return "control pair not found (not significant, either direction)", "yes" if held else "no"
+    if role == "control":
+        reverse = opposite_direction(r.effect_size, r.alternative)
+        shown = reverse and r.pvalue_two_sided < alpha
+        why = (f"mean d = {r.effect_size:.2f}, two-sided {p_text(r.pvalue_two_sided, floor)}" if shown
+               else f"no reverse shift of |d| >= 0.5 detected (mean d = {r.effect_size:.2f})")  # fmt: skip
+        return f"control pair's reverse shift after finetuning reported (two-sided): {why}", "yes" if shown else "no"
+    return "", ""
+
+
+def ieat_headline(ieat: pd.DataFrame, tests: Mapping[str, Sequence[Mapping]], alpha: float, adjust: str = "holm") -> pd.DataFrame:
+    """One row per (analysis set, test, model, stage group) of the iEAT summary."""
+    adj_col = ADJUSTMENTS[adjust]
+    roles = {(a, spec["name"]): spec.get("role", "exploratory") for a, specs in tests.items() for spec in specs}
+    seeds = ieat.assign(group=["pretrained" if s == "pretrained" else f"ft-{d}" for s, d in zip(ieat["stage"], ieat["finetune_dataset"])])
+    hits = (seeds[adj_col] < alpha).groupby([seeds["analysis_set"], seeds["model"], seeds["group"], seeds["test"]]).sum()
+    rows = []
+    for r in ieat_by_stage(ieat).itertuples(index=False):
+        pretrained = r.group == "pretrained"
+        significant = bool(getattr(r, adj_col) < alpha)
+        n_hits = int(hits[(r.analysis_set, r.model, r.group, r.test)])
+        verdict = ("significant" if significant else "not significant") if pretrained else f"significant in {n_hits} of {r.n_seeds} seeds"
+        if opposite_direction(r.effect_size, r.alternative):
+            verdict += f"; opposite direction (|d| >= 0.5), two-sided {p_text(r.pvalue_two_sided, r.pvalue_floor)}"
+        known, held = _known(roles.get((r.analysis_set, r.test), "exploratory"), pretrained, r, significant, alpha)
+        spread = (np.nan, np.nan) if pretrained or r.n_seeds < 2 else (r.effect_min, r.effect_max)
+        rows.append(dict(measure="iEAT d", model=r.model, stage=_stage(r.group, r.n_seeds),
+                         test=f"{r.analysis_set}: {r.test} (X {r.X}, Y {r.Y}, A {r.A}, B {r.B}; {r.alternative})",
+                         estimate=r.effect_size, estimate_min=spread[0], estimate_max=spread[1], ci_low=r.ci_low,
+                         ci_high=r.ci_high, p=r.pvalue, p_two_sided=r.pvalue_two_sided, p_floor=r.pvalue_floor,
+                         p_adjusted=getattr(r, adj_col), verdict=verdict, known_answer=known, held=held))  # fmt: skip
+    return pd.DataFrame(rows, columns=HEADLINE_COLUMNS)
+
+
+def bts_headline(bts: pd.DataFrame, alpha: float, adjust: str = "holm") -> pd.DataFrame:
+    """One row per pooled BTS (analysis set, model, finetuning dataset, intra or inter)."""
+    adj_col = ADJUSTMENTS[adjust]
+    seeds = bts[bts["seed"].astype(str) != "pooled"]
+    rows = []
+    for r in bts[bts["seed"].astype(str) == "pooled"].itertuples(index=False):
+        same = seeds[(seeds["analysis_set"] == r.analysis_set) & (seeds["model"] == r.model)
+                     & (seeds["finetune_dataset"] == r.finetune_dataset) & (seeds["kind"] == r.kind)]["statistic"]  # fmt: skip
+        p_adj = float(getattr(r, adj_col))
+        verdict = "significant" if p_adj < alpha else "not significant"
+        scratch = float(getattr(r, "scratch_statistic", np.nan))
+        if not np.isnan(scratch):
+            verdict += f"; rho(scratch, finetuned) = {scratch:.2f}" + (" (closer: not evidence of retention)" if scratch >= r.statistic else "")
+        rows.append(dict(measure=f"BTS rho, {r.kind}", model=r.model,
+                         stage=f"finetuned on {r.finetune_dataset}, {len(same)} seed{'s' if len(same) != 1 else ''} pooled",
+                         test=f"{r.analysis_set}: {r.kind}-class similarities, n = {int(r.n)}", estimate=r.statistic,
+                         estimate_min=same.min() if len(same) > 1 else np.nan,
+                         estimate_max=same.max() if len(same) > 1 else np.nan, ci_low=r.ci_low, ci_high=r.ci_high,
+                         p=r.pvalue, p_two_sided=np.nan, p_floor=float(getattr(r, "pvalue_floor", 0.0)), p_adjusted=p_adj,
+                         verdict=verdict, known_answer="", held=""))  # fmt: skip
+    return pd.DataFrame(rows, columns=HEADLINE_COLUMNS)
+
+
+def headline_table(ieat: pd.DataFrame, bts: pd.DataFrame, tests: Mapping[str, Sequence[Mapping]], alpha: float,
+             adjust: str = "holm") -> pd.DataFrame:  # fmt: skip
+    """The landing page's table: the iEAT rows, then the BTS rows."""
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    if adjust not in ADJUSTMENTS:
+        raise ValueError(f"adjust must be one of {sorted(ADJUSTMENTS)}, not {adjust!r}")
+    return pd.concat([ieat_headline(ieat, tests, alpha, adjust), bts_headline(bts, alpha, adjust)], ignore_index=True)

@@ -1,0 +1,82 @@
+"""Build the static HTML report (--index and its sibling --pages: findings, tables, figures, provenance;
+the files they show copied under --files) from a finished run's summaries, tables and figures. Open
+the index in a browser; it needs no server.
+
+Standalone (the rule html_report passes the same; each --shown value one item as a JSON object, keys
+report.site.ITEM_KEYS):
+python workflow/scripts/html_report.py --ieat results/summary/ieat.csv --bts results/summary/bts.csv
+--findings results/summary/findings.rst --provenance results/summary/provenance.csv
+--analysis_sets results/summary/analysis_sets.csv --config "$(cat results/summary/config.json)"
+--shown '{"kind": "figure", "group": "iEAT", "title": "effect sizes", "caption": "workflow/report/ieat_heatmap.rst",
+"files": {"png": "results/figures/ieat_heatmap.png", "pdf": "results/figures/ieat_heatmap.pdf"}}'
+--index out/index.html --pages out/findings.html out/tables.html out/figures.html out/provenance.html --files out/files
+"""
+
+import json
+import logging
+from pathlib import Path
+
+import pandas as pd
+
+from biastransfer.report.formatting import read_summary
+from biastransfer.report.headline import headline_table
+from biastransfer.report.html import PAGES
+from biastransfer.report.site import write_site
+from biastransfer.report.tables import IEAT_COLUMNS
+from biastransfer.scripting import run
+
+log = logging.getLogger(__name__)
+
+
+def run_summary(config: dict, analysis_sets: pd.DataFrame, n_embeddings: int) -> dict[str, str]:
+    """What was run, in a few lines, from the config and the analysis sets' class counts."""
+    models = ", ".join(f"{name} ({spec.get('source', '?')} {spec.get('arch', '')})".replace(" )", ")")
+                       for name, spec in config["models"].items())  # fmt: skip
+    sets = "; ".join(
+        f"{name}: {len(part)} classes, {int(part['n'].sum())} images"
+        for name, part in analysis_sets.groupby("analysis_set", sort=False)
+    )
+    finetune = config["finetune"]
+    defaults = finetune.get("defaults", {})
+    tests = "; ".join(f"{a}: {t['name']} ({t.get('role', 'exploratory')})"
+                      for a, s in config["analysis_sets"].items() for t in s.get("ieat", []))  # fmt: skip
+    report = config.get("report", {})
+    analysis = config.get("analysis", {})
+    reference = analysis.get("bts", {}).get("reference", "none")
+    return {
+        "Models": models,
+        "Analysis sets": sets,
+        "Finetuning": (f"on {', '.join(finetune['datasets'])} with seeds {', '.join(map(str, finetune['seeds']))}"
+                       f" ({defaults.get('epochs', '?')} epochs, lr {defaults.get('lr', '?')}, {defaults.get('optimizer', '?')})"),  # fmt: skip
+        "BTS reference network": "trained from scratch on the target data" if reference == "scratch" else str(reference),
+        "iEAT tests (role)": tests or "none",
+        "Significance": (f"alpha = {analysis.get('ieat', {}).get('alpha', '?')}, p-values adjusted by "
+                         f"{report.get('p_adjust', 'holm')} within each table"),  # fmt: skip
+        "Embeddings": f"{n_embeddings} files (analysis set x model x stage); see Provenance",
+    }
+
+
+def main(
+    ieat: str, bts: str, findings: str, provenance: str, analysis_sets: str, config: dict, shown: list, index: str,
+    pages: list, files: str, alpha: float = 0.05, adjust: str = "holm", snakemake_report: str = "../report.html",
+) -> None:
+    site = Path(index).parent
+    expected = sorted(str(site / name) for name, _ in PAGES[1:]) + [str(site / "files")]
+    if sorted(map(str, map(Path, pages))) + [str(Path(files))] != expected:
+        raise ValueError(f"the report's pages and files folder must be {expected} (beside {index}), not {[*pages, files]}")
+    items = [json.loads(item) if isinstance(item, str) else item for item in shown]
+    tests = {a: s.get("ieat", []) for a, s in config["analysis_sets"].items()}
+    table = headline_table(read_summary(ieat, IEAT_COLUMNS), read_summary(bts, ("analysis_set", "model", "kind", "statistic")),
+                     tests, alpha, adjust)  # fmt: skip
+    prov = pd.read_csv(provenance, dtype=str, keep_default_na=False)
+    sets = read_summary(analysis_sets, ("analysis_set", "class", "n"))
+    params = {"adjust": adjust, "alpha": alpha, "control_class": config.get("report", {}).get("control_class", "")}
+    Path(site).mkdir(parents=True, exist_ok=True)
+    pages = write_site(site, run=run_summary(config, sets, len(prov)), headline=table,
+                       findings_rst=Path(findings).read_text(), provenance=prov, items=items, config=config,
+                       params=params, snakemake_report=snakemake_report)  # fmt: skip
+    log.info("HTML report: %s", ", ".join(map(str, pages)))
+
+
+if __name__ == "__main__":
+    run(main, globals().get("snakemake"))
