@@ -162,6 +162,43 @@ def test_gres_alternative_in_profile_becomes_gres_flag(tmp_path):
         assert _option(argv, "--cpus-per-gpu") == cpus, argv
 
 
+# The rules that carry the per-model job group (rules/analysis.smk, MODEL_STATS_GROUP).
+GROUPED_RULES = {"similarity", "ieat", "bts", "change"}
+
+
+def _profile_group_components() -> dict[str, int]:
+    entries = yaml.safe_load((PROFILE / "config.yaml").read_text())["group-components"]
+    return {group: int(count) for group, count in (entry.split("=") for entry in entries)}
+
+
+@pytest.mark.parametrize("configfile", [TINY, REPO / "config" / "config.yaml", REPO / "config" / "paper.yaml"],
+                         ids=["tiny", "demo", "paper"])
+def test_profile_plans_one_analysis_job_per_model(configfile, tmp_path):
+    """A dry run through the profile (no cluster needed): every job of a grouped rule is in its model's group,
+    and the profile's group-components makes each model's group one job (one ``Group job`` per model)."""
+    pattern = re.search(r'^MODEL_STATS_GROUP = "(.+)"$', (REPO / "rules" / "analysis.smk").read_text(), re.M).group(1)
+    assert _profile_group_components() == {pattern: 1000}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")} | {"HF_HUB_OFFLINE": "1"}
+    result = _snakemake_dry_run(configfile, tmp_path, ["--profile", str(PROFILE)], env)
+    log = result.stdout + result.stderr
+    assert result.returncode == 0, log[-5000:]
+    models = yaml.safe_load(configfile.read_text())["models"]
+    assert sorted(_GROUP_HEADER.findall(log)) == sorted(pattern.format(model=model) for model in models)
+    jobs = _logged_jobs(log)
+    members = [job for job in jobs if job.group is not None]
+    assert GROUPED_RULES == {job.rule for job in members}
+    assert not [job for job in jobs if job.rule in GROUPED_RULES and job.group is None]
+    assert all(job.group == pattern.format(**job.wildcards) for job in members)
+
+
+def _snakemake_dry_run(configfile: Path, workdir: Path, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--snakefile", str(REPO / "Snakefile"), "--configfile", str(configfile),
+         "--directory", str(workdir), *args],
+        cwd=workdir, env=env, capture_output=True, text=True, timeout=300,
+    )
+
+
 # --- the demo workflow through the profile on a real local cluster ---------------------------------
 
 
@@ -270,36 +307,47 @@ def demo_runs(slurm_cluster, tmp_path_factory):
 
 @dataclass(frozen=True)
 class LoggedJob:
-    """One job block of a Snakemake log: ``rule NAME:`` (remote) or ``localrule NAME:`` (run in place)."""
+    """One job block of a Snakemake log: ``rule NAME:`` (remote) or ``localrule NAME:`` (run in place).
+
+    A member of a group job is printed indented under its group's ``Group job ID`` header: ``group`` is ID.
+    """
 
     rule: str
     jobid: int
     local: bool
     mem_mb: int | None
     runtime: int | None
+    wildcards: dict[str, str]
+    group: str | None
 
 
-_JOB_BLOCK = re.compile(r"^(localrule|rule) (\w+):\n((?:    .*\n)+)", re.M)
+_GROUP_HEADER = re.compile(r"^\[[^\]\n]*\] Group job (\S+) \(jobs in lexicogr\. order\):$", re.M)
+_JOB_BLOCK = re.compile(r"^(?P<indent>(?:    )?)(localrule|rule) (\w+):\n((?:(?P=indent)    .*\n)+)", re.M)
 
 
 def _logged_jobs(log: str) -> list[LoggedJob]:
+    headers = [(match.start(), match.group(1)) for match in _GROUP_HEADER.finditer(log)]
     jobs = []
-    for kind, rule, body in _JOB_BLOCK.findall(log):
+    for match in _JOB_BLOCK.finditer(log):
+        indent, kind, rule, body = match.groups()
         resources = dict(re.findall(r"\b(mem_mb|runtime)=(\d+)", body))
+        wildcards = re.search(r"^\s+wildcards: (.*)$", body, re.M)
         jobs.append(LoggedJob(
-            rule=rule, jobid=int(re.search(r"^    jobid: (\d+)$", body, re.M).group(1)), local=kind == "localrule",
+            rule=rule, jobid=int(re.search(r"^\s+jobid: (\d+)$", body, re.M).group(1)), local=kind == "localrule",
             mem_mb=int(resources["mem_mb"]) if "mem_mb" in resources else None,
             runtime=int(resources["runtime"]) if "runtime" in resources else None,
+            wildcards=dict(item.split("=", 1) for item in wildcards.group(1).split(", ")) if wildcards else {},
+            group=[name for start, name in headers if start < match.start()][-1] if indent else None,
         ))
     return jobs
 
 
-def _submissions(log: str) -> dict[int, int]:
-    """Snakemake job id -> SLURM job id, from the executor's submission messages."""
-    pairs = re.findall(r"^Job (\d+) has been submitted with SLURM jobid (\d+)", log, re.M)
-    submitted = [int(job) for job, _ in pairs]
+def _submissions(log: str) -> dict[str, int]:
+    """Snakemake job id (a number; a UUID for a group job) -> SLURM job id, from the submission messages."""
+    pairs = re.findall(r"^Job (\S+) has been submitted with SLURM jobid (\d+)", log, re.M)
+    submitted = [job for job, _ in pairs]
     assert len(submitted) == len(set(submitted)), f"a job was submitted twice: {sorted(submitted)}"
-    return {int(job): int(slurm_id) for job, slurm_id in pairs}
+    return {job: int(slurm_id) for job, slurm_id in pairs}
 
 
 def _rule_of(job) -> str:
@@ -318,15 +366,16 @@ def test_every_nonlocal_demo_job_ran_as_a_slurm_job_with_its_resources(demo_runs
     logged = _logged_jobs(demo_runs.slurm_log)
     # Same DAG as the local run (there, every job is a `localrule` block).
     assert Counter(job.rule for job in logged) == Counter(job.rule for job in _logged_jobs(demo_runs.local_log))
-    remote = {job.jobid: job for job in logged if not job.local}
-    assert {"pretrain", "finetune", "embed", "similarity", "ieat"} <= {job.rule for job in remote.values()}
+    remote = {job.jobid: job for job in logged if not job.local and job.group is None}
+    assert {"pretrain", "finetune", "embed"} <= {job.rule for job in remote.values()}
     assert "all" in {job.rule for job in logged if job.local}
     submitted = _submissions(demo_runs.slurm_log)
-    assert set(submitted) == set(remote), "local jobs were submitted, or remote ones were not"
+    singles = {int(job): slurm_id for job, slurm_id in submitted.items() if job.isdigit()}
+    assert set(singles) == set(remote), "local jobs were submitted, or remote ones were not"
 
     records = {job.job_id: job for job in slurm_cluster.jobs() if job.name == _run_id(demo_runs.slurm_log)}
     assert set(records) == set(submitted.values()), "the cluster ran jobs Snakemake did not report, or lost some"
-    for jobid, slurm_id in submitted.items():
+    for jobid, slurm_id in singles.items():
         want, got = remote[jobid], records[slurm_id]
         assert _rule_of(got) == want.rule and got.work_dir == str(demo_runs.slurm_dir), got
         assert got.state == "COMPLETED" and got.exit_code == "0:0", got
@@ -337,6 +386,30 @@ def test_every_nonlocal_demo_job_ran_as_a_slurm_job_with_its_resources(demo_runs
             assert (got.tres_per_job, got.cpus_per_tres) == ("gres:gpu:1", f"gres:gpu:{cpus_per_gpu}"), got
         else:
             assert got.tres_per_job == "", got
+
+
+def test_each_models_small_analyses_ran_as_one_slurm_job(demo_runs, slurm_cluster):
+    """The profile's group-components: similarity, ieat, bts and change of the model are one SLURM job."""
+    logged = _logged_jobs(demo_runs.slurm_log)
+    members = [job for job in logged if job.group is not None]
+    assert Counter(job.rule for job in members) == {"similarity": 3, "ieat": 3, "bts": 1, "change": 1}
+    assert {job.group for job in members} == {"stats_tinycnn"}
+    assert {job.wildcards["model"] for job in members} == {"tinycnn"}
+    submitted = _submissions(demo_runs.slurm_log)
+    groups = [job for job in submitted if not job.isdigit()]
+    singles = [job for job in logged if not job.local and job.group is None]
+    # 11 submissions instead of the 19 the same jobs took one by one.
+    assert (len(groups), len(submitted)) == (1, len(singles) + 1)
+
+    record = next(job for job in slurm_cluster.jobs() if job.job_id == submitted[groups[0]])
+    assert record.comment == "rule_stats_tinycnn_bts_change_ieat_similarity", record
+    assert record.state == "COMPLETED" and record.exit_code == "0:0", record
+    # Two waves: all but bts side by side (7 jobs, within the profile's `cores: 8`), then bts, which reads
+    # the similarity tables. The group asks for the first wave's CPUs and memory and both waves' time.
+    first, second = [job for job in members if job.rule != "bts"], [job for job in members if job.rule == "bts"]
+    assert record.num_cpus == len(first) == 7, record
+    assert record.min_memory == f"{sum(job.mem_mb for job in first)}M", record
+    assert record.time_limit == _slurm_time(max(j.runtime for j in first) + max(j.runtime for j in second)), record
 
 
 def _summary_tables(run_dir: Path) -> dict[str, pd.DataFrame]:
