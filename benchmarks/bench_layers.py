@@ -18,7 +18,6 @@ import statistics
 import time
 
 import torch
-
 from biastransfer.models.extractors import create_backbone
 from biastransfer.models.features import forward_batch
 from biastransfer.models.layers import layer_extractor

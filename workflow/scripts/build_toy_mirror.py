@@ -6,7 +6,8 @@ lists as stand-ins at the config's pinned-commit path, and random weights for ev
 source's file format at its registry URL path (biastransfer.models.toy_weights). The overlay, given after
 the config (``snakemake --configfile config/paper.yaml <overlay>``), changes only scale and location: the
 mirror, image size, numbers of images, epochs, batch size, CPU instead of GPU, and the checksums of the
-stand-in files; it also turns the layer profiles off (they would double the embedding jobs). ``mirror_url`` (for a mirror served over HTTP) replaces the folder in the overlay.
+stand-in files; it also turns the layer profiles off (they would double the embedding jobs).
+``mirror_url`` (for a mirror served over HTTP) replaces the folder in the overlay.
 Standalone: python workflow/scripts/build_toy_mirror.py --mirror toy/mirror --overlay toy/overlay.yaml
 """
 

@@ -11,7 +11,7 @@ similarities averaged first, as the paper's BTS), ``estimate`` Spearman's rho. `
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
