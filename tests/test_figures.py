@@ -128,10 +128,11 @@ def test_ieat_heatmap_cells_and_marks_from_adjusted_p(run_tables):
     ieat = ieat[~((ieat.model == "bit_m_r50x1") & (ieat.test == "car-random"))]  # one test not run for one model
     fig = ieat_figures.ieat_heatmap(ieat)
     panels = [ax for ax in fig.axes if ax.images]
-    assert [ax.get_title() for ax in panels] == ["pretrained", "finetuned on coco (mean of 3\nseeds)", "finetuned on openimages (1\nseed)"]
+    assert [ax.get_title() for ax in panels] == ["pretrained", "finetuned on coco (mean of 3 seeds)", "finetuned on openimages (1 seed)"]
     (bar,) = [ax for ax in fig.axes if not ax.images]
     fig.canvas.draw()
-    assert bar.get_window_extent().height == pytest.approx(panels[0].get_window_extent().height, rel=0.02)  # full height
+    top, bottom = panels[0].get_window_extent().y1, panels[-1].get_window_extent().y0
+    assert bar.get_window_extent().height == pytest.approx(top - bottom, rel=0.02)  # the panels' full height
     assert "mean over seeds" in fig._suptitle.get_text()
     n_tests = sum(len(t) for t in rd.IEAT_TESTS.values())
     for ax in panels:
@@ -390,3 +391,13 @@ def test_report_rules_run_and_the_report_builds(tmp_path):
 def close_figures():
     yield
     plt.close("all")
+
+
+def test_heatmap_column_labels_wrap_when_they_fit_and_turn_when_they_do_not(run_tables):
+    ieat = run_tables["ieat"]
+    few = ieat_figures.ieat_heatmap(ieat)
+    labels = [ax for ax in few.axes if ax.images][-1].get_xticklabels()
+    assert all(t.get_rotation() == 0 for t in labels) and "openimages:\ncar\nvs fashion" in [t.get_text() for t in labels]
+    many = pd.concat([ieat.assign(test=ieat["test"] + f"-{i}", A=ieat["A"] + f"_long_name_{i}") for i in range(4)])
+    turned = [ax for ax in ieat_figures.ieat_heatmap(many).axes if ax.images][-1].get_xticklabels()
+    assert {t.get_rotation() for t in turned} == {30}

@@ -41,13 +41,15 @@ def ieat_columns(tests: pd.DataFrame) -> tuple[list[str], str]:
     return columns, targets
 
 
-def _compact(label: str, width: int = 14) -> str:
-    """A column label wrapped onto short lines (``A vs B`` breaks before ``vs``)."""
-    return "\n".join(textwrap.wrap(label.replace(" vs ", " vs\u00a0"), width=width, break_on_hyphens=False)).replace("\u00a0", " ")
+def _compact(label: str, width: int = 12) -> str:
+    """A column label on short lines: an analysis-set prefix on its own line, ``vs`` kept with the next word."""
+    prefix, _, rest = label.rpartition(": ")
+    lines = textwrap.wrap(rest.replace(" vs ", " vs\u00a0"), width=width, break_long_words=False, break_on_hyphens=False)
+    return "\n".join(([f"{prefix}:"] if prefix else []) + [line.replace("\u00a0", " ") for line in lines])
 
 
 def ieat_heatmap(ieat: pd.DataFrame, *, adjust: str = "holm") -> Figure:
-    """iEAT effect sizes: one panel per stage group, rows = models, columns = concept pairs.
+    """iEAT effect sizes: one panel per stage group (stacked), rows = models, columns = concept pairs.
 
     A cell holds the effect size (mean over seeds for finetuned groups) with one star per level
     (0.05, 0.01, 0.001) that its adjusted p-value, the largest over seeds, is below, and a dagger
@@ -67,8 +69,14 @@ def ieat_heatmap(ieat: pd.DataFrame, *, adjust: str = "holm") -> Figure:
     index = agg.set_index(["analysis_set", "test", "model", "group"])
     seeds = agg.groupby("group")["n_seeds"].max()
     with paper_style(**{"axes.grid": False}):
-        fig, axes = paper_figure("double", 1.6 + 0.3 * len(models), ncols=len(groups), squeeze=False, sharey=True)
-        for ax, group in zip(axes[0], groups):
+        labels = [_compact(c) for c in columns]
+        # wrapped labels when their longest line fits a column (about 0.06 in per 7 pt character), else rotated
+        wrapped = max(len(line) for label in labels for line in label.split("\n")) * 0.06 < 5.4 / len(columns)
+        labels = labels if wrapped else [c.replace(": ", ":\n", 1) for c in columns]
+        label_lines = max(label.count("\n") + 1 for label in labels) if wrapped else 0.3 * max(map(len, columns)) / 5
+        height = 0.55 + 0.12 * label_lines + len(groups) * (0.3 + 0.24 * len(models))
+        fig, axes = paper_figure("double", height, nrows=len(groups), squeeze=False, sharex=True)
+        for ax, group in zip(axes[:, 0], groups):
             values = np.full((len(models), len(columns)), np.nan)
             for i, model in enumerate(models):
                 for j, t in enumerate(tests.itertuples(index=False)):
@@ -80,11 +88,12 @@ def ieat_heatmap(ieat: pd.DataFrame, *, adjust: str = "holm") -> Figure:
                         ax.text(j, i, f"{r['effect_size']:.2f}{stars(r[ADJUSTMENTS[adjust]])}{flag}", ha="center", va="center", fontsize=7,
                                 color="white" if abs(r["effect_size"]) > 0.6 * limit else "black")  # fmt: skip
             image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, norm=norm, aspect="auto")
-            ax.set_xticks(range(len(columns)), [_compact(c) for c in columns])
+            ax.set_xticks(range(len(columns)), labels, rotation=0 if wrapped else 30, ha="center" if wrapped else "right",
+                          rotation_mode="anchor")  # fmt: skip
             ax.set_yticks(range(len(models)), [model_label(m) for m in models])
             ax.tick_params(length=0)
-            ax.set_title("\n".join(textwrap.wrap(stage_words(group, None if group == "pretrained" else int(seeds[group])), 30)))
-        fig.colorbar(image, ax=axes[0].tolist(), label="iEAT effect size d", fraction=0.05, aspect=12 if len(models) < 3 else 20, pad=0.02)
+            ax.set_title(stage_words(group, None if group == "pretrained" else int(seeds[group])))
+        fig.colorbar(image, ax=axes[:, 0].tolist(), label="iEAT effect size d", fraction=0.04, aspect=8 * len(groups), pad=0.01)
         fig.suptitle(f"iEAT effect sizes d ({targets}); finetuned: d is the mean over seeds\n"
                      f"*/**/***: {adjust}-adjusted p < 0.05/0.01/0.001 (largest over seeds); "
                      f"†: |d| ≥ {OPPOSITE_EFFECT:g} against the tested direction")  # fmt: skip
