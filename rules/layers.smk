@@ -4,6 +4,7 @@
 # (enabled, pooling) and per model models.<name>.layers / layer_pooling. Targets and input functions:
 # rules/common.smk (layer_targets, layer_profile_tables, stage_layer_embeddings).
 
+
 rule embed_layers:
     input:
         "results/checks/leakage/{analysis_set}.ok",
@@ -109,8 +110,6 @@ rule plot_layers:
     resources:
         mem_mb=1000,
         runtime=10,
-    params:
-        alpha=config["analysis"]["ieat"]["alpha"],
     script:
         "../workflow/scripts/plot_layers.py"
 

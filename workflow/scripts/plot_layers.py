@@ -15,7 +15,7 @@ from biastransfer.scripting import run
 log = logging.getLogger(__name__)
 
 
-def main(profile: str, png: str, pdf: str, analysis_set: str, model: str, alpha: float = 0.05) -> None:
+def main(profile: str, png: str, pdf: str, analysis_set: str, model: str) -> None:
     if Path(png).with_suffix(".pdf") != Path(pdf):
         raise ValueError(f"the figure's outputs must share one stem: {png!r}, {pdf!r}")
     table = read_summary(profile, PROFILE_REQUIRED)
