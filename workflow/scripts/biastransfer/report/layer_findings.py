@@ -48,6 +48,35 @@ def _appearance(rows: pd.DataFrame, alpha: float, column: str, n_layers: int) ->
             f"significant at {', '.join(r['layer'] for r in hits)}{peak}{shallower}{note}")
 
 
+def _first(rows: pd.DataFrame, alpha: float, column: str):
+    """The shallowest significant row of one test in one stage, or None."""
+    hits = [r for _, r in rows.sort_values("depth").iterrows() if _significant(r, alpha, column)]
+    return hits[0] if hits else None
+
+
+def _movement(name: str, test: pd.DataFrame, alpha: float, column: str) -> list[str]:
+    """Per finetuning dataset: did finetuning move the shallowest significant layer, seed by seed?"""
+    before = _first(test[test["stage"] == "pretrained"], alpha, column)
+    lines = []
+    for dataset, ft in test[test["stage"] != "pretrained"].groupby("finetune_dataset", sort=False):
+        after = {seed: _first(s, alpha, column) for seed, s in ft.groupby("seed", sort=False)}
+        seeds = ", ".join(f"seed {seed} {'none' if r is None else r['layer']}" for seed, r in after.items())
+        depths = [None if r is None else int(r["depth"]) for r in after.values()]
+        if before is None:
+            verdict = ("absent before and after" if all(d is None for d in depths)
+                       else f"absent before; finetuning made it appear in {sum(d is not None for d in depths)} of {len(depths)} seeds")
+        else:
+            d0 = int(before["depth"])
+            counts = {"at the same depth": sum(d == d0 for d in depths),
+                      "deeper": sum(d is not None and d > d0 for d in depths),
+                      "shallower": sum(d is not None and d < d0 for d in depths),
+                      "at no profiled layer": sum(d is None for d in depths)}
+            verdict = (f"pretrained first at {before['layer']}; after finetuning "
+                       + ", ".join(f"{where} in {n} of {len(depths)} seeds" for where, n in counts.items() if n))
+        lines.append(f"- iEAT {name}, did finetuning on {dataset} move it? First significant layer: {seeds}; {verdict}.")
+    return lines
+
+
 def describe_layers(profile: pd.DataFrame | None, alpha: float, *, adjust: str = "holm") -> list[str]:
     """One paragraph per (analysis set, model): each iEAT test's appearance by depth (pretrained and per
     finetuned seed), then the pooled BTS rho per layer. Empty when there is no profile."""
@@ -66,6 +95,7 @@ def describe_layers(profile: pd.DataFrame | None, alpha: float, *, adjust: str =
             role = t["role"].iloc[0] if "role" in t and isinstance(t["role"].iloc[0], str) and t["role"].iloc[0] else ""
             for stage, s in t.groupby("stage", sort=False):
                 lines.append(f"- iEAT {test}{f' ({role})' if role else ''}, {stage}: {_appearance(s, alpha, column, n_layers)}.")
+            lines += _movement(test, t, alpha, column)
         bts = m[(m["measure"] == "bts") & (m["seed"].astype(str) == "pooled")]
         for (dataset, kind), b in bts.groupby(["finetune_dataset", "item"], sort=False):
             b = b.sort_values("depth")
