@@ -395,6 +395,8 @@ def test_each_models_small_analyses_ran_as_one_slurm_job(demo_runs, slurm_cluste
     assert Counter(job.rule for job in members) == {"similarity": 3, "ieat": 3, "bts": 1, "change": 1}
     assert {job.group for job in members} == {"stats_tinycnn"}
     assert {job.wildcards["model"] for job in members} == {"tinycnn"}
+    local = _logged_jobs(demo_runs.local_log)  # a local run ignores groups: every job on its own
+    assert not _GROUP_HEADER.search(demo_runs.local_log) and all(job.local and job.group is None for job in local)
     submitted = _submissions(demo_runs.slurm_log)
     groups = [job for job in submitted if not job.isdigit()]
     singles = [job for job in logged if not job.local and job.group is None]
