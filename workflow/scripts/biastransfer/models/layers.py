@@ -75,9 +75,13 @@ class LayerExtractor(nn.Module):
         modules = dict(trunk.named_modules())
         unknown = [name for name in layers if name not in modules or not name]
         if unknown or not layers or len(set(layers)) != len(layers):
-            some = [n for n in modules if n and n.count(".") < 3][:30]
+            some = [n for n in modules if n and n.count(".") < 2][:30]
             what = f"unknown layer(s) {', '.join(map(repr, unknown))}" if unknown else f"layer list {layers!r} is empty or repeats a name"
-            raise ValueError(f"model {model!r}: {what} of {type(trunk).__name__}; some of its layers: {', '.join(some)}")
+            try:
+                default = f"; its default profile: {', '.join(default_layers(trunk, model))}"
+            except ValueError:
+                default = ""
+            raise ValueError(f"model {model!r}: {what} of {type(trunk).__name__}; some of its layers: {', '.join(some)}{default}")
         self._captured: dict[str, torch.Tensor] = {}
         self._wanted = set(layers)
         self._modules_at = {name: modules[name] for name in layers}
