@@ -162,3 +162,23 @@ def test_stages_with_different_layers_are_refused():
     info = {"shallow": {"depth": 1, "dim": 16, "pool": "avg"}, "deep": {"depth": 2, "dim": 16, "pool": "avg"}}
     with pytest.raises(ValueError, match="stage 'ft-d-seed1' has layers"):
         layer_profile_table(stages, info, tests=[], lists={}, ieat_options={}, bts_options={})
+
+
+def test_the_profile_figure_prints_and_the_table_compiles(tmp_path):
+    from biastransfer.report.layer_report import layer_table, profile_figure
+    from biastransfer.report.style import print_size_problems
+    from test_tables import PDFLATEX, compile_latex
+
+    profile = _profile()
+    fig = profile_figure(profile, analysis_set="s", model="m")
+    assert print_size_problems(fig) == []
+    ieat_panel, bts_panel = fig.axes[0], fig.axes[1]
+    # one line of two layers per stage (pretrained, two seeds); BTS: pooled intra and inter
+    assert [len(c.lines[0].get_xdata()) for c in ieat_panel.containers] == [2, 2, 2]
+    assert [len(c.lines[0].get_xdata()) for c in bts_panel.containers] == [2, 2]
+    document = layer_table(profile, "s")
+    assert sum(line.startswith("m & ") for line in document.splitlines()) == 2 * (1 + 2)  # per layer: 1 test, 2 BTS kinds
+    with pytest.raises(ValueError, match="no rows for analysis set 'other'"):
+        layer_table(profile, "other")
+    if PDFLATEX:
+        compile_latex(document, tmp_path, "layers")
