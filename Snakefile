@@ -33,6 +33,7 @@ include: "rules/reference.smk"
 include: "rules/embed.smk"
 include: "rules/layers.smk"
 include: "rules/analysis.smk"
+include: "rules/trajectory.smk"
 include: "rules/attribution.smk"
 include: "rules/report.smk"
 

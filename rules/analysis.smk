@@ -194,6 +194,7 @@ rule findings:
         ieat_seeds="results/summary/ieat_seeds.csv",
         similarity_change="results/summary/similarity_change.csv",
         layers=layer_profile_tables(),
+        trajectory=trajectory_summary(),
     output:
         findings="results/summary/findings.rst",
         html=report(

@@ -217,7 +217,33 @@ def analysis_targets():
 
 
 def all_targets():
-    return analysis_targets() + REPORT_TARGETS + layer_targets()
+    return analysis_targets() + REPORT_TARGETS + TRAJECTORY_TARGETS + layer_targets()
+
+
+def trajectory_on():
+    """Whether finetune.trajectory asks for embeddings after some epochs (off: YAML may read it as false)."""
+    return config.get("finetune", {}).get("trajectory", "off") not in ("off", False)
+
+
+def trajectory_summary():
+    """The trajectory summary table, when trajectories are on (the findings read it)."""
+    return ["results/summary/trajectory.csv"] if trajectory_on() else []
+
+
+def trajectory_folders(wildcards):
+    """The trajectory embeddings (one folder per seed) of a model finetuned on a dataset."""
+    return [
+        f"results/trajectory/{wildcards.analysis_set}/{wildcards.model}/{cfg.finetuned_stage(wildcards.dataset, s)}"
+        for s in cfg.finetune_seeds(config, wildcards.dataset)
+    ]
+
+
+def trajectory_metrics(wildcards):
+    """The metrics (best epoch, training curve) of every seed of a model finetuned on a dataset."""
+    return [
+        f"results/finetune/{wildcards.dataset}/{wildcards.model}/seed{s}/metrics.json"
+        for s in cfg.finetune_seeds(config, wildcards.dataset)
+    ]
 
 
 # Real datasets (rules/datasets.smk)

@@ -1,6 +1,34 @@
 # Finetune every model on every target dataset with every seed (multi-label BCE, validation each epoch).
 # Resumable: the last epoch's state is kept beside (not inside) the declared outputs, since Snakemake
 # deletes declared outputs before a job runs. Recipe, per-model settings and GPU notes: docs/finetuning.md.
+# With finetune.trajectory, the job also embeds every analysis set after the chosen epochs (one folder of
+# epochNN.parquet per analysis set; rules/trajectory.smk analyses them).
+
+
+def trajectory_io(section):
+    """The finetune rule's extra inputs, outputs and params when ``finetune.trajectory`` is on (else none,
+    so that turning it on or off leaves the rule as it was)."""
+    if not trajectory_on():
+        return {}
+    sets = list(config["analysis_sets"])
+    return {
+        "input": {
+            "manifests": [f"results/analysis_sets/{a}/manifest.parquet" for a in sets]
+        },
+        "output": {
+            "trajectory": [
+                directory(f"results/trajectory/{a}/{{model}}/ft-{{dataset}}-seed{{seed}}")
+                for a in sets
+            ]
+        },
+        "params": {
+            "analysis_sets": sets,
+            "trajectory_epochs": lambda wildcards: cfg.trajectory_epochs(
+                config, wildcards.model, wildcards.dataset
+            ),
+            "embed_batch_size": config["analysis"]["embed"]["batch_size"],
+        },
+    }[section]
 
 
 rule finetune:
@@ -9,10 +37,12 @@ rule finetune:
         weights=pretrained_weights,
         train="results/splits/{dataset}/train.parquet",
         val="results/splits/{dataset}/val.parquet",
+        **trajectory_io("input"),
     output:
         trained="results/finetune/{dataset}/{model}/seed{seed}/model.safetensors",
         metrics="results/finetune/{dataset}/{model}/seed{seed}/metrics.json",
         curve="results/finetune/{dataset}/{model}/seed{seed}/curve.csv",
+        **trajectory_io("output"),
     log:
         "logs/finetune/{dataset}/{model}/seed{seed}.log",
     benchmark:
@@ -33,6 +63,7 @@ rule finetune:
         resume="results/finetune/{dataset}/{model}/seed{seed}.resume.pt",
         device=config["finetune"]["device"],
         num_workers=config["finetune"]["num_workers"],
+        **trajectory_io("params"),
     script:
         "../workflow/scripts/finetune.py"
 

@@ -99,6 +99,26 @@ def test_what_finetuning_changed_is_reported_in_both_directions(demo):
 
 
 @pytest.mark.slow
+def test_the_trajectory_shows_every_epoch_of_every_seed(demo):
+    """finetune.trajectory: every; epochs 0 (pretrained) to 5 for each of 3 seeds, in the table, the
+    figure, the LaTeX table (one row per epoch) and the findings, which say when the planted pair settles."""
+    traj = pd.read_csv(demo / "summary" / "trajectory.csv", keep_default_na=False, na_values=[""])
+    ieat = traj[traj["measure"] == "ieat"]
+    assert sorted(ieat["epoch"].unique()) == list(range(6)) and len(ieat) == 6 * 3 * 2
+    assert ((ieat["ci_low"] <= ieat["value"]) & (ieat["value"] <= ieat["ci_high"])).all()
+    assert len(traj[(traj["measure"] == "bts") & (traj["seed"] == "pooled")]) == 5 * 2
+    assert traj[traj["final"] & (traj["measure"] == "ieat")].groupby("seed").size().tolist() == [2, 2, 2]
+    for ext in ("png", "pdf"):
+        assert (demo / "figures" / "synthetic" / "democnn" / f"trajectory_ft-synthetic_target.{ext}").stat().st_size > 0
+    tex = (demo / "tables" / "trajectory_synthetic_democnn_ft-synthetic_target.tex").read_text()
+    rows = tex.split("\\midrule", 1)[1].split("\\bottomrule", 1)[0].strip().splitlines()
+    assert [r.split(" & ")[0] for r in rows] == ["0 (pretrained)", "1", "2", "3", "4", "5"]
+    text = (demo / "summary" / "findings.rst").read_text().split("When did finetuning move the associations?", 1)[1]
+    planted = text.split("surfboard_vs_car (planted)", 1)[1].split("\n", 1)[0]
+    assert "settles from epoch" in planted or "throughout" in planted, planted
+
+
+@pytest.mark.slow
 def test_the_layer_profile_says_at_which_depth_the_planted_association_appears(demo):
     from biastransfer.report.formatting import read_summary
     from biastransfer.report.layer_report import PROFILE_REQUIRED, profile_figure

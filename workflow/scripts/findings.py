@@ -7,7 +7,7 @@ Standalone: python workflow/scripts/findings.py --ieat results/summary/ieat.csv 
 [--attribution results/summary/attribution.csv]
 [--ieat_change results/summary/ieat_change.csv --ieat_seeds results/summary/ieat_seeds.csv
 --similarity_change results/summary/similarity_change.csv] [--adjust holm]
-[--layers results/summary/layer_profile.csv]
+[--layers results/summary/layer_profile.csv] [--trajectory results/summary/trajectory.csv]
 """
 
 import json
@@ -19,6 +19,7 @@ from biastransfer.atomic import write_text
 from biastransfer.report.findings import describe_findings, to_html
 from biastransfer.report.layer_findings import describe_layers
 from biastransfer.report.network_findings import describe_attribution, describe_convergence, describe_reference
+from biastransfer.report.trajectory_findings import describe_trajectories
 from biastransfer.scripting import run
 
 
@@ -47,7 +48,7 @@ def main(
     curves: list | None = None, scratch: list | None = None, attribution: list | str | None = None,
     ieat_change: str | None = None,
     ieat_seeds: str | None = None, similarity_change: str | None = None, adjust: str = "holm",
-    layers: list | str | None = None,
+    layers: list | str | None = None, trajectory: list | str | None = None,
 ) -> None:
     bts_table = pd.read_csv(bts, keep_default_na=False, na_values=[""])
     text = describe_findings(
@@ -62,6 +63,7 @@ def main(
         *describe_reference(bts_table),
         *describe_attribution(pd.concat([pd.read_csv(p) for p in paths]) if paths else None),
         *describe_layers(_read(layers if isinstance(layers, str) else next(iter(layers or []), None)), alpha, adjust=adjust),
+        *describe_trajectories(_read(trajectory if isinstance(trajectory, str) else next(iter(trajectory or []), None))),
     ]
     if extra:
         text += "\n" + "\n".join(extra) + "\n"

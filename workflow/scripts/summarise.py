@@ -3,7 +3,8 @@
 One family per report table: BTS p-values are adjusted within each (analysis set, finetune dataset,
 seed) across models and both kinds (the pooled rows are one BTS table); iEAT p-values within each
 analysis set across models, stages and tests (one iEAT table). Stars, findings and verdicts all read
-these adjusted p-values.
+these adjusted p-values. The trajectory tables (one per analysis set, model and finetune dataset) are
+only concatenated: their p-values describe single epochs, not a reported family.
 
 Standalone: python workflow/scripts/summarise.py --summary bts --tables b1.csv b2.csv ... --table B.csv
 """
@@ -17,7 +18,7 @@ from biastransfer.atomic import write_csv
 from biastransfer.scripting import run
 
 log = logging.getLogger(__name__)
-SUMMARIES = ("similarity", "bts", "ieat", "layer_profile")
+SUMMARIES = ("similarity", "bts", "ieat", "trajectory", "layer_profile")
 
 
 def main(summary: str, tables: list, table: str) -> None:

@@ -55,6 +55,16 @@ def finetune_params(config: Mapping, model: str, dataset: str) -> dict[str, Any]
     return canonical({**ft["defaults"], **override})
 
 
+def trajectory_epochs(config: Mapping, model: str, dataset: str) -> list[int]:
+    """The epochs after which the finetune job of ``model`` on ``dataset`` embeds the analysis sets
+    (``finetune.trajectory``: ``off`` or false = none, ``every`` = each epoch, or a list, sorted here)."""
+    chosen = config["finetune"].get("trajectory", "off")
+    if chosen in ("off", False):
+        return []
+    epochs = finetune_params(config, model, dataset)["epochs"]
+    return list(range(1, epochs + 1)) if chosen == "every" else sorted(chosen)
+
+
 def pretrain_params(config: Mapping, model: str) -> dict[str, Any]:
     """Training hyper-parameters of a model pretrained inside the workflow (demo models)."""
     spec = dict(config["models"][model]["pretrain"])
@@ -135,6 +145,7 @@ def check_config(config: Mapping) -> None:
         for dataset in per_dataset:
             if dataset not in config["finetune"]["datasets"]:
                 problems.append(f"finetune.overrides.{model}: {dataset!r} is not in finetune.datasets")
+    problems += _trajectory_problems(config)
     for name, aset in config["analysis_sets"].items():
         where = f"analysis_sets.{name}"
         if "dataset" in aset and aset["dataset"] not in datasets:
@@ -194,6 +205,24 @@ def _user_data_problems(config: Mapping) -> list[str]:
     for name, spec in config["datasets"].items():
         if spec["kind"] == "table":
             problems += config_problems(f"datasets.{name}", spec, dataset=True)
+    return problems
+
+
+def _trajectory_problems(config: Mapping) -> list[str]:
+    """``finetune.trajectory`` epochs beyond the epochs a finetuning run sets (``defaults`` or its override)."""
+    ft = config["finetune"]
+    chosen = ft.get("trajectory", "off")
+    if not isinstance(chosen, list):
+        return []
+    problems = []
+    for model in config["models"]:
+        for dataset in ft["datasets"]:
+            override = ft.get("overrides", {}).get(model, {}).get(dataset, {})
+            epochs = {**ft.get("defaults", {}), **override}.get("epochs")
+            late = [e for e in chosen if epochs is not None and e > epochs]
+            if late:
+                problems.append(f"finetune.trajectory: epoch(s) {late} beyond the {epochs} epochs of {model} "
+                                f"finetuned on {dataset}")
     return problems
 
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -22,6 +24,7 @@ from biastransfer.atomic import atomic_path
 METADATA_KEY = b"biastransfer"
 COLUMNS = ("image_id", "class", "embedding")
 _BATCH_ROWS = 4096  # rows converted at a time: a 4096 x 2048 list<double> batch is 64 MB
+_EPOCH_FILE = re.compile(r"^epoch(?P<epoch>[0-9]+)\.parquet$")
 
 
 @dataclass(frozen=True)
@@ -194,3 +197,19 @@ def read_embeddings(path: str | os.PathLike) -> EmbeddingTable:
     _check_finite(path, ids, emb)
     raw = (pf.schema_arrow.metadata or {}).get(METADATA_KEY)
     return EmbeddingTable(ids, cls, emb, json.loads(raw) if raw else {})
+
+
+def epoch_file(epoch: int) -> str:
+    """File name of one trajectory epoch's embeddings (``epoch03.parquet``; two digits at least, so that
+    names sort by epoch)."""
+    return f"epoch{epoch:02d}.parquet"
+
+
+def epoch_files(folder: str | os.PathLike) -> dict[int, Path]:
+    """``{epoch: path}`` of the trajectory epoch files in ``folder``, sorted by epoch."""
+    found = {}
+    for path in Path(folder).iterdir():
+        match = _EPOCH_FILE.match(path.name)
+        if match:
+            found[int(match["epoch"])] = path
+    return dict(sorted(found.items()))

@@ -172,3 +172,17 @@ __all__ += [
     "PERSON_MARKERS", "object_person_classes", "person_pairs", "person_figure", "SHEET_COLUMNS", "THUMBNAIL_PX",
     "sheet_images", "contact_sheet", "CURVE_COLUMNS", "SEED_COLOURS", "run_of", "read_curves", "curves_figure",
 ]
+
+# Trajectories over finetuning epochs: figure, LaTeX table and findings (report/trajectory.py, report/trajectory_findings.py).
+from biastransfer.report.trajectory import TRAJECTORY_REQUIRED, trajectory_figure, trajectory_latex  # noqa: F401,E402
+from biastransfer.report.trajectory_findings import seed_means, settling_epoch, describe_trajectories  # noqa: F401,E402
+
+__all__ += ["TRAJECTORY_REQUIRED", "trajectory_figure", "trajectory_latex", "seed_means", "settling_epoch",
+            "describe_trajectories"]
+
+# The model zoo: ranked table, LaTeX, forest plot and findings (report/zoo.py, report/zoo_findings.py).
+from biastransfer.report.zoo import ZOO_INPUT_COLUMNS, RANKING_COLUMNS, UNSTATED, status_table, ranking_table, ranking_latex, forest_figure  # noqa: F401,E402
+from biastransfer.report.zoo_findings import ZOO_SCOPE, describe_zoo  # noqa: F401,E402
+
+__all__ += ["ZOO_INPUT_COLUMNS", "RANKING_COLUMNS", "UNSTATED", "status_table", "ranking_table", "ranking_latex",
+            "forest_figure", "ZOO_SCOPE", "describe_zoo"]

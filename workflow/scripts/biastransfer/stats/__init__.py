@@ -78,6 +78,12 @@ from biastransfer.stats.seeds import (  # noqa: F401
     SeedsResult,
     combined_ieat,
 )
+from biastransfer.stats.trajectory import (  # noqa: F401
+    TRAJECTORY_COLUMNS,
+    epoch_rows,
+    curve_rows,
+    trajectory_table,
+)
 
 __all__ = [
     "SimilarityResult", "intra_class_similarity", "inter_class_similarity", "class_similarities",
@@ -91,7 +97,8 @@ __all__ = [
     "bias_corrected_interval", "bootstrap_pvalue", "IEATBlocks", "ieat_replicates", "ieat_ci",
     "ieat_change", "change_result", "aligned_classes", "ieat_change_table", "stage_replicates",
     "similarity_change_table", "ieat_seeds_table", "SimilarityReplicates", "similarity_replicates",
-    "rank_correlation_ci", "similarity_changes", "SeedsResult", "combined_ieat"
+    "rank_correlation_ci", "similarity_changes", "SeedsResult", "combined_ieat", "TRAJECTORY_COLUMNS",
+    "epoch_rows", "curve_rows", "trajectory_table",
 ]
 
 # Layer profiles: iEAT and BTS at every profiled layer (stats/layer_profile.py).

@@ -38,6 +38,9 @@ from biastransfer.train.loop import (  # noqa: F401
     remove_resume_state,
     train_classifier,
 )
+from biastransfer.train.trajectory import (  # noqa: F401
+    TrajectoryWriter,
+)
 from biastransfer.train.run import (  # noqa: F401
     run_training,
 )
@@ -47,5 +50,5 @@ __all__ = [
     "EpochRecord", "TrainResult", "METRICS", "average_precision", "mean_average_precision",
     "micro_f1", "validation_metric", "LARS", "lars_param_groups", "ImageLabelDataset", "epoch_seed",
     "EpochSampler", "make_loader", "make_optimizer", "make_scheduler", "Runtime", "evaluate",
-    "resume_key", "remove_resume_state", "train_classifier", "run_training"
+    "resume_key", "remove_resume_state", "train_classifier", "TrajectoryWriter", "run_training",
 ]

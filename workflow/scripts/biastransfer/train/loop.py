@@ -116,7 +116,7 @@ def resume_key(cfg: TrainConfig, classes, identity: dict | None = None) -> dict:
 
 _KEY_WORDS = {"hyper": "hyper-parameters", "classes": "class list", "init_weights_sha256": "initial weights (sha256)",
               "train_sha256": "training split (sha256)", "val_sha256": "validation split (sha256)",
-              "spec": "model spec or preprocessing"}
+              "spec": "model spec or preprocessing", "trajectory": "trajectory epochs or analysis-set manifests"}
 
 
 def _stale(saved: dict | None, key: dict) -> list[str]:
@@ -149,6 +149,7 @@ def train_classifier(
     identity: dict | None = None,
     log: Callable[[str], None] = print,
     device: str | torch.device = "cpu",
+    after_epoch: Callable[[int, nn.Module], None] | None = None,
 ) -> TrainResult:
     """Train ``model`` (logits for ``train_set.classes``) and keep the best epoch by validation metric.
 
@@ -156,7 +157,9 @@ def train_classifier(
     from the epoch after. The state is keyed by :func:`resume_key` (hyper-parameters, classes and
     ``identity``: whatever else determines the result, such as the initial weights' digest); a state
     with another key is discarded, and the log names what differs. A non-finite loss stops the run
-    with FloatingPointError.
+    with FloatingPointError. ``after_epoch(epoch, model)`` runs after each epoch's validation, before
+    its resume state is saved (so an epoch whose state was saved has had its call), with the model in
+    eval mode; what it does with the torch random state does not reach training (each epoch reseeds).
     """
     device = torch.device(device)
     rt = Runtime.resolve(cfg, device)
@@ -247,6 +250,9 @@ def train_classifier(
         if value > result.best_metric:
             result.best_epoch, result.best_metric = epoch, value
             result.best_state = _state_on_cpu(model)
+        if after_epoch is not None:
+            model.eval()
+            after_epoch(epoch, model)
         if resume_path is not None:
             _save_resume(resume_path, model, optimizer, scheduler, epoch, result, key)
     return result

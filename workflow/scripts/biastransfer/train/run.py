@@ -17,6 +17,7 @@ from biastransfer.data.splits import read_split
 from biastransfer.train.config import TrainConfig
 from biastransfer.train.data import ImageLabelDataset
 from biastransfer.train.loop import remove_resume_state, train_classifier
+from biastransfer.train.trajectory import TrajectoryWriter
 
 _HYPER = {f.name for f in dataclasses.fields(TrainConfig)} - {"seed", "num_workers"}
 
@@ -38,6 +39,7 @@ def run_training(
     num_workers: int,
     log: Callable[[str], None],
     init_weights_sha256: str | None = None,
+    trajectory: TrajectoryWriter | None = None,
 ) -> dict:
     """Train ``build(classes)`` on the ``train`` split, validate on ``val``; return the metrics written.
 
@@ -48,6 +50,8 @@ def run_training(
     it is continued only if it was written from the same initial weights (``init_weights_sha256``; None
     for a model trained from scratch), splits (sha256 of ``train`` and ``val``), model spec, preprocessing,
     hyper-parameters and classes. The checkpoint metadata and the metrics record these digests.
+    ``trajectory`` embeds the analysis sets after its epochs (its identity joins the resume key) and
+    moves them into its output folders once the run's other outputs are written.
     """
     unknown = sorted(set(hyper) - _HYPER)
     if unknown:
@@ -67,7 +71,8 @@ def run_training(
         model,
         ImageLabelDataset(train_split, spec.preprocess.transform(train=True)),
         ImageLabelDataset(val_split, spec.preprocess.transform(train=False)),
-        cfg, resume_path=resume, identity={**origin, "spec": spec.as_dict()}, log=log, device=device,
+        cfg, resume_path=resume, identity={**origin, "spec": spec.as_dict(), **(trajectory.identity() if trajectory else {})},
+        log=log, device=device, after_epoch=trajectory,
     )
     model.load_state_dict(result.best_state)
     metrics = {
@@ -87,6 +92,8 @@ def run_training(
     write_text(metrics_out, json.dumps(metrics, indent=2) + "\n")
     if curve_out is not None:
         write_csv(curve_out, pd.DataFrame(result.curve()))
+    if trajectory is not None:
+        trajectory.publish()
     if resume is not None:
         remove_resume_state(resume)
     log(f"best epoch {result.best_epoch}: val {cfg.metric} {result.best_metric:.4f}")

@@ -1,0 +1,178 @@
+"""Trajectories over finetuning epochs (finetune.trajectory): config, statistics, findings, and one tiny
+workflow run (tests/configs/tiny.yaml at two epochs) whose trajectory files follow the embeddings schema
+and whose best epoch gives exactly the final embeddings' similarity, iEAT and BTS."""
+
+import copy
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import validate
+
+from biastransfer import config as cfg
+from biastransfer.embeddings import EmbeddingTable, epoch_files, read_embeddings
+from biastransfer.report.trajectory_findings import describe_trajectories, settling_epoch
+from biastransfer.stats.trajectory import trajectory_table
+from conftest import ROOT, run_snakemake
+
+SCHEMA = str(ROOT / "workflow" / "schemas" / "config.schema.yaml")
+DEMO = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+
+
+@pytest.mark.parametrize("value, epochs", [("off", []), (False, []), ("every", [1, 2, 3, 4, 5]), ([4, 2], [2, 4])])
+def test_trajectory_values_and_the_epochs_they_give(value, epochs):
+    conf = copy.deepcopy(DEMO)
+    conf["finetune"]["trajectory"] = value
+    validate(conf, SCHEMA, set_default=True)
+    cfg.check_config(conf)
+    assert cfg.trajectory_epochs(conf, "democnn", "synthetic_target") == epochs
+
+
+@pytest.mark.parametrize("value, message", [
+    ("sometimes", "'sometimes' is not valid"), ([0], "is not valid"), ([], "is not valid"), ([2, 2], "is not valid"),
+])
+def test_a_bad_trajectory_value_is_named(value, message):
+    conf = copy.deepcopy(DEMO)
+    conf["finetune"]["trajectory"] = value
+    with pytest.raises(WorkflowError, match=message):
+        validate(conf, SCHEMA)
+
+
+def test_an_epoch_beyond_a_run_is_named():
+    conf = copy.deepcopy(DEMO)
+    conf["finetune"]["trajectory"] = [2, 9]
+    with pytest.raises(ValueError, match=r"finetune.trajectory: epoch\(s\) \[9\] beyond the 5 epochs of democnn"):
+        cfg.check_config(conf)
+
+
+def _means(values, low, high):
+    return pd.DataFrame({"value": values, "ci_low": [np.nan] * (len(values) - 1) + [low],
+                         "ci_high": [np.nan] * (len(values) - 1) + [high]}, index=range(len(values)))
+
+
+@pytest.mark.parametrize("values, low, high, settled", [
+    ([0.0, 0.5, 0.9, 1.0, 0.95], 0.85, 1.1, 2),   # rises, then stays inside the last interval from epoch 2
+    ([1.0, 0.2, 1.0, 1.0], 0.9, 1.1, 2),         # dips at epoch 1 and comes back
+    ([1.0, 1.0, 1.0], 0.9, 1.1, 0),              # never leaves it
+    ([0.0, 1.0, 2.0], 2.5, 3.0, None),           # the last value lies outside its own interval
+    ([0.0, 1.0], np.nan, np.nan, None),          # no interval
+])
+def test_the_settling_epoch(values, low, high, settled):
+    assert settling_epoch(_means(values, low, high)) == settled
+
+
+def _table(rng, shift=0.0):
+    classes = ["a", "b", "x", "y"]
+    emb = rng.normal(size=(40, 8)).astype(np.float32)
+    cls = np.repeat(classes, 10)
+    emb[cls == "x", 0] += shift
+    emb[cls == "a", 0] += shift
+    return EmbeddingTable(np.array([f"i{k}" for k in range(40)]), cls, emb)
+
+
+OPTIONS = dict(tests=[{"name": "t", "X": "x", "Y": "y", "A": "a", "B": "b", "role": "planted"}], lists={},
+               similarity={"method": "exact"}, ieat={"permutations": 200, "bootstrap": 50},
+               bts={"pvalue": "permutation", "bootstrap": 50, "ci_level": 0.95, "seed": 0})
+
+
+def test_a_network_finetuning_did_not_change_keeps_its_statistics_at_every_epoch():
+    pre = _table(np.random.default_rng(0), shift=3.0)
+    frame = trajectory_table(pre, {1: {0: pre, 1: pre}, 2: {0: pre, 1: pre}}, **OPTIONS)
+    ieat = frame[frame["measure"] == "ieat"]
+    assert sorted(ieat["epoch"].unique()) == [0, 1, 2] and len(ieat) == 3 * 2
+    assert ieat["value"].nunique() == 1 and ieat["value"].iloc[0] > 1  # the planted association, unchanged
+    bts = frame[frame["measure"] == "bts"]
+    assert set(bts["epoch"]) == {1, 2} and np.allclose(bts["value"], 1)  # rho 1 against itself; none at epoch 0
+    text = "\n".join(describe_trajectories(frame.assign(analysis_set="s", model="m", finetune_dataset="d")))
+    assert "t (planted)" in text and "stays inside the last epoch's interval throughout" in text
+
+
+def test_an_association_finetuning_removes_is_seen_to_fall():
+    rng = np.random.default_rng(1)
+    pre, gone = _table(rng, shift=3.0), _table(rng, shift=0.0)
+    frame = trajectory_table(pre, {1: {0: gone}, 2: {0: gone}}, **OPTIONS)
+    d = frame[frame["measure"] == "ieat"].set_index("epoch")["value"]
+    assert d[0] > 1 and abs(d[2]) < 0.8
+    with pytest.raises(ValueError, match="different seeds"):
+        trajectory_table(pre, {1: {0: gone}, 2: {1: gone}}, **OPTIONS)
+
+
+# ---------------------------------------------------------------------------------------------------
+# One tiny run: two seeds, two epochs, a trajectory point after each, one loader worker (the finetune
+# job then runs with the embed job's two threads, which makes the CPU features bit-identical).
+# ---------------------------------------------------------------------------------------------------
+
+STAGE = "ft-synthetic_target-seed{}"
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    conf = yaml.safe_load((ROOT / "tests" / "configs" / "tiny.yaml").read_text())
+    conf["finetune"]["defaults"]["epochs"] = 2
+    conf["finetune"].update(trajectory="every", num_workers=1)
+    # the rules' own resampling counts, so that the best epoch's rows can equal theirs
+    conf["analysis"]["trajectory"] = {"permutations": conf["analysis"]["ieat"]["permutations"], "bootstrap": 2000}
+    workdir = tmp_path_factory.mktemp("trajectory")
+    (workdir / "tiny.yaml").write_text(yaml.safe_dump(conf))
+    targets = ["results/summary/trajectory.csv", "results/figures/synthetic/tinycnn/trajectory_ft-synthetic_target.png",
+               "results/bts/synthetic/tinycnn/ft-synthetic_target.csv",
+               *(f"results/{kind}/synthetic/tinycnn/{STAGE.format(seed)}.csv" for kind in ("ieat", "similarity")
+                 for seed in (0, 1))]
+    run_snakemake("--cores", "2", *targets, "--configfile", workdir / "tiny.yaml", cwd=workdir)
+    return workdir / "results"
+
+
+@pytest.mark.slow
+def test_each_epoch_is_embedded_in_the_documented_schema(tiny):
+    for seed in (0, 1):
+        files = epoch_files(tiny / "trajectory" / "synthetic" / "tinycnn" / STAGE.format(seed))
+        assert list(files) == [1, 2] and [p.name for p in files.values()] == ["epoch01.parquet", "epoch02.parquet"]
+        final = read_embeddings(tiny / "embeddings" / "synthetic" / "tinycnn" / f"{STAGE.format(seed)}.parquet")
+        for epoch, path in files.items():
+            table = read_embeddings(path)
+            meta = table.metadata
+            assert (meta["epoch"], meta["stage"], meta["trajectory"], meta["analysis_set"]) == (
+                epoch, STAGE.format(seed), True, "synthetic")
+            assert meta["train_sha256"] == final.metadata["train_sha256"] and meta["model"] == "tinycnn"
+            assert list(table.image_ids) == list(final.image_ids) and table.embeddings.shape == final.embeddings.shape
+
+
+@pytest.mark.slow
+def test_the_best_epoch_gives_exactly_the_final_embeddings_results(tiny):
+    traj = pd.read_csv(tiny / "summary" / "trajectory.csv", keep_default_na=False, na_values=[""])
+    best = traj[traj["final"] & (traj["measure"] != "curve")]
+    assert sorted(best["seed"].astype(str).unique()) == ["0", "1"]
+    for seed in (0, 1):
+        epoch = int(best[best["seed"].astype(str) == str(seed)]["epoch"].iloc[0])
+        folder = tiny / "trajectory" / "synthetic" / "tinycnn" / STAGE.format(seed)
+        point = read_embeddings(epoch_files(folder)[epoch]).embeddings
+        final = read_embeddings(tiny / "embeddings" / "synthetic" / "tinycnn" / f"{STAGE.format(seed)}.parquet")
+        np.testing.assert_array_equal(point, final.embeddings)
+        rows = best[best["seed"].astype(str) == str(seed)]
+        sims = pd.read_csv(tiny / "similarity" / "synthetic" / "tinycnn" / f"{STAGE.format(seed)}.csv")
+        got = rows[rows["measure"] == "similarity"].set_index("key")["value"]
+        assert got.to_dict() == sims.set_index("key")["value"].to_dict()
+        ieat = pd.read_csv(tiny / "ieat" / "synthetic" / "tinycnn" / f"{STAGE.format(seed)}.csv").set_index("test")
+        got = rows[rows["measure"] == "ieat"].set_index("key")
+        for column, theirs in (("value", "effect_size"), ("ci_low", "ci_low"), ("ci_high", "ci_high"),
+                               ("pvalue", "pvalue")):
+            assert got[column].to_dict() == ieat[theirs].to_dict(), column
+        bts = pd.read_csv(tiny / "bts" / "synthetic" / "tinycnn" / "ft-synthetic_target.csv", keep_default_na=False)
+        bts = bts[bts["seed"].astype(str) == str(seed)].set_index("kind")
+        got = rows[rows["measure"] == "bts"].set_index("kind")
+        assert got["value"].to_dict() == bts["statistic"].to_dict()
+        assert got["pvalue"].to_dict() == bts["pvalue"].to_dict()
+
+
+@pytest.mark.slow
+def test_the_trajectory_figure_and_table_show_every_epoch(tiny):
+    traj = pd.read_csv(tiny / "summary" / "trajectory.csv", keep_default_na=False, na_values=[""])
+    ieat = traj[traj["measure"] == "ieat"]
+    assert len(ieat) == 3 * 2 * 2  # epochs 0-2, two seeds, two tests
+    assert len(traj[(traj["measure"] == "curve") & (traj["key"] == "val_mAP")]) == 2 * 2
+    assert (tiny / "figures" / "synthetic" / "tinycnn" / "trajectory_ft-synthetic_target.pdf").stat().st_size > 0
+    tex = (tiny / "tables" / "trajectory_synthetic_tinycnn_ft-synthetic_target.tex").read_text()
+    body = tex.split("\\midrule", 1)[1].split("\\bottomrule", 1)[0]
+    assert [line.split(" & ")[0] for line in body.strip().splitlines()] == ["0 (pretrained)", "1", "2"]

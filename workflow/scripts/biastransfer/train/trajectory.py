@@ -1,0 +1,94 @@
+"""Trajectory embeddings: the analysis sets embedded after chosen epochs of a finetuning run, from the
+model in memory (no checkpoint per epoch).
+
+Files go to a staging folder beside the job's outputs while it runs (Snakemake deletes declared outputs
+before a job starts, and a resumed job must keep the epochs it already embedded) and are moved into the
+declared folders once training ends: ``{out_dir}/epoch{NN}.parquet``, in the embeddings schema of
+docs/formats.md, with ``epoch`` and ``trajectory: true`` in the provenance.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+import torch
+from torch import nn
+
+from biastransfer.data.manifest import read_manifest, verify_files
+from biastransfer.embeddings import epoch_file, epoch_files, write_embeddings
+from biastransfer.hashing import file_digest
+from biastransfer.models.features import embedding_provenance, extract_features
+from biastransfer.models.spec import ModelSpec
+
+class TrajectoryWriter:
+    """``writer(epoch, model)``, the ``after_epoch`` of :func:`~biastransfer.train.loop.train_classifier`.
+
+    ``manifests`` and ``out_dirs`` map each analysis set to its manifest and its output folder; ``epochs``
+    are the epochs to embed; ``staging`` is a folder kept outside the declared outputs. ``provenance`` is
+    merged into every file's metadata (stage, config hash, the run's origin digests, ...).
+    """
+
+    def __init__(self, spec: ModelSpec, manifests: Mapping[str, str], out_dirs: Mapping[str, str],
+                 epochs: Sequence[int], staging: str | os.PathLike, *, batch_size: int, num_workers: int,
+                 device: torch.device, provenance: Mapping | None = None,
+                 log: Callable[[str], None] = print):
+        if set(manifests) != set(out_dirs):
+            raise ValueError(f"analysis sets of the manifests ({sorted(manifests)}) and of the output folders "
+                             f"({sorted(out_dirs)}) differ")
+        self.spec, self.out_dirs, self.epochs = spec, dict(out_dirs), sorted(set(epochs))
+        self.staging = Path(staging)
+        self.batch_size, self.num_workers, self.device = batch_size, num_workers, device
+        self.provenance, self.log = dict(provenance or {}), log
+        self.images = {}
+        for name, path in manifests.items():
+            frame = read_manifest(path)
+            verify_files(frame, ".")
+            self.images[name] = (frame, file_digest(path))
+        self._started = False
+
+    def identity(self) -> dict:
+        """What a resume state must also match: the epochs and the manifests' digests (a resumed run keeps
+        the epochs it embedded before)."""
+        return {"trajectory": {"epochs": self.epochs,
+                               "manifests": {name: digest for name, (_, digest) in sorted(self.images.items())}}}
+
+    def _staged(self, name: str, epoch: int) -> Path:
+        return self.staging / name / epoch_file(epoch)
+
+    def _forget_from(self, epoch: int) -> None:
+        """Remove staged files of ``epoch`` and later (left by a run that stopped without saving them)."""
+        for name in self.images:
+            folder = self.staging / name
+            if folder.is_dir():
+                for e, path in epoch_files(folder).items():
+                    if e >= epoch:
+                        path.unlink()
+
+    def __call__(self, epoch: int, model: nn.Module) -> None:
+        if not self._started:
+            self._forget_from(epoch)
+            self._started = True
+        if epoch not in self.epochs:
+            return
+        backbone = getattr(model, "backbone", model)
+        for name, (frame, digest) in self.images.items():
+            features = extract_features(backbone, frame["path"].tolist(), self.spec.preprocess,
+                                        batch_size=self.batch_size, num_workers=self.num_workers, device=self.device)
+            meta = embedding_provenance(self.spec, None, **self.provenance, analysis_set=name, manifest_sha256=digest,
+                                        device=str(self.device), epoch=epoch, trajectory=True)
+            write_embeddings(self._staged(name, epoch), frame["image_id"], frame["class"], features, meta)
+        self.log(f"embedded {', '.join(self.images)} after epoch {epoch}")
+
+    def publish(self) -> None:
+        """Move every staged epoch into its output folder; FileNotFoundError naming any epoch not staged."""
+        missing = [str(self._staged(n, e)) for n in self.images for e in self.epochs if not self._staged(n, e).is_file()]
+        if missing:
+            raise FileNotFoundError(f"trajectory embeddings missing after training: {', '.join(missing)}")
+        for name, out in self.out_dirs.items():
+            Path(out).mkdir(parents=True, exist_ok=True)
+            for epoch in self.epochs:
+                os.replace(self._staged(name, epoch), Path(out) / epoch_file(epoch))
+        shutil.rmtree(self.staging, ignore_errors=True)
