@@ -11,7 +11,9 @@ from biastransfer.stats.bootstrap import (
     IEATBlocks,
     bootstrap_pvalue,
     ieat_change,
+    ieat_changes,
     ieat_ci,
+    ieat_replicates,
     percentile_interval,
     resample_counts,
 )
@@ -117,17 +119,39 @@ def _paired(rng, n, shift):
     return before, after
 
 
-def test_paired_change_detects_a_planted_change_and_is_valid_without_one():
-    rejections = {0.0: 0, 1.0: 0}
+def test_paired_change_detects_a_planted_change_and_is_calibrated_without_one():
+    rejections, deltas, ses, raw_sds = {0.0: 0, 1.0: 0}, [], [], []
     for shift in rejections:
-        for i in range(150):
+        for i in range(200):
             before, after = _paired(np.random.default_rng(i), 25, shift)
             res = ieat_change(before, after, replicates=400, seed=i)
             assert res.delta == pytest.approx(res.after - res.before)
+            assert res.ci_low < res.delta < res.ci_high and res.method == "corrected normal"
             rejections[shift] += res.pvalue < 0.05
-    assert rejections[1.0] / 150 > 0.8
-    # Valid (at most the level) but conservative here: see docs/statistics.md, "The change".
-    assert rejections[0.0] / 150 <= 0.07
+            if shift == 0.0:
+                pair = [IEATBlocks(*before), IEATBlocks(*after)]
+                reps = ieat_replicates(pair, 400, i)  # the plain paired bootstrap: targets and attributes together
+                deltas.append(res.delta), ses.append(res.se), raw_sds.append(np.std(reps[1] - reps[0], ddof=1))
+    assert rejections[1.0] / 200 > 0.8
+    # Without a change: near the level (the plain paired bootstrap rejected 0 of 150 such datasets).
+    assert 0.01 <= rejections[0.0] / 200 <= 0.07
+    # The corrected standard error tracks the sampling SD of the change; the plain bootstrap's SD is
+    # inflated by the interactions it counts three times (docs/statistics.md, "The change").
+    true_sd = np.std(deltas, ddof=1)
+    assert 0.9 <= np.mean(ses) / true_sd <= 1.15
+    assert np.mean(raw_sds) / true_sd > 1.3
+
+
+def test_one_bootstrap_serves_every_seed():
+    rng = np.random.default_rng(5)
+    before, after = _paired(rng, 12, 0.5)
+    _, other = _paired(rng, 12, 0.0)
+    blocks = [IEATBlocks(*before), IEATBlocks(*after), IEATBlocks(*other)]
+    both = ieat_changes(blocks, replicates=300, seed=3)
+    assert both[0] == ieat_change(before, after, replicates=300, seed=3)
+    assert both[1].before == both[0].before and both[1].after == pytest.approx(blocks[2].observed())
+    with pytest.raises(ValueError, match="at least one more"):
+        ieat_changes(blocks[:1])
 
 
 def test_bootstrap_pvalue_is_never_below_its_floor():

@@ -59,6 +59,7 @@ from biastransfer.stats.bootstrap import (  # noqa: F401
     ieat_replicates,
     ieat_ci,
     ieat_change,
+    ieat_changes,
     change_result,
 )
 from biastransfer.stats.change_tables import (  # noqa: F401
@@ -95,7 +96,7 @@ __all__ = [
     "compare_networks", "network_values", "attribution_table", "BOOTSTRAP", "BootstrapResult",
     "ChangeResult", "check_level", "resample_counts", "percentile_interval",
     "bias_corrected_interval", "bootstrap_pvalue", "IEATBlocks", "ieat_replicates", "ieat_ci",
-    "ieat_change", "change_result", "aligned_classes", "ieat_change_table", "stage_replicates",
+    "ieat_change", "ieat_changes", "change_result", "aligned_classes", "ieat_change_table", "stage_replicates",
     "similarity_change_table", "ieat_seeds_table", "SimilarityReplicates", "similarity_replicates",
     "rank_correlation_ci", "similarity_changes", "SeedsResult", "combined_ieat", "TRAJECTORY_COLUMNS",
     "epoch_rows", "curve_rows", "trajectory_table",

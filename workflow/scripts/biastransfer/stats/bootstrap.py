@@ -5,7 +5,8 @@ interval carries the sampling variation of the targets *and* of the attribute im
 a vector of counts per set, and the effect size of a resample is a weighted sum over the cosine blocks
 X.A, X.B, Y.A and Y.B, which are computed once: no k x k matrix and no resampled embeddings per
 replicate (docs/statistics.md). The change ``d_after - d_before`` of the same images embedded by two
-networks uses the same counts for both (a paired bootstrap).
+networks uses the same counts for both (a paired bootstrap), and its variance is corrected for the
+bootstrap's over-counting of target x attribute interactions (:func:`ieat_changes`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from biastransfer.stats._validation import as_embeddings, check_positive_int, ch
 
 BOOTSTRAP = 2000  # default replicates (also the schema's analysis.ieat.bootstrap and analysis.bts.bootstrap)
 _BLOCK = 512  # replicates per vectorised block; fixed, so a seed always gives the same draws
+_TARGETS, _ATTRIBUTES, _ALL_SETS = "XY", "AB", "XYAB"  # which sets a bootstrap draws anew
 
 
 @dataclass(frozen=True)
@@ -37,15 +39,18 @@ class BootstrapResult(Result):
 
 @dataclass(frozen=True)
 class ChangeResult(Result):
-    """``delta = after - before`` with a paired percentile interval and a two-sided bootstrap p-value.
+    """``delta = after - before`` with a paired interval, its standard error and a two-sided p of no change.
 
-    ``pvalue`` is the smallest two-sided level at which the interval excludes 0, with the +1
-    correction, so it is never below ``pvalue_floor = 2 / (replicates + 1)``.
+    ``method`` says how: ``"percentile"`` (the interval's quantiles of the replicates; ``pvalue`` is the
+    smallest two-sided level at which it excludes 0, with the +1 correction, never below
+    ``pvalue_floor = 2 / (replicates + 1)``) or ``"corrected normal"`` (``delta +- z se`` with the
+    interaction-corrected variance of :func:`ieat_changes`; a normal p, so ``pvalue_floor`` is 0).
     """
 
     before: float
     after: float
     delta: float
+    se: float
     ci_low: float
     ci_high: float
     pvalue: float
@@ -53,6 +58,7 @@ class ChangeResult(Result):
     level: float
     replicates: int
     seed: int
+    method: str
 
 
 def check_level(level: float) -> float:
@@ -134,11 +140,12 @@ class IEATBlocks:
 
 
 def ieat_replicates(
-    blocks: Sequence[IEATBlocks], replicates: int, seed: int
+    blocks: Sequence[IEATBlocks], replicates: int, seed: int | np.random.Generator, resample: str = _ALL_SETS
 ) -> np.ndarray:
     """``len(blocks) x replicates`` bootstrap effect sizes, all blocks resampled with the same counts.
 
     The blocks must hold the same images (same set sizes), e.g. one iEAT embedded by several networks.
+    ``resample`` names the sets drawn anew (``"XYAB"``); the others keep each of their rows once.
     """
     sizes = blocks[0].sizes
     for b in blocks[1:]:
@@ -148,7 +155,7 @@ def ieat_replicates(
     out = np.empty((len(blocks), replicates))
     for start in range(0, replicates, _BLOCK):
         count = min(_BLOCK, replicates - start)
-        counts = [resample_counts(sizes[k], count, rng) for k in "XYAB"]
+        counts = [resample_counts(sizes[k], count, rng) if k in resample else np.ones((count, sizes[k])) for k in "XYAB"]
         for i, b in enumerate(blocks):
             out[i, start : start + count] = b.effect_sizes(*counts)
     return out
@@ -170,24 +177,49 @@ def ieat_ci(X, Y, A, B, replicates: int = BOOTSTRAP, level: float = 0.95, seed: 
 def ieat_change(
     before: Sequence, after: Sequence, replicates: int = BOOTSTRAP, level: float = 0.95, seed: int | None = 0
 ) -> ChangeResult:
-    """``d(after) - d(before)`` for the same images (``(X, Y, A, B)`` row for row) in two embeddings.
+    """``d(after) - d(before)`` for the same images (``(X, Y, A, B)`` row for row) in two embeddings,
+    with the interval and p-value of :func:`ieat_changes`."""
+    return ieat_changes([IEATBlocks(*before), IEATBlocks(*after)], replicates, level, seed)[0]
 
-    Both effect sizes of a replicate use the same resampled rows, so the interval and the p-value are
-    those of the paired difference.
+
+def ieat_changes(
+    blocks: Sequence[IEATBlocks], replicates: int = BOOTSTRAP, level: float = 0.95, seed: int | None = 0
+) -> list[ChangeResult]:
+    """The change of d from ``blocks[0]`` to each later block (the same images in several networks).
+
+    Every bootstrap uses the same resampled rows in all networks (paired). A bootstrap that resamples
+    targets and attributes together counts the variance of their interaction (e.g. the noise one network
+    adds to both ``x`` and ``a``) three times instead of once, and that term dominates a difference of
+    two networks' d. So three paired bootstraps are drawn (targets only: ``v_T``; attributes only:
+    ``v_A``; both: ``v_TA``) and the variance of the change is ``2 (v_T + v_A) - v_TA``, at least
+    ``max(v_T, v_A)``; the interval is ``delta +- z se`` and the p-value normal (docs/statistics.md).
     """
     replicates = check_positive_int(replicates, "replicates")
     level, seed = check_level(level), check_seed(seed)
-    pair = [IEATBlocks(*before), IEATBlocks(*after)]
-    reps = ieat_replicates(pair, replicates, seed)
-    return change_result(pair[0].observed(), pair[1].observed(), reps[1] - reps[0], level, seed)
+    if len(blocks) < 2:
+        raise ValueError("ieat_changes needs the pretrained network and at least one more")
+    rng = np.random.default_rng(seed)
+    reps = {sets: ieat_replicates(blocks, replicates, rng, sets) for sets in (_TARGETS, _ATTRIBUTES, _ALL_SETS)}
+    z = stats.norm.ppf((1 + level) / 2)
+    before = blocks[0].observed()
+    results = []
+    for i in range(1, len(blocks)):
+        v = {sets: _sd(r[i] - r[0]) ** 2 for sets, r in reps.items()}
+        se = float(np.sqrt(max(2 * (v[_TARGETS] + v[_ATTRIBUTES]) - v[_ALL_SETS], v[_TARGETS], v[_ATTRIBUTES])))
+        after = blocks[i].observed()
+        delta = after - before
+        p = float(2 * stats.norm.sf(abs(delta) / se)) if se > 0 else float(delta == 0)
+        results.append(ChangeResult(before, after, delta, se, delta - z * se, delta + z * se, p, 0.0, level,
+                                    replicates, seed, "corrected normal"))  # fmt: skip
+    return results
 
 
 def change_result(before: float, after: float, deltas: np.ndarray, level: float, seed: int) -> ChangeResult:
-    """A :class:`ChangeResult` from the observed values and the bootstrap replicates of the difference."""
+    """A percentile :class:`ChangeResult` from the observed values and the replicates of the difference."""
     low, high = percentile_interval(deltas, level)
     return ChangeResult(
-        before, after, after - before, low, high, bootstrap_pvalue(deltas), 2 / (deltas.size + 1),
-        level, deltas.size, seed,
+        before, after, after - before, _sd(deltas), low, high, bootstrap_pvalue(deltas), 2 / (deltas.size + 1),
+        level, deltas.size, seed, "percentile",
     )
 
 

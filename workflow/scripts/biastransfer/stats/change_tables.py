@@ -14,7 +14,7 @@ import pandas as pd
 
 from biastransfer.embeddings import EmbeddingTable
 from biastransfer.stages import PRETRAINED
-from biastransfer.stats.bootstrap import BOOTSTRAP, ChangeResult, IEATBlocks, change_result, check_level, ieat_replicates
+from biastransfer.stats.bootstrap import BOOTSTRAP, ChangeResult, IEATBlocks, ieat_changes
 from biastransfer.stats.resampled_similarity import SimilarityReplicates, similarity_changes, similarity_replicates
 from biastransfer.stats.results import pair_key
 from biastransfer.stats.seeds import combined_ieat
@@ -49,16 +49,14 @@ def ieat_change_table(
     bootstrap: int = BOOTSTRAP, ci_level: float = 0.95, seed: int = 0,
 ) -> pd.DataFrame:
     """``delta_d = d_finetuned - d_pretrained`` of every test and finetuning seed, with a paired
-    bootstrap interval and two-sided p-value (the same resampled images in both networks)."""
+    bootstrap interval and two-sided p-value (the same resampled images in every network;
+    :func:`~biastransfer.stats.bootstrap.ieat_changes`)."""
     groups = aligned_classes(stages)
     seeds = [s for s in stages if s != PRETRAINED]
     rows = []
     for test in tests:
-        blocks = {s: IEATBlocks(*(groups[s][test[r]] for r in "XYAB")) for s in [PRETRAINED, *seeds]}
-        reps = ieat_replicates(list(blocks.values()), bootstrap, seed)
-        before = blocks[PRETRAINED].observed()
-        for i, ft in enumerate(seeds, start=1):
-            r = change_result(before, blocks[ft].observed(), reps[i] - reps[0], check_level(ci_level), seed)
+        blocks = [IEATBlocks(*(groups[s][test[r]] for r in "XYAB")) for s in [PRETRAINED, *seeds]]
+        for ft, r in zip(seeds, ieat_changes(blocks, bootstrap, ci_level, seed)):
             rows.append({
                 "seed": ft, "test": test["name"], "X": test["X"], "Y": test["Y"], "A": test["A"], "B": test["B"],
                 "d_pretrained": r.before, "d_finetuned": r.after, "delta_d": r.delta, **_interval(r),
@@ -68,8 +66,8 @@ def ieat_change_table(
 
 def _interval(r: ChangeResult) -> dict:
     """The interval and p-value columns of a change table row."""
-    return {"ci_low": r.ci_low, "ci_high": r.ci_high, "pvalue": r.pvalue, "pvalue_floor": r.pvalue_floor,
-            "ci_level": r.level, "bootstrap": r.replicates, "bootstrap_seed": r.seed}  # fmt: skip
+    return {"se": r.se, "ci_low": r.ci_low, "ci_high": r.ci_high, "pvalue": r.pvalue, "pvalue_floor": r.pvalue_floor,
+            "ci_method": r.method, "ci_level": r.level, "bootstrap": r.replicates, "bootstrap_seed": r.seed}  # fmt: skip
 
 
 def stage_replicates(
