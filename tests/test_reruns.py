@@ -53,7 +53,7 @@ EDITS = {
     "an iEAT test added": (
         add_ieat_test,
         {"ieat": STAGES, "summarise": 1, "findings": 1, "plot_ieat": 1, "table_ieat": 1, "compare_paper": 1,
-         **CHANGE},
+         "plot_similarity": 1, **CHANGE},  # the similarity figures draw the rewritten change table
     ),
     "a BTS list changed": (
         drop_bts_pair,
@@ -70,7 +70,7 @@ EDITS = {
         {
             "finetune": SEEDS, "finetune_summary": 1, "table_finetune": 1, "embed": SEEDS, "similarity": SEEDS,
             "ieat": SEEDS, "bts": 1, "summarise": 3, "provenance": 1, "findings": 1, "plot_similarity": 1,
-            "plot_ieat": 1, "table_ieat": 1, "table_bts": 1, "compare_paper": 1, **CHANGE,
+            "plot_ieat": 1, "table_ieat": 1, "table_bts": 1, "compare_paper": 1, "plot_curves": 1, **CHANGE,
         },
     ),
 }
