@@ -145,3 +145,15 @@ def test_the_layer_profile_says_at_which_depth_the_planted_association_appears(d
         assert [len(bars.lines[0].get_xdata()) for bars in ax.containers] == [len(layers)] * stages
     table = (demo / "tables" / "layers_synthetic.tex").read_text()
     assert sum(line.startswith("democnn & layer") for line in table.splitlines()) == len(layers) * (tests + 2)
+
+
+@pytest.mark.slow
+def test_the_html_report_opens_on_the_known_answers(demo):
+    """results/report/index.html (rule html_report) leads with the demo's three known answers, all held:
+    the planted pair found, the control pair not, and the control pair's reverse shift after finetuning."""
+    report = demo / "report"
+    index = (report / "index.html").read_text()
+    assert "Known answers: 3 of 3 held" in index and 'id="headline"' in index
+    assert "planted pair found" in index and "control pair not found" in index and "reverse shift" in index
+    assert all((report / f"{page}.html").is_file() for page in ("findings", "tables", "figures", "provenance"))
+    assert (demo / "tables" / "ieat_synthetic_tabular.tex").read_text().lstrip().startswith("% Table fragment")

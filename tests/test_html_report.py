@@ -86,7 +86,7 @@ def test_table_cells_merge_intervals_and_ranges_and_print_floor_p_values_as_boun
     headers = re.findall(r'<th scope="col">(.*?)</th>', html)
     assert headers == ["model", "d", "d range", "CI", "p", "p holm", "held"]  # the floor is not a column
     assert "0.25 to 0.75" in html and "[0.10, 0.90]" in html and "[-0.60, 0.10]" in html
-    assert "≤ 0.0001" in html and ">0.0004<" in html  # a floor p as a bound; the adjusted p is not at a floor
+    assert "≤ 0.0001" in html and "≤ 0.0004" in html and ">0.6<" in html  # a floor p and its adjusted p as bounds
     assert 'data-sort="0.0001"' in html and 'class="yes">yes' in html and 'class="no">no' in html
     assert 'class="sortable"' in html
 

@@ -93,6 +93,13 @@ def test_ieat_table_flags_a_large_effect_against_the_tested_direction(summaries)
     assert "\\dagger" not in "".join("".join(r) for r in data_rows(tables.ieat_table(ieat, "openimages")))
 
 
+def test_an_adjusted_p_is_a_bound_where_its_raw_p_is_at_the_floor():
+    # Holm over 8 tests of p <= 1e-05: the adjusted p is at most 8e-05, not exactly 8e-05
+    assert formatting.format_p(8e-5, formatting.adjusted_floor(1e-5, 1e-5, 8e-5)) == r"$\leq8.0\times10^{-5}$"
+    assert formatting.p_text(8e-5, formatting.adjusted_floor(1e-5, 1e-5, 8e-5)) == "p <= 8e-05"
+    assert formatting.adjusted_floor(0.03, 1e-5, 0.06) is None and formatting.format_p(0.06, None) == "$0.060$"
+
+
 @pytest.mark.parametrize(("p", "marks"), [(0.2, ""), (0.05, ""), (0.04, "*"), (0.005, "**"), (0.0005, "***"), (float("nan"), "")])
 def test_stars(p, marks):
     assert formatting.stars(p) == marks
@@ -132,7 +139,7 @@ def test_ieat_table_mean_effect_and_largest_p_over_seeds(summaries):
     assert first[3:8] == [
         formatting.format_number(pre.effect_size, mark=mark), formatting.format_interval(pre.ci_low, pre.ci_high),
         formatting.format_p(pre.pvalue, pre.pvalue_floor), formatting.format_p(pre.pvalue_two_sided, pre.pvalue_floor),
-        formatting.format_p(pre.pvalue_holm),
+        formatting.format_p(pre.pvalue_holm, formatting.adjusted_floor(pre.pvalue, pre.pvalue_floor, pre.pvalue_holm)),
     ]
     coco = pick[pick.finetune_dataset == "coco"]
     assert len(coco) == 3
@@ -142,7 +149,7 @@ def test_ieat_table_mean_effect_and_largest_p_over_seeds(summaries):
     assert first[8:13] == [
         expected_d, formatting.format_interval(coco.ci_low.min(), coco.ci_high.max()),
         formatting.format_p(coco.pvalue.max(), 1e-4), formatting.format_p(coco.pvalue_two_sided.max(), 1e-4),
-        formatting.format_p(coco.pvalue_holm.max()),
+        formatting.format_p(coco.pvalue_holm.max(), formatting.adjusted_floor(coco.pvalue.max(), 1e-4, coco.pvalue_holm.max())),
     ]
     assert rows[1][0] == ""  # the model name is printed once per block
     assert "Finetuned on \\texttt{coco}" in doc and "Finetuned on \\texttt{openimages}" in doc

@@ -12,7 +12,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from biastransfer.report.formatting import ADJUSTMENTS, ADJUSTMENT_NAMES, OPPOSITE_EFFECT, opposite_direction, p_text
+from biastransfer.report.formatting import ADJUSTMENTS, ADJUSTMENT_NAMES, OPPOSITE_EFFECT, adjusted_floor, opposite_direction, p_text
 
 ROLE_TEXT = {
     "planted": "a planted association (the synthetic data's known answer)",
@@ -69,7 +69,7 @@ def _verdict(row, alpha: float, adj_col: str, spec: Mapping) -> str:
     p_adj = float(_get(row, adj_col, row.pvalue))
     word = "significant" if p_adj < alpha else "not significant"
     return (f"{word} (d = {d:.2f}{_ci(row)}, {p_text(float(row.pvalue), floor)}, "
-            f"adjusted {p_text(p_adj)}).{_opposite_words(d, row, spec)}")  # fmt: skip
+            f"adjusted {p_text(p_adj, adjusted_floor(float(row.pvalue), floor, p_adj))}).{_opposite_words(d, row, spec)}")  # fmt: skip
 
 
 def _seed_lines(runs: pd.DataFrame, alpha: float, adj_col: str, spec: Mapping) -> list[str]:
@@ -151,9 +151,9 @@ def describe_bts(bts: pd.DataFrame, *, alpha: float = 0.05, adjust: str = "holm"
     for (analysis_set, model, dataset), rows in pooled.groupby(["analysis_set", "model", "finetune_dataset"], sort=False):
         parts = []
         for r in rows.itertuples():
-            p_adj = float(_get(r, adj_col, r.pvalue))
-            parts.append(f"{r.kind} rho = {r.statistic:.2f}{_ci(r)} ({p_text(float(r.pvalue), float(_get(r, 'pvalue_floor', 0.0)))}, "
-                         f"adjusted {p_text(p_adj)}, {'significant' if p_adj < alpha else 'not significant'}, n = {int(r.n)})")  # fmt: skip
+            p_adj, floor = float(_get(r, adj_col, r.pvalue)), float(_get(r, "pvalue_floor", 0.0))
+            parts.append(f"{r.kind} rho = {r.statistic:.2f}{_ci(r)} ({p_text(float(r.pvalue), floor)}, "
+                         f"adjusted {p_text(p_adj, adjusted_floor(float(r.pvalue), floor, p_adj))}, {'significant' if p_adj < alpha else 'not significant'}, n = {int(r.n)})")  # fmt: skip
         items = [f"- **{model}** on {analysis_set}, finetuned on {dataset}: " + "; ".join(parts) + "."]
         lines += _spaced(items + _moved(similarity_change, analysis_set, model, dataset))
     lines += ["", "A high rho means the ranking of similarities survived finetuning: the pretrained biases were retained. "

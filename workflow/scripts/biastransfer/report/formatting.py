@@ -134,6 +134,12 @@ def format_p(p: float, floor: float | None = None) -> str:
     return f"${_latex_power(p)}$"
 
 
+def adjusted_floor(p: float, floor: float | None, adjusted: float) -> float | None:
+    """The bound to print an adjusted p-value with: the adjusted p itself when the raw ``p`` is at its
+    ``floor`` (an adjustment only grows with the raw p-values, so it is an upper bound too), else None."""
+    return adjusted if at_floor(p, floor) else None
+
+
 def p_cell(p: float, floor: float | None = None) -> str:
     """A p-value for an HTML or CSV cell: ``0.031``, ``≤ 1e-05`` at its method's floor, ``< 1e-16`` for a
     p of 0, ``–`` when missing (the words of :func:`p_text` without the ``p``)."""
@@ -151,11 +157,10 @@ def p_text(p: float, floor: float | None = None) -> str:
     method's floor, ``p < 1e-16`` for a p of 0; never ``p = 0``."""
     if p is None or math.isnan(p):
         return "p not available"
-    if at_floor(p, floor):
-        return f"p <= {floor:.2g}"
-    if p == 0:
-        return "p < 1e-16"
-    return f"p = {p:.2g}"
+    cell = p_cell(p, floor)
+    if cell.startswith("≤"):
+        return "p <=" + cell[1:]
+    return f"p {cell}" if cell.startswith("<") else f"p = {cell}"
 
 
 #: |d| from which an iEAT effect in the direction opposite to the tested one is called out in words.

@@ -4,7 +4,8 @@ tables that sort on a click (a few lines of inline JavaScript; no CDN, works off
 :func:`html_table` renders a result table by its column names (docs/formats.md conventions):
 ``X_low``/``X_high`` merge into one interval column ``[low, high]``, ``X_min``/``X_max`` into a range
 ``low to high``, p-value columns (``p``, ``p_*``, ``pvalue*``) print a p at its method's floor
-(``p_floor`` or ``pvalue_floor``, which is not shown) as a bound, ``≤ floor``. Every cell sorts by its
+(``p_floor`` or ``pvalue_floor``, which is not shown) as a bound, ``≤ floor``, and an adjusted p of a
+row whose raw p is at its floor as a bound too (formatting.adjusted_floor). Every cell sorts by its
 number where it has one.
 """
 
@@ -16,7 +17,7 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from biastransfer.report.formatting import p_cell
+from biastransfer.report.formatting import adjusted_floor, p_cell
 
 CSS = """
 :root { --ink: #1d1d1f; --muted: #5f6368; --line: #d9dce1; --accent: #0b57d0; --good: #1e7d32; --bad: #b3261e; }
@@ -98,6 +99,9 @@ def page(title: str, body: str, *, current: str | None = None, pages: Sequence[t
     )
 
 
+_RAW_P = ("p", "p_two_sided", "pvalue", "pvalue_two_sided")
+
+
 def _is_p(column: str) -> bool:
     return column == "p" or column.startswith(("p_", "pvalue")) and not column.endswith("floor")
 
@@ -161,7 +165,11 @@ def _cell(row: Mapping, sources: tuple[str, ...], floor: float | None) -> str:
         mark = f' class="{word}"' if name == "held" and word in ("yes", "no") else ""
         return f"<td{mark}>{esc(text)}</td>"
     if _is_p(name):
-        bound = floor if name in ("p", "p_two_sided", "pvalue", "pvalue_two_sided") else None
+        raw = row.get("p", row.get("pvalue"))
+        if name in _RAW_P:
+            bound = floor
+        else:  # an adjusted p: a bound where the raw p is at its floor
+            bound = adjusted_floor(float(raw), floor, number) if _number(raw) is not None else None
         text = p_cell(number, bound)
     else:
         text = _text(value)

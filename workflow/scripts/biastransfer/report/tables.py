@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from biastransfer.report.formatting import ADJUSTMENTS, ADJUSTMENT_NAMES, OPPOSITE_EFFECT, SIGNIFICANCE_LEVELS, format_interval, format_number, format_p, format_spread, latex_escape, model_label, opposite_direction, ordered_groups, require_columns, stage_group, stars
+from biastransfer.report.formatting import ADJUSTMENTS, ADJUSTMENT_NAMES, OPPOSITE_EFFECT, SIGNIFICANCE_LEVELS, adjusted_floor, format_interval, format_number, format_p, format_spread, latex_escape, model_label, opposite_direction, ordered_groups, require_columns, stage_group, stars
 
 
 IEAT_COLUMNS = ("analysis_set", "model", "stage", "finetune_dataset", "seed", "test", "X", "Y", "A", "B",
@@ -182,7 +182,7 @@ def ieat_table(ieat: pd.DataFrame, analysis_set: str, *, adjust: str = "holm") -
                 spread = format_spread(r["effect_min"], r["effect_max"]) if r["n_seeds"] > 1 else ""
                 row += [format_number(r["effect_size"], mark=mark) + spread, format_interval(r["ci_low"], r["ci_high"]),
                         format_p(r["pvalue"], r["pvalue_floor"]), format_p(r["pvalue_two_sided"], r["pvalue_floor"]),
-                        format_p(r[adj_col])]  # fmt: skip
+                        format_p(r[adj_col], adjusted_floor(r["pvalue"], r["pvalue_floor"], r[adj_col]))]  # fmt: skip
             else:
                 row += ["--"] * 5
         cells.append(row)
@@ -199,7 +199,7 @@ def ieat_table(ieat: pd.DataFrame, analysis_set: str, *, adjust: str = "holm") -
         f"CI: {ci_words(subset)} bootstrap interval of $d$ (images resampled within $X$, $Y$, $A$, $B$); "
         f"$p_{{2}}$: two-sided p-value. "
         f"$\\dagger$: $|d| \\geq {OPPOSITE_EFFECT:g}$ in the direction opposite to the one tested, which the "
-        f"one-sided $p$ cannot detect (read $p_{{2}}$). A $p$ written $\\leq$ is at its method's floor. "
+        f"one-sided $p$ cannot detect (read $p_{{2}}$). A $p$ written $\\leq$ is at its method's floor (and its adjusted $p$ an upper bound). "
         f"Finetuned columns: $d$ is the mean over up to {n_seeds} seed(s) (small: the smallest to the largest $d$ "
         f"of the seeds), p-values the largest over seeds, "
         f"CI from the lowest to the highest bound of the seeds' intervals."
@@ -237,7 +237,8 @@ def bts_table(bts: pd.DataFrame, analysis_set: str, finetune_dataset: str, *, ad
                 r = index.loc[(model, kind)]
                 row += [format_number(r["statistic"], mark=stars(r[adj_col])) + spread.get((model, kind), ""),
                         format_interval(r["ci_low"], r["ci_high"]),
-                        format_p(r["pvalue"], r["pvalue_floor"]), format_p(r[adj_col]), f"{int(r['n'])}"]  # fmt: skip
+                        format_p(r["pvalue"], r["pvalue_floor"]),
+                        format_p(r[adj_col], adjusted_floor(r["pvalue"], r["pvalue_floor"], r[adj_col])), f"{int(r['n'])}"]  # fmt: skip
             else:
                 row += ["--"] * 5
         cells.append(row)
