@@ -6,27 +6,32 @@
 REPORT = config["report"]
 P_ADJUST = REPORT["p_adjust"]
 
-FIGURE_TARGETS = [
-    f"results/figures/{a}/{m}/{kind}.{ext}"
-    for a in config["analysis_sets"]
-    for m in config["models"]
-    for kind in ("intra", "inter", "rank", "person")
-    for ext in ("png", "pdf")
-] + [
-    f"results/figures/{a}/contact_sheet.{ext}"
-    for a in config["analysis_sets"]
-    for ext in ("png", "pdf", "csv")
-] + [
-    f"results/figures/curves/{d}/{m}.{ext}"
-    for d in config["finetune"]["datasets"]
-    for m in config["models"]
-    for ext in ("png", "pdf")
-] + [
-    "results/figures/ieat_heatmap.png",
-    "results/figures/ieat_heatmap.pdf",
-    "results/figures/ieat_change.png",
-    "results/figures/ieat_change.pdf",
-]
+FIGURE_TARGETS = (
+    [
+        f"results/figures/{a}/{m}/{kind}.{ext}"
+        for a in config["analysis_sets"]
+        for m in config["models"]
+        for kind in ("intra", "inter", "rank", "person")
+        for ext in ("png", "pdf")
+    ]
+    + [
+        f"results/figures/{a}/contact_sheet.{ext}"
+        for a in config["analysis_sets"]
+        for ext in ("png", "pdf", "csv")
+    ]
+    + [
+        f"results/figures/curves/{d}/{m}.{ext}"
+        for d in config["finetune"]["datasets"]
+        for m in config["models"]
+        for ext in ("png", "pdf")
+    ]
+    + [
+        "results/figures/ieat_heatmap.png",
+        "results/figures/ieat_heatmap.pdf",
+        "results/figures/ieat_change.png",
+        "results/figures/ieat_change.pdf",
+    ]
+)
 TABLE_TARGETS = (
     [f"results/tables/analysis_set_{a}.tex" for a in config["analysis_sets"]]
     + [f"results/tables/ieat_{a}.tex" for a in config["analysis_sets"]]
@@ -310,8 +315,14 @@ rule plot_contact_sheet:
 
 rule plot_curves:
     input:
-        curves=lambda w: [f"results/finetune/{w.dataset}/{w.model}/seed{s}/curve.csv" for s in cfg.finetune_seeds(config, w.dataset)],
-        metrics=lambda w: [f"results/finetune/{w.dataset}/{w.model}/seed{s}/metrics.json" for s in cfg.finetune_seeds(config, w.dataset)],
+        curves=lambda w: [
+            f"results/finetune/{w.dataset}/{w.model}/seed{s}/curve.csv"
+            for s in cfg.finetune_seeds(config, w.dataset)
+        ],
+        metrics=lambda w: [
+            f"results/finetune/{w.dataset}/{w.model}/seed{s}/metrics.json"
+            for s in cfg.finetune_seeds(config, w.dataset)
+        ],
     output:
         png=report(
             "results/figures/curves/{dataset}/{model}.png",
