@@ -124,7 +124,7 @@ __all__ = [
 ]
 
 # The static HTML report (results/report/): page layout and sortable tables, the headline table, the pages.
-from biastransfer.report.formatting import p_cell, format_spread  # noqa: F401,E402
+from biastransfer.report.formatting import adjusted_floor, p_cell, format_spread  # noqa: F401,E402
 from biastransfer.report.tables import (  # noqa: F401,E402
     VECTOR_FONTS,
     latex_fragment,
@@ -149,7 +149,7 @@ from biastransfer.report.site import (  # noqa: F401,E402
 )
 
 __all__ += [
-    "p_cell", "format_spread", "VECTOR_FONTS", "latex_fragment", "ieat_frame", "bts_frame", "finetune_frame",
+    "adjusted_floor", "p_cell", "format_spread", "VECTOR_FONTS", "latex_fragment", "ieat_frame", "bts_frame", "finetune_frame",
     "analysis_set_frame", "CSS", "SORT_JS", "PAGES", "esc", "page", "html_table", "downloads", "HEADLINE_COLUMNS",
     "ieat_headline", "bts_headline", "headline_table", "ITEM_KEYS", "FILE_ROLES", "rst_to_html", "render_caption",
     "provenance_body", "PROVENANCE_INTRO", "provenance_page", "overview_body", "SECTION_WORDS", "write_site",
