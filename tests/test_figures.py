@@ -360,18 +360,29 @@ def test_report_rules_run_and_the_report_builds(tmp_path):
         (tmp_path / name).symlink_to(ROOT / name)
     (tmp_path / "rules").mkdir()
     (tmp_path / "rules" / "report.smk").symlink_to(ROOT / "rules" / "report.smk")
+    common = (ROOT / "rules" / "common.smk").read_text()  # its report helpers only: the rest needs a whole config
+    helpers = common[common.index("def report_item("):]
+    end = helpers.find("\n\n\n", helpers.index("def table_files("))
+    helpers = (helpers if end < 0 else helpers[:end]).rstrip("\n") + "\n"
+    (tmp_path / "rules" / "common.smk").write_text("import os\n\n\n" + helpers)
     (tmp_path / "Snakefile").write_text(
         'import sys\n\nsys.path.insert(0, "workflow/scripts")\n\nfrom biastransfer import config as cfg  # noqa: E402\n\n\n'
         'configfile: "config.yaml"\n\n\nreport: "workflow/report/workflow.rst"\n\n\n'
-        'include: "rules/report.smk"\n\n\nrule all:\n    input:\n        REPORT_TARGETS,\n'
+        'include: "rules/common.smk"\ninclude: "rules/report.smk"\n\n\nrule all:\n    input:\n        REPORT_TARGETS,\n'
     )
     (tmp_path / "config.yaml").write_text(  # the sections rules/report.smk reads, with the schema's defaults filled
         "analysis_sets: {coco: {bts: {}}}\nmodels: {resnet18: {}}\nfinetune: {datasets: [coco], seeds: [0, 1, 2]}\n"
         "report: {p_adjust: bh, alpha: 0.05, control_class: random, tolerances: {}, ieat_targets: null}\n"
+        "analysis: {ieat: {alpha: 0.05}}\n"
     )
-    (tmp_path / "results" / "summary").mkdir(parents=True)
-    rd.write_all(tmp_path / "results" / "summary")
+    summary = tmp_path / "results" / "summary"
+    summary.mkdir(parents=True)
+    rd.write_all(summary)
     rd.write_run_files(tmp_path)
+    (summary / "findings.rst").write_text("Findings\n========\n\nNone in this test.\n")
+    pd.DataFrame([{"file": "results/embeddings/coco/resnet18/pretrained.parquet", "analysis_set": "coco", "model": "resnet18",
+                   "stage": "pretrained", "weights_sha256": "0" * 64, "layer": "penultimate", "preprocessing": "{}",
+                   "versions": "torch", "dim": 512}]).to_csv(summary / "provenance.csv", index=False)  # fmt: skip
     snakemake = [sys.executable, "-m", "snakemake", "--cores", "2"]
     lint = subprocess.run([*snakemake, "--lint"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert "Congratulations" in lint.stdout + lint.stderr, lint.stdout + lint.stderr
@@ -380,7 +391,7 @@ def test_report_rules_run_and_the_report_builds(tmp_path):
         assert done.returncode == 0, done.stderr[-3000:]
     for target in ("results/figures/coco/resnet18/rank.pdf", "results/figures/coco/resnet18/person.pdf",
                    "results/figures/coco/contact_sheet.png", "results/figures/curves/coco/resnet18.png", "results/tables/bts_coco_ft-coco.tex",
-                   "results/tables/finetune_coco.tex", "results/comparison/paper_comparison.tex"):  # fmt: skip
+                   "results/tables/finetune_coco.tex", "results/comparison/paper_comparison.tex", "results/report/index.html"):  # fmt: skip
         assert (tmp_path / target).stat().st_size > 0
     html = (tmp_path / "report.html").read_text()
     assert "Analysis set coco" in html and "Comparison with the paper" in html
