@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from biastransfer.report.formatting import model_label, p_text
+from biastransfer.report.formatting import adjusted_floor, model_label, p_text
 
 _ADJUSTED = {"holm": "pvalue_holm", "bh": "pvalue_bh"}
 
@@ -22,8 +22,9 @@ def _significant(row, alpha: float, column: str) -> bool:
     return bool(row[column] < alpha and (row["ci_low"] > 0 or row["ci_high"] < 0))
 
 
-def _d_text(row, n_layers: int, column: str) -> str:
-    floor = row["pvalue_floor"] * n_layers if pd.notna(row["pvalue_floor"]) else None
+def _d_text(row, column: str) -> str:
+    floor = row["pvalue_floor"] if pd.notna(row["pvalue_floor"]) else None
+    floor = adjusted_floor(float(row["pvalue"]), floor, float(row[column]))  # a bound when the raw p is at its floor
     return (f"d = {row['estimate']:.2f} [{row['ci_low']:.2f}, {row['ci_high']:.2f}] at {row['layer']} "
             f"(adjusted {p_text(float(row[column]), floor)})")
 
@@ -38,13 +39,13 @@ def _appearance(rows: pd.DataFrame, alpha: float, column: str, n_layers: int) ->
     note = ("" if not other else "; interval excluding 0 but not significant (the direction the test does not count, "
             "or a weak effect): " + ", ".join(f"d = {r['estimate']:.2f} [{r['ci_low']:.2f}, {r['ci_high']:.2f}] at {r['layer']}" for r in other))
     if not hits:
-        return f"at no profiled layer (largest absolute d: {_d_text(strongest, n_layers, column)}){note}"
+        return f"at no profiled layer (largest absolute d: {_d_text(strongest, column)}){note}"
     first = hits[0]
     below = rows[rows["depth"] < first["depth"]]
     shallower = ("" if below.empty else
                  f"; at shallower layers d runs from {below['estimate'].min():.2f} to {below['estimate'].max():.2f}")
-    peak = "" if strongest["layer"] == first["layer"] else f"; strongest {_d_text(strongest, n_layers, column)}"
-    return (f"appears at {first['layer']} (depth {int(first['depth'])} of {n_layers}), {_d_text(first, n_layers, column)}; "
+    peak = "" if strongest["layer"] == first["layer"] else f"; strongest {_d_text(strongest, column)}"
+    return (f"appears at {first['layer']} (depth {int(first['depth'])} of {n_layers}), {_d_text(first, column)}; "
             f"significant at {', '.join(r['layer'] for r in hits)}{peak}{shallower}{note}")
 
 
