@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -203,6 +204,8 @@ def test_save_figure_writes_png_and_pdf_atomically(run_tables, tmp_path):
     png, pdf = figures.save_figure(fig, tmp_path / "sub" / "intra")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert pdf.read_bytes()[:5] == b"%PDF-"
+    fonts = set(re.findall(rb"/Subtype ?/(Type3|TrueType|CIDFontType2)", pdf.read_bytes()))
+    assert fonts and b"Type3" not in fonts  # TrueType (Type 42) fonts, no Type 3 bitmaps
     assert 10_000 < png.stat().st_size < 2_000_000
     assert 5_000 < pdf.stat().st_size < 2_000_000
     assert sorted(p.name for p in (tmp_path / "sub").iterdir()) == ["intra.pdf", "intra.png"]

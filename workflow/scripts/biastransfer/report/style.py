@@ -135,7 +135,7 @@ def figure_stem(png: str | os.PathLike, pdf: str | os.PathLike) -> Path:
 
 
 def save_figure(fig: Figure, stem: str | os.PathLike, *, dpi: int = 300) -> tuple[Path, Path]:
-    """Write ``stem.png`` and ``stem.pdf`` atomically (no timestamps in the PDF); close the figure.
+    """Write ``stem.png`` and ``stem.pdf`` atomically (TrueType fonts and no timestamps in the PDF); close the figure.
 
     ValueError (nothing written) when :func:`print_size_problems` finds any.
     """
@@ -147,7 +147,7 @@ def save_figure(fig: Figure, stem: str | os.PathLike, *, dpi: int = 300) -> tupl
     paths = []
     for fmt, metadata in (("png", {"Software": None}), ("pdf", {"CreationDate": None, "Creator": None, "Producer": None})):
         path = stem.with_name(f"{stem.name}.{fmt}")
-        with atomic_path(path) as tmp:
+        with atomic_path(path) as tmp, plt.rc_context({k: STYLE[k] for k in ("pdf.fonttype", "ps.fonttype")}):
             fig.savefig(tmp, format=fmt, dpi=dpi, metadata=metadata, bbox_inches="tight", pad_inches=0.02)
         paths.append(path)
     plt.close(fig)
