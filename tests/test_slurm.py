@@ -400,7 +400,7 @@ def test_each_models_small_analyses_ran_as_one_slurm_job(demo_runs, slurm_cluste
     submitted = _submissions(demo_runs.slurm_log)
     groups = [job for job in submitted if not job.isdigit()]
     singles = [job for job in logged if not job.local and job.group is None]
-    # 11 submissions instead of the 19 the same jobs took one by one.
+    # 11 submissions instead of the 18 the same jobs took one by one.
     assert (len(groups), len(submitted)) == (1, len(singles) + 1)
 
     record = next(job for job in slurm_cluster.jobs() if job.job_id == submitted[groups[0]])
