@@ -42,7 +42,7 @@ table.sortable th::after { content: " \\2195"; color: #9aa0a6; font-size: .8em; 
 th[aria-sort="ascending"]::after { content: " \\2191"; color: var(--ink); }
 th[aria-sort="descending"]::after { content: " \\2193"; color: var(--ink); }
 .yes { color: var(--good); font-weight: 600; } .no { color: var(--bad); font-weight: 600; }
-figure { margin: 1.5rem 0; } figure img { max-width: 100%; height: auto; border: 1px solid var(--line); }
+figure { margin: 1.5rem 0; } figure img { max-width: min(100%, 64rem); height: auto; border: 1px solid var(--line); }
 dl.record { display: grid; grid-template-columns: minmax(9rem, max-content) 1fr; gap: .2rem 1rem; margin: .4rem 0 1.2rem; }
 dl.record dt { color: var(--muted); } dl.record dd { margin: 0; }
 code, .hash { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; font-size: .85rem; overflow-wrap: anywhere; }
