@@ -8,6 +8,11 @@ torch threads as the finetune job has), trained with the workflow's own loop and
 writer's time over the epoch's, and the median over epochs (target <= 0.20). Images are noise PNGs of
 the demo's size: the cost does not depend on what they show.
 
+Demo statistics (measured): the one trajectory job of the demo (3 seeds x 5 epochs and the pretrained
+network, 520 x 512 embeddings, the demo's iEAT tests and BTS lists, analysis.trajectory's counts)
+against the per-stage similarity and iEAT of one network at the main counts (the rules similarity and
+ieat), on random embeddings of the demo's shape: the cost does not depend on their values.
+
 Paper (an estimate): the per-image time of a resnet50 forward pass (eval, as extraction runs it) and
 of a training step (forward, BCE, backward, SGD) at 224 px on pre-made tensors, medians of alternating
 single batches; then (206 + 1,925 analysis images) x forward over (training images x step + validation
@@ -33,10 +38,13 @@ from PIL import Image
 from torch import nn
 
 from biastransfer.data.manifest import write_manifest
+from biastransfer.embeddings import EmbeddingTable
 from biastransfer.data.splits import Split
 from biastransfer.hashing import file_digest
 from biastransfer.models.extractors import create_classifier
 from biastransfer.models.resolve import model_spec, resolve_spec
+from biastransfer.stats.results import ieat_table, similarity_table
+from biastransfer.stats.trajectory import trajectory_table
 from biastransfer.train.config import TrainConfig
 from biastransfer.train.data import ImageLabelDataset
 from biastransfer.train.loop import train_classifier
@@ -111,6 +119,36 @@ def demo_benchmark(args, tmp: Path) -> None:
           f"median ratio {ratio:.3f} ({'OK' if ratio <= 0.20 else 'too slow'}: target <= 0.20)")
 
 
+def demo_statistics(args) -> None:
+    demo = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    aset = demo["analysis_sets"]["synthetic"]
+    n = aset["n_per_class"]
+    rng = np.random.default_rng(0)
+
+    def table() -> EmbeddingTable:
+        classes = np.repeat(aset["classes"], n)
+        return EmbeddingTable(np.array([f"i{k}" for k in range(len(classes))]), classes,
+                              rng.normal(size=(len(classes), 512)).astype(np.float32))
+
+    seeds, epochs = demo["finetune"]["seeds"], demo["finetune"]["defaults"]["epochs"]
+    pretrained = table()
+    runs = {e: {s: table() for s in seeds} for e in range(1, epochs + 1)}
+    main_ieat = {"permutations": 100_000, "bootstrap": 2000, "alternative": "greater", "method": "auto", "seed": 0}
+    traj = {"permutations": 1000, "bootstrap": 200}
+    tic = time.perf_counter()
+    similarity_table(pretrained)
+    ieat_table(pretrained, aset["ieat"], **main_ieat)
+    stage = time.perf_counter() - tic
+    tic = time.perf_counter()
+    trajectory_table(pretrained, runs, tests=aset["ieat"], lists=aset["bts"], similarity={"method": "exact"},
+                     ieat={**main_ieat, **traj}, bts={"pvalue": "permutation", "bootstrap": traj["bootstrap"],
+                                                      "ci_level": 0.95, "seed": 0})
+    job = time.perf_counter() - tic
+    print(f"Demo statistics: the trajectory job ({len(seeds)} seeds x {epochs} epochs + pretrained, "
+          f"{traj['permutations']} permutations, {traj['bootstrap']} bootstrap replicates) took {job:.1f} s; one "
+          f"stage's similarity + iEAT at the main counts took {stage:.1f} s (ratio {job / stage:.1f})")
+
+
 def paper_estimate(args) -> None:
     spec = resolve_spec("bench_resnet50", {"source": "torchvision", "arch": "resnet50", "weights": None})
     torch.manual_seed(0)
@@ -165,6 +203,7 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         demo_benchmark(args, Path(tmp))
+    demo_statistics(args)
     if not args.skip_paper:
         paper_estimate(args)
 

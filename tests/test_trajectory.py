@@ -176,3 +176,45 @@ def test_the_trajectory_figure_and_table_show_every_epoch(tiny):
     tex = (tiny / "tables" / "trajectory_synthetic_tinycnn_ft-synthetic_target.tex").read_text()
     body = tex.split("\\midrule", 1)[1].split("\\bottomrule", 1)[0]
     assert [line.split(" & ")[0] for line in body.strip().splitlines()] == ["0 (pretrained)", "1", "2"]
+
+
+def _writer(tmp_path, epochs):
+    import torch
+    from PIL import Image
+
+    from biastransfer.data.manifest import write_manifest
+    from biastransfer.hashing import file_digest
+    from biastransfer.models.resolve import model_spec
+    from biastransfer.train.trajectory import TrajectoryWriter
+
+    rng = np.random.default_rng(0)
+    paths = []
+    for i in range(4):
+        paths.append(str(tmp_path / f"img{i}.png"))
+        Image.fromarray(rng.integers(0, 256, size=(64, 64, 3), dtype=np.uint8)).save(paths[-1])
+    if not (tmp_path / "manifest.parquet").exists():
+        write_manifest(tmp_path / "manifest.parquet", pd.DataFrame({
+            "image_id": [f"i{i}" for i in range(4)], "class": ["a", "a", "b", "b"], "path": paths,
+            "sha256": [file_digest(p) for p in paths], "source_split": "t", "source": "noise", "reason": "test"}))
+    spec = model_spec("democnn", DEMO["models"]["democnn"])
+    return TrajectoryWriter(spec, {"s": str(tmp_path / "manifest.parquet")}, {"s": str(tmp_path / "out")}, epochs,
+                            tmp_path / "staging", batch_size=2, num_workers=0, device=torch.device("cpu"),
+                            provenance={"stage": "ft-d-seed0"}, log=lambda _: None)
+
+
+def test_a_resumed_run_keeps_the_epochs_it_embedded_and_redoes_the_rest(tmp_path):
+    from torch import nn
+
+    model = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten())
+    first = _writer(tmp_path, [1, 2, 3])
+    first(1, model), first(2, model)  # killed after epoch 2's embedding, before its resume state was saved
+    staged = tmp_path / "staging" / "s"
+    assert list(epoch_files(staged)) == [1, 2]
+    resumed = _writer(tmp_path, [1, 2, 3])
+    resumed(2, model)  # the resume state was epoch 1's: epoch 2 is trained and embedded again
+    with pytest.raises(FileNotFoundError, match="epoch03.parquet"):
+        resumed.publish()
+    resumed(3, model)
+    resumed.publish()
+    assert list(epoch_files(tmp_path / "out")) == [1, 2, 3] and not (tmp_path / "staging").exists()
+    assert read_embeddings(tmp_path / "out" / "epoch03.parquet").metadata["epoch"] == 3
