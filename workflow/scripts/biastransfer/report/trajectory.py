@@ -25,7 +25,7 @@ _DASHES = ["-", "--", ":", "-."]
 
 def _runs(frame: pd.DataFrame, measure: str) -> pd.DataFrame:
     rows = frame[(frame["measure"] == measure) & (frame["seed"].astype(str) != "pooled")]
-    return rows.assign(seed=rows["seed"].astype(int)).sort_values(["key", "seed", "epoch"])
+    return rows.assign(seed=rows["seed"].astype(int)).sort_values(["seed", "epoch"], kind="stable")
 
 
 def _draw(ax, rows: pd.DataFrame, *, band: bool) -> None:
@@ -79,11 +79,11 @@ def trajectory_figure(frame: pd.DataFrame) -> Figure:
 
 
 def _cell(values: pd.Series) -> str:
-    """Mean over seeds, with the range over seeds when there are several."""
+    """Mean over seeds, with the range over seeds when they differ."""
     values = values.dropna()
     if values.empty:
         return "--"
-    if len(values) == 1:
+    if values.nunique() == 1:
         return f"${values.iloc[0]:.2f}$"
     return f"${values.mean():.2f}$ \\small{{[{values.min():.2f}, {values.max():.2f}]}}"
 
