@@ -48,7 +48,8 @@ def drop_bts_pair(conf):
 
 # The change of each statistic from pretrained to finetuned (rules/analysis.smk): one job per pair.
 CHANGE = {"change": 1, "summarise_change": 1, "plot_change": 1}
-# Every edit also reruns effective_config (its output is the config) and the target rule `all`.
+# Every edit also reruns effective_config (its output is the config), html_report (the static report shows
+# the findings, which every edit here reruns) and the target rule `all`.
 EDITS = {
     "an iEAT test added": (
         add_ieat_test,
@@ -83,7 +84,7 @@ def test_nothing_to_do_after_the_run(tiny_run):
 @pytest.mark.parametrize("name", list(EDITS))
 def test_an_edit_reruns_exactly_the_jobs_that_depend_on_it(tiny_run, name):
     edit, expected = EDITS[name]
-    assert planned(tiny_run, edit) == {**expected, "effective_config": 1, "all": 1}
+    assert planned(tiny_run, edit) == {**expected, "effective_config": 1, "html_report": 1, "all": 1}
 
 
 def test_the_effective_config_shows_every_default(tiny_run):
