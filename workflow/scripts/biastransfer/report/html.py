@@ -32,9 +32,9 @@ a { color: var(--accent); }
 .caption, figcaption { color: var(--muted); max-width: 60rem; }
 .downloads a { margin-right: .8rem; font-size: .9rem; }
 .scroll { overflow-x: auto; max-width: 100%; }
-table { border-collapse: collapse; margin: .5rem 0 1rem; font-size: .9rem; }
-th, td { border-bottom: 1px solid var(--line); padding: .3rem .55rem; text-align: left; vertical-align: top; max-width: 26rem; }
-td:not(.num) { min-width: 7rem; }
+table { border-collapse: collapse; margin: .5rem 0 1rem; font-size: .85rem; }
+th, td { border-bottom: 1px solid var(--line); padding: .3rem .45rem; text-align: left; vertical-align: top; max-width: 26rem; }
+td:not(.num) { min-width: 5rem; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 th { background: #f4f6f8; position: relative; }
 table.sortable th { cursor: pointer; user-select: none; }
