@@ -26,6 +26,13 @@ FIGURE_TARGETS = (
         for ext in ("png", "pdf")
     ]
     + [
+        f"results/figures/scratch_curves/{d}/{m}.{ext}"
+        for d in config["finetune"]["datasets"]
+        if cfg.reference_seeds(config, d)
+        for m in config["models"]
+        for ext in ("png", "pdf")
+    ]
+    + [
         "results/figures/ieat_heatmap.png",
         "results/figures/ieat_heatmap.pdf",
         "results/figures/ieat_change.png",
@@ -97,6 +104,23 @@ REPORT_ITEMS = (
             model=m,
         )
         for d in config["finetune"]["datasets"]
+        for m in config["models"]
+    ]
+    + [
+        report_item(
+            "figure",
+            "Finetuning",
+            f"Training curves of {m} trained from scratch on {d} (the BTS reference)",
+            "scratch_curves.rst",
+            {
+                "png": f"results/figures/scratch_curves/{d}/{m}.png",
+                "pdf": f"results/figures/scratch_curves/{d}/{m}.pdf",
+            },
+            dataset=d,
+            model=m,
+        )
+        for d in config["finetune"]["datasets"]
+        if cfg.reference_seeds(config, d)
         for m in config["models"]
     ]
     + [
@@ -342,6 +366,37 @@ rule plot_curves:
     resources:
         mem_mb=1000,
         runtime=10,
+    script:
+        "../workflow/scripts/plot_curves.py"
+
+
+rule plot_scratch_curves:
+    input:
+        metrics=lambda w: [
+            f"results/scratch/{w.dataset}/{w.model}/seed{s}/metrics.json"
+            for s in cfg.reference_seeds(config, w.dataset)
+        ],
+    output:
+        png=report(
+            "results/figures/scratch_curves/{dataset}/{model}.png",
+            caption="../workflow/report/scratch_curves.rst",
+            category="Finetuning",
+            labels={"trained from scratch on": "{dataset}", "model": "{model}"},
+        ),
+        pdf="results/figures/scratch_curves/{dataset}/{model}.pdf",
+    log:
+        "logs/report/plot_scratch_curves/{dataset}/{model}.log",
+    benchmark:
+        "results/benchmarks/report/plot_scratch_curves/{dataset}/{model}.tsv"
+    localrule: True
+    conda:
+        "../envs/plot.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        scratch=True,
     script:
         "../workflow/scripts/plot_curves.py"
 

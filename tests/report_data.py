@@ -151,8 +151,9 @@ def similarity_change(similarity: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_run_files(root, analysis_set: str = "coco", dataset: str = "coco", model: str = "resnet18") -> None:
-    """Under ``root``: the analysis set's manifest with tiny PNG images, and every seed's training curve
-    and metrics of ``model`` finetuned on ``dataset`` (what the contact sheet and curve figures read)."""
+    """Under ``root``: the analysis set's manifest with tiny PNG images, every seed's training curve
+    and metrics of ``model`` finetuned on ``dataset`` and one scratch reference network's metrics (what
+    the contact sheet and curve figures read)."""
     import json
     from pathlib import Path
 
@@ -177,6 +178,10 @@ def write_run_files(root, analysis_set: str = "coco", dataset: str = "coco", mod
         pd.DataFrame({"epoch": epochs, "train_loss": 1 / epochs + 0.01 * seed, "val_loss": 1.1 / epochs, "metric": 0.5 + 0.1 * epochs,
                       "lr": 0.01}).to_csv(run / "curve.csv", index=False)  # fmt: skip
         (run / "metrics.json").write_text(json.dumps({"metric_name": "mAP", "epoch_best": 4, "seed": seed}))
+    scratch = root / "results" / "scratch" / dataset / model / "seed0"  # a scratch reference keeps its curve in metrics.json
+    scratch.mkdir(parents=True, exist_ok=True)
+    history = [{"epoch": e, "train_loss": 2 / e, "val_loss": 2.2 / e, "metric": 0.1 * e, "lr": 0.01} for e in range(1, 4)]
+    (scratch / "metrics.json").write_text(json.dumps({"metric_name": "mAP", "epoch_best": 3, "seed": 0, "history": history}))
 
 
 def write_all(folder) -> dict[str, str]:

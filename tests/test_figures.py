@@ -246,12 +246,15 @@ def test_plot_scripts_run_standalone(run_tables, tmp_path):
     run(_script("plot_curves").main, None, ["--curves", *map(str, sorted(run_dir.glob("seed*/curve.csv"))), "--metrics",
                                              *map(str, sorted(run_dir.glob("seed*/metrics.json"))), "--png", str(tmp_path / "k.png"),
                                              "--pdf", str(tmp_path / "k.pdf")])  # fmt: skip
+    scratch = tmp_path / "results" / "scratch" / "coco" / "resnet18" / "seed0" / "metrics.json"
+    run(_script("plot_curves").main, None, ["--metrics", str(scratch), "--scratch", "true", "--png", str(tmp_path / "r.png"),
+                                             "--pdf", str(tmp_path / "r.pdf")])  # fmt: skip
     sheet = [tmp_path / f"s.{e}" for e in ("png", "pdf", "csv")]
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(tmp_path)  # manifest paths are relative to the working directory
         run(_script("plot_contact_sheet").main, None, ["--manifest", "results/analysis_sets/coco/manifest.parquet", "--analysis_set",
                                                        "coco", "--png", str(sheet[0]), "--pdf", str(sheet[1]), "--csv", str(sheet[2])])  # fmt: skip
-    figures_written = [*out.values(), *(tmp_path / f"{n}.{e}" for n in "hck" for e in ("png", "pdf")), *sheet[:2]]
+    figures_written = [*out.values(), *(tmp_path / f"{n}.{e}" for n in "hckr" for e in ("png", "pdf")), *sheet[:2]]
     assert all(Path(p).stat().st_size > 5_000 for p in figures_written)
     assert len(pd.read_csv(sheet[2])) == 3 * len(rd.CLASSES["coco"])
     empty = tmp_path / "empty.csv"
@@ -344,6 +347,11 @@ def test_curves_figure_draws_each_seeds_losses_and_metric_and_rings_the_best_epo
     assert len(loss.lines) == 2 * len(rd.FINETUNE["coco"]) and len(metric.lines) == len(rd.FINETUNE["coco"])
     assert metric.get_ylabel() == "validation mAP"
     assert [tuple(c.get_offsets()[0]) for c in metric.collections] == [(4, pytest.approx(0.9))] * 3
+    scratch = curves.read_histories([tmp_path / "results" / "scratch" / "coco" / "resnet18" / "seed0" / "metrics.json"])
+    assert list(scratch["epoch"]) == [1, 2, 3] and set(scratch["seed"]) == {0}
+    assert "trained from scratch" in curves.curves_figure(scratch, scratch=True)._suptitle.get_text()
+    with pytest.raises(ValueError, match="metrics.json: history: missing column"):
+        curves.read_histories(sorted(run_dir.glob("seed*/metrics.json")))  # finetuning runs keep theirs in curve.csv
     with pytest.raises(ValueError, match="one model on one dataset"):
         curves.curves_figure(pd.concat([table, table.assign(model="other")]))
     bad = tmp_path / "x" / "curve.csv"
@@ -376,7 +384,7 @@ def test_report_rules_run_and_the_report_builds(tmp_path):
     (tmp_path / "config.yaml").write_text(  # the sections rules/report.smk reads, with the schema's defaults filled
         "analysis_sets: {coco: {bts: {}}}\nmodels: {resnet18: {}}\nfinetune: {datasets: [coco], seeds: [0, 1, 2]}\n"
         "report: {p_adjust: bh, alpha: 0.05, control_class: random, tolerances: {}, ieat_targets: null}\n"
-        "analysis: {ieat: {alpha: 0.05}}\n"
+        "analysis: {ieat: {alpha: 0.05}, bts: {reference: scratch, reference_seeds: [0]}}\n"
     )
     summary = tmp_path / "results" / "summary"
     summary.mkdir(parents=True)
@@ -394,7 +402,8 @@ def test_report_rules_run_and_the_report_builds(tmp_path):
         assert done.returncode == 0, done.stderr[-3000:]
     for target in ("results/figures/coco/resnet18/rank.pdf", "results/figures/coco/resnet18/person.pdf",
                    "results/figures/coco/contact_sheet.png", "results/figures/curves/coco/resnet18.png", "results/tables/bts_coco_ft-coco.tex",
-                   "results/tables/finetune_coco.tex", "results/comparison/paper_comparison.tex", "results/report/index.html"):  # fmt: skip
+                   "results/tables/finetune_coco.tex", "results/comparison/paper_comparison.tex", "results/report/index.html",
+                   "results/figures/scratch_curves/coco/resnet18.pdf"):  # fmt: skip
         assert (tmp_path / target).stat().st_size > 0
     html = (tmp_path / "report.html").read_text()
     assert "Analysis set coco" in html and "Comparison with the paper" in html

@@ -165,12 +165,13 @@ __all__ += ["PROFILE_REQUIRED", "profile_figure", "layer_table", "describe_layer
 from biastransfer.report.style import figure_stem  # noqa: F401,E402
 from biastransfer.report.person_figures import PERSON_COLOURS, PERSON_MARKERS, object_person_classes, person_pairs, person_figure  # noqa: F401,E402
 from biastransfer.report.gallery import SHEET_COLUMNS, THUMBNAIL_PX, sheet_images, contact_sheet  # noqa: F401,E402
-from biastransfer.report.curves import CURVE_COLUMNS, SEED_COLOURS, run_of, read_curves, curves_figure  # noqa: F401,E402
+from biastransfer.report.curves import CURVE_COLUMNS, SEED_COLOURS, run_of, read_curves, read_histories, curves_figure  # noqa: F401,E402
 
 __all__ += [
     "SIMILARITY_CHANGE_COLUMNS", "Z95", "key_label", "change_by_seed", "figure_stem", "PERSON_COLOURS",
     "PERSON_MARKERS", "object_person_classes", "person_pairs", "person_figure", "SHEET_COLUMNS", "THUMBNAIL_PX",
-    "sheet_images", "contact_sheet", "CURVE_COLUMNS", "SEED_COLOURS", "run_of", "read_curves", "curves_figure",
+    "sheet_images", "contact_sheet", "CURVE_COLUMNS", "SEED_COLOURS", "run_of", "read_curves", "read_histories",
+    "curves_figure",
 ]
 
 # Trajectories over finetuning epochs: figure, LaTeX table and findings (report/trajectory.py, report/trajectory_findings.py).

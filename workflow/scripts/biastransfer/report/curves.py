@@ -1,4 +1,5 @@
-"""Training curves of finetuning runs: loss and validation metric per epoch, one line per seed."""
+"""Training curves of finetuning runs (and of the scratch reference networks trained with the same
+recipe): loss and validation metric per epoch, one line per seed."""
 
 from __future__ import annotations
 
@@ -49,9 +50,25 @@ def read_curves(curves: Sequence[str | os.PathLike], metrics: Sequence[str | os.
     return pd.concat(frames, ignore_index=True)
 
 
-def curves_figure(curves: pd.DataFrame) -> Figure:
+def read_histories(metrics: Sequence[str | os.PathLike]) -> pd.DataFrame:
+    """The same table as :func:`read_curves` from runs whose metrics.json holds the curve as
+    ``history`` (the scratch reference networks). ValueError names a file without one."""
+    frames = []
+    for path in metrics:
+        with open(path) as f:
+            record = json.load(f)
+        history = pd.DataFrame(record.get("history") or [])
+        require_columns(history, CURVE_COLUMNS, where=f"{path}: history")
+        dataset, model, seed = run_of(path)
+        frames.append(history.assign(dataset=dataset, model=model, seed=seed, metric_name=record.get("metric_name", "metric"),
+                                     epoch_best=record.get("epoch_best")))  # fmt: skip
+    return pd.concat(frames, ignore_index=True)
+
+
+def curves_figure(curves: pd.DataFrame, *, scratch: bool = False) -> Figure:
     """Loss (train solid, validation dashed) and validation metric per epoch of one model finetuned on
-    one dataset, a colour per seed; a ring marks each run's best epoch (the checkpoint kept)."""
+    one dataset (``scratch``: trained from random initialisation, the BTS reference), a colour per seed;
+    a ring marks each run's best epoch (the checkpoint kept)."""
     runs = curves[["dataset", "model"]].drop_duplicates()
     if len(runs) != 1:
         raise ValueError(f"curves_figure draws one model on one dataset, not {len(runs)} combinations")
@@ -77,5 +94,7 @@ def curves_figure(curves: pd.DataFrame) -> Figure:
         metric_ax.set_ylabel(f"validation {metric_name}")
         metric_ax.set_title(f"validation {metric_name}; ring: the epoch kept")
         metric_ax.legend(loc="best")
-        fig.suptitle(f"{model_label(model)} finetuned on {dataset}: training curves ({curves['seed'].nunique()} seeds)")
+        how = "trained from scratch (the BTS reference) on" if scratch else "finetuned on"
+        n = curves["seed"].nunique()
+        fig.suptitle(f"{model_label(model)} {how} {dataset}: training curves ({n} seed{'s' if n > 1 else ''})")
     return fig
