@@ -187,6 +187,9 @@ def test_comparison_document_marks_flagged_rows_and_compiles(reference, run_tabl
     body = tabular_of(doc)
     assert body.count("\\textbf{differs}") == 1
     assert f"{result.n_agree} of {len(result.rows)} rows agree" in doc
+    rows_at_floor = result.rows[(result.rows["measure"] == "ieat_p") & (result.rows["ours"] <= 1e-5)]
+    assert len(rows_at_floor) and (rows_at_floor["ours_floor"] == 1e-5).all()  # the paper's p = 0.00001 rows: ours at the floor
+    assert "$\\leq10^{-5}$" in body and "(ours written $\\leq$ is at its method's floor)" in doc
     empty = compare.comparison_document(compare.compare_to_paper(compare.run_measurements(**run_tables).iloc[:0], reference))
     assert "No row of this run corresponds" in empty
     if shutil.which("pdflatex") is None:

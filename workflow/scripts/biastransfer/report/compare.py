@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from biastransfer.report.formatting import latex_escape, require_columns
+from biastransfer.report.formatting import at_floor, format_p, latex_escape, require_columns
 from biastransfer.report.tables import finetune_summary, ieat_by_stage, standalone_document
 
 KEYS = ("table", "analysis_set", "finetune_dataset", "model", "measure", "stage", "concept_pair")
@@ -72,7 +72,8 @@ def run_measurements(
     analysis_sets: pd.DataFrame | None = None,
     targets: tuple[str, str] = ("man", "woman"),
 ) -> pd.DataFrame:
-    """A run's numbers in the reference's keys (``JOIN_KEYS``) with ``value`` and ``n_seeds``.
+    """A run's numbers in the reference's keys (``JOIN_KEYS``) with ``value``, ``n_seeds`` and ``floor``
+    (the smallest p its method can give, for iEAT p-values; NaN elsewhere).
 
     BTS: the ``pooled`` rows. iEAT: tests with ``(X, Y) == targets``; effect size = mean over seeds,
     p = largest over seeds; ``concept_pair`` is ``A|B``. Finetuning: metric mean, its sample SD
@@ -87,6 +88,7 @@ def run_measurements(
             parts.append(pd.DataFrame({
                 "analysis_set": pooled["analysis_set"], "finetune_dataset": pooled["finetune_dataset"], "model": pooled["model"],
                 "measure": "bts_" + pooled["kind"] + suffix, "stage": "", "concept_pair": "", "value": pooled[value_col], "n_seeds": np.nan,
+                "floor": np.nan,  # the t approximation has no floor
             }))  # fmt: skip
     if ieat is not None:
         agg = ieat_by_stage(ieat)
@@ -97,6 +99,7 @@ def run_measurements(
                 "analysis_set": agg["analysis_set"], "finetune_dataset": np.where(pretrained, "", agg["group"].str.removeprefix("ft-")),
                 "model": agg["model"], "measure": measure, "stage": np.where(pretrained, "pretrained", "finetuned"),
                 "concept_pair": agg["A"] + "|" + agg["B"], "value": agg[value_col], "n_seeds": agg["n_seeds"],
+                "floor": agg["pvalue_floor"] if measure == "ieat_p" else np.nan,
             }))  # fmt: skip
     if finetune_metrics is not None:
         summary = finetune_summary(finetune_metrics)
@@ -118,6 +121,7 @@ def run_measurements(
     if not parts:
         raise ValueError("run_measurements: give at least one of bts, ieat, finetune_metrics, analysis_sets")
     ours = pd.concat(parts, ignore_index=True)
+    ours["floor"] = ours["floor"] if "floor" in ours else np.nan
     dup = ours[ours.duplicated(list(JOIN_KEYS), keep=False)]
     if not dup.empty:
         raise ValueError(f"run measurements: more than one row for {dup.iloc[0][list(JOIN_KEYS)].to_dict()}")
@@ -149,7 +153,8 @@ def compare_to_paper(
 ) -> PaperComparison:
     """Join ``ours`` (from :func:`run_measurements`) to the in-scope reference rows and judge each.
 
-    Columns of ``rows``: the keys, ``provenance``, ``note``, ``ours``, ``paper``, ``difference``
+    Columns of ``rows``: the keys, ``provenance``, ``note``, ``ours``, ``ours_floor`` (the floor of our
+    p-value: ours is a bound when it equals it), ``paper``, ``difference``
     (ours - paper), ``tolerance`` (NaN for p-values), ``n_seeds``, ``status`` (``agrees``,
     ``differs``, ``significance differs``, ``missing``) and ``flagged`` (not ``agrees``).
     """
@@ -168,13 +173,14 @@ def compare_to_paper(
     # A pretrained iEAT number does not depend on the finetuning dataset: scope it by the analysis set.
     scope = set(map(tuple, ours[scope_cols].to_numpy()))
     in_scope = reference[[tuple(r) in scope for r in reference[scope_cols].to_numpy()]]
-    merged = in_scope.merge(ours[[*JOIN_KEYS, "value", "n_seeds"]], on=list(JOIN_KEYS), how="left", suffixes=("_paper", "_ours"))
-    merged = merged.rename(columns={"value_paper": "paper", "value_ours": "ours"})
+    ours = ours if "floor" in ours else ours.assign(floor=np.nan)
+    merged = in_scope.merge(ours[[*JOIN_KEYS, "value", "n_seeds", "floor"]], on=list(JOIN_KEYS), how="left", suffixes=("_paper", "_ours"))
+    merged = merged.rename(columns={"value_paper": "paper", "value_ours": "ours", "floor": "ours_floor"})
     merged["difference"] = merged["ours"] - merged["paper"]
     merged["tolerance"] = [np.nan if m in P_MEASURES else tol[m] for m in merged["measure"]]
     merged["status"] = [_verdict(r.measure, r.ours, r.paper, r.tolerance, alpha) for r in merged.itertuples(index=False)]
     merged["flagged"] = merged["status"] != "agrees"
-    columns = [*KEYS, "provenance", "note", "ours", "paper", "difference", "tolerance", "n_seeds", "status", "flagged"]
+    columns = [*KEYS, "provenance", "note", "ours", "ours_floor", "paper", "difference", "tolerance", "n_seeds", "status", "flagged"]
     return PaperComparison(rows=merged[columns].reset_index(drop=True), alpha=alpha)
 
 
@@ -200,14 +206,16 @@ def comparison_document(comparison: PaperComparison) -> str:
     body = "\\begin{longtable}{lrrrl}\n"
     body += (
         f"\\caption*{{Our values beside the paper's for every row this run produced. p-values agree when both are on the "
-        f"same side of $\\alpha={comparison.alpha:g}$; other values when within the tolerance of their measure. "
+        f"same side of $\\alpha={comparison.alpha:g}$ (ours written $\\leq$ is at its method's floor); other values "
+        f"when within the tolerance of their measure. "
         f"{comparison.n_agree} of {len(comparison.rows)} rows agree.}}\\\\\n"
     )
     body += "\\toprule\n" + head + "\\midrule\n\\endfirsthead\n\\toprule\n" + head + "\\midrule\n\\endhead\n\\bottomrule\n\\endfoot\n"
     if comparison.rows.empty:
         body += "\\multicolumn{5}{l}{No row of this run corresponds to a number published in the paper.} \\\\\n"
     for r in comparison.rows.itertuples(index=False):
-        cells = [latex_escape(r.provenance), _fmt(r.ours), _fmt(r.paper), _fmt(r.difference), latex_escape(r.status)]
+        ours = format_p(r.ours, r.ours_floor) if at_floor(r.ours, r.ours_floor) else _fmt(r.ours)  # a bound at the floor
+        cells = [latex_escape(r.provenance), ours, _fmt(r.paper), _fmt(r.difference), latex_escape(r.status)]
         if r.flagged:
             cells = [f"\\textbf{{{c}}}" if not c.startswith("$") else c for c in cells]
         body += " & ".join(cells) + " \\\\\n"
