@@ -36,6 +36,7 @@ include: "rules/analysis.smk"
 include: "rules/trajectory.smk"
 include: "rules/attribution.smk"
 include: "rules/report.smk"
+include: "rules/zoo.smk"
 
 
 rule all:

@@ -9,6 +9,7 @@ from snakemake.utils import validate
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 
 from biastransfer import config as cfg  # noqa: E402
+from biastransfer.zoo import embed_settings, zoo_problems  # noqa: E402
 
 # The config as written; then the schema checks keys and types and fills every default (set_default),
 # so rules read config[...] without defaults of their own (results/summary/config.yaml shows them all).
@@ -16,6 +17,8 @@ GIVEN_CONFIG = copy.deepcopy(config)
 validate(config, schema="../workflow/schemas/config.schema.yaml", set_default=True)
 config.update(json.loads(json.dumps(config)))  # no two entries share one default object
 cfg.check_config(GIVEN_CONFIG)
+if zoo_problems(config):
+    raise ValueError("invalid configuration:\n  " + "\n  ".join(zoo_problems(config)))
 
 
 def names_pattern(names):
@@ -45,13 +48,16 @@ wildcard_constraints:
 
 
 def model_entry(model):
-    return config["models"][model]
+    """A model's config entry, less what only the zoo's table reads (``about``: editing it reruns nothing)."""
+    return {k: v for k, v in config["models"][model].items() if k != "about"}
 
 
 def pretrained_weights(wildcards):
     """The pretrained weights file of a model: trained here (demo) or fetched."""
     if model_entry(wildcards.model).get("source") == "workflow":
         return f"results/pretrain/{wildcards.model}/model.safetensors"
+    if config["zoo"]:  # the zoo's check fetched them: its record of a passed model is a weights record
+        return f"results/zoo/status/{wildcards.model}.json"
     return f"results/weights/{wildcards.model}/weights.done"
 
 
@@ -125,6 +131,15 @@ def all_pairs():
     return [(a, m) for a in config["analysis_sets"] for m in config["models"]]
 
 
+def analysed_pairs():
+    """(analysis_set, model) of every model, less a zoo's models that failed their check (rules/zoo.smk;
+    input functions only: it waits for the zoo_status checkpoint)."""
+    if not config["zoo"]:
+        return all_pairs()
+    ok = set(zoo_ok_models())
+    return [(a, m) for a, m in all_pairs() if m in ok]
+
+
 def summary_inputs(kind):
     """The per-job tables that make up one summary table."""
     if kind == "bts":
@@ -135,7 +150,7 @@ def summary_inputs(kind):
         ]
     return [
         f"results/{kind}/{a}/{m}/{s}.csv"
-        for a, m in all_pairs()
+        for a, m in analysed_pairs()
         for s in cfg.stages(config)
     ]
 
@@ -217,6 +232,8 @@ def analysis_targets():
 
 
 def all_targets():
+    if config["zoo"]:
+        return ZOO_TARGETS
     return analysis_targets() + REPORT_TARGETS + TRAJECTORY_TARGETS + layer_targets()
 
 
@@ -328,6 +345,16 @@ def pretrain_inputs(wildcards):
         "train": f"results/splits/{dataset}/train.parquet",
         "val": f"results/splits/{dataset}/val.parquet",
     }
+
+
+def embed_batch_size(wildcards):
+    """A model's embedding batch size by its size (about.params_m, analysis.embed.sizes)."""
+    return embed_settings(config["models"][wildcards.model], config["analysis"]["embed"])[0]
+
+
+def embed_mem_mb(wildcards, attempt):
+    """A model's embedding (and zoo check) memory by its size, doubled on each retry."""
+    return embed_settings(config["models"][wildcards.model], config["analysis"]["embed"])[1] * attempt
 
 
 def finetune_mem_mb(wildcards, attempt):

@@ -16,12 +16,12 @@ rule embed:
         "../envs/torch.yaml"
     threads: 2
     resources:
-        mem_mb=lambda wildcards, attempt: 4000 * attempt,
+        mem_mb=embed_mem_mb,
         runtime=lambda wildcards, attempt: 30 * attempt,
         gpu=lambda wildcards: int(config["analysis"]["embed"]["device"] == "cuda"),
     params:
         entry=lambda wildcards: cfg.canonical(model_entry(wildcards.model)),
-        batch_size=config["analysis"]["embed"]["batch_size"],
+        batch_size=embed_batch_size,
         num_workers=config["analysis"]["embed"]["num_workers"],
         device=config["analysis"]["embed"]["device"],
     script:

@@ -116,6 +116,8 @@ def download_spec(dataset: Mapping) -> dict[str, Any]:
 
 def check_config(config: Mapping) -> None:
     """Raise ValueError naming the key whose value refers to something undefined."""
+    # as given (before the schema's defaults): no finetune section, or no datasets, is a pretrained-only run
+    config = {**config, "finetune": {"datasets": [], "seeds": {}, **config.get("finetune", {})}}
     datasets = config["datasets"]
     problems = []
     for name, spec in config["models"].items():

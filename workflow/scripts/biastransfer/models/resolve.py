@@ -63,8 +63,9 @@ def _open_clip_default_weights(arch: str, tag: str | None) -> str | None:
     if not cfg:
         raise ValueError(f"open_clip has no pretrained tag {tag!r} for model {arch!r}")
     hub = cfg.get("hf_hub", "").strip("/")
-    if hub:
-        return f"https://huggingface.co/{hub}/resolve/main/open_clip_model.safetensors"
+    if hub:  # "org/repo" (open_clip's safetensors file) or "org/repo/file" (that file)
+        org, repo, *file = hub.split("/")
+        return f"https://huggingface.co/{org}/{repo}/resolve/main/{'/'.join(file) or 'open_clip_model.safetensors'}"
     return cfg.get("url") or None
 
 
@@ -155,9 +156,9 @@ def model_spec(name: str, entry: Mapping) -> ModelSpec:
 
     A ``source: workflow`` model (the demo's) is a timm architecture trained from scratch here: its
     weights are the workflow's own pretraining checkpoint, never a download. The layer profile's
-    keys (``layers``, ``layer_pooling``) are not part of the spec.
+    keys (``layers``, ``layer_pooling``) and the zoo's ``about`` are not part of the spec.
     """
-    entry = {k: v for k, v in entry.items() if k not in ("pretrain", "device", "layers", "layer_pooling")}
+    entry = {k: v for k, v in entry.items() if k not in ("pretrain", "device", "layers", "layer_pooling", "about")}
     if entry.get("source") == "workflow":
         entry.update(source="timm", weights=None, sha256=None)
     return resolve_spec(name, entry)

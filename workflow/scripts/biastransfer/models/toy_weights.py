@@ -5,7 +5,9 @@
 * open_clip ``open_clip_model.safetensors``: the whole CLIP state dict (image and text towers);
 * MoCo ``.pth.tar``: ``{'epoch', 'arch', 'state_dict', 'optimizer'}`` with ``module.encoder_q.*``,
   ``module.encoder_k.*``, ``module.queue`` and ``module.queue_ptr``;
-* converted SimCLR ``.pth``: ``{'state_dict': <torchvision ResNet-50 state dict>}``.
+* converted SimCLR ``.pth``: ``{'state_dict': <torchvision ResNet-50 state dict>}``;
+* timm hub ``model.safetensors``: the whole model's state dict, classifier included;
+* a user's checkpoint (source ``checkpoint``): ``torch.save`` of a timm or torchvision state dict.
 
 They exercise every loader on the real path (``biastransfer.models.loading``) at the real sizes; the
 embeddings they give mean nothing.
@@ -59,6 +61,13 @@ def _open_clip(path: Path, arch: str, seed: int) -> None:
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(path))
 
 
+def _timm_state(arch: str, seed: int) -> dict:
+    import timm
+
+    torch.manual_seed(seed)
+    return timm.create_model(arch, pretrained=False).state_dict()
+
+
 def _moco(path: Path, seed: int) -> None:
     q = _resnet("resnet50", MOCO_DIM, seed)
     k = _resnet("resnet50", MOCO_DIM, seed + 1)
@@ -78,12 +87,18 @@ def write_weights(spec: ModelSpec, path: str | Path, seed: int = 0) -> Path:
         torch.save(_resnet(spec.arch, seed=seed), path)
     elif spec.source == "timm" and spec.arch.startswith("resnetv2_50x1_bit"):
         _bit_npz(path, seed)
+    elif spec.source == "timm":
+        from safetensors.torch import save_file
+
+        save_file({k: v.contiguous() for k, v in _timm_state(spec.arch, seed).items()}, str(path))
+    elif spec.source == "checkpoint":
+        from biastransfer.models.resolve import is_timm_arch
+
+        torch.save(_timm_state(spec.arch, seed) if is_timm_arch(spec.arch) else _resnet(spec.arch, seed=seed), path)
     elif spec.source == "open_clip":
         _open_clip(path, spec.arch, seed)
     elif spec.source == "moco":
         _moco(path, seed)
-    elif spec.source == "simclr":
+    else:  # simclr (ModelSpec admits no other source)
         torch.save({"state_dict": _resnet(spec.arch, seed=seed)}, path)
-    else:
-        raise ValueError(f"model {spec.name!r}: no toy weights for source {spec.source!r} / arch {spec.arch!r}")
     return path

@@ -62,10 +62,11 @@ def resolve_weights(spec: ModelSpec, cache_dir: str | Path, mirror: str | Path |
 WEIGHTS_RECORD_FORMAT = "biastransfer-weights/1"
 
 
-def write_weights_record(path: str | Path, spec: ModelSpec, weights_file: str | Path) -> dict:
-    """Write a small JSON record pointing at a verified weights file (the fetch rule's output)."""
+def write_weights_record(path: str | Path, spec: ModelSpec, weights_file: str | Path, **extra) -> dict:
+    """Write a small JSON record pointing at a verified weights file (the fetch rule's output; the zoo's
+    check adds ``extra`` keys)."""
     weights_file = Path(weights_file).resolve()
-    record = {"format": WEIGHTS_RECORD_FORMAT, "model": spec.name, "path": str(weights_file),
+    record = {**extra, "format": WEIGHTS_RECORD_FORMAT, "model": spec.name, "path": str(weights_file),
               "sha256": file_digest(weights_file), "url": spec.weights, "spec": spec.as_dict()}
     with atomic_path(path) as tmp:
         tmp.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")

@@ -18,6 +18,7 @@ from matplotlib.figure import Figure
 from biastransfer.report.formatting import (
     ADJUSTMENT_NAMES,
     ADJUSTMENTS,
+    adjusted_floor,
     format_p,
     latex_escape,
     require_columns,
@@ -85,7 +86,8 @@ def ranking_latex(ranking: pd.DataFrame, status: pd.DataFrame, *, analysis_set: 
         f"{r.rank} & {latex_escape(r.model)} & {latex_escape(r.family)} & {latex_escape(r.data)} & "
         f"{'--' if np.isnan(r.params_m) else f'{r.params_m:.1f}'} & "
         f"${r.effect_size:.2f}$ [${r.ci_low:.2f}$, ${r.ci_high:.2f}$] & {format_p(r.pvalue_two_sided, r.pvalue_floor)} & "
-        f"{format_p(r.pvalue, r.pvalue_floor)} & {format_p(r.pvalue_adjusted)} \\\\\n"
+        f"{format_p(r.pvalue, r.pvalue_floor)} & "
+        f"{format_p(r.pvalue_adjusted, adjusted_floor(r.pvalue, r.pvalue_floor, r.pvalue_adjusted))} \\\\\n"
         for r in rows.itertuples())
     failed = status[~status["ok"]]
     foot = "\\bottomrule\n"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from biastransfer.report.formatting import ADJUSTMENT_NAMES, p_text
+from biastransfer.report.formatting import ADJUSTMENT_NAMES, adjusted_floor, p_text
 
 ZOO_SCOPE = (
     "Each row is one pretrained network's embeddings of the same images; no model was finetuned. The ranking "
@@ -39,7 +39,7 @@ def describe_zoo(ranking: pd.DataFrame, status: pd.DataFrame, *, analysis_set: s
     lines += ["", ZOO_SCOPE, ""]
     if ranking.empty:
         return "\n".join(lines + ["No model passed its check: nothing was measured.", ""])
-    adjust = ADJUSTMENT_NAMES[ranking["adjust"].iloc[0]]
+    adjust = ADJUSTMENT_NAMES[ranking["adjust"].iloc[0]].replace("--", "-")
     level = f"{float(ranking['ci_level'].iloc[0]):.0%}"
     lead = ranking[(ranking["analysis_set"] == analysis_set) & (ranking["test"] == test)]
     if not lead.empty:
@@ -50,11 +50,11 @@ def describe_zoo(ranking: pd.DataFrame, status: pd.DataFrame, *, analysis_set: s
         lines.append("")
         for word, row in (("Largest", lead.iloc[0]), ("Smallest", lead.iloc[-1])):
             lines.append(f"- {word} d: **{row.model}** ({row.family}, {row.data}): {_effect(row)}, "
-                         f"adjusted {p_text(row.pvalue_adjusted)}.")
+                         f"adjusted {p_text(row.pvalue_adjusted, adjusted_floor(row.pvalue, row.pvalue_floor, row.pvalue_adjusted))}.")
         lines.append("")
         for family, rows in lead.groupby("family", sort=True):
             sig = int((rows["pvalue_adjusted"] < alpha).sum())
-            lines.append(f"- {family} ({len(rows)} models): median d {rows['effect_size'].median():.2f}, range "
+            lines.append(f"- {family} ({len(rows)} model{'s' if len(rows) != 1 else ''}): median d {rows['effect_size'].median():.2f}, range "
                          f"{rows['effect_size'].min():.2f} to {rows['effect_size'].max():.2f}; {sig} with adjusted p < {alpha:g}.")
         lines.append("")
     lines += _title("Every test")

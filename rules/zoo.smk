@@ -1,0 +1,152 @@
+# The model zoo (config/zoo.yaml, docs/zoo.md): a pretrained-only audit of many models in one run.
+# Every model is checked first (zoo_status: weights fetched into the shared cache and verified, model
+# built); the checkpoint's records decide which models the summaries read, so a model that fails (an
+# unknown name, bad weights) is named in the ranked table's summary and never stops the others.
+# The per-model embeddings, similarities and iEATs are the ordinary rules' (embed, similarity, ieat).
+from biastransfer.zoo import read_status
+
+ZOO = config["zoo"]
+
+
+def zoo_ok_models():
+    """The models whose check passed (input functions only: it waits for the zoo_status checkpoint)."""
+    return [
+        m
+        for m in config["models"]
+        if read_status(checkpoints.zoo_status.get(model=m).output.status)["ok"]
+    ]
+
+
+ZOO_STATUSES = expand("results/zoo/status/{model}.json", model=config["models"])
+ZOO_TARGETS = [
+    "results/summary/similarity.csv",
+    "results/summary/ieat.csv",
+    "results/summary/analysis_sets.csv",
+    "results/summary/config.yaml",
+    "results/zoo/ranking.csv",
+    "results/zoo/ranking.tex",
+    "results/zoo/status.csv",
+    "results/zoo/findings.html",
+    "results/figures/zoo_forest.png",
+    "results/figures/zoo_forest.pdf",
+    "results/figures/ieat_heatmap.png",
+]
+
+
+checkpoint zoo_status:
+    output:
+        status="results/zoo/status/{model}.json",
+    log:
+        "logs/zoo_status/{model}.log",
+    benchmark:
+        "results/benchmarks/zoo_status/{model}.tsv"
+    wildcard_constraints:
+        model=names_pattern([m for m in config["models"] if m not in WORKFLOW_MODELS]),
+    conda:
+        "../envs/torch.yaml"
+    threads: 1
+    resources:
+        mem_mb=embed_mem_mb,
+        runtime=60,
+    params:
+        entry=lambda wildcards: cfg.canonical(model_entry(wildcards.model)),
+        cache_dir=config["weights"]["cache_dir"],
+        mirror=config["weights"]["mirror"],
+    script:
+        "../workflow/scripts/zoo_status.py"
+
+
+rule zoo_table:
+    input:
+        ieat="results/summary/ieat.csv",
+        statuses=ZOO_STATUSES,
+    output:
+        ranking=report(
+            "results/zoo/ranking.csv",
+            caption="../workflow/report/zoo_ranking.rst",
+            category="Model zoo",
+            labels={"table": "ranked iEATs (CSV)"},
+        ),
+        latex=report(
+            "results/zoo/ranking.tex",
+            caption="../workflow/report/zoo_ranking.rst",
+            category="Model zoo",
+            labels={"table": "ranked iEATs (LaTeX)"},
+        ),
+        status_csv="results/zoo/status.csv",
+    log:
+        "logs/zoo/table.log",
+    benchmark:
+        "results/benchmarks/zoo/table.tsv"
+    localrule: True
+    conda:
+        "../envs/plot.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    params:
+        about=cfg.canonical({m: e.get("about", {}) for m, e in config["models"].items()}),
+        rank_by=cfg.canonical((ZOO or {}).get("rank_by", {})),
+        adjust=config["report"]["p_adjust"],
+    script:
+        "../workflow/scripts/zoo_table.py"
+
+
+rule zoo_forest:
+    input:
+        ranking="results/zoo/ranking.csv",
+        status_csv="results/zoo/status.csv",
+    output:
+        png=report(
+            "results/figures/zoo_forest.png",
+            caption="../workflow/report/zoo_forest.rst",
+            category="Model zoo",
+            labels={"figure": "forest plot of d by family"},
+        ),
+        pdf="results/figures/zoo_forest.pdf",
+    log:
+        "logs/zoo/forest.log",
+    benchmark:
+        "results/benchmarks/zoo/forest.tsv"
+    localrule: True
+    conda:
+        "../envs/plot.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    params:
+        rank_by=cfg.canonical((ZOO or {}).get("rank_by", {})),
+    script:
+        "../workflow/scripts/zoo_forest.py"
+
+
+rule zoo_findings:
+    input:
+        ranking="results/zoo/ranking.csv",
+        status_csv="results/zoo/status.csv",
+    output:
+        findings="results/zoo/findings.rst",
+        html=report(
+            "results/zoo/findings.html",
+            caption="../workflow/report/zoo_findings.rst",
+            category="Model zoo",
+            labels={"page": "findings"},
+        ),
+    log:
+        "logs/zoo/findings.log",
+    benchmark:
+        "results/benchmarks/zoo/findings.tsv"
+    localrule: True
+    conda:
+        "../envs/plot.yaml"
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    params:
+        rank_by=cfg.canonical((ZOO or {}).get("rank_by", {})),
+        alpha=config["analysis"]["ieat"]["alpha"],
+    script:
+        "../workflow/scripts/zoo_findings.py"

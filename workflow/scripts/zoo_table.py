@@ -1,0 +1,35 @@
+"""The model zoo's ranked table (CSV and LaTeX) and every model's status (CSV) from the iEAT summary.
+
+Standalone: python workflow/scripts/zoo_table.py --ieat results/summary/ieat.csv \\
+    --statuses results/zoo/status/*.json --about '{"m": {"family": "...", "data": "..."}}' \\
+    --rank_by '{"analysis_set": "coco", "test": "refrigerator_vs_surfboard"}' --adjust holm \\
+    --ranking R.csv --latex R.tex --status_csv S.csv
+"""
+
+import logging
+
+import pandas as pd
+from biastransfer.atomic import write_csv, write_text
+from biastransfer.report.zoo import ranking_latex, ranking_table, status_table
+from biastransfer.scripting import run
+from biastransfer.zoo import read_status
+
+log = logging.getLogger(__name__)
+
+
+def main(ieat: str, statuses: list, about: dict, rank_by: dict, adjust: str, ranking: str, latex: str,
+         status_csv: str) -> None:
+    status = status_table([read_status(p) for p in statuses], about)
+    table = ranking_table(pd.read_csv(ieat, keep_default_na=False, na_values=[""]), status, adjust=adjust)
+    document = ranking_latex(table, status, **rank_by)
+    write_csv(status_csv, status)
+    write_csv(ranking, table)
+    write_text(latex, document)
+    for row in status[~status["ok"]].itertuples():
+        log.warning("not audited: %s: %s", row.model, row.error)
+    log.info("%s: %d rows, %d models audited, %d failed", ranking, len(table), int(status["ok"].sum()),
+             int((~status["ok"]).sum()))
+
+
+if __name__ == "__main__":
+    run(main, globals().get("snakemake"))
