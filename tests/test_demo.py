@@ -157,3 +157,22 @@ def test_the_html_report_opens_on_the_known_answers(demo):
     assert "planted pair found" in index and "control pair not found" in index and "reverse shift" in index
     assert all((report / f"{page}.html").is_file() for page in ("findings", "tables", "figures", "provenance"))
     assert (demo / "tables" / "ieat_synthetic_tabular.tex").read_text().lstrip().startswith("% Table fragment")
+
+
+@pytest.mark.slow
+def test_every_figure_prints_at_a_paper_width_with_vector_fonts(demo):
+    """save_figure refuses a figure with text under 7 pt or wider than 7 in; here the demo's files show
+    it: every PNG (300 dpi) at most 7 in wide, every PDF with TrueType fonts, no Type 3 bitmaps."""
+    import re
+
+    from PIL import Image
+
+    pngs = sorted((demo / "figures").rglob("*.png"))
+    assert len(pngs) >= 9, pngs  # intra, inter, person, rank, contact sheet, curves (2), heat map, change
+    for png in pngs:
+        with Image.open(png) as image:
+            assert image.width <= 300 * 7.05, f"{png}: {image.width / 300:.2f} in wide"
+        pdf = png.with_suffix(".pdf").read_bytes()
+        assert b"/Type3" not in pdf and re.search(rb"/Subtype ?/(TrueType|CIDFontType2)", pdf), png
+    sheet = pd.read_csv(demo / "figures" / "synthetic" / "contact_sheet.csv")
+    assert sheet.groupby("class").size().eq(4).all() and sheet["source"].eq("synthetic (CC0)").all()
