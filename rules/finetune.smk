@@ -17,7 +17,9 @@ def trajectory_io(section):
         },
         "output": {
             "trajectory": [
-                directory(f"results/trajectory/{a}/{{model}}/ft-{{dataset}}-seed{{seed}}")
+                directory(
+                    f"results/trajectory/{a}/{{model}}/ft-{{dataset}}-seed{{seed}}"
+                )
                 for a in sets
             ]
         },
@@ -34,15 +36,15 @@ def trajectory_io(section):
 rule finetune:
     input:
         leakage_checks(),
+        **trajectory_io("input"),
         weights=pretrained_weights,
         train="results/splits/{dataset}/train.parquet",
         val="results/splits/{dataset}/val.parquet",
-        **trajectory_io("input"),
     output:
+        **trajectory_io("output"),
         trained="results/finetune/{dataset}/{model}/seed{seed}/model.safetensors",
         metrics="results/finetune/{dataset}/{model}/seed{seed}/metrics.json",
         curve="results/finetune/{dataset}/{model}/seed{seed}/curve.csv",
-        **trajectory_io("output"),
     log:
         "logs/finetune/{dataset}/{model}/seed{seed}.log",
     benchmark:
@@ -56,6 +58,7 @@ rule finetune:
         runtime=finetune_runtime,
         gpu=lambda wildcards: int(config["finetune"]["device"] == "cuda"),
     params:
+        **trajectory_io("params"),
         entry=lambda wildcards: cfg.canonical(model_entry(wildcards.model)),
         hyper=lambda wildcards: cfg.finetune_params(
             config, wildcards.model, wildcards.dataset
@@ -63,7 +66,6 @@ rule finetune:
         resume="results/finetune/{dataset}/{model}/seed{seed}.resume.pt",
         device=config["finetune"]["device"],
         num_workers=config["finetune"]["num_workers"],
-        **trajectory_io("params"),
     script:
         "../workflow/scripts/finetune.py"
 

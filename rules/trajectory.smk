@@ -74,9 +74,7 @@ rule trajectory:
 
 rule summarise_trajectory:
     input:
-        tables=[
-            f"results/trajectory/{a}/{m}/ft-{d}.csv" for a, m, d in TRAJECTORY_JOBS
-        ],
+        tables=[f"results/trajectory/{a}/{m}/ft-{d}.csv" for a, m, d in TRAJECTORY_JOBS],
     output:
         table="results/summary/trajectory.csv",
     log:
