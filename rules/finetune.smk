@@ -5,34 +5,6 @@
 # epochNN.parquet per analysis set; rules/trajectory.smk analyses them).
 
 
-def trajectory_io(section):
-    """The finetune rule's extra inputs, outputs and params when ``finetune.trajectory`` is on (else none,
-    so that turning it on or off leaves the rule as it was)."""
-    if not trajectory_on():
-        return {}
-    sets = list(config["analysis_sets"])
-    return {
-        "input": {
-            "manifests": [f"results/analysis_sets/{a}/manifest.parquet" for a in sets]
-        },
-        "output": {
-            "trajectory": [
-                directory(
-                    f"results/trajectory/{a}/{{model}}/ft-{{dataset}}-seed{{seed}}"
-                )
-                for a in sets
-            ]
-        },
-        "params": {
-            "analysis_sets": sets,
-            "trajectory_epochs": lambda wildcards: cfg.trajectory_epochs(
-                config, wildcards.model, wildcards.dataset
-            ),
-            "embed_batch_size": config["analysis"]["embed"]["batch_size"],
-        },
-    }[section]
-
-
 rule finetune:
     input:
         leakage_checks(),
