@@ -1,11 +1,6 @@
 # Statistics on embeddings: intra/inter-class similarities, Bias Transfer Scores and iEATs,
 # then one summary table of each with multiple-comparison-adjusted p-values.
 
-# The many small per-model jobs (similarity, ieat, bts, change of one model, over all analysis sets and
-# stages) share one group per model. Locally groups are ignored; on a cluster profiles/slurm's
-# `group-components` puts each model's group into one submitted job (profiles/slurm/README.md).
-MODEL_STATS_GROUP = "stats_{model}"
-
 
 rule similarity:
     input:

@@ -419,3 +419,9 @@ def table_files(stem):
         "fragment": f"{stem}_tabular.tex",
         "document": f"{stem}.tex",
     }
+
+
+# The many small per-model analysis jobs (similarity, ieat, bts, change, trajectory, layer_profile of one
+# model, over all analysis sets and stages) share one job group per model. Local runs ignore groups; on a
+# cluster profiles/slurm's `group-components` makes each model's group one job (profiles/slurm/README.md).
+MODEL_STATS_GROUP = "stats_{model}"

@@ -45,6 +45,8 @@ rule layer_profile:
         "logs/layer_profile/{analysis_set}/{model}.log",
     benchmark:
         "results/benchmarks/layer_profile/{analysis_set}/{model}.tsv"
+    group:
+        MODEL_STATS_GROUP
     conda:
         "../envs/stats.yaml"
     threads: 1

@@ -32,6 +32,8 @@ rule trajectory:
         "logs/trajectory/{analysis_set}/{model}/ft-{dataset}.log",
     benchmark:
         "results/benchmarks/trajectory/{analysis_set}/{model}/ft-{dataset}.tsv"
+    group:
+        MODEL_STATS_GROUP
     conda:
         "../envs/stats.yaml"
     threads: 1
