@@ -173,7 +173,11 @@ def test_the_full_zoos_table_compiles_and_its_forest_plot_fits_the_page(tmp_path
 
 def test_a_passed_check_is_a_weights_record_the_embed_job_reads(tmp_path):
     from biastransfer.models.registry import REGISTRY
-    from biastransfer.models.weights import WEIGHTS_RECORD_FORMAT, weights_file_and_sha256, write_weights_record
+    from biastransfer.models.weights import (
+        WEIGHTS_RECORD_FORMAT,
+        weights_file_and_sha256,
+        write_weights_record,
+    )
     from biastransfer.zoo import PASSED_FORMAT
 
     assert PASSED_FORMAT == WEIGHTS_RECORD_FORMAT
@@ -240,3 +244,12 @@ def test_small_zoo_shares_one_weights_cache_and_reruns_nothing(small_zoo):
     # a rerun finds everything done, failed models included: their records are results, not errors
     done = run_snakemake("-n", "--cores", "2", "--configfile", small_zoo.parent / "zoo.yaml", cwd=small_zoo)
     assert "Nothing to be done" in done.stdout + done.stderr
+
+
+def test_small_zoo_report_builds_without_finetuning(small_zoo):
+    import zipfile
+
+    report = small_zoo / "report.zip"
+    run_snakemake("--configfile", small_zoo.parent / "zoo.yaml", "--report", report, cwd=small_zoo)
+    files = {Path(n).name for n in zipfile.ZipFile(report).namelist()}
+    assert {"report.html", "ranking.csv", "ranking.tex", "zoo_forest.png", "findings.html", "ieat_heatmap.png"} <= files
