@@ -4,7 +4,6 @@ resources by size are right, and a small zoo runs end to end with two broken mod
 import copy
 import math
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -204,9 +203,7 @@ def small_zoo(tmp_path_factory):
     config.write_text(yaml.safe_dump(small_zoo_config(root), sort_keys=False))
     work = root / "work"
     work.mkdir()
-    start = time.monotonic()
     run_snakemake("--cores", "2", "--configfile", config, cwd=work)
-    print(f"small zoo: {time.monotonic() - start:.0f} s")
     return work
 
 
