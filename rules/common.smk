@@ -48,7 +48,7 @@ wildcard_constraints:
 
 
 def model_entry(model):
-    """A model's config entry, less what only the zoo's table reads (``about``: editing it reruns nothing)."""
+    """A model's config entry, less what only the zoo reads (``about``: not a param of the model's jobs)."""
     return {k: v for k, v in config["models"][model].items() if k != "about"}
 
 
