@@ -1,10 +1,10 @@
 """Benchmark: the small model zoo of tests/test_zoo.py end to end, and what each model adds.
 
-Runs the workflow (``snakemake --cores N``) on the small zoo (eight models from four sources with random
+Runs the workflow (``snakemake --cores N``) on the small zoo (seven models from four sources with random
 weights in their real formats, plus two broken ones; tests/zoo_toy.py) and, as the baseline in the same
 run, on a zoo of one model (resnet18). Reports the median wall time of each, the marginal wall time per
 model ((T_zoo - T_one) / (models - 1)), and from Snakemake's per-job benchmark files the job seconds of
-every model (its check, weights fetch, embedding, similarity and iEAT jobs) and of every rule.
+every model (its check, embedding, similarity and iEAT jobs) and of every rule.
 
     .venv/bin/python benchmarks/bench_zoo.py [--repeats 1] [--cores 2]
 """
@@ -70,7 +70,7 @@ def main() -> None:
     print(f"small zoo ({len(zoo)} models, {args.cores} cores, {args.repeats} repeat(s)): median wall {t_zoo:.1f} s")
     print(f"baseline, a zoo of one model (resnet18): median wall {t_one:.1f} s; ratio {t_zoo / t_one:.2f}")
     print(f"marginal wall time per model: {(t_zoo - t_one) / (len(zoo) - 1):.1f} s")
-    print("job seconds per model (check, fetch, embed, similarity, iEAT; median):")
+    print("job seconds per model (check, embed, similarity, iEAT; median):")
     for k in zoo:
         print(f"  {k:34s} {statistics.median(models.get(k, [0.0])):6.1f}")
     print("job seconds per rule (all models; median):")

@@ -4,7 +4,7 @@ each source's real file format, at their real URLs in a folder mirror or as a us
 import copy
 from pathlib import Path
 
-# The small zoo: eight models from four sources (torchvision .pth, timm hub safetensors, open_clip hub
+# The small zoo: seven models from four sources (torchvision .pth, timm hub safetensors, open_clip hub
 # safetensors, a user's torch.save checkpoint), served from a folder mirror at their real URLs, plus an
 # unknown pretrained tag and a checkpoint that does not fit its architecture.
 SMALL = {"resize": 64, "crop": 64}
@@ -17,8 +17,6 @@ SMALL_ZOO = {
                           "about": {"family": "CNN", "data": "ImageNet-1k", "params_m": 4.9}},
     "regnetx_002_pycls_in1k": {"source": "timm", "arch": "regnetx_002", "pretrained_tag": "pycls_in1k", "preprocess": SMALL,
                                "about": {"family": "CNN", "data": "ImageNet-1k", "params_m": 2.3}},
-    "mobilenetv3_small_050_lamb_in1k": {"source": "timm", "arch": "mobilenetv3_small_050", "pretrained_tag": "lamb_in1k",
-                                        "preprocess": SMALL, "about": {"family": "CNN", "data": "ImageNet-1k"}},
     "deit_tiny_patch16_224_fb_in1k": {"source": "timm", "arch": "deit_tiny_patch16_224", "pretrained_tag": "fb_in1k",
                                       "about": {"family": "ViT", "data": "ImageNet-1k", "params_m": 5.5}},
     "clip_RN50_openai": {"source": "open_clip", "arch": "RN50", "pretrained_tag": "openai",
