@@ -9,7 +9,7 @@ from snakemake.utils import validate
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 
 from biastransfer import config as cfg  # noqa: E402
-from biastransfer.zoo import embed_settings, zoo_problems  # noqa: E402
+from biastransfer.zoo import embed_settings, read_status, zoo_problems  # noqa: E402
 
 # The config as written; then the schema checks keys and types and fills every default (set_default),
 # so rules read config[...] without defaults of their own (results/summary/config.yaml shows them all).
@@ -56,7 +56,9 @@ def pretrained_weights(wildcards):
     """The pretrained weights file of a model: trained here (demo) or fetched."""
     if model_entry(wildcards.model).get("source") == "workflow":
         return f"results/pretrain/{wildcards.model}/model.safetensors"
-    if config["zoo"]:  # the zoo's check fetched them: its record of a passed model is a weights record
+    if config[
+        "zoo"
+    ]:  # the zoo's check fetched them: its record of a passed model is a weights record
         return f"results/zoo/status/{wildcards.model}.json"
     return f"results/weights/{wildcards.model}/weights.done"
 
@@ -123,6 +125,15 @@ def reference_tables(wildcards):
     return [
         f"results/similarity/{wildcards.analysis_set}/{wildcards.model}/{cfg.scratch_stage(wildcards.dataset, s)}.csv"
         for s in cfg.reference_seeds(config, wildcards.dataset)
+    ]
+
+
+def zoo_ok_models():
+    """The zoo models whose check passed (input functions only: it waits for the zoo_status checkpoint)."""
+    return [
+        m
+        for m in config["models"]
+        if read_status(checkpoints.zoo_status.get(model=m).output.status)["ok"]
     ]
 
 
@@ -377,12 +388,19 @@ def pretrain_inputs(wildcards):
 
 def embed_batch_size(wildcards):
     """A model's embedding batch size by its size (about.params_m, analysis.embed.sizes)."""
-    return embed_settings(config["models"][wildcards.model], config["analysis"]["embed"])[0]
+    return embed_settings(
+        config["models"][wildcards.model], config["analysis"]["embed"]
+    )[0]
 
 
 def embed_mem_mb(wildcards, attempt):
     """A model's embedding (and zoo check) memory by its size, doubled on each retry."""
-    return embed_settings(config["models"][wildcards.model], config["analysis"]["embed"])[1] * attempt
+    return (
+        embed_settings(config["models"][wildcards.model], config["analysis"]["embed"])[
+            1
+        ]
+        * attempt
+    )
 
 
 def finetune_mem_mb(wildcards, attempt):

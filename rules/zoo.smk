@@ -3,18 +3,7 @@
 # built); the checkpoint's records decide which models the summaries read, so a model that fails (an
 # unknown name, bad weights) is named in the ranked table's summary and never stops the others.
 # The per-model embeddings, similarities and iEATs are the ordinary rules' (embed, similarity, ieat).
-from biastransfer.zoo import read_status
-
 ZOO = config["zoo"]
-
-
-def zoo_ok_models():
-    """The models whose check passed (input functions only: it waits for the zoo_status checkpoint)."""
-    return [
-        m
-        for m in config["models"]
-        if read_status(checkpoints.zoo_status.get(model=m).output.status)["ok"]
-    ]
 
 
 ZOO_STATUSES = expand("results/zoo/status/{model}.json", model=config["models"])
@@ -42,6 +31,8 @@ checkpoint zoo_status:
         "results/benchmarks/zoo_status/{model}.tsv"
     wildcard_constraints:
         model=names_pattern([m for m in config["models"] if m not in WORKFLOW_MODELS]),
+    # downloads weights: on a cluster it runs on the submit host, as fetch_weights does
+    localrule: True
     conda:
         "../envs/torch.yaml"
     threads: 1
@@ -86,7 +77,9 @@ rule zoo_table:
         mem_mb=1000,
         runtime=5,
     params:
-        about=cfg.canonical({m: e.get("about", {}) for m, e in config["models"].items()}),
+        about=cfg.canonical(
+            {m: e.get("about", {}) for m, e in config["models"].items()}
+        ),
         rank_by=cfg.canonical((ZOO or {}).get("rank_by", {})),
         adjust=config["report"]["p_adjust"],
     script:
