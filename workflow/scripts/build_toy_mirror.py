@@ -46,10 +46,11 @@ def overlay_for(config: dict, mirror: str, lists: dict, checksums: dict, weights
         "analysis_sets": {a: {"paper": {"files": files}} for a, files in lists.items()},
         "models": models,
         "weights": {"mirror": mirror},
+        # trajectories and layer profiles off: they would add 24 trajectory and 60 layer-embedding jobs to the
+        # toy run; the demo runs both end to end, tests/test_trajectory.py a tiny trajectory run, and
+        # tests/test_layers.py resolves every paper model's layers
         "finetune": {"device": "cpu", "num_workers": 0, "defaults": {"epochs": 1, "batch_size": batch_size},
-                     "overrides": overrides},
-        # layer profiles off: they would double the 60 embedding jobs of the toy run; the demo runs them
-        # end to end and tests/test_layers.py resolves every paper model's layers
+                     "overrides": overrides, "trajectory": "off"},
         "analysis": {"embed": {"batch_size": 16, "num_workers": 0, "device": "cpu"}, "layers": {"enabled": False}},
     }
 
