@@ -38,12 +38,13 @@ def _ieat_rows(table: EmbeddingTable, tests: Sequence[Mapping], ieat: Mapping) -
 
 
 def epoch_rows(
-    pretrained: EmbeddingTable, by_seed: Mapping[int, EmbeddingTable], epoch: int, *, tests: Sequence[Mapping],
-    lists: Mapping | None, similarity: Mapping, ieat: Mapping, bts: Mapping,
+    pretrained: EmbeddingTable, by_seed: Mapping[int, EmbeddingTable], epoch: int, *, before: pd.DataFrame,
+    tests: Sequence[Mapping], lists: Mapping | None, similarity: Mapping, ieat: Mapping, bts: Mapping,
 ) -> pd.DataFrame:
     """Rows of one epoch: each seed's similarities and iEATs, and the BTS of each seed and of the
     seed-pooled similarities against ``pretrained`` (epoch 0: ``by_seed`` holds the pretrained
-    embeddings and no BTS is computed, rho being 1 by construction).
+    embeddings and no BTS is computed, rho being 1 by construction). ``before`` is the similarity
+    table of ``pretrained``, computed once for all epochs.
 
     ``similarity``: keywords of :func:`similarity_table`; ``ieat``: of :func:`ieat_table`; ``bts``:
     ``pvalue``, ``bootstrap``, ``ci_level`` and ``seed`` of the BTS and its interval.
@@ -53,7 +54,6 @@ def epoch_rows(
         rows, sims[seed] = _similarity_rows(table, similarity)
         frames += [rows.assign(seed=seed), _ieat_rows(table, tests, ieat).assign(seed=seed)]
     if epoch > 0:
-        before, _ = _similarity_rows(pretrained, similarity)
         replicates = None
         if bts["bootstrap"]:
             replicates = stage_replicates({PRETRAINED: pretrained, **by_seed}, lists or {}, bootstrap=bts["bootstrap"],
@@ -84,7 +84,8 @@ def trajectory_table(
         raise ValueError(f"the epochs hold different seeds: {sorted(seeds)}")
     if not epochs:
         raise ValueError("no trajectory epochs to analyse")
-    first = epoch_rows(pretrained, {0: pretrained}, 0, **options)
+    before = similarity_table(pretrained, **options["similarity"])
+    first = epoch_rows(pretrained, {0: pretrained}, 0, before=before, **options)
     frames = [first.assign(seed=seed) for seed in next(iter(seeds))]
-    frames += [epoch_rows(pretrained, by_seed, epoch, **options) for epoch, by_seed in sorted(epochs.items())]
+    frames += [epoch_rows(pretrained, by_seed, epoch, before=before, **options) for epoch, by_seed in sorted(epochs.items())]
     return pd.concat(frames, ignore_index=True)
