@@ -12,7 +12,7 @@ import torch
 from PIL import Image
 
 from biastransfer.embeddings import read_embeddings, write_embeddings
-from biastransfer.models.features import embedding_provenance, extract_features
+from biastransfer.models.features import embed_batches, embedding_provenance, extract_features, preprocessed_images
 from biastransfer.models.extractors import create_backbone
 from biastransfer.models.spec import ModelSpec, Preprocess
 
@@ -79,6 +79,16 @@ def test_missing_and_corrupt_images_are_named(model, paths, tmp_path):
     truncated.write_bytes(paths[0].read_bytes()[:200])
     with pytest.raises(ValueError, match="truncated.jpg"):
         extract_features(model, [truncated], PRE, num_workers=1)
+
+
+def test_images_decoded_once_give_exactly_the_features_from_disk(model, paths):
+    images = preprocessed_images(paths, PRE, batch_size=2)
+    assert images.shape == (len(paths), 3, 32, 32) and images.dtype == torch.float32
+    for batch_size in (2, 5):
+        from_disk = extract_features(model, paths, PRE, batch_size=batch_size)
+        assert np.array_equal(embed_batches(model, images.split(batch_size)), from_disk)
+    with pytest.raises(ValueError, match="no images"):
+        preprocessed_images([], PRE)
 
 
 def test_argument_errors_and_empty_input(model):

@@ -12,7 +12,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from biastransfer import config as cfg
-from biastransfer.embeddings import EmbeddingTable, epoch_files, read_embeddings
+from biastransfer.embeddings import EmbeddingTable, epoch_file, epoch_files, read_embeddings
 from biastransfer.report.trajectory_findings import describe_trajectories, settling_epoch
 from biastransfer.stats.trajectory import trajectory_table
 from conftest import ROOT, run_snakemake
@@ -178,7 +178,7 @@ def test_the_trajectory_figure_and_table_show_every_epoch(tiny):
     assert [line.split(" & ")[0] for line in body.strip().splitlines()] == ["0 (pretrained)", "1", "2"]
 
 
-def _writer(tmp_path, epochs):
+def _writer(tmp_path, epochs, **kwargs):
     import torch
     from PIL import Image
 
@@ -199,7 +199,26 @@ def _writer(tmp_path, epochs):
     spec = model_spec("democnn", DEMO["models"]["democnn"])
     return TrajectoryWriter(spec, {"s": str(tmp_path / "manifest.parquet")}, {"s": str(tmp_path / "out")}, epochs,
                             tmp_path / "staging", batch_size=2, num_workers=0, device=torch.device("cpu"),
-                            provenance={"stage": "ft-d-seed0"}, log=lambda _: None)
+                            provenance={"stage": "ft-d-seed0"}, log=lambda _: None, **kwargs)
+
+
+def test_the_analysis_images_are_decoded_once_and_give_the_same_features(tmp_path):
+    from torch import nn
+
+    model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.AdaptiveAvgPool2d(1), nn.Flatten())
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    cached, uncached = _writer(tmp_path / "a", [1, 2]), _writer(tmp_path / "b", [1, 2], cache_bytes=0)
+    for writer in (cached, uncached):
+        writer(1, model)
+    for image in (*(tmp_path / "a").glob("img*.png"), *(tmp_path / "b").glob("img*.png")):
+        image.unlink()  # epoch 2 can only be embedded from the images kept in memory
+    cached(2, model)
+    with pytest.raises(FileNotFoundError, match="img0.png"):
+        uncached(2, model)
+    from_disk = read_embeddings(tmp_path / "b" / "staging" / "s" / epoch_file(1)).embeddings
+    for epoch in (1, 2):  # the model did not change between the epochs
+        staged = read_embeddings(tmp_path / "a" / "staging" / "s" / epoch_file(epoch)).embeddings
+        np.testing.assert_array_equal(staged, from_disk)
 
 
 def test_a_resumed_run_keeps_the_epochs_it_embedded_and_redoes_the_rest(tmp_path):

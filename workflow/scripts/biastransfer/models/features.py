@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import platform
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import torch
@@ -70,6 +70,47 @@ def forward_batch(
     return feats.float().cpu()
 
 
+def _check_loader_args(batch_size: int, num_workers: int) -> None:
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be positive, got {batch_size}")
+    if num_workers < 0:
+        raise ValueError(f"num_workers must be >= 0, got {num_workers}")
+
+
+def _image_loader(paths, preprocess: Preprocess, batch_size: int, num_workers: int, pin_memory: bool) -> DataLoader:
+    return DataLoader(ImageFiles(paths, preprocess.transform(train=False)), batch_size=batch_size, shuffle=False,
+                      num_workers=num_workers, pin_memory=pin_memory, persistent_workers=False)
+
+
+def embed_batches(
+    model: torch.nn.Module,
+    batches: Iterable[torch.Tensor],
+    *,
+    device: str | torch.device = "cpu",
+    amp: bool | None = None,
+    channels_last: bool | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> np.ndarray:
+    """(N, d) float32 features of preprocessed image ``batches``, in order (see :func:`extract_features`)."""
+    device = torch.device(device)
+    cuda = device.type == "cuda"
+    amp = cuda if amp is None else amp
+    channels_last = cuda if channels_last is None else channels_last
+    model = model.eval().to(device)
+    if channels_last:
+        model = model.to(memory_format=torch.channels_last)
+    out = []
+    with torch.inference_mode():
+        for batch in batches:
+            out.append(forward_batch(model, batch, device, amp=amp, channels_last=channels_last).numpy())
+            if progress is not None:
+                progress(len(batch))
+    dim = getattr(model, "embed_dim", None)
+    if not out:
+        return np.zeros((0, dim or 0), dtype=np.float32)
+    return np.concatenate(out).astype(np.float32, copy=False)
+
+
 def extract_features(
     model: torch.nn.Module,
     paths: Sequence[str | Path],
@@ -87,35 +128,23 @@ def extract_features(
     ``amp`` (bf16 autocast) and ``channels_last`` default to on for CUDA and off elsewhere.
     ``progress`` is called with the number of images of each batch once it is embedded.
     """
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be positive, got {batch_size}")
-    if num_workers < 0:
-        raise ValueError(f"num_workers must be >= 0, got {num_workers}")
+    _check_loader_args(batch_size, num_workers)
     device = torch.device(device)
-    cuda = device.type == "cuda"
-    amp = cuda if amp is None else amp
-    channels_last = cuda if channels_last is None else channels_last
-    loader = DataLoader(
-        ImageFiles(paths, preprocess.transform(train=False)),
-        batch_size=batch_size,
-        shuffle=False,
-        num_workers=num_workers,
-        pin_memory=cuda,
-        persistent_workers=False,
-    )
-    model = model.eval().to(device)
-    if channels_last:
-        model = model.to(memory_format=torch.channels_last)
-    out = []
-    with torch.inference_mode():
-        for batch in loader:
-            out.append(forward_batch(model, batch, device, amp=amp, channels_last=channels_last).numpy())
-            if progress is not None:
-                progress(len(batch))
-    dim = getattr(model, "embed_dim", None)
-    if not out:
-        return np.zeros((0, dim or 0), dtype=np.float32)
-    return np.concatenate(out).astype(np.float32, copy=False)
+    loader = _image_loader(paths, preprocess, batch_size, num_workers, pin_memory=device.type == "cuda")
+    return embed_batches(model, loader, device=device, amp=amp, channels_last=channels_last, progress=progress)
+
+
+def preprocessed_images(
+    paths: Sequence[str | Path], preprocess: Preprocess, *, batch_size: int = 64, num_workers: int = 0
+) -> torch.Tensor:
+    """(N, C, H, W) tensors of the images at ``paths`` after the evaluation transform, in order: decoded once,
+    to embed again and again (``embed_batches(model, images.split(batch_size))`` equals
+    ``extract_features(model, paths, ...)`` at the same ``batch_size``)."""
+    _check_loader_args(batch_size, num_workers)
+    batches = list(_image_loader(paths, preprocess, batch_size, num_workers, pin_memory=False))
+    if not batches:
+        raise ValueError("no images to preprocess")
+    return torch.cat(batches)
 
 
 def library_versions() -> dict[str, str]:

@@ -5,6 +5,10 @@ Files go to a staging folder beside the job's outputs while it runs (Snakemake d
 before a job starts, and a resumed job must keep the epochs it already embedded) and are moved into the
 declared folders once training ends: ``{out_dir}/epoch{NN}.parquet``, in the embeddings schema of
 docs/formats.md, with ``epoch`` and ``trajectory: true`` in the provenance.
+
+The analysis images are decoded and preprocessed once, at the first epoch embedded, and kept in memory for
+the others while they fit in ``cache_bytes`` (1 GiB by default; a set beyond it is decoded again at each
+epoch). The features are the same either way.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from torch import nn
 from biastransfer.data.manifest import read_manifest, verify_files
 from biastransfer.embeddings import epoch_file, epoch_files, write_embeddings
 from biastransfer.hashing import file_digest
-from biastransfer.models.features import embedding_provenance, extract_features
+from biastransfer.models.features import embed_batches, embedding_provenance, extract_features, preprocessed_images
 from biastransfer.models.spec import ModelSpec
 
 class TrajectoryWriter:
@@ -28,13 +32,14 @@ class TrajectoryWriter:
 
     ``manifests`` and ``out_dirs`` map each analysis set to its manifest and its output folder; ``epochs``
     are the epochs to embed; ``staging`` is a folder kept outside the declared outputs. ``provenance`` is
-    merged into every file's metadata (stage, config hash, the run's origin digests, ...).
+    merged into every file's metadata (stage, config hash, the run's origin digests, ...). Preprocessed
+    images are kept in memory up to ``cache_bytes`` in all.
     """
 
     def __init__(self, spec: ModelSpec, manifests: Mapping[str, str], out_dirs: Mapping[str, str],
                  epochs: Sequence[int], staging: str | os.PathLike, *, batch_size: int, num_workers: int,
                  device: torch.device, provenance: Mapping | None = None,
-                 log: Callable[[str], None] = print):
+                 log: Callable[[str], None] = print, cache_bytes: int = 2**30):
         if set(manifests) != set(out_dirs):
             raise ValueError(f"analysis sets of the manifests ({sorted(manifests)}) and of the output folders "
                              f"({sorted(out_dirs)}) differ")
@@ -47,6 +52,15 @@ class TrajectoryWriter:
             frame = read_manifest(path)
             verify_files(frame, ".")
             self.images[name] = (frame, file_digest(path))
+        self._cached, self._cache, left = set(), {}, cache_bytes
+        for name, (frame, _) in self.images.items():
+            size = len(frame) * 3 * spec.preprocess.crop**2 * 4  # float32 (3, crop, crop) per image
+            if size <= left:
+                self._cached.add(name)
+                left -= size
+            else:
+                log(f"{name}: {size / 2**20:.0f} MiB of preprocessed images exceed the trajectory cache's "
+                    f"{left / 2**20:.0f} MiB left; decoding them again at every epoch")
         self._started = False
 
     def identity(self) -> dict:
@@ -75,12 +89,22 @@ class TrajectoryWriter:
             return
         backbone = getattr(model, "backbone", model)
         for name, (frame, digest) in self.images.items():
-            features = extract_features(backbone, frame["path"].tolist(), self.spec.preprocess,
-                                        batch_size=self.batch_size, num_workers=self.num_workers, device=self.device)
+            features = self._embed(name, frame["path"].tolist(), backbone)
             meta = embedding_provenance(self.spec, None, **self.provenance, analysis_set=name, manifest_sha256=digest,
                                         device=str(self.device), epoch=epoch, trajectory=True)
             write_embeddings(self._staged(name, epoch), frame["image_id"], frame["class"], features, meta)
         self.log(f"embedded {', '.join(self.images)} after epoch {epoch}")
+
+    def _embed(self, name: str, paths: list[str], backbone: nn.Module):
+        """Features of one analysis set, from its tensors in memory where it was given a place there."""
+        if name not in self._cached:
+            return extract_features(backbone, paths, self.spec.preprocess, batch_size=self.batch_size,
+                                    num_workers=self.num_workers, device=self.device)
+        if name not in self._cache:
+            images = preprocessed_images(paths, self.spec.preprocess, batch_size=self.batch_size,
+                                         num_workers=self.num_workers)
+            self._cache[name] = images.pin_memory() if self.device.type == "cuda" else images
+        return embed_batches(backbone, self._cache[name].split(self.batch_size), device=self.device)
 
     def publish(self) -> None:
         """Move every staged epoch into its output folder; FileNotFoundError naming any epoch not staged."""
