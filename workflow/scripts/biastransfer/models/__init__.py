@@ -62,7 +62,9 @@ from biastransfer.models.features import (  # noqa: F401
     ImageFiles,
     undersized_images,
     forward_batch,
+    embed_batches,
     extract_features,
+    preprocessed_images,
     library_versions,
     embedding_provenance,
 )
@@ -84,7 +86,8 @@ __all__ = [
     "BIT_HEAD_KEYS", "load_bit_npz", "FeatureExtractor", "create_backbone", "Classifier",
     "create_classifier", "save_checkpoint", "read_checkpoint_metadata", "ORIGIN_KEYS",
     "finetune_origin", "load_classifier_from_checkpoint", "load_backbone_from_checkpoint",
-    "ImageFiles", "undersized_images", "forward_batch", "extract_features", "library_versions",
+    "ImageFiles", "undersized_images", "forward_batch", "embed_batches", "extract_features",
+    "preprocessed_images", "library_versions",
     "embedding_provenance", "torch_device", "BIT_CLASSES", "write_weights"
 ]
 
