@@ -1,5 +1,7 @@
 # Synthetic planted-bias datasets and analysis sets, and the leakage check for every analysis set.
 # The rules for COCO and Open Images (rules/datasets.smk) write the same files for kind coco/openimages.
+# All three are local rules: each takes a few seconds (the leakage check compares ids and digests
+# already recorded in the tables), less than a cluster job's own start-up and status polling.
 
 
 rule synthetic_dataset:
@@ -11,6 +13,7 @@ rule synthetic_dataset:
         "logs/synthetic_dataset/{synthetic}.log",
     benchmark:
         "results/benchmarks/synthetic_dataset/{synthetic}.tsv"
+    localrule: True
     conda:
         "../envs/data.yaml"
     threads: 1
@@ -31,6 +34,7 @@ rule synthetic_analysis_set:
         "logs/synthetic_analysis_set/{synthetic_set}.log",
     benchmark:
         "results/benchmarks/synthetic_analysis_set/{synthetic_set}.tsv"
+    localrule: True
     conda:
         "../envs/data.yaml"
     threads: 1
@@ -61,6 +65,7 @@ rule check_leakage:
         "logs/check_leakage/{analysis_set}.log",
     benchmark:
         "results/benchmarks/check_leakage/{analysis_set}.tsv"
+    localrule: True
     conda:
         "../envs/data.yaml"
     threads: 1
