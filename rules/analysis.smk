@@ -92,6 +92,21 @@ rule ieat:
 
 
 # One job per summary, so that a new iEAT test rewrites ieat.csv only (and reruns only its readers).
+# One marker per model that reads every analysis table of the model's group (MODEL_STATS_GROUP in
+# rules/common.smk): the group becomes one connected set of jobs. No action: it only joins them.
+rule model_analyses:
+    input:
+        model_analysis_tables,
+    output:
+        touch("results/checks/analyses/{model}.done"),
+    group:
+        MODEL_STATS_GROUP
+    threads: 1
+    resources:
+        mem_mb=100,
+        runtime=1,
+
+
 rule summarise:
     input:
         tables=lambda wildcards: summary_inputs(wildcards.summary),

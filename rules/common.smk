@@ -239,6 +239,7 @@ def analysis_targets():
         "results/summary/provenance.csv",
         "results/summary/config.yaml",
         *attribution_targets(),
+        *model_analyses_done(config["models"]),
     ]
 
 
@@ -442,4 +443,42 @@ def table_files(stem):
 # The many small per-model analysis jobs (similarity, ieat, bts, change, trajectory, layer_profile of one
 # model, over all analysis sets and stages) share one job group per model. Local runs ignore groups; on a
 # cluster profiles/slurm's `group-components` makes each model's group one job (profiles/slurm/README.md).
+# model_analyses (rules/analysis.smk), in the group too, reads every one of them, so that the group is
+# one connected set of jobs, which a SLURM job runs side by side (unconnected parts run one after another).
 MODEL_STATS_GROUP = "stats_{model}"
+
+
+def model_analysis_tables(wildcards):
+    """Every per-model analysis table of one model: the outputs of its MODEL_STATS_GROUP jobs."""
+    m, sets, datasets = (
+        wildcards.model,
+        config["analysis_sets"],
+        config["finetune"]["datasets"],
+    )
+    tables = [
+        f"results/{kind}/{a}/{m}/{s}.csv"
+        for kind in ("similarity", "ieat")
+        for a in sets
+        for s in cfg.stages(config)
+    ]
+    tables += [f"results/bts/{a}/{m}/ft-{d}.csv" for a in sets for d in datasets]
+    tables += [
+        f"results/change/{a}/{m}/ft-{d}/ieat.csv" for a in sets for d in datasets
+    ]
+    if trajectory_on():
+        tables += [
+            f"results/trajectory/{a}/{m}/ft-{d}.csv" for a in sets for d in datasets
+        ]
+    if config["analysis"]["layers"]["enabled"]:
+        tables += [f"results/layers/{a}/{m}/profile.csv" for a in sets]
+    return tables
+
+
+def model_analyses_done(models):
+    """The per-model markers that model_analyses (rules/analysis.smk) writes."""
+    return [f"results/checks/analyses/{m}.done" for m in models]
+
+
+def zoo_analyses_done(wildcards):
+    """The markers of the zoo models whose check passed (waits for the zoo_status checkpoint)."""
+    return model_analyses_done(zoo_ok_models())

@@ -49,6 +49,7 @@ checkpoint zoo_status:
 
 rule zoo_table:
     input:
+        zoo_analyses_done,  # ordering only: each passed model's analyses as one job group
         ieat="results/summary/ieat.csv",
         statuses=ZOO_STATUSES,
     output:

@@ -163,7 +163,7 @@ def test_gres_alternative_in_profile_becomes_gres_flag(tmp_path):
 
 
 # The rules that carry the per-model job group (MODEL_STATS_GROUP in rules/common.smk).
-GROUPED_RULES = {"similarity", "ieat", "bts", "change", "trajectory", "layer_profile"}
+GROUPED_RULES = {"similarity", "ieat", "bts", "change", "trajectory", "layer_profile", "model_analyses"}
 
 
 def _profile_group_components() -> dict[str, int]:
@@ -279,7 +279,8 @@ def demo_runs(slurm_cluster, tmp_path_factory):
     for workdir in (local_dir, slurm_dir, failing_dir):
         workdir.mkdir()
     env = {**slurm_cluster.env, "HF_HUB_OFFLINE": "1"}
-    slurm_command = _demo_command(slurm_dir, "--profile", str(PROFILE), *LOCAL_CLUSTER_OPTIONS)
+    slurm_command = _demo_command(slurm_dir, "--profile", str(PROFILE), *LOCAL_CLUSTER_OPTIONS,
+                                  "--slurm-keep-successful-logs")
     start = time.monotonic()
     with _started(slurm_command, slurm_dir, env, root / "slurm.log") as slurm, \
             _started(_demo_command(local_dir, "--cores", "all"), local_dir, env, root / "local.log") as local:
@@ -389,10 +390,12 @@ def test_every_nonlocal_demo_job_ran_as_a_slurm_job_with_its_resources(demo_runs
 
 
 def test_each_models_small_analyses_ran_as_one_slurm_job(demo_runs, slurm_cluster):
-    """The profile's group-components: similarity, ieat, bts and change of the model are one SLURM job."""
+    """The profile's group-components: similarity, ieat, bts and change of the model are one SLURM job,
+    joined by model_analyses into one connected set that the job runs side by side."""
     logged = _logged_jobs(demo_runs.slurm_log)
     members = [job for job in logged if job.group is not None]
-    assert Counter(job.rule for job in members) == {"similarity": 3, "ieat": 3, "bts": 1, "change": 1}
+    assert Counter(job.rule for job in members) == {"similarity": 3, "ieat": 3, "bts": 1, "change": 1,
+                                                    "model_analyses": 1}
     assert {job.group for job in members} == {"stats_tinycnn"}
     assert {job.wildcards["model"] for job in members} == {"tinycnn"}
     local = _logged_jobs(demo_runs.local_log)  # a local run ignores groups: every job on its own
@@ -400,18 +403,24 @@ def test_each_models_small_analyses_ran_as_one_slurm_job(demo_runs, slurm_cluste
     submitted = _submissions(demo_runs.slurm_log)
     groups = [job for job in submitted if not job.isdigit()]
     singles = [job for job in logged if not job.local and job.group is None]
-    # 11 submissions instead of the 18 the same jobs took one by one.
-    assert (len(groups), len(submitted)) == (1, len(singles) + 1)
+    # 7 submissions (pretrain, 2 finetune, 3 embed, the group) instead of the 14 the same jobs took one by one.
+    assert (len(groups), len(submitted)) == (1, len(singles) + 1) == (1, 7)
 
     record = next(job for job in slurm_cluster.jobs() if job.job_id == submitted[groups[0]])
-    assert record.comment == "rule_stats_tinycnn_bts_change_ieat_similarity", record
+    assert record.comment == "rule_stats_tinycnn_bts_change_ieat_model_analyses_similarity", record
     assert record.state == "COMPLETED" and record.exit_code == "0:0", record
-    # Two waves: all but bts side by side (7 jobs, within the profile's `cores: 8`), then bts, which reads
-    # the similarity tables. The group asks for the first wave's CPUs and memory and both waves' time.
-    first, second = [job for job in members if job.rule != "bts"], [job for job in members if job.rule == "bts"]
-    assert record.num_cpus == len(first) == 7, record
-    assert record.min_memory == f"{sum(job.mem_mb for job in first)}M", record
-    assert record.time_limit == _slurm_time(max(j.runtime for j in first) + max(j.runtime for j in second)), record
+    # Three waves: all but bts and the marker side by side (7 jobs, within the profile's `cores: 8`), then
+    # bts, which reads the similarity tables, then the marker. The group asks for the first wave's CPUs and
+    # memory and the waves' time.
+    waves = ([job for job in members if job.rule not in ("bts", "model_analyses")],
+             [job for job in members if job.rule == "bts"], [job for job in members if job.rule == "model_analyses"])
+    assert record.num_cpus == len(waves[0]) == 7, record
+    assert record.min_memory == f"{sum(job.mem_mb for job in waves[0])}M", record
+    assert record.time_limit == _slurm_time(sum(max(j.runtime for j in wave) for wave in waves)), record
+    # One job step ran the whole group (unconnected parts would each be a step, one after another).
+    job_log = Path(re.search(rf"^Job {groups[0]} has been submitted .*\(log: (\S+)\)\.?$", demo_runs.slurm_log,
+                             re.M).group(1))
+    assert len(_GROUP_HEADER.findall(job_log.read_text())) == 1, job_log.read_text()[-3000:]
 
 
 def _summary_tables(run_dir: Path) -> dict[str, pd.DataFrame]:
