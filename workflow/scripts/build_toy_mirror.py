@@ -5,8 +5,9 @@ and Open Images V4 files in their real formats (biastransfer.data.toy_mirror), t
 lists as stand-ins at the config's pinned-commit path, and random weights for every configured model in its
 source's file format at its registry URL path (biastransfer.models.toy_weights). The overlay, given after
 the config (``snakemake --configfile config/paper.yaml <overlay>``), changes only scale and location: the
-mirror, image size, numbers of images, epochs, batch size, CPU instead of GPU, and the checksums of the
-stand-in files; it also turns the layer profiles off (they would double the embedding jobs).
+mirror, image size, numbers of images, epochs, at most two seeds per dataset, batch size, CPU instead of
+GPU, and the checksums of the stand-in files; it also turns the trajectories and layer profiles off (they
+would double the embedding jobs).
 ``mirror_url`` (for a mirror served over HTTP) replaces the folder in the overlay.
 Standalone: python workflow/scripts/build_toy_mirror.py --mirror toy/mirror --overlay toy/overlay.yaml
 """
@@ -41,6 +42,8 @@ def overlay_for(config: dict, mirror: str, lists: dict, checksums: dict, weights
             entry["preprocess"] = {"resize": size, "crop": size}
         models[name] = entry
     overrides = {m: {d: {"epochs": 1} for d in per} for m, per in config["finetune"].get("overrides", {}).items()}
+    seeds = config["finetune"]["seeds"]  # at most two per dataset: still a spread over seeds, in less time
+    seeds = {d: list(s)[:2] for d, s in seeds.items()} if isinstance(seeds, dict) else list(seeds)[:2]
     return {
         "datasets": datasets,
         "analysis_sets": {a: {"paper": {"files": files}} for a, files in lists.items()},
@@ -50,7 +53,7 @@ def overlay_for(config: dict, mirror: str, lists: dict, checksums: dict, weights
         # toy run; the demo runs both end to end, tests/test_trajectory.py a tiny trajectory run, and
         # tests/test_layers.py resolves every paper model's layers
         "finetune": {"device": "cpu", "num_workers": 0, "defaults": {"epochs": 1, "batch_size": batch_size},
-                     "overrides": overrides, "trajectory": "off"},
+                     "overrides": overrides, "seeds": seeds, "trajectory": "off"},
         "analysis": {"embed": {"batch_size": 16, "num_workers": 0, "device": "cpu"}, "layers": {"enabled": False}},
     }
 
