@@ -91,7 +91,6 @@ rule ieat:
         "../workflow/scripts/ieat.py"
 
 
-# One job per summary, so that a new iEAT test rewrites ieat.csv only (and reruns only its readers).
 # One marker per model that reads every analysis table of the model's group (MODEL_STATS_GROUP in
 # rules/common.smk): the group becomes one connected set of jobs. No action: it only joins them.
 rule model_analyses:
@@ -107,6 +106,7 @@ rule model_analyses:
         runtime=1,
 
 
+# One job per summary, so that a new iEAT test rewrites ieat.csv only (and reruns only its readers).
 rule summarise:
     input:
         tables=lambda wildcards: summary_inputs(wildcards.summary),
