@@ -17,8 +17,9 @@ GIVEN_CONFIG = copy.deepcopy(config)
 validate(config, schema="../workflow/schemas/config.schema.yaml", set_default=True)
 config.update(json.loads(json.dumps(config)))  # no two entries share one default object
 cfg.check_config(GIVEN_CONFIG)
-if zoo_problems(config):
-    raise ValueError("invalid configuration:\n  " + "\n  ".join(zoo_problems(config)))
+ZOO_PROBLEMS = zoo_problems(config)
+if ZOO_PROBLEMS:
+    raise ValueError("invalid configuration:\n  " + "\n  ".join(ZOO_PROBLEMS))
 
 
 def names_pattern(names):
@@ -387,21 +388,21 @@ def pretrain_inputs(wildcards):
     }
 
 
-def embed_batch_size(wildcards):
-    """A model's embedding batch size by its size (about.params_m, analysis.embed.sizes)."""
+def model_embed_settings(wildcards):
+    """A model's (embedding batch size, memory in MB) by its size (about.params_m, analysis.embed.sizes)."""
     return embed_settings(
         config["models"][wildcards.model], config["analysis"]["embed"]
-    )[0]
+    )
+
+
+def embed_batch_size(wildcards):
+    """A model's embedding batch size by its size."""
+    return model_embed_settings(wildcards)[0]
 
 
 def embed_mem_mb(wildcards, attempt):
     """A model's embedding (and zoo check) memory by its size, doubled on each retry."""
-    return (
-        embed_settings(config["models"][wildcards.model], config["analysis"]["embed"])[
-            1
-        ]
-        * attempt
-    )
+    return model_embed_settings(wildcards)[1] * attempt
 
 
 def finetune_mem_mb(wildcards, attempt):
