@@ -448,6 +448,22 @@ def table_files(stem):
 # one connected set of jobs, which a SLURM job runs side by side (unconnected parts run one after another).
 MODEL_STATS_GROUP = "stats_{model}"
 
+# In a pretrained-only config (no finetuning: the zoo) a model's embed and embed_layers jobs join the group
+# too, so that each model is one SLURM job; with finetuning they stay jobs of their own, each submitted as
+# soon as its weights exist, while the group waits for every finetuned stage of its model.
+EMBEDDING_GROUP = None if cfg.finetuned_stages(config) else MODEL_STATS_GROUP
+
+
+# GPUs: one at a time unless `--resources gpu=N`, counted per job (local scope). Locally that is the run's
+# GPUs; on a cluster each job's, so a group runs its GPU jobs one after another on the one GPU it asks for
+# (a job step is not passed the run's --resources, so the default is declared here).
+resource_scopes:
+    gpu="local",
+
+
+if "gpu" not in workflow.global_resources:
+    workflow.global_resources["gpu"] = 1
+
 
 def model_analysis_tables(wildcards):
     """Every per-model analysis table of one model: the outputs of its MODEL_STATS_GROUP jobs."""

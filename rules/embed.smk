@@ -12,9 +12,11 @@ rule embed:
         "logs/embed/{analysis_set}/{model}/{stage}.log",
     benchmark:
         "results/benchmarks/embed/{analysis_set}/{model}/{stage}.tsv"
+    group:
+        EMBEDDING_GROUP
     conda:
         "../envs/torch.yaml"
-    threads: 2
+    threads: config["analysis"]["embed"]["num_workers"] + 1
     resources:
         mem_mb=embed_mem_mb,
         runtime=lambda wildcards, attempt: 30 * attempt,

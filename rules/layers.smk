@@ -16,9 +16,11 @@ rule embed_layers:
         "logs/embed_layers/{analysis_set}/{model}/{stage}.log",
     benchmark:
         "results/benchmarks/embed_layers/{analysis_set}/{model}/{stage}.tsv"
+    group:
+        EMBEDDING_GROUP
     conda:
         "../envs/torch.yaml"
-    threads: 2
+    threads: config["analysis"]["embed"]["num_workers"] + 1
     resources:
         mem_mb=lambda wildcards, attempt: 4000 * attempt,
         runtime=lambda wildcards, attempt: 30 * attempt,

@@ -31,6 +31,7 @@ import pytest
 import yaml
 
 from slurm_cluster import local_slurm_cluster, missing_binaries
+from zoo_toy import small_zoo_config
 
 pytestmark = pytest.mark.slurm
 
@@ -45,8 +46,9 @@ LOCAL_CLUSTER_OPTIONS = [
     "--slurm-init-seconds-before-status-checks", "1",
     "--seconds-between-status-checks", "1",
 ]
-# The GPU requests profiles/slurm/config.yaml makes for the first attempt: (cpus per GPU, MB, minutes).
-PROFILE_GPU_RULES = {"finetune": (8, 32000, 720), "embed": (4, 16000, 120)}
+# The GPU requests profiles/slurm/config.yaml makes for the first attempt: (cpus per GPU, MB, minutes);
+# embed asks for its CPUs as threads (--cpus-per-task), so that a group holding it gets the group's CPUs.
+PROFILE_GPU_RULES = {"finetune": (8, 32000, 720), "embed": (None, 16000, 120)}
 
 SLURM_TOOLS = ("sbatch", "squeue", "sacct", "sacctmgr", "scontrol", "sinfo", "scancel", "srun")
 
@@ -126,23 +128,25 @@ def _option(argv: list[str], flag: str) -> str | None:
     return None
 
 
-def test_profile_gives_gpu_rules_gpus_cpus_per_gpu_memory_and_time(tmp_path):
+def test_profile_gives_gpu_rules_gpus_cpus_memory_and_time(tmp_path):
     calls = _recorded_sbatch_calls(PROFILE, tmp_path)
     # retries: 1 in the profile -> each rule is submitted twice; the retry gets twice the memory and time.
+    # finetune books CPUs per GPU (cpus_per_gpu), embed its threads (2 in GPU_SNAKEFILE).
     expected = {
-        "rule_finetune": {"cpus": "8", "mem": ["32000", "64000"], "time": ["720", "1440"]},
-        "rule_embed": {"cpus": "4", "mem": ["16000", "32000"], "time": ["120", "240"]},
+        "rule_finetune": {"per_gpu": "8", "per_task": None, "mem": ["32000", "64000"], "time": ["720", "1440"]},
+        "rule_embed": {"per_gpu": None, "per_task": "2", "mem": ["16000", "32000"], "time": ["120", "240"]},
     }
     assert set(calls) == set(expected)
     for rule, want in expected.items():
         assert len(calls[rule]) == 2, calls[rule]
         for attempt, argv in enumerate(calls[rule]):
             assert _option(argv, "--gpus") == "1", argv
-            assert _option(argv, "--cpus-per-gpu") == want["cpus"], argv
+            assert _option(argv, "--cpus-per-gpu") == want["per_gpu"], argv
+            assert _option(argv, "--cpus-per-task") == want["per_task"], argv
             assert _option(argv, "--mem") == want["mem"][attempt], argv
             assert _option(argv, "-t") == want["time"][attempt], argv
             assert _option(argv, "-p") == "standin", argv
-            assert _option(argv, "--cpus-per-task") is None and _option(argv, "--gres") is None, argv
+            assert _option(argv, "--gres") is None, argv
 
 
 def test_gres_alternative_in_profile_becomes_gres_flag(tmp_path):
@@ -155,15 +159,17 @@ def test_gres_alternative_in_profile_becomes_gres_flag(tmp_path):
     profile.mkdir()
     (profile / "config.yaml").write_text(yaml.safe_dump(config))
     calls = _recorded_sbatch_calls(profile, tmp_path)
-    for rule, cpus in (("rule_finetune", "8"), ("rule_embed", "4")):
+    for rule, per_gpu, per_task in (("rule_finetune", "8", None), ("rule_embed", None, "2")):
         argv = calls[rule][0]
         assert _option(argv, "--gres") == "gpu:1", argv
         assert _option(argv, "--gpus") is None, argv
-        assert _option(argv, "--cpus-per-gpu") == cpus, argv
+        assert (_option(argv, "--cpus-per-gpu"), _option(argv, "--cpus-per-task")) == (per_gpu, per_task), argv
 
 
-# The rules that carry the per-model job group (MODEL_STATS_GROUP in rules/common.smk).
+# The rules that carry the per-model job group (MODEL_STATS_GROUP in rules/common.smk); embed and
+# embed_layers join it only in a pretrained-only config (EMBEDDING_GROUP).
 GROUPED_RULES = {"similarity", "ieat", "bts", "change", "trajectory", "layer_profile", "model_analyses"}
+
 
 
 def _profile_group_components() -> dict[str, int]:
@@ -175,7 +181,8 @@ def _profile_group_components() -> dict[str, int]:
                          ids=["tiny", "demo", "paper"])
 def test_profile_plans_one_analysis_job_per_model(configfile, tmp_path):
     """A dry run through the profile (no cluster needed): every job of a grouped rule is in its model's group,
-    and the profile's group-components makes each model's group one job (one ``Group job`` per model)."""
+    and the profile's group-components makes each model's group one job (one ``Group job`` per model). With
+    finetuning the embeddings stay jobs of their own (a pretrained-only zoo: test_zoo_model_is_one_slurm_job...)."""
     pattern = re.search(r'^MODEL_STATS_GROUP = "(.+)"$', (REPO / "rules" / "common.smk").read_text(), re.M).group(1)
     assert _profile_group_components() == {pattern: 1000}
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")} | {"HF_HUB_OFFLINE": "1"}
@@ -189,6 +196,7 @@ def test_profile_plans_one_analysis_job_per_model(configfile, tmp_path):
     assert {"similarity", "ieat", "bts", "change"} <= {job.rule for job in members} <= GROUPED_RULES
     assert not [job for job in jobs if job.rule in GROUPED_RULES and job.group is None]
     assert all(job.group == pattern.format(**job.wildcards) for job in members)
+    assert "embed" in {job.rule for job in jobs if job.group is None and not job.local}
 
 
 def _snakemake_dry_run(configfile: Path, workdir: Path, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -259,6 +267,38 @@ class DemoRuns:
     failing_target: str
 
 
+@dataclass(frozen=True)
+class BackgroundRun:
+    """A Snakemake run started in the background; ``finish`` waits for it."""
+
+    workdir: Path
+    process: subprocess.Popen
+    log_path: Path
+
+    def finish(self, timeout_s: float = 900) -> tuple[int, str]:
+        return self.process.wait(timeout=timeout_s), self.log_path.read_text()
+
+
+@pytest.fixture(scope="module")
+def zoo_run(slurm_cluster, tmp_path_factory):
+    """A pretrained-only audit through the profile: two models of the small zoo (tests/zoo_toy.py), one of
+    them broken, on two analysis sets. Started in the background by demo_runs, which asks for it first, so
+    that both runs share the wait for their jobs."""
+    root = tmp_path_factory.mktemp("zoo")
+    config = small_zoo_config(root, models=["resnet18", "broken_tag"])
+    config["analysis_sets"]["synthetic2"] = {**config["analysis_sets"]["synthetic"], "seed": 15}
+    configfile = root / "zoo.yaml"
+    configfile.write_text(yaml.safe_dump(config, sort_keys=False))
+    workdir = root / "run"
+    workdir.mkdir()
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--configfile", str(configfile),
+               "--directory", str(workdir), "--profile", str(PROFILE), *LOCAL_CLUSTER_OPTIONS,
+               "--slurm-keep-successful-logs"]
+    env = {**slurm_cluster.env, "HF_HUB_OFFLINE": "1"}
+    with _started(command, workdir, env, root / "zoo.log") as process:
+        yield BackgroundRun(workdir, process, root / "zoo.log")
+
+
 def _run_id(snakemake_log: str) -> str:
     """The SLURM run ID under which the plugin submitted one Snakemake run's jobs (their job name)."""
     match = re.search(r"SLURM run ID: (\S+)", snakemake_log)
@@ -267,7 +307,7 @@ def _run_id(snakemake_log: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def demo_runs(slurm_cluster, tmp_path_factory):
+def demo_runs(slurm_cluster, zoo_run, tmp_path_factory):
     """Three runs of the tiny demo, overlapped to save time (the SLURM run mostly waits for its jobs):
 
     the whole demo through the profile on the cluster; meanwhile the same demo locally (the reference);
@@ -318,6 +358,7 @@ class LoggedJob:
     local: bool
     mem_mb: int | None
     runtime: int | None
+    threads: int
     wildcards: dict[str, str]
     group: str | None
 
@@ -333,10 +374,12 @@ def _logged_jobs(log: str) -> list[LoggedJob]:
         indent, kind, rule, body = match.groups()
         resources = dict(re.findall(r"\b(mem_mb|runtime)=(\d+)", body))
         wildcards = re.search(r"^\s+wildcards: (.*)$", body, re.M)
+        threads = re.search(r"^\s+threads: (\d+)$", body, re.M)  # printed only when more than 1
         jobs.append(LoggedJob(
             rule=rule, jobid=int(re.search(r"^\s+jobid: (\d+)$", body, re.M).group(1)), local=kind == "localrule",
             mem_mb=int(resources["mem_mb"]) if "mem_mb" in resources else None,
             runtime=int(resources["runtime"]) if "runtime" in resources else None,
+            threads=int(threads.group(1)) if threads else 1,
             wildcards=dict(item.split("=", 1) for item in wildcards.group(1).split(", ")) if wildcards else {},
             group=[name for start, name in headers if start < match.start()][-1] if indent else None,
         ))
@@ -384,7 +427,11 @@ def test_every_nonlocal_demo_job_ran_as_a_slurm_job_with_its_resources(demo_runs
         if want.rule in PROFILE_GPU_RULES:  # the profile's set-resources, not the rule's own resources
             cpus_per_gpu, mem_mb, minutes = PROFILE_GPU_RULES[want.rule]
             assert (want.mem_mb, want.runtime) == (mem_mb, minutes), want
-            assert (got.tres_per_job, got.cpus_per_tres) == ("gres:gpu:1", f"gres:gpu:{cpus_per_gpu}"), got
+            assert got.tres_per_job == "gres:gpu:1", got
+            if cpus_per_gpu is None:
+                assert (got.cpus_per_tres, got.num_cpus) == ("", want.threads), (want, got)
+            else:
+                assert got.cpus_per_tres == f"gres:gpu:{cpus_per_gpu}", got
         else:
             assert got.tres_per_job == "", got
 
@@ -418,9 +465,40 @@ def test_each_models_small_analyses_ran_as_one_slurm_job(demo_runs, slurm_cluste
     assert record.min_memory == f"{sum(job.mem_mb for job in waves[0])}M", record
     assert record.time_limit == _slurm_time(sum(max(j.runtime for j in wave) for wave in waves)), record
     # One job step ran the whole group (unconnected parts would each be a step, one after another).
-    job_log = Path(re.search(rf"^Job {groups[0]} has been submitted .*\(log: (\S+)\)\.?$", demo_runs.slurm_log,
-                             re.M).group(1))
-    assert len(_GROUP_HEADER.findall(job_log.read_text())) == 1, job_log.read_text()[-3000:]
+    job_log = _job_log(demo_runs.slurm_log, groups[0])
+    assert len(_GROUP_HEADER.findall(job_log)) == 1, job_log[-3000:]
+
+
+def _job_log(snakemake_log: str, job: str) -> str:
+    """The SLURM job log of one submitted job (kept with --slurm-keep-successful-logs)."""
+    path = re.search(rf"^Job {job} has been submitted .*\(log: (\S+)\)\.?$", snakemake_log, re.M).group(1)
+    return Path(path).read_text()
+
+
+def test_zoo_model_is_one_slurm_job_on_one_gpu(zoo_run, slurm_cluster):
+    """Without finetuning a model's embed jobs join its analysis group: the whole model is one SLURM job,
+    which asks for one GPU (the profile's `resources: gpu=1`, local scope) and runs its two embed jobs in
+    turn. The broken model fails its check on the submit host and submits nothing."""
+    returncode, log = zoo_run.finish()
+    assert returncode == 0, f"{log[-5000:]}\n{slurm_cluster.log_tail()}"
+    submitted = _submissions(log)
+    assert len(submitted) == 1 and not next(iter(submitted)).isdigit(), submitted
+    members = [job for job in _logged_jobs(log) if job.group is not None]
+    assert {job.group for job in members} == {"stats_resnet18"}
+    assert Counter(job.rule for job in members) == {"embed": 2, "similarity": 2, "ieat": 2, "model_analyses": 1}
+    record = next(job for job in slurm_cluster.jobs() if job.job_id == next(iter(submitted.values())))
+    assert record.comment == "rule_stats_resnet18_embed_ieat_model_analyses_similarity", record
+    assert (record.state, record.exit_code, record.tres_per_job) == ("COMPLETED", "0:0", "gres:gpu:1"), record
+    # One job step ran the group; in it (its jobs print as `localrule`, until the marker finishes) the
+    # second embed started after the first had finished.
+    job_log = _job_log(log, next(iter(submitted)))
+    assert len(_GROUP_HEADER.findall(job_log)) == 1, job_log[-3000:]
+    step = re.search(r"^localrule .*?^Finished jobid: \d+ \(Rule: model_analyses\)$", job_log, re.M | re.S).group(0)
+    events = re.findall(r"^localrule (embed):$|^Finished jobid: \d+ \(Rule: (embed)\)$", step, re.M)
+    assert [("start" if start else "end") for start, _ in events] == ["start", "end", "start", "end"], step
+    status = pd.read_csv(zoo_run.workdir / "results" / "zoo" / "status.csv", keep_default_na=False, na_values=[""])
+    assert status.set_index("model")["ok"].to_dict() == {"resnet18": True, "broken_tag": False}
+    assert set(pd.read_csv(zoo_run.workdir / "results" / "zoo" / "ranking.csv")["model"]) == {"resnet18"}
 
 
 def _summary_tables(run_dir: Path) -> dict[str, pd.DataFrame]:
