@@ -5,7 +5,8 @@ like an 8-GPU node, nothing enforced) and runs, one after another in fresh direc
 
 1. the tiny demo (tests/configs/tiny.yaml) locally with ``--cores all`` (the baseline);
 2. the same through ``--profile profiles/slurm`` with the profile's job groups (one job per model for
-   the small per-model analyses: rules/analysis.smk, MODEL_STATS_GROUP);
+   the small per-model analyses: rules/common.smk, MODEL_STATS_GROUP; in a pretrained-only config such
+   as the zoo below, the model's embeddings too: EMBEDDING_GROUP);
 3. the same through the profile with every analysis job submitted on its own (``--groups`` gives each
    grouped rule a group whose jobs never connect: one submission per job, as before grouping);
 4. a several-model version of the tiny demo (``--models``, one finetuning seed) locally and through the
