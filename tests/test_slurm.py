@@ -6,6 +6,7 @@
    single-node SLURM cluster on localhost (tests/slurm_cluster.py; Debian packages installed by
    .ci/install-slurm.sh): every non-local job is a SLURM job with the resources Snakemake asked for, the
    results equal a local run's, a failing job fails the run, and the cluster is stopped afterwards.
+3. A pretrained-only zoo of two models (one broken) through the profile: one SLURM job, with one GPU.
 """
 
 from __future__ import annotations
@@ -171,7 +172,6 @@ def test_gres_alternative_in_profile_becomes_gres_flag(tmp_path):
 GROUPED_RULES = {"similarity", "ieat", "bts", "change", "trajectory", "layer_profile", "model_analyses"}
 
 
-
 def _profile_group_components() -> dict[str, int]:
     entries = yaml.safe_load((PROFILE / "config.yaml").read_text())["group-components"]
     return {group: int(count) for group, count in (entry.split("=") for entry in entries)}
@@ -182,7 +182,7 @@ def _profile_group_components() -> dict[str, int]:
 def test_profile_plans_one_analysis_job_per_model(configfile, tmp_path):
     """A dry run through the profile (no cluster needed): every job of a grouped rule is in its model's group,
     and the profile's group-components makes each model's group one job (one ``Group job`` per model). With
-    finetuning the embeddings stay jobs of their own (a pretrained-only zoo: test_zoo_model_is_one_slurm_job...)."""
+    finetuning the embeddings stay jobs of their own (without: test_zoo_model_is_one_slurm_job_on_one_gpu)."""
     pattern = re.search(r'^MODEL_STATS_GROUP = "(.+)"$', (REPO / "rules" / "common.smk").read_text(), re.M).group(1)
     assert _profile_group_components() == {pattern: 1000}
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")} | {"HF_HUB_OFFLINE": "1"}
@@ -313,6 +313,7 @@ def demo_runs(slurm_cluster, zoo_run, tmp_path_factory):
     the whole demo through the profile on the cluster; meanwhile the same demo locally (the reference);
     once that is done, and still during the SLURM run, a copy of the local results with one analysis
     image corrupted, where one embed job is forced to run again through the profile and must fail.
+    Asking for ``zoo_run`` starts that run first, so that it too overlaps these.
     """
     root = tmp_path_factory.mktemp("demo")
     local_dir, slurm_dir, failing_dir = root / "local", root / "slurm", root / "failing"
@@ -477,8 +478,8 @@ def _job_log(snakemake_log: str, job: str) -> str:
 
 def test_zoo_model_is_one_slurm_job_on_one_gpu(zoo_run, slurm_cluster):
     """Without finetuning a model's embed jobs join its analysis group: the whole model is one SLURM job,
-    which asks for one GPU (the profile's `resources: gpu=1`, local scope) and runs its two embed jobs in
-    turn. The broken model fails its check on the submit host and submits nothing."""
+    which asks for one GPU (the workflow's `gpu` resource of local scope, rules/common.smk) and runs its two
+    embed jobs in turn. The broken model fails its check on the submit host and submits nothing."""
     returncode, log = zoo_run.finish()
     assert returncode == 0, f"{log[-5000:]}\n{slurm_cluster.log_tail()}"
     submitted = _submissions(log)

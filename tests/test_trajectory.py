@@ -100,8 +100,8 @@ def test_an_association_finetuning_removes_is_seen_to_fall():
 
 
 # ---------------------------------------------------------------------------------------------------
-# One tiny run: two seeds, two epochs, a trajectory point after each, one loader worker (the finetune
-# job then runs with the embed job's two threads, which makes the CPU features bit-identical).
+# One tiny run: two seeds, two epochs, a trajectory point after each, one loader worker in both the
+# finetune and the embed jobs (both then run with two threads, which makes the CPU features bit-identical).
 # ---------------------------------------------------------------------------------------------------
 
 STAGE = "ft-synthetic_target-seed{}"
@@ -112,6 +112,7 @@ def tiny(tmp_path_factory):
     conf = yaml.safe_load((ROOT / "tests" / "configs" / "tiny.yaml").read_text())
     conf["finetune"]["defaults"]["epochs"] = 2
     conf["finetune"].update(trajectory="every", num_workers=1)
+    conf["analysis"]["embed"]["num_workers"] = 1
     # the rules' own resampling counts, so that the best epoch's rows can equal theirs
     conf["analysis"]["trajectory"] = {"permutations": conf["analysis"]["ieat"]["permutations"], "bootstrap": 2000}
     workdir = tmp_path_factory.mktemp("trajectory")
