@@ -43,22 +43,41 @@ def generate(folder: Path, n_images: int, n_ann: int, seed: int = 0) -> None:
     area = np.round(rng.uniform(50, 80000, n_ann), 4)
     with open(folder / "instances_train2017.json", "w") as fh:
         fh.write('{"info": {"year": 2017}, "licenses": [{"id": 1, "name": "CC"}], "images": [')
-        fh.write(",".join(
-            json.dumps({"license": 1, "file_name": f"{i:012d}.jpg", "coco_url": f"http://images.cocodataset.org/train2017/{i:012d}.jpg",
-                        "height": 480, "width": 640, "date_captured": "2013-11-14 11:18:45",
-                        "flickr_url": f"http://farm4.staticflickr.com/1/{i}_x_z.jpg", "id": i})
-            for i in range(1, n_images + 1)))
+        fh.write(
+            ",".join(
+                json.dumps(
+                    {
+                        "license": 1,
+                        "file_name": f"{i:012d}.jpg",
+                        "coco_url": f"http://images.cocodataset.org/train2017/{i:012d}.jpg",
+                        "height": 480,
+                        "width": 640,
+                        "date_captured": "2013-11-14 11:18:45",
+                        "flickr_url": f"http://farm4.staticflickr.com/1/{i}_x_z.jpg",
+                        "id": i,
+                    }
+                )
+                for i in range(1, n_images + 1)
+            )
+        )
         fh.write('], "annotations": [')
         pick = rng.integers(0, len(polys), n_ann)
         for start in range(0, n_ann, 50_000):
             stop = min(start + 50_000, n_ann)
-            fh.write(("," if start else "") + ",".join(
-                f'{{"segmentation": {polys[pick[j]]}, "area": {area[j]}, "iscrowd": 0, "image_id": {img_of[j]}, '
-                f'"bbox": [{area[j] % 600:.2f}, 10.5, 40.25, 80.75], "category_id": {cat_of[j]}, "id": {j + 1}}}'
-                for j in range(start, stop)))
+            fh.write(
+                ("," if start else "")
+                + ",".join(
+                    f'{{"segmentation": {polys[pick[j]]}, "area": {area[j]}, "iscrowd": 0, "image_id": {img_of[j]}, '
+                    f'"bbox": [{area[j] % 600:.2f}, 10.5, 40.25, 80.75], "category_id": {cat_of[j]}, "id": {j + 1}}}'
+                    for j in range(start, stop)
+                )
+            )
         fh.write('], "categories": ' + json.dumps(CATEGORIES) + "}")
-    caps = [{"image_id": i, "id": 5 * i + k, "caption": WORDS[(i + k) % len(WORDS)]}
-            for i in range(1, n_images + 1) for k in range(5)]
+    caps = [
+        {"image_id": i, "id": 5 * i + k, "caption": WORDS[(i + k) % len(WORDS)]}
+        for i in range(1, n_images + 1)
+        for k in range(5)
+    ]
     (folder / "captions_train2017.json").write_text(json.dumps({"info": {}, "images": [], "annotations": caps}))
 
 
@@ -69,16 +88,47 @@ def run_once(folder: Path) -> None:
     inst = coco.load_instances(folder / "instances_train2017.json")
     caps = coco.load_captions(folder / "captions_train2017.json")
     t_parse = time.perf_counter() - t0
-    sizes = {"car": 12, "car_man": 9, "car_woman": 6, "surfboard": 14, "surfboard_man": 23, "surfboard_woman": 16,
-             "refrigerator": 18, "refrigerator_man": 8, "refrigerator_woman": 9, "man": 12, "woman": 15, "random": 20}
-    sel = coco.curate([inst], caps, sizes, root="data/coco", male_words=["man", "men"], female_words=["woman", "women"],
-                      splits=["train2017"], objects={"car": "car", "surfboard": "surfboard", "refrigerator": "refrigerator"},
-                      min_area_fraction=0.0, on_shortfall="keep")
+    sizes = {
+        "car": 12,
+        "car_man": 9,
+        "car_woman": 6,
+        "surfboard": 14,
+        "surfboard_man": 23,
+        "surfboard_woman": 16,
+        "refrigerator": 18,
+        "refrigerator_man": 8,
+        "refrigerator_woman": 9,
+        "man": 12,
+        "woman": 15,
+        "random": 20,
+    }
+    sel = coco.curate(
+        [inst],
+        caps,
+        sizes,
+        root="data/coco",
+        male_words=["man", "men"],
+        female_words=["woman", "women"],
+        splits=["train2017"],
+        objects={"car": "car", "surfboard": "surfboard", "refrigerator": "refrigerator"},
+        min_area_fraction=0.0,
+        on_shortfall="keep",
+    )
     split = coco.make_split(inst, dataset="coco", name="train", root="data/coco", exclude=sel["image_id"])
     wall = time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2  # kB -> GB
-    print(json.dumps({"wall_s": wall, "parse_s": t_parse, "peak_rss_gb": peak, "annotations": len(inst.annotations),
-                      "selected": len(sel), "train_rows": len(split.frame)}))
+    print(
+        json.dumps(
+            {
+                "wall_s": wall,
+                "parse_s": t_parse,
+                "peak_rss_gb": peak,
+                "annotations": len(inst.annotations),
+                "selected": len(sel),
+                "train_rows": len(split.frame),
+            }
+        )
+    )
 
 
 def main() -> None:

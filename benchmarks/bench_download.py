@@ -21,8 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from biastransfer.data.download import fetch_many  # noqa: E402
 from loopback import FileServer  # noqa: E402
+
+from biastransfer.data.download import fetch_many  # noqa: E402
 
 
 def serve(n: int, size: int, delay: float, queue, stop) -> None:
@@ -59,9 +60,11 @@ def main() -> None:
         stop.set()
         proc.join(5)
     one, many = statistics.median(times[1]), statistics.median(times[args.workers])
-    print(f"median over {args.repeats}: 1 connection {one:.2f} s, {args.workers} connections {many:.2f} s, "
-          f"speed-up {one / many:.1f}x (target >= 5x; {args.files} files of {args.size} B, "
-          f"{args.latency_ms:g} ms simulated latency)")
+    print(
+        f"median over {args.repeats}: 1 connection {one:.2f} s, {args.workers} connections {many:.2f} s, "
+        f"speed-up {one / many:.1f}x (target >= 5x; {args.files} files of {args.size} B, "
+        f"{args.latency_ms:g} ms simulated latency)"
+    )
 
 
 if __name__ == "__main__":

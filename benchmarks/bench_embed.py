@@ -22,8 +22,8 @@ import numpy as np
 import torch
 from PIL import Image
 
-from biastransfer.models.features import extract_features, forward_batch
 from biastransfer.models.extractors import create_backbone
+from biastransfer.models.features import extract_features, forward_batch
 from biastransfer.models.resolve import resolve_spec
 
 
@@ -78,8 +78,10 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     device = torch.device(args.device)
     width, height = map(int, args.size.lower().split("x"))
-    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, device {device}, "
-          f"{args.images} JPEGs {width}x{height}, batch {args.batch_size}, workers {args.workers}")
+    print(
+        f"torch {torch.__version__}, threads {torch.get_num_threads()}, device {device}, "
+        f"{args.images} JPEGs {width}x{height}, batch {args.batch_size}, workers {args.workers}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         paths = write_jpegs(Path(tmp), args.images, width, height)
         for name in args.models:
@@ -89,8 +91,10 @@ def main(argv=None) -> None:
                 model = model.to(memory_format=torch.channels_last)
             crop = spec.preprocess.crop
             gen = torch.Generator().manual_seed(0)
-            batches = [torch.randn(min(args.batch_size, args.images - i), 3, crop, crop, generator=gen)
-                       for i in range(0, args.images, args.batch_size)]
+            batches = [
+                torch.randn(min(args.batch_size, args.images - i), 3, crop, crop, generator=gen)
+                for i in range(0, args.images, args.batch_size)
+            ]
             if device.type == "cuda":
                 batches = [b.pin_memory() for b in batches]
             forward_only(model, batches[:1], device)  # warm-up
@@ -100,9 +104,11 @@ def main(argv=None) -> None:
                 e2e.append(end_to_end(model, paths, spec.preprocess, args.batch_size, args.workers, device))
             f, e = statistics.median(fwd), statistics.median(e2e)
             paired = statistics.median(b / a for a, b in zip(fwd, e2e))
-            print(f"{name:14s} forward-only {f:8.1f} img/s   end-to-end {e:8.1f} img/s   ratio {e / f:.3f}   "
-                  f"median paired ratio {paired:.3f}   "
-                  f"(runs: fwd {', '.join(f'{v:.1f}' for v in fwd)}; e2e {', '.join(f'{v:.1f}' for v in e2e)})")
+            print(
+                f"{name:14s} forward-only {f:8.1f} img/s   end-to-end {e:8.1f} img/s   ratio {e / f:.3f}   "
+                f"median paired ratio {paired:.3f}   "
+                f"(runs: fwd {', '.join(f'{v:.1f}' for v in fwd)}; e2e {', '.join(f'{v:.1f}' for v in e2e)})"
+            )
 
 
 if __name__ == "__main__":

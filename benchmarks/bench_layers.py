@@ -18,14 +18,23 @@ import statistics
 import time
 
 import torch
+
 from biastransfer.models.extractors import create_backbone
 from biastransfer.models.features import forward_batch
 from biastransfer.models.layers import layer_extractor
 from biastransfer.models.resolve import model_spec, resolve_spec
 
-DEMO_ENTRY = {"source": "workflow", "arch": "resnet18",
-              "preprocess": {"resize": 64, "crop": 64, "interpolation": "bilinear",
-                             "mean": [0.5, 0.5, 0.5], "std": [0.25, 0.25, 0.25]}}  # config/config.yaml's democnn
+DEMO_ENTRY = {
+    "source": "workflow",
+    "arch": "resnet18",
+    "preprocess": {
+        "resize": 64,
+        "crop": 64,
+        "interpolation": "bilinear",
+        "mean": [0.5, 0.5, 0.5],
+        "std": [0.25, 0.25, 0.25],
+    },
+}  # config/config.yaml's democnn
 
 
 def timed(model, batch: torch.Tensor, device: torch.device) -> float:
@@ -56,9 +65,11 @@ def bench(label: str, spec, batch_size: int, repeats: int, device: torch.device)
     row = {"model": label, "px": crop, "batch": batch_size, "layers": ",".join(prof.layers),
            "single_ms": 1000 * statistics.median(base_s), "profile_ms": 1000 * statistics.median(prof_s),
            "ratio": statistics.median(ratios)}  # fmt: skip
-    print(f"{label:>10} {crop:>4} px  batch {batch_size:>3}  single layer {row['single_ms']:8.1f} ms  "
-          f"four layers {row['profile_ms']:8.1f} ms  ratio {row['ratio']:.3f} (median of {repeats}; target <= 1.3)  "
-          f"[{row['layers']}]")
+    print(
+        f"{label:>10} {crop:>4} px  batch {batch_size:>3}  single layer {row['single_ms']:8.1f} ms  "
+        f"four layers {row['profile_ms']:8.1f} ms  ratio {row['ratio']:.3f} (median of {repeats}; target <= 1.3)  "
+        f"[{row['layers']}]"
+    )
     return row
 
 

@@ -76,12 +76,17 @@ def main() -> None:
         size = generate(root, args.images, args.side, args.classes)
         print(f"generated {args.images} PNGs ({size / 1e6:.0f} MB) in {time.perf_counter() - start:.0f} s")
         sha256sum(root)  # warm the page cache for both sides
-        times: dict[str, list[float]] = {"sha256sum": [], "manifest, 1 thread": [], f"manifest, {args.threads} threads": []}
+        times: dict[str, list[float]] = {
+            "sha256sum": [],
+            "manifest, 1 thread": [],
+            f"manifest, {args.threads} threads": [],
+        }
         for r in range(args.repeats):
             times["sha256sum"].append(sha256sum(root))
             times["manifest, 1 thread"].append(manifest(root, args.classes, 1, Path(tmp) / f"m1_{r}.parquet"))
             times[f"manifest, {args.threads} threads"].append(
-                manifest(root, args.classes, args.threads, Path(tmp) / f"m{args.threads}_{r}.parquet"))
+                manifest(root, args.classes, args.threads, Path(tmp) / f"m{args.threads}_{r}.parquet")
+            )
         base = statistics.median(times["sha256sum"])
         print(f"{args.images} files, {size / 1e6:.0f} MB, {args.repeats} repeats, {os.cpu_count()} CPUs")
         print(f"{'':24s} {'median s':>9s} {'files/s':>9s} {'MB/s':>7s} {'throughput vs sha256sum':>24s}")

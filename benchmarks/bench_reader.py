@@ -61,7 +61,9 @@ def write_files(folder: Path, rows: int, dims: int) -> dict[str, Path]:
     paths = {}
     for name, column in columns.items():
         paths[name] = folder / f"{name.split('<')[0]}.parquet"
-        pq.write_table(pa.table({"image_id": ids, "class": classes, "embedding": column}), paths[name], compression="zstd")
+        pq.write_table(
+            pa.table({"image_id": ids, "class": classes, "embedding": column}), paths[name], compression="zstd"
+        )
     return paths
 
 
@@ -78,15 +80,19 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         paths = write_files(Path(tmp), args.rows, args.dims)
-        print(f"{args.rows} x {args.dims} embeddings; peak RSS of read_embeddings above the child's RSS after its "
-              f"imports, medians of {args.repeats} child processes")
+        print(
+            f"{args.rows} x {args.dims} embeddings; peak RSS of read_embeddings above the child's RSS after its "
+            f"imports, medians of {args.repeats} child processes"
+        )
         peaks = {}
         for name, path in paths.items():
             runs = [measure(str(path)) for _ in range(args.repeats)]
             peaks[name] = statistics.median(r["peak_mb"] for r in runs)
             seconds = statistics.median(r["seconds"] for r in runs)
-            print(f"  {name:26s} {path.stat().st_size / 2**20:6.0f} MB on disk, result {runs[0]['result_mb']:.0f} MB, "
-                  f"peak {peaks[name]:6.0f} MB, {seconds:.2f} s")
+            print(
+                f"  {name:26s} {path.stat().st_size / 2**20:6.0f} MB on disk, result {runs[0]['result_mb']:.0f} MB, "
+                f"peak {peaks[name]:6.0f} MB, {seconds:.2f} s"
+            )
         ratio = peaks["list<double>"] / peaks["fixed_size_list<float32>"]
         print(f"ratio list<double> / fixed_size_list<float32>: {ratio:.2f} (target <= 1.5)")
 

@@ -52,23 +52,23 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "tests"), str(REPO / "workflow" / "scripts")]
 
-from slurm_cluster import SlurmCluster, local_slurm_cluster
-from test_slurm import LOCAL_CLUSTER_OPTIONS, PROFILE, TINY
-from zoo_toy import BROKEN, SMALL_ZOO, small_zoo_config
+from slurm_cluster import SlurmCluster, local_slurm_cluster  # noqa: E402  (from tests/, put on sys.path above)
+from test_slurm import LOCAL_CLUSTER_OPTIONS, PROFILE, TINY  # noqa: E402
+from zoo_toy import BROKEN, SMALL_ZOO, small_zoo_config  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "results" / "bench_slurm.json"
 # Every grouped rule in a group of its own name: its jobs never depend on each other, so each is one job.
-UNGROUPED = ["--groups", *(f"{rule}=single_{rule}"
-                           for rule in ("similarity", "ieat", "bts", "change", "model_analyses"))]
+UNGROUPED = [
+    "--groups",
+    *(f"{rule}=single_{rule}" for rule in ("similarity", "ieat", "bts", "change", "model_analyses")),
+]
 
 
 def models_config(n_models: int, root: Path) -> Path:
     """The tiny demo with ``n_models`` copies of its model (distinct pretraining seeds) and one finetuning seed."""
     config = yaml.safe_load(TINY.read_text())
-    (name, model), = config["models"].items()
-    config["models"] = {
-        f"{name}{i}": {**model, "pretrain": {**model["pretrain"], "seed": i}} for i in range(n_models)
-    }
+    ((name, model),) = config["models"].items()
+    config["models"] = {f"{name}{i}": {**model, "pretrain": {**model["pretrain"], "seed": i}} for i in range(n_models)}
     config["finetune"]["seeds"] = [0]
     path = root / f"models{n_models}.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
@@ -78,8 +78,18 @@ def models_config(n_models: int, root: Path) -> Path:
 def run_workflow(config: Path, workdir: Path, env: dict[str, str], args: list[str]) -> tuple[float, str]:
     """Run the workflow on ``config`` in ``workdir``; wall seconds and the log. Raises naming the log's tail."""
     workdir.mkdir(parents=True)
-    command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--configfile",
-               str(config), "--directory", str(workdir), *args]
+    command = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(REPO / "Snakefile"),
+        "--configfile",
+        str(config),
+        "--directory",
+        str(workdir),
+        *args,
+    ]
     start = time.monotonic()
     result = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True, timeout=3600, check=False)
     wall = time.monotonic() - start
@@ -123,26 +133,46 @@ def zoo_overhead(log: str, workdir: Path, cluster: SlurmCluster) -> dict[str, fl
     remote = set(re.findall(r"^\s*rule (\w+):", log, re.MULTILINE))
     work = rule_seconds(workdir, remote)
     models = len(SMALL_ZOO) - len(BROKEN)
-    return {"jobs": len(jobs), "models": models, "rules": sorted(remote), "work_s": work, "queued_s": queued,
-            "in_job_s": elapsed - work, "per_model_s": (queued + elapsed - work) / models,
-            "per_job": [{"comment": j.comment, "queued_s": (when(j.start_time) - when(j.submit_time)).total_seconds(),
-                         "run_s": (when(j.end_time) - when(j.start_time)).total_seconds()} for j in jobs]}
+    return {
+        "jobs": len(jobs),
+        "models": models,
+        "rules": sorted(remote),
+        "work_s": work,
+        "queued_s": queued,
+        "in_job_s": elapsed - work,
+        "per_model_s": (queued + elapsed - work) / models,
+        "per_job": [
+            {
+                "comment": j.comment,
+                "queued_s": (when(j.start_time) - when(j.submit_time)).total_seconds(),
+                "run_s": (when(j.end_time) - when(j.start_time)).total_seconds(),
+            }
+            for j in jobs
+        ],
+    }
 
 
-def one_repeat(cluster: SlurmCluster, root: Path, models_yaml: Path, n_models: int, zoo_yaml: Path | None,
-               no_tiny: bool = False) -> dict[str, dict]:
+def one_repeat(
+    cluster: SlurmCluster, root: Path, models_yaml: Path, n_models: int, zoo_yaml: Path | None, no_tiny: bool = False
+) -> dict[str, dict]:
     env = {**cluster.env, "HF_HUB_OFFLINE": "1"}
     profile = ["--profile", str(PROFILE), *LOCAL_CLUSTER_OPTIONS]
-    settings = {} if no_tiny else {
-        "tiny_local": (TINY, ["--cores", "all"]),
-        "tiny_slurm_grouped": (TINY, profile),
-        "tiny_slurm_ungrouped": (TINY, [*profile, *UNGROUPED]),
-    }
+    settings = (
+        {}
+        if no_tiny
+        else {
+            "tiny_local": (TINY, ["--cores", "all"]),
+            "tiny_slurm_grouped": (TINY, profile),
+            "tiny_slurm_ungrouped": (TINY, [*profile, *UNGROUPED]),
+        }
+    )
     if n_models:
         settings |= {"models_local": (models_yaml, ["--cores", "all"]), "models_slurm_grouped": (models_yaml, profile)}
     if zoo_yaml:
-        settings |= {"zoo_local": (zoo_yaml, ["--cores", "all", "--keep-going"]),
-                     "zoo_slurm_grouped": (zoo_yaml, [*profile, "--jobs", str(os.cpu_count())])}
+        settings |= {
+            "zoo_local": (zoo_yaml, ["--cores", "all", "--keep-going"]),
+            "zoo_slurm_grouped": (zoo_yaml, [*profile, "--jobs", str(os.cpu_count())]),
+        }
     out = {}
     for name, (config, args) in settings.items():
         wall, log = run_workflow(config, root / name, env, args)
@@ -150,8 +180,10 @@ def one_repeat(cluster: SlurmCluster, root: Path, models_yaml: Path, n_models: i
         print(f"  {name}: {wall:.1f} s, {out[name]['sbatch']} sbatch submissions", flush=True)
         if name == "zoo_slurm_grouped":
             out["zoo_overhead"] = zoo_overhead(log, root / name, cluster)
-            print(f"  zoo scheduling overhead: { {k: v for k, v in out['zoo_overhead'].items() if k != 'per_job'} }",
-                  flush=True)
+            print(
+                f"  zoo scheduling overhead: { {k: v for k, v in out['zoo_overhead'].items() if k != 'per_job'} }",
+                flush=True,
+            )
     return out
 
 
@@ -164,8 +196,10 @@ def main() -> None:
     parser.add_argument("--no-tiny", action="store_true", help="skip the tiny demo")
     args = parser.parse_args()
     repeats = []
-    with tempfile.TemporaryDirectory(prefix="bench-slurm-") as tmp, \
-            local_slurm_cluster(cpus=32, memory_mb=262144, gpus=8) as cluster:
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-slurm-") as tmp,
+        local_slurm_cluster(cpus=32, memory_mb=262144, gpus=8) as cluster,
+    ):
         models_yaml = models_config(args.models, Path(tmp))
         zoo_yaml = None
         if not args.no_zoo:
@@ -173,23 +207,32 @@ def main() -> None:
             zoo_yaml.write_text(yaml.safe_dump(small_zoo_config(Path(tmp)), sort_keys=False))
         for repeat in range(args.repeats):
             print(f"repeat {repeat + 1}/{args.repeats}", flush=True)
-            repeats.append(one_repeat(cluster, Path(tmp) / f"r{repeat}", models_yaml, args.models, zoo_yaml,
-                                      args.no_tiny))
+            repeats.append(
+                one_repeat(cluster, Path(tmp) / f"r{repeat}", models_yaml, args.models, zoo_yaml, args.no_tiny)
+            )
 
     def median(key: str, field: str = "wall_s") -> float:
         return statistics.median(r[key][field] for r in repeats)
 
-    summary = {name: {"wall_s": median(name), "sbatch": median(name, "sbatch")}
-               for name in repeats[0] if name != "zoo_overhead"}
+    summary = {
+        name: {"wall_s": median(name), "sbatch": median(name, "sbatch")}
+        for name in repeats[0]
+        if name != "zoo_overhead"
+    }
     for name in () if args.no_tiny else ("tiny_slurm_grouped", "tiny_slurm_ungrouped"):
-        summary[name]["ratio_to_local"] = statistics.median(r[name]["wall_s"] / r["tiny_local"]["wall_s"] for r in repeats)
+        summary[name]["ratio_to_local"] = statistics.median(
+            r[name]["wall_s"] / r["tiny_local"]["wall_s"] for r in repeats
+        )
     for kind in ("models", "zoo"):
         if f"{kind}_local" in summary:
             summary[f"{kind}_slurm_grouped"]["ratio_to_local"] = statistics.median(
-                r[f"{kind}_slurm_grouped"]["wall_s"] / r[f"{kind}_local"]["wall_s"] for r in repeats)
+                r[f"{kind}_slurm_grouped"]["wall_s"] / r[f"{kind}_local"]["wall_s"] for r in repeats
+            )
     if not args.no_zoo:
-        summary["zoo_overhead"] = {key: statistics.median(r["zoo_overhead"][key] for r in repeats)
-                                   for key in ("jobs", "work_s", "queued_s", "in_job_s", "per_model_s")}
+        summary["zoo_overhead"] = {
+            key: statistics.median(r["zoo_overhead"][key] for r in repeats)
+            for key in ("jobs", "work_s", "queued_s", "in_job_s", "per_model_s")
+        }
 
     print(f"medians over {args.repeats} repeat(s), {os.cpu_count()} CPUs:")
     for name, row in summary.items():
@@ -200,12 +243,25 @@ def main() -> None:
     if not args.no_zoo:
         z = summary["zoo_overhead"]
         models = len(SMALL_ZOO) - len(BROKEN)
-        print(f"  zoo scheduling overhead per model ({models} models, {z['jobs']:.0f} SLURM jobs): "
-              f"{z['per_model_s']:.1f} s (queueing {z['queued_s']:.0f} s + in-job {z['in_job_s']:.0f} s in all, "
-              f"beside {z['work_s']:.0f} s of the rules' own work; target <= 5 s)")
+        print(
+            f"  zoo scheduling overhead per model ({models} models, {z['jobs']:.0f} SLURM jobs): "
+            f"{z['per_model_s']:.1f} s (queueing {z['queued_s']:.0f} s + in-job {z['in_job_s']:.0f} s in all, "
+            f"beside {z['work_s']:.0f} s of the rules' own work; target <= 5 s)"
+        )
     RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps({"machine": platform.node(), "cpus": os.cpu_count(), "repeats": repeats,
-                                   "models": args.models, "median": summary}, indent=2) + "\n")
+    RESULTS.write_text(
+        json.dumps(
+            {
+                "machine": platform.node(),
+                "cpus": os.cpu_count(),
+                "repeats": repeats,
+                "models": args.models,
+                "median": summary,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
 
 
 if __name__ == "__main__":

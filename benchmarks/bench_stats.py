@@ -128,12 +128,12 @@ def main() -> None:
     rng = np.random.default_rng(0)
 
     centres = rng.standard_normal((N_CLASSES, DIMS))
-    classes = [
-        (rng.standard_normal((N_ROWS, DIMS)) + 0.5 * c).astype(np.float32) for c in centres
-    ]
+    classes = [(rng.standard_normal((N_ROWS, DIMS)) + 0.5 * c).astype(np.float32) for c in centres]
     t_exact, (intra, inter) = _timed(lambda: exact_similarities_table(classes), args.repeats)
     t_calls, per_call = _timed(lambda: exact_similarities_per_call(classes), args.repeats)
-    assert np.allclose(np.concatenate(per_call), np.concatenate((intra, inter)), rtol=1e-12, atol=0)  # equal to rounding
+    assert np.allclose(
+        np.concatenate(per_call), np.concatenate((intra, inter)), rtol=1e-12, atol=0
+    )  # equal to rounding
     t_authors, (intra_a, inter_a) = _timed(lambda: authors_similarities(classes, rng), args.repeats)
     deviation = max(np.max(np.abs(np.subtract(intra, intra_a))), np.max(np.abs(np.subtract(inter, inter_a))))
     print(f"similarities (16 intra + 120 inter, 16 x {N_ROWS} x {DIMS}):")
@@ -148,21 +148,23 @@ def main() -> None:
     A = A + 0.05 * X.mean(axis=0)
     permutations = 100_000
     t_vec, result = _timed(lambda: ieat(X, Y, A, B, permutations=permutations, seed=1, bootstrap=0), args.repeats)
-    t_loop_part, loop_p = _timed(
-        lambda: loop_ieat_pvalue(X, Y, A, B, args.loop_permutations, rng), args.repeats
-    )
+    t_loop_part, loop_p = _timed(lambda: loop_ieat_pvalue(X, Y, A, B, args.loop_permutations, rng), args.repeats)
     t_loop = t_loop_part * permutations / args.loop_permutations
     print(f"iEAT (150/150/150/150, d={DIMS}, {permutations} permutations):")
     print(f"  vectorised           median {t_vec:8.3f} s  (p = {result.pvalue:.5f} +- {result.pvalue_se:.5f})")
-    print(f"  per-permutation loop median {t_loop:8.3f} s  (timed on {args.loop_permutations} permutations, "
-          f"scaled x{permutations / args.loop_permutations:g}; p = {loop_p:.4f})")
+    print(
+        f"  per-permutation loop median {t_loop:8.3f} s  (timed on {args.loop_permutations} permutations, "
+        f"scaled x{permutations / args.loop_permutations:g}; p = {loop_p:.4f})"
+    )
     print(f"  speed-up             {t_loop / t_vec:8.1f} x")
 
     t_table, _ = _timed(lambda: class_similarities(dict(enumerate(classes))), max(args.repeats, 5) * 3)
     t_floor, _ = _timed(lambda: similarity_floor(classes), max(args.repeats, 5) * 3)
     print(f"class_similarities (16 x {N_ROWS} x {DIMS}, 16 intra + 120 inter with SEs):")
     print(f"  class_similarities   median {t_table * 1e3:8.1f} ms")
-    print(f"  floor                median {t_floor * 1e3:8.1f} ms  (normalise every row + one product with the class sums)")
+    print(
+        f"  floor                median {t_floor * 1e3:8.1f} ms  (normalise every row + one product with the class sums)"
+    )
     print(f"  ratio to the floor   {t_table / t_floor:8.2f} x")
 
     replicates, naive_replicates = 2000, 100
@@ -170,22 +172,44 @@ def main() -> None:
     t_naive_part, _ = _timed(lambda: naive_bootstrap(X, Y, A, B, naive_replicates, rng), args.repeats)
     t_naive = t_naive_part * replicates / naive_replicates
     print(f"iEAT bootstrap interval (150/150/150/150, d={DIMS}, {replicates} replicates):")
-    print(f"  count vectors over cosine blocks median {t_boot:8.3f} s  (d = {ci.estimate:.3f}, "
-          f"95% CI {ci.ci_low:.3f} to {ci.ci_high:.3f})")
-    print(f"  resampled embeddings per replicate median {t_naive:8.3f} s  (timed on {naive_replicates}, "
-          f"scaled x{replicates / naive_replicates:g})")
+    print(
+        f"  count vectors over cosine blocks median {t_boot:8.3f} s  (d = {ci.estimate:.3f}, "
+        f"95% CI {ci.ci_low:.3f} to {ci.ci_high:.3f})"
+    )
+    print(
+        f"  resampled embeddings per replicate median {t_naive:8.3f} s  (timed on {naive_replicates}, "
+        f"scaled x{replicates / naive_replicates:g})"
+    )
     print(f"  speed-up             {t_naive / t_boot:8.1f} x")
 
     report = {
-        "similarities": {"exact_table_s": t_exact, "exact_single_calls_s": t_calls, "authors_s": t_authors,
-                         "ratio": t_authors / t_exact, "ratio_single_calls": t_authors / t_calls,
-                         "max_abs_deviation": float(deviation)},
-        "ieat": {"vectorised_s": t_vec, "loop_s_scaled": t_loop, "loop_permutations_timed": args.loop_permutations,
-                 "ratio": t_loop / t_vec, "pvalue_vectorised": result.pvalue, "pvalue_loop": loop_p},
+        "similarities": {
+            "exact_table_s": t_exact,
+            "exact_single_calls_s": t_calls,
+            "authors_s": t_authors,
+            "ratio": t_authors / t_exact,
+            "ratio_single_calls": t_authors / t_calls,
+            "max_abs_deviation": float(deviation),
+        },
+        "ieat": {
+            "vectorised_s": t_vec,
+            "loop_s_scaled": t_loop,
+            "loop_permutations_timed": args.loop_permutations,
+            "ratio": t_loop / t_vec,
+            "pvalue_vectorised": result.pvalue,
+            "pvalue_loop": loop_p,
+        },
         "class_similarities": {"table_s": t_table, "floor_s": t_floor, "ratio_to_floor": t_table / t_floor},
-        "ieat_bootstrap": {"replicates": replicates, "count_vectors_s": t_boot, "naive_s_scaled": t_naive,
-                           "naive_replicates_timed": naive_replicates, "ratio": t_naive / t_boot},
-        "repeats": args.repeats, "numpy": np.__version__, "machine": platform.machine(),
+        "ieat_bootstrap": {
+            "replicates": replicates,
+            "count_vectors_s": t_boot,
+            "naive_s_scaled": t_naive,
+            "naive_replicates_timed": naive_replicates,
+            "ratio": t_naive / t_boot,
+        },
+        "repeats": args.repeats,
+        "numpy": np.__version__,
+        "machine": platform.machine(),
         "python": platform.python_version(),
     }
     write_text(RESULTS, json.dumps(report, indent=2) + "\n")

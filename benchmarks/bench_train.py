@@ -27,10 +27,10 @@ import torch
 from PIL import Image
 from torch import nn
 
+from biastransfer.data.splits import Split
 from biastransfer.models.extractors import create_classifier
 from biastransfer.models.resolve import resolve_spec
 from biastransfer.models.spec import Preprocess
-from biastransfer.data.splits import Split
 from biastransfer.train.config import TrainConfig
 from biastransfer.train.data import EpochSampler, ImageLabelDataset, make_loader
 from biastransfer.train.loop import Runtime, make_optimizer
@@ -80,7 +80,9 @@ def measure(model, optimizer, rt: Runtime, batches, steps: int) -> float:
 
 
 def setup(arch: str, cfg: TrainConfig, device: torch.device, split: Split, preprocess: Preprocess):
-    spec = resolve_spec(f"bench_{arch}", {"source": "torchvision", "arch": arch, "weights": None, "preprocess": preprocess})
+    spec = resolve_spec(
+        f"bench_{arch}", {"source": "torchvision", "arch": arch, "weights": None, "preprocess": preprocess}
+    )
     torch.manual_seed(0)
     model = create_classifier(spec, N_CLASSES, None).to(device).train()
     rt = Runtime.resolve(cfg, device)
@@ -97,7 +99,7 @@ def compare(label_a, run_a, label_b, run_b, rounds: int) -> tuple[float, float, 
     other processes hits both alike: (median a, median b, median of the paired ratios b / a)."""
     run_a(), run_b()
     a, b = [], []
-    for r in range(rounds):
+    for _ in range(rounds):
         a.append(run_a())
         b.append(run_b())
     print(f"  {label_a}: {' '.join(f'{v:.1f}' for v in a)} img/s")
@@ -118,15 +120,26 @@ def cpu_benchmark(args, split: Split) -> None:
     cfg = TrainConfig(epochs=1, lr=0.01, batch_size=args.batch, num_workers=args.workers)
     cpu = torch.device("cpu")
     model, optimizer, rt, pipeline = setup("resnet18", cfg, cpu, split, pre)
-    made = [(torch.randn(args.batch, 3, 224, 224), (torch.rand(args.batch, N_CLASSES) < 0.04).float()) for _ in range(2)]
+    made = [
+        (torch.randn(args.batch, 3, 224, 224), (torch.rand(args.batch, N_CLASSES) < 0.04).float()) for _ in range(2)
+    ]
     tensors = cycle(made)
-    print(f"CPU, resnet18 at 224, batch {args.batch}, {torch.get_num_threads()} torch threads, "
-          f"{args.workers} loader worker(s), {args.rounds} alternating single steps each:")
-    t_med, p_med, ratio = compare("tensors", lambda: measure(model, optimizer, rt, tensors, 1),
-                                  "pipeline", lambda: measure(model, optimizer, rt, pipeline, 1), args.rounds)
-    print(f"median: pre-made tensors {t_med:.1f} img/s, JPEG pipeline {p_med:.1f} img/s, ratio of medians "
-          f"{p_med / t_med:.3f}, median paired ratio {ratio:.3f} "
-          f"({'OK' if ratio >= 0.9 else 'pipeline is the bottleneck'}: target >= 0.90)")
+    print(
+        f"CPU, resnet18 at 224, batch {args.batch}, {torch.get_num_threads()} torch threads, "
+        f"{args.workers} loader worker(s), {args.rounds} alternating single steps each:"
+    )
+    t_med, p_med, ratio = compare(
+        "tensors",
+        lambda: measure(model, optimizer, rt, tensors, 1),
+        "pipeline",
+        lambda: measure(model, optimizer, rt, pipeline, 1),
+        args.rounds,
+    )
+    print(
+        f"median: pre-made tensors {t_med:.1f} img/s, JPEG pipeline {p_med:.1f} img/s, ratio of medians "
+        f"{p_med / t_med:.3f}, median paired ratio {ratio:.3f} "
+        f"({'OK' if ratio >= 0.9 else 'pipeline is the bottleneck'}: target >= 0.90)"
+    )
     alone = loader_only(pipeline, 4)
     print(f"pipeline alone (decode + augment, no training): {alone:.1f} img/s = {alone / t_med:.0f}x the training rate")
 
@@ -141,19 +154,25 @@ def gpu_utilisation() -> str:
 def gpu_benchmark(args, split: Split) -> None:
     cuda = torch.device("cuda")
     pre = Preprocess(256, 224, "bilinear", train_hflip=True)
-    ours = TrainConfig(epochs=1, lr=0.01, batch_size=args.gpu_batch, num_workers=args.gpu_workers, precision="auto",
-                       channels_last=True)
-    authors = TrainConfig(epochs=1, lr=0.01, batch_size=32, num_workers=args.gpu_workers, precision="fp32",
-                          channels_last=False)
+    ours = TrainConfig(
+        epochs=1, lr=0.01, batch_size=args.gpu_batch, num_workers=args.gpu_workers, precision="auto", channels_last=True
+    )
+    authors = TrainConfig(
+        epochs=1, lr=0.01, batch_size=32, num_workers=args.gpu_workers, precision="fp32", channels_last=False
+    )
     runs = {}
     for name, cfg in (("ours", ours), ("authors", authors)):
         model, optimizer, rt, pipeline = setup("resnet50", cfg, cuda, split, pre)
-        runs[name] = (lambda m=model, o=optimizer, r=rt, p=pipeline: measure(m, o, r, p, args.gpu_steps))
-    print(f"GPU {torch.cuda.get_device_name()}, resnet50 at 224: ours (bf16, channels_last, batch {args.gpu_batch}) "
-          f"vs authors (fp32, batch 32), {args.gpu_workers} loader workers:")
+        runs[name] = lambda m=model, o=optimizer, r=rt, p=pipeline: measure(m, o, r, p, args.gpu_steps)
+    print(
+        f"GPU {torch.cuda.get_device_name()}, resnet50 at 224: ours (bf16, channels_last, batch {args.gpu_batch}) "
+        f"vs authors (fp32, batch 32), {args.gpu_workers} loader workers:"
+    )
     o_med, a_med, _ = compare("ours", runs["ours"], "authors", runs["authors"], args.rounds)
-    print(f"median: ours {o_med:.0f} img/s, authors' recipe {a_med:.0f} img/s, speed-up {o_med / a_med:.2f}x "
-          f"(target >= 3x); GPU utilisation at the end {gpu_utilisation()}")
+    print(
+        f"median: ours {o_med:.0f} img/s, authors' recipe {a_med:.0f} img/s, speed-up {o_med / a_med:.2f}x "
+        f"(target >= 3x); GPU utilisation at the end {gpu_utilisation()}"
+    )
 
 
 def main() -> None:

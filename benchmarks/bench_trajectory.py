@@ -39,8 +39,8 @@ from PIL import Image
 from torch import nn
 
 from biastransfer.data.manifest import write_manifest
-from biastransfer.embeddings import EmbeddingTable
 from biastransfer.data.splits import Split
+from biastransfer.embeddings import EmbeddingTable
 from biastransfer.hashing import file_digest
 from biastransfer.models.extractors import create_classifier
 from biastransfer.models.resolve import model_spec, resolve_spec
@@ -69,8 +69,12 @@ def noise_pngs(folder: Path, prefix: str, n: int, size: int, rng) -> list[str]:
 
 def split_of(paths: list[str], name: str, rng) -> Split:
     labels = [[c for c in CLASSES if rng.random() < 0.3] for _ in paths]
-    return Split("bench", name, CLASSES, pd.DataFrame({"image_id": [Path(p).stem for p in paths], "path": paths,
-                                                      "labels": labels}))
+    return Split(
+        "bench",
+        name,
+        CLASSES,
+        pd.DataFrame({"image_id": [Path(p).stem for p in paths], "path": paths, "labels": labels}),
+    )
 
 
 def demo_benchmark(args, tmp: Path) -> None:
@@ -85,17 +89,36 @@ def demo_benchmark(args, tmp: Path) -> None:
     n_analysis = aset["n_per_class"] * len(aset["classes"])
     paths = noise_pngs(tmp / "analysis", "a", n_analysis, aset["size"], rng)
     classes = [aset["classes"][i % len(aset["classes"])] for i in range(n_analysis)]
-    write_manifest(tmp / "manifest.parquet", pd.DataFrame({
-        "image_id": [Path(p).stem for p in paths], "class": classes, "path": paths,
-        "sha256": [file_digest(p) for p in paths], "source_split": "bench", "source": "noise", "reason": "bench"}))
+    write_manifest(
+        tmp / "manifest.parquet",
+        pd.DataFrame(
+            {
+                "image_id": [Path(p).stem for p in paths],
+                "class": classes,
+                "path": paths,
+                "sha256": [file_digest(p) for p in paths],
+                "source_split": "bench",
+                "source": "noise",
+                "reason": "bench",
+            }
+        ),
+    )
     spec = model_spec("democnn", entry)
     hyper = {**demo["finetune"]["defaults"], "epochs": args.epochs}
     workers = demo["finetune"]["num_workers"]
     torch.set_num_threads(workers + 1)
     cfg = TrainConfig(**hyper, seed=0, num_workers=workers)
-    writer = TrajectoryWriter(spec, {"synthetic": str(tmp / "manifest.parquet")}, {"synthetic": str(tmp / "out")},
-                              range(1, args.epochs + 1), tmp / "staging", batch_size=demo["analysis"]["embed"]["batch_size"],
-                              num_workers=workers, device=torch.device("cpu"), log=lambda _: None)
+    writer = TrajectoryWriter(
+        spec,
+        {"synthetic": str(tmp / "manifest.parquet")},
+        {"synthetic": str(tmp / "out")},
+        range(1, args.epochs + 1),
+        tmp / "staging",
+        batch_size=demo["analysis"]["embed"]["batch_size"],
+        num_workers=workers,
+        device=torch.device("cpu"),
+        log=lambda _: None,
+    )
     embed_seconds = []
 
     def timed(epoch, model):
@@ -105,22 +128,33 @@ def demo_benchmark(args, tmp: Path) -> None:
 
     torch.manual_seed(0)
     model = create_classifier(spec, len(CLASSES), None)
-    result = train_classifier(model, ImageLabelDataset(train, spec.preprocess.transform(train=True)),
-                              ImageLabelDataset(val, spec.preprocess.transform(train=False)), cfg,
-                              log=lambda _: None, after_epoch=timed)
+    result = train_classifier(
+        model,
+        ImageLabelDataset(train, spec.preprocess.transform(train=True)),
+        ImageLabelDataset(val, spec.preprocess.transform(train=False)),
+        cfg,
+        log=lambda _: None,
+        after_epoch=timed,
+    )
     epoch_seconds = [r.seconds for r in result.history]
     ratios = [e / t for e, t in zip(embed_seconds, epoch_seconds)]
-    print(f"Demo: {spec.name} ({spec.arch}) at {size} px, {len(train.frame)} train / {len(val.frame)} val images, "
-          f"{n_analysis} analysis images, {torch.get_num_threads()} torch threads, {workers} loader worker(s), "
-          f"{args.epochs} epochs:")
+    print(
+        f"Demo: {spec.name} ({spec.arch}) at {size} px, {len(train.frame)} train / {len(val.frame)} val images, "
+        f"{n_analysis} analysis images, {torch.get_num_threads()} torch threads, {workers} loader worker(s), "
+        f"{args.epochs} epochs:"
+    )
     print(f"  epoch (train + validation) s: {' '.join(f'{s:.2f}' for s in epoch_seconds)}")
     print(f"  trajectory point s:           {' '.join(f'{s:.2f}' for s in embed_seconds)}")
     ratio = statistics.median(ratios)
-    print(f"median: epoch {statistics.median(epoch_seconds):.2f} s, trajectory point {statistics.median(embed_seconds):.2f} s, "
-          f"median ratio {ratio:.3f} ({'OK' if ratio <= 0.20 else 'too slow'}: target <= 0.20)")
+    print(
+        f"median: epoch {statistics.median(epoch_seconds):.2f} s, trajectory point {statistics.median(embed_seconds):.2f} s, "
+        f"median ratio {ratio:.3f} ({'OK' if ratio <= 0.20 else 'too slow'}: target <= 0.20)"
+    )
     total = sum(embed_seconds) / sum(epoch_seconds)
-    print(f"whole run: trajectory {sum(embed_seconds):.2f} s over epochs {sum(epoch_seconds):.2f} s, ratio {total:.3f} "
-          f"(the first point also decodes the analysis images, which later points reuse from memory)")
+    print(
+        f"whole run: trajectory {sum(embed_seconds):.2f} s over epochs {sum(epoch_seconds):.2f} s, ratio {total:.3f} "
+        f"(the first point also decodes the analysis images, which later points reuse from memory)"
+    )
 
 
 def demo_statistics(args) -> None:
@@ -131,8 +165,11 @@ def demo_statistics(args) -> None:
 
     def table() -> EmbeddingTable:
         classes = np.repeat(aset["classes"], n)
-        return EmbeddingTable(np.array([f"i{k}" for k in range(len(classes))]), classes,
-                              rng.normal(size=(len(classes), 512)).astype(np.float32))
+        return EmbeddingTable(
+            np.array([f"i{k}" for k in range(len(classes))]),
+            classes,
+            rng.normal(size=(len(classes), 512)).astype(np.float32),
+        )
 
     seeds, epochs = demo["finetune"]["seeds"], demo["finetune"]["defaults"]["epochs"]
     pretrained = table()
@@ -144,13 +181,21 @@ def demo_statistics(args) -> None:
     ieat_table(pretrained, aset["ieat"], **main_ieat)
     stage = time.perf_counter() - tic
     tic = time.perf_counter()
-    trajectory_table(pretrained, runs, tests=aset["ieat"], lists=aset["bts"], similarity={"method": "exact"},
-                     ieat={**main_ieat, **traj}, bts={"pvalue": "permutation", "bootstrap": traj["bootstrap"],
-                                                      "ci_level": 0.95, "seed": 0})
+    trajectory_table(
+        pretrained,
+        runs,
+        tests=aset["ieat"],
+        lists=aset["bts"],
+        similarity={"method": "exact"},
+        ieat={**main_ieat, **traj},
+        bts={"pvalue": "permutation", "bootstrap": traj["bootstrap"], "ci_level": 0.95, "seed": 0},
+    )
     job = time.perf_counter() - tic
-    print(f"Demo statistics: the trajectory job ({len(seeds)} seeds x {epochs} epochs + pretrained, "
-          f"{traj['permutations']} permutations, {traj['bootstrap']} bootstrap replicates) took {job:.1f} s; one "
-          f"stage's similarity + iEAT at the main counts took {stage:.1f} s (ratio {job / stage:.1f})")
+    print(
+        f"Demo statistics: the trajectory job ({len(seeds)} seeds x {epochs} epochs + pretrained, "
+        f"{traj['permutations']} permutations, {traj['bootstrap']} bootstrap replicates) took {job:.1f} s; one "
+        f"stage's similarity + iEAT at the main counts took {stage:.1f} s (ratio {job / stage:.1f})"
+    )
 
 
 def paper_estimate(args) -> None:
@@ -184,18 +229,26 @@ def paper_estimate(args) -> None:
         fwd.append(forward())
         stp.append(step())
     t_fwd, t_step = statistics.median(fwd), statistics.median(stp)
-    print(f"Paper sizes (ESTIMATE from per-image times): resnet50 at 224 px, batch {args.batch}, "
-          f"{torch.get_num_threads()} torch threads, {args.rounds} alternating batches each:")
-    print(f"  forward s/image: {' '.join(f'{v:.4f}' for v in fwd)}; training step s/image: {' '.join(f'{v:.4f}' for v in stp)}")
-    print(f"median: forward {t_fwd * 1000:.1f} ms/image, training step {t_step * 1000:.1f} ms/image "
-          f"(step / forward {t_step / t_fwd:.2f})")
+    print(
+        f"Paper sizes (ESTIMATE from per-image times): resnet50 at 224 px, batch {args.batch}, "
+        f"{torch.get_num_threads()} torch threads, {args.rounds} alternating batches each:"
+    )
+    print(
+        f"  forward s/image: {' '.join(f'{v:.4f}' for v in fwd)}; training step s/image: {' '.join(f'{v:.4f}' for v in stp)}"
+    )
+    print(
+        f"median: forward {t_fwd * 1000:.1f} ms/image, training step {t_step * 1000:.1f} ms/image "
+        f"(step / forward {t_step / t_fwd:.2f})"
+    )
     n_embed = sum(PAPER_ANALYSIS.values())
     for dataset, (n_train, n_val) in PAPER_SPLITS.items():
         embed = n_embed * t_fwd
         epoch = n_train * t_step + n_val * t_fwd
-        print(f"  finetuning on {dataset} ({n_train:,} train + {n_val:,} val): a trajectory point embeds "
-              f"{n_embed:,} images in {embed / 60:.1f} min, an epoch takes {epoch / 3600:.1f} h: ratio "
-              f"{embed / epoch:.4f} ({'OK' if embed / epoch <= 0.10 else 'too slow'}: target <= 0.10)")
+        print(
+            f"  finetuning on {dataset} ({n_train:,} train + {n_val:,} val): a trajectory point embeds "
+            f"{n_embed:,} images in {embed / 60:.1f} min, an epoch takes {epoch / 3600:.1f} h: ratio "
+            f"{embed / epoch:.4f} ({'OK' if embed / epoch <= 0.10 else 'too slow'}: target <= 0.10)"
+        )
 
 
 def main() -> None:

@@ -25,7 +25,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "workflow" / "scripts")]
 
-from zoo_toy import SMALL_ZOO, small_zoo_config
+from zoo_toy import SMALL_ZOO, small_zoo_config  # noqa: E402  (from tests/, put on sys.path above)
 
 
 def run_zoo(models: list[str], cores: int) -> tuple[float, dict[str, float], dict[str, float]]:
@@ -36,8 +36,23 @@ def run_zoo(models: list[str], cores: int) -> tuple[float, dict[str, float], dic
         config.write_text(yaml.safe_dump(small_zoo_config(root, models), sort_keys=False))
         (root / "work").mkdir()
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--cores", str(cores),
-                        "--configfile", str(config)], cwd=root / "work", check=True, capture_output=True, text=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "snakemake",
+                "--snakefile",
+                str(ROOT / "Snakefile"),
+                "--cores",
+                str(cores),
+                "--configfile",
+                str(config),
+            ],
+            cwd=root / "work",
+            check=True,
+            capture_output=True,
+            text=True,
+        )
         wall = time.perf_counter() - start
         per_model, per_rule = defaultdict(float), defaultdict(float)
         bench = root / "work" / "results" / "benchmarks"

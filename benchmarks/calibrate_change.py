@@ -22,7 +22,11 @@ import numpy as np
 from biastransfer.stats.bootstrap import IEATBlocks, bootstrap_pvalue, ieat_change, ieat_replicates
 
 SETTINGS = [  # (rows per set, noise dims, shift)
-    (25, 3, 0.0), (25, 10, 0.0), (50, 3, 0.0), (10, 3, 0.0), (25, 3, 1.0),
+    (25, 3, 0.0),
+    (25, 10, 0.0),
+    (50, 3, 0.0),
+    (10, 3, 0.0),
+    (25, 3, 1.0),
 ]
 
 
@@ -64,8 +68,10 @@ def main() -> None:
     print(" n  noise  shift | SD of delta  mean SE (corrected)  SD (plain) | rejects at 0.05: corrected  plain")
     for n, noise, shift in SETTINGS:
         r = calibrate(n, noise, shift, args.datasets, args.replicates, args.dims)
-        print(f"{n:3d} {noise:5d} {shift:6.1f} | {r['sd']:11.3f} {r['se']:20.3f} {r['plain_sd']:11.3f} | "
-              f"{r['corrected']:26.3f} {r['plain']:6.3f}")
+        print(
+            f"{n:3d} {noise:5d} {shift:6.1f} | {r['sd']:11.3f} {r['se']:20.3f} {r['plain_sd']:11.3f} | "
+            f"{r['corrected']:26.3f} {r['plain']:6.3f}"
+        )
 
 
 if __name__ == "__main__":

@@ -15,10 +15,15 @@ def run_snakemake(*args, cwd, check=True, timeout=1500) -> subprocess.CompletedP
     """Run the repository's workflow in ``cwd``; on failure (with ``check``) show its output."""
     done = subprocess.run(
         [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), *map(str, args)],
-        cwd=cwd, capture_output=True, text=True, timeout=timeout,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
     if check and done.returncode != 0:
-        raise AssertionError(f"snakemake {' '.join(map(str, args))} failed:\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}")
+        raise AssertionError(
+            f"snakemake {' '.join(map(str, args))} failed:\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
+        )
     return done
 
 

@@ -61,8 +61,9 @@ def openimages_splits(root: Path, size: int = 48) -> tuple[Path, Path]:
     val_ids, train_ids = ids[::3], [i for k, i in enumerate(ids) if k % 3]
     paths = []
     for name, source, exclude in (("train", "train", val_ids), ("val", "validation", train_ids)):
-        made = oi.make_split(labels, classes, dataset="openimages", name=name, source_split=source,
-                             root=d, exclude=exclude)
+        made = oi.make_split(
+            labels, classes, dataset="openimages", name=name, source_split=source, root=d, exclude=exclude
+        )
         write_images(made, size)
         write_split(root / "splits" / "openimages" / f"{name}.parquet", made)
         paths.append(root / "splits" / "openimages" / f"{name}.parquet")
@@ -75,22 +76,23 @@ def paper_mirror(mirror: Path, models: tuple = ("resnet18",), **counts) -> dict:
     ``counts`` go to the toy_mirror builders (default: one image per analysis class, 3 train, 2 val, 16 px).
     """
     import yaml
+    from conftest import ROOT
 
     from biastransfer.data import toy_mirror
     from biastransfer.data.download import apply_mirror
     from biastransfer.models.registry import REGISTRY
     from biastransfer.models.toy_weights import write_weights
-    from conftest import ROOT
 
     config = yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())
     counts = {"per_class": 1, "n_train": 3, "n_val": 2, "size": 16, **counts}
-    for name, aset in config["analysis_sets"].items():
+    for aset in config["analysis_sets"].values():
         cur, base = aset["curation"], aset["paper"]["base_url"]
         if config["datasets"][aset["dataset"]]["kind"] == "coco":
             lists, ann = toy_mirror.build_coco(mirror, base, aset["classes"], objects=cur["objects"], **counts)
         else:
-            lists, ann = toy_mirror.build_openimages(mirror, base, aset["classes"], objects=cur["objects"],
-                                                     genders=cur["genders"], **counts)
+            lists, ann = toy_mirror.build_openimages(
+                mirror, base, aset["classes"], objects=cur["objects"], genders=cur["genders"], **counts
+            )
         aset["paper"]["files"] = lists
         config["datasets"][aset["dataset"]].update(mirror=str(mirror), checksums=ann)
     if models:

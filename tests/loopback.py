@@ -88,7 +88,7 @@ class FileServer:
             return None
         return target.read_bytes()
 
-    def __enter__(self) -> "FileServer":
+    def __enter__(self) -> FileServer:
         self._thread.start()
         return self
 

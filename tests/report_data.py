@@ -40,7 +40,10 @@ def similarity_table() -> pd.DataFrame:
             base_inter = rng.uniform(0.1, 0.6, len(PAIRS[analysis_set]))
             for stage, dataset, seed in stages():
                 shift = 0.0 if stage == "pretrained" else 0.05
-                for kind, keys, base in (("intra", CLASSES[analysis_set], base_intra), ("inter", PAIRS[analysis_set], base_inter)):
+                for kind, keys, base in (
+                    ("intra", CLASSES[analysis_set], base_intra),
+                    ("inter", PAIRS[analysis_set], base_inter),
+                ):
                     noise = 0.0 if stage == "pretrained" else rng.normal(0, 0.12, len(keys))
                     for key, value in zip(keys, base + shift + noise):
                         p, q = key.split("|") if kind == "inter" else ("", "")
@@ -66,7 +69,11 @@ def bts_table(similarity: pd.DataFrame) -> pd.DataFrame:
         for dataset, seeds in FINETUNE.items():
             ft = part[part["finetune_dataset"] == dataset]
             for seed in [str(s) for s in seeds] + ["pooled"]:
-                values = ft.groupby("key")["value"].mean() if seed == "pooled" else ft[ft["seed"] == seed].set_index("key")["value"]
+                values = (
+                    ft.groupby("key")["value"].mean()
+                    if seed == "pooled"
+                    else ft[ft["seed"] == seed].set_index("key")["value"]
+                )
                 result = spearmanr(pre.to_numpy(), values.loc[pre.index].to_numpy())
                 rows.append(dict(analysis_set=analysis_set, model=model, stage=f"ft-{dataset}", finetune_dataset=dataset,
                                  seed=seed, kind=kind, statistic=result.statistic, pvalue=result.pvalue, n=len(pre),
@@ -117,7 +124,11 @@ def finetune_metrics() -> pd.DataFrame:
 
 def analysis_sets() -> pd.DataFrame:
     return pd.DataFrame(
-        [dict(analysis_set=s, dataset=s, **{"class": c}, n=10 + i) for s, classes in CLASSES.items() for i, c in enumerate(classes)]
+        [
+            dict(analysis_set=s, dataset=s, **{"class": c}, n=10 + i)
+            for s, classes in CLASSES.items()
+            for i, c in enumerate(classes)
+        ]
     )
 
 
@@ -144,7 +155,9 @@ def similarity_change(similarity: pd.DataFrame) -> pd.DataFrame:
     ft["value_pretrained"] = [pre[k] for k in zip(*(ft[c] for c in keys))]
     ft["value_finetuned"] = ft["value"]
     ft["delta"] = ft["value_finetuned"] - ft["value_pretrained"]
-    ft = ft.assign(ci_low=ft["delta"] - 0.02, ci_high=ft["delta"] + 0.02, ci_level=0.95, bootstrap=2000, pvalue_floor=2 / 2001)
+    ft = ft.assign(
+        ci_low=ft["delta"] - 0.02, ci_high=ft["delta"] + 0.02, ci_level=0.95, bootstrap=2000, pvalue_floor=2 / 2001
+    )
     ft["pvalue"] = np.where(ft["delta"].abs() > 0.02, ft["pvalue_floor"], 0.5)
     return ft[["analysis_set", "model", "finetune_dataset", "seed", "kind", "key", "class_p", "class_q", "value_pretrained",
                "value_finetuned", "delta", "ci_low", "ci_high", "pvalue", "pvalue_floor", "ci_level", "bootstrap"]]  # fmt: skip
@@ -178,10 +191,16 @@ def write_run_files(root, analysis_set: str = "coco", dataset: str = "coco", mod
         pd.DataFrame({"epoch": epochs, "train_loss": 1 / epochs + 0.01 * seed, "val_loss": 1.1 / epochs, "metric": 0.5 + 0.1 * epochs,
                       "lr": 0.01}).to_csv(run / "curve.csv", index=False)  # fmt: skip
         (run / "metrics.json").write_text(json.dumps({"metric_name": "mAP", "epoch_best": 4, "seed": seed}))
-    scratch = root / "results" / "scratch" / dataset / model / "seed0"  # a scratch reference keeps its curve in metrics.json
+    scratch = (
+        root / "results" / "scratch" / dataset / model / "seed0"
+    )  # a scratch reference keeps its curve in metrics.json
     scratch.mkdir(parents=True, exist_ok=True)
-    history = [{"epoch": e, "train_loss": 2 / e, "val_loss": 2.2 / e, "metric": 0.1 * e, "lr": 0.01} for e in range(1, 4)]
-    (scratch / "metrics.json").write_text(json.dumps({"metric_name": "mAP", "epoch_best": 3, "seed": 0, "history": history}))
+    history = [
+        {"epoch": e, "train_loss": 2 / e, "val_loss": 2.2 / e, "metric": 0.1 * e, "lr": 0.01} for e in range(1, 4)
+    ]
+    (scratch / "metrics.json").write_text(
+        json.dumps({"metric_name": "mAP", "epoch_best": 3, "seed": 0, "history": history})
+    )
 
 
 def write_all(folder) -> dict[str, str]:

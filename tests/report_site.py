@@ -13,8 +13,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
-
 import report_data as rd  # noqa: E402
+
 from biastransfer.report.findings import describe_findings  # noqa: E402
 from biastransfer.scripting import run  # noqa: E402
 
@@ -27,11 +27,26 @@ ROLES = {("coco", "car-random"): "planted", ("openimages", "car-fashion"): "cont
 CONFIG = {
     "models": {m: {"source": "timm", "arch": m} for m in rd.MODELS},
     "analysis_sets": {
-        a: {"ieat": [{"name": f"{x}-{y}", "X": "man", "Y": "woman", "A": x, "B": y,
-                      **({"role": ROLES[(a, f"{x}-{y}")]} if (a, f"{x}-{y}") in ROLES else {})} for x, y in tests]}
+        a: {
+            "ieat": [
+                {
+                    "name": f"{x}-{y}",
+                    "X": "man",
+                    "Y": "woman",
+                    "A": x,
+                    "B": y,
+                    **({"role": ROLES[(a, f"{x}-{y}")]} if (a, f"{x}-{y}") in ROLES else {}),
+                }
+                for x, y in tests
+            ]
+        }
         for a, tests in rd.IEAT_TESTS.items()
     },  # fmt: skip
-    "finetune": {"datasets": list(rd.FINETUNE), "seeds": [0, 1, 2], "defaults": {"epochs": 25, "lr": 0.001, "optimizer": "sgd"}},
+    "finetune": {
+        "datasets": list(rd.FINETUNE),
+        "seeds": [0, 1, 2],
+        "defaults": {"epochs": 25, "lr": 0.001, "optimizer": "sgd"},
+    },
     "report": {"p_adjust": "holm", "control_class": "random"},
     "analysis": {"ieat": {"alpha": 0.05}, "bts": {"reference": "none"}},
 }

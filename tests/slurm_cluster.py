@@ -105,7 +105,10 @@ class SlurmCluster:
 
     def daemon_pids(self) -> dict[str, int]:
         """PIDs of the running daemons, from their PID files (munged, slurmctld, slurmd)."""
-        return {pid_file.stem: int(pid_file.read_text().split()[0]) for pid_file in sorted((self.root / "run").glob("*.pid"))}
+        return {
+            pid_file.stem: int(pid_file.read_text().split()[0])
+            for pid_file in sorted((self.root / "run").glob("*.pid"))
+        }
 
     def log_tail(self, lines: int = 30) -> str:
         """The last ``lines`` lines of each daemon log, for error messages."""
@@ -265,7 +268,10 @@ class _Daemons:
             while time.monotonic() < deadline:
                 queue = subprocess.run(
                     ["squeue", "-h", "-t", "PENDING,RUNNING,COMPLETING,SUSPENDED", "-o", "%i"],
-                    env=self.env, capture_output=True, text=True, timeout=30,
+                    env=self.env,
+                    capture_output=True,
+                    text=True,
+                    timeout=30,
                 )
                 if queue.returncode != 0 or not queue.stdout.strip():
                     break
@@ -332,14 +338,17 @@ def local_slurm_cluster(
         daemons.processes.append(
             _start(
                 [
-                    "munged", "--foreground", "--force",
+                    "munged",
+                    "--foreground",
+                    "--force",
                     f"--key-file={key}",
                     f"--socket={munge_socket}",
                     f"--pid-file={root / 'run' / 'munged.pid'}",
                     f"--log-file={log / 'munged.log'}",
                     f"--seed-file={root / 'munge' / 'munged.seed'}",
                 ],
-                env, log / "munged.stdout.log",
+                env,
+                log / "munged.stdout.log",
             )
         )
         _wait_for(lambda: munge_socket.exists(), ready_timeout_s, "munged socket", cluster, daemons)

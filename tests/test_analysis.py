@@ -1,21 +1,33 @@
 """Result tables from embeddings: similarity, BTS (per seed and pooled), iEAT, adjusted p-values, findings."""
 
 import re
+
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
 
-from biastransfer.stats.results import add_adjusted_pvalues, bts_table, ieat_table, pair_key, similarity_table, with_provenance
 from biastransfer.embeddings import EmbeddingTable
 from biastransfer.report.findings import describe_findings, to_html
+from biastransfer.stats.results import (
+    add_adjusted_pvalues,
+    bts_table,
+    ieat_table,
+    pair_key,
+    similarity_table,
+    with_provenance,
+)
 
 
 def table(seed=0, shift=0.0):
     rng = np.random.default_rng(seed)
     names = ["a", "b", "c", "d"]
     centres = {n: rng.standard_normal(16) * (i + 1) for i, n in enumerate(names)}
-    rows = [(f"{n}{i}", n, centres[n] + shift * rng.standard_normal(16) + rng.standard_normal(16)) for n in names for i in range(6)]
+    rows = [
+        (f"{n}{i}", n, centres[n] + shift * rng.standard_normal(16) + rng.standard_normal(16))
+        for n in names
+        for i in range(6)
+    ]
     ids, classes, emb = zip(*rows)
     return EmbeddingTable(np.array(ids), np.array(classes), np.array(emb, dtype=np.float32))
 

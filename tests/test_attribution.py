@@ -65,7 +65,9 @@ def test_monte_carlo_pvalue_agrees_with_exact_and_counts_the_observed_relabellin
 @pytest.mark.parametrize("n_a,n_b,expected", [(2, 2, 1 / 3), (4, 4, 2 / 70), (5, 5, 2 / 252), (3, 5, 1 / 56)])
 def test_the_smallest_attainable_pvalue_is_that_of_separated_groups(n_a, n_b, expected):
     assert min_pvalue(n_a, n_b) == pytest.approx(expected)
-    assert compare_networks(np.arange(n_a) + 50.0, np.arange(float(n_b)), simulations=50).pvalue == pytest.approx(expected)
+    assert compare_networks(np.arange(n_a) + 50.0, np.arange(float(n_b)), simulations=50).pvalue == pytest.approx(
+        expected
+    )
     assert min_pvalue(n_a, n_b, "greater") == pytest.approx(1 / math.comb(n_a + n_b, n_a))
 
 
@@ -115,19 +117,46 @@ def test_bad_input_names_the_group(bad, match):
 def ieat_summary(values: dict) -> pd.DataFrame:
     rows = []
     for model, d in values.items():
-        rows.append({"analysis_set": "s", "model": model, "stage": "pretrained", "finetune_dataset": "", "test": "t", "effect_size": d})
+        rows.append(
+            {
+                "analysis_set": "s",
+                "model": model,
+                "stage": "pretrained",
+                "finetune_dataset": "",
+                "test": "t",
+                "effect_size": d,
+            }
+        )
         for seed in (0, 1):
-            rows.append({"analysis_set": "s", "model": model, "stage": f"ft-x-seed{seed}", "finetune_dataset": "x",
-                         "test": "t", "effect_size": d + seed})
+            rows.append(
+                {
+                    "analysis_set": "s",
+                    "model": model,
+                    "stage": f"ft-x-seed{seed}",
+                    "finetune_dataset": "x",
+                    "test": "t",
+                    "effect_size": d + seed,
+                }
+            )
     return pd.DataFrame(rows)
 
 
 def test_attribution_table_compares_every_pair_of_groups():
-    ieat = ieat_summary({"p0": 1.3, "p1": 0.8, "p2": 1.1, "n0": -0.8, "n1": -0.7, "n2": -0.9, "m0": -1.7, "m1": -1.6, "m2": -1.5})
-    spec = {"name": "planted", "analysis_set": "s", "test": "t",
-            "groups": {"planted": ["p0", "p1", "p2"], "none": ["n0", "n1", "n2"], "mirrored": ["m0", "m1", "m2"]}}
+    ieat = ieat_summary(
+        {"p0": 1.3, "p1": 0.8, "p2": 1.1, "n0": -0.8, "n1": -0.7, "n2": -0.9, "m0": -1.7, "m1": -1.6, "m2": -1.5}
+    )
+    spec = {
+        "name": "planted",
+        "analysis_set": "s",
+        "test": "t",
+        "groups": {"planted": ["p0", "p1", "p2"], "none": ["n0", "n1", "n2"], "mirrored": ["m0", "m1", "m2"]},
+    }
     table = attribution_table(ieat, [spec, {**spec, "name": "after", "stage": "ft-x"}], simulations=50)
-    assert list(zip(table["group_a"], table["group_b"]))[:3] == [("planted", "none"), ("planted", "mirrored"), ("none", "mirrored")]
+    assert list(zip(table["group_a"], table["group_b"]))[:3] == [
+        ("planted", "none"),
+        ("planted", "mirrored"),
+        ("none", "mirrored"),
+    ]
     first = table.iloc[0]
     assert first["mean_a"] == pytest.approx(np.mean([1.3, 0.8, 1.1])) and first["pvalue"] == pytest.approx(2 / 20)
     assert first["networks_a"] == "p0 1.300; p1 0.800; p2 1.100"

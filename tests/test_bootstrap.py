@@ -93,7 +93,9 @@ def test_ieat_interval_covers_a_large_d_in_many_dimensions():
     sx, sy = unit(X) @ direction, unit(Y) @ direction
     population_d = (sx.mean() - sy.mean()) / np.concatenate([sx, sy]).std()
     hits = sum(
-        (lambda r: r.ci_low <= population_d <= r.ci_high)(ieat_ci(*sets(np.random.default_rng(100 + i), 30), replicates=1000, seed=i))
+        (lambda r: r.ci_low <= population_d <= r.ci_high)(
+            ieat_ci(*sets(np.random.default_rng(100 + i), 30), replicates=1000, seed=i)
+        )
         for i in range(200)
     )
     assert 0.93 <= hits / 200 <= 0.98
@@ -190,7 +192,9 @@ def test_combined_test_is_calibrated_on_null_data():
             rng = np.random.default_rng(i)
             shared = draw(rng, 6, {k: E1 for k in "XYAB"})
             strata = [
-                [z + 0.5 * rng.normal(size=z.shape) for z in shared] if paired else draw(rng, 6, {k: E1 for k in "XYAB"})
+                [z + 0.5 * rng.normal(size=z.shape) for z in shared]
+                if paired
+                else draw(rng, 6, {k: E1 for k in "XYAB"})
                 for _ in range(3)
             ]
             res = combined_ieat(strata, paired=paired, permutations=300, seed=i)
@@ -231,7 +235,9 @@ def test_exact_bts_pvalue_equals_brute_force_enumeration(n, alternative):
 
 def test_bts_monte_carlo_p_at_its_floor():
     keys = range(12)  # 12! orderings: Monte Carlo
-    res = bias_transfer_score(dict(zip(keys, range(12))), dict(zip(keys, range(12))), pvalue="permutation", permutations=1000)
+    res = bias_transfer_score(
+        dict(zip(keys, range(12))), dict(zip(keys, range(12))), pvalue="permutation", permutations=1000
+    )
     assert res.pvalue == pytest.approx(2 / 1000) and res.pvalue_floor == pytest.approx(2 / 1000)
 
 

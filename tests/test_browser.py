@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 import report_site
 from webdriver import CHROMEDRIVER, CHROMIUM, Browser
 
@@ -69,7 +68,7 @@ def test_the_report_reads_in_a_browser_from_overview_to_findings_figure_and_tabl
     assert browser.displayed(table) and "Download: CSV" in visible_text(browser, "main")
     header = browser.find_all("table.sortable th")[9]  # d
     assert browser.text(header).startswith("d")
-    column = 'table.sortable tbody tr td:nth-child(10)'
+    column = "table.sortable tbody tr td:nth-child(10)"
     browser.click(header)
     values = [float(browser.text(c)) for c in browser.find_all(column)]
     assert values == sorted(values) and browser.attribute(header, "aria-sort") == "ascending"

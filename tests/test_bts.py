@@ -15,18 +15,38 @@ from biastransfer.stats.similarity import intra_class_similarity
 # Table 3 intra n = 7 (the COCO `indiv` list), Table 3 inter n = 9, Table 4 intra n = 8,
 # Table 4 inter n = 12. The COCO `object` list (n = 13) reproduces none of Table 3's inter rows.
 PAPER = {
-    ("Table 3", "intra", 7): [("ResNet18", "0.714", "0.071"), ("ResNet50", "0.857", "0.014"),
-                              ("BiT-M-R50x1", "0.893", "0.007"), ("CLIP-ViT-B/32", "0.929", "0.003"),
-                              ("SimCLR ResNet50", "0.893", "0.007"), ("MoCo ResNet50", "0.714", "0.071")],
-    ("Table 3", "inter", 9): [("ResNet18", "0.067", "0.865"), ("ResNet50", "0.867", "0.002"),
-                              ("BiT-M-R50x1", "0.8", "0.01"), ("CLIP-ViT-B/32", "0.867", "0.002"),
-                              ("SimCLR ResNet50", "0.817", "0.007"), ("MoCo ResNet50", "0.367", "0.332")],
-    ("Table 4", "intra", 8): [("ResNet18", "0.81", "0.015"), ("ResNet50", "0.667", "0.071"),
-                              ("BiT-M-R50x1", "0.952", None), ("CLIP-ViT-B/32", "0.429", "0.289"),
-                              ("SimCLR ResNet50", "0.714", "0.047"), ("MoCo ResNet50", "0.667", "0.071")],
-    ("Table 4", "inter", 12): [("ResNet18", "0.343", "0.276"), ("ResNet50", "0.545", "0.067"),
-                               ("BiT-M-R50x1", "0.748", "0.005"), ("CLIP-ViT-B/32", "0.65", "0.022"),
-                               ("SimCLR ResNet50", "0.671", "0.017"), ("MoCo ResNet50", "0.266", "0.404")],
+    ("Table 3", "intra", 7): [
+        ("ResNet18", "0.714", "0.071"),
+        ("ResNet50", "0.857", "0.014"),
+        ("BiT-M-R50x1", "0.893", "0.007"),
+        ("CLIP-ViT-B/32", "0.929", "0.003"),
+        ("SimCLR ResNet50", "0.893", "0.007"),
+        ("MoCo ResNet50", "0.714", "0.071"),
+    ],
+    ("Table 3", "inter", 9): [
+        ("ResNet18", "0.067", "0.865"),
+        ("ResNet50", "0.867", "0.002"),
+        ("BiT-M-R50x1", "0.8", "0.01"),
+        ("CLIP-ViT-B/32", "0.867", "0.002"),
+        ("SimCLR ResNet50", "0.817", "0.007"),
+        ("MoCo ResNet50", "0.367", "0.332"),
+    ],
+    ("Table 4", "intra", 8): [
+        ("ResNet18", "0.81", "0.015"),
+        ("ResNet50", "0.667", "0.071"),
+        ("BiT-M-R50x1", "0.952", None),
+        ("CLIP-ViT-B/32", "0.429", "0.289"),
+        ("SimCLR ResNet50", "0.714", "0.047"),
+        ("MoCo ResNet50", "0.667", "0.071"),
+    ],
+    ("Table 4", "inter", 12): [
+        ("ResNet18", "0.343", "0.276"),
+        ("ResNet50", "0.545", "0.067"),
+        ("BiT-M-R50x1", "0.748", "0.005"),
+        ("CLIP-ViT-B/32", "0.65", "0.022"),
+        ("SimCLR ResNet50", "0.671", "0.017"),
+        ("MoCo ResNet50", "0.266", "0.404"),
+    ],
 }
 
 

@@ -7,23 +7,34 @@ import json
 
 import pandas as pd
 import pytest
+from loopback import FileServer
 from PIL import Image
 
 from biastransfer.data import coco
 from biastransfer.data.curation import manifest_from_selection
 from biastransfer.data.leakage import check_no_leakage
 from biastransfer.data.manifest import read_manifest, write_manifest
-from loopback import FileServer
 
-CATS = [{"id": 1, "name": "person", "supercategory": "person"}, {"id": 3, "name": "car", "supercategory": "vehicle"},
-        {"id": 42, "name": "surfboard", "supercategory": "sports"}, {"id": 62, "name": "chair", "supercategory": "furniture"}]
+CATS = [
+    {"id": 1, "name": "person", "supercategory": "person"},
+    {"id": 3, "name": "car", "supercategory": "vehicle"},
+    {"id": 42, "name": "surfboard", "supercategory": "sports"},
+    {"id": 62, "name": "chair", "supercategory": "furniture"},
+]
 W = H = 100  # image area 10,000; areas below are chosen against min_area_fraction = 0.05 (500)
 
 
 def ann(i, image_id, cat, area=2000.0, crowd=0):
     seg = {"counts": [5, 10, 85], "size": [H, W]} if crowd else [[1.0, 2.5, 30.0, 2.0, 30.0, 40.0]]
-    return {"id": i, "image_id": image_id, "category_id": cat, "segmentation": seg, "area": area,
-            "bbox": [1.0, 2.0, 29.0, 38.0], "iscrowd": crowd}
+    return {
+        "id": i,
+        "image_id": image_id,
+        "category_id": cat,
+        "segmentation": seg,
+        "area": area,
+        "bbox": [1.0, 2.0, 29.0, 38.0],
+        "iscrowd": crowd,
+    }
 
 
 def build_split(split, start):
@@ -31,33 +42,60 @@ def build_split(split, start):
     plan = []  # (image_id, [(cat, area, crowd)], captions, expected class)
     i = start
     for _ in range(5):
-        plan.append((i, [(3, 3000, 0)], ["a red car parked"], "car")); i += 1
+        plan.append((i, [(3, 3000, 0)], ["a red car parked"], "car"))
+        i += 1
     for _ in range(4):
-        plan.append((i, [(3, 3000, 0), (1, 1500, 0)], ["a man next to his car.", "A MAN, smiling"], "car_man")); i += 1
+        plan.append((i, [(3, 3000, 0), (1, 1500, 0)], ["a man next to his car.", "A MAN, smiling"], "car_man"))
+        i += 1
     for _ in range(3):
-        plan.append((i, [(3, 3000, 0), (1, 1500, 0)], ["a woman by a car", "lady driving"], "car_woman")); i += 1
+        plan.append((i, [(3, 3000, 0), (1, 1500, 0)], ["a woman by a car", "lady driving"], "car_woman"))
+        i += 1
     for _ in range(4):
-        plan.append((i, [(42, 2500, 0), (1, 900, 0)], ["a boy on a surfboard"], "surfboard_man")); i += 1
+        plan.append((i, [(42, 2500, 0), (1, 900, 0)], ["a boy on a surfboard"], "surfboard_man"))
+        i += 1
     for _ in range(4):
-        plan.append((i, [(1, 4000, 0)], ["a woman smiling"], "woman")); i += 1
+        plan.append((i, [(1, 4000, 0)], ["a woman smiling"], "woman"))
+        i += 1
     for _ in range(4):
-        plan.append((i, [(1, 4000, 0)], ["a man standing"], "man")); i += 1
+        plan.append((i, [(1, 4000, 0)], ["a man standing"], "man"))
+        i += 1
     # distractors that must never be chosen for a non-random class
-    plan.append((i, [(3, 100, 0)], ["tiny car"], None)); i += 1                                 # car too small
-    plan.append((i, [(3, 3000, 0), (62, 800, 0)], ["car and chair"], None)); i += 1              # other category
-    plan.append((i, [(3, 3000, 0), (1, 1500, 0)], ["a man and a woman by a car"], None)); i += 1  # both genders
-    plan.append((i, [(3, 3000, 0), (1, 1500, 0), (1, 900, 0)], ["two men by a car"], None)); i += 1  # 2 persons
-    plan.append((i, [(1, 4000, 1)], ["a crowd of men"], None)); i += 1                           # crowd
-    plan.append((i, [], ["an empty street"], None)); i += 1                                      # unlabelled
+    plan.append((i, [(3, 100, 0)], ["tiny car"], None))
+    i += 1  # car too small
+    plan.append((i, [(3, 3000, 0), (62, 800, 0)], ["car and chair"], None))
+    i += 1  # other category
+    plan.append((i, [(3, 3000, 0), (1, 1500, 0)], ["a man and a woman by a car"], None))
+    i += 1  # both genders
+    plan.append((i, [(3, 3000, 0), (1, 1500, 0), (1, 900, 0)], ["two men by a car"], None))
+    i += 1  # 2 persons
+    plan.append((i, [(1, 4000, 1)], ["a crowd of men"], None))
+    i += 1  # crowd
+    plan.append((i, [], ["an empty street"], None))
+    i += 1  # unlabelled
     images, anns, caps = [], [], []
     for image_id, objs, texts, _ in plan:
-        images.append({"id": image_id, "file_name": f"{image_id:012d}.jpg", "width": W, "height": H, "license": 1,
-                       "coco_url": coco.image_url(split, image_id), "date_captured": "",
-                       "flickr_url": f"http://farm1.staticflickr.com/1/{image_id}_abc_z.jpg"})
+        images.append(
+            {
+                "id": image_id,
+                "file_name": f"{image_id:012d}.jpg",
+                "width": W,
+                "height": H,
+                "license": 1,
+                "coco_url": coco.image_url(split, image_id),
+                "date_captured": "",
+                "flickr_url": f"http://farm1.staticflickr.com/1/{image_id}_abc_z.jpg",
+            }
+        )
         for cat, area, crowd in objs:
             anns.append(ann(len(anns) + 1 + 10_000 * start, image_id, cat, area, crowd))
         caps += [{"id": len(caps) + 1, "image_id": image_id, "caption": t} for t in texts]
-    inst = {"info": {}, "licenses": [{"id": 1, "name": "CC"}], "images": images, "annotations": anns, "categories": CATS}
+    inst = {
+        "info": {},
+        "licenses": [{"id": 1, "name": "CC"}],
+        "images": images,
+        "annotations": anns,
+        "categories": CATS,
+    }
     return inst, {"info": {}, "images": images, "annotations": caps}, plan
 
 
@@ -105,7 +143,10 @@ def test_load_instances_fields_and_category_order(tree):
     [
         (lambda t: t[: len(t) // 2], "not valid JSON, perhaps truncated"),
         (lambda t: t.replace('"category_id"', '"cat"', 1), r"annotations\[0\] has no 'category_id'"),
-        (lambda t: t.replace('"category_id": 3', '"category_id": 99', 1), r"category id\(s\) \[99\] not in 'categories'"),
+        (
+            lambda t: t.replace('"category_id": 3', '"category_id": 99', 1),
+            r"category id\(s\) \[99\] not in 'categories'",
+        ),
         (lambda t: t.replace('"categories"', '"cats"'), r"missing top-level key\(s\) \['categories'\]"),
     ],
 )
@@ -119,13 +160,24 @@ def test_bad_annotation_files_raise_clear_errors(tree, damage, message):
 
 
 def test_caption_gender_rule():
-    caps = pd.DataFrame({"image_id": [1, 1, 2, 3, 3, 4, 5], "caption": [
-        "A man.", "a dog", "Two WOMEN talking", "a girl", "her brother, a boy", "a manhole", "men's shoes"]})
+    caps = pd.DataFrame(
+        {
+            "image_id": [1, 1, 2, 3, 3, 4, 5],
+            "caption": [
+                "A man.",
+                "a dog",
+                "Two WOMEN talking",
+                "a girl",
+                "her brother, a boy",
+                "a manhole",
+                "men's shoes",
+            ],
+        }
+    )
     got = coco.caption_gender(caps, ["man", "men", "boy"], ["woman", "women", "girl"]).to_dict()
     assert got == {1: "man", 2: "woman", 5: "man"}  # 3 has both, 4 has neither ("manhole" is not "man")
     with pytest.raises(ValueError, match="disjoint"):
         coco.caption_gender(caps, ["man"], ["man"])
-
 
 
 def test_punctuation_follows_the_word_lists_source():
@@ -157,14 +209,19 @@ def test_an_unknown_dataset_kind_is_named():
     with pytest.raises(ValueError, match="dataset kind 'imagenet' has no adapter"):
         kind_of({"kind": "imagenet", "root": "x"})
 
+
 SIZES = {"car": 8, "car_man": 6, "car_woman": 4, "surfboard_man": 5, "man": 6, "woman": 5, "random": 7}
 
 
 def test_curated_selection_obeys_rules_and_sizes(tree):
     tmp_path, plans = tree
     inst, caps = load(tmp_path)
-    kw = dict(root=tmp_path / "coco", male_words=["man", "men", "boy"], female_words=["woman", "lady"],
-              objects={"car": "car", "surfboard": "surfboard"})
+    kw = dict(
+        root=tmp_path / "coco",
+        male_words=["man", "men", "boy"],
+        female_words=["woman", "lady"],
+        objects={"car": "car", "surfboard": "surfboard"},
+    )
     sel = coco.curate(inst, caps, SIZES, seed=3, **kw)
     expected = {str(i): cls for plan in plans.values() for i, _, _, cls in plan}
     assert sel.groupby("class").size().to_dict() == SIZES
@@ -205,13 +262,17 @@ def test_paper_lists_resolve_flickr_and_drop_repeats(tree):
     inst, _ = load(tmp_path)
     lists = tmp_path / "lists"
     lists.mkdir()
-    (lists / "car.txt").write_text(f"{coco.image_url('val2017', 100)}\n\n{coco.image_url('train2017', 501)}\n"
-                                   f"{coco.image_url('val2017', 100)}\n")
+    (lists / "car.txt").write_text(
+        f"{coco.image_url('val2017', 100)}\n\n{coco.image_url('train2017', 501)}\n{coco.image_url('val2017', 100)}\n"
+    )
     (lists / "man.txt").write_text("http://farm1.staticflickr.com/1/121_abc_z.jpg\n")
     tables = [i.images.assign(split=i.split) for i in inst]
     sel = coco.paper_selection({"car": lists / "car.txt", "man": lists / "man.txt"}, root="R", images=tables)
     assert sel[["image_id", "class", "source_split"]].values.tolist() == [
-        ["100", "car", "val2017"], ["501", "car", "train2017"], ["121", "man", "val2017"]]
+        ["100", "car", "val2017"],
+        ["501", "car", "train2017"],
+        ["121", "man", "val2017"],
+    ]
     assert sel["reason"].iloc[2] == "paper list man.txt line 1: http://farm1.staticflickr.com/1/121_abc_z.jpg"
     (lists / "bad.txt").write_text("http://example.org/x.jpg\n")
     with pytest.raises(ValueError, match=r"bad\.txt:1: 'http://example.org/x.jpg' is neither"):
@@ -222,11 +283,20 @@ def test_manifest_splits_and_leakage(tree):
     tmp_path, _ = tree
     inst, caps = load(tmp_path)
     root = tmp_path / "coco"
-    sel = coco.curate(inst, caps, {"car": 4, "man": 3, "random": 3}, root=root, male_words=["man"],
-                      female_words=["woman"], objects={"car": "car"})
+    sel = coco.curate(
+        inst,
+        caps,
+        {"car": 4, "man": 3, "random": 3},
+        root=root,
+        male_words=["man"],
+        female_words=["woman"],
+        objects={"car": "car"},
+    )
     files = {f"/{s}/{int(i):012d}.jpg": jpeg(int(i)) for s, i in zip(sel["source_split"], sel["image_id"])}
     with FileServer(files) as srv:
-        sel = sel.assign(source=[f"{srv.url}/{s}/{int(i):012d}.jpg" for s, i in zip(sel["source_split"], sel["image_id"])])
+        sel = sel.assign(
+            source=[f"{srv.url}/{s}/{int(i):012d}.jpg" for s, i in zip(sel["source_split"], sel["image_id"])]
+        )
         manifest = manifest_from_selection(sel, workers=4)
     write_manifest(tmp_path / "manifest.parquet", manifest)
     manifest = read_manifest(tmp_path / "manifest.parquet")
@@ -272,21 +342,27 @@ def test_scripts_end_to_end_through_a_mirror(tree, monkeypatch):
     with zipfile.ZipFile(buf, "w") as zf:
         for f in sorted((tmp_path / "coco" / "annotations").iterdir()):
             zf.write(f, f"annotations/{f.name}")
-    lists = {"car": f"{coco.image_url('val2017', 100)}\n{coco.image_url('train2017', 501)}\n",
-             "man": "http://farm1.staticflickr.com/1/121_abc_z.jpg\nhttp://images.cocodataset.org/val2017/000000122.jpg\n"}
+    lists = {
+        "car": f"{coco.image_url('val2017', 100)}\n{coco.image_url('train2017', 501)}\n",
+        "man": "http://farm1.staticflickr.com/1/121_abc_z.jpg\nhttp://images.cocodataset.org/val2017/000000122.jpg\n",
+    }
     files = {"/images.cocodataset.org/annotations/annotations_trainval2017.zip": buf.getvalue()}
     files.update({f"/raw.example/lists/{c}.txt": t.encode() for c, t in lists.items()})
     inst, _ = load(tmp_path)
     for i in inst:
-        files.update({f"/images.cocodataset.org/{i.split}/{f}": jpeg(n) for n, f in zip(i.images["id"], i.images["file_name"])})
+        files.update(
+            {f"/images.cocodataset.org/{i.split}/{f}": jpeg(n) for n, f in zip(i.images["id"], i.images["file_name"])}
+        )
     zip_md5 = hashlib.md5(buf.getvalue()).hexdigest()
     monkeypatch.setitem(coco.FILES, "annotations_trainval2017.zip", (coco.ANNOTATIONS_URL, zip_md5))
     with FileServer(files) as srv:
         ds = {"kind": "coco", "root": "data/coco", "images": "needed", "mirror": srv.url}
         download_dataset.main(ds, "ok/annotations.ok")
         assert (tmp_path / "data/coco/annotations/instances_train2017.json").is_file()
-        paper = {"base_url": "http://raw.example/lists",
-                 "files": {c: hashlib.sha256(t.encode()).hexdigest() for c, t in lists.items()}}
+        paper = {
+            "base_url": "http://raw.example/lists",
+            "files": {c: hashlib.sha256(t.encode()).hexdigest() for c, t in lists.items()},
+        }
         download_paper_lists.main(paper, "lists", "lists/lists.ok", mirror=srv.url)
         aset = {"dataset": "coco", "source": "paper", "classes": ["car", "man"]}
         curate_analysis_set.main(ds, aset, "sel.parquet", lists_dir="lists")

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from biastransfer.report import compare
-from biastransfer.scripting import run
 from biastransfer.report.tables import tabular_of
+from biastransfer.scripting import run
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "resources" / "paper_reference.csv"
@@ -89,8 +89,20 @@ def reproducing_run(reference: pd.DataFrame) -> dict[str, pd.DataFrame]:
                                     metric_value=v[metric] + step * sd, epochs=v["epochs"], lr=v["lr"], batch_size=32,
                                     optimizer="sgd", scheduler="none"))  # fmt: skip
     t6 = reference[reference["table"] == "6"]
-    stats = pd.DataFrame({"analysis_set": "openimages", "dataset": "openimages", "class": t6["concept_pair"], "n": t6["value"].astype(int)})
-    return {"bts": pd.DataFrame(bts), "ieat": pd.DataFrame(ieat), "finetune_metrics": pd.DataFrame(metrics), "analysis_sets": stats}
+    stats = pd.DataFrame(
+        {
+            "analysis_set": "openimages",
+            "dataset": "openimages",
+            "class": t6["concept_pair"],
+            "n": t6["value"].astype(int),
+        }
+    )
+    return {
+        "bts": pd.DataFrame(bts),
+        "ieat": pd.DataFrame(ieat),
+        "finetune_metrics": pd.DataFrame(metrics),
+        "analysis_sets": stats,
+    }
 
 
 @pytest.fixture()
@@ -108,7 +120,9 @@ def test_a_run_that_reproduces_the_paper_agrees_on_every_row_it_produced(referen
     assert not rows["table"].isin(["3", "5"]).any()  # the run did not analyse COCO: out of scope, not "missing"
     # Each row is joined to its own reference number, not a neighbour's.
     assert (rows["ours"] - rows["paper"]).abs().max() < 1e-9
-    sample = rows[(rows["model"] == "clip_vit_b32") & (rows["concept_pair"] == "mammal|fashion") & (rows["measure"] == "ieat_d")]
+    sample = rows[
+        (rows["model"] == "clip_vit_b32") & (rows["concept_pair"] == "mammal|fashion") & (rows["measure"] == "ieat_d")
+    ]
     assert sorted(sample["paper"]) == [-0.249, 0.84]
 
 
@@ -152,12 +166,19 @@ def test_tolerances_and_alpha_are_parameters(reference, run_tables):
         compare.compare_to_paper(ours, reference, tolerances={"accuracy": 0.1})
     # BiT's Table 4 inter p is 0.005: significant at 0.05, not at 0.001.
     loose = compare.compare_to_paper(ours, reference, alpha=0.001).rows
-    assert loose.loc[(loose["table"] == "4") & (loose["model"] == "bit_m_r50x1") & (loose["measure"] == "bts_inter_p"), "status"].item() == "agrees"
+    assert (
+        loose.loc[
+            (loose["table"] == "4") & (loose["model"] == "bit_m_r50x1") & (loose["measure"] == "bts_inter_p"), "status"
+        ].item()
+        == "agrees"
+    )
 
 
 def test_seed_spread_is_compared_where_the_paper_gives_one(reference, run_tables):
     metrics = run_tables["finetune_metrics"]
-    extra = metrics[metrics["dataset"] == "openimages"].assign(seed="1", metric_value=lambda m: m["metric_value"] + 0.01)
+    extra = metrics[metrics["dataset"] == "openimages"].assign(
+        seed="1", metric_value=lambda m: m["metric_value"] + 0.01
+    )
     ours = compare.run_measurements(**{**run_tables, "finetune_metrics": pd.concat([metrics, extra])})
     assert set(ours.loc[ours["finetune_dataset"] == "openimages", "measure"]) >= {"micro_f1", "micro_f1_sd"}
     rows = compare.compare_to_paper(ours, reference).rows
@@ -188,9 +209,13 @@ def test_comparison_document_marks_flagged_rows_and_compiles(reference, run_tabl
     assert body.count("\\textbf{differs}") == 1
     assert f"{result.n_agree} of {len(result.rows)} rows agree" in doc
     rows_at_floor = result.rows[(result.rows["measure"] == "ieat_p") & (result.rows["ours"] <= 1e-5)]
-    assert len(rows_at_floor) and (rows_at_floor["ours_floor"] == 1e-5).all()  # the paper's p = 0.00001 rows: ours at the floor
+    assert (
+        len(rows_at_floor) and (rows_at_floor["ours_floor"] == 1e-5).all()
+    )  # the paper's p = 0.00001 rows: ours at the floor
     assert "$\\leq10^{-5}$" in body and "(ours written $\\leq$ is at its method's floor)" in doc
-    empty = compare.comparison_document(compare.compare_to_paper(compare.run_measurements(**run_tables).iloc[:0], reference))
+    empty = compare.comparison_document(
+        compare.compare_to_paper(compare.run_measurements(**run_tables).iloc[:0], reference)
+    )
     assert "No row of this run corresponds" in empty
     if shutil.which("pdflatex") is None:
         pytest.skip("pdflatex not on PATH (install with .ci/install-latex.sh)")
@@ -205,7 +230,9 @@ def test_compare_paper_script_runs_standalone(reference, run_tables, tmp_path):
     for name, frame in run_tables.items():
         paths[name] = tmp_path / f"{name}.csv"
         frame.to_csv(paths[name], index=False)
-    spec = importlib.util.spec_from_file_location("script_compare_paper", ROOT / "workflow" / "scripts" / "compare_paper.py")
+    spec = importlib.util.spec_from_file_location(
+        "script_compare_paper", ROOT / "workflow" / "scripts" / "compare_paper.py"
+    )
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)

@@ -55,14 +55,18 @@ def test_too_few_images_per_class_is_refused(demo):
     "edit, message",
     [
         (lambda c: c["finetune"]["datasets"].append("nope"), "finetune.datasets: unknown dataset 'nope'"),
-        (lambda c: c["analysis_sets"]["synthetic"]["ieat"][0].update(A="boat"),
-         "analysis_sets.synthetic.ieat.surfboard_vs_car.A: class 'boat'"),
+        (
+            lambda c: c["analysis_sets"]["synthetic"]["ieat"][0].update(A="boat"),
+            "analysis_sets.synthetic.ieat.surfboard_vs_car.A: class 'boat'",
+        ),
         (lambda c: c["analysis_sets"]["synthetic"]["bts"]["intra"].append("boat"), "bts.intra: class 'boat'"),
         (lambda c: c["models"]["democnn"]["pretrain"].update(dataset="nope"), "models.democnn.pretrain.dataset"),
         (lambda c: c["finetune"]["overrides"].update(nope={}), "finetune.overrides: unknown model 'nope'"),
         (lambda c: c["finetune"].update(seeds={"nope": [0]}), "no seeds for finetune dataset 'synthetic_target'"),
-        (lambda c: c["finetune"].update(seeds={"synthetic_target": [0], "nope": [1]}),
-         "finetune.seeds: 'nope' is not in finetune.datasets"),
+        (
+            lambda c: c["finetune"].update(seeds={"synthetic_target": [0], "nope": [1]}),
+            "finetune.seeds: 'nope' is not in finetune.datasets",
+        ),
     ],
 )
 def test_undefined_references_are_named(demo, edit, message):
@@ -131,8 +135,13 @@ def test_the_schema_fills_every_section_and_default():
     """The toy config names no report, weights, similarity or overrides: all exist after validation."""
     conf = load("tests/configs/tiny.yaml")
     validate(conf, SCHEMA, set_default=True)
-    assert conf["report"] == {"control_class": None, "p_adjust": "holm", "alpha": 0.05, "tolerances": {},
-                              "ieat_targets": None}
+    assert conf["report"] == {
+        "control_class": None,
+        "p_adjust": "holm",
+        "alpha": 0.05,
+        "tolerances": {},
+        "ieat_targets": None,
+    }
     assert conf["weights"] == {"cache_dir": "resources/weights", "mirror": None}
     assert conf["analysis"]["similarity"] == {"method": "exact", "iterations": 50, "seed": 0}
     assert conf["analysis"]["embed"]["device"] == "auto" and conf["analysis"]["ieat"]["alpha"] == 0.05
@@ -205,13 +214,22 @@ def test_negative_seeds_are_refused_naming_the_key(demo, edit, where):
 @pytest.mark.parametrize(
     "edit, message",
     [
-        (lambda c: c["analysis_sets"]["synthetic"]["ieat"][0].update(Y="person_a"),
-         "analysis_sets.synthetic.ieat.surfboard_vs_car: X and Y are both 'person_a'"),
-        (lambda c: c["analysis_sets"]["synthetic"]["ieat"][0].update(B="surfboard"),
-         "analysis_sets.synthetic.ieat.surfboard_vs_car: A and B are both 'surfboard'"),
-        (lambda c: c["analysis_sets"]["synthetic"]["classes"].append("giraffe"),
-         r"analysis_sets.synthetic.classes: \['giraffe'\] are no synthetic classes"),
-        (lambda c: c.update(report={"control_class": "noise"}), "report.control_class: class 'noise' is in no analysis set"),
+        (
+            lambda c: c["analysis_sets"]["synthetic"]["ieat"][0].update(Y="person_a"),
+            "analysis_sets.synthetic.ieat.surfboard_vs_car: X and Y are both 'person_a'",
+        ),
+        (
+            lambda c: c["analysis_sets"]["synthetic"]["ieat"][0].update(B="surfboard"),
+            "analysis_sets.synthetic.ieat.surfboard_vs_car: A and B are both 'surfboard'",
+        ),
+        (
+            lambda c: c["analysis_sets"]["synthetic"]["classes"].append("giraffe"),
+            r"analysis_sets.synthetic.classes: \['giraffe'\] are no synthetic classes",
+        ),
+        (
+            lambda c: c.update(report={"control_class": "noise"}),
+            "report.control_class: class 'noise' is in no analysis set",
+        ),
         (lambda c: c.update(report={"ieat_targets": ["man", "woman"]}), "report.ieat_targets: class 'man'"),
     ],
 )
@@ -222,16 +240,16 @@ def test_what_a_job_would_reject_is_refused_naming_the_key(demo, edit, message):
         cfg.check_config(demo)
 
 
-@pytest.mark.parametrize(
-    "source, section, key", [("paper", "paper", "files"), ("curated", "curation", "sizes")]
-)
+@pytest.mark.parametrize("source, section, key", [("paper", "paper", "files"), ("curated", "curation", "sizes")])
 def test_a_real_class_without_its_list_or_size_is_refused(source, section, key):
     paper = load("config/paper.yaml")
     aset = paper["analysis_sets"]["coco"]
     aset["source"] = source
     cfg.check_config(paper)
     del aset[section][key]["car_man"]
-    with pytest.raises(ValueError, match=rf"analysis_sets.coco.{section}.{key}: no entry for class\(es\) \['car_man'\]"):
+    with pytest.raises(
+        ValueError, match=rf"analysis_sets.coco.{section}.{key}: no entry for class\(es\) \['car_man'\]"
+    ):
         cfg.check_config(paper)
 
 
@@ -253,7 +271,12 @@ def test_a_broken_default_config_is_named_by_the_workflow(tmp_path):
         copy_tree = shutil.copytree if (ROOT / part).is_dir() else shutil.copy
         copy_tree(ROOT / part, tmp_path / part)
     (tmp_path / "config" / "config.yaml").write_text("datasets:\n  a: [1, 2\nmodels: {}\n")
-    done = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--cores", "1"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode != 0
     assert "config/config.yaml, line 3, column 7: expected ',' or ']'" in done.stdout + done.stderr

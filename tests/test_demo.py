@@ -89,9 +89,14 @@ def test_what_finetuning_changed_is_reported_in_both_directions(demo):
             after = ieat[(ieat["test"] == test) & (ieat["stage"] == f"ft-synthetic_target-seed{seed}")].iloc[0]
             assert (r["d_pretrained"], r["d_finetuned"]) == pytest.approx((before, after["effect_size"]), abs=1e-9)
             assert r["ci_low"] <= r["delta_d"] <= r["ci_high"]
-            assert f"change from pretrained, seed {seed} (same images, paired bootstrap): delta d = {r['delta_d']:.2f}" in section
+            assert (
+                f"change from pretrained, seed {seed} (same images, paired bootstrap): delta d = {r['delta_d']:.2f}"
+                in section
+            )
             if after["effect_size"] <= -0.5:  # a large effect against the one-sided test's direction
-                assert f"seed {seed}: " in section and f"**Opposite direction:** d = {after['effect_size']:.2f}" in section
+                assert (
+                    f"seed {seed}: " in section and f"**Opposite direction:** d = {after['effect_size']:.2f}" in section
+                )
     seeds = pd.read_csv(demo / "summary" / "ieat_seeds.csv")
     assert sorted(seeds["test"]) == sorted(sections) and (seeds["n_seeds"] == 3).all()
     assert "one test on all seeds' embeddings" in text

@@ -6,9 +6,18 @@ import hashlib
 import os
 
 import pytest
-
-from biastransfer.data.download import ChecksumError, Download, DownloadError, apply_mirror, fetch, fetch_many, partial_path, sidecar_path
 from loopback import FileServer
+
+from biastransfer.data.download import (
+    ChecksumError,
+    Download,
+    DownloadError,
+    apply_mirror,
+    fetch,
+    fetch_many,
+    partial_path,
+    sidecar_path,
+)
 
 BODY = os.urandom(300_000)
 SHA = hashlib.sha256(BODY).hexdigest()

@@ -14,7 +14,10 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "workflow" / "scripts"
 CONDA_NAMES = {
-    "torch": {"pytorch"}, "PIL": {"pillow"}, "yaml": {"pyyaml"}, "open_clip": {"open-clip-torch"},
+    "torch": {"pytorch"},
+    "PIL": {"pillow"},
+    "yaml": {"pyyaml"},
+    "open_clip": {"open-clip-torch"},
     "matplotlib": {"matplotlib", "matplotlib-base"},
 }
 PROVIDED = {"snakemake"}  # the running Snakemake injects itself into every script
@@ -63,9 +66,12 @@ def imported_modules(node: ast.AST, path: Path) -> list[str]:
         base = node.module
     names = [base]
     if base.split(".")[0] == "biastransfer":
-        names += [f"{base}.{a.name}" for a in node.names
-                  if SCRIPTS.joinpath(*base.split("."), a.name).with_suffix(".py").is_file()
-                  or (SCRIPTS.joinpath(*base.split("."), a.name) / "__init__.py").is_file()]
+        names += [
+            f"{base}.{a.name}"
+            for a in node.names
+            if SCRIPTS.joinpath(*base.split("."), a.name).with_suffix(".py").is_file()
+            or (SCRIPTS.joinpath(*base.split("."), a.name) / "__init__.py").is_file()
+        ]
     return names
 
 

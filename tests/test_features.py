@@ -12,8 +12,8 @@ import torch
 from PIL import Image
 
 from biastransfer.embeddings import read_embeddings, write_embeddings
-from biastransfer.models.features import embed_batches, embedding_provenance, extract_features, preprocessed_images
 from biastransfer.models.extractors import create_backbone
+from biastransfer.models.features import embed_batches, embedding_provenance, extract_features, preprocessed_images
 from biastransfer.models.spec import ModelSpec, Preprocess
 
 PRE = Preprocess(resize=36, crop=32, interpolation="bilinear")
@@ -56,7 +56,9 @@ def test_deterministic_across_runs_batch_sizes_and_workers(model, paths):
     first = extract_features(model, paths, PRE, batch_size=3)
     assert np.array_equal(first, extract_features(model, paths, PRE, batch_size=3))
     np.testing.assert_allclose(extract_features(model, paths, PRE, batch_size=1), first, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(extract_features(model, paths, PRE, batch_size=64, num_workers=1), first, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        extract_features(model, paths, PRE, batch_size=64, num_workers=1), first, rtol=1e-4, atol=1e-5
+    )
 
 
 def test_gpu_code_path_bf16_channels_last_runs_on_cpu(model, paths):

@@ -12,16 +12,16 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+import report_data as rd
 from matplotlib.collections import PathCollection
 from matplotlib.container import ErrorbarContainer
 from matplotlib.text import Text
 from scipy.stats import spearmanr
 
-import report_data as rd
 from biastransfer.report import curves, figures, gallery, ieat_figures, person_figures, style
-from biastransfer.scripting import run
 from biastransfer.report.formatting import read_summary
 from biastransfer.report.tables import IEAT_COLUMNS
+from biastransfer.scripting import run
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "workflow" / "scripts"
@@ -50,7 +50,12 @@ def test_intra_figure_shows_levels_with_se_intervals_and_seed_points_and_the_cha
     assert [t.get_text() for t in bottom.get_xticklabels()] == classes
     # pretrained: one point per class with a 95% interval of +-1.96 SE
     (pretrained,) = [c for c in top.containers if isinstance(c, ErrorbarContainer)]
-    pre = sims[(sims.analysis_set == "coco") & (sims.model == "resnet18") & (sims.kind == "intra") & (sims.stage == "pretrained")]
+    pre = sims[
+        (sims.analysis_set == "coco")
+        & (sims.model == "resnet18")
+        & (sims.kind == "intra")
+        & (sims.stage == "pretrained")
+    ]
     assert pretrained.lines[0].get_ydata() == pytest.approx(pre["value"].to_numpy())
     segments = pretrained.lines[2][0].get_segments()
     assert [s[1, 1] - s[0, 1] for s in segments] == pytest.approx(2 * figures.Z95 * pre["se"].to_numpy())
@@ -58,10 +63,17 @@ def test_intra_figure_shows_levels_with_se_intervals_and_seed_points_and_the_cha
     assert sum(len(c.get_offsets()) for c in top.collections if isinstance(c, PathCollection)) == len(classes) * 4
     drawn = [c for c in bottom.containers if isinstance(c, ErrorbarContainer)]
     assert [len(c.lines[0].get_ydata()) for c in drawn] == [len(classes) * 3, len(classes)]
-    mine = change[(change.analysis_set == "coco") & (change.model == "resnet18") & (change.kind == "intra") & (change.finetune_dataset == "coco")]
+    mine = change[
+        (change.analysis_set == "coco")
+        & (change.model == "resnet18")
+        & (change.kind == "intra")
+        & (change.finetune_dataset == "coco")
+    ]
     assert sorted(drawn[0].lines[0].get_ydata()) == pytest.approx(sorted(mine["delta"]))
     assert top.get_ylim()[0] > 0.05  # the axis spans the data, not from 0
-    pooled = bts[(bts.analysis_set == "coco") & (bts.model == "resnet18") & (bts.kind == "intra") & (bts.seed == "pooled")]
+    pooled = bts[
+        (bts.analysis_set == "coco") & (bts.model == "resnet18") & (bts.kind == "intra") & (bts.seed == "pooled")
+    ]
     for dataset in rd.FINETUNE:
         rho = pooled.loc[pooled.finetune_dataset == dataset, "statistic"].item()
         assert f"{dataset}: BTS ρ = {rho:.3f}" in fig._suptitle.get_text()
@@ -75,7 +87,10 @@ def test_without_change_table_the_change_panel_shows_each_seeds_change_without_i
     fig = figures.intra_figure(run_tables["similarity"], run_tables["bts"], None, analysis_set="coco", model="resnet18")
     bottom = fig.axes[1]
     assert not [c for c in bottom.containers if isinstance(c, ErrorbarContainer)]
-    assert sum(len(c.get_offsets()) for c in bottom.collections if isinstance(c, PathCollection)) == len(rd.CLASSES["coco"]) * 4
+    assert (
+        sum(len(c.get_offsets()) for c in bottom.collections if isinstance(c, PathCollection))
+        == len(rd.CLASSES["coco"]) * 4
+    )
     assert "no bootstrap intervals" in bottom.get_legend().get_texts()[0].get_text()
 
 
@@ -129,7 +144,11 @@ def test_ieat_heatmap_cells_and_marks_from_adjusted_p(run_tables):
     ieat = ieat[~((ieat.model == "bit_m_r50x1") & (ieat.test == "car-random"))]  # one test not run for one model
     fig = ieat_figures.ieat_heatmap(ieat)
     panels = [ax for ax in fig.axes if ax.images]
-    assert [ax.get_title() for ax in panels] == ["pretrained", "finetuned on coco (mean of 3 seeds)", "finetuned on openimages (1 seed)"]
+    assert [ax.get_title() for ax in panels] == [
+        "pretrained",
+        "finetuned on coco (mean of 3 seeds)",
+        "finetuned on openimages (1 seed)",
+    ]
     (bar,) = [ax for ax in fig.axes if not ax.images]
     fig.canvas.draw()
     top, bottom = panels[0].get_window_extent().y1, panels[-1].get_window_extent().y0
@@ -144,7 +163,9 @@ def test_ieat_heatmap_cells_and_marks_from_adjusted_p(run_tables):
     texts = [t.get_text() for t in panels[0].texts]
     d = ieat.loc[planted, "effect_size"].item()
     assert f"{d:.2f}**" in texts
-    assert sum("*" in t for t in texts) == 1 + sum(p < 0.05 for p in ieat.loc[ieat.stage == "pretrained", "pvalue_holm"] if p != 0.004)
+    assert sum("*" in t for t in texts) == 1 + sum(
+        p < 0.05 for p in ieat.loc[ieat.stage == "pretrained", "pvalue_holm"] if p != 0.004
+    )
     pre = ieat[ieat.stage == "pretrained"]
     assert sum("†" in t for t in texts) == (pre.effect_size <= -0.5).sum()  # large effects against the tested direction
     assert "†" in fig._suptitle.get_text()
@@ -188,7 +209,10 @@ def test_figures_show_only_the_listed_classes_and_pairs_in_their_order(run_table
 def test_ieat_columns_name_the_targets_they_use():
     tests = pd.DataFrame({"analysis_set": ["s", "s"], "test": ["t1", "t2"], "X": ["person_a"] * 2,
                           "Y": ["person_b"] * 2, "A": ["surfboard", "refrigerator"], "B": ["car", "stop_sign"]})  # fmt: skip
-    assert ieat_figures.ieat_columns(tests) == (["surfboard vs car", "refrigerator vs stop_sign"], "X vs Y = person_a vs person_b")
+    assert ieat_figures.ieat_columns(tests) == (
+        ["surfboard vs car", "refrigerator vs stop_sign"],
+        "X vs Y = person_a vs person_b",
+    )
     mixed = tests.assign(X=["man", "person_a"], Y=["woman", "person_b"])
     columns, targets = ieat_figures.ieat_columns(mixed)
     assert columns == ["surfboard vs car (man/woman)", "refrigerator vs stop_sign (person_a/person_b)"]
@@ -239,8 +263,16 @@ def test_plot_scripts_run_standalone(run_tables, tmp_path):
             "--analysis_set", "coco", "--model", "resnet18", "--adjust", "holm"]  # fmt: skip
     argv += [a for k, v in out.items() for a in (f"--{k}", v)]
     run(_script("plot_similarity").main, None, argv)
-    run(_script("plot_ieat").main, None, ["--ieat", paths["ieat"], "--png", str(tmp_path / "h.png"), "--pdf", str(tmp_path / "h.pdf")])
-    run(_script("plot_change").main, None, ["--change", paths["ieat_change"], "--png", str(tmp_path / "c.png"), "--pdf", str(tmp_path / "c.pdf")])
+    run(
+        _script("plot_ieat").main,
+        None,
+        ["--ieat", paths["ieat"], "--png", str(tmp_path / "h.png"), "--pdf", str(tmp_path / "h.pdf")],
+    )
+    run(
+        _script("plot_change").main,
+        None,
+        ["--change", paths["ieat_change"], "--png", str(tmp_path / "c.png"), "--pdf", str(tmp_path / "c.pdf")],
+    )
     rd.write_run_files(tmp_path)
     run_dir = tmp_path / "results" / "finetune" / "coco" / "resnet18"
     run(_script("plot_curves").main, None, ["--curves", *map(str, sorted(run_dir.glob("seed*/curve.csv"))), "--metrics",
@@ -264,7 +296,11 @@ def test_plot_scripts_run_standalone(run_tables, tmp_path):
 
 def figure_builders(tables, root):
     """Every figure function of the report on the small tables (and run files under ``root``)."""
-    sims, bts, change = tables["similarity"], tables["bts"], read_summary(tables["paths"]["similarity_change"], figures.SIMILARITY_CHANGE_COLUMNS)
+    sims, bts, change = (
+        tables["similarity"],
+        tables["bts"],
+        read_summary(tables["paths"]["similarity_change"], figures.SIMILARITY_CHANGE_COLUMNS),
+    )
     where = dict(analysis_set="coco", model="resnet18")
     manifest = pd.read_parquet(root / "results" / "analysis_sets" / "coco" / "manifest.parquet")
     run_dir = root / "results" / "finetune" / "coco" / "resnet18"
@@ -275,10 +311,15 @@ def figure_builders(tables, root):
         "person": lambda: person_figures.person_figure(sims, **where),
         "no persons": lambda: person_figures.person_figure(sims, analysis_set="openimages", model="resnet18"),
         "heat map": lambda: ieat_figures.ieat_heatmap(tables["ieat"]),
-        "change": lambda: ieat_figures.change_figure(read_summary(tables["paths"]["ieat_change"], ieat_figures.CHANGE_COLUMNS)),
-        "contact sheet": lambda: gallery.contact_sheet(gallery.sheet_images(manifest), analysis_set="coco", counts={}, root=root),
-        "curves": lambda: curves.curves_figure(curves.read_curves(sorted(run_dir.glob("seed*/curve.csv")),
-                                                                  sorted(run_dir.glob("seed*/metrics.json")))),  # fmt: skip
+        "change": lambda: ieat_figures.change_figure(
+            read_summary(tables["paths"]["ieat_change"], ieat_figures.CHANGE_COLUMNS)
+        ),
+        "contact sheet": lambda: gallery.contact_sheet(
+            gallery.sheet_images(manifest), analysis_set="coco", counts={}, root=root
+        ),
+        "curves": lambda: curves.curves_figure(
+            curves.read_curves(sorted(run_dir.glob("seed*/curve.csv")), sorted(run_dir.glob("seed*/metrics.json")))
+        ),  # fmt: skip
     }
 
 
@@ -304,8 +345,12 @@ def test_person_figure_plots_each_object_person_pair_and_the_gap_before_and_afte
     fig = person_figures.person_figure(sims, analysis_set="coco", model="resnet18")
     (ax,) = [a for a in fig.axes if a.axison]
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["the object with man", "the object with woman"]
-    assert person_figures.person_pairs(sims, analysis_set="coco", model="resnet18") == {"car": [("car_man", "car"), ("car_woman", "car")]}
-    table = figures.similarity_by_stage(sims, analysis_set="coco", model="resnet18", kind="inter", items=[("car_man", "car"), ("car_woman", "car")])
+    assert person_figures.person_pairs(sims, analysis_set="coco", model="resnet18") == {
+        "car": [("car_man", "car"), ("car_woman", "car")]
+    }
+    table = figures.similarity_by_stage(
+        sims, analysis_set="coco", model="resnet18", kind="inter", items=[("car_man", "car"), ("car_woman", "car")]
+    )
     gaps = [table[(table.group == g) & (table.key == "car_man|car")]["mean"].item() - table[(table.group == g) & (table.key == "car_woman|car")]["mean"].item()
             for g in ("pretrained", "ft-coco", "ft-openimages")]  # fmt: skip
     assert ax.get_title().endswith(" → ".join(f"{g:+.3f}" for g in gaps))
@@ -372,7 +417,7 @@ def test_report_rules_run_and_the_report_builds(tmp_path):
     (tmp_path / "rules").mkdir()
     (tmp_path / "rules" / "report.smk").symlink_to(ROOT / "rules" / "report.smk")
     common = (ROOT / "rules" / "common.smk").read_text()  # its report helpers only: the rest needs a whole config
-    helpers = common[common.index("def report_item("):]
+    helpers = common[common.index("def report_item(") :]
     end = helpers.find("\n\n\n", helpers.index("def table_files("))
     helpers = (helpers if end < 0 else helpers[:end]).rstrip("\n") + "\n"
     (tmp_path / "rules" / "common.smk").write_text("import os\n\n\n" + helpers)
@@ -420,7 +465,9 @@ def test_heatmap_column_labels_wrap_when_they_fit_and_turn_when_they_do_not(run_
     ieat = run_tables["ieat"]
     few = ieat_figures.ieat_heatmap(ieat)
     labels = [ax for ax in few.axes if ax.images][-1].get_xticklabels()
-    assert all(t.get_rotation() == 0 for t in labels) and "openimages:\ncar\nvs fashion" in [t.get_text() for t in labels]
+    assert all(t.get_rotation() == 0 for t in labels) and "openimages:\ncar\nvs fashion" in [
+        t.get_text() for t in labels
+    ]
     many = pd.concat([ieat.assign(test=ieat["test"] + f"-{i}", A=ieat["A"] + f"_long_name_{i}") for i in range(4)])
     turned = [ax for ax in ieat_figures.ieat_heatmap(many).axes if ax.images][-1].get_xticklabels()
     assert {t.get_rotation() for t in turned} == {30}

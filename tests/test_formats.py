@@ -8,9 +8,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from biastransfer.embeddings import read_embeddings, read_metadata, write_embeddings
 from biastransfer.data.manifest import read_manifest, validate_manifest, verify_files, write_manifest
 from biastransfer.data.splits import Split, read_split, write_split
+from biastransfer.embeddings import read_embeddings, read_metadata, write_embeddings
 
 
 def test_embeddings_round_trip_with_metadata(tmp_path):
@@ -60,8 +60,11 @@ def _manifest(tmp_path, rows):
     import hashlib
 
     return frame.assign(
-        path=paths, sha256=[hashlib.sha256(i.encode()).hexdigest() for i in frame["image_id"]],
-        source_split="val", source="test", reason="test",
+        path=paths,
+        sha256=[hashlib.sha256(i.encode()).hexdigest() for i in frame["image_id"]],
+        source_split="val",
+        source="test",
+        reason="test",
     )
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 import report_site
+
 from biastransfer.report.headline import headline_table
 from biastransfer.report.html import html_table
 
@@ -43,7 +43,9 @@ def known(role: str, *rows: dict) -> list[tuple[str, str, str]]:
 def test_a_planted_pair_is_found_only_when_significant_in_its_direction():
     ((_, answer, held),) = known("planted", dict(stage="pretrained", d=1.2, p=1e-5, p2=1e-5))
     assert answer.startswith("planted pair found") and held == "yes"
-    assert known("planted", dict(stage="pretrained", d=1.2, p=0.001, p2=0.002, holm=0.02))[0][2] == "no"  # adjusted p >= alpha
+    assert (
+        known("planted", dict(stage="pretrained", d=1.2, p=0.001, p2=0.002, holm=0.02))[0][2] == "no"
+    )  # adjusted p >= alpha
 
 
 def test_a_control_pair_holds_only_when_no_direction_is_significant():
@@ -53,7 +55,10 @@ def test_a_control_pair_holds_only_when_no_direction_is_significant():
 
 def test_the_control_pairs_reverse_shift_after_finetuning_is_reported():
     pre = dict(stage="pretrained", d=-0.1, p=0.67, p2=0.65)
-    seeds = [dict(stage=f"ft-ft-seed{s}", seed=s, d=d, p=1.0, p2=p2) for s, (d, p2) in enumerate([(-1.1, 1e-5), (-0.9, 2e-5)])]
+    seeds = [
+        dict(stage=f"ft-ft-seed{s}", seed=s, d=d, p=1.0, p2=p2)
+        for s, (d, p2) in enumerate([(-1.1, 1e-5), (-0.9, 2e-5)])
+    ]
     rows = known("control", pre, *seeds)
     stage, answer, held = rows[1]
     assert stage == "finetuned on ft, 2 seeds" and held == "yes"
@@ -63,8 +68,13 @@ def test_the_control_pairs_reverse_shift_after_finetuning_is_reported():
 
 
 def test_verdicts_over_seeds_count_the_significant_seeds_and_show_the_range():
-    seeds = [dict(stage=f"ft-ft-seed{s}", seed=s, d=d, p=p, p2=p) for s, (d, p) in enumerate([(0.9, 1e-5), (0.4, 0.2), (0.6, 0.004)])]
-    table = headline_table(ieat_rows(dict(stage="pretrained", d=1.0, p=1e-5, p2=1e-5), *seeds), NO_BTS, {"s": [TEST]}, alpha=0.01)
+    seeds = [
+        dict(stage=f"ft-ft-seed{s}", seed=s, d=d, p=p, p2=p)
+        for s, (d, p) in enumerate([(0.9, 1e-5), (0.4, 0.2), (0.6, 0.004)])
+    ]
+    table = headline_table(
+        ieat_rows(dict(stage="pretrained", d=1.0, p=1e-5, p2=1e-5), *seeds), NO_BTS, {"s": [TEST]}, alpha=0.01
+    )
     row = table.iloc[1]
     assert row["verdict"] == "significant in 2 of 3 seeds" and row["p"] == 0.2
     assert (row["estimate_min"], row["estimate_max"]) == (0.4, 0.9) and row["estimate"] == pytest.approx(1.9 / 3)
@@ -75,7 +85,9 @@ def test_bad_alpha_or_adjustment_is_an_error():
     with pytest.raises(ValueError, match="alpha"):
         headline_table(ieat_rows(dict(stage="pretrained", d=1, p=0.1, p2=0.1)), NO_BTS, {"s": [TEST]}, alpha=5)
     with pytest.raises(ValueError, match="adjust"):
-        headline_table(ieat_rows(dict(stage="pretrained", d=1, p=0.1, p2=0.1)), NO_BTS, {"s": [TEST]}, alpha=0.05, adjust="bonf")
+        headline_table(
+            ieat_rows(dict(stage="pretrained", d=1, p=0.1, p2=0.1)), NO_BTS, {"s": [TEST]}, alpha=0.05, adjust="bonf"
+        )
 
 
 def test_table_cells_merge_intervals_and_ranges_and_print_floor_p_values_as_bounds():
@@ -110,7 +122,9 @@ def test_every_page_and_every_link_of_the_report_resolves(site):
 def test_the_overview_answers_first(site):
     text = (site / "index.html").read_text()
     assert text.index("What was run") < text.index('id="headline"') < text.index("Sections")
-    assert re.search(r"Known answers: \d of 8 held", text)  # 2 planted + 2 control pretrained + 4 control finetuned rows
+    assert re.search(
+        r"Known answers: \d of 8 held", text
+    )  # 2 planted + 2 control pretrained + 4 control finetuned rows
     for page in ("findings.html", "tables.html", "figures.html", "provenance.html"):
         assert f'href="{page}"' in text
 
@@ -118,7 +132,9 @@ def test_the_overview_answers_first(site):
 def test_tables_are_html_with_their_caption_and_downloads(site):
     text = (site / "tables.html").read_text()
     assert text.count('<table class="sortable"') == 2
-    assert "Bias transfer scores on analysis set <strong>coco</strong>" in text  # the caption, rendered, beside the table
+    assert (
+        "Bias transfer scores on analysis set <strong>coco</strong>" in text
+    )  # the caption, rendered, beside the table
     for suffix in (".csv", "_tabular.tex", ".tex"):
         assert f'ieat_openimages{suffix}" download>' in text
     assert "≤" in (site / "index.html").read_text() or "≤" in text
@@ -133,7 +149,13 @@ def test_the_provenance_page_wraps_long_digests_instead_of_a_wide_table(site):
 def test_a_missing_file_is_an_error_naming_it_before_any_page_is_written(tmp_path):
     from biastransfer.report.site import write_site
 
-    item = {"kind": "figure", "group": "g", "title": "t", "caption": "c.rst", "files": {"png": str(tmp_path / "no.png")}}
+    item = {
+        "kind": "figure",
+        "group": "g",
+        "title": "t",
+        "caption": "c.rst",
+        "files": {"png": str(tmp_path / "no.png")},
+    }
     with pytest.raises(FileNotFoundError, match="no.png"):
         write_site(tmp_path / "out", run={}, headline=pd.DataFrame(), findings_rst="", provenance=pd.DataFrame(),
                    items=[item], config={}, params={})  # fmt: skip

@@ -30,9 +30,7 @@ class BruteWeat:
         return sum(a * b for a, b in zip(u, v)) / math.sqrt(sum(a * a for a in u) * sum(b * b for b in v))
 
     def s(self, w):
-        return sum(self.cos(w, a) for a in self.A) / len(self.A) - sum(
-            self.cos(w, b) for b in self.B
-        ) / len(self.B)
+        return sum(self.cos(w, a) for a in self.A) / len(self.A) - sum(self.cos(w, b) for b in self.B) / len(self.B)
 
     def scores(self):
         return [self.s(w) for w in list(self.X) + list(self.Y)]
@@ -75,7 +73,8 @@ def test_statistic_and_effect_size_match_brute_force():
     brute = BruteWeat(X, Y, A, B)
     s = brute.scores()
     np.testing.assert_allclose(
-        s, [-0.73015107, -0.15825371, 0.50828036, 0.64224359, -0.50114984, 0.20939733, 0.66454796, 0.45112544],
+        s,
+        [-0.73015107, -0.15825371, 0.50828036, 0.64224359, -0.50114984, 0.20939733, 0.66454796, 0.45112544],
         atol=5e-9,
     )
     res = ieat(X, Y, A, B)
@@ -101,8 +100,10 @@ def test_unequal_sizes_use_the_full_statistic_without_truncation():
     A, B = rng.standard_normal((4, 5)) + 0.4, rng.standard_normal((2, 5))
     s = BruteWeat(X, Y, A, B).scores()
     observed = sum(s[:3]) - sum(s[3:])
-    full = [sum(s[i] for i in part) - sum(s[j] for j in range(9) if j not in part)
-            for part in itertools.combinations(range(9), 3)]
+    full = [
+        sum(s[i] for i in part) - sum(s[j] for j in range(9) if j not in part)
+        for part in itertools.combinations(range(9), 3)
+    ]
     res = ieat(X, Y, A, B)
     assert (res.n_x, res.n_y, res.permutations) == (3, 6, 84)
     assert res.pvalue == pytest.approx(sum(f >= observed - 1e-12 for f in full) / 84)
@@ -229,7 +230,11 @@ def test_result_fields_and_as_dict():
         ((mk(0, 2), mk(0, 2), mk(1, 2), np.ones(3)), {}, r"B must be 2-D \(rows x dims\), got shape \(3,\)"),
         ((mk(0, 2), np.array([[np.nan, 1, 1]]), mk(1, 2), mk(2, 2)), {}, "Y contains NaN"),
         ((mk(0, 2), mk(0, 2), mk(1, 2), np.vstack([mk(2, 3), np.zeros((1, 3))])), {}, "B row 3 is all zeros"),
-        ((np.ones((2, 2048)), np.ones((2, 2048)), np.ones((2, 512)), np.ones((2, 2048))), {}, "A has 512 dims but X has 2048"),
+        (
+            (np.ones((2, 2048)), np.ones((2, 2048)), np.ones((2, 512)), np.ones((2, 2048))),
+            {},
+            "A has 512 dims but X has 2048",
+        ),
         ((mk(0, 2), mk(0, 2), mk(1, 2), mk(2, 2)), {"alternative": "two_sided"}, "alternative must be one of"),
         ((mk(0, 2), mk(0, 2), mk(1, 2), mk(2, 2)), {"method": "bootstrap"}, "method must be one of"),
         ((mk(0, 2), mk(0, 2), mk(1, 2), mk(2, 2)), {"permutations": 0}, "permutations must be a positive int"),

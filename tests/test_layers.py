@@ -56,7 +56,11 @@ def test_one_pass_hooks_equal_a_vit_truncated_at_each_block():
             if f"blocks.{i}" in parts:
                 np.testing.assert_allclose(parts[f"blocks.{i}"], tokens[:, 0].numpy(), rtol=0, atol=1e-6)
         mean = LayerExtractor(vit, ["blocks.0"], pool="avg", probe_size=32)
-        np.testing.assert_allclose(mean(x).numpy(), vit.blocks[0](vit.norm_pre(vit.patch_drop(vit._pos_embed(vit.patch_embed(x))))).mean(1).numpy(), atol=1e-6)
+        np.testing.assert_allclose(
+            mean(x).numpy(),
+            vit.blocks[0](vit.norm_pre(vit.patch_drop(vit._pos_embed(vit.patch_embed(x))))).mean(1).numpy(),
+            atol=1e-6,
+        )
 
 
 @pytest.mark.parametrize("depth, blocks", [(12, [2, 5, 8, 11]), (10, [2, 5, 8, 9]), (2, [1]), (3, [2])])
@@ -87,8 +91,16 @@ def test_each_paper_architecture_resolves_its_layer_list(name):
 
 
 def test_a_configured_layer_list_overrides_the_default_in_depth_order():
-    spec = model_spec("demo", {"source": "workflow", "arch": "resnet18", "preprocess": {"resize": 32, "crop": 32},
-                               "layers": ["layer4", "layer2.1"], "layer_pooling": "max"})
+    spec = model_spec(
+        "demo",
+        {
+            "source": "workflow",
+            "arch": "resnet18",
+            "preprocess": {"resize": 32, "crop": 32},
+            "layers": ["layer4", "layer2.1"],
+            "layer_pooling": "max",
+        },
+    )
     assert [r["layer"] for r in resolve_layers(spec, ["layer4", "layer2.1"], "max")] == ["layer2.1", "layer4"]
 
 
@@ -119,17 +131,31 @@ def _planted_stages(seed=0, n=30, dim=16):
     deep[classes == "y"] -= axis
     deep[classes == "b"] -= axis
     layers = {"shallow": shallow, "deep": deep}
-    return {stage: {name: EmbeddingTable(ids, classes, (m + 0.01 * k * rng.normal(size=m.shape)).astype(np.float32))
-                    for name, m in layers.items()}
-            for k, stage in enumerate(["pretrained", "ft-d-seed0", "ft-d-seed1"])}
+    return {
+        stage: {
+            name: EmbeddingTable(ids, classes, (m + 0.01 * k * rng.normal(size=m.shape)).astype(np.float32))
+            for name, m in layers.items()
+        }
+        for k, stage in enumerate(["pretrained", "ft-d-seed0", "ft-d-seed1"])
+    }
 
 
 def _profile():
     info = {"shallow": {"depth": 1, "dim": 16, "pool": "avg"}, "deep": {"depth": 2, "dim": 16, "pool": "avg"}}
     tests = [{"name": "planted", "X": "x", "Y": "y", "A": "a", "B": "b", "role": "planted"}]
     return layer_profile_table(
-        _planted_stages(), info, tests=tests, lists={},
-        ieat_options={"permutations": 2000, "alternative": "greater", "method": "permutation", "seed": 0, "bootstrap": 300, "ci_level": 0.95},
+        _planted_stages(),
+        info,
+        tests=tests,
+        lists={},
+        ieat_options={
+            "permutations": 2000,
+            "alternative": "greater",
+            "method": "permutation",
+            "seed": 0,
+            "bootstrap": 300,
+            "ci_level": 0.95,
+        },
         bts_options={"pvalue": "asymptotic", "bootstrap": 100, "ci_level": 0.95, "seed": 0},
     ).assign(analysis_set="s", model="m")
 
@@ -165,9 +191,10 @@ def test_stages_with_different_layers_are_refused():
 
 
 def test_the_profile_figure_prints_and_the_table_compiles(tmp_path):
+    from test_tables import PDFLATEX, compile_latex
+
     from biastransfer.report.layer_report import layer_table, profile_figure
     from biastransfer.report.style import print_size_problems
-    from test_tables import PDFLATEX, compile_latex
 
     profile = _profile()
     fig = profile_figure(profile, analysis_set="s", model="m")
@@ -177,7 +204,9 @@ def test_the_profile_figure_prints_and_the_table_compiles(tmp_path):
     assert [len(c.lines[0].get_xdata()) for c in ieat_panel.containers] == [2, 2, 2]
     assert [len(c.lines[0].get_xdata()) for c in bts_panel.containers] == [2, 2]
     document = layer_table(profile, "s")
-    assert sum(line.startswith("m & ") for line in document.splitlines()) == 2 * (1 + 2)  # per layer: 1 test, 2 BTS kinds
+    assert sum(line.startswith("m & ") for line in document.splitlines()) == 2 * (
+        1 + 2
+    )  # per layer: 1 test, 2 BTS kinds
     with pytest.raises(ValueError, match="no rows for analysis set 'other'"):
         layer_table(profile, "other")
     if PDFLATEX:

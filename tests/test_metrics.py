@@ -14,14 +14,8 @@ from biastransfer.train.metrics import average_precision, mean_average_precision
 #   class 3: 0.7 pos, then a tie at 0.5 of one pos and one neg
 #            -> thresholds 0.7 (P=1, R=1/2) and 0.5 (P=2/3, R=1): AP = 1/2 * 1 + 1/2 * 2/3 = 5/6
 # mAP = (5/6 + 1/3 + 5/6) / 3 = 2/3.
-Y = np.array([[1, 0, 0, 1],
-              [0, 1, 0, 0],
-              [1, 0, 0, 0],
-              [0, 0, 0, 1]])
-S = np.array([[0.9, 0.2, 0.1, 0.5],
-              [0.8, 0.4, 0.6, 0.5],
-              [0.3, 0.6, 0.2, 0.2],
-              [0.1, 0.5, 0.3, 0.7]])
+Y = np.array([[1, 0, 0, 1], [0, 1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 1]])
+S = np.array([[0.9, 0.2, 0.1, 0.5], [0.8, 0.4, 0.6, 0.5], [0.3, 0.6, 0.2, 0.2], [0.1, 0.5, 0.3, 0.7]])
 
 
 def test_hand_computed_average_precision_and_map():

@@ -17,7 +17,11 @@ import torchvision
 from safetensors.torch import save_file
 
 from biastransfer import models as M
-from biastransfer.models.checkpoints import load_backbone_from_checkpoint, load_classifier_from_checkpoint, save_checkpoint
+from biastransfer.models.checkpoints import (
+    load_backbone_from_checkpoint,
+    load_classifier_from_checkpoint,
+    save_checkpoint,
+)
 from biastransfer.models.extractors import create_backbone, create_classifier
 from biastransfer.models.registry import REGISTRY
 from biastransfer.models.resolve import resolve_spec
@@ -51,7 +55,15 @@ def r18_state():
 
 
 def test_registry_holds_the_papers_models_with_pinned_weights():
-    assert {"resnet18", "resnet50", "bit_m_r50x1", "clip_vit_b32", "moco_r50_v1", "moco_r50_v2", "simclr_r50_v1"} <= set(REGISTRY)
+    assert {
+        "resnet18",
+        "resnet50",
+        "bit_m_r50x1",
+        "clip_vit_b32",
+        "moco_r50_v1",
+        "moco_r50_v2",
+        "simclr_r50_v1",
+    } <= set(REGISTRY)
     r50 = REGISTRY["resnet50"]
     assert r50.weights.endswith("resnet50-0676ba61.pth") and r50.sha256 == "0676ba61"  # IMAGENET1K_V1, not V2
     assert REGISTRY["resnet18"].weights.endswith(f"-{REGISTRY['resnet18'].sha256}.pth")
@@ -60,7 +72,9 @@ def test_registry_holds_the_papers_models_with_pinned_weights():
     clip = REGISTRY["clip_vit_b32"]
     assert clip.arch == "ViT-B-32-quickgelu" and clip.pretrained_tag == "openai"
     assert clip.preprocess.interpolation == "bicubic" and clip.preprocess.mean == M.CLIP_MEAN
-    assert "moco_v1_200ep" in REGISTRY["moco_r50_v1"].weights and REGISTRY["moco_r50_v1"].key_prefix == "module.encoder_q."
+    assert (
+        "moco_v1_200ep" in REGISTRY["moco_r50_v1"].weights and REGISTRY["moco_r50_v1"].key_prefix == "module.encoder_q."
+    )
     assert REGISTRY["simclr_r50_v1"].preprocess.mean is None and REGISTRY["simclr_r50_v1"].weights is None
 
 
@@ -105,7 +119,13 @@ def test_resolve_spec_overrides_and_rejects_unknown_keys():
 def test_paper_compat_uses_imagenet_statistics_for_every_non_clip_model():
     for name in ("bit_m_r50x1", "simclr_r50_v1", "resnet18", "moco_r50_v1"):
         pre = resolve_spec(name, paper_compat=True).preprocess
-        assert (pre.resize, pre.crop, pre.interpolation, pre.mean, pre.std) == (256, 224, "bilinear", M.IMAGENET_MEAN, M.IMAGENET_STD)
+        assert (pre.resize, pre.crop, pre.interpolation, pre.mean, pre.std) == (
+            256,
+            224,
+            "bilinear",
+            M.IMAGENET_MEAN,
+            M.IMAGENET_STD,
+        )
     assert resolve_spec("clip_vit_b32", {"paper_compat": True}).preprocess == REGISTRY["clip_vit_b32"].preprocess
     assert resolve_spec("bit_m_r50x1").preprocess.mean == (0.5, 0.5, 0.5)  # off by default
 
@@ -129,7 +149,10 @@ def test_timm_model_from_config_alone():
 def test_open_clip_pair_from_config_alone():
     spec = resolve_spec("vitb16", {"source": "open_clip", "arch": "ViT-B-16", "pretrained_tag": "laion2b_s34b_b88k"})
     assert spec.preprocess == Preprocess(224, 224, "bicubic", M.CLIP_MEAN, M.CLIP_STD)
-    assert spec.weights == "https://huggingface.co/laion/CLIP-ViT-B-16-laion2B-s34B-b88K/resolve/main/open_clip_model.safetensors"
+    assert (
+        spec.weights
+        == "https://huggingface.co/laion/CLIP-ViT-B-16-laion2B-s34B-b88K/resolve/main/open_clip_model.safetensors"
+    )
 
 
 # ---------------------------------------------------------------- loaders, one per real format
@@ -158,7 +181,12 @@ def test_moco_pth_tar_strips_encoder_q_prefix(tmp_path, r50_state):
     state["module.encoder_q.fc.bias"] = torch.randn(128)
     state.update({f"module.encoder_k.{k}": v.clone() + 1 for k, v in list(r50_state.items())[:5]})
     state["module.queue"] = torch.randn(128, 16)
-    ckpt = {"epoch": 200, "arch": "resnet50", "state_dict": state, "optimizer": {"state": {}, "param_groups": [{"lr": 0.03}]}}
+    ckpt = {
+        "epoch": 200,
+        "arch": "resnet50",
+        "state_dict": state,
+        "optimizer": {"state": {}, "param_groups": [{"lr": 0.03}]},
+    }
     path = tmp_path / "moco_v1_200ep_pretrain.pth.tar"
     torch.save(ckpt, path)
     model = create_backbone(REGISTRY["moco_r50_v1"], path)
@@ -205,7 +233,7 @@ def test_open_clip_state_dict_files(tmp_path):
 
     clip = open_clip.create_model("ViT-B-32-quickgelu", pretrained=None, load_weights=False)
     state = clip.state_dict()
-    visual = {k[len("visual."):]: v for k, v in state.items() if k.startswith("visual.")}
+    visual = {k[len("visual.") :]: v for k, v in state.items() if k.startswith("visual.")}
     st, pt = tmp_path / "open_clip_model.safetensors", tmp_path / "open_clip_pytorch_model.bin"
     save_file({k: v.contiguous() for k, v in state.items()}, str(st))
     torch.save(state, pt)
@@ -305,7 +333,9 @@ def test_named_layers_and_pooling():
     x = images(2, 32)
     full = create_backbone(spec, None)
     for pool, dim in (("avg", 256), ("max", 256), ("none-flatten", 256 * 2 * 2)):
-        layer3 = create_backbone(ModelSpec("r18", "torchvision", "resnet18", preprocess=Preprocess(32, 32), layer="layer3", pool=pool), None)
+        layer3 = create_backbone(
+            ModelSpec("r18", "torchvision", "resnet18", preprocess=Preprocess(32, 32), layer="layer3", pool=pool), None
+        )
         layer3.load_state_dict(full.state_dict())
         out = layer3(x)
         assert layer3.embed_dim == dim and out.shape == (2, dim)
@@ -314,7 +344,9 @@ def test_named_layers_and_pooling():
         h = trunk.layer3(trunk.layer2(trunk.layer1(trunk.maxpool(trunk.relu(trunk.bn1(trunk.conv1(x)))))))
     assert torch.allclose(out, h.flatten(1))
     with pytest.raises(ValueError, match="'cls'"):
-        create_backbone(ModelSpec("r18", "torchvision", "resnet18", preprocess=Preprocess(32, 32), layer="layer3", pool="cls"), None)
+        create_backbone(
+            ModelSpec("r18", "torchvision", "resnet18", preprocess=Preprocess(32, 32), layer="layer3", pool="cls"), None
+        )
     with pytest.raises(ValueError, match="layer9"):
         create_backbone(ModelSpec("r18", "torchvision", "resnet18", layer="layer9"), None)
 
@@ -382,14 +414,23 @@ def test_fetch_weights_script_writes_a_record_that_create_backbone_follows(tmp_p
     torch.save(r18_state, path)
     sha = hashlib.sha256(path.read_bytes()).hexdigest()
     record_path = tmp_path / "weights" / "weights.done"
-    fetch_weights.main(str(record_path), {"weights": str(path), "sha256": sha}, model="resnet18", cache_dir=str(tmp_path))
+    fetch_weights.main(
+        str(record_path), {"weights": str(path), "sha256": sha}, model="resnet18", cache_dir=str(tmp_path)
+    )
     record = json.loads(record_path.read_text())
     assert record["sha256"] == sha and record["path"] == str(path.resolve()) and record["model"] == "resnet18"
     assert M.weights_file_and_sha256(record_path) == (path.resolve(), sha)
-    assert_same_params(create_backbone(REGISTRY["resnet18"], record_path).model,
-                       {k: v for k, v in r18_state.items() if not k.startswith("fc.")})
+    assert_same_params(
+        create_backbone(REGISTRY["resnet18"], record_path).model,
+        {k: v for k, v in r18_state.items() if not k.startswith("fc.")},
+    )
     with pytest.raises(ValueError, match="sha256"):
-        fetch_weights.main(str(tmp_path / "w2.done"), {"weights": str(path), "sha256": "f" * 64}, model="resnet18", cache_dir=str(tmp_path))
+        fetch_weights.main(
+            str(tmp_path / "w2.done"),
+            {"weights": str(path), "sha256": "f" * 64},
+            model="resnet18",
+            cache_dir=str(tmp_path),
+        )
     assert not (tmp_path / "w2.done").exists()
     path.write_bytes(b"tampered")
     with pytest.raises(ValueError, match="sha256"):

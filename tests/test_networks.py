@@ -8,7 +8,9 @@ import sys
 import pandas as pd
 import pytest
 import yaml
+from conftest import ROOT, run_snakemake
 from snakemake.utils import update_config, validate
+from test_workflow import planned_jobs
 
 from biastransfer import config as cfg
 from biastransfer.report.network_findings import (
@@ -17,8 +19,6 @@ from biastransfer.report.network_findings import (
     describe_convergence,
     describe_reference,
 )
-from conftest import ROOT, run_snakemake
-from test_workflow import planned_jobs
 
 SCHEMA = str(ROOT / "workflow" / "schemas" / "config.schema.yaml")
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
@@ -39,12 +39,18 @@ def controls():
 
 def test_scratch_stages():
     assert cfg.parse_stage("scratch-synthetic_target-seed3") == ("synthetic_target", 3)
-    assert [cfg.stage_kind(s) for s in ("pretrained", "ft-d-seed0", "scratch-d-seed0")] == ["pretrained", "finetuned", "scratch"]
+    assert [cfg.stage_kind(s) for s in ("pretrained", "ft-d-seed0", "scratch-d-seed0")] == [
+        "pretrained",
+        "finetuned",
+        "scratch",
+    ]
     with pytest.raises(ValueError, match="scratch-<dataset>-seed<n>"):
         cfg.stage_kind("scratch-d")
     demo = merged("config/config.yaml")
     demo["analysis"]["bts"].update(reference="scratch", reference_seeds=None)
-    assert cfg.scratch_stages(demo) == [f"scratch-synthetic_target-seed{s}" for s in cfg.finetune_seeds(demo, "synthetic_target")]
+    assert cfg.scratch_stages(demo) == [
+        f"scratch-synthetic_target-seed{s}" for s in cfg.finetune_seeds(demo, "synthetic_target")
+    ]
     demo["analysis"]["bts"].update(reference_seeds=[7])
     assert cfg.scratch_stages(demo) == ["scratch-synthetic_target-seed7"]
     demo["analysis"]["bts"]["reference"] = "none"
@@ -80,7 +86,9 @@ def test_attribution_config_errors_are_named(controls, edit, message):
 
 
 def test_controls_dag_plans_the_attribution(tmp_path):
-    done = run_snakemake("-n", "--configfile", ROOT / "config/config.yaml", ROOT / "config/controls.yaml", cwd=tmp_path, timeout=300)
+    done = run_snakemake(
+        "-n", "--configfile", ROOT / "config/config.yaml", ROOT / "config/controls.yaml", cwd=tmp_path, timeout=300
+    )
     jobs = planned_jobs(done.stdout)
     assert jobs["pretrain"] == 15 and jobs["attribution"] == 1 and "train_scratch" not in jobs
 
@@ -88,13 +96,19 @@ def test_controls_dag_plans_the_attribution(tmp_path):
 def test_attribution_script_writes_one_row_per_pair(tmp_path):
     from attribution import main
 
-    rows = [{"analysis_set": "s", "model": m, "stage": "pretrained", "finetune_dataset": "", "test": "t", "effect_size": d}
-            for m, d in [("a0", 1.0), ("a1", 1.2), ("a2", 0.9), ("b0", -1.0), ("b1", -0.8), ("b2", -1.1)]]
+    rows = [
+        {"analysis_set": "s", "model": m, "stage": "pretrained", "finetune_dataset": "", "test": "t", "effect_size": d}
+        for m, d in [("a0", 1.0), ("a1", 1.2), ("a2", 0.9), ("b0", -1.0), ("b1", -0.8), ("b2", -1.1)]
+    ]
     pd.DataFrame(rows).to_csv(tmp_path / "ieat.csv", index=False)
     spec = {"name": "x", "analysis_set": "s", "test": "t", "groups": {"a": ["a0", "a1", "a2"], "b": ["b0", "b1", "b2"]}}
     main(str(tmp_path / "ieat.csv"), str(tmp_path / "out.csv"), [spec], {"simulations": 100, "power": 0.8})
     out = pd.read_csv(tmp_path / "out.csv")
-    assert len(out) == 1 and out["pvalue"].iloc[0] == pytest.approx(0.1) and out["min_pvalue"].iloc[0] == pytest.approx(0.1)
+    assert (
+        len(out) == 1
+        and out["pvalue"].iloc[0] == pytest.approx(0.1)
+        and out["min_pvalue"].iloc[0] == pytest.approx(0.1)
+    )
     text = "\n".join(describe_attribution(out))
     assert "a vs b: mean d 1.03 vs -0.97" in text and "the smallest this design allows" in text
     assert "cannot reach p < 0.05 at all" in text and "no difference detected" in text
@@ -109,8 +123,12 @@ def test_convergence_is_read_from_the_curve():
     assert convergence(curve([0.5, 0.7, 0.69], [0.4, 0.3, 0.31]))["converged"] is True  # past its best
     assert convergence(curve([0.5, 0.6, 0.7], [0.4, 0.3, 0.35]))["converged"] is True  # loss turned up
     assert convergence(curve([0.5], [0.4]))["converged"] is False  # one epoch: nothing to judge by
-    assert "a single epoch, so convergence cannot be judged: NOT converged" in "\n".join(describe_convergence({"m": curve([0.5], [0.4])}))
-    text = "\n".join(describe_convergence({"m seed 0": curve([0.5, 0.6], [0.4, 0.3]), "m seed 1": curve([0.5, 0.4], [0.4, 0.5])}))
+    assert "a single epoch, so convergence cannot be judged: NOT converged" in "\n".join(
+        describe_convergence({"m": curve([0.5], [0.4])})
+    )
+    text = "\n".join(
+        describe_convergence({"m seed 0": curve([0.5, 0.6], [0.4, 0.3]), "m seed 1": curve([0.5, 0.4], [0.4, 0.5])})
+    )
     assert "m seed 0: best epoch 2 of 2" in text and "NOT converged" in text and "1 of 2 runs had not converged" in text
     with pytest.raises(ValueError, match="val_loss"):
         convergence(pd.DataFrame({"epoch": [1], "metric": [0.1]}))
@@ -124,15 +142,25 @@ def test_scratch_runs_are_judged_from_their_metrics(tmp_path):
     path.write_text(json.dumps({"model": "m", "dataset": "d", "seed": 0, "history": history}))
     label, frame = scratch_curve(str(path))
     assert label == "m trained from scratch on d (reference), seed 0"
-    assert "m trained from scratch on d (reference), seed 0: best epoch 2 of 2" in "\n".join(describe_convergence({label: frame}))
+    assert "m trained from scratch on d (reference), seed 0: best epoch 2 of 2" in "\n".join(
+        describe_convergence({label: frame})
+    )
 
 
 def test_reference_is_described_beside_the_bts():
-    bts = pd.DataFrame({
-        "analysis_set": "s", "model": "m", "finetune_dataset": "d", "seed": ["0", "pooled", "pooled"],
-        "kind": ["intra", "intra", "inter"], "statistic": [0.9, 0.95, 0.5], "scratch_statistic": [0.4, 0.5, 0.8],
-        "pretrained_vs_scratch": [0.3, 0.3, 0.6], "scratch_seeds": "0",
-    })
+    bts = pd.DataFrame(
+        {
+            "analysis_set": "s",
+            "model": "m",
+            "finetune_dataset": "d",
+            "seed": ["0", "pooled", "pooled"],
+            "kind": ["intra", "intra", "inter"],
+            "statistic": [0.9, 0.95, 0.5],
+            "scratch_statistic": [0.4, 0.5, 0.8],
+            "pretrained_vs_scratch": [0.3, 0.3, 0.6],
+            "scratch_seeds": "0",
+        }
+    )
     text = "\n".join(describe_reference(bts))
     assert "intra: rho(pretrained, finetuned) = 0.95, rho(scratch, finetuned) = 0.50" in text
     assert "closer to the pretrained one than to the scratch one (by 0.45)" in text

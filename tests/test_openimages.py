@@ -8,9 +8,18 @@ import pytest
 from biastransfer.data import openimages as oi
 from biastransfer.data.leakage import check_no_leakage
 
-CLASSES = [("/m/04yx4", "Man"), ("/m/03bt1vf", "Woman"), ("/m/01g317", "Person"), ("/m/01bl7v", "Boy"),
-           ("/m/05r655", "Girl"), ("/m/0dzct", "Human face"), ("/m/0k4j", "Car"), ("/m/04rky", "Mammal"),
-           ("/m/02pv19", "Stop sign"), ("/m/0199g", "Bicycle")]
+CLASSES = [
+    ("/m/04yx4", "Man"),
+    ("/m/03bt1vf", "Woman"),
+    ("/m/01g317", "Person"),
+    ("/m/01bl7v", "Boy"),
+    ("/m/05r655", "Girl"),
+    ("/m/0dzct", "Human face"),
+    ("/m/0k4j", "Car"),
+    ("/m/04rky", "Mammal"),
+    ("/m/02pv19", "Stop sign"),
+    ("/m/0199g", "Bicycle"),
+]
 M = {name: mid for mid, name in CLASSES}
 
 
@@ -21,19 +30,20 @@ def plan():
     def add(labels, cls, k):
         nonlocal n
         for _ in range(k):
-            rows.append((f"{n:016x}", labels, cls)); n += 1
+            rows.append((f"{n:016x}", labels, cls))
+            n += 1
 
     add([("Car", 1)], "car", 6)
-    add([("Car", 1), ("Man", 0), ("Person", 0)], "car", 2)          # verified-absent people do not count
+    add([("Car", 1), ("Man", 0), ("Person", 0)], "car", 2)  # verified-absent people do not count
     add([("Car", 1), ("Man", 1), ("Person", 1)], "car_man", 5)
     add([("Car", 1), ("Woman", 1)], "car_woman", 3)
     add([("Mammal", 1)], "mammal", 4)
     add([("Man", 1), ("Bicycle", 1)], "man", 4)
     add([("Woman", 1), ("Human face", 1)], "woman", 4)
-    add([("Car", 1), ("Man", 1), ("Woman", 1)], None, 2)            # both genders
-    add([("Car", 1), ("Mammal", 1)], None, 2)                       # two analysis objects
-    add([("Car", 0), ("Bicycle", 1)], None, 3)                      # only a negative for car
-    add([("Car", 1), ("Human face", 1)], None, 1)                   # a person label
+    add([("Car", 1), ("Man", 1), ("Woman", 1)], None, 2)  # both genders
+    add([("Car", 1), ("Mammal", 1)], None, 2)  # two analysis objects
+    add([("Car", 0), ("Bicycle", 1)], None, 3)  # only a negative for car
+    add([("Car", 1), ("Human face", 1)], None, 1)  # a person label
     return rows
 
 
@@ -66,11 +76,14 @@ def test_bad_label_files(files):
     with pytest.raises(ValueError, match=r"nocol\.csv: missing column\(s\) \['Confidence'\]"):
         oi.load_labels(files / "nocol.csv", classes)
     (files / "mid.csv").write_text("ImageID,Source,LabelName,Confidence\nab12,verification,/m/zzzz,1\n")
-    with pytest.raises(ValueError, match=r"mid\.csv: 1 unknown MID\(s\) not in the class descriptions, e.g. \['/m/zzzz'\]"):
+    with pytest.raises(
+        ValueError, match=r"mid\.csv: 1 unknown MID\(s\) not in the class descriptions, e.g. \['/m/zzzz'\]"
+    ):
         oi.load_labels(files / "mid.csv", classes)
     with pytest.raises(ValueError, match=r"curation.objects\['car'\]: unknown Open Images class 'Automobile'"):
-        oi.curate(oi.load_labels(files / "labels.csv", classes), classes, {"car": 1}, root="r",
-                  objects={"car": "Automobile"})
+        oi.curate(
+            oi.load_labels(files / "labels.csv", classes), classes, {"car": 1}, root="r", objects={"car": "Automobile"}
+        )
     (files / "bad_classes.csv").write_text("Car,/m/0k4j\n")
     with pytest.raises(ValueError, match="MIDs like /m/0k4j"):
         oi.load_classes(files / "bad_classes.csv")
@@ -88,7 +101,10 @@ def test_curated_selection(files):
     assert sel.groupby("class").size().to_dict() == SIZES
     assert sel["image_id"].is_unique
     assert all(expected[i] == c for i, c in zip(sel["image_id"], sel["class"]) if c != "random")
-    assert sel["source"].iloc[0] == f"https://open-images-dataset.s3.amazonaws.com/validation/{sel['image_id'].iloc[0]}.jpg"
+    assert (
+        sel["source"].iloc[0]
+        == f"https://open-images-dataset.s3.amazonaws.com/validation/{sel['image_id'].iloc[0]}.jpg"
+    )
     assert "'Car' and 'Man' (Confidence=1)" in sel.loc[sel["class"] == "car_man", "reason"].iloc[0]
     pd.testing.assert_frame_equal(sel, oi.curate(labels, classes, SIZES, root=files / "oi", **opts))
     with pytest.raises(ValueError, match="class 'car': only 8 candidate"):
@@ -113,18 +129,37 @@ def test_paper_lists_splits_and_leakage(files):
     with pytest.raises(ValueError, match=r"bad\.txt:1: 'not-an-id' is not an Open Images ImageID"):
         oi.paper_selection({"x": files / "bad.txt"}, root="OI")
 
-    split = oi.make_split(labels, classes, dataset="openimages", name="val", source_split="validation",
-                          root="OI", exclude=sel["image_id"])
+    split = oi.make_split(
+        labels, classes, dataset="openimages", name="val", source_split="validation", root="OI", exclude=sel["image_id"]
+    )
     assert split.classes == tuple(n for _, n in CLASSES)
     assert not set(split.frame["image_id"]) & set(sel["image_id"])
     labelled = set(labels["image_id"])
     assert len(split.frame) == len(labelled - set(sel["image_id"]))
     row = split.frame.set_index("image_id").loc[ids[10]]
     assert row["labels"] == ["Car", "Man", "Person"]
-    small = oi.make_split(labels, classes, dataset="openimages", name="train", source_split="train", root="OI",
-                          exclude=sel["image_id"], subset=10, seed=5)
-    again = oi.make_split(labels, classes, dataset="openimages", name="train", source_split="train", root="OI",
-                          exclude=sel["image_id"], subset=10, seed=5)
+    small = oi.make_split(
+        labels,
+        classes,
+        dataset="openimages",
+        name="train",
+        source_split="train",
+        root="OI",
+        exclude=sel["image_id"],
+        subset=10,
+        seed=5,
+    )
+    again = oi.make_split(
+        labels,
+        classes,
+        dataset="openimages",
+        name="train",
+        source_split="train",
+        root="OI",
+        exclude=sel["image_id"],
+        subset=10,
+        seed=5,
+    )
     assert len(small.frame) == 10 and small.frame["image_id"].tolist() == again.frame["image_id"].tolist()
     manifest = sel.assign(sha256=["a" * 64, "b" * 64, "c" * 64])
     check_no_leakage(manifest, {"val": split.frame, "train": small.frame})

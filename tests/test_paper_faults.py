@@ -9,12 +9,12 @@ import shutil
 
 import pytest
 import yaml
-
-from biastransfer.data import openimages as oi
-from biastransfer.data.download import apply_mirror
 from conftest import run_snakemake as snakemake
 from fake_datasets import paper_mirror
 from loopback import FileServer
+
+from biastransfer.data import openimages as oi
+from biastransfer.data.download import apply_mirror
 
 pytestmark = pytest.mark.slow
 
@@ -45,8 +45,11 @@ def run(served, *targets, check=True):
 
 
 def rules_run(done) -> set:
-    return {line.split()[-1].rstrip(":") for line in done.stderr.splitlines() + done.stdout.splitlines()
-            if line.startswith(("rule ", "localrule "))}
+    return {
+        line.split()[-1].rstrip(":")
+        for line in done.stderr.splitlines() + done.stdout.splitlines()
+        if line.startswith(("rule ", "localrule "))
+    }
 
 
 def hidden(path):
@@ -68,8 +71,9 @@ def test_a_missing_image_fails_naming_its_url_and_503s_are_retried(served):
     assert done.returncode != 0
     assert f"validation/{lost_file.name}: HTTP 404" in done.stdout + done.stderr
     assert not (workdir / OI_MANIFEST).exists() and not list(workdir.rglob("*.partial"))
-    assert [p for p, _ in server.requests].count(flaky) >= 3 and (workdir / "data/openimages/validation" /
-                                                                  flaky.rsplit("/", 1)[-1]).is_file()
+    assert [p for p, _ in server.requests].count(flaky) >= 3 and (
+        workdir / "data/openimages/validation" / flaky.rsplit("/", 1)[-1]
+    ).is_file()
     restore()
     again = run(served, OI_MANIFEST)
     assert rules_run(again) == {"fetch_analysis_images"}, "only the failed job reruns"
@@ -90,8 +94,12 @@ def test_a_truncated_zip_and_a_changed_label_csv_fail_and_leave_nothing(served):
     assert done.returncode != 0
     assert "images.cocodataset.org/annotations/annotations_trainval2017.zip: sha256 mismatch" in out
     assert "validation-annotations-human-imagelabels-boxable.csv: sha256 mismatch" in out
-    for path in (COCO_OK, OI_OK, "data/coco/annotations_trainval2017.zip",
-                 "data/openimages/annotations/validation-annotations-human-imagelabels-boxable.csv"):
+    for path in (
+        COCO_OK,
+        OI_OK,
+        "data/coco/annotations_trainval2017.zip",
+        "data/openimages/annotations/validation-annotations-human-imagelabels-boxable.csv",
+    ):
         assert not (workdir / path).exists(), path
     assert not list(workdir.rglob("*.partial"))
     shutil.move(archive.with_suffix(".good"), archive)

@@ -14,8 +14,8 @@ import sys
 import pandas as pd
 import pytest
 import yaml
-
-from conftest import ROOT, run_snakemake as snakemake
+from conftest import ROOT
+from conftest import run_snakemake as snakemake
 from loopback import FileServer
 
 pytestmark = pytest.mark.slow
@@ -26,9 +26,23 @@ MODELS = ("resnet18", "resnet50", "bit_m_r50x1", "clip_vit_b32", "moco_r50_v1", 
 
 def build_mirror(root):
     """(mirror folder, folder overlay) written by the repository's mirror builder."""
-    subprocess.run([sys.executable, str(ROOT / "workflow" / "scripts" / "build_toy_mirror.py"),
-                    "--config", str(PAPER), "--mirror", str(root / "mirror"), "--overlay", str(root / "overlay.yaml")],
-                   cwd=ROOT, check=True, capture_output=True, text=True, timeout=600)
+    subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "workflow" / "scripts" / "build_toy_mirror.py"),
+            "--config",
+            str(PAPER),
+            "--mirror",
+            str(root / "mirror"),
+            "--overlay",
+            str(root / "overlay.yaml"),
+        ],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     return root / "mirror", root / "overlay.yaml"
 
 

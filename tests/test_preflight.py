@@ -5,13 +5,13 @@ import sys
 
 import pytest
 import yaml
+from conftest import ROOT
+from fake_datasets import paper_mirror
 
 from biastransfer.data import toy_mirror
 from biastransfer.data.download import apply_mirror
 from biastransfer.models.registry import REGISTRY
 from biastransfer.preflight import MISMATCH, MISSING, OK, REMOTE, UNLISTED, preflight
-from conftest import ROOT
-from fake_datasets import paper_mirror
 
 PAPER = yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())
 
@@ -52,8 +52,17 @@ def test_missing_and_changed_files_are_named(mirrored, tmp_path, monkeypatch):
         assert row["status"] == MISMATCH and "sha256" in row["detail"]
         # the images are listed from the annotation files, so with a changed label file they are not listed
         assert (table["status"] == UNLISTED).sum() == 1
-        done = subprocess.run([sys.executable, str(ROOT / "workflow" / "scripts" / "preflight.py"), "--configfile",
-                               str(ROOT / "config" / "paper.yaml")], cwd=tmp_path, capture_output=True, text=True)
+        done = subprocess.run(
+            [
+                sys.executable,
+                str(ROOT / "workflow" / "scripts" / "preflight.py"),
+                "--configfile",
+                str(ROOT / "config" / "paper.yaml"),
+            ],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+        )
         assert done.returncode == 1 and "simclr_r50_v1" in done.stdout  # its converted weights are not there
     finally:
         image.write_bytes(saved_image)

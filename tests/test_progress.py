@@ -70,6 +70,9 @@ def test_a_snakemake_job_shows_progress_on_stderr_and_keeps_everything_in_its_lo
     assert done.returncode == 0, done.stderr
     shown = [line for line in done.stderr.splitlines() if line.strip()]
     assert [line.split(" INFO ")[1].split(" in ")[0] for line in shown] == [
-        "finetuning: 1/3 batches (33%)", "finetuning: 2/3 batches (67%)", "finetuning: 3/3 batches (100%)"]
+        "finetuning: 1/3 batches (33%)",
+        "finetuning: 2/3 batches (67%)",
+        "finetuning: 3/3 batches (100%)",
+    ]
     text = log.read_text()
     assert "a detail for the log only" in text and text.count("finetuning:") == 3

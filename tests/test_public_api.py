@@ -64,7 +64,9 @@ def test_statistics_reporting_and_data_never_import_torch(package):
 
 
 def test_no_library_module_is_over_500_lines():
-    long = {str(p.relative_to(LIBRARY)): n for p in LIBRARY.rglob("*.py") if (n := len(p.read_text().splitlines())) > 500}
+    long = {
+        str(p.relative_to(LIBRARY)): n for p in LIBRARY.rglob("*.py") if (n := len(p.read_text().splitlines())) > 500
+    }
     assert not long, f"modules over 500 lines: {long}"
 
 

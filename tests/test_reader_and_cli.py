@@ -18,8 +18,12 @@ F32x2 = pa.list_(pa.float32(), 2)
 
 
 def table_file(path, ids, classes, embedding) -> str:
-    pq.write_table(pa.table({"image_id": pa.array(ids, pa.string()), "class": pa.array(classes, pa.string()),
-                             "embedding": embedding}), path)
+    pq.write_table(
+        pa.table(
+            {"image_id": pa.array(ids, pa.string()), "class": pa.array(classes, pa.string()), "embedding": embedding}
+        ),
+        path,
+    )
     return str(path)
 
 
@@ -27,8 +31,9 @@ def table_file(path, ids, classes, embedding) -> str:
 def good(tmp_path) -> str:
     rng = np.random.default_rng(0)
     path = tmp_path / "good.parquet"
-    write_embeddings(path, [f"i{k}" for k in range(6)], ["man", "man", "woman", "woman", "car", "car"],
-                     rng.standard_normal((6, 4)))
+    write_embeddings(
+        path, [f"i{k}" for k in range(6)], ["man", "man", "woman", "woman", "car", "car"], rng.standard_normal((6, 4))
+    )
     return str(path)
 
 
@@ -46,17 +51,33 @@ def fails(capsys, *argv) -> str:
 
 
 BAD_FILES = {
-    "null embedding row": (["a", "b", "c"], ["x", "x", "y"], pa.array([[1, 2], None, [3, 4]], F32x2),
-                           "column 'embedding' is null in row 1 (image 'b')"),
-    "null embedding value": (["a", "b"], ["x", "x"], pa.array([[1, 2], [None, 4]], pa.list_(pa.float64())),
-                             "column 'embedding' holds a null value in row 1 (image 'b')"),
+    "null embedding row": (
+        ["a", "b", "c"],
+        ["x", "x", "y"],
+        pa.array([[1, 2], None, [3, 4]], F32x2),
+        "column 'embedding' is null in row 1 (image 'b')",
+    ),
+    "null embedding value": (
+        ["a", "b"],
+        ["x", "x"],
+        pa.array([[1, 2], [None, 4]], pa.list_(pa.float64())),
+        "column 'embedding' holds a null value in row 1 (image 'b')",
+    ),
     "null class": (["a", "b", "c"], ["x", None, "x"], pa.array([[1, 2]] * 3, F32x2), "column 'class' is null in row 1"),
     "null id": ([None, "b"], ["x", "x"], pa.array([[1, 2]] * 2, F32x2), "column 'image_id' is null in row 0"),
-    "duplicate id": (["a", "b", "a"], ["x", "x", "y"], pa.array([[1, 2], [2, 1], [3, 4]], F32x2),
-                     "column 'image_id' repeats 'a' (rows 0, 2)"),
+    "duplicate id": (
+        ["a", "b", "a"],
+        ["x", "x", "y"],
+        pa.array([[1, 2], [2, 1], [3, 4]], F32x2),
+        "column 'image_id' repeats 'a' (rows 0, 2)",
+    ),
     "no rows": ([], [], pa.array([], F32x2), "no rows"),
-    "ragged lists": (["a", "b"], ["x", "x"], pa.array([[1, 2], [1, 2, 3]], pa.list_(pa.float64())),
-                     "column 'embedding' has 3 values in row 1 (image 'b') but 2 in row 0"),
+    "ragged lists": (
+        ["a", "b"],
+        ["x", "x"],
+        pa.array([[1, 2], [1, 2, 3]], pa.list_(pa.float64())),
+        "column 'embedding' has 3 values in row 1 (image 'b') but 2 in row 0",
+    ),
 }
 
 
@@ -76,14 +97,20 @@ def test_list_double_input_is_read_in_batches_with_the_same_values(tmp_path, mon
 
     monkeypatch.setattr(emb, "_BATCH_ROWS", 3)
     values = np.random.default_rng(1).standard_normal((10, 5))
-    path = table_file(tmp_path / "d.parquet", [f"i{k}" for k in range(10)], ["x"] * 10,
-                      pa.array(values.tolist(), pa.list_(pa.float64())))
+    path = table_file(
+        tmp_path / "d.parquet",
+        [f"i{k}" for k in range(10)],
+        ["x"] * 10,
+        pa.array(values.tolist(), pa.list_(pa.float64())),
+    )
     table = read_embeddings(path)
     assert table.embeddings.dtype == np.float32
     np.testing.assert_array_equal(table.embeddings, values.astype(np.float32))
     bad = values.tolist()
     bad[7] = bad[7][:4]
-    path = table_file(tmp_path / "r.parquet", [f"i{k}" for k in range(10)], ["x"] * 10, pa.array(bad, pa.list_(pa.float64())))
+    path = table_file(
+        tmp_path / "r.parquet", [f"i{k}" for k in range(10)], ["x"] * 10, pa.array(bad, pa.list_(pa.float64()))
+    )
     with pytest.raises(ValueError, match="has 4 values in row 7 .image 'i7'. but 5 in row 0"):
         read_embeddings(path)
 
@@ -111,8 +138,12 @@ def test_output_paths_that_are_directories_or_symlinks_are_refused_before_any_wo
 
 
 def test_a_class_too_small_for_a_statistic_is_named(tmp_path, capsys):
-    path = table_file(tmp_path / "small.parquet", ["a", "b", "c"], ["man", "man", "giraffe"],
-                      pa.array([[1, 2], [2, 1], [3, 4]], F32x2))
+    path = table_file(
+        tmp_path / "small.parquet",
+        ["a", "b", "c"],
+        ["man", "man", "giraffe"],
+        pa.array([[1, 2], [2, 1], [3, 4]], F32x2),
+    )
     message = "class 'giraffe' has 1 image; intra-class similarity needs at least 2"
     assert message in fails(capsys, "similarity", path)
     assert message in fails(capsys, "bts", path, path)
@@ -121,6 +152,8 @@ def test_a_class_too_small_for_a_statistic_is_named(tmp_path, capsys):
 
 
 def test_ieat_prints_the_interval_and_both_p_values(good, capsys):
-    status, out, err = run(capsys, "ieat", good, "--X", "man", "--Y", "woman", "--A", "car", "--B", "man", "--bootstrap", "200")
+    status, out, err = run(
+        capsys, "ieat", good, "--X", "man", "--Y", "woman", "--A", "car", "--B", "man", "--bootstrap", "200"
+    )
     assert status == 0 and "ci_low" in out and "pvalue_two_sided" in out
     assert "95% CI" in err and "greater p" in err and "two-sided p" in err

@@ -8,7 +8,6 @@ import docutils.core
 import jinja2
 import pytest
 import yaml
-
 from conftest import ROOT
 
 CAPTIONS = sorted((ROOT / "workflow" / "report").glob("*.rst"))

@@ -10,8 +10,8 @@ import copy
 
 import pytest
 import yaml
-
-from conftest import ROOT, run_snakemake as snakemake
+from conftest import ROOT
+from conftest import run_snakemake as snakemake
 from test_workflow import planned_jobs
 
 TINY = yaml.safe_load((ROOT / "tests" / "configs" / "tiny.yaml").read_text())
@@ -54,13 +54,20 @@ CHANGE = {"change": 1, "summarise_change": 1, "plot_change": 1, "model_analyses"
 EDITS = {
     "an iEAT test added": (
         add_ieat_test,
-        {"ieat": STAGES, "summarise": 1, "findings": 1, "plot_ieat": 1, "table_ieat": 1, "compare_paper": 1,
-         "plot_similarity": 1, **CHANGE},  # the similarity figures draw the rewritten change table
+        {
+            "ieat": STAGES,
+            "summarise": 1,
+            "findings": 1,
+            "plot_ieat": 1,
+            "table_ieat": 1,
+            "compare_paper": 1,
+            "plot_similarity": 1,
+            **CHANGE,
+        },  # the similarity figures draw the rewritten change table
     ),
     "a BTS list changed": (
         drop_bts_pair,
-        {"bts": 1, "summarise": 1, "findings": 1, "plot_similarity": 1, "table_bts": 1, "compare_paper": 1,
-         **CHANGE},
+        {"bts": 1, "summarise": 1, "findings": 1, "plot_similarity": 1, "table_bts": 1, "compare_paper": 1, **CHANGE},
     ),
     "a report option": (
         lambda c: c.setdefault("report", {}).update(p_adjust="bh"),
@@ -70,9 +77,23 @@ EDITS = {
     "a finetune epoch count": (
         lambda c: c["finetune"]["defaults"].update(epochs=2),
         {
-            "finetune": SEEDS, "finetune_summary": 1, "table_finetune": 1, "embed": SEEDS, "similarity": SEEDS,
-            "ieat": SEEDS, "bts": 1, "summarise": 3, "provenance": 1, "findings": 1, "plot_similarity": 1,
-            "plot_ieat": 1, "table_ieat": 1, "table_bts": 1, "compare_paper": 1, "plot_curves": 1, **CHANGE,
+            "finetune": SEEDS,
+            "finetune_summary": 1,
+            "table_finetune": 1,
+            "embed": SEEDS,
+            "similarity": SEEDS,
+            "ieat": SEEDS,
+            "bts": 1,
+            "summarise": 3,
+            "provenance": 1,
+            "findings": 1,
+            "plot_similarity": 1,
+            "plot_ieat": 1,
+            "table_ieat": 1,
+            "table_bts": 1,
+            "compare_paper": 1,
+            "plot_curves": 1,
+            **CHANGE,
         },
     ),
 }

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from fake_datasets import coco_splits
 from PIL import Image
 
 from biastransfer.atomic import atomic_path, remove_stale_temporaries, write_text
@@ -27,7 +28,6 @@ from biastransfer.models.checkpoints import finetune_origin, save_checkpoint
 from biastransfer.models.extractors import create_classifier
 from biastransfer.models.resolve import resolve_spec
 from biastransfer.train import loop as tr
-from fake_datasets import coco_splits
 
 ROOT = Path(__file__).resolve().parents[1]
 PRE = {"resize": 32, "crop": 32, "interpolation": "bilinear", "mean": [0.5] * 3, "std": [0.25] * 3}
@@ -59,7 +59,9 @@ class Killed(Exception):
     """Stands in for SIGKILL right after the first epoch's resume state was saved."""
 
 
-def finetune(splits, weights, out: Path, resume: Path, logs: list, *, hyper=HYPER, die_after_save=False, monkeypatch=None):
+def finetune(
+    splits, weights, out: Path, resume: Path, logs: list, *, hyper=HYPER, die_after_save=False, monkeypatch=None
+):
     if die_after_save:
         save = tr._save_resume
 
@@ -73,9 +75,21 @@ def finetune(splits, weights, out: Path, resume: Path, logs: list, *, hyper=HYPE
     level = script.progress_log.level
     script.progress_log.setLevel(logging.INFO)
     try:
-        script.main(weights=str(weights), train=str(splits[0]), val=str(splits[1]), trained=str(out / "model.safetensors"),
-                    metrics=str(out / "metrics.json"), curve=str(out / "curve.csv"), entry=ENTRY, hyper=hyper,
-                    model="tiny", seed=1, resume=str(resume), device="cpu", num_workers=0)
+        script.main(
+            weights=str(weights),
+            train=str(splits[0]),
+            val=str(splits[1]),
+            trained=str(out / "model.safetensors"),
+            metrics=str(out / "metrics.json"),
+            curve=str(out / "curve.csv"),
+            entry=ENTRY,
+            hyper=hyper,
+            model="tiny",
+            seed=1,
+            resume=str(resume),
+            device="cpu",
+            num_workers=0,
+        )
     finally:
         script.progress_log.removeHandler(handler)
         script.progress_log.setLevel(level)
@@ -106,10 +120,15 @@ def test_changed_initial_weights_discard_the_resume_state_and_say_why(splits, tm
     assert not any("resumed from" in m for m in logs), logs
     assert any("another initial weights (sha256)" in m and "starting over" in m for m in logs), logs
     finetune(splits, weights, tmp_path / "clean", tmp_path / "clean.resume.pt", [])
-    assert file_digest(tmp_path / "rerun" / "model.safetensors") == file_digest(tmp_path / "clean" / "model.safetensors")
+    assert file_digest(tmp_path / "rerun" / "model.safetensors") == file_digest(
+        tmp_path / "clean" / "model.safetensors"
+    )
     # the finetuned model, its metrics and its curve record what it started from
-    origin = {"init_weights_sha256": file_digest(weights), "train_sha256": file_digest(splits[0]),
-              "val_sha256": file_digest(splits[1])}
+    origin = {
+        "init_weights_sha256": file_digest(weights),
+        "train_sha256": file_digest(splits[0]),
+        "val_sha256": file_digest(splits[1]),
+    }
     assert finetune_origin(tmp_path / "rerun" / "model.safetensors") == origin
     metrics = json.loads((tmp_path / "rerun" / "metrics.json").read_text())
     assert {k: metrics[k] for k in origin} == origin
@@ -160,25 +179,49 @@ def test_embeddings_and_the_provenance_table_show_what_a_finetuned_model_started
         path = tmp_path / "img" / f"{i}.png"
         path.parent.mkdir(exist_ok=True)
         Image.new("RGB", (size, size), (40 * i, 90, 200)).save(path)
-        rows.append({"image_id": f"i{i}", "class": cls, "path": str(path), "sha256": file_digest(path),
-                     "source_split": "val", "source": "test", "reason": ""})
+        rows.append(
+            {
+                "image_id": f"i{i}",
+                "class": cls,
+                "path": str(path),
+                "sha256": file_digest(path),
+                "source_split": "val",
+                "source": "test",
+                "reason": "",
+            }
+        )
     write_manifest(tmp_path / "manifest.parquet", pd.DataFrame(rows))
     embed = _script("embed")
     out = {}
     for stage, w in (("pretrained", weights), ("ft-coco-seed1", tmp_path / "ft" / "model.safetensors")):
         out[stage] = tmp_path / f"{stage}.parquet"
         with caplog.at_level(logging.INFO):
-            embed.main(manifest=str(tmp_path / "manifest.parquet"), weights=str(w), embeddings=str(out[stage]),
-                       entry=ENTRY, batch_size=2, num_workers=0, device="cpu", model="tiny", stage=stage)
+            embed.main(
+                manifest=str(tmp_path / "manifest.parquet"),
+                weights=str(w),
+                embeddings=str(out[stage]),
+                entry=ENTRY,
+                batch_size=2,
+                num_workers=0,
+                device="cpu",
+                model="tiny",
+                stage=stage,
+            )
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any("1 of 4 images are smaller than the 32-pixel crop" in m and "1.png (1x1)" in m for m in warned), warned
-    assert any("embedding" in r.getMessage() and "4/4 images" in r.getMessage() for r in caplog.records
-               if r.name == "biastransfer.progress")
+    assert any(
+        "embedding" in r.getMessage() and "4/4 images" in r.getMessage()
+        for r in caplog.records
+        if r.name == "biastransfer.progress"
+    )
     meta = read_metadata(out["ft-coco-seed1"])
     assert meta["init_weights_sha256"] == file_digest(weights)
     assert (meta["train_sha256"], meta["val_sha256"]) == (file_digest(splits[0]), file_digest(splits[1]))
-    _script("provenance").main(embeddings=[str(out["pretrained"]), str(out["ft-coco-seed1"])],
-                               table=str(tmp_path / "p.csv"), html=str(tmp_path / "p.html"))
+    _script("provenance").main(
+        embeddings=[str(out["pretrained"]), str(out["ft-coco-seed1"])],
+        table=str(tmp_path / "p.csv"),
+        html=str(tmp_path / "p.html"),
+    )
     table = pd.read_csv(tmp_path / "p.csv").set_index("stage")
     assert table.loc["ft-coco-seed1", "init_weights_sha256"] == file_digest(weights)
     assert table.loc["ft-coco-seed1", "train_sha256"] == file_digest(splits[0])
@@ -192,8 +235,9 @@ def test_the_provenance_rule_names_a_truncated_embeddings_file(tmp_path):
     cut = tmp_path / "cut.parquet"
     cut.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
     with pytest.raises(ValueError, match=f"{cut}: not a readable Parquet file"):
-        _script("provenance").main(embeddings=[str(good), str(cut)], table=str(tmp_path / "p.csv"),
-                                   html=str(tmp_path / "p.html"))
+        _script("provenance").main(
+            embeddings=[str(good), str(cut)], table=str(tmp_path / "p.csv"), html=str(tmp_path / "p.html")
+        )
     assert not (tmp_path / "p.csv").exists()
 
 

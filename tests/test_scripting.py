@@ -35,8 +35,12 @@ def demo_main(table: str, values: list, options: dict | None = None, count: int 
 
 def test_arguments_come_from_the_snakemake_object(tmp_path):
     smk = SimpleNamespace(
-        input=Named(values=["a", "b"]), output=Named(table="t.csv"), params=Named(options={"k": 1}),
-        threads=3, wildcards=Named(), log=[str(tmp_path / "job.log")],
+        input=Named(values=["a", "b"]),
+        output=Named(table="t.csv"),
+        params=Named(options={"k": 1}),
+        threads=3,
+        wildcards=Named(),
+        log=[str(tmp_path / "job.log")],
     )
     assert run(demo_main, smk) == ("t.csv", ["a", "b"], {"k": 1}, 1, 3)
     assert "running" in (tmp_path / "job.log").read_text()
@@ -65,10 +69,29 @@ def test_every_script_explains_itself_standalone(script, monkeypatch, capsys):
 
 def test_a_script_runs_standalone_on_real_files(tmp_path):
     done = subprocess.run(
-        [sys.executable, str(ROOT / "workflow" / "scripts" / "synthetic_analysis_set.py"),
-         "--classes", "car", "person_a", "--n_per_class", "2", "--size", "32", "--seed", "0",
-         "--manifest", str(tmp_path / "m.parquet"), "--images", str(tmp_path / "img"), "--log", str(tmp_path / "x.log")],
-        capture_output=True, text=True, cwd=ROOT, timeout=120,
+        [
+            sys.executable,
+            str(ROOT / "workflow" / "scripts" / "synthetic_analysis_set.py"),
+            "--classes",
+            "car",
+            "person_a",
+            "--n_per_class",
+            "2",
+            "--size",
+            "32",
+            "--seed",
+            "0",
+            "--manifest",
+            str(tmp_path / "m.parquet"),
+            "--images",
+            str(tmp_path / "img"),
+            "--log",
+            str(tmp_path / "x.log"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "m.parquet").is_file() and "2 images" in (tmp_path / "x.log").read_text()
@@ -76,17 +99,29 @@ def test_a_script_runs_standalone_on_real_files(tmp_path):
 
 def test_a_name_given_twice_is_an_error_naming_rule_name_and_script():
     smk = SimpleNamespace(
-        rule="demo_rule", input=Named(values=["a"]), output=Named(table="t.csv"), params=Named(table="x"),
-        threads=1, wildcards=Named(), log=[],
+        rule="demo_rule",
+        input=Named(values=["a"]),
+        output=Named(table="t.csv"),
+        params=Named(table="x"),
+        threads=1,
+        wildcards=Named(),
+        log=[],
     )
-    with pytest.raises(TypeError, match=r"rule demo_rule: 'table' is named in both output and params \(test_scripting.py\)"):
+    with pytest.raises(
+        TypeError, match=r"rule demo_rule: 'table' is named in both output and params \(test_scripting.py\)"
+    ):
         run(demo_main, smk)
 
 
 def test_a_name_main_does_not_take_is_an_error():
     smk = SimpleNamespace(
-        rule="demo_rule", input=Named(values=["a"], extra="e"), output=Named(table="t.csv"), params=Named(),
-        threads=1, wildcards=Named(), log=[],
+        rule="demo_rule",
+        input=Named(values=["a"], extra="e"),
+        output=Named(table="t.csv"),
+        params=Named(),
+        threads=1,
+        wildcards=Named(),
+        log=[],
     )
     with pytest.raises(TypeError, match=r"rule demo_rule: input 'extra' is not a parameter of main"):
         run(demo_main, smk)
@@ -94,8 +129,13 @@ def test_a_name_main_does_not_take_is_an_error():
 
 def test_a_wildcard_that_shadows_a_named_file_is_an_error():
     smk = SimpleNamespace(
-        rule="demo_rule", input=Named(values=["a"]), output=Named(table="t.csv"), params=Named(),
-        threads=1, wildcards=Named(table="x"), log=[],
+        rule="demo_rule",
+        input=Named(values=["a"]),
+        output=Named(table="t.csv"),
+        params=Named(),
+        threads=1,
+        wildcards=Named(table="x"),
+        log=[],
     )
     with pytest.raises(TypeError, match=r"'table' is named in both output and wildcards"):
         run(demo_main, smk)
@@ -103,8 +143,13 @@ def test_a_wildcard_that_shadows_a_named_file_is_an_error():
 
 def test_wildcards_arrive_as_named_parameters_of_the_declared_type():
     smk = SimpleNamespace(
-        rule="demo_rule", input=Named(values=["a"]), output=Named(table="t.csv"), params=Named(),
-        threads=1, wildcards=Named(count="7", model="m"), log=[],  # model: a wildcard main does not take
+        rule="demo_rule",
+        input=Named(values=["a"]),
+        output=Named(table="t.csv"),
+        params=Named(),
+        threads=1,
+        wildcards=Named(count="7", model="m"),
+        log=[],  # model: a wildcard main does not take
     )
     assert run(demo_main, smk) == ("t.csv", ["a"], None, 7, 1)
 
@@ -125,8 +170,10 @@ def _planned_jobs(configfile: Path, workdir: Path):
 
     with SnakemakeApi(OutputSettings()) as api:
         workflow_api = api.workflow(
-            resource_settings=ResourceSettings(cores=1), config_settings=ConfigSettings(configfiles=[configfile]),
-            snakefile=ROOT / "Snakefile", workdir=workdir,
+            resource_settings=ResourceSettings(cores=1),
+            config_settings=ConfigSettings(configfiles=[configfile]),
+            snakefile=ROOT / "Snakefile",
+            workdir=workdir,
         )
         workflow_api.dag(dag_settings=DAGSettings(forceall=True))
         workflow = workflow_api._workflow
@@ -165,7 +212,7 @@ def test_every_rule_hands_its_script_exactly_what_main_takes(tmp_path):
 def test_the_standalone_example_uses_only_arguments_main_takes(script):
     """A docstring must not advertise an option the script does not accept (``--log``/``--help`` aside)."""
     doc = ast.get_docstring(ast.parse(script.read_text())) or ""
-    example = doc[doc.find("Standalone"):] if "Standalone" in doc else ""
+    example = doc[doc.find("Standalone") :] if "Standalone" in doc else ""
     advertised = set(re.findall(r"(?<![\w-])--([A-Za-z]\w*)", example))
     unknown = advertised - set(_main_parameters(script)) - {"log", "help"}
     assert not unknown, f"{script.name}: the docstring's example passes {sorted(unknown)}, which main does not take"

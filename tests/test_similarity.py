@@ -8,7 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from biastransfer.stats.similarity import SimilarityResult, class_similarities, inter_class_similarity, intra_class_similarity
+from biastransfer.stats.similarity import (
+    SimilarityResult,
+    class_similarities,
+    inter_class_similarity,
+    intra_class_similarity,
+)
 
 
 def _cos(a, b):

@@ -30,7 +30,6 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 import yaml
-
 from slurm_cluster import local_slurm_cluster, missing_binaries
 from zoo_toy import small_zoo_config
 
@@ -43,9 +42,12 @@ TINY = REPO / "tests" / "configs" / "tiny.yaml"
 # job states come from squeue; the first status check comes after 1 s (default 10 s) and the next one 1 s
 # after a check that saw a job end (default 40 s; the plugin adds 10 s after each check that saw none).
 LOCAL_CLUSTER_OPTIONS = [
-    "--slurm-status-command", "squeue",
-    "--slurm-init-seconds-before-status-checks", "1",
-    "--seconds-between-status-checks", "1",
+    "--slurm-status-command",
+    "squeue",
+    "--slurm-init-seconds-before-status-checks",
+    "1",
+    "--seconds-between-status-checks",
+    "1",
 ]
 # The GPU requests profiles/slurm/config.yaml makes for the first attempt: (cpus per GPU, MB, minutes);
 # embed asks for its CPUs as threads (--cpus-per-task), so that a group holding it gets the group's CPUs.
@@ -82,11 +84,26 @@ rule embed:
 """
 
 
-def _snakemake(workdir: Path, args: list[str], *, env: dict[str, str], timeout_s: float = 300) -> subprocess.CompletedProcess[str]:
+def _snakemake(
+    workdir: Path, args: list[str], *, env: dict[str, str], timeout_s: float = 300
+) -> subprocess.CompletedProcess[str]:
     """Run Snakemake on ``workdir/Snakefile`` from inside ``workdir``."""
     return subprocess.run(
-        [sys.executable, "-m", "snakemake", "--snakefile", str(workdir / "Snakefile"), "--directory", str(workdir), *args],
-        cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout_s,
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "--snakefile",
+            str(workdir / "Snakefile"),
+            "--directory",
+            str(workdir),
+            *args,
+        ],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
     )
 
 
@@ -177,8 +194,9 @@ def _profile_group_components() -> dict[str, int]:
     return {group: int(count) for group, count in (entry.split("=") for entry in entries)}
 
 
-@pytest.mark.parametrize("configfile", [TINY, REPO / "config" / "config.yaml", REPO / "config" / "paper.yaml"],
-                         ids=["tiny", "demo", "paper"])
+@pytest.mark.parametrize(
+    "configfile", [TINY, REPO / "config" / "config.yaml", REPO / "config" / "paper.yaml"], ids=["tiny", "demo", "paper"]
+)
 def test_profile_plans_one_analysis_job_per_model(configfile, tmp_path):
     """A dry run through the profile (no cluster needed): every job of a grouped rule is in its model's group,
     and the profile's group-components makes each model's group one job (one ``Group job`` per model). With
@@ -199,11 +217,28 @@ def test_profile_plans_one_analysis_job_per_model(configfile, tmp_path):
     assert "embed" in {job.rule for job in jobs if job.group is None and not job.local}
 
 
-def _snakemake_dry_run(configfile: Path, workdir: Path, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def _snakemake_dry_run(
+    configfile: Path, workdir: Path, args: list[str], env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "snakemake", "-n", "--snakefile", str(REPO / "Snakefile"), "--configfile", str(configfile),
-         "--directory", str(workdir), *args],
-        cwd=workdir, env=env, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-n",
+            "--snakefile",
+            str(REPO / "Snakefile"),
+            "--configfile",
+            str(configfile),
+            "--directory",
+            str(workdir),
+            *args,
+        ],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 
@@ -234,16 +269,27 @@ def slurm_cluster():
 
 
 def _demo_command(workdir: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--configfile", str(TINY),
-            "--directory", str(workdir), *args]
+    return [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(REPO / "Snakefile"),
+        "--configfile",
+        str(TINY),
+        "--directory",
+        str(workdir),
+        *args,
+    ]
 
 
 @contextlib.contextmanager
 def _started(command: list[str], workdir: Path, env: dict[str, str], log: Path) -> Iterator[subprocess.Popen]:
     """Run ``command`` in the background (output to ``log``); kill its process group if still running at exit."""
     with open(log, "w") as out:
-        process = subprocess.Popen(command, cwd=workdir, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
+        process = subprocess.Popen(
+            command, cwd=workdir, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
     try:
         yield process
     finally:
@@ -291,9 +337,21 @@ def zoo_run(slurm_cluster, tmp_path_factory):
     configfile.write_text(yaml.safe_dump(config, sort_keys=False))
     workdir = root / "run"
     workdir.mkdir()
-    command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--configfile", str(configfile),
-               "--directory", str(workdir), "--profile", str(PROFILE), *LOCAL_CLUSTER_OPTIONS,
-               "--slurm-keep-successful-logs"]
+    command = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(REPO / "Snakefile"),
+        "--configfile",
+        str(configfile),
+        "--directory",
+        str(workdir),
+        "--profile",
+        str(PROFILE),
+        *LOCAL_CLUSTER_OPTIONS,
+        "--slurm-keep-successful-logs",
+    ]
     env = {**slurm_cluster.env, "HF_HUB_OFFLINE": "1"}
     with _started(command, workdir, env, root / "zoo.log") as process:
         yield BackgroundRun(workdir, process, root / "zoo.log")
@@ -320,11 +378,14 @@ def demo_runs(slurm_cluster, zoo_run, tmp_path_factory):
     for workdir in (local_dir, slurm_dir, failing_dir):
         workdir.mkdir()
     env = {**slurm_cluster.env, "HF_HUB_OFFLINE": "1"}
-    slurm_command = _demo_command(slurm_dir, "--profile", str(PROFILE), *LOCAL_CLUSTER_OPTIONS,
-                                  "--slurm-keep-successful-logs")
+    slurm_command = _demo_command(
+        slurm_dir, "--profile", str(PROFILE), *LOCAL_CLUSTER_OPTIONS, "--slurm-keep-successful-logs"
+    )
     start = time.monotonic()
-    with _started(slurm_command, slurm_dir, env, root / "slurm.log") as slurm, \
-            _started(_demo_command(local_dir, "--cores", "all"), local_dir, env, root / "local.log") as local:
+    with (
+        _started(slurm_command, slurm_dir, env, root / "slurm.log") as slurm,
+        _started(_demo_command(local_dir, "--cores", "all"), local_dir, env, root / "local.log") as local,
+    ):
         assert local.wait(timeout=900) == 0, f"local run failed:\n{(root / 'local.log').read_text()[-5000:]}"
         local_s = time.monotonic() - start
 
@@ -335,16 +396,31 @@ def demo_runs(slurm_cluster, zoo_run, tmp_path_factory):
         target = "results/embeddings/synthetic/tinycnn/pretrained.parquet"
         # The target comes first: `--forcerun` takes every following word as a rule name.
         failing = subprocess.run(
-            _demo_command(failing_dir, target, "--profile", str(PROFILE), *LOCAL_CLUSTER_OPTIONS, "--forcerun", "embed"),
-            cwd=failing_dir, env=env, capture_output=True, text=True, timeout=600,
+            _demo_command(
+                failing_dir, target, "--profile", str(PROFILE), *LOCAL_CLUSTER_OPTIONS, "--forcerun", "embed"
+            ),
+            cwd=failing_dir,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
         )
         slurm_rc = slurm.wait(timeout=900)
         slurm_s = time.monotonic() - start
     slurm_log = (root / "slurm.log").read_text()
     print(f"tiny demo side by side: SLURM {slurm_s:.0f} s, local {local_s:.0f} s")
     assert slurm_rc == 0, f"SLURM run failed:\n{slurm_log[-8000:]}\n{slurm_cluster.log_tail()}"
-    return DemoRuns(local_dir, (root / "local.log").read_text(), slurm_dir, slurm_log,
-                    failing_dir, failing.stdout + failing.stderr, failing.returncode, broken_image, target)
+    return DemoRuns(
+        local_dir,
+        (root / "local.log").read_text(),
+        slurm_dir,
+        slurm_log,
+        failing_dir,
+        failing.stdout + failing.stderr,
+        failing.returncode,
+        broken_image,
+        target,
+    )
 
 
 @dataclass(frozen=True)
@@ -376,14 +452,18 @@ def _logged_jobs(log: str) -> list[LoggedJob]:
         resources = dict(re.findall(r"\b(mem_mb|runtime)=(\d+)", body))
         wildcards = re.search(r"^\s+wildcards: (.*)$", body, re.M)
         threads = re.search(r"^\s+threads: (\d+)$", body, re.M)  # printed only when more than 1
-        jobs.append(LoggedJob(
-            rule=rule, jobid=int(re.search(r"^\s+jobid: (\d+)$", body, re.M).group(1)), local=kind == "localrule",
-            mem_mb=int(resources["mem_mb"]) if "mem_mb" in resources else None,
-            runtime=int(resources["runtime"]) if "runtime" in resources else None,
-            threads=int(threads.group(1)) if threads else 1,
-            wildcards=dict(item.split("=", 1) for item in wildcards.group(1).split(", ")) if wildcards else {},
-            group=[name for start, name in headers if start < match.start()][-1] if indent else None,
-        ))
+        jobs.append(
+            LoggedJob(
+                rule=rule,
+                jobid=int(re.search(r"^\s+jobid: (\d+)$", body, re.M).group(1)),
+                local=kind == "localrule",
+                mem_mb=int(resources["mem_mb"]) if "mem_mb" in resources else None,
+                runtime=int(resources["runtime"]) if "runtime" in resources else None,
+                threads=int(threads.group(1)) if threads else 1,
+                wildcards=dict(item.split("=", 1) for item in wildcards.group(1).split(", ")) if wildcards else {},
+                group=[name for start, name in headers if start < match.start()][-1] if indent else None,
+            )
+        )
     return jobs
 
 
@@ -442,8 +522,13 @@ def test_each_models_small_analyses_ran_as_one_slurm_job(demo_runs, slurm_cluste
     joined by model_analyses into one connected set that the job runs side by side."""
     logged = _logged_jobs(demo_runs.slurm_log)
     members = [job for job in logged if job.group is not None]
-    assert Counter(job.rule for job in members) == {"similarity": 3, "ieat": 3, "bts": 1, "change": 1,
-                                                    "model_analyses": 1}
+    assert Counter(job.rule for job in members) == {
+        "similarity": 3,
+        "ieat": 3,
+        "bts": 1,
+        "change": 1,
+        "model_analyses": 1,
+    }
     assert {job.group for job in members} == {"stats_tinycnn"}
     assert {job.wildcards["model"] for job in members} == {"tinycnn"}
     local = _logged_jobs(demo_runs.local_log)  # a local run ignores groups: every job on its own
@@ -460,8 +545,11 @@ def test_each_models_small_analyses_ran_as_one_slurm_job(demo_runs, slurm_cluste
     # Three waves: all but bts and the marker side by side (7 jobs, within the profile's `cores: 8`), then
     # bts, which reads the similarity tables, then the marker. The group asks for the first wave's CPUs and
     # memory and the waves' time.
-    waves = ([job for job in members if job.rule not in ("bts", "model_analyses")],
-             [job for job in members if job.rule == "bts"], [job for job in members if job.rule == "model_analyses"])
+    waves = (
+        [job for job in members if job.rule not in ("bts", "model_analyses")],
+        [job for job in members if job.rule == "bts"],
+        [job for job in members if job.rule == "model_analyses"],
+    )
     assert record.num_cpus == len(waves[0]) == 7, record
     assert record.min_memory == f"{sum(job.mem_mb for job in waves[0])}M", record
     assert record.time_limit == _slurm_time(sum(max(j.runtime for j in wave) for wave in waves)), record
@@ -503,7 +591,9 @@ def test_zoo_model_is_one_slurm_job_on_one_gpu(zoo_run, slurm_cluster):
 
 
 def _summary_tables(run_dir: Path) -> dict[str, pd.DataFrame]:
-    return {p.name: pd.read_csv(p, keep_default_na=False) for p in sorted((run_dir / "results" / "summary").glob("*.csv"))}
+    return {
+        p.name: pd.read_csv(p, keep_default_na=False) for p in sorted((run_dir / "results" / "summary").glob("*.csv"))
+    }
 
 
 def test_demo_results_on_slurm_equal_the_local_run(demo_runs):
@@ -517,7 +607,9 @@ def test_demo_results_on_slurm_equal_the_local_run(demo_runs):
     for name, table in local.items():
         pd.testing.assert_frame_equal(slurm[name], table, check_exact=True, obj=name)
 
-    embeddings = sorted(p.relative_to(demo_runs.local_dir) for p in (demo_runs.local_dir / "results" / "embeddings").rglob("*.parquet"))
+    embeddings = sorted(
+        p.relative_to(demo_runs.local_dir) for p in (demo_runs.local_dir / "results" / "embeddings").rglob("*.parquet")
+    )
     assert len(embeddings) == 3
     for path in embeddings:
         ours, theirs = pq.read_table(demo_runs.slurm_dir / path), pq.read_table(demo_runs.local_dir / path)
@@ -547,7 +639,9 @@ def test_a_failing_demo_job_is_reported_and_fails_the_run(demo_runs, slurm_clust
 
 def test_cluster_is_stopped_when_the_body_raises():
     if missing_binaries():
-        pytest.skip(f"SLURM binaries missing: {', '.join(missing_binaries())} (CI installs them with .ci/install-slurm.sh)")
+        pytest.skip(
+            f"SLURM binaries missing: {', '.join(missing_binaries())} (CI installs them with .ci/install-slurm.sh)"
+        )
     with pytest.raises(RuntimeError, match="failure inside the cluster context"):
         with local_slurm_cluster() as cluster:
             pids = cluster.daemon_pids()

@@ -5,8 +5,8 @@ import pytest
 from PIL import Image
 
 from biastransfer.data import synthetic
-from biastransfer.hashing import file_digest
 from biastransfer.data.manifest import validate_manifest
+from biastransfer.hashing import file_digest
 
 
 def test_planted_cooccurrence_is_drawn_at_the_configured_rate():
@@ -84,8 +84,14 @@ def test_analysis_set_manifest_is_valid_and_hashes_match(tmp_path):
 
 def test_split_rows_and_labels(tmp_path):
     frame = synthetic.generate_split(
-        "d", "train", 20, synthetic.SceneDistribution(), label_groups=True, size=32,
-        rng=np.random.default_rng(0), image_dir=tmp_path,
+        "d",
+        "train",
+        20,
+        synthetic.SceneDistribution(),
+        label_groups=True,
+        size=32,
+        rng=np.random.default_rng(0),
+        image_dir=tmp_path,
     )
     assert len(frame) == 20 and frame["image_id"].is_unique
     assert set(frame["labels"].explode().dropna()) <= set(synthetic.class_list(True))

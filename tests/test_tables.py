@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 import report_data as rd
 from pdf_fonts import font_types
+
 from biastransfer.report import formatting, tables
 from biastransfer.report.figures import BTS_COLUMNS
 from biastransfer.scripting import run
@@ -52,7 +52,9 @@ def summaries(tmp_path_factory):
 def data_rows(document: str) -> list[list[str]]:
     """Cells of the rows between the header's \\midrule and \\bottomrule (rules and spacers dropped)."""
     body = tables.tabular_of(document).split("\\midrule\n", 1)[1].split("\\bottomrule")[0]
-    return [[c.strip() for c in line.removesuffix("\\\\").split("&")] for line in body.splitlines() if line.endswith("\\\\")]
+    return [
+        [c.strip() for c in line.removesuffix("\\\\").split("&")] for line in body.splitlines() if line.endswith("\\\\")
+    ]
 
 
 @pytest.mark.parametrize(
@@ -100,7 +102,9 @@ def test_an_adjusted_p_is_a_bound_where_its_raw_p_is_at_the_floor():
     assert formatting.adjusted_floor(0.03, 1e-5, 0.06) is None and formatting.format_p(0.06, None) == "$0.060$"
 
 
-@pytest.mark.parametrize(("p", "marks"), [(0.2, ""), (0.05, ""), (0.04, "*"), (0.005, "**"), (0.0005, "***"), (float("nan"), "")])
+@pytest.mark.parametrize(
+    ("p", "marks"), [(0.2, ""), (0.05, ""), (0.04, "*"), (0.005, "**"), (0.0005, "***"), (float("nan"), "")]
+)
 def test_stars(p, marks):
     assert formatting.stars(p) == marks
 
@@ -133,12 +137,16 @@ def test_ieat_table_mean_effect_and_largest_p_over_seeds(summaries):
     assert len(rows) == len(rd.MODELS) * len(rd.IEAT_TESTS["openimages"])
     first = rows[0]  # resnet18, car vs fashion
     assert first[:3] == ["ResNet18", "car", "fashion"]
-    pick = ieat[(ieat.analysis_set == "openimages") & (ieat.model == "resnet18") & (ieat.A == "car") & (ieat.B == "fashion")]
+    pick = ieat[
+        (ieat.analysis_set == "openimages") & (ieat.model == "resnet18") & (ieat.A == "car") & (ieat.B == "fashion")
+    ]
     pre = pick[pick.stage == "pretrained"].iloc[0]
     mark = formatting.stars(pre.pvalue_holm) + ("\\dagger" if pre.effect_size <= -0.5 else "")
     assert first[3:8] == [
-        formatting.format_number(pre.effect_size, mark=mark), formatting.format_interval(pre.ci_low, pre.ci_high),
-        formatting.format_p(pre.pvalue, pre.pvalue_floor), formatting.format_p(pre.pvalue_two_sided, pre.pvalue_floor),
+        formatting.format_number(pre.effect_size, mark=mark),
+        formatting.format_interval(pre.ci_low, pre.ci_high),
+        formatting.format_p(pre.pvalue, pre.pvalue_floor),
+        formatting.format_p(pre.pvalue_two_sided, pre.pvalue_floor),
         formatting.format_p(pre.pvalue_holm, formatting.adjusted_floor(pre.pvalue, pre.pvalue_floor, pre.pvalue_holm)),
     ]
     coco = pick[pick.finetune_dataset == "coco"]
@@ -147,9 +155,13 @@ def test_ieat_table_mean_effect_and_largest_p_over_seeds(summaries):
     spread = formatting.format_spread(coco.effect_size.min(), coco.effect_size.max())  # over the three seeds
     expected_d = formatting.format_number(coco.effect_size.mean(), mark=mark) + spread
     assert first[8:13] == [
-        expected_d, formatting.format_interval(coco.ci_low.min(), coco.ci_high.max()),
-        formatting.format_p(coco.pvalue.max(), 1e-4), formatting.format_p(coco.pvalue_two_sided.max(), 1e-4),
-        formatting.format_p(coco.pvalue_holm.max(), formatting.adjusted_floor(coco.pvalue.max(), 1e-4, coco.pvalue_holm.max())),
+        expected_d,
+        formatting.format_interval(coco.ci_low.min(), coco.ci_high.max()),
+        formatting.format_p(coco.pvalue.max(), 1e-4),
+        formatting.format_p(coco.pvalue_two_sided.max(), 1e-4),
+        formatting.format_p(
+            coco.pvalue_holm.max(), formatting.adjusted_floor(coco.pvalue.max(), 1e-4, coco.pvalue_holm.max())
+        ),
     ]
     assert rows[1][0] == ""  # the model name is printed once per block
     assert "Finetuned on \\texttt{coco}" in doc and "Finetuned on \\texttt{openimages}" in doc
@@ -159,7 +171,9 @@ def test_ieat_caption_says_how_the_p_values_were_computed(summaries):
     ieat = summaries["ieat"]
     assert "$p$: one-sided Monte Carlo permutation p-value;" in tables.ieat_table(ieat, "openimages")
     two_sided = ieat.assign(alternative="two-sided", method=np.where(ieat.index % 2 == 0, "exact", "permutation"))
-    assert "$p$: two-sided exact permutation/Monte Carlo permutation p-value;" in tables.ieat_table(two_sided, "openimages")
+    assert "$p$: two-sided exact permutation/Monte Carlo permutation p-value;" in tables.ieat_table(
+        two_sided, "openimages"
+    )
     with pytest.raises(ValueError, match="iEAT summary.*alternative, method"):
         tables.ieat_table(ieat.drop(columns=["alternative", "method"]), "openimages")
 
@@ -189,7 +203,9 @@ def test_analysis_set_table_counts_and_total(summaries):
 
 
 def test_bad_input_names_what_is_wrong(summaries):
-    with pytest.raises(ValueError, match=r"no rows with analysis_set='nope' \(present: analysis_set=\['coco', 'openimages'\]\)"):
+    with pytest.raises(
+        ValueError, match=r"no rows with analysis_set='nope' \(present: analysis_set=\['coco', 'openimages'\]\)"
+    ):
         tables.ieat_table(summaries["ieat"], "nope")
     with pytest.raises(ValueError, match="adjust must be one of"):
         tables.bts_table(summaries["bts"], "coco", "coco", adjust="bonferroni")

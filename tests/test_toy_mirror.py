@@ -6,6 +6,7 @@ import zipfile
 import pandas as pd
 import pytest
 import yaml
+from conftest import ROOT
 
 from biastransfer.data import coco, toy_mirror
 from biastransfer.data import openimages as oi
@@ -14,7 +15,6 @@ from biastransfer.data.kinds import pinned
 from biastransfer.models.extractors import create_backbone
 from biastransfer.models.registry import REGISTRY
 from biastransfer.models.toy_weights import write_weights
-from conftest import ROOT
 
 PAPER = yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())
 
@@ -22,14 +22,16 @@ PAPER = yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())
 def test_coco_mirror_parses_and_its_lists_select_their_classes(tmp_path):
     aset = PAPER["analysis_sets"]["coco"]
     base = aset["paper"]["base_url"]
-    lists, ann = toy_mirror.build_coco(tmp_path, base, aset["classes"], objects=aset["curation"]["objects"],
-                                       per_class=2, n_train=5, n_val=3, size=32)
+    lists, ann = toy_mirror.build_coco(
+        tmp_path, base, aset["classes"], objects=aset["curation"]["objects"], per_class=2, n_train=5, n_val=3, size=32
+    )
     archive = tmp_path / "images.cocodataset.org" / "annotations" / "annotations_trainval2017.zip"
     assert ann == {"annotations_trainval2017.zip": toy_mirror.sha256_of(archive)}
     root = tmp_path / "coco"
     with zipfile.ZipFile(archive) as zf:
-        assert sorted(zf.namelist()) == sorted(f"annotations/{k}_{s}.json" for k in ("instances", "captions")
-                                               for s in coco.SPLITS)
+        assert sorted(zf.namelist()) == sorted(
+            f"annotations/{k}_{s}.json" for k in ("instances", "captions") for s in coco.SPLITS
+        )
         zf.extractall(root)
     inst = {s: coco.load_instances(root / "annotations" / f"instances_{s}.json") for s in coco.SPLITS}
     assert len(inst["val2017"].class_names) == 80 and inst["val2017"].class_names[72] == "refrigerator"
@@ -45,40 +47,63 @@ def test_coco_mirror_parses_and_its_lists_select_their_classes(tmp_path):
     caps = pd.concat([coco.load_captions(root / "annotations" / f"captions_{s}.json") for s in coco.SPLITS])
     gender = coco.caption_gender(caps, ["man"], ["woman"])
     for image_id, cls in zip(sel["image_id"].astype(int), sel["class"]):
-        want = "man" if cls.endswith("man") and not cls.endswith("woman") else "woman" if cls.endswith("woman") else None
+        want = (
+            "man" if cls.endswith("man") and not cls.endswith("woman") else "woman" if cls.endswith("woman") else None
+        )
         assert gender.get(image_id) == want, (image_id, cls)
     # the same mirror serves a curated set: the curation rules pick exactly the listed images
     words = yaml.safe_load((ROOT / "resources" / "gender_words.yaml").read_text())["lists"]["wang2021"]
     options = {k: v for k, v in aset["curation"].items() if k not in ("sizes", "gender_words")}
-    curated = coco.curate(list(inst.values()), caps, {c: 2 for c in aset["classes"]}, root=root,
-                          male_words=words["male"], female_words=words["female"], **options)
+    curated = coco.curate(
+        list(inst.values()),
+        caps,
+        {c: 2 for c in aset["classes"]},
+        root=root,
+        male_words=words["male"],
+        female_words=words["female"],
+        **options,
+    )
     listed = sel[sel["class"] != "random"].set_index("image_id")["class"].sort_index()
-    pd.testing.assert_series_equal(curated[curated["class"] != "random"].set_index("image_id")["class"].sort_index(),
-                                   listed)
+    pd.testing.assert_series_equal(
+        curated[curated["class"] != "random"].set_index("image_id")["class"].sort_index(), listed
+    )
 
 
 def test_openimages_mirror_parses_with_real_mids(tmp_path):
     aset = PAPER["analysis_sets"]["openimages"]
     cur = aset["curation"]
-    lists, ann = toy_mirror.build_openimages(tmp_path, aset["paper"]["base_url"], aset["classes"],
-                                             objects=cur["objects"], genders=cur["genders"], per_class=2,
-                                             n_train=4, n_val=3, size=32)
+    lists, ann = toy_mirror.build_openimages(
+        tmp_path,
+        aset["paper"]["base_url"],
+        aset["classes"],
+        objects=cur["objects"],
+        genders=cur["genders"],
+        per_class=2,
+        n_train=4,
+        n_val=3,
+        size=32,
+    )
     assert set(ann) == set(oi.FILES) and len(lists) == len(aset["classes"])
     local = {n: apply_mirror(url, tmp_path) for n, (url, _) in oi.FILES.items()}
     classes = oi.load_classes(local["class-descriptions-boxable.csv"])
     assert dict(zip(classes["name"], classes["mid"])) == oi.MIDS
     labels = oi.load_labels(local["validation-annotations-human-imagelabels-boxable.csv"], classes)
-    negatives = oi.load_labels(local["validation-annotations-human-imagelabels-boxable.csv"], classes,
-                               verified_only=False)
+    negatives = oi.load_labels(
+        local["validation-annotations-human-imagelabels-boxable.csv"], classes, verified_only=False
+    )
     assert len(negatives) > len(labels), "verified-absent labels are in the file and left out"
     # the curation rules pick each analysis image for the class it is listed in
     sizes = {c: 2 for c in aset["classes"]}
     options = {k: v for k, v in cur.items() if k != "sizes"}
     picked = oi.curate(labels, classes, sizes, root=tmp_path, **options)
-    listed = {l.strip(): c for c in aset["classes"]
-              for l in open(apply_mirror(f"{aset['paper']['base_url']}/{c}.txt", tmp_path))}
-    assert {i: listed.get(i) for i in picked["image_id"] if picked.set_index("image_id").loc[i, "class"] != "random"} \
-        == {i: c for i, c in zip(picked["image_id"], picked["class"]) if c != "random"}
+    listed = {
+        line.strip(): c
+        for c in aset["classes"]
+        for line in open(apply_mirror(f"{aset['paper']['base_url']}/{c}.txt", tmp_path))
+    }
+    assert {
+        i: listed.get(i) for i in picked["image_id"] if picked.set_index("image_id").loc[i, "class"] != "random"
+    } == {i: c for i, c in zip(picked["image_id"], picked["class"]) if c != "random"}
 
 
 @pytest.mark.parametrize("name", ["resnet18", "moco_r50_v1", "simclr_r50_v1"])
@@ -92,8 +117,9 @@ def test_toy_weights_load_through_the_real_loaders(tmp_path, name):
 def test_dataset_checksums_replace_the_published_digests():
     files = {"a.zip": ("http://x/a.zip", "f" * 32), "b.csv": ("http://x/b.csv", None)}
     assert pinned({"kind": "coco"}, files) == {"a.zip": {"md5": "f" * 32}, "b.csv": {}}
-    assert pinned({"kind": "coco", "checksums": {"a.zip": "0" * 64, "b.csv": "1" * 32}}, files) == \
-        {"a.zip": {"sha256": "0" * 64}, "b.csv": {"md5": "1" * 32}}
+    assert pinned({"kind": "coco", "checksums": {"a.zip": "0" * 64, "b.csv": "1" * 32}}, files) == {
+        "a.zip": {"sha256": "0" * 64},
+        "b.csv": {"md5": "1" * 32},
+    }
     with pytest.raises(ValueError, match=r"checksums: unknown file\(s\) \['c.csv'\]"):
         pinned({"kind": "coco", "checksums": {"c.csv": "0" * 64}}, files)
-

@@ -10,19 +10,19 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from fake_datasets import coco_splits, openimages_splits
 from torch import nn
 
-from biastransfer.train import loop as tr
+from biastransfer.data.splits import read_split
 from biastransfer.models.checkpoints import load_classifier_from_checkpoint
 from biastransfer.models.extractors import create_classifier
 from biastransfer.models.resolve import resolve_spec
-from biastransfer.data.splits import read_split
+from biastransfer.train import loop as tr
 from biastransfer.train.config import TrainConfig
 from biastransfer.train.data import EpochSampler, ImageLabelDataset
 from biastransfer.train.lars import LARS, lars_param_groups
 from biastransfer.train.loop import Runtime, train_classifier
 from biastransfer.train.run import run_training
-from fake_datasets import coco_splits, openimages_splits
 
 PRE = {"resize": 32, "crop": 32, "interpolation": "bilinear", "mean": [0.5] * 3, "std": [0.25] * 3, "train_hflip": True}
 ARCHS = {"timm": "resnet10t", "torchvision": "resnet18"}
@@ -40,8 +40,10 @@ def spec_of(source):
 
 def datasets(data, name, spec):
     train, val = (read_split(p) for p in data[name])
-    return (ImageLabelDataset(train, spec.preprocess.transform(train=True)),
-            ImageLabelDataset(val, spec.preprocess.transform(train=False)))
+    return (
+        ImageLabelDataset(train, spec.preprocess.transform(train=True)),
+        ImageLabelDataset(val, spec.preprocess.transform(train=False)),
+    )
 
 
 def model_for(spec, n, seed=0):
@@ -49,7 +51,9 @@ def model_for(spec, n, seed=0):
     return create_classifier(spec, n, None)
 
 
-@pytest.mark.parametrize("source, dataset, metric", [("timm", "coco", "mAP"), ("torchvision", "openimages", "micro_f1")])
+@pytest.mark.parametrize(
+    "source, dataset, metric", [("timm", "coco", "mAP"), ("torchvision", "openimages", "micro_f1")]
+)
 def test_finetune_writes_best_checkpoint_and_curve(data, tmp_path, source, dataset, metric):
     spec = spec_of(source)
     out = tmp_path / "out"
@@ -57,10 +61,20 @@ def test_finetune_writes_best_checkpoint_and_curve(data, tmp_path, source, datas
     logs = []
     hyper = {"epochs": 2, "lr": 0.05, "batch_size": 8, "metric": metric, "threshold": 0.3}
     written = run_training(
-        lambda classes: model_for(spec, len(classes)), spec, train=str(data[dataset][0]), val=str(data[dataset][1]),
-        model_out=str(out / "model.safetensors"), metrics_out=str(out / "metrics.json"),
-        curve_out=str(out / "curve.csv"), hyper=hyper, seed=3, resume=str(resume),
-        device=torch.device("cpu"), threads=1, num_workers=0, log=logs.append,
+        lambda classes: model_for(spec, len(classes)),
+        spec,
+        train=str(data[dataset][0]),
+        val=str(data[dataset][1]),
+        model_out=str(out / "model.safetensors"),
+        metrics_out=str(out / "metrics.json"),
+        curve_out=str(out / "curve.csv"),
+        hyper=hyper,
+        seed=3,
+        resume=str(resume),
+        device=torch.device("cpu"),
+        threads=1,
+        num_workers=0,
+        log=logs.append,
     )
     on_disk = json.loads((out / "metrics.json").read_text())
     assert on_disk == json.loads(json.dumps(written))
@@ -80,8 +94,12 @@ def test_finetune_writes_best_checkpoint_and_curve(data, tmp_path, source, datas
     val_loss, value = tr.evaluate(model, tr.make_loader(val, cfg, torch.device("cpu")), cfg, torch.device("cpu"))
     assert value == pytest.approx(on_disk["metric_value"], abs=1e-6)
     assert val_loss == pytest.approx(curve["val_loss"].iloc[best], rel=1e-5)
-    with pytest.raises(ValueError, match="checkpoint has 4 classes, 10 were requested" if dataset == "coco"
-                       else "checkpoint has 10 classes, 4 were requested"):
+    with pytest.raises(
+        ValueError,
+        match="checkpoint has 4 classes, 10 were requested"
+        if dataset == "coco"
+        else "checkpoint has 10 classes, 4 were requested",
+    ):
         load_classifier_from_checkpoint(out / "model.safetensors", num_classes=10 if dataset == "coco" else 4)
 
 
@@ -97,7 +115,9 @@ def test_best_epoch_is_kept_and_plateau_lowers_the_rate(data, monkeypatch):
         return 0.5, next(scripted)
 
     monkeypatch.setattr(tr, "evaluate", fake_evaluate)
-    cfg = TrainConfig(epochs=4, lr=0.02, batch_size=8, scheduler="plateau", plateau_monitor="metric", plateau_patience=0)
+    cfg = TrainConfig(
+        epochs=4, lr=0.02, batch_size=8, scheduler="plateau", plateau_monitor="metric", plateau_patience=0
+    )
     result = train_classifier(model_for(spec, 4), train, val, cfg, log=lambda m: None)
     assert (result.best_epoch, result.best_metric) == (2, 0.7)
     assert all(torch.equal(result.best_state[k], states[1][k]) for k in states[1])
@@ -113,8 +133,17 @@ class Killed(Exception):
 def test_interrupted_run_resumes_and_matches(data, tmp_path, monkeypatch, optimizer, workers):
     spec = spec_of("timm")
     train, val = datasets(data, "openimages", spec)
-    cfg = TrainConfig(epochs=2, lr=0.05, batch_size=8, optimizer=optimizer, scheduler="plateau", metric="micro_f1",
-                      seed=5, num_workers=workers, weight_decay=1e-4)
+    cfg = TrainConfig(
+        epochs=2,
+        lr=0.05,
+        batch_size=8,
+        optimizer=optimizer,
+        scheduler="plateau",
+        metric="micro_f1",
+        seed=5,
+        num_workers=workers,
+        weight_decay=1e-4,
+    )
     full = train_classifier(model_for(spec, 10), train, val, cfg, resume_path=tmp_path / "full.pt", log=lambda m: None)
 
     save = tr._save_resume
@@ -129,7 +158,9 @@ def test_interrupted_run_resumes_and_matches(data, tmp_path, monkeypatch, optimi
     monkeypatch.setattr(tr, "_save_resume", save)
     logs = []
     # a fresh process would rebuild the model from its pretrained weights: use other initial weights
-    resumed = train_classifier(model_for(spec, 10, seed=99), train, val, cfg, resume_path=tmp_path / "cut.pt", log=logs.append)
+    resumed = train_classifier(
+        model_for(spec, 10, seed=99), train, val, cfg, resume_path=tmp_path / "cut.pt", log=logs.append
+    )
     assert any("resumed from" in m and "after epoch 1" in m for m in logs)
     assert [r.epoch for r in resumed.history] == [1, 2]
     for a, b in zip(full.history, resumed.history):
@@ -145,7 +176,9 @@ def test_resume_file_with_other_classes_is_discarded_and_the_log_says_so(data, t
     train_classifier(model_for(spec, 4), coco_train, coco_val, cfg, resume_path=tmp_path / "r.pt", log=lambda m: None)
     oi_train, oi_val = datasets(data, "openimages", spec)
     logs = []
-    result = train_classifier(model_for(spec, 10), oi_train, oi_val, cfg, resume_path=tmp_path / "r.pt", log=logs.append)
+    result = train_classifier(
+        model_for(spec, 10), oi_train, oi_val, cfg, resume_path=tmp_path / "r.pt", log=logs.append
+    )
     assert any("r.pt was written with another class list; discarding it" in m for m in logs), logs
     assert [r.epoch for r in result.history] == [1]
 
@@ -175,7 +208,10 @@ def test_nan_loss_stops_with_a_clear_error(data):
     spec = spec_of("timm")
     train, val = datasets(data, "coco", spec)
     cfg = TrainConfig(epochs=2, lr=0.1, batch_size=4, log_every=2)
-    with pytest.raises(FloatingPointError, match=r"non-finite training loss \(nan\) at epoch 1, in batches 3-4: lower the learning rate"):
+    with pytest.raises(
+        FloatingPointError,
+        match=r"non-finite training loss \(nan\) at epoch 1, in batches 3-4: lower the learning rate",
+    ):
         train_classifier(NaNAfterTwoBatches(), train, val, cfg, log=lambda m: None)
 
 
@@ -266,10 +302,22 @@ def test_bad_hyper_parameters_are_clear_errors(kwargs, message):
 # text of section 11: ReduceLROnPlateau for ResNet18 (COCO) and MoCo (both), LARS without weight decay
 # for SimCLR, SGD with momentum 0.9 and weight decay for the others.
 TABLES = {
-    "coco": {"bit_m_r50x1": (25, 0.003), "resnet50": (25, 0.001), "resnet18": (25, 0.1),
-             "clip_vit_b32": (25, 0.001), "simclr_r50_v1": (25, 0.01), "moco_r50_v1": (25, 0.1)},
-    "openimages": {"bit_m_r50x1": (15, 0.001), "resnet50": (15, 0.001), "resnet18": (30, 0.001),
-                   "clip_vit_b32": (15, 0.001), "simclr_r50_v1": (15, 0.01), "moco_r50_v1": (15, 0.1)},
+    "coco": {
+        "bit_m_r50x1": (25, 0.003),
+        "resnet50": (25, 0.001),
+        "resnet18": (25, 0.1),
+        "clip_vit_b32": (25, 0.001),
+        "simclr_r50_v1": (25, 0.01),
+        "moco_r50_v1": (25, 0.1),
+    },
+    "openimages": {
+        "bit_m_r50x1": (15, 0.001),
+        "resnet50": (15, 0.001),
+        "resnet18": (30, 0.001),
+        "clip_vit_b32": (15, 0.001),
+        "simclr_r50_v1": (15, 0.01),
+        "moco_r50_v1": (15, 0.1),
+    },
 }
 PLATEAU = {("coco", "resnet18"), ("coco", "moco_r50_v1"), ("openimages", "moco_r50_v1")}
 
@@ -311,10 +359,20 @@ def test_the_same_seed_gives_the_same_weights_whatever_the_process_rng(data, tmp
         torch.seed()  # a fresh process starts from an arbitrary RNG state: the run must not depend on it
         out = tmp_path / str(run)
         run_training(
-            lambda classes: create_classifier(spec, len(classes), None), spec, train=str(data["coco"][0]),
-            val=str(data["coco"][1]), model_out=str(out / "model.safetensors"), metrics_out=str(out / "m.json"),
-            curve_out=None, hyper={"epochs": 1, "lr": 0.05, "batch_size": 8}, seed=5, resume=None,
-            device=torch.device("cpu"), threads=1, num_workers=0, log=lambda s: None,
+            lambda classes: create_classifier(spec, len(classes), None),
+            spec,
+            train=str(data["coco"][0]),
+            val=str(data["coco"][1]),
+            model_out=str(out / "model.safetensors"),
+            metrics_out=str(out / "m.json"),
+            curve_out=None,
+            hyper={"epochs": 1, "lr": 0.05, "batch_size": 8},
+            seed=5,
+            resume=None,
+            device=torch.device("cpu"),
+            threads=1,
+            num_workers=0,
+            log=lambda s: None,
         )
         digests.append(hashlib.sha256((out / "model.safetensors").read_bytes()).hexdigest())
     assert digests[0] == digests[1]

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from conftest import ROOT, run_snakemake
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
@@ -15,7 +16,6 @@ from biastransfer import config as cfg
 from biastransfer.embeddings import EmbeddingTable, epoch_file, epoch_files, read_embeddings
 from biastransfer.report.trajectory_findings import describe_trajectories, settling_epoch
 from biastransfer.stats.trajectory import trajectory_table
-from conftest import ROOT, run_snakemake
 
 SCHEMA = str(ROOT / "workflow" / "schemas" / "config.schema.yaml")
 DEMO = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
@@ -30,9 +30,15 @@ def test_trajectory_values_and_the_epochs_they_give(value, epochs):
     assert cfg.trajectory_epochs(conf, "democnn", "synthetic_target") == epochs
 
 
-@pytest.mark.parametrize("value, message", [
-    ("sometimes", "'sometimes' is not valid"), ([0], "is not valid"), ([], "is not valid"), ([2, 2], "is not valid"),
-])
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("sometimes", "'sometimes' is not valid"),
+        ([0], "is not valid"),
+        ([], "is not valid"),
+        ([2, 2], "is not valid"),
+    ],
+)
 def test_a_bad_trajectory_value_is_named(value, message):
     conf = copy.deepcopy(DEMO)
     conf["finetune"]["trajectory"] = value
@@ -48,17 +54,26 @@ def test_an_epoch_beyond_a_run_is_named():
 
 
 def _means(values, low, high):
-    return pd.DataFrame({"value": values, "ci_low": [np.nan] * (len(values) - 1) + [low],
-                         "ci_high": [np.nan] * (len(values) - 1) + [high]}, index=range(len(values)))
+    return pd.DataFrame(
+        {
+            "value": values,
+            "ci_low": [np.nan] * (len(values) - 1) + [low],
+            "ci_high": [np.nan] * (len(values) - 1) + [high],
+        },
+        index=range(len(values)),
+    )
 
 
-@pytest.mark.parametrize("values, low, high, settled", [
-    ([0.0, 0.5, 0.9, 1.0, 0.95], 0.85, 1.1, 2),   # rises, then stays inside the last interval from epoch 2
-    ([1.0, 0.2, 1.0, 1.0], 0.9, 1.1, 2),         # dips at epoch 1 and comes back
-    ([1.0, 1.0, 1.0], 0.9, 1.1, 0),              # never leaves it
-    ([0.0, 1.0, 2.0], 2.5, 3.0, None),           # the last value lies outside its own interval
-    ([0.0, 1.0], np.nan, np.nan, None),          # no interval
-])
+@pytest.mark.parametrize(
+    "values, low, high, settled",
+    [
+        ([0.0, 0.5, 0.9, 1.0, 0.95], 0.85, 1.1, 2),  # rises, then stays inside the last interval from epoch 2
+        ([1.0, 0.2, 1.0, 1.0], 0.9, 1.1, 2),  # dips at epoch 1 and comes back
+        ([1.0, 1.0, 1.0], 0.9, 1.1, 0),  # never leaves it
+        ([0.0, 1.0, 2.0], 2.5, 3.0, None),  # the last value lies outside its own interval
+        ([0.0, 1.0], np.nan, np.nan, None),  # no interval
+    ],
+)
 def test_the_settling_epoch(values, low, high, settled):
     assert settling_epoch(_means(values, low, high)) == settled
 
@@ -72,9 +87,13 @@ def _table(rng, shift=0.0):
     return EmbeddingTable(np.array([f"i{k}" for k in range(40)]), cls, emb)
 
 
-OPTIONS = dict(tests=[{"name": "t", "X": "x", "Y": "y", "A": "a", "B": "b", "role": "planted"}], lists={},
-               similarity={"method": "exact"}, ieat={"permutations": 200, "bootstrap": 50},
-               bts={"pvalue": "permutation", "bootstrap": 50, "ci_level": 0.95, "seed": 0})
+OPTIONS = dict(
+    tests=[{"name": "t", "X": "x", "Y": "y", "A": "a", "B": "b", "role": "planted"}],
+    lists={},
+    similarity={"method": "exact"},
+    ieat={"permutations": 200, "bootstrap": 50},
+    bts={"pvalue": "permutation", "bootstrap": 50, "ci_level": 0.95, "seed": 0},
+)
 
 
 def test_a_network_finetuning_did_not_change_keeps_its_statistics_at_every_epoch():
@@ -117,10 +136,16 @@ def tiny(tmp_path_factory):
     conf["analysis"]["trajectory"] = {"permutations": conf["analysis"]["ieat"]["permutations"], "bootstrap": 2000}
     workdir = tmp_path_factory.mktemp("trajectory")
     (workdir / "tiny.yaml").write_text(yaml.safe_dump(conf))
-    targets = ["results/summary/trajectory.csv", "results/figures/synthetic/tinycnn/trajectory_ft-synthetic_target.png",
-               "results/bts/synthetic/tinycnn/ft-synthetic_target.csv",
-               *(f"results/{kind}/synthetic/tinycnn/{STAGE.format(seed)}.csv" for kind in ("ieat", "similarity")
-                 for seed in (0, 1))]
+    targets = [
+        "results/summary/trajectory.csv",
+        "results/figures/synthetic/tinycnn/trajectory_ft-synthetic_target.png",
+        "results/bts/synthetic/tinycnn/ft-synthetic_target.csv",
+        *(
+            f"results/{kind}/synthetic/tinycnn/{STAGE.format(seed)}.csv"
+            for kind in ("ieat", "similarity")
+            for seed in (0, 1)
+        ),
+    ]
     run_snakemake("--cores", "2", *targets, "--configfile", workdir / "tiny.yaml", cwd=workdir)
     return workdir / "results"
 
@@ -135,7 +160,11 @@ def test_each_epoch_is_embedded_in_the_documented_schema(tiny):
             table = read_embeddings(path)
             meta = table.metadata
             assert (meta["epoch"], meta["stage"], meta["trajectory"], meta["analysis_set"]) == (
-                epoch, STAGE.format(seed), True, "synthetic")
+                epoch,
+                STAGE.format(seed),
+                True,
+                "synthetic",
+            )
             assert meta["train_sha256"] == final.metadata["train_sha256"] and meta["model"] == "tinycnn"
             assert list(table.image_ids) == list(final.image_ids) and table.embeddings.shape == final.embeddings.shape
 
@@ -157,8 +186,12 @@ def test_the_best_epoch_gives_exactly_the_final_embeddings_results(tiny):
         assert got.to_dict() == sims.set_index("key")["value"].to_dict()
         ieat = pd.read_csv(tiny / "ieat" / "synthetic" / "tinycnn" / f"{STAGE.format(seed)}.csv").set_index("test")
         got = rows[rows["measure"] == "ieat"].set_index("key")
-        for column, theirs in (("value", "effect_size"), ("ci_low", "ci_low"), ("ci_high", "ci_high"),
-                               ("pvalue", "pvalue")):
+        for column, theirs in (
+            ("value", "effect_size"),
+            ("ci_low", "ci_low"),
+            ("ci_high", "ci_high"),
+            ("pvalue", "pvalue"),
+        ):
             assert got[column].to_dict() == ieat[theirs].to_dict(), column
         bts = pd.read_csv(tiny / "bts" / "synthetic" / "tinycnn" / "ft-synthetic_target.csv", keep_default_na=False)
         bts = bts[bts["seed"].astype(str) == str(seed)].set_index("kind")
@@ -194,13 +227,34 @@ def _writer(tmp_path, epochs, **kwargs):
         paths.append(str(tmp_path / f"img{i}.png"))
         Image.fromarray(rng.integers(0, 256, size=(64, 64, 3), dtype=np.uint8)).save(paths[-1])
     if not (tmp_path / "manifest.parquet").exists():
-        write_manifest(tmp_path / "manifest.parquet", pd.DataFrame({
-            "image_id": [f"i{i}" for i in range(4)], "class": ["a", "a", "b", "b"], "path": paths,
-            "sha256": [file_digest(p) for p in paths], "source_split": "t", "source": "noise", "reason": "test"}))
+        write_manifest(
+            tmp_path / "manifest.parquet",
+            pd.DataFrame(
+                {
+                    "image_id": [f"i{i}" for i in range(4)],
+                    "class": ["a", "a", "b", "b"],
+                    "path": paths,
+                    "sha256": [file_digest(p) for p in paths],
+                    "source_split": "t",
+                    "source": "noise",
+                    "reason": "test",
+                }
+            ),
+        )
     spec = model_spec("democnn", DEMO["models"]["democnn"])
-    return TrajectoryWriter(spec, {"s": str(tmp_path / "manifest.parquet")}, {"s": str(tmp_path / "out")}, epochs,
-                            tmp_path / "staging", batch_size=2, num_workers=0, device=torch.device("cpu"),
-                            provenance={"stage": "ft-d-seed0"}, log=lambda _: None, **kwargs)
+    return TrajectoryWriter(
+        spec,
+        {"s": str(tmp_path / "manifest.parquet")},
+        {"s": str(tmp_path / "out")},
+        epochs,
+        tmp_path / "staging",
+        batch_size=2,
+        num_workers=0,
+        device=torch.device("cpu"),
+        provenance={"stage": "ft-d-seed0"},
+        log=lambda _: None,
+        **kwargs,
+    )
 
 
 def test_the_analysis_images_are_decoded_once_and_give_the_same_features(tmp_path):

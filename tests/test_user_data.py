@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from conftest import ROOT, run_snakemake
 from PIL import Image
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
@@ -32,7 +33,6 @@ from biastransfer.data.user import (
     val_draw,
 )
 from biastransfer.hashing import file_digest
-from conftest import ROOT, run_snakemake
 
 EXAMPLE = ROOT / "config" / "examples" / "own_images.yaml"
 TINY = ROOT / "tests" / "configs" / "tiny.yaml"
@@ -75,8 +75,9 @@ def test_a_table_becomes_a_manifest_with_paths_read_from_its_folder(tmp_path):
     folder(tmp_path)
     rows = [{"path": f"imgs/{c}/{i}.png", "class": c, "licence": "CC0"} for c in "ab" for i in range(3)]
     pd.DataFrame(rows).to_parquet(tmp_path / "t.parquet")
-    frame = analysis_set_manifest({"source": "table", "table": str(tmp_path / "t.parquet"), "classes": ["a", "b"]},
-                                  tmp_path / "m.parquet")
+    frame = analysis_set_manifest(
+        {"source": "table", "table": str(tmp_path / "t.parquet"), "classes": ["a", "b"]}, tmp_path / "m.parquet"
+    )
     assert frame["path"].tolist() == [str(tmp_path / r["path"]) for r in rows]
     assert frame["image_id"].tolist() == [r["path"] for r in rows] and (frame["source"] == "licence: CC0").all()
 
@@ -84,9 +85,11 @@ def test_a_table_becomes_a_manifest_with_paths_read_from_its_folder(tmp_path):
 def test_a_missing_folder_is_named_at_config_time(tmp_path):
     entry = folder(tmp_path)
     assert config_problems("analysis_sets.own", {**entry, "root": str(tmp_path / "nope")}) == [
-        f"analysis_sets.own.root: folder not found: {tmp_path / 'nope'}"]
+        f"analysis_sets.own.root: folder not found: {tmp_path / 'nope'}"
+    ]
     assert config_problems("analysis_sets.own", {**entry, "classes": ["a", "c"]}) == [
-        f"analysis_sets.own.classes: class folder not found: {tmp_path / 'imgs' / 'c'}"]
+        f"analysis_sets.own.classes: class folder not found: {tmp_path / 'imgs' / 'c'}"
+    ]
 
 
 def test_an_empty_class_is_named(tmp_path):
@@ -135,7 +138,8 @@ def test_a_class_not_in_the_list_and_an_unresolved_path_are_named(tmp_path):
     rows += [{"path": "imgs/a/9.png", "class": "a"}, {"path": "imgs/b/2.png", "class": "boat"}]
     entry = table_entry(tmp_path, rows)
     assert config_problems("analysis_sets.own", entry) == [
-        "analysis_sets.own.table: row 8 ('imgs/b/2.png'): class 'boat' is not in analysis_sets.own.classes"]
+        "analysis_sets.own.table: row 8 ('imgs/b/2.png'): class 'boat' is not in analysis_sets.own.classes"
+    ]
     text = problems(entry, tmp_path)
     assert f"{tmp_path / 'imgs/a/9.png'}: file not found (row 7 ('imgs/a/9.png'))" in text
     assert "row 8 ('imgs/b/2.png'): class 'boat' is not in the class list" in text
@@ -145,14 +149,16 @@ def test_a_listed_class_without_rows_is_named(tmp_path):
     folder(tmp_path)
     entry = table_entry(tmp_path, [{"path": f"imgs/a/{i}.png", "class": "a"} for i in range(3)])
     assert config_problems("analysis_sets.own", entry) == [
-        f"analysis_sets.own.classes: class 'b' has no rows in {tmp_path / 't.csv'}"]
+        f"analysis_sets.own.classes: class 'b' has no rows in {tmp_path / 't.csv'}"
+    ]
     assert "class 'b': no rows in the table" in problems(entry, tmp_path)
 
 
 def test_a_table_without_its_columns_is_named_at_config_time(tmp_path):
     entry = table_entry(tmp_path, [{"file": "x.png", "class": "a"}])
     assert config_problems("analysis_sets.own", entry) == [
-        f"analysis_sets.own.table: {tmp_path / 't.csv'}: 1 problem(s):\n  missing column(s) path; has file, class"]
+        f"analysis_sets.own.table: {tmp_path / 't.csv'}: 1 problem(s):\n  missing column(s) path; has file, class"
+    ]
 
 
 def dataset_table(tmp_path, n=10, **columns):
@@ -196,7 +202,8 @@ def test_parquet_labels_may_be_lists(tmp_path):
 def test_a_label_not_in_the_class_list_is_named(tmp_path):
     spec = {**dataset_table(tmp_path, labels=["a"] * 9 + ["a|boat"]), "classes": ["a", "b"]}
     assert config_problems("datasets.own", spec, dataset=True) == [
-        "datasets.own.table: row 10 ('imgs/a/9.png'): label(s) ['boat'] not in datasets.own.classes"]
+        "datasets.own.table: row 10 ('imgs/a/9.png'): label(s) ['boat'] not in datasets.own.classes"
+    ]
     with pytest.raises(UserDataError, match=r"row 10 \('imgs/a/9.png'\): label\(s\) \['boat'\] not in the class list"):
         table_splits(spec, "own")
 
@@ -240,14 +247,17 @@ def test_the_config_check_accepts_user_sets_and_names_what_is_wrong(tmp_path):
         check_config(bad)
 
 
-@pytest.mark.parametrize("entry, ok", [
-    ({"source": "folder", "root": "x", "classes": ["a", "b"]}, True),
-    ({"source": "table", "table": "t.csv", "classes": ["a", "b"]}, True),
-    ({"source": "folder", "classes": ["a", "b"]}, False),                       # no root
-    ({"source": "folder", "root": "x", "table": "t.csv", "classes": ["a", "b"]}, False),
-    ({"source": "curated", "classes": ["a", "b"]}, False),                      # no dataset
-    ({"source": "synthetic", "dataset": "synthetic_target", "root": "x", "classes": ["a", "b"]}, False),
-])
+@pytest.mark.parametrize(
+    "entry, ok",
+    [
+        ({"source": "folder", "root": "x", "classes": ["a", "b"]}, True),
+        ({"source": "table", "table": "t.csv", "classes": ["a", "b"]}, True),
+        ({"source": "folder", "classes": ["a", "b"]}, False),  # no root
+        ({"source": "folder", "root": "x", "table": "t.csv", "classes": ["a", "b"]}, False),
+        ({"source": "curated", "classes": ["a", "b"]}, False),  # no dataset
+        ({"source": "synthetic", "dataset": "synthetic_target", "root": "x", "classes": ["a", "b"]}, False),
+    ],
+)
 def test_the_schema_knows_which_keys_each_source_takes(entry, ok):
     conf = yaml.safe_load(TINY.read_text())
     conf["analysis_sets"]["own"] = entry
@@ -258,8 +268,16 @@ def test_the_schema_knows_which_keys_each_source_takes(entry, ok):
         return
     validate(conf, SCHEMA)
     assert conf["analysis_sets"]["own"]["min_per_class"] == 2 and conf["analysis_sets"]["own"]["workers"] == 1
-    assert conf["datasets"]["own_target"] == {"kind": "table", "table": "d.csv", "root": None, "classes": None,
-                                              "label_separator": "|", "val_fraction": 0.2, "seed": 0, "workers": 1}
+    assert conf["datasets"]["own_target"] == {
+        "kind": "table",
+        "table": "d.csv",
+        "root": None,
+        "classes": None,
+        "label_separator": "|",
+        "val_fraction": 0.2,
+        "seed": 0,
+        "workers": 1,
+    }
 
 
 def toy_example(tmp_path):
@@ -268,16 +286,33 @@ def toy_example(tmp_path):
     conf["datasets"]["synthetic_biased"].update(size=32, n_train=600, n_val=40)
     conf["analysis_sets"]["own"]["min_per_class"] = 2
     conf["models"]["democnn"].update(
-        arch="resnet10t", preprocess={"resize": 32, "crop": 32, "interpolation": "bilinear",
-                                      "mean": [0.5] * 3, "std": [0.25] * 3},
-        pretrain={"dataset": "synthetic_biased", "epochs": 3, "lr": 0.05, "batch_size": 32})
+        arch="resnet10t",
+        preprocess={"resize": 32, "crop": 32, "interpolation": "bilinear", "mean": [0.5] * 3, "std": [0.25] * 3},
+        pretrain={"dataset": "synthetic_biased", "epochs": 3, "lr": 0.05, "batch_size": 32},
+    )
     conf["finetune"].update(seeds=[0], defaults={"epochs": 1, "lr": 0.01, "batch_size": 32}, num_workers=0)
-    conf["analysis"] = {"ieat": {"permutations": 2000, "seed": 0, "alpha": 0.01},
-                        "embed": {"batch_size": 32, "num_workers": 0}}
+    conf["analysis"] = {
+        "ieat": {"permutations": 2000, "seed": 0, "alpha": 0.01},
+        "embed": {"batch_size": 32, "num_workers": 0},
+    }
     (tmp_path / "own.yaml").write_text(yaml.safe_dump(conf))
-    subprocess.run([sys.executable, str(ROOT / "workflow" / "scripts" / "export_synthetic_images.py"),
-                    "--out", "data/own_images", "--n_per_class", "16", "--n_images", "60", "--size", "32"],
-                   cwd=tmp_path, check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "workflow" / "scripts" / "export_synthetic_images.py"),
+            "--out",
+            "data/own_images",
+            "--n_per_class",
+            "16",
+            "--n_images",
+            "60",
+            "--size",
+            "32",
+        ],
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+    )
     return tmp_path / "own.yaml"
 
 
@@ -299,8 +334,11 @@ def test_a_missing_folder_stops_snakemake_before_any_job(tmp_path):
     config = toy_example(tmp_path)
     shutil.rmtree(tmp_path / "data/own_images/analysis/car")
     done = run_snakemake("-n", "--cores", "1", "--configfile", config, cwd=tmp_path, check=False)
-    assert done.returncode != 0 and "analysis_sets.own.classes: class folder not found: data/own_images/analysis/car" \
+    assert (
+        done.returncode != 0
+        and "analysis_sets.own.classes: class folder not found: data/own_images/analysis/car"
         in done.stdout + done.stderr
+    )
     assert not (tmp_path / "results").exists()
 
 

@@ -15,9 +15,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from conftest import ROOT
+from conftest import run_snakemake as snakemake
 from PIL import Image
-
-from conftest import ROOT, run_snakemake as snakemake
 
 TINY = ROOT / "tests" / "configs" / "tiny.yaml"
 MODELS = ("democnn",)
@@ -56,7 +56,16 @@ def test_embeddings_follow_the_documented_schema(demo_run):
     assert schema.names == ["image_id", "class", "embedding"]
     assert pa.types.is_fixed_size_list(schema.field("embedding").type)
     meta = json.loads(schema.metadata[b"biastransfer"])
-    for key in ("model", "stage", "analysis_set", "weights_sha256", "layer", "preprocessing", "versions", "config_hash"):
+    for key in (
+        "model",
+        "stage",
+        "analysis_set",
+        "weights_sha256",
+        "layer",
+        "preprocessing",
+        "versions",
+        "config_hash",
+    ):
         assert key in meta, key
     assert meta["stage"] == "ft-synthetic_target-seed1" and meta["analysis_set"] == "synthetic"
     table = pq.read_table(path)
@@ -112,18 +121,58 @@ def test_the_command_line_runs_on_workflow_embeddings(demo_run):
     emb = demo_run / "results" / "embeddings" / "synthetic" / "democnn"
     cli = [sys.executable, "-m", "biastransfer.cli"]
     done = subprocess.run(
-        [*cli, "ieat", str(emb / "pretrained.parquet"), "--X", "person_a", "--Y", "person_b", "--A", "surfboard",
-         "--B", "car", "--permutations", "100000"], capture_output=True, text=True, check=True,
+        [
+            *cli,
+            "ieat",
+            str(emb / "pretrained.parquet"),
+            "--X",
+            "person_a",
+            "--Y",
+            "person_b",
+            "--A",
+            "surfboard",
+            "--B",
+            "car",
+            "--permutations",
+            "100000",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert "surfboard_vs_car" in done.stdout and "effect_size" in done.stdout
     out = demo_run / "bts.csv"
     subprocess.run(
-        [*cli, "bts", str(emb / "pretrained.parquet"), str(emb / "ft-synthetic_target-seed0.parquet"),
-         str(emb / "ft-synthetic_target-seed1.parquet"), "-o", str(out)], check=True, capture_output=True,
+        [
+            *cli,
+            "bts",
+            str(emb / "pretrained.parquet"),
+            str(emb / "ft-synthetic_target-seed0.parquet"),
+            str(emb / "ft-synthetic_target-seed1.parquet"),
+            "-o",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
     )
     assert set(pd.read_csv(out)["after"].astype(str)) >= {"pooled"}
-    bad = subprocess.run([*cli, "ieat", str(emb / "pretrained.parquet"), "--X", "nobody", "--Y", "person_b",
-                          "--A", "car", "--B", "surfboard"], capture_output=True, text=True)
+    bad = subprocess.run(
+        [
+            *cli,
+            "ieat",
+            str(emb / "pretrained.parquet"),
+            "--X",
+            "nobody",
+            "--Y",
+            "person_b",
+            "--A",
+            "car",
+            "--B",
+            "surfboard",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 2 and "'nobody'" in bad.stderr
 
 

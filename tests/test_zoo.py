@@ -48,6 +48,7 @@ def _library_weights(entry):
 def test_every_zoo_model_is_a_library_name_whose_weights_resolve_offline(zoo_config):
     import open_clip
     import timm
+
     from biastransfer.models.resolve import model_spec
 
     models = zoo_config["models"]
@@ -80,13 +81,15 @@ def _meta_params(spec):
     """Parameters of a spec's image encoder, built on the meta device (no memory, no weights)."""
     import open_clip
     import torch
+
     from biastransfer.models.extractors import create_backbone
 
     with torch.device("meta"):
         if spec.source == "open_clip":
             quick = bool((open_clip.get_pretrained_cfg(spec.arch, spec.pretrained_tag) or {}).get("quick_gelu"))
-            model = open_clip.create_model(spec.arch, pretrained=None, load_weights=False, device="meta",
-                                           force_quick_gelu=quick).visual
+            model = open_clip.create_model(
+                spec.arch, pretrained=None, load_weights=False, device="meta", force_quick_gelu=quick
+            ).visual
         else:
             model = create_backbone(spec, None)
     return sum(p.numel() for p in model.parameters())
@@ -94,7 +97,9 @@ def _meta_params(spec):
 
 def test_zoo_plans_offline_with_memory_by_model_size(tmp_path, zoo_config):
     done = run_snakemake("-n", "--cores", "2", "--configfile", ZOO, cwd=tmp_path)
-    counts = dict(line.split()[:2] for line in done.stdout.splitlines() if line.startswith(("zoo_status ", "zoo_table ")))
+    counts = dict(
+        line.split()[:2] for line in done.stdout.splitlines() if line.startswith(("zoo_status ", "zoo_table "))
+    )
     assert counts == {"zoo_status": str(len(zoo_config["models"])), "zoo_table": "1"}
     jobs = done.stdout.split("checkpoint zoo_status:")[1:]
     memory = {job.split("wildcards: model=")[1].split()[0]: int(job.split("mem_mb=")[1].split(",")[0]) for job in jobs}
@@ -104,8 +109,13 @@ def test_zoo_plans_offline_with_memory_by_model_size(tmp_path, zoo_config):
 
 
 def test_embed_settings_by_model_size():
-    embed = {"batch_size": 8, "sizes": [{"up_to_m": 100, "batch_size": 64, "mem_mb": 9000},
-                                        {"up_to_m": 30, "batch_size": 256, "mem_mb": 6000}]}
+    embed = {
+        "batch_size": 8,
+        "sizes": [
+            {"up_to_m": 100, "batch_size": 64, "mem_mb": 9000},
+            {"up_to_m": 30, "batch_size": 256, "mem_mb": 6000},
+        ],
+    }
     assert embed_settings({"about": {"params_m": 11.2}}, embed) == (256, 6000)
     assert embed_settings({"about": {"params_m": 30}}, embed) == (256, 6000)
     assert embed_settings({"about": {"params_m": 86}}, embed) == (64, 9000)
@@ -132,17 +142,36 @@ def test_zoo_config_errors_are_named(zoo_config):
 
 
 def _ieat_rows(model, d, p):
-    return {"analysis_set": "s", "model": model, "stage": "pretrained", "test": "t", "X": "x", "Y": "y", "A": "a",
-            "B": "b", "effect_size": d, "ci_low": d - 0.5, "ci_high": d + 0.5, "ci_level": 0.95, "pvalue": p,
-            "pvalue_two_sided": min(1.0, 2 * p), "pvalue_floor": 0.001, "alternative": "greater",
-            "pvalue_holm": min(1.0, 3 * p), "pvalue_bh": min(1.0, 1.5 * p)}
+    return {
+        "analysis_set": "s",
+        "model": model,
+        "stage": "pretrained",
+        "test": "t",
+        "X": "x",
+        "Y": "y",
+        "A": "a",
+        "B": "b",
+        "effect_size": d,
+        "ci_low": d - 0.5,
+        "ci_high": d + 0.5,
+        "ci_level": 0.95,
+        "pvalue": p,
+        "pvalue_two_sided": min(1.0, 2 * p),
+        "pvalue_floor": 0.001,
+        "alternative": "greater",
+        "pvalue_holm": min(1.0, 3 * p),
+        "pvalue_bh": min(1.0, 1.5 * p),
+    }
 
 
 def test_ranking_orders_by_d_and_leaves_out_failed_models(tmp_path):
     ieat = pd.DataFrame([_ieat_rows("m1", 0.2, 0.3), _ieat_rows("m2", 1.1, 0.001), _ieat_rows("m3", -0.4, 0.8)])
     write_failure(tmp_path / "m3.json", model="m3", error="ValueError: bad")
-    records = [{"model": "m1", "ok": True, "params": 11_200_000}, {"model": "m2", "ok": True, "params": 2_000_000},
-               read_status(tmp_path / "m3.json")]
+    records = [
+        {"model": "m1", "ok": True, "params": 11_200_000},
+        {"model": "m2", "ok": True, "params": 2_000_000},
+        read_status(tmp_path / "m3.json"),
+    ]
     status = status_table(records, {"m1": {"family": "f", "data": "d"}, "m2": {"family": "g", "data": "e"}})
     ranked = ranking_table(ieat, status, adjust="bh")
     assert ranked["model"].tolist() == ["m2", "m1"] and ranked["rank"].tolist() == [1, 2]
@@ -161,7 +190,9 @@ def test_the_full_zoos_table_compiles_and_its_forest_plot_fits_the_page(tmp_path
     names = list(zoo_config["models"])
     ieat = pd.DataFrame([_ieat_rows(m, 1.5 - 0.05 * k, 0.5 * 0.9**k) for k, m in enumerate(names)])
     records = [{"model": m, "ok": True, "params": 10**7} for m in names[3:]]
-    records += [{"model": m, "ok": False, "error": f"ValueError: weights of {m} do not fit_it & more"} for m in names[:3]]
+    records += [
+        {"model": m, "ok": False, "error": f"ValueError: weights of {m} do not fit_it & more"} for m in names[:3]
+    ]
     status = status_table(records, {m: e["about"] for m, e in zoo_config["models"].items()})
     ranked = ranking_table(ieat, status)
     assert len(ranked) == len(names) - 3
@@ -232,7 +263,10 @@ def test_small_zoo_ranks_every_good_model_and_names_the_broken_ones(small_zoo):
     latex = (small_zoo / "results" / "zoo" / "ranking.tex").read_text()
     assert "longtable" in latex and "Not audited" in latex and "broken\\_tag" in latex
     findings = (small_zoo / "results" / "zoo" / "findings.rst").read_text()
-    assert f"{len(SMALL_ZOO)} models configured, {len(good)} audited, 2 failed" in findings and "broken_weights" in findings
+    assert (
+        f"{len(SMALL_ZOO)} models configured, {len(good)} audited, 2 failed" in findings
+        and "broken_weights" in findings
+    )
     assert (small_zoo / "results" / "figures" / "zoo_forest.pdf").stat().st_size > 0
 
 

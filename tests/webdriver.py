@@ -130,7 +130,7 @@ class Browser:
                 self.driver.kill()
                 self.driver.wait()
 
-    def __enter__(self) -> "Browser":
+    def __enter__(self) -> Browser:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -10,23 +10,57 @@ from pathlib import Path
 SMALL = {"resize": 64, "crop": 64}
 SMALL_ZOO = {
     "resnet18": {"preprocess": SMALL, "about": {"family": "CNN", "data": "ImageNet-1k"}},
-    "tv_mobilenet_v3_small": {"source": "torchvision", "arch": "mobilenet_v3_small", "preprocess": SMALL,
-                              "weights": "https://download.pytorch.org/models/mobilenet_v3_small-047dcff4.pth",
-                              "about": {"family": "CNN", "data": "ImageNet-1k"}},
-    "resnet10t_c3_in1k": {"source": "timm", "arch": "resnet10t", "pretrained_tag": "c3_in1k", "preprocess": SMALL,
-                          "about": {"family": "CNN", "data": "ImageNet-1k", "params_m": 4.9}},
-    "regnetx_002_pycls_in1k": {"source": "timm", "arch": "regnetx_002", "pretrained_tag": "pycls_in1k", "preprocess": SMALL,
-                               "about": {"family": "CNN", "data": "ImageNet-1k", "params_m": 2.3}},
-    "deit_tiny_patch16_224_fb_in1k": {"source": "timm", "arch": "deit_tiny_patch16_224", "pretrained_tag": "fb_in1k",
-                                      "about": {"family": "ViT", "data": "ImageNet-1k", "params_m": 5.5}},
-    "clip_RN50_openai": {"source": "open_clip", "arch": "RN50", "pretrained_tag": "openai",
-                         "about": {"family": "CLIP", "data": "OpenAI WIT-400M", "params_m": 38.3}},
-    "user_resnet18": {"source": "checkpoint", "arch": "resnet18", "preprocess": SMALL,
-                      "about": {"family": "CNN", "data": "my own"}},
-    "broken_tag": {"source": "timm", "arch": "resnet18", "pretrained_tag": "no_such_tag",
-                   "about": {"family": "CNN", "data": "?"}},
-    "broken_weights": {"source": "checkpoint", "arch": "resnet34", "preprocess": SMALL,
-                       "about": {"family": "CNN", "data": "?"}},
+    "tv_mobilenet_v3_small": {
+        "source": "torchvision",
+        "arch": "mobilenet_v3_small",
+        "preprocess": SMALL,
+        "weights": "https://download.pytorch.org/models/mobilenet_v3_small-047dcff4.pth",
+        "about": {"family": "CNN", "data": "ImageNet-1k"},
+    },
+    "resnet10t_c3_in1k": {
+        "source": "timm",
+        "arch": "resnet10t",
+        "pretrained_tag": "c3_in1k",
+        "preprocess": SMALL,
+        "about": {"family": "CNN", "data": "ImageNet-1k", "params_m": 4.9},
+    },
+    "regnetx_002_pycls_in1k": {
+        "source": "timm",
+        "arch": "regnetx_002",
+        "pretrained_tag": "pycls_in1k",
+        "preprocess": SMALL,
+        "about": {"family": "CNN", "data": "ImageNet-1k", "params_m": 2.3},
+    },
+    "deit_tiny_patch16_224_fb_in1k": {
+        "source": "timm",
+        "arch": "deit_tiny_patch16_224",
+        "pretrained_tag": "fb_in1k",
+        "about": {"family": "ViT", "data": "ImageNet-1k", "params_m": 5.5},
+    },
+    "clip_RN50_openai": {
+        "source": "open_clip",
+        "arch": "RN50",
+        "pretrained_tag": "openai",
+        "about": {"family": "CLIP", "data": "OpenAI WIT-400M", "params_m": 38.3},
+    },
+    "user_resnet18": {
+        "source": "checkpoint",
+        "arch": "resnet18",
+        "preprocess": SMALL,
+        "about": {"family": "CNN", "data": "my own"},
+    },
+    "broken_tag": {
+        "source": "timm",
+        "arch": "resnet18",
+        "pretrained_tag": "no_such_tag",
+        "about": {"family": "CNN", "data": "?"},
+    },
+    "broken_weights": {
+        "source": "checkpoint",
+        "arch": "resnet34",
+        "preprocess": SMALL,
+        "about": {"family": "CNN", "data": "?"},
+    },
 }
 BROKEN = {"broken_tag": "no_such_tag", "broken_weights": "resnet34"}
 
@@ -43,7 +77,9 @@ def small_zoo_config(root: Path, models=None) -> dict:
         if name in models:
             models[name]["weights"] = str(root / "user" / file)
     if "broken_weights" in models:  # the file a user mixed up: a ResNet-18 checkpoint configured as a ResNet-34
-        write_weights(model_spec("x", {"source": "checkpoint", "arch": "resnet18"}), models["broken_weights"]["weights"])
+        write_weights(
+            model_spec("x", {"source": "checkpoint", "arch": "resnet18"}), models["broken_weights"]["weights"]
+        )
     for k, (name, entry) in enumerate(models.items()):
         if name.startswith("broken"):
             continue
@@ -56,17 +92,37 @@ def small_zoo_config(root: Path, models=None) -> dict:
             entry["sha256"] = file_digest(apply_mirror(spec.weights, root / "mirror"))
     return {
         "datasets": {"target": {"kind": "synthetic", "size": 32, "n_train": 8, "n_val": 8, "seed": 13}},
-        "analysis_sets": {"synthetic": {
-            "dataset": "target", "source": "synthetic", "size": 32, "n_per_class": 6, "seed": 14,
-            "classes": ["person_a", "person_b", "car", "surfboard", "refrigerator", "stop_sign"],
-            "ieat": [{"name": "surfboard_vs_car", "X": "person_a", "Y": "person_b", "A": "surfboard", "B": "car"},
-                     {"name": "refrigerator_vs_stop_sign", "X": "person_a", "Y": "person_b", "A": "refrigerator",
-                      "B": "stop_sign"}]}},
+        "analysis_sets": {
+            "synthetic": {
+                "dataset": "target",
+                "source": "synthetic",
+                "size": 32,
+                "n_per_class": 6,
+                "seed": 14,
+                "classes": ["person_a", "person_b", "car", "surfboard", "refrigerator", "stop_sign"],
+                "ieat": [
+                    {"name": "surfboard_vs_car", "X": "person_a", "Y": "person_b", "A": "surfboard", "B": "car"},
+                    {
+                        "name": "refrigerator_vs_stop_sign",
+                        "X": "person_a",
+                        "Y": "person_b",
+                        "A": "refrigerator",
+                        "B": "stop_sign",
+                    },
+                ],
+            }
+        },
         "models": models,
         "weights": {"cache_dir": str(root / "cache"), "mirror": str(root / "mirror")},
         "finetune": {"datasets": []},
         "zoo": {"rank_by": {"analysis_set": "synthetic", "test": "surfboard_vs_car"}},
-        "analysis": {"ieat": {"permutations": 1000, "bootstrap": 200},
-                     "embed": {"batch_size": 8, "num_workers": 0, "device": "cpu",
-                               "sizes": [{"up_to_m": 10, "batch_size": 64, "mem_mb": 2000}]}},
+        "analysis": {
+            "ieat": {"permutations": 1000, "bootstrap": 200},
+            "embed": {
+                "batch_size": 8,
+                "num_workers": 0,
+                "device": "cpu",
+                "sizes": [{"up_to_m": 10, "batch_size": 64, "mem_mb": 2000}],
+            },
+        },
     }

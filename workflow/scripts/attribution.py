@@ -22,7 +22,14 @@ def main(ieat: str, table: str, comparisons: list, options: dict | None = None) 
     for row in result.itertuples():
         log.info(
             "%s: %s - %s = %.3f (p %.3g, %s; Welch p %.3g; smallest attainable p %.3g)",
-            row.name, row.group_a, row.group_b, row.difference, row.pvalue, row.method, row.pvalue_welch, row.min_pvalue,
+            row.name,
+            row.group_a,
+            row.group_b,
+            row.difference,
+            row.pvalue,
+            row.method,
+            row.pvalue_welch,
+            row.min_pvalue,
         )
 
 

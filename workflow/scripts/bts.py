@@ -16,13 +16,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from biastransfer.atomic import write_csv
 from biastransfer.embeddings import read_embeddings
-from biastransfer.stages import PRETRAINED
+from biastransfer.scripting import run
+from biastransfer.stages import PRETRAINED, parse_stage, stage_kind
 from biastransfer.stats.change_tables import stage_replicates
 from biastransfer.stats.results import bts_table
-from biastransfer.atomic import write_csv
-from biastransfer.stages import parse_stage, stage_kind
-from biastransfer.scripting import run
 
 log = logging.getLogger(__name__)
 
@@ -44,18 +43,29 @@ def scratch_columns(pretrained, finetuned, reference: list, lists, pvalue: str) 
     vs_finetuned = bts_table(scratch, finetuned, lists, pvalue=pvalue)
     vs_pretrained = bts_table(pretrained, {"scratch": scratch}, lists, pvalue=pvalue)
     vs_pretrained = vs_pretrained[vs_pretrained["seed"] == "scratch"].set_index("kind")["statistic"]
-    return pd.DataFrame({
-        "scratch_statistic": vs_finetuned["statistic"],
-        "scratch_pvalue": vs_finetuned["pvalue"],
-        "pretrained_vs_scratch": vs_finetuned["kind"].map(vs_pretrained),
-        "scratch_seeds": " ".join(str(parse_stage(stage)[1]) for stage in stages),
-    })
+    return pd.DataFrame(
+        {
+            "scratch_statistic": vs_finetuned["statistic"],
+            "scratch_pvalue": vs_finetuned["pvalue"],
+            "pretrained_vs_scratch": vs_finetuned["kind"].map(vs_pretrained),
+            "scratch_seeds": " ".join(str(parse_stage(stage)[1]) for stage in stages),
+        }
+    )
 
 
 def main(
-    pretrained: str, finetuned: list, table: str, lists: dict, pvalue: str, dataset: str,
-    reference: list | None = None, pretrained_embeddings: str | None = None, finetuned_embeddings: list | None = None,
-    bootstrap: int = 0, ci_level: float = 0.95, seed: int = 0,
+    pretrained: str,
+    finetuned: list,
+    table: str,
+    lists: dict,
+    pvalue: str,
+    dataset: str,
+    reference: list | None = None,
+    pretrained_embeddings: str | None = None,
+    finetuned_embeddings: list | None = None,
+    bootstrap: int = 0,
+    ci_level: float = 0.95,
+    seed: int = 0,
 ) -> None:
     before = pd.read_csv(pretrained, keep_default_na=False)
     if (before["stage"] != "pretrained").any():

@@ -27,12 +27,13 @@ from biastransfer.scripting import run
 log = logging.getLogger(__name__)
 
 
-def overlay_for(config: dict, mirror: str, lists: dict, checksums: dict, weights: dict, size: int,
-                batch_size: int) -> dict:
+def overlay_for(
+    config: dict, mirror: str, lists: dict, checksums: dict, weights: dict, size: int, batch_size: int
+) -> dict:
     """The overlay config: location and scale only (see the module docstring)."""
     datasets = {name: {"mirror": mirror, "workers": 2, "checksums": checksums[name]} for name in config["datasets"]}
     models = {}
-    for name, (path, sha256, md5, local) in weights.items():
+    for name, (_path, sha256, md5, local) in weights.items():
         entry = {"sha256": sha256}
         if md5:
             entry["md5"] = md5
@@ -52,15 +53,30 @@ def overlay_for(config: dict, mirror: str, lists: dict, checksums: dict, weights
         # trajectories and layer profiles off: they would add 24 trajectory and 60 layer-embedding jobs to the
         # toy run; the demo runs both end to end, tests/test_trajectory.py a tiny trajectory run, and
         # tests/test_layers.py resolves every paper model's layers
-        "finetune": {"device": "cpu", "num_workers": 0, "defaults": {"epochs": 1, "batch_size": batch_size},
-                     "overrides": overrides, "seeds": seeds, "trajectory": "off"},
+        "finetune": {
+            "device": "cpu",
+            "num_workers": 0,
+            "defaults": {"epochs": 1, "batch_size": batch_size},
+            "overrides": overrides,
+            "seeds": seeds,
+            "trajectory": "off",
+        },
         "analysis": {"embed": {"batch_size": 16, "num_workers": 0, "device": "cpu"}, "layers": {"enabled": False}},
     }
 
 
-def main(mirror: str, overlay: str, config: str = "config/paper.yaml", mirror_url: str | None = None,
-         size: int = 48, per_class: int = 3, train_images: int = 16, val_images: int = 8, batch_size: int = 4,
-         seed: int = 0) -> None:
+def main(
+    mirror: str,
+    overlay: str,
+    config: str = "config/paper.yaml",
+    mirror_url: str | None = None,
+    size: int = 48,
+    per_class: int = 3,
+    train_images: int = 16,
+    val_images: int = 8,
+    batch_size: int = 4,
+    seed: int = 0,
+) -> None:
     cfg = yaml.safe_load(Path(config).read_text())
     root = Path(mirror).resolve()
     counts = dict(per_class=per_class, n_train=train_images, n_val=val_images, size=size)
@@ -71,13 +87,19 @@ def main(mirror: str, overlay: str, config: str = "config/paper.yaml", mirror_ur
         base = aset["paper"]["base_url"]
         if kind == "coco":
             objects = cur.get("objects", toy_mirror.coco.DEFAULT_CURATION["objects"])
-            lists[name], checksums[aset["dataset"]] = toy_mirror.build_coco(root, base, aset["classes"],
-                                                                            objects=objects, **counts)
+            lists[name], checksums[aset["dataset"]] = toy_mirror.build_coco(
+                root, base, aset["classes"], objects=objects, **counts
+            )
         elif kind == "openimages":
             d = toy_mirror.oi.DEFAULT_CURATION
             lists[name], checksums[aset["dataset"]] = toy_mirror.build_openimages(
-                root, base, aset["classes"], objects=cur.get("objects", d["objects"]),
-                genders=cur.get("genders", d["genders"]), **counts)
+                root,
+                base,
+                aset["classes"],
+                objects=cur.get("objects", d["objects"]),
+                genders=cur.get("genders", d["genders"]),
+                **counts,
+            )
         log.info("%s: %d stand-in lists under %s", name, len(lists[name]), root)
     weights = {}
     for k, (name, entry) in enumerate(cfg["models"].items()):

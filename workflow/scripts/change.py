@@ -18,9 +18,9 @@ from pathlib import Path
 import pandas as pd
 
 from biastransfer.atomic import write_csv
-from biastransfer.stages import PRETRAINED, parse_stage
 from biastransfer.embeddings import read_embeddings
 from biastransfer.scripting import run
+from biastransfer.stages import PRETRAINED, parse_stage
 from biastransfer.stats.change_tables import (
     ieat_change_table,
     ieat_seeds_table,
@@ -32,9 +32,25 @@ log = logging.getLogger(__name__)
 
 
 def main(
-    pretrained_embeddings: str, finetuned_embeddings: list, ieat: str, similarity: str, seeds: str, tests: list, lists: dict, permutations: int,
-    alternative: str, method: str, ieat_seed: int, ieat_bootstrap: int, ieat_ci_level: float,
-    bts_bootstrap: int, bts_ci_level: float, bts_seed: int, analysis_set: str, model: str, dataset: str,
+    pretrained_embeddings: str,
+    finetuned_embeddings: list,
+    ieat: str,
+    similarity: str,
+    seeds: str,
+    tests: list,
+    lists: dict,
+    permutations: int,
+    alternative: str,
+    method: str,
+    ieat_seed: int,
+    ieat_bootstrap: int,
+    ieat_ci_level: float,
+    bts_bootstrap: int,
+    bts_ci_level: float,
+    bts_seed: int,
+    analysis_set: str,
+    model: str,
+    dataset: str,
 ) -> None:
     stages = {PRETRAINED: read_embeddings(pretrained_embeddings)}
     for path in finetuned_embeddings:
@@ -45,7 +61,9 @@ def main(
     front = {"analysis_set": analysis_set, "model": model, "finetune_dataset": dataset}
     tables = {}
     if tests and ieat_bootstrap:
-        tables[ieat] = ieat_change_table(stages, tests, bootstrap=ieat_bootstrap, ci_level=ieat_ci_level, seed=ieat_seed)
+        tables[ieat] = ieat_change_table(
+            stages, tests, bootstrap=ieat_bootstrap, ci_level=ieat_ci_level, seed=ieat_seed
+        )
     if tests:
         finetuned = {s: t for s, t in stages.items() if s != PRETRAINED}
         tables[seeds] = ieat_seeds_table(

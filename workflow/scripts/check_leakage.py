@@ -11,10 +11,10 @@ import logging
 
 from biastransfer.atomic import write_text
 from biastransfer.data.leakage import check_no_leakage
-from biastransfer.hashing import file_digest
 from biastransfer.data.manifest import read_manifest
-from biastransfer.scripting import run
 from biastransfer.data.splits import read_split
+from biastransfer.hashing import file_digest
+from biastransfer.scripting import run
 
 log = logging.getLogger(__name__)
 

@@ -11,18 +11,26 @@ python workflow/scripts/compare_paper.py --reference resources/paper_reference.c
 import logging
 
 from biastransfer.atomic import write_csv, write_text
-from biastransfer.report.compare import comparison_document, compare_to_paper, read_reference, run_measurements
+from biastransfer.report.compare import compare_to_paper, comparison_document, read_reference, run_measurements
 from biastransfer.report.figures import BTS_COLUMNS
-from biastransfer.scripting import run
 from biastransfer.report.formatting import read_summary
 from biastransfer.report.tables import FINETUNE_COLUMNS, IEAT_COLUMNS
+from biastransfer.scripting import run
 
 log = logging.getLogger(__name__)
 
 
 def main(
-    reference: str, bts: str, ieat: str, finetune_metrics: str, analysis_sets: str, csv: str, tex: str,
-    alpha: float = 0.05, tolerances: dict | None = None, targets: list | None = None,
+    reference: str,
+    bts: str,
+    ieat: str,
+    finetune_metrics: str,
+    analysis_sets: str,
+    csv: str,
+    tex: str,
+    alpha: float = 0.05,
+    tolerances: dict | None = None,
+    targets: list | None = None,
 ) -> None:
     ours = run_measurements(
         bts=read_summary(bts, BTS_COLUMNS),
@@ -34,7 +42,12 @@ def main(
     comparison = compare_to_paper(ours, read_reference(reference), tolerances=tolerances, alpha=alpha)
     write_csv(csv, comparison.rows)
     write_text(tex, comparison_document(comparison))
-    log.info("%d paper rows produced by this run: %d agree, %d flagged", len(comparison.rows), comparison.n_agree, comparison.n_flagged)
+    log.info(
+        "%d paper rows produced by this run: %d agree, %d flagged",
+        len(comparison.rows),
+        comparison.n_agree,
+        comparison.n_flagged,
+    )
     for row in comparison.rows[comparison.rows["flagged"]].itertuples(index=False):
         log.info("flagged: %s: ours %s, paper %s (%s)", row.provenance, row.ours, row.paper, row.status)
 

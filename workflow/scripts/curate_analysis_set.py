@@ -32,8 +32,9 @@ def read_gender_words(path: str, name: str | None) -> GenderWords:
     return GenderWords(entry["male"], entry["female"], entry.get("punctuation", "space"))
 
 
-def main(dataset: dict, analysis_set: dict, selection: str, lists_dir: str | None = None,
-         gender_words: str | None = None) -> None:
+def main(
+    dataset: dict, analysis_set: dict, selection: str, lists_dir: str | None = None, gender_words: str | None = None
+) -> None:
     kind, source = kind_of(dataset), analysis_set["source"]
     if source == "paper":
         if not lists_dir:
@@ -42,10 +43,14 @@ def main(dataset: dict, analysis_set: dict, selection: str, lists_dir: str | Non
     elif source == "curated":
         words = None
         if gender_words:
-            words = read_gender_words(gender_words, analysis_set.get("curation", {}).get("gender_words", {}).get("list"))
+            words = read_gender_words(
+                gender_words, analysis_set.get("curation", {}).get("gender_words", {}).get("list")
+            )
         sel = kind.curate(dataset, analysis_set, words)
     else:
-        raise ValueError(f"analysis set source {source!r}: expected 'paper' or 'curated' for a {dataset['kind']} dataset")
+        raise ValueError(
+            f"analysis set source {source!r}: expected 'paper' or 'curated' for a {dataset['kind']} dataset"
+        )
     sizes = sel.groupby("class", sort=False).size()
     for cls, n in sizes.items():
         log.info("class %s: %d images", cls, n)

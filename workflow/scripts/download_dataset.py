@@ -17,8 +17,9 @@ from biastransfer.scripting import run
 
 def main(dataset: dict, ok: str) -> None:
     got = kind_of(dataset).download(dataset)
-    lines = [f"{sidecar_path(p).read_text().split()[0] if sidecar_path(p).is_file() else file_digest(p)}  {p}"
-             for p in got]
+    lines = [
+        f"{sidecar_path(p).read_text().split()[0] if sidecar_path(p).is_file() else file_digest(p)}  {p}" for p in got
+    ]
     write_text(ok, "\n".join(lines) + "\n")
 
 

@@ -15,7 +15,9 @@ from biastransfer.scripting import run
 def main(config: dict, yaml_out: str, html: str) -> None:
     text = yaml.safe_dump(config, sort_keys=False, default_flow_style=False)
     write_text(yaml_out, text)
-    write_text(html, f"<html><body><h1>Configuration of this run</h1><pre>{html_lib.escape(text)}</pre></body></html>\n")
+    write_text(
+        html, f"<html><body><h1>Configuration of this run</h1><pre>{html_lib.escape(text)}</pre></body></html>\n"
+    )
 
 
 if __name__ == "__main__":

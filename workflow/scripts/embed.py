@@ -7,26 +7,34 @@ Standalone: python workflow/scripts/embed.py --manifest results/analysis_sets/A/
 
 import logging
 
-from biastransfer.hashing import config_hash
-from biastransfer.stages import parse_stage
-from biastransfer.models.device import torch_device
-from biastransfer.models.resolve import model_spec
-from biastransfer.embeddings import write_embeddings
-from biastransfer.models.checkpoints import finetune_origin
-from biastransfer.models.features import embedding_provenance, extract_features, undersized_images
-from biastransfer.hashing import file_digest
 from biastransfer.data.manifest import read_manifest, verify_files
+from biastransfer.embeddings import write_embeddings
+from biastransfer.hashing import config_hash, file_digest
+from biastransfer.models.checkpoints import finetune_origin
+from biastransfer.models.device import torch_device
 from biastransfer.models.extractors import create_backbone
+from biastransfer.models.features import embedding_provenance, extract_features, undersized_images
+from biastransfer.models.resolve import model_spec
 from biastransfer.models.weights import weights_file_and_sha256
 from biastransfer.progress import Progress
 from biastransfer.scripting import run
+from biastransfer.stages import parse_stage
 
 log = logging.getLogger(__name__)
 
 
 def main(
-    manifest: str, weights: str, embeddings: str, entry: dict, batch_size: int, num_workers: int, device: str,
-    analysis_set: str = "", model: str = "model", stage: str = "pretrained", threads: int = 1,
+    manifest: str,
+    weights: str,
+    embeddings: str,
+    entry: dict,
+    batch_size: int,
+    num_workers: int,
+    device: str,
+    analysis_set: str = "",
+    model: str = "model",
+    stage: str = "pretrained",
+    threads: int = 1,
 ) -> None:
     import torch
 
@@ -41,17 +49,33 @@ def main(
     small = undersized_images(paths, spec.preprocess.crop)
     if small:
         shown = ", ".join(f"{p} ({w}x{h})" for p, w, h in small[:5]) + (", ..." if len(small) > 5 else "")
-        log.warning("%d of %d images are smaller than the %d-pixel crop of %s and are upscaled: %s",
-                    len(small), len(paths), spec.preprocess.crop, spec.name, shown)
+        log.warning(
+            "%d of %d images are smaller than the %d-pixel crop of %s and are upscaled: %s",
+            len(small),
+            len(paths),
+            spec.preprocess.crop,
+            spec.name,
+            shown,
+        )
     log.info("embedding %d images of %s with %s (%s) on %s", len(images), manifest, spec.name, stage, dev)
     progress = Progress(f"embedding {manifest} with {spec.name} ({stage})", len(paths), unit="images")
     features = extract_features(
-        backbone, paths, spec.preprocess, batch_size=batch_size, num_workers=num_workers, device=dev,
+        backbone,
+        paths,
+        spec.preprocess,
+        batch_size=batch_size,
+        num_workers=num_workers,
+        device=dev,
         progress=progress.update,
     )
     meta = embedding_provenance(
-        spec, weights_file_and_sha256(weights)[1], stage=stage, analysis_set=analysis_set,
-        manifest_sha256=file_digest(manifest), config_hash=config_hash(entry), device=str(dev),
+        spec,
+        weights_file_and_sha256(weights)[1],
+        stage=stage,
+        analysis_set=analysis_set,
+        manifest_sha256=file_digest(manifest),
+        config_hash=config_hash(entry),
+        device=str(dev),
         **(finetune_origin(weights) if finetuned else {}),
     )
     write_embeddings(embeddings, images["image_id"], images["class"], features, meta)

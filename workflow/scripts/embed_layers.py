@@ -27,9 +27,19 @@ log = logging.getLogger(__name__)
 
 
 def main(
-    manifest: str, weights: str, directory: str, entry: dict, pooling: str, batch_size: int, num_workers: int,
-    device: str, layers: list | None = None, analysis_set: str = "", model: str = "model",
-    stage: str = "pretrained", threads: int = 1,
+    manifest: str,
+    weights: str,
+    directory: str,
+    entry: dict,
+    pooling: str,
+    batch_size: int,
+    num_workers: int,
+    device: str,
+    layers: list | None = None,
+    analysis_set: str = "",
+    model: str = "model",
+    stage: str = "pretrained",
+    threads: int = 1,
 ) -> None:
     import torch
 
@@ -39,13 +49,22 @@ def main(
     images = read_manifest(manifest)
     verify_files(images, ".")
     dev = torch_device(device)
-    log.info("embedding %d images with %s (%s) at %s on %s", len(images), spec.name, stage, ", ".join(extractor.layers), dev)
-    features = extract_features(extractor, images["path"].tolist(), spec.preprocess, batch_size=batch_size,
-                                num_workers=num_workers, device=dev)
+    log.info(
+        "embedding %d images with %s (%s) at %s on %s", len(images), spec.name, stage, ", ".join(extractor.layers), dev
+    )
+    features = extract_features(
+        extractor, images["path"].tolist(), spec.preprocess, batch_size=batch_size, num_workers=num_workers, device=dev
+    )
     common = embedding_provenance(
-        spec, weights_file_and_sha256(weights)[1], stage=stage, analysis_set=analysis_set,
-        manifest_sha256=file_digest(manifest), config_hash=config_hash(entry), device=str(dev),
-        layers=extractor.layers, **(finetune_origin(weights) if parse_stage(stage)[0] is not None else {}),
+        spec,
+        weights_file_and_sha256(weights)[1],
+        stage=stage,
+        analysis_set=analysis_set,
+        manifest_sha256=file_digest(manifest),
+        config_hash=config_hash(entry),
+        device=str(dev),
+        layers=extractor.layers,
+        **(finetune_origin(weights) if parse_stage(stage)[0] is not None else {}),
     )
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)

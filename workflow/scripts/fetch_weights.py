@@ -19,7 +19,11 @@ log = logging.getLogger(__name__)
 
 
 def main(
-    weights: str, entry: dict, model: str, cache_dir: str, mirror: str | None = None,
+    weights: str,
+    entry: dict,
+    model: str,
+    cache_dir: str,
+    mirror: str | None = None,
 ) -> None:
     spec = model_spec(model, entry)
     log.info("resolving weights of %s: %s (sha256 %s, md5 %s)", model, spec.weights, spec.sha256, spec.md5)

@@ -44,26 +44,49 @@ def _read(path: str | None) -> pd.DataFrame | None:
 
 
 def main(
-    ieat: str, bts: str, tests: dict, findings: str, html: str, alpha: float = 0.05,
-    curves: list | None = None, scratch: list | None = None, attribution: list | str | None = None,
+    ieat: str,
+    bts: str,
+    tests: dict,
+    findings: str,
+    html: str,
+    alpha: float = 0.05,
+    curves: list | None = None,
+    scratch: list | None = None,
+    attribution: list | str | None = None,
     ieat_change: str | None = None,
-    ieat_seeds: str | None = None, similarity_change: str | None = None, adjust: str = "holm",
-    layers: list | str | None = None, trajectory: list | str | None = None,
+    ieat_seeds: str | None = None,
+    similarity_change: str | None = None,
+    adjust: str = "holm",
+    layers: list | str | None = None,
+    trajectory: list | str | None = None,
 ) -> None:
     bts_table = pd.read_csv(bts, keep_default_na=False, na_values=[""])
     text = describe_findings(
-        pd.read_csv(ieat, keep_default_na=False, na_values=[""]), bts_table, tests, alpha, adjust=adjust,
-        change=_read(ieat_change), seeds=_read(ieat_seeds), similarity_change=_read(similarity_change),
+        pd.read_csv(ieat, keep_default_na=False, na_values=[""]),
+        bts_table,
+        tests,
+        alpha,
+        adjust=adjust,
+        change=_read(ieat_change),
+        seeds=_read(ieat_seeds),
+        similarity_change=_read(similarity_change),
     )
     paths = [attribution] if isinstance(attribution, str) else list(attribution or [])
     extra = [
-        *describe_convergence({
-            **{curve_label(p): pd.read_csv(p) for p in curves or []}, **dict(map(scratch_curve, scratch or [])),
-        }),
+        *describe_convergence(
+            {
+                **{curve_label(p): pd.read_csv(p) for p in curves or []},
+                **dict(map(scratch_curve, scratch or [])),
+            }
+        ),
         *describe_reference(bts_table),
         *describe_attribution(pd.concat([pd.read_csv(p) for p in paths]) if paths else None),
-        *describe_layers(_read(layers if isinstance(layers, str) else next(iter(layers or []), None)), alpha, adjust=adjust),
-        *describe_trajectories(_read(trajectory if isinstance(trajectory, str) else next(iter(trajectory or []), None))),
+        *describe_layers(
+            _read(layers if isinstance(layers, str) else next(iter(layers or []), None)), alpha, adjust=adjust
+        ),
+        *describe_trajectories(
+            _read(trajectory if isinstance(trajectory, str) else next(iter(trajectory or []), None))
+        ),
     ]
     if extra:
         text += "\n" + "\n".join(extra) + "\n"

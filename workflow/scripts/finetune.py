@@ -13,8 +13,8 @@ from pathlib import Path
 
 from biastransfer.hashing import config_hash, file_digest
 from biastransfer.models.device import torch_device
-from biastransfer.models.resolve import model_spec
 from biastransfer.models.extractors import create_classifier
+from biastransfer.models.resolve import model_spec
 from biastransfer.models.weights import weights_file_and_sha256
 from biastransfer.progress import LOGGER as progress_log
 from biastransfer.scripting import run
@@ -24,10 +24,26 @@ from biastransfer.train.trajectory import TrajectoryWriter
 
 
 def main(
-    weights: str, train: str, val: str, trained: str, metrics: str, curve: str, entry: dict, hyper: dict,
-    model: str, seed: int, device: str, num_workers: int, resume: str | None = None, threads: int = 1,
-    dataset: str = "", manifests: list | None = None, analysis_sets: list | None = None,
-    trajectory: list | None = None, trajectory_epochs: list | None = None, embed_batch_size: int = 64,
+    weights: str,
+    train: str,
+    val: str,
+    trained: str,
+    metrics: str,
+    curve: str,
+    entry: dict,
+    hyper: dict,
+    model: str,
+    seed: int,
+    device: str,
+    num_workers: int,
+    resume: str | None = None,
+    threads: int = 1,
+    dataset: str = "",
+    manifests: list | None = None,
+    analysis_sets: list | None = None,
+    trajectory: list | None = None,
+    trajectory_epochs: list | None = None,
+    embed_batch_size: int = 64,
 ) -> None:
     spec = model_spec(model, entry)
     init_sha256 = weights_file_and_sha256(weights)[1]
@@ -35,22 +51,46 @@ def main(
     writer = None
     if trajectory:
         if not (len(manifests or []) == len(analysis_sets or []) == len(trajectory)):
-            raise ValueError(f"{len(manifests or [])} manifests, {len(analysis_sets or [])} analysis sets and "
-                             f"{len(trajectory)} trajectory folders: give one of each per analysis set")
+            raise ValueError(
+                f"{len(manifests or [])} manifests, {len(analysis_sets or [])} analysis sets and "
+                f"{len(trajectory)} trajectory folders: give one of each per analysis set"
+            )
         staging = Path(resume or trained).parent / f"{Path(resume or trained).name}.trajectory"
         writer = TrajectoryWriter(
-            spec, dict(zip(analysis_sets, manifests)), dict(zip(analysis_sets, trajectory)), trajectory_epochs or [],
-            staging, batch_size=embed_batch_size, num_workers=num_workers, device=dev, log=progress_log.info,
-            provenance={"stage": finetuned_stage(dataset, seed), "config_hash": config_hash(entry),
-                        "init_weights_sha256": init_sha256, "train_sha256": file_digest(train),
-                        "val_sha256": file_digest(val)},
+            spec,
+            dict(zip(analysis_sets, manifests)),
+            dict(zip(analysis_sets, trajectory)),
+            trajectory_epochs or [],
+            staging,
+            batch_size=embed_batch_size,
+            num_workers=num_workers,
+            device=dev,
+            log=progress_log.info,
+            provenance={
+                "stage": finetuned_stage(dataset, seed),
+                "config_hash": config_hash(entry),
+                "init_weights_sha256": init_sha256,
+                "train_sha256": file_digest(train),
+                "val_sha256": file_digest(val),
+            },
         )
     run_training(
         lambda classes: create_classifier(spec, len(classes), weights),
-        spec, train=train, val=val, model_out=trained, metrics_out=metrics, curve_out=curve,
-        hyper=hyper, seed=seed, resume=resume, device=dev,
-        threads=threads, num_workers=num_workers, log=progress_log.info,
-        init_weights_sha256=init_sha256, trajectory=writer,
+        spec,
+        train=train,
+        val=val,
+        model_out=trained,
+        metrics_out=metrics,
+        curve_out=curve,
+        hyper=hyper,
+        seed=seed,
+        resume=resume,
+        device=dev,
+        threads=threads,
+        num_workers=num_workers,
+        log=progress_log.info,
+        init_weights_sha256=init_sha256,
+        trajectory=writer,
     )
 
 

@@ -19,9 +19,16 @@ def main(metrics: list, table: str) -> None:
         hyper = m["hyper"]
         rows.append(
             {
-                "dataset": m["dataset"], "model": m["model"], "seed": m["seed"], "epoch_best": m["epoch_best"],
-                "metric_name": m["metric_name"], "metric_value": m["metric_value"], "epochs": hyper["epochs"],
-                "lr": hyper["lr"], "batch_size": hyper["batch_size"], "optimizer": hyper["optimizer"],
+                "dataset": m["dataset"],
+                "model": m["model"],
+                "seed": m["seed"],
+                "epoch_best": m["epoch_best"],
+                "metric_name": m["metric_name"],
+                "metric_value": m["metric_value"],
+                "epochs": hyper["epochs"],
+                "lr": hyper["lr"],
+                "batch_size": hyper["batch_size"],
+                "optimizer": hyper["optimizer"],
                 "scheduler": hyper["scheduler"],
             }
         )

@@ -46,24 +46,43 @@ def run_summary(config: dict, analysis_sets: pd.DataFrame, n_embeddings: int) ->
     return {
         "Models": models,
         "Analysis sets": sets,
-        "Finetuning": (f"on {', '.join(finetune['datasets'])} with seeds {', '.join(map(str, finetune['seeds']))}"
-                       f" ({defaults.get('epochs', '?')} epochs, lr {defaults.get('lr', '?')}, {defaults.get('optimizer', '?')})"),  # fmt: skip
-        "BTS reference network": "trained from scratch on the target data" if reference == "scratch" else str(reference),
+        "Finetuning": (
+            f"on {', '.join(finetune['datasets'])} with seeds {', '.join(map(str, finetune['seeds']))}"
+            f" ({defaults.get('epochs', '?')} epochs, lr {defaults.get('lr', '?')}, {defaults.get('optimizer', '?')})"
+        ),  # fmt: skip
+        "BTS reference network": "trained from scratch on the target data"
+        if reference == "scratch"
+        else str(reference),
         "iEAT tests (role)": tests or "none",
-        "Significance": (f"alpha = {analysis.get('ieat', {}).get('alpha', '?')}, p-values adjusted by "
-                         f"{report.get('p_adjust', 'holm')} within each table"),  # fmt: skip
+        "Significance": (
+            f"alpha = {analysis.get('ieat', {}).get('alpha', '?')}, p-values adjusted by "
+            f"{report.get('p_adjust', 'holm')} within each table"
+        ),  # fmt: skip
         "Embeddings": f"{n_embeddings} files (analysis set x model x stage); see Provenance",
     }
 
 
 def main(
-    ieat: str, bts: str, findings: str, provenance: str, analysis_sets: str, config: dict, shown: list, index: str,
-    pages: list, files: str, alpha: float = 0.05, adjust: str = "holm", snakemake_report: str = "../report.html",
+    ieat: str,
+    bts: str,
+    findings: str,
+    provenance: str,
+    analysis_sets: str,
+    config: dict,
+    shown: list,
+    index: str,
+    pages: list,
+    files: str,
+    alpha: float = 0.05,
+    adjust: str = "holm",
+    snakemake_report: str = "../report.html",
 ) -> None:
     site = Path(index).parent
     expected = sorted(str(site / name) for name, _ in PAGES[1:]) + [str(site / "files")]
     if sorted(map(str, map(Path, pages))) + [str(Path(files))] != expected:
-        raise ValueError(f"the report's pages and files folder must be {expected} (beside {index}), not {[*pages, files]}")
+        raise ValueError(
+            f"the report's pages and files folder must be {expected} (beside {index}), not {[*pages, files]}"
+        )
     items = [json.loads(item) if isinstance(item, str) else item for item in shown]
     tests = {a: s.get("ieat", []) for a, s in config["analysis_sets"].items()}
     table = headline_table(read_summary(ieat, IEAT_COLUMNS), read_summary(bts, ("analysis_set", "model", "kind", "statistic")),

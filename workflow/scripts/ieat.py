@@ -7,26 +7,40 @@ Standalone: python workflow/scripts/ieat.py --embeddings E.parquet --table I.csv
 
 import logging
 
-from biastransfer.stats.results import ieat_table, with_provenance
 from biastransfer.atomic import write_csv
 from biastransfer.embeddings import read_embeddings
 from biastransfer.scripting import run
+from biastransfer.stats.results import ieat_table, with_provenance
 
 log = logging.getLogger(__name__)
 
 
 def main(
-    embeddings: str, table: str, tests: list, permutations: int, alternative: str, method: str, seed: int,
-    bootstrap: int, ci_level: float, analysis_set: str = "", model: str = "", stage: str = "pretrained",
+    embeddings: str,
+    table: str,
+    tests: list,
+    permutations: int,
+    alternative: str,
+    method: str,
+    seed: int,
+    bootstrap: int,
+    ci_level: float,
+    analysis_set: str = "",
+    model: str = "",
+    stage: str = "pretrained",
 ) -> None:
     emb = read_embeddings(embeddings)
     results = ieat_table(
-        emb, tests, permutations=permutations, alternative=alternative, method=method, seed=seed,
-        bootstrap=bootstrap, ci_level=ci_level,
+        emb,
+        tests,
+        permutations=permutations,
+        alternative=alternative,
+        method=method,
+        seed=seed,
+        bootstrap=bootstrap,
+        ci_level=ci_level,
     )
-    results = with_provenance(
-        results, analysis_set=analysis_set, model=model, stage=stage
-    )
+    results = with_provenance(results, analysis_set=analysis_set, model=model, stage=stage)
     write_csv(table, results)
     for row in results.itertuples():
         log.info("%s: d = %.3f [%.3f, %.3f], p = %.4g (%s, %s), two-sided p = %.4g", row.test, row.effect_size,

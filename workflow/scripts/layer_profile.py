@@ -34,19 +34,36 @@ def read_stage(directory: str) -> tuple[dict, dict]:
         raise ValueError(f"{', '.join(missing)}: no layer or depth in the provenance (not written by embed_layers)")
     ordered = sorted(paths, key=lambda p: metas[p]["depth"])
     tables = {metas[p]["layer"]: read_embeddings(p) for p in ordered}
-    info = {metas[p]["layer"]: {"depth": metas[p]["depth"], "dim": metas[p]["dim"], "pool": metas[p]["pool"]} for p in ordered}
+    info = {
+        metas[p]["layer"]: {"depth": metas[p]["depth"], "dim": metas[p]["dim"], "pool": metas[p]["pool"]}
+        for p in ordered
+    }
     return tables, info
 
 
-def main(embeddings: list, table: str, tests: list, lists: dict, ieat: dict, bts: dict, similarity: dict,
-         analysis_set: str = "", model: str = "") -> None:
+def main(
+    embeddings: list,
+    table: str,
+    tests: list,
+    lists: dict,
+    ieat: dict,
+    bts: dict,
+    similarity: dict,
+    analysis_set: str = "",
+    model: str = "",
+) -> None:
     tests = [json.loads(t) if isinstance(t, str) else t for t in tests]  # JSON strings on the command line
     stages, info = {}, {}
     for directory in embeddings:
         stages[Path(directory).name], info = read_stage(directory)
     profile = layer_profile_table(
-        stages, info, tests=tests, lists=lists, ieat_options={k: ieat[k] for k in IEAT_KEYS},
-        bts_options={k: bts[k] for k in BTS_KEYS}, similarity_options={k: similarity[k] for k in SIMILARITY_KEYS},
+        stages,
+        info,
+        tests=tests,
+        lists=lists,
+        ieat_options={k: ieat[k] for k in IEAT_KEYS},
+        bts_options={k: bts[k] for k in BTS_KEYS},
+        similarity_options={k: similarity[k] for k in SIMILARITY_KEYS},
     )
     profile = profile.assign(analysis_set=analysis_set, model=model)[list(PROFILE_COLUMNS)]
     write_csv(table, profile)

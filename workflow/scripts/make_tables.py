@@ -19,17 +19,34 @@ import logging
 
 from biastransfer.atomic import write_csv, write_text
 from biastransfer.report.figures import BTS_COLUMNS
-from biastransfer.scripting import run
 from biastransfer.report.formatting import read_summary
-from biastransfer.report.tables import (FINETUNE_COLUMNS, IEAT_COLUMNS, analysis_set_frame, analysis_set_table, bts_frame,
-                                        bts_table, finetune_frame, finetune_table, ieat_frame, ieat_table, latex_fragment)
+from biastransfer.report.tables import (
+    FINETUNE_COLUMNS,
+    IEAT_COLUMNS,
+    analysis_set_frame,
+    analysis_set_table,
+    bts_frame,
+    bts_table,
+    finetune_frame,
+    finetune_table,
+    ieat_frame,
+    ieat_table,
+    latex_fragment,
+)
+from biastransfer.scripting import run
 
 log = logging.getLogger(__name__)
 
 
 def main(
-    kind: str, summary: str, table: str, analysis_set: str = "", dataset: str = "", adjust: str = "holm",
-    fragment: str = "", csv: str = "",
+    kind: str,
+    summary: str,
+    table: str,
+    analysis_set: str = "",
+    dataset: str = "",
+    adjust: str = "holm",
+    fragment: str = "",
+    csv: str = "",
 ) -> None:
     if kind == "analysis_set":
         stats = read_summary(summary, ("analysis_set", "class", "n"))
@@ -39,7 +56,10 @@ def main(
         text, rows = ieat_table(ieat, analysis_set, adjust=adjust), ieat_frame(ieat, analysis_set, adjust=adjust)
     elif kind == "bts":
         bts = read_summary(summary, BTS_COLUMNS)
-        text, rows = bts_table(bts, analysis_set, dataset, adjust=adjust), bts_frame(bts, analysis_set, dataset, adjust=adjust)
+        text, rows = (
+            bts_table(bts, analysis_set, dataset, adjust=adjust),
+            bts_frame(bts, analysis_set, dataset, adjust=adjust),
+        )
     elif kind == "finetune":
         metrics = read_summary(summary, FINETUNE_COLUMNS)
         text, rows = finetune_table(metrics, dataset), finetune_frame(metrics, dataset)

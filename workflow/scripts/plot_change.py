@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from biastransfer.report.formatting import read_summary
 from biastransfer.report.ieat_figures import CHANGE_COLUMNS, change_figure
 from biastransfer.report.style import figure_stem, save_figure
-from biastransfer.report.formatting import read_summary
 from biastransfer.scripting import run
 
 log = logging.getLogger(__name__)

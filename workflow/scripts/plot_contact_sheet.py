@@ -24,7 +24,9 @@ def main(manifest: str, analysis_set: str, png: str, pdf: str, csv: str, per_cla
     figure = contact_sheet(shown, analysis_set=analysis_set, counts=images["class"].value_counts().to_dict())
     written = save_figure(figure, stem)
     write_csv(csv, shown)
-    log.info("%d images of %d classes -> %s, %s", len(shown), shown["class"].nunique(), ", ".join(map(str, written)), csv)
+    log.info(
+        "%d images of %d classes -> %s, %s", len(shown), shown["class"].nunique(), ", ".join(map(str, written)), csv
+    )
 
 
 if __name__ == "__main__":

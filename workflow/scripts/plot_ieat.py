@@ -7,11 +7,11 @@ python workflow/scripts/plot_ieat.py --ieat results/summary/ieat.csv
 
 import logging
 
+from biastransfer.report.formatting import read_summary
 from biastransfer.report.ieat_figures import ieat_heatmap
 from biastransfer.report.style import figure_stem, save_figure
-from biastransfer.scripting import run
-from biastransfer.report.formatting import read_summary
 from biastransfer.report.tables import IEAT_COLUMNS
+from biastransfer.scripting import run
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from biastransfer.report.figures import BTS_COLUMNS, SIMILARITY_CHANGE_COLUMNS, SIMILARITY_COLUMNS, intra_figure, inter_figure, rank_figure
+from biastransfer.report.figures import (
+    BTS_COLUMNS,
+    SIMILARITY_CHANGE_COLUMNS,
+    SIMILARITY_COLUMNS,
+    inter_figure,
+    intra_figure,
+    rank_figure,
+)
 from biastransfer.report.formatting import read_summary
 from biastransfer.report.person_figures import person_figure
 from biastransfer.report.style import figure_stem, save_figure
@@ -34,17 +41,34 @@ def _changes(path: str) -> pd.DataFrame | None:
 
 
 def main(
-    similarity: str, bts: str, change: str, intra_png: str, intra_pdf: str, inter_png: str, inter_pdf: str,
-    rank_png: str, rank_pdf: str, person_png: str, person_pdf: str, analysis_set: str, model: str, adjust: str,
-    control_class: str | None = None, lists: dict | None = None,
+    similarity: str,
+    bts: str,
+    change: str,
+    intra_png: str,
+    intra_pdf: str,
+    inter_png: str,
+    inter_pdf: str,
+    rank_png: str,
+    rank_pdf: str,
+    person_png: str,
+    person_pdf: str,
+    analysis_set: str,
+    model: str,
+    adjust: str,
+    control_class: str | None = None,
+    lists: dict | None = None,
 ) -> None:
     sims = read_summary(similarity, SIMILARITY_COLUMNS)
     scores = read_summary(bts, BTS_COLUMNS)
     changes = _changes(change)
     where = dict(analysis_set=analysis_set, model=model, lists=lists)
     figures = {
-        figure_stem(intra_png, intra_pdf): intra_figure(sims, scores, changes, control_class=control_class, adjust=adjust, **where),
-        figure_stem(inter_png, inter_pdf): inter_figure(sims, scores, changes, control_class=control_class, adjust=adjust, **where),
+        figure_stem(intra_png, intra_pdf): intra_figure(
+            sims, scores, changes, control_class=control_class, adjust=adjust, **where
+        ),
+        figure_stem(inter_png, inter_pdf): inter_figure(
+            sims, scores, changes, control_class=control_class, adjust=adjust, **where
+        ),
         figure_stem(rank_png, rank_pdf): rank_figure(sims, scores, **where),
         figure_stem(person_png, person_pdf): person_figure(sims, analysis_set=analysis_set, model=model),
     }

@@ -6,25 +6,43 @@ Standalone: python workflow/scripts/pretrain.py --train T.parquet --val V.parque
 """
 
 from biastransfer.models.device import torch_device
-from biastransfer.models.resolve import model_spec
 from biastransfer.models.extractors import create_classifier
+from biastransfer.models.resolve import model_spec
 from biastransfer.progress import LOGGER as progress_log
 from biastransfer.scripting import run
 from biastransfer.train.run import run_training
 
 
 def main(
-    train: str, val: str, trained: str, metrics: str, entry: dict, hyper: dict, model: str, device: str,
-    num_workers: int, threads: int = 1,
+    train: str,
+    val: str,
+    trained: str,
+    metrics: str,
+    entry: dict,
+    hyper: dict,
+    model: str,
+    device: str,
+    num_workers: int,
+    threads: int = 1,
 ) -> None:
     spec = model_spec(model, entry)
     hyper = dict(hyper)
     seed = hyper.pop("seed")
     run_training(
         lambda classes: create_classifier(spec, len(classes), None),
-        spec, train=train, val=val, model_out=trained, metrics_out=metrics, curve_out=None,
-        hyper=hyper, seed=seed, resume=None, device=torch_device(device),
-        threads=threads, num_workers=num_workers, log=progress_log.info,
+        spec,
+        train=train,
+        val=val,
+        model_out=trained,
+        metrics_out=metrics,
+        curve_out=None,
+        hyper=hyper,
+        seed=seed,
+        resume=None,
+        device=torch_device(device),
+        threads=threads,
+        num_workers=num_workers,
+        log=progress_log.info,
     )
 
 

@@ -16,8 +16,20 @@ from biastransfer.embeddings import read_metadata
 from biastransfer.report.site import provenance_page
 from biastransfer.scripting import run
 
-COLUMNS = ("analysis_set", "model", "stage", "weights_sha256", "init_weights_sha256", "train_sha256", "val_sha256",
-           "layer", "pool", "config_hash", "manifest_sha256", "device")
+COLUMNS = (
+    "analysis_set",
+    "model",
+    "stage",
+    "weights_sha256",
+    "init_weights_sha256",
+    "train_sha256",
+    "val_sha256",
+    "layer",
+    "pool",
+    "config_hash",
+    "manifest_sha256",
+    "device",
+)
 
 
 def main(embeddings: list, table: str, html: str) -> None:

@@ -6,23 +6,27 @@ Standalone: python workflow/scripts/similarity.py --embeddings E.parquet --table
 
 import logging
 
-from biastransfer.stats.results import similarity_table, with_provenance
 from biastransfer.atomic import write_csv
 from biastransfer.embeddings import read_embeddings
 from biastransfer.scripting import run
+from biastransfer.stats.results import similarity_table, with_provenance
 
 log = logging.getLogger(__name__)
 
 
 def main(
-    embeddings: str, table: str, method: str, iterations: int, seed: int, analysis_set: str = "", model: str = "",
+    embeddings: str,
+    table: str,
+    method: str,
+    iterations: int,
+    seed: int,
+    analysis_set: str = "",
+    model: str = "",
     stage: str = "pretrained",
 ) -> None:
     emb = read_embeddings(embeddings)
     sims = similarity_table(emb, method=method, iterations=iterations, seed=seed)
-    sims = with_provenance(
-        sims, analysis_set=analysis_set, model=model, stage=stage
-    )
+    sims = with_provenance(sims, analysis_set=analysis_set, model=model, stage=stage)
     write_csv(table, sims)
     log.info("%s: %d classes, %d similarities (%s)", embeddings, len(emb.class_names), len(sims), method)
 

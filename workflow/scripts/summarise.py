@@ -13,9 +13,9 @@ import logging
 
 import pandas as pd
 
-from biastransfer.stats.results import add_adjusted_pvalues
 from biastransfer.atomic import write_csv
 from biastransfer.scripting import run
+from biastransfer.stats.results import add_adjusted_pvalues
 
 log = logging.getLogger(__name__)
 SUMMARIES = ("similarity", "bts", "ieat", "trajectory", "layer_profile")

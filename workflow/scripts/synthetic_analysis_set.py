@@ -14,7 +14,13 @@ log = logging.getLogger(__name__)
 
 
 def main(
-    classes: list, n_per_class: int, size: int, seed: int, manifest: str, images: str, synthetic_set: str = "synthetic",
+    classes: list,
+    n_per_class: int,
+    size: int,
+    seed: int,
+    manifest: str,
+    images: str,
+    synthetic_set: str = "synthetic",
 ) -> None:
     frame = synthetic.generate_analysis_set(synthetic_set, classes, n_per_class, size=size, seed=seed, image_dir=images)
     write_manifest(manifest, frame)

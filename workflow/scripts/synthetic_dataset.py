@@ -12,8 +12,8 @@ import logging
 import numpy as np
 
 from biastransfer.data import synthetic as scenes
-from biastransfer.scripting import run
 from biastransfer.data.splits import Split, write_split
+from biastransfer.scripting import run
 
 log = logging.getLogger(__name__)
 
@@ -21,7 +21,9 @@ log = logging.getLogger(__name__)
 def main(spec: dict, images: str, train: str, val: str, synthetic: str = "synthetic") -> None:
     name = synthetic
     distribution = scenes.SceneDistribution(
-        p_person=spec["p_person"], p_object=spec["p_object"], cooccurrence=spec["cooccurrence"],
+        p_person=spec["p_person"],
+        p_object=spec["p_object"],
+        cooccurrence=spec["cooccurrence"],
         p_occluded=spec["p_occluded"],
     )
     label_groups = spec["label_groups"]
@@ -29,8 +31,14 @@ def main(spec: dict, images: str, train: str, val: str, synthetic: str = "synthe
     rng = np.random.default_rng(spec["seed"])
     for split, n, out in (("train", spec["n_train"], train), ("val", spec["n_val"], val)):
         frame = scenes.generate_split(
-            name, split, n, distribution, label_groups=label_groups, size=spec["size"],
-            rng=rng, image_dir=f"{images}/{split}",
+            name,
+            split,
+            n,
+            distribution,
+            label_groups=label_groups,
+            size=spec["size"],
+            rng=rng,
+            image_dir=f"{images}/{split}",
         )
         write_split(out, Split(name, split, classes, frame))
         counts = frame["labels"].explode().value_counts().to_dict()

@@ -42,16 +42,28 @@ def read_trajectory(folder: str, expected: list[int]) -> tuple[int, dict]:
 
 
 def main(
-    pretrained: str, trajectory: list, metrics: list, epochs: list, tests: list, lists: dict, similarity: dict,
-    ieat: dict, bts: dict, table: str, analysis_set: str = "", model: str = "", dataset: str = "",
+    pretrained: str,
+    trajectory: list,
+    metrics: list,
+    epochs: list,
+    tests: list,
+    lists: dict,
+    similarity: dict,
+    ieat: dict,
+    bts: dict,
+    table: str,
+    analysis_set: str = "",
+    model: str = "",
+    dataset: str = "",
 ) -> None:
     runs = dict(read_trajectory(folder, epochs) for folder in trajectory)
     by_epoch = {}
     for seed, tables in runs.items():
         for epoch, emb in tables.items():
             by_epoch.setdefault(epoch, {})[seed] = emb
-    frame = trajectory_table(read_embeddings(pretrained), by_epoch, tests=tests, lists=lists, similarity=similarity,
-                             ieat=ieat, bts=bts)
+    frame = trajectory_table(
+        read_embeddings(pretrained), by_epoch, tests=tests, lists=lists, similarity=similarity, ieat=ieat, bts=bts
+    )
     best = {}
     curves = []
     for path in metrics:

@@ -19,8 +19,13 @@ log = logging.getLogger(__name__)
 def main(analysis_set: dict, manifest: str, threads: int = 1) -> None:
     frame = analysis_set_manifest(analysis_set, manifest, workers=threads)
     sizes = frame.groupby("class", sort=False).size()
-    log.info("%s: %d images in %d classes (%s)", manifest, len(frame), len(sizes),
-             ", ".join(f"{c} {n}" for c, n in sizes.items()))
+    log.info(
+        "%s: %d images in %d classes (%s)",
+        manifest,
+        len(frame),
+        len(sizes),
+        ", ".join(f"{c} {n}" for c, n in sizes.items()),
+    )
 
 
 if __name__ == "__main__":

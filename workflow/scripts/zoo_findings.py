@@ -6,6 +6,7 @@ Standalone: python workflow/scripts/zoo_findings.py --ranking results/zoo/rankin
 """
 
 import pandas as pd
+
 from biastransfer.atomic import write_text
 from biastransfer.report.findings import to_html
 from biastransfer.report.zoo_findings import describe_zoo

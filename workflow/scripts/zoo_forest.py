@@ -7,6 +7,7 @@ Standalone: python workflow/scripts/zoo_forest.py --ranking results/zoo/ranking.
 from pathlib import Path
 
 import pandas as pd
+
 from biastransfer.report.style import save_figure
 from biastransfer.report.zoo import forest_figure
 from biastransfer.scripting import run

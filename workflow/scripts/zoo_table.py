@@ -9,6 +9,7 @@ Standalone: python workflow/scripts/zoo_table.py --ieat results/summary/ieat.csv
 import logging
 
 import pandas as pd
+
 from biastransfer.atomic import write_csv, write_text
 from biastransfer.report.zoo import ranking_latex, ranking_table, status_table
 from biastransfer.scripting import run
@@ -17,8 +18,9 @@ from biastransfer.zoo import read_status
 log = logging.getLogger(__name__)
 
 
-def main(ieat: str, statuses: list, about: dict, rank_by: dict, adjust: str, ranking: str, latex: str,
-         status_csv: str) -> None:
+def main(
+    ieat: str, statuses: list, about: dict, rank_by: dict, adjust: str, ranking: str, latex: str, status_csv: str
+) -> None:
     status = status_table([read_status(p) for p in statuses], about)
     table = ranking_table(pd.read_csv(ieat, keep_default_na=False, na_values=[""]), status, adjust=adjust)
     document = ranking_latex(table, status, **rank_by)
@@ -27,8 +29,13 @@ def main(ieat: str, statuses: list, about: dict, rank_by: dict, adjust: str, ran
     write_text(latex, document)
     for row in status[~status["ok"]].itertuples():
         log.warning("not audited: %s: %s", row.model, row.error)
-    log.info("%s: %d rows, %d models audited, %d failed", ranking, len(table), int(status["ok"].sum()),
-             int((~status["ok"]).sum()))
+    log.info(
+        "%s: %d rows, %d models audited, %d failed",
+        ranking,
+        len(table),
+        int(status["ok"].sum()),
+        int((~status["ok"]).sum()),
+    )
 
 
 if __name__ == "__main__":

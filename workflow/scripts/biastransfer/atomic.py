@@ -16,8 +16,8 @@ import socket
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)

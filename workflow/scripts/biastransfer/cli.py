@@ -17,13 +17,13 @@ import sys
 
 import pandas as pd
 
-from biastransfer.report.formatting import p_text
-from biastransfer.stats.bootstrap import BOOTSTRAP
-from biastransfer.stages import PRETRAINED
-from biastransfer.stats.change_tables import stage_replicates
-from biastransfer.stats.results import bts_table, ieat_table, similarity_table
 from biastransfer.embeddings import read_embeddings
+from biastransfer.report.formatting import p_text
+from biastransfer.stages import PRETRAINED
+from biastransfer.stats.bootstrap import BOOTSTRAP
+from biastransfer.stats.change_tables import stage_replicates
 from biastransfer.stats.ieat import PERMUTATIONS
+from biastransfer.stats.results import bts_table, ieat_table, similarity_table
 
 
 def _check_output(output: str | None) -> None:
@@ -42,8 +42,9 @@ def _require(table, path: str, classes, at_least: int, what: str) -> None:
         if n == 0:
             raise ValueError(f"{path}: class {name!r} is not in the file (classes: {', '.join(table.class_names)})")
         if n < at_least:
-            raise ValueError(f"{path}: class {name!r} has {n} image{'s' if n != 1 else ''}; "
-                             f"{what} needs at least {at_least}")
+            raise ValueError(
+                f"{path}: class {name!r} has {n} image{'s' if n != 1 else ''}; {what} needs at least {at_least}"
+            )
 
 
 def _similarities(path: str, **kwargs) -> pd.DataFrame:
@@ -82,14 +83,23 @@ def _ieat(args) -> None:
     _require(table, args.embeddings, (args.X, args.Y, args.A, args.B), 1, "the iEAT")
     test = {"name": args.name or f"{args.A}_vs_{args.B}", "X": args.X, "Y": args.Y, "A": args.A, "B": args.B}
     result = ieat_table(
-        table, [test], permutations=args.permutations, alternative=args.alternative, method=args.method, seed=args.seed,
-        bootstrap=args.bootstrap, ci_level=args.ci_level,
+        table,
+        [test],
+        permutations=args.permutations,
+        alternative=args.alternative,
+        method=args.method,
+        seed=args.seed,
+        bootstrap=args.bootstrap,
+        ci_level=args.ci_level,
     )
     _emit(result, args.output)
     r = result.iloc[0]
     interval = f", {r.ci_level:.0%} CI {r.ci_low:.3f} to {r.ci_high:.3f}" if args.bootstrap else ""
-    print(f"{test['name']}: d = {r.effect_size:.3f}{interval}; {r.alternative} {p_text(r.pvalue, r.pvalue_floor)}, "
-          f"two-sided {p_text(r.pvalue_two_sided, r.pvalue_floor)}", file=sys.stderr if not args.output else sys.stdout)
+    print(
+        f"{test['name']}: d = {r.effect_size:.3f}{interval}; {r.alternative} {p_text(r.pvalue, r.pvalue_floor)}, "
+        f"two-sided {p_text(r.pvalue_two_sided, r.pvalue_floor)}",
+        file=sys.stderr if not args.output else sys.stdout,
+    )
 
 
 def _pair(text: str) -> tuple[str, str]:
@@ -113,7 +123,9 @@ def _bts(args) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="biastransfer", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="biastransfer", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("info", help="class sizes and provenance of an embeddings file")
@@ -130,7 +142,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("ieat", help="Image Embedding Association Test")
     p.add_argument("embeddings")
-    for role, what in (("X", "first target class"), ("Y", "second target class"), ("A", "first attribute class"), ("B", "second attribute class")):
+    for role, what in (
+        ("X", "first target class"),
+        ("Y", "second target class"),
+        ("A", "first attribute class"),
+        ("B", "second attribute class"),
+    ):
         p.add_argument(f"--{role}", required=True, help=what)
     p.add_argument("--name", help="test name in the output")
     p.add_argument("--permutations", type=int, default=PERMUTATIONS)
@@ -147,10 +164,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("after", nargs="+", help="embeddings of finetuned models (several seeds are pooled too)")
     p.add_argument("--intra", nargs="+", metavar="CLASS", help="classes to rank (default: all)")
     p.add_argument("--inter", nargs="+", type=_pair, metavar="P:Q", help="class pairs to rank (default: all)")
-    p.add_argument("--pvalue", choices=("asymptotic", "permutation"), default="permutation",
-                   help="p-value in the pvalue column (the t approximation is always in pvalue_t)")
-    p.add_argument("--bootstrap", type=int, default=BOOTSTRAP,
-                   help="bootstrap replicates for the CI of rho (images resampled within classes; 0: none)")
+    p.add_argument(
+        "--pvalue",
+        choices=("asymptotic", "permutation"),
+        default="permutation",
+        help="p-value in the pvalue column (the t approximation is always in pvalue_t)",
+    )
+    p.add_argument(
+        "--bootstrap",
+        type=int,
+        default=BOOTSTRAP,
+        help="bootstrap replicates for the CI of rho (images resampled within classes; 0: none)",
+    )
     p.add_argument("--ci-level", type=float, default=0.95, help="level of the interval")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap")
     p.add_argument("-o", "--output", help="write CSV here instead of printing")

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 # stage names, for the rules (cfg.parse_stage, ...)
 from biastransfer.stages import PRETRAINED, finetuned_stage, parse_stage, scratch_stage, stage_kind  # noqa: F401
@@ -100,7 +101,9 @@ def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
             data = yaml.safe_load(fh)
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
-        raise ValueError(f"{path}, line {mark.line + 1}, column {mark.column + 1}: {err.problem or err.context}") from None
+        raise ValueError(
+            f"{path}, line {mark.line + 1}, column {mark.column + 1}: {err.problem or err.context}"
+        ) from None
     if not isinstance(data, Mapping):
         raise ValueError(f"{path}: a config file holds a mapping of keys, not {type(data).__name__}")
     return data
@@ -153,9 +156,13 @@ def check_config(config: Mapping) -> None:
         if "dataset" in aset and aset["dataset"] not in datasets:
             problems.append(f"{where}.dataset: unknown dataset {aset['dataset']!r}")
         elif aset["source"] in ("paper", "curated") and datasets.get(aset.get("dataset"), {}).get("kind") not in (
-                "coco", "openimages"):
-            problems.append(f"{where}.source: {aset['source']!r} needs a coco or openimages dataset, "
-                            f"{aset['dataset']!r} is not (list your own images with source folder or table)")
+            "coco",
+            "openimages",
+        ):
+            problems.append(
+                f"{where}.source: {aset['source']!r} needs a coco or openimages dataset, "
+                f"{aset['dataset']!r} is not (list your own images with source folder or table)"
+            )
         for source, section, key in (("paper", "paper", "files"), ("curated", "curation", "sizes")):
             defined = aset.get(section, {}).get(key, {}) if aset["source"] == source else aset["classes"]
             missing = [c for c in aset["classes"] if c not in defined]
@@ -173,16 +180,21 @@ def check_config(config: Mapping) -> None:
         for test in aset.get("ieat", []):
             for role in ("X", "Y", "A", "B"):
                 if test[role] not in classes:
-                    problems.append(f"{where}.ieat.{test['name']}.{role}: class {test[role]!r} is not in {where}.classes")
+                    problems.append(
+                        f"{where}.ieat.{test['name']}.{role}: class {test[role]!r} is not in {where}.classes"
+                    )
             for one, other in (("X", "Y"), ("A", "B")):
                 if test[one] == test[other]:
-                    problems.append(f"{where}.ieat.{test['name']}: {one} and {other} are both {test[one]!r} "
-                                    "(the effect size would be 0/0)")
+                    problems.append(
+                        f"{where}.ieat.{test['name']}: {one} and {other} are both {test[one]!r} "
+                        "(the effect size would be 0/0)"
+                    )
         if aset["source"] == "synthetic":
             unknown = [c for c in aset["classes"] if c not in SYNTHETIC_CLASSES]
             if unknown:
-                problems.append(f"{where}.classes: {unknown} are no synthetic classes "
-                                f"(known: {', '.join(SYNTHETIC_CLASSES)})")
+                problems.append(
+                    f"{where}.classes: {unknown} are no synthetic classes (known: {', '.join(SYNTHETIC_CLASSES)})"
+                )
         names = [t["name"] for t in aset.get("ieat", [])]
         if len(names) != len(set(names)):
             problems.append(f"{where}.ieat: test names must be unique, got {names}")
@@ -223,8 +235,9 @@ def _trajectory_problems(config: Mapping) -> list[str]:
             epochs = {**ft.get("defaults", {}), **override}.get("epochs")
             late = [e for e in chosen if epochs is not None and e > epochs]
             if late:
-                problems.append(f"finetune.trajectory: epoch(s) {late} beyond the {epochs} epochs of {model} "
-                                f"finetuned on {dataset}")
+                problems.append(
+                    f"finetune.trajectory: epoch(s) {late} beyond the {epochs} epochs of {model} finetuned on {dataset}"
+                )
     return problems
 
 
@@ -250,9 +263,11 @@ def _attribution_problems(config: Mapping) -> list[str]:
         if aset is None:
             problems.append(f"{where}.analysis_set: unknown analysis set {spec['analysis_set']!r}")
         elif spec["test"] not in [t["name"] for t in aset.get("ieat", [])]:
-            problems.append(f"{where}.test: {spec['test']!r} is not an iEAT test of analysis_sets.{spec['analysis_set']}")
+            problems.append(
+                f"{where}.test: {spec['test']!r} is not an iEAT test of analysis_sets.{spec['analysis_set']}"
+            )
         stage = spec.get("stage", PRETRAINED)
-        if stage != PRETRAINED and stage[len("ft-"):] not in config["finetune"]["datasets"]:
+        if stage != PRETRAINED and stage[len("ft-") :] not in config["finetune"]["datasets"]:
             problems.append(f"{where}.stage: {stage!r} names no dataset in finetune.datasets")
         seen: dict[str, str] = {}
         for label, models in spec["groups"].items():
@@ -263,7 +278,6 @@ def _attribution_problems(config: Mapping) -> list[str]:
                     problems.append(f"{where}.groups.{label}: model {model!r} is also in group {seen[model]!r}")
                 seen.setdefault(model, label)
     return problems
-
 
 
 def canonical(value: Any) -> Any:

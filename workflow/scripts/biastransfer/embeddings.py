@@ -125,8 +125,10 @@ def _check_unique(path, ids: np.ndarray) -> None:
         dup = values[counts > 1]
         worst = dup[np.argmin(first[counts > 1])]
         rows = np.flatnonzero(ids == worst)[:5].tolist()
-        raise ValueError(f"{path}: column 'image_id' repeats {str(worst)!r} (rows {', '.join(map(str, rows))}); "
-                         f"{len(dup)} duplicated id(s) in all")
+        raise ValueError(
+            f"{path}: column 'image_id' repeats {str(worst)!r} (rows {', '.join(map(str, rows))}); "
+            f"{len(dup)} duplicated id(s) in all"
+        )
 
 
 def _embedding_dim(path, pf: pq.ParquetFile) -> int | None:
@@ -157,8 +159,10 @@ def _embedding_matrix(path, pf: pq.ParquetFile, ids: np.ndarray) -> np.ndarray:
             dim = int(lengths[0]) if dim is None else dim
             if (lengths != dim).any():
                 bad = int(np.flatnonzero(lengths != dim)[0])
-                raise ValueError(f"{path}: column 'embedding' has {lengths[bad]} values in row {row + bad} "
-                                 f"(image {str(ids[row + bad])!r}) but {dim} in row 0")
+                raise ValueError(
+                    f"{path}: column 'embedding' has {lengths[bad]} values in row {row + bad} "
+                    f"(image {str(ids[row + bad])!r}) but {dim} in row 0"
+                )
         values = col.flatten()
         if values.null_count:
             bad = row + int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0]) // max(dim, 1)
@@ -167,7 +171,7 @@ def _embedding_matrix(path, pf: pq.ParquetFile, ids: np.ndarray) -> np.ndarray:
             raise ValueError(f"{path}: column 'embedding' has empty lists (0 dims)")
         if out is None:
             out = np.empty((len(ids), dim), dtype=np.float32)
-        out[row:row + len(col)] = values.to_numpy(zero_copy_only=False).reshape(len(col), dim)
+        out[row : row + len(col)] = values.to_numpy(zero_copy_only=False).reshape(len(col), dim)
         row += len(col)
         del batch, col, values
     return out

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import tempfile
 import zipfile
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping
 
 import pandas as pd
 
@@ -68,8 +68,14 @@ def check(need: Need, mirror: str | None) -> dict:
 
 
 def _row(need: Need, place: Path | None, status: str, detail: str) -> dict:
-    return {"group": need.group, "file": str(need.dest), "url": need.url or "", "found_at": str(place or ""),
-            "status": status, "detail": detail}
+    return {
+        "group": need.group,
+        "file": str(need.dest),
+        "url": need.url or "",
+        "found_at": str(place or ""),
+        "status": status,
+        "detail": detail,
+    }
 
 
 def _readable(need: Need, mirror: str | None) -> Path | None:
@@ -97,8 +103,9 @@ def list_needs(set_name: str, analysis_set: Mapping) -> list[Need]:
     paper = analysis_set["paper"]
     base = paper["base_url"].rstrip("/")
     out = Path("results/data/paper_lists") / set_name
-    return [Need(f"{set_name}: paper lists", out / f"{c}.txt", f"{base}/{c}.txt", sha)
-            for c, sha in paper["files"].items()]
+    return [
+        Need(f"{set_name}: paper lists", out / f"{c}.txt", f"{base}/{c}.txt", sha) for c, sha in paper["files"].items()
+    ]
 
 
 def _annotations_view(name: str, dataset: Mapping, found: Mapping[Path, Path], scratch: Path) -> dict | None:
@@ -196,8 +203,16 @@ def _preflight(config: Mapping, scratch: Path) -> pd.DataFrame:
         view = _annotations_view(name, dataset, found, scratch)
         if view is None or unlisted:
             why = "annotation files" if view is None else f"lists of {', '.join(unlisted)}"
-            rows.append({"group": f"{name}: images", "file": str(dataset["root"]), "url": "", "found_at": "",
-                         "status": UNLISTED, "detail": f"the images can be listed once the {why} are available"})
+            rows.append(
+                {
+                    "group": f"{name}: images",
+                    "file": str(dataset["root"]),
+                    "url": "",
+                    "found_at": "",
+                    "status": UNLISTED,
+                    "detail": f"the images can be listed once the {why} are available",
+                }
+            )
             continue
         sels = [kind_of(view).paper_selection(view, lists) for lists in selections]
         rows += [check(n, mirror) for n in image_needs(name, dataset, view, sels)]

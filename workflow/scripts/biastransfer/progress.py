@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Callable
+from collections.abc import Callable
 
 LOGGER = logging.getLogger("biastransfer.progress")
 EVERY_S = 15.0
@@ -18,8 +18,16 @@ class Progress:
     """Counts ``total`` items of work and logs ``what: done/total (pct), rate, eta`` at most every
     ``every_s`` seconds, and once more when the count reaches ``total``."""
 
-    def __init__(self, what: str, total: int, *, unit: str = "items", every_s: float = EVERY_S,
-                 log: Callable[[str], None] = LOGGER.info, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        what: str,
+        total: int,
+        *,
+        unit: str = "items",
+        every_s: float = EVERY_S,
+        log: Callable[[str], None] = LOGGER.info,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.what, self.total, self.unit, self.every_s, self.log, self.clock = what, total, unit, every_s, log, clock
         self.done = 0
         self.t0 = self.last = clock()
@@ -39,4 +47,6 @@ class Progress:
         rate = self.done / elapsed
         pct = f" ({100 * self.done / self.total:.0f}%)" if self.total else ""
         eta = f", about {(self.total - self.done) / rate:.0f} s left" if rate > 0 and self.done < self.total else ""
-        return f"{self.what}: {self.done}/{self.total} {self.unit}{pct} in {elapsed:.0f} s, {rate:.1f} {self.unit}/s{eta}"
+        return (
+            f"{self.what}: {self.done}/{self.total} {self.unit}{pct} in {elapsed:.0f} s, {rate:.1f} {self.unit}/s{eta}"
+        )

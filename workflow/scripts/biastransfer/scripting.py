@@ -20,8 +20,9 @@ import sys
 import types
 import typing
 from collections import abc
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(message)s"
 
@@ -63,7 +64,11 @@ SECTIONS = ("input", "output", "params")
 
 
 def handoff_problems(
-    rule: str, script: str, accepted: dict[str, bool], named: dict[str, list[str]], wildcards: list[str] = (),
+    rule: str,
+    script: str,
+    accepted: dict[str, bool],
+    named: dict[str, list[str]],
+    wildcards: list[str] = (),
 ) -> list[str]:
     """What is wrong with handing a rule's named values to a script's ``main``.
 
@@ -98,7 +103,8 @@ def _from_snakemake(main: Callable, smk: Any) -> dict[str, Any]:
     script = Path(inspect.getsourcefile(main) or main.__module__).name
     sections = {s: getattr(smk, s) for s in SECTIONS}
     problems = handoff_problems(
-        getattr(smk, "rule", "?"), script,
+        getattr(smk, "rule", "?"),
+        script,
         {n: p.default is inspect.Parameter.empty for n, p in wanted.items()},
         {s: [k for k, _ in named.items()] for s, named in sections.items()},
         [k for k, _ in smk.wildcards.items()],
@@ -133,7 +139,10 @@ def _from_command_line(main: Callable, argv: list[str] | None) -> dict[str, Any]
         convert, nargs = _argument_type(param.annotation)
         required = param.default is inspect.Parameter.empty
         parser.add_argument(
-            f"--{name}", type=convert, nargs=nargs, required=required,
+            f"--{name}",
+            type=convert,
+            nargs=nargs,
+            required=required,
             default=None if required else param.default,
             help=f"({'required' if required else f'default: {param.default!r}'})",
         )

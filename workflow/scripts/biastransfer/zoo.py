@@ -59,15 +59,21 @@ def zoo_problems(config: Mapping) -> list[str]:
     if not zoo:
         if config["finetune"]["datasets"]:
             return []
-        return [("finetune.datasets: empty, so nothing is finetuned; a pretrained-only audit needs a zoo "
-                 "section (config/zoo.yaml, docs/zoo.md)")]
+        return [
+            (
+                "finetune.datasets: empty, so nothing is finetuned; a pretrained-only audit needs a zoo "
+                "section (config/zoo.yaml, docs/zoo.md)"
+            )
+        ]
     problems = []
     rank = zoo["rank_by"]
     aset = config["analysis_sets"].get(rank["analysis_set"])
     if aset is None:
         problems.append(f"zoo.rank_by.analysis_set: unknown analysis set {rank['analysis_set']!r}")
     elif rank["test"] not in [t["name"] for t in aset.get("ieat", [])]:
-        problems.append(f"zoo.rank_by.test: {rank['test']!r} is not an iEAT test of analysis_sets.{rank['analysis_set']}")
+        problems.append(
+            f"zoo.rank_by.test: {rank['test']!r} is not an iEAT test of analysis_sets.{rank['analysis_set']}"
+        )
     if config["finetune"]["datasets"]:
         problems.append("finetune.datasets: a zoo audit is pretrained-only; set it to []")
     for name, entry in config["models"].items():

@@ -3,82 +3,126 @@
 leakage check. Never torch.
 """
 
-from biastransfer.data.download import (  # noqa: F401
-    CHUNK,
-    DownloadError,
-    ChecksumError,
-    Download,
-    is_remote,
-    apply_mirror,
-    sidecar_path,
-    partial_path,
-    fetch,
-    fetch_many,
+from biastransfer.data import (
+    coco,  # noqa: F401
+    openimages,  # noqa: F401
+    synthetic,  # noqa: F401
 )
 from biastransfer.data.curation import (  # noqa: F401
     SELECTION_COLUMNS,
+    check_class_names,
     class_rng,
     draw,
-    check_class_names,
     manifest_from_selection,
 )
-from biastransfer.data.manifest import (  # noqa: F401
-    validate_manifest,
-    read_manifest,
-    write_manifest,
-    resolve_paths,
-    verify_files,
+from biastransfer.data.download import (  # noqa: F401
+    CHUNK,
+    ChecksumError,
+    Download,
+    DownloadError,
+    apply_mirror,
+    fetch,
+    fetch_many,
+    is_remote,
+    partial_path,
+    sidecar_path,
 )
-from biastransfer.data.splits import (  # noqa: F401
-    METADATA_KEY,
-    Split,
-    write_split,
-    read_split,
-    check_split,
+from biastransfer.data.kinds import (  # noqa: F401
+    KINDS,
+    Coco,
+    GenderWords,
+    OpenImages,
+    curation_sizes,
+    kind_of,
+    pinned,
+    unzip,
 )
 from biastransfer.data.leakage import (  # noqa: F401
     check_no_leakage,
 )
-from biastransfer.data.kinds import (  # noqa: F401
-    GenderWords,
-    unzip,
-    curation_sizes,
-    pinned,
-    Coco,
-    OpenImages,
-    KINDS,
-    kind_of,
+from biastransfer.data.manifest import (  # noqa: F401
+    read_manifest,
+    resolve_paths,
+    validate_manifest,
+    verify_files,
+    write_manifest,
+)
+from biastransfer.data.splits import (  # noqa: F401
+    METADATA_KEY,
+    Split,
+    check_split,
+    read_split,
+    write_split,
 )
 from biastransfer.data.toy_mirror import (  # noqa: F401
     COCO_CATEGORIES,
-    label_image,
-    sha256_of,
     build_coco,
     build_openimages,
+    label_image,
+    sha256_of,
 )
 from biastransfer.data.user import (  # noqa: F401
     IMAGE_SUFFIXES,
     REASON,
+    Table,
     UserDataError,
-    read_table,
-    config_problems,
     analysis_set_manifest,
+    config_problems,
+    read_table,
     table_splits,
     val_draw,
-    Table,
 )
-from biastransfer.data import coco  # noqa: F401
-from biastransfer.data import openimages  # noqa: F401
-from biastransfer.data import synthetic  # noqa: F401
 
 __all__ = [
-    "CHUNK", "DownloadError", "ChecksumError", "Download", "is_remote", "apply_mirror",
-    "sidecar_path", "partial_path", "fetch", "fetch_many", "SELECTION_COLUMNS", "class_rng", "draw",
-    "check_class_names", "manifest_from_selection", "validate_manifest", "read_manifest",
-    "write_manifest", "resolve_paths", "verify_files", "METADATA_KEY", "Split", "write_split",
-    "read_split", "check_split", "check_no_leakage", "GenderWords", "unzip", "curation_sizes",
-    "pinned", "Coco", "OpenImages", "KINDS", "kind_of", "COCO_CATEGORIES", "label_image",
-    "sha256_of", "build_coco", "build_openimages", "IMAGE_SUFFIXES", "REASON", "UserDataError",
-    "read_table", "config_problems", "analysis_set_manifest", "table_splits", "val_draw", "Table",
-    "coco", "openimages", "synthetic"
+    "CHUNK",
+    "DownloadError",
+    "ChecksumError",
+    "Download",
+    "is_remote",
+    "apply_mirror",
+    "sidecar_path",
+    "partial_path",
+    "fetch",
+    "fetch_many",
+    "SELECTION_COLUMNS",
+    "class_rng",
+    "draw",
+    "check_class_names",
+    "manifest_from_selection",
+    "validate_manifest",
+    "read_manifest",
+    "write_manifest",
+    "resolve_paths",
+    "verify_files",
+    "METADATA_KEY",
+    "Split",
+    "write_split",
+    "read_split",
+    "check_split",
+    "check_no_leakage",
+    "GenderWords",
+    "unzip",
+    "curation_sizes",
+    "pinned",
+    "Coco",
+    "OpenImages",
+    "KINDS",
+    "kind_of",
+    "COCO_CATEGORIES",
+    "label_image",
+    "sha256_of",
+    "build_coco",
+    "build_openimages",
+    "IMAGE_SUFFIXES",
+    "REASON",
+    "UserDataError",
+    "read_table",
+    "config_problems",
+    "analysis_set_manifest",
+    "table_splits",
+    "val_draw",
+    "Table",
+    "coco",
+    "openimages",
+    "synthetic",
 ]

@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import re
 import string
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -163,8 +163,9 @@ PUNCTUATION = {
 }
 
 
-def caption_gender(captions: pd.DataFrame, male: Iterable[str], female: Iterable[str], *,
-                   punctuation: str = "space") -> pd.Series:
+def caption_gender(
+    captions: pd.DataFrame, male: Iterable[str], female: Iterable[str], *, punctuation: str = "space"
+) -> pd.Series:
     """Perceived gender per image from its captions: ``"man"`` if some caption has a male word and no
     caption has a female word, ``"woman"`` the reverse; images with both or neither are left out.
     Words are matched after lower-casing and deleting punctuation or replacing it by spaces
@@ -327,7 +328,9 @@ def curate(
         rest = sorted(set(all_ids) - used)
         chosen["random"] = draw(rest, int(sizes["random"]), seed=seed, name="random", on_shortfall=shortfall)
         for i in chosen["random"]:
-            why[("random", i)] = f"random: uniform draw (seed {seed}) from {len(rest)} images of {'+'.join(opts['splits'])} not in other classes"
+            why[("random", i)] = (
+                f"random: uniform draw (seed {seed}) from {len(rest)} images of {'+'.join(opts['splits'])} not in other classes"
+            )
     rows = [
         (str(i), cls, split_of[i], image_path(root, split_of[i], i), image_url(split_of[i], i), why[(cls, i)])
         for cls in sizes
@@ -384,8 +387,14 @@ def paper_selection(
                 continue
             seen.add(image_id)
             rows.append(
-                (str(image_id), cls, split, image_path(root, split, image_id), image_url(split, image_id),
-                 f"paper list {Path(path).name} line {lineno}: {url}")
+                (
+                    str(image_id),
+                    cls,
+                    split,
+                    image_path(root, split, image_id),
+                    image_url(split, image_id),
+                    f"paper list {Path(path).name} line {lineno}: {url}",
+                )
             )
     return pd.DataFrame(rows, columns=list(SELECTION_COLUMNS))
 
@@ -394,7 +403,13 @@ def paper_selection(
 
 
 def make_split(
-    inst: Instances, *, dataset: str, name: str, root: str | Path, exclude: Iterable[str] = (), drop_unlabeled: bool = False
+    inst: Instances,
+    *,
+    dataset: str,
+    name: str,
+    root: str | Path,
+    exclude: Iterable[str] = (),
+    drop_unlabeled: bool = False,
 ) -> Split:
     """A finetuning split: every image of ``inst`` (its category names as labels) except ``exclude``.
 

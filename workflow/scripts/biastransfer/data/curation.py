@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import logging
 import zlib
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from biastransfer.data.download import Download, fetch_many
-from biastransfer.hashing import file_digest
 from biastransfer.data.manifest import COLUMNS
+from biastransfer.hashing import file_digest
 
 log = logging.getLogger(__name__)
 

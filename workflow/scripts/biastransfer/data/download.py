@@ -27,13 +27,14 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from http.client import HTTPException
 from pathlib import Path
-from typing import Iterable
 
-from biastransfer.progress import EVERY_S, LOGGER as progress_log, Progress
+from biastransfer.progress import EVERY_S, Progress
+from biastransfer.progress import LOGGER as progress_log
 
 log = logging.getLogger(__name__)
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import logging
 import zipfile
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import pandas as pd
 
@@ -111,16 +111,32 @@ class Coco:
         splits = options.get("splits", coco.DEFAULT_CURATION["splits"])
         instances = [coco.load_instances(ann / f"instances_{s}.json") for s in splits]
         captions = pd.concat([coco.load_captions(ann / f"captions_{s}.json") for s in splits], ignore_index=True)
-        return coco.curate(instances, captions, sizes, root=root, male_words=words.male, female_words=words.female,
-                           punctuation=words.punctuation, **options)
+        return coco.curate(
+            instances,
+            captions,
+            sizes,
+            root=root,
+            male_words=words.male,
+            female_words=words.female,
+            punctuation=words.punctuation,
+            **options,
+        )
 
     def make_splits(self, dataset: Mapping, name: str, exclude: set[str]) -> tuple[Split, Split]:
         root = Path(dataset["root"])
         out = []
         for split, source in (("train", "train2017"), ("val", "val2017")):
             inst = coco.load_instances(root / "annotations" / f"instances_{source}.json")
-            out.append(coco.make_split(inst, dataset=name, name=split, root=root, exclude=exclude,
-                                       drop_unlabeled=dataset.get("drop_unlabeled", False)))
+            out.append(
+                coco.make_split(
+                    inst,
+                    dataset=name,
+                    name=split,
+                    root=root,
+                    exclude=exclude,
+                    drop_unlabeled=dataset.get("drop_unlabeled", False),
+                )
+            )
         return out[0], out[1]
 
 
@@ -132,8 +148,10 @@ class OpenImages:
     def download(self, dataset: Mapping) -> list[Path]:
         root, mirror = Path(dataset["root"]), dataset.get("mirror")
         digests = pinned(dataset, openimages.FILES)
-        return [fetch(url, root / "annotations" / name, mirror=mirror, **digests[name])
-                for name, (url, _) in openimages.FILES.items()]
+        return [
+            fetch(url, root / "annotations" / name, mirror=mirror, **digests[name])
+            for name, (url, _) in openimages.FILES.items()
+        ]
 
     def paper_selection(self, dataset: Mapping, lists: Mapping[str, Path]) -> pd.DataFrame:
         return openimages.paper_selection(lists, root=Path(dataset["root"]))
@@ -155,11 +173,23 @@ class OpenImages:
         classes = self._classes(dataset)
         seed = int(dataset.get("seed", 0))
         out = []
-        for split, source, subset in (("train", "train", dataset.get("train_subset")),
-                                      ("val", "validation", dataset.get("val_subset"))):
-            out.append(openimages.make_split(self._labels(dataset, source, classes), classes, dataset=name, name=split,
-                                             source_split=source, root=Path(dataset["root"]), exclude=exclude,
-                                             subset=subset, seed=seed))
+        for split, source, subset in (
+            ("train", "train", dataset.get("train_subset")),
+            ("val", "validation", dataset.get("val_subset")),
+        ):
+            out.append(
+                openimages.make_split(
+                    self._labels(dataset, source, classes),
+                    classes,
+                    dataset=name,
+                    name=split,
+                    source_split=source,
+                    root=Path(dataset["root"]),
+                    exclude=exclude,
+                    subset=subset,
+                    seed=seed,
+                )
+            )
         return out[0], out[1]
 
 

@@ -9,8 +9,8 @@ absent); ``class-descriptions-boxable.csv`` has no header and two columns ``Labe
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Iterable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -25,14 +25,28 @@ IMAGE_URL = "https://open-images-dataset.s3.amazonaws.com"
 FILES = {
     "class-descriptions-boxable.csv": (f"{ANN_URL}/class-descriptions-boxable.csv", None),
     "train-annotations-human-imagelabels-boxable.csv": (
-        f"{ANN_URL}/train/train-annotations-human-imagelabels-boxable.csv", None),
+        f"{ANN_URL}/train/train-annotations-human-imagelabels-boxable.csv",
+        None,
+    ),
     "validation-annotations-human-imagelabels-boxable.csv": (
-        f"{ANN_URL}/validation/validation-annotations-human-imagelabels-boxable.csv", None),
+        f"{ANN_URL}/validation/validation-annotations-human-imagelabels-boxable.csv",
+        None,
+    ),
 }
 MIDS = {  # docs/sources.md §4, from class-descriptions-boxable
-    "Man": "/m/04yx4", "Woman": "/m/03bt1vf", "Person": "/m/01g317", "Boy": "/m/01bl7v", "Girl": "/m/05r655",
-    "Human face": "/m/0dzct", "Car": "/m/0k4j", "Sports equipment": "/m/05y5lj", "Fashion accessory": "/m/0463sg",
-    "Mammal": "/m/04rky", "Stop sign": "/m/02pv19", "Surfboard": "/m/019w40", "Refrigerator": "/m/040b_t",
+    "Man": "/m/04yx4",
+    "Woman": "/m/03bt1vf",
+    "Person": "/m/01g317",
+    "Boy": "/m/01bl7v",
+    "Girl": "/m/05r655",
+    "Human face": "/m/0dzct",
+    "Car": "/m/0k4j",
+    "Sports equipment": "/m/05y5lj",
+    "Fashion accessory": "/m/0463sg",
+    "Mammal": "/m/04rky",
+    "Stop sign": "/m/02pv19",
+    "Surfboard": "/m/019w40",
+    "Refrigerator": "/m/040b_t",
 }
 LABEL_COLUMNS = ("ImageID", "LabelName", "Confidence")
 _IMAGE_ID = re.compile(r"^[0-9a-f]{8,16}$")
@@ -61,7 +75,9 @@ def load_classes(path: str | Path) -> pd.DataFrame:
         df = df.iloc[1:].reset_index(drop=True)
     bad = df.loc[~df["mid"].str.startswith("/"), "mid"].head(1).tolist()
     if df.empty or bad:
-        raise ValueError(f"{path}: expected rows 'LabelName,DisplayName' with MIDs like /m/0k4j, got {bad or 'no rows'}")
+        raise ValueError(
+            f"{path}: expected rows 'LabelName,DisplayName' with MIDs like /m/0k4j, got {bad or 'no rows'}"
+        )
     if df["mid"].duplicated().any():
         raise ValueError(f"{path}: MID {df.loc[df['mid'].duplicated(), 'mid'].iloc[0]!r} listed twice")
     dup = df["name"].duplicated(keep=False)
@@ -69,9 +85,7 @@ def load_classes(path: str | Path) -> pd.DataFrame:
     return df
 
 
-def load_labels(
-    path: str | Path, classes: pd.DataFrame, *, verified_only: bool = True
-) -> pd.DataFrame:
+def load_labels(path: str | Path, classes: pd.DataFrame, *, verified_only: bool = True) -> pd.DataFrame:
     """Image-level labels as (image_id, mid): human-verified positives (``Confidence == 1``) only.
 
     ``verified_only=False`` keeps verified negatives as positives too, reproducing the authors' loader
@@ -87,8 +101,9 @@ def load_labels(
     if missing:
         raise ValueError(f"{path}: missing column(s) {missing}; expected {list(LABEL_COLUMNS)} (got {list(header)})")
     try:
-        df = pd.read_csv(path, usecols=list(LABEL_COLUMNS), dtype={"ImageID": str, "LabelName": "category"},
-                         engine="pyarrow")
+        df = pd.read_csv(
+            path, usecols=list(LABEL_COLUMNS), dtype={"ImageID": str, "LabelName": "category"}, engine="pyarrow"
+        )
     except (ValueError, pd.errors.ParserError) as exc:
         raise ValueError(f"{path}: cannot parse ({exc})") from exc
     conf = pd.to_numeric(df["Confidence"], errors="coerce")
@@ -98,10 +113,10 @@ def load_labels(
         df = df[conf.to_numpy() == 1]
     unknown = sorted(set(df["LabelName"].astype(str).unique()) - set(classes["mid"]))
     if unknown:
-        raise ValueError(
-            f"{path}: {len(unknown)} unknown MID(s) not in the class descriptions, e.g. {unknown[:5]}"
-        )
-    out = pd.DataFrame({"image_id": df["ImageID"].astype(str).to_numpy(), "mid": df["LabelName"].astype(str).to_numpy()})
+        raise ValueError(f"{path}: {len(unknown)} unknown MID(s) not in the class descriptions, e.g. {unknown[:5]}")
+    out = pd.DataFrame(
+        {"image_id": df["ImageID"].astype(str).to_numpy(), "mid": df["LabelName"].astype(str).to_numpy()}
+    )
     return out.drop_duplicates(ignore_index=True)
 
 
@@ -120,8 +135,13 @@ def resolve(label: str, classes: pd.DataFrame, *, where: str) -> str:
 DEFAULT_CURATION = {
     "seed": 0,
     "split": "validation",
-    "objects": {"car": "Car", "sports": "Sports equipment", "fashion": "Fashion accessory", "mammal": "Mammal",
-                "stop_sign": "Stop sign"},
+    "objects": {
+        "car": "Car",
+        "sports": "Sports equipment",
+        "fashion": "Fashion accessory",
+        "mammal": "Mammal",
+        "stop_sign": "Stop sign",
+    },
     "genders": {"man": "Man", "woman": "Woman"},
     "person_labels": ["Person", "Man", "Woman", "Boy", "Girl", "Human face"],
     "exclude_other_objects": True,
@@ -168,15 +188,21 @@ def curate(
 
     rules: dict[str, tuple[set, str]] = {}
     for o, m in mid.items():
-        rules[o] = (has[m] - with_person - other_objects(o),
-                    f"human-verified label {names[m]!r} (Confidence=1); no person label")
+        rules[o] = (
+            has[m] - with_person - other_objects(o),
+            f"human-verified label {names[m]!r} (Confidence=1); no person label",
+        )
     for g, m in gmid.items():
         others = set().union(*(has[x] for k, x in gmid.items() if k != g))
-        rules[g] = (has[m] - others - any_object,
-                    f"human-verified label {names[m]!r} (Confidence=1); no other gender label, no analysis object")
+        rules[g] = (
+            has[m] - others - any_object,
+            f"human-verified label {names[m]!r} (Confidence=1); no other gender label, no analysis object",
+        )
         for o, om in mid.items():
-            rules[f"{o}_{g}"] = ((has[om] & has[m]) - others - other_objects(o),
-                                 f"human-verified labels {names[om]!r} and {names[m]!r} (Confidence=1); no other gender label")
+            rules[f"{o}_{g}"] = (
+                (has[om] & has[m]) - others - other_objects(o),
+                f"human-verified labels {names[om]!r} and {names[m]!r} (Confidence=1); no other gender label",
+            )
     chosen: dict[str, list] = {}
     used: set = set()
     for cls, size in sizes.items():
@@ -189,9 +215,14 @@ def curate(
     if "random" in sizes:
         rest = set(by_image.index) - used
         chosen["random"] = draw(rest, int(sizes["random"]), seed=seed, name="random", on_shortfall=opts["on_shortfall"])
-        reasons["random"] = f"random: uniform draw (seed {seed}) from {len(rest)} labelled {split} images not in other classes"
-    rows = [(i, cls, split, image_path(root, split, i), image_url(split, i), reasons[cls])
-            for cls in sizes for i in chosen[cls]]
+        reasons["random"] = (
+            f"random: uniform draw (seed {seed}) from {len(rest)} labelled {split} images not in other classes"
+        )
+    rows = [
+        (i, cls, split, image_path(root, split, i), image_url(split, i), reasons[cls])
+        for cls in sizes
+        for i in chosen[cls]
+    ]
     return pd.DataFrame(rows, columns=list(SELECTION_COLUMNS))
 
 
@@ -215,8 +246,16 @@ def paper_selection(lists: Mapping[str, str | Path], *, root: str | Path, split:
             if not _IMAGE_ID.match(image_id):
                 raise ValueError(f"{path}:{lineno}: {image_id!r} is not an Open Images ImageID (8-16 hex digits)")
             seen.add(image_id)
-            rows.append((image_id, cls, split, image_path(root, split, image_id), image_url(split, image_id),
-                         f"paper list {Path(path).name} line {lineno}"))
+            rows.append(
+                (
+                    image_id,
+                    cls,
+                    split,
+                    image_path(root, split, image_id),
+                    image_url(split, image_id),
+                    f"paper list {Path(path).name} line {lineno}",
+                )
+            )
     return pd.DataFrame(rows, columns=list(SELECTION_COLUMNS))
 
 
@@ -257,4 +296,3 @@ def make_split(
         }
     )
     return Split(dataset, name, tuple(classes["name"]), frame)
-

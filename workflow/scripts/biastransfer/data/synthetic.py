@@ -15,16 +15,16 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 from PIL import Image, ImageDraw
 
-from biastransfer.vocabulary import SYNTHETIC_CLASSES, SYNTHETIC_GROUPS, SYNTHETIC_OBJECTS
 from biastransfer.hashing import file_digest
+from biastransfer.vocabulary import SYNTHETIC_CLASSES, SYNTHETIC_GROUPS, SYNTHETIC_OBJECTS
 
 GROUPS, OBJECTS = SYNTHETIC_GROUPS, SYNTHETIC_OBJECTS
 PERSON_LABEL = "person"
@@ -151,7 +151,10 @@ def _draw_object(draw: ImageDraw.ImageDraw, obj: str, cx: float, base: float, h:
     elif obj == "stop_sign":
         r = 0.25 * h
         cy = base - h + r
-        pts = [(cx + r * math.cos(math.pi / 8 + k * math.pi / 4), cy + r * math.sin(math.pi / 8 + k * math.pi / 4)) for k in range(8)]
+        pts = [
+            (cx + r * math.cos(math.pi / 8 + k * math.pi / 4), cy + r * math.sin(math.pi / 8 + k * math.pi / 4))
+            for k in range(8)
+        ]
         draw.line([cx, cy + r, cx, base], fill=(110, 110, 110), width=max(1, int(0.04 * h)))
         draw.polygon(pts, fill=(int(rng.integers(180, 240)), 20, 25), outline=(250, 250, 250))
     else:
@@ -180,7 +183,9 @@ def draw_scene(scene: Scene, rng: np.random.Generator, size: int = 64) -> Image.
     return img
 
 
-def write_images(scenes: Sequence[Scene], ids: Sequence[str], directory: str | os.PathLike, rng, size: int) -> list[Path]:
+def write_images(
+    scenes: Sequence[Scene], ids: Sequence[str], directory: str | os.PathLike, rng, size: int
+) -> list[Path]:
     """Render and save each scene as ``directory/{id}.png``; returns the paths."""
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)

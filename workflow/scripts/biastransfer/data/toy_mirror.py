@@ -15,8 +15,8 @@ import hashlib
 import io
 import json
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 import numpy as np
 from PIL import Image
@@ -27,28 +27,116 @@ from biastransfer.data.download import apply_mirror
 
 # COCO 2017's 80 categories (id, name); supercategory by id range (cocodataset.org "format-data").
 COCO_CATEGORIES = [
-    (1, "person"), (2, "bicycle"), (3, "car"), (4, "motorcycle"), (5, "airplane"), (6, "bus"), (7, "train"),
-    (8, "truck"), (9, "boat"), (10, "traffic light"), (11, "fire hydrant"), (13, "stop sign"),
-    (14, "parking meter"), (15, "bench"), (16, "bird"), (17, "cat"), (18, "dog"), (19, "horse"), (20, "sheep"),
-    (21, "cow"), (22, "elephant"), (23, "bear"), (24, "zebra"), (25, "giraffe"), (27, "backpack"),
-    (28, "umbrella"), (31, "handbag"), (32, "tie"), (33, "suitcase"), (34, "frisbee"), (35, "skis"),
-    (36, "snowboard"), (37, "sports ball"), (38, "kite"), (39, "baseball bat"), (40, "baseball glove"),
-    (41, "skateboard"), (42, "surfboard"), (43, "tennis racket"), (44, "bottle"), (46, "wine glass"),
-    (47, "cup"), (48, "fork"), (49, "knife"), (50, "spoon"), (51, "bowl"), (52, "banana"), (53, "apple"),
-    (54, "sandwich"), (55, "orange"), (56, "broccoli"), (57, "carrot"), (58, "hot dog"), (59, "pizza"),
-    (60, "donut"), (61, "cake"), (62, "chair"), (63, "couch"), (64, "potted plant"), (65, "bed"),
-    (67, "dining table"), (70, "toilet"), (72, "tv"), (73, "laptop"), (74, "mouse"), (75, "remote"),
-    (76, "keyboard"), (77, "cell phone"), (78, "microwave"), (79, "oven"), (80, "toaster"), (81, "sink"),
-    (82, "refrigerator"), (84, "book"), (85, "clock"), (86, "vase"), (87, "scissors"), (88, "teddy bear"),
-    (89, "hair drier"), (90, "toothbrush"),
+    (1, "person"),
+    (2, "bicycle"),
+    (3, "car"),
+    (4, "motorcycle"),
+    (5, "airplane"),
+    (6, "bus"),
+    (7, "train"),
+    (8, "truck"),
+    (9, "boat"),
+    (10, "traffic light"),
+    (11, "fire hydrant"),
+    (13, "stop sign"),
+    (14, "parking meter"),
+    (15, "bench"),
+    (16, "bird"),
+    (17, "cat"),
+    (18, "dog"),
+    (19, "horse"),
+    (20, "sheep"),
+    (21, "cow"),
+    (22, "elephant"),
+    (23, "bear"),
+    (24, "zebra"),
+    (25, "giraffe"),
+    (27, "backpack"),
+    (28, "umbrella"),
+    (31, "handbag"),
+    (32, "tie"),
+    (33, "suitcase"),
+    (34, "frisbee"),
+    (35, "skis"),
+    (36, "snowboard"),
+    (37, "sports ball"),
+    (38, "kite"),
+    (39, "baseball bat"),
+    (40, "baseball glove"),
+    (41, "skateboard"),
+    (42, "surfboard"),
+    (43, "tennis racket"),
+    (44, "bottle"),
+    (46, "wine glass"),
+    (47, "cup"),
+    (48, "fork"),
+    (49, "knife"),
+    (50, "spoon"),
+    (51, "bowl"),
+    (52, "banana"),
+    (53, "apple"),
+    (54, "sandwich"),
+    (55, "orange"),
+    (56, "broccoli"),
+    (57, "carrot"),
+    (58, "hot dog"),
+    (59, "pizza"),
+    (60, "donut"),
+    (61, "cake"),
+    (62, "chair"),
+    (63, "couch"),
+    (64, "potted plant"),
+    (65, "bed"),
+    (67, "dining table"),
+    (70, "toilet"),
+    (72, "tv"),
+    (73, "laptop"),
+    (74, "mouse"),
+    (75, "remote"),
+    (76, "keyboard"),
+    (77, "cell phone"),
+    (78, "microwave"),
+    (79, "oven"),
+    (80, "toaster"),
+    (81, "sink"),
+    (82, "refrigerator"),
+    (84, "book"),
+    (85, "clock"),
+    (86, "vase"),
+    (87, "scissors"),
+    (88, "teddy bear"),
+    (89, "hair drier"),
+    (90, "toothbrush"),
 ]
-_SUPER = [(1, "person"), (2, "vehicle"), (10, "outdoor"), (16, "animal"), (27, "accessory"), (34, "sports"),
-          (44, "kitchen"), (52, "food"), (62, "furniture"), (72, "electronic"), (78, "appliance"), (84, "indoor")]
+_SUPER = [
+    (1, "person"),
+    (2, "vehicle"),
+    (10, "outdoor"),
+    (16, "animal"),
+    (27, "accessory"),
+    (34, "sports"),
+    (44, "kitchen"),
+    (52, "food"),
+    (62, "furniture"),
+    (72, "electronic"),
+    (78, "appliance"),
+    (84, "indoor"),
+]
 # Finetuning images get one or two of these labels (COCO names / Open Images display names).
 _COCO_TRAIN_LABELS = ["person", "car", "dog", "chair", "surfboard", "refrigerator", "stop sign", "bicycle"]
 _OI_TRAIN_LABELS = ["Person", "Car", "Mammal", "Surfboard", "Refrigerator", "Stop sign", "Sports equipment"]
-_COLOURS = [(230, 40, 40), (40, 200, 60), (50, 80, 230), (240, 200, 30), (200, 50, 220),
-            (30, 210, 210), (250, 130, 30), (120, 60, 20), (160, 160, 255), (20, 20, 20)]
+_COLOURS = [
+    (230, 40, 40),
+    (40, 200, 60),
+    (50, 80, 230),
+    (240, 200, 30),
+    (200, 50, 220),
+    (30, 210, 210),
+    (250, 130, 30),
+    (120, 60, 20),
+    (160, 160, 255),
+    (20, 20, 20),
+]
 _WORDS = {"man": "a man", "woman": "a woman"}
 
 
@@ -60,7 +148,7 @@ def label_image(labels, classes, size: int, seed: int) -> Image.Image:
     for label in labels:
         k = list(classes).index(label)
         r, c = divmod(k % 16, 4)
-        pixels[r * cell:(r + 1) * cell, c * cell:(c + 1) * cell] = _COLOURS[k % len(_COLOURS)]
+        pixels[r * cell : (r + 1) * cell, c * cell : (c + 1) * cell] = _COLOURS[k % len(_COLOURS)]
     return Image.fromarray(pixels)
 
 
@@ -83,7 +171,7 @@ def _parts(cls: str, objects: Mapping[str, str]) -> tuple[str | None, str | None
         if cls == o:
             return o, None
         if cls.startswith(o + "_"):
-            return o, cls[len(o) + 1:]
+            return o, cls[len(o) + 1 :]
     return None, (cls if cls in _WORDS else None)
 
 
@@ -109,28 +197,46 @@ def _coco_plan(classes, per_class: int, n_train: int, n_val: int, objects: Mappi
         if cls == "random":
             cats = [(_COCO_TRAIN_LABELS[k % len(_COCO_TRAIN_LABELS)], 0.1), ("bench", 0.05)]
         noun = obj.replace("_", " ") if obj else "street"
-        caps = [f"{_WORDS[gender]} with a {noun}.", f"A photo of {_WORDS[gender]}"] if gender else [f"a {noun} seen up close"]
+        caps = (
+            [f"{_WORDS[gender]} with a {noun}.", f"A photo of {_WORDS[gender]}"]
+            if gender
+            else [f"a {noun} seen up close"]
+        )
         add(split, cats, caps, cls)
     for split, n in (("train2017", n_train), ("val2017", n_val)):
         for k in range(n):
             if k == n - 1:  # COCO has images without annotations; they stay in the splits unlabelled
                 add(split, [], ["an empty room"], None)
                 continue
-            picks = {_COCO_TRAIN_LABELS[k % len(_COCO_TRAIN_LABELS)], _COCO_TRAIN_LABELS[(3 * k + 1) % len(_COCO_TRAIN_LABELS)]}
+            picks = {
+                _COCO_TRAIN_LABELS[k % len(_COCO_TRAIN_LABELS)],
+                _COCO_TRAIN_LABELS[(3 * k + 1) % len(_COCO_TRAIN_LABELS)],
+            }
             add(split, [(c, 0.15) for c in sorted(picks)], ["people and things"], None)
     return plan
 
 
-def build_coco(mirror: Path, paper_base_url: str, classes, *, objects: Mapping[str, str], per_class: int = 3,
-               n_train: int = 16, n_val: int = 8, size: int = 48) -> tuple[dict[str, str], dict[str, str]]:
+def build_coco(
+    mirror: Path,
+    paper_base_url: str,
+    classes,
+    *,
+    objects: Mapping[str, str],
+    per_class: int = 3,
+    n_train: int = 16,
+    n_val: int = 8,
+    size: int = 48,
+) -> tuple[dict[str, str], dict[str, str]]:
     """Write the COCO annotation zip, images and paper lists.
 
     Returns (``{class: sha256}`` of the lists, ``{file name: sha256}`` of the annotation zip).
     """
     names = [n for _, n in COCO_CATEGORIES]
     ids = {n: i for i, n in COCO_CATEGORIES}
-    cats = [{"id": i, "name": n, "supercategory": next(s for lo, s in reversed(_SUPER) if i >= lo)}
-            for i, n in COCO_CATEGORIES]
+    cats = [
+        {"id": i, "name": n, "supercategory": next(s for lo, s in reversed(_SUPER) if i >= lo)}
+        for i, n in COCO_CATEGORIES
+    ]
     plan = _coco_plan(classes, per_class, n_train, n_val, objects)
     files, lists = {}, {c: [] for c in classes}
     for split in coco.SPLITS:
@@ -140,26 +246,53 @@ def build_coco(mirror: Path, paper_base_url: str, classes, *, objects: Mapping[s
                 continue
             url = coco.image_url(split, image_id)
             flickr = f"http://farm{1 + image_id % 9}.staticflickr.com/{image_id % 9000}/{image_id}_toy_z.jpg"
-            images.append({"license": 1 + image_id % 8, "file_name": f"{image_id:012d}.jpg", "coco_url": url,
-                           "height": size, "width": size, "date_captured": "2013-11-14 11:18:45",
-                           "flickr_url": flickr, "id": image_id})
+            images.append(
+                {
+                    "license": 1 + image_id % 8,
+                    "file_name": f"{image_id:012d}.jpg",
+                    "coco_url": url,
+                    "height": size,
+                    "width": size,
+                    "date_captured": "2013-11-14 11:18:45",
+                    "flickr_url": flickr,
+                    "id": image_id,
+                }
+            )
             for cat, frac in objs:
                 area = frac * size * size
                 side = float(np.sqrt(area))
-                anns.append({"segmentation": [[1.0, 1.0, side, 1.0, side, side, 1.0, side]], "area": area,
-                             "iscrowd": 0, "image_id": image_id, "bbox": [1.0, 1.0, side, side],
-                             "category_id": ids[cat], "id": 900_000 + len(anns) + 10_000 * len(files)})
-            caps += [{"image_id": image_id, "id": 1_000_000 + len(caps) + 10_000 * len(files), "caption": t}
-                     for t in texts]
+                anns.append(
+                    {
+                        "segmentation": [[1.0, 1.0, side, 1.0, side, side, 1.0, side]],
+                        "area": area,
+                        "iscrowd": 0,
+                        "image_id": image_id,
+                        "bbox": [1.0, 1.0, side, side],
+                        "category_id": ids[cat],
+                        "id": 900_000 + len(anns) + 10_000 * len(files),
+                    }
+                )
+            caps += [
+                {"image_id": image_id, "id": 1_000_000 + len(caps) + 10_000 * len(files), "caption": t} for t in texts
+            ]
             _write(mirror, url, _jpeg([c for c, _ in objs], names, size, seed=n))
             if cls is not None:  # the authors' lists hold coco_url lines and, rarely, a flickr URL
                 lists[cls].append(flickr if cls == "random" and not lists[cls] else url)
         info = {"description": "biastransfer toy COCO 2017", "version": "1.0", "year": 2017}
         licenses = [{"url": "http://creativecommons.org/licenses/by/2.0/", "id": i, "name": "toy"} for i in range(1, 9)]
-        files[f"annotations/instances_{split}.json"] = {"info": info, "licenses": licenses, "images": images,
-                                                         "annotations": anns, "categories": cats}
-        files[f"annotations/captions_{split}.json"] = {"info": info, "licenses": licenses, "images": images,
-                                                        "annotations": caps}
+        files[f"annotations/instances_{split}.json"] = {
+            "info": info,
+            "licenses": licenses,
+            "images": images,
+            "annotations": anns,
+            "categories": cats,
+        }
+        files[f"annotations/captions_{split}.json"] = {
+            "info": info,
+            "licenses": licenses,
+            "images": images,
+            "annotations": caps,
+        }
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
         for name, data in files.items():
@@ -183,9 +316,18 @@ def _oi_id(split: str, k: int) -> str:
     return hashlib.sha1(f"{split}/{k}".encode()).hexdigest()[:16]
 
 
-def build_openimages(mirror: Path, paper_base_url: str, classes, *, objects: Mapping[str, str],
-                     genders: Mapping[str, str], per_class: int = 3, n_train: int = 16, n_val: int = 8,
-                     size: int = 48) -> tuple[dict[str, str], dict[str, str]]:
+def build_openimages(
+    mirror: Path,
+    paper_base_url: str,
+    classes,
+    *,
+    objects: Mapping[str, str],
+    genders: Mapping[str, str],
+    per_class: int = 3,
+    n_train: int = 16,
+    n_val: int = 8,
+    size: int = 48,
+) -> tuple[dict[str, str], dict[str, str]]:
     """Write the Open Images label files, images and paper lists.
 
     Returns (``{class: sha256}`` of the lists, ``{file name: sha256}`` of the annotation files).

@@ -16,9 +16,9 @@ import hashlib
 import io
 import logging
 import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -91,8 +91,9 @@ def config_problems(where: str, entry: Mapping, *, dataset: bool = False) -> lis
         root = Path(entry["root"])
         if not root.is_dir():
             return [f"{where}.root: folder not found: {root}"]
-        return [f"{where}.classes: class folder not found: {root / c}"
-                for c in entry["classes"] if not (root / c).is_dir()]
+        return [
+            f"{where}.classes: class folder not found: {root / c}" for c in entry["classes"] if not (root / c).is_dir()
+        ]
     try:
         frame = read_table(entry["table"])
         _missing_columns(frame, _DATASET_COLUMNS if dataset else _ANALYSIS_COLUMNS, str(entry["table"]))
@@ -103,12 +104,17 @@ def config_problems(where: str, entry: Mapping, *, dataset: bool = False) -> lis
             return []
         labels = _label_lists(frame["labels"], entry.get("label_separator", "|"))
         known = set(entry["classes"])
-        return [f"{where}.table: {_row(i, p)}: label(s) {sorted(set(ls) - known)} not in {where}.classes"
-                for i, (p, ls) in enumerate(zip(frame["path"], labels)) if set(ls) - known]
+        return [
+            f"{where}.table: {_row(i, p)}: label(s) {sorted(set(ls) - known)} not in {where}.classes"
+            for i, (p, ls) in enumerate(zip(frame["path"], labels))
+            if set(ls) - known
+        ]
     listed, present = set(entry["classes"]), set(frame["class"])
-    return [f"{where}.table: {_row(i, p)}: class {c!r} is not in {where}.classes"
-            for i, (p, c) in enumerate(zip(frame["path"], frame["class"])) if c not in listed] + \
-        [f"{where}.classes: class {c!r} has no rows in {entry['table']}" for c in entry["classes"] if c not in present]
+    return [
+        f"{where}.table: {_row(i, p)}: class {c!r} is not in {where}.classes"
+        for i, (p, c) in enumerate(zip(frame["path"], frame["class"]))
+        if c not in listed
+    ] + [f"{where}.classes: class {c!r} has no rows in {entry['table']}" for c in entry["classes"] if c not in present]
 
 
 def _folder_entries(root: str | os.PathLike, classes: Sequence[str]) -> tuple[pd.DataFrame, list[str]]:
@@ -148,17 +154,22 @@ def _table_entries(entry: Mapping) -> tuple[pd.DataFrame, list[str]]:
     _missing_columns(frame, _ANALYSIS_COLUMNS, where)
     base = _table_base(entry)
     raw = frame["path"].astype(str).str.strip()
-    out = pd.DataFrame({
-        "image_id": frame["image_id"].astype(str) if "image_id" in frame.columns else raw,
-        "class": frame["class"].astype(str),
-        "path": [_resolve(p, base) if p else "" for p in raw],
-        "source": frame["source"].astype(str) if "source" in frame.columns else "",
-        "licence": frame["licence"].astype(str) if "licence" in frame.columns else "",
-        "listed": [_row(i, p) for i, p in enumerate(raw)],
-    })
+    out = pd.DataFrame(
+        {
+            "image_id": frame["image_id"].astype(str) if "image_id" in frame.columns else raw,
+            "class": frame["class"].astype(str),
+            "path": [_resolve(p, base) if p else "" for p in raw],
+            "source": frame["source"].astype(str) if "source" in frame.columns else "",
+            "licence": frame["licence"].astype(str) if "licence" in frame.columns else "",
+            "listed": [_row(i, p) for i, p in enumerate(raw)],
+        }
+    )
     listed = set(entry["classes"])
-    problems = [f"{_row(i, p)}: class {c!r} is not in the class list"
-                for i, (p, c) in enumerate(zip(raw, out["class"])) if c not in listed]
+    problems = [
+        f"{_row(i, p)}: class {c!r} is not in the class list"
+        for i, (p, c) in enumerate(zip(raw, out["class"]))
+        if c not in listed
+    ]
     problems += [f"class {c!r}: no rows in the table" for c in entry["classes"] if c not in set(out["class"])]
     problems += [f"{_row(i, p)}: empty path" for i, p in enumerate(raw) if not p]
     problems += _repeats(out)
@@ -173,8 +184,7 @@ def _repeats(out: pd.DataFrame) -> list[str]:
         if len(rows) > 1:
             where = ", ".join(f"row {i + 1}" for i in sorted(rows))
             classes = sorted(set(out.loc[rows, "class"]))
-            what = f"listed in {len(classes)} classes ({', '.join(classes)})" if len(classes) > 1 else \
-                "duplicate path"
+            what = f"listed in {len(classes)} classes ({', '.join(classes)})" if len(classes) > 1 else "duplicate path"
             problems.append(f"{path}: {what}: {where}")
     for image_id, rows in out.groupby("image_id", sort=True).groups.items():
         if len(rows) > 1:
@@ -185,8 +195,11 @@ def _repeats(out: pd.DataFrame) -> list[str]:
 
 def _file_problems(entries: pd.DataFrame, why: Sequence[str | None]) -> list[str]:
     """``<path>: <problem>`` for each file with one, and the table row that lists it (tables only)."""
-    return [f"{p}: {w}" + (f" ({listed})" if listed else "")
-            for p, listed, w in zip(entries["path"], entries["listed"], why) if w]
+    return [
+        f"{p}: {w}" + (f" ({listed})" if listed else "")
+        for p, listed, w in zip(entries["path"], entries["listed"], why)
+        if w
+    ]
 
 
 def _is_image(head: bytes, path: str) -> bool:
@@ -230,8 +243,14 @@ def _parallel_map(func: Callable[[str], tuple], items: Sequence[str], workers: i
         return list(pool.map(func, items, chunksize=64))
 
 
-def _build_manifest(entries: pd.DataFrame, problems: Sequence[str], *, min_per_class: int = 2,
-                   workers: int = 1, where: str = "analysis set") -> pd.DataFrame:
+def _build_manifest(
+    entries: pd.DataFrame,
+    problems: Sequence[str],
+    *,
+    min_per_class: int = 2,
+    workers: int = 1,
+    where: str = "analysis set",
+) -> pd.DataFrame:
     """Hash and open every listed file, then raise UserDataError naming every problem (those passed in,
     missing or unreadable files, one image in two classes or twice in one, classes below
     ``min_per_class``) or return the manifest."""
@@ -246,19 +265,31 @@ def _build_manifest(entries: pd.DataFrame, problems: Sequence[str], *, min_per_c
             files = ", ".join(f"{p} ({c})" for p, c in zip(entries.loc[rows, "path"], entries.loc[rows, "class"]))
             problems.append(f"the same image (sha256 {digest[:12]}) is listed as: {files}")
     sizes = entries.groupby("class").size()
-    problems += [f"class {c!r}: {n} image(s), at least {min_per_class} needed" for c, n in sizes.items()
-                 if 0 < n < min_per_class]
+    problems += [
+        f"class {c!r}: {n} image(s), at least {min_per_class} needed" for c, n in sizes.items() if 0 < n < min_per_class
+    ]
     if problems:
         raise UserDataError(where, problems)
-    source = [" ".join(x for x in (s, f"licence: {lic}" if lic else "") if x)
-              for s, lic in zip(entries["source"], entries["licence"])]
-    return pd.DataFrame({"image_id": entries["image_id"].astype(str), "class": entries["class"],
-                         "path": entries["path"], "sha256": digests, "source_split": _SOURCE_SPLIT,
-                         "source": source, "reason": REASON}).loc[:, list(COLUMNS)]
+    source = [
+        " ".join(x for x in (s, f"licence: {lic}" if lic else "") if x)
+        for s, lic in zip(entries["source"], entries["licence"])
+    ]
+    return pd.DataFrame(
+        {
+            "image_id": entries["image_id"].astype(str),
+            "class": entries["class"],
+            "path": entries["path"],
+            "sha256": digests,
+            "source_split": _SOURCE_SPLIT,
+            "source": source,
+            "reason": REASON,
+        }
+    ).loc[:, list(COLUMNS)]
 
 
-def analysis_set_manifest(analysis_set: Mapping, manifest: str | os.PathLike, *,
-                          workers: int | None = None) -> pd.DataFrame:
+def analysis_set_manifest(
+    analysis_set: Mapping, manifest: str | os.PathLike, *, workers: int | None = None
+) -> pd.DataFrame:
     """Build, check and write the manifest of a ``source: folder | table`` analysis set."""
     source = analysis_set["source"]
     if source == "folder":
@@ -270,8 +301,13 @@ def analysis_set_manifest(analysis_set: Mapping, manifest: str | os.PathLike, *,
     else:
         raise ValueError(f"analysis set source {source!r}: expected 'folder' or 'table'")
     min_per_class = int(analysis_set.get("min_per_class", 2))
-    frame = _build_manifest(entries, problems, min_per_class=min_per_class,
-                           workers=int(workers or analysis_set.get("workers", 1)), where=where)
+    frame = _build_manifest(
+        entries,
+        problems,
+        min_per_class=min_per_class,
+        workers=int(workers or analysis_set.get("workers", 1)),
+        where=where,
+    )
     write_manifest(manifest, frame, min_per_class=min_per_class)
     return frame
 
@@ -306,20 +342,30 @@ def table_splits(dataset: Mapping, name: str, exclude: set[str] = frozenset()) -
     _missing_columns(frame, _DATASET_COLUMNS, where)
     raw = frame["path"].astype(str).str.strip()
     labels = _label_lists(frame["labels"], dataset.get("label_separator", "|"))
-    rows = pd.DataFrame({
-        "image_id": frame["image_id"].astype(str) if "image_id" in frame.columns else raw,
-        "class": "", "path": [_resolve(p, _table_base(dataset)) if p else "" for p in raw], "labels": labels,
-        "listed": [_row(i, p) for i, p in enumerate(raw)],
-    })
+    rows = pd.DataFrame(
+        {
+            "image_id": frame["image_id"].astype(str) if "image_id" in frame.columns else raw,
+            "class": "",
+            "path": [_resolve(p, _table_base(dataset)) if p else "" for p in raw],
+            "labels": labels,
+            "listed": [_row(i, p) for i, p in enumerate(raw)],
+        }
+    )
     classes = tuple(dataset.get("classes") or sorted({x for ls in labels for x in ls}))
     known = set(classes)
-    problems = [f"{_row(i, p)}: label(s) {sorted(set(ls) - known)} not in the class list"
-                for i, (p, ls) in enumerate(zip(raw, labels)) if set(ls) - known]
+    problems = [
+        f"{_row(i, p)}: label(s) {sorted(set(ls) - known)} not in the class list"
+        for i, (p, ls) in enumerate(zip(raw, labels))
+        if set(ls) - known
+    ]
     problems += [f"{_row(i, p)}: empty path" for i, p in enumerate(raw) if not p]
     problems += _repeats(rows)
     if "split" in frame.columns:
-        problems += [f"{_row(i, p)}: split {s!r} is not one of {', '.join(_SPLIT_NAMES)}"
-                     for i, (p, s) in enumerate(zip(raw, frame["split"].astype(str))) if s not in _SPLIT_NAMES]
+        problems += [
+            f"{_row(i, p)}: split {s!r} is not one of {', '.join(_SPLIT_NAMES)}"
+            for i, (p, s) in enumerate(zip(raw, frame["split"].astype(str)))
+            if s not in _SPLIT_NAMES
+        ]
     checked = _parallel_map(_check_image, rows["path"].tolist(), int(dataset.get("workers", 1)))
     problems += _file_problems(rows[rows["path"] != ""], [why for (why,), p in zip(checked, rows["path"]) if p])
     if problems:

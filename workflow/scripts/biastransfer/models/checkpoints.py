@@ -11,15 +11,22 @@ from biastransfer.models.loading import load_state, read_weights_file
 from biastransfer.models.spec import CHECKPOINT_FORMAT, METADATA_KEY, ModelSpec
 
 
-def save_checkpoint(model: Classifier, path: str | Path, *, spec: ModelSpec, class_names, extra: dict | None = None) -> None:
+def save_checkpoint(
+    model: Classifier, path: str | Path, *, spec: ModelSpec, class_names, extra: dict | None = None
+) -> None:
     """Write the classifier's state dict as safetensors with JSON metadata, atomically."""
     from safetensors.torch import save_file
 
     class_names = [str(c) for c in class_names]
     if len(class_names) != model.num_classes:
         raise ValueError(f"{path}: {len(class_names)} class names for a classifier with {model.num_classes} outputs")
-    meta = {"format": CHECKPOINT_FORMAT, "spec": spec.as_dict(), "class_names": class_names,
-            "num_classes": model.num_classes, "extra": extra or {}}
+    meta = {
+        "format": CHECKPOINT_FORMAT,
+        "spec": spec.as_dict(),
+        "class_names": class_names,
+        "num_classes": model.num_classes,
+        "extra": extra or {},
+    }
     tensors = {k: v.detach().to("cpu").contiguous().clone() for k, v in model.state_dict().items()}
     with atomic_path(path) as tmp:
         save_file(tensors, str(tmp), metadata={METADATA_KEY: json.dumps(meta, sort_keys=True)})

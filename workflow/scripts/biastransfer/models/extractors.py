@@ -42,8 +42,15 @@ class FeatureExtractor(nn.Module):
     forward pass is skipped) and reduced by ``pool``.
     """
 
-    def __init__(self, trunk: nn.Module, *, layer: str = "penultimate", pool: str = "avg",
-                 penultimate_dim: int, probe_size: int = 224):
+    def __init__(
+        self,
+        trunk: nn.Module,
+        *,
+        layer: str = "penultimate",
+        pool: str = "avg",
+        penultimate_dim: int,
+        probe_size: int = 224,
+    ):
         super().__init__()
         self.model = trunk
         self.layer = layer
@@ -56,7 +63,9 @@ class FeatureExtractor(nn.Module):
             target = trunk.get_submodule(layer)
         except AttributeError as exc:
             names = [n for n, _ in trunk.named_modules() if n and n.count(".") < 2]
-            raise ValueError(f"layer {layer!r} is not a module of {type(trunk).__name__}; some names: {', '.join(names[:25])}") from exc
+            raise ValueError(
+                f"layer {layer!r} is not a module of {type(trunk).__name__}; some names: {', '.join(names[:25])}"
+            ) from exc
         target.register_forward_hook(self._capture)
         was_training = trunk.training
         trunk.eval()
@@ -119,16 +128,14 @@ def _open_clip_model(arch: str, tag: str | None):
     return open_clip.create_model(arch, pretrained=None, load_weights=False, force_quick_gelu=quick)
 
 
-
-def _apply_weights(spec: ModelSpec, module: nn.Module, what: str, path: Path,
-                   classifier: tuple[str, ...] = ()) -> None:
+def _apply_weights(spec: ModelSpec, module: nn.Module, what: str, path: Path, classifier: tuple[str, ...] = ()) -> None:
     state, meta = read_weights_file(path)
     if meta.get("format") == CHECKPOINT_FORMAT:
         state = select_prefix(state, "backbone.model.", path)
     elif spec.key_prefix:
         state = select_prefix(state, spec.key_prefix, path)
     elif all(k.startswith("module.") for k in state):
-        state = {k[len("module."):]: v for k, v in state.items()}
+        state = {k[len("module.") :]: v for k, v in state.items()}
     load_state(module, state, what=what, path=path, ignore_prefixes=tuple(c + "." for c in classifier))
 
 
@@ -157,7 +164,9 @@ def create_backbone(spec: ModelSpec, weights_path: str | Path | None) -> Feature
         if path is not None:
             if path.suffix == ".npz":
                 if not hasattr(trunk, "load_pretrained"):
-                    raise ValueError(f"{path}: .npz weights are only supported for timm models with their own npz loader (BiT)")
+                    raise ValueError(
+                        f"{path}: .npz weights are only supported for timm models with their own npz loader (BiT)"
+                    )
                 load_bit_npz(trunk, path)
             else:
                 _apply_weights(spec, trunk, f"timm {spec.arch}", path, cls_names)
@@ -173,8 +182,9 @@ def create_backbone(spec: ModelSpec, weights_path: str | Path | None) -> Feature
             load_state(trunk, state, what=f"open_clip {spec.arch} image encoder", path=path)
     else:
         raise ValueError(f"model {spec.name!r}: unknown source {spec.source!r}")
-    extractor = FeatureExtractor(trunk, layer=spec.layer, pool=spec.pool, penultimate_dim=dim,
-                                 probe_size=spec.preprocess.crop)
+    extractor = FeatureExtractor(
+        trunk, layer=spec.layer, pool=spec.pool, penultimate_dim=dim, probe_size=spec.preprocess.crop
+    )
     return extractor.eval()
 
 

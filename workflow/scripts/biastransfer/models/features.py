@@ -7,8 +7,8 @@ both switches can be forced on CPU (tests exercise them there). On CPU the resul
 from __future__ import annotations
 
 import platform
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import torch
@@ -78,8 +78,14 @@ def _check_loader_args(batch_size: int, num_workers: int) -> None:
 
 
 def _image_loader(paths, preprocess: Preprocess, batch_size: int, num_workers: int, pin_memory: bool) -> DataLoader:
-    return DataLoader(ImageFiles(paths, preprocess.transform(train=False)), batch_size=batch_size, shuffle=False,
-                      num_workers=num_workers, pin_memory=pin_memory, persistent_workers=False)
+    return DataLoader(
+        ImageFiles(paths, preprocess.transform(train=False)),
+        batch_size=batch_size,
+        shuffle=False,
+        num_workers=num_workers,
+        pin_memory=pin_memory,
+        persistent_workers=False,
+    )
 
 
 def embed_batches(
@@ -152,8 +158,14 @@ def library_versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     versions = {"python": platform.python_version()}
-    for key, dist in (("torch", "torch"), ("torchvision", "torchvision"), ("timm", "timm"),
-                      ("open_clip", "open_clip_torch"), ("numpy", "numpy"), ("pillow", "pillow")):
+    for key, dist in (
+        ("torch", "torch"),
+        ("torchvision", "torchvision"),
+        ("timm", "timm"),
+        ("open_clip", "open_clip_torch"),
+        ("numpy", "numpy"),
+        ("pillow", "pillow"),
+    ):
         try:
             versions[key] = version(dist)
         except PackageNotFoundError:

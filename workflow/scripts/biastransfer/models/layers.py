@@ -65,8 +65,15 @@ class LayerExtractor(nn.Module):
     output size and the pooling used.
     """
 
-    def __init__(self, trunk: nn.Module, layers: list[str] | None = None, *, pool: str = "auto",
-                 probe_size: int = 224, model: str = "model"):
+    def __init__(
+        self,
+        trunk: nn.Module,
+        layers: list[str] | None = None,
+        *,
+        pool: str = "auto",
+        probe_size: int = 224,
+        model: str = "model",
+    ):
         super().__init__()
         if pool not in LAYER_POOLS:
             raise ValueError(f"model {model!r}: layer pooling must be one of {LAYER_POOLS}, got {pool!r}")
@@ -76,12 +83,18 @@ class LayerExtractor(nn.Module):
         unknown = [name for name in layers if name not in modules or not name]
         if unknown or not layers or len(set(layers)) != len(layers):
             some = [n for n in modules if n and n.count(".") < 2][:30]
-            what = f"unknown layer(s) {', '.join(map(repr, unknown))}" if unknown else f"layer list {layers!r} is empty or repeats a name"
+            what = (
+                f"unknown layer(s) {', '.join(map(repr, unknown))}"
+                if unknown
+                else f"layer list {layers!r} is empty or repeats a name"
+            )
             try:
                 default = f"; its default profile: {', '.join(default_layers(trunk, model))}"
             except ValueError:
                 default = ""
-            raise ValueError(f"model {model!r}: {what} of {type(trunk).__name__}; some of its layers: {', '.join(some)}{default}")
+            raise ValueError(
+                f"model {model!r}: {what} of {type(trunk).__name__}; some of its layers: {', '.join(some)}{default}"
+            )
         self._captured: dict[str, torch.Tensor] = {}
         self._wanted = set(layers)
         self._modules_at = {name: modules[name] for name in layers}
@@ -106,6 +119,7 @@ class LayerExtractor(nn.Module):
             self._captured[name] = output[0] if isinstance(output, (tuple, list)) else output
             if len(self._captured) == len(self._wanted):
                 raise _Stop
+
         return capture
 
     def _run(self, images: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -137,8 +151,9 @@ class LayerExtractor(nn.Module):
         return {n: features[:, a:b] for n, a, b in zip(self.layers, edges[:-1], edges[1:])}
 
 
-def layer_extractor(spec: ModelSpec, weights_path: str | Path | None, layers: list[str] | None = None,
-                    pool: str = "auto") -> LayerExtractor:
+def layer_extractor(
+    spec: ModelSpec, weights_path: str | Path | None, layers: list[str] | None = None, pool: str = "auto"
+) -> LayerExtractor:
     """A :class:`LayerExtractor` over the trunk of ``spec`` (weights as :func:`create_backbone`), in eval mode."""
     trunk = create_backbone(dataclasses.replace(spec, layer="penultimate"), weights_path).model
     return LayerExtractor(trunk, layers, pool=pool, probe_size=spec.preprocess.crop, model=spec.name).eval()
@@ -148,5 +163,7 @@ def resolve_layers(spec: ModelSpec, layers: list[str] | None = None, pool: str =
     """The layer profile of ``spec``, resolved on a randomly initialised network (no weights, no network):
     one ``{layer, depth, dim, pool}`` per layer in depth order (depth 1 = shallowest)."""
     ext = layer_extractor(spec, None, layers, pool)
-    return [{"layer": n, "depth": i + 1, "dim": d, "pool": p}
-            for i, (n, d, p) in enumerate(zip(ext.layers, ext.dims, ext.pools))]
+    return [
+        {"layer": n, "depth": i + 1, "dim": d, "pool": p}
+        for i, (n, d, p) in enumerate(zip(ext.layers, ext.dims, ext.pools))
+    ]

@@ -61,15 +61,16 @@ def read_weights_file(path: str | Path) -> tuple[dict[str, torch.Tensor], dict]:
 
 
 def select_prefix(state: dict[str, torch.Tensor], prefix: str, path) -> dict[str, torch.Tensor]:
-    out = {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
+    out = {k[len(prefix) :]: v for k, v in state.items() if k.startswith(prefix)}
     if not out:
         sample = ", ".join(list(state)[:5])
         raise ValueError(f"{path}: no key starts with {prefix!r} (keys begin: {sample})")
     return out
 
 
-def load_state(module: nn.Module, state: dict[str, torch.Tensor], *, what: str, path,
-                ignore_prefixes: tuple[str, ...] = ()) -> None:
+def load_state(
+    module: nn.Module, state: dict[str, torch.Tensor], *, what: str, path, ignore_prefixes: tuple[str, ...] = ()
+) -> None:
     """Load ``state`` into ``module``; ValueError naming missing/unexpected/mis-shaped keys."""
     state = {k: v for k, v in state.items() if not k.startswith(ignore_prefixes)}
     own = module.state_dict()
@@ -77,6 +78,7 @@ def load_state(module: nn.Module, state: dict[str, torch.Tensor], *, what: str, 
     unexpected = sorted(set(state) - set(own))
     shapes = sorted(k for k in set(own) & set(state) if tuple(own[k].shape) != tuple(state[k].shape))
     if missing or unexpected or shapes:
+
         def show(keys):
             return ", ".join(keys[:8]) + (f" ... ({len(keys)} in all)" if len(keys) > 8 else "")
 
@@ -86,10 +88,11 @@ def load_state(module: nn.Module, state: dict[str, torch.Tensor], *, what: str, 
         if unexpected:
             parts.append(f"unexpected keys: {show(unexpected)}")
         if shapes:
-            parts.append("shape mismatch: " + show([f"{k} {tuple(state[k].shape)} vs {tuple(own[k].shape)}" for k in shapes]))
+            parts.append(
+                "shape mismatch: " + show([f"{k} {tuple(state[k].shape)} vs {tuple(own[k].shape)}" for k in shapes])
+            )
         raise ValueError(f"{path}: weights do not fit {what}; " + "; ".join(parts))
     module.load_state_dict(state, strict=True)
-
 
 
 def bit_npz_layout(model: nn.Module, prefix: str = "resnet/") -> dict[str, str]:

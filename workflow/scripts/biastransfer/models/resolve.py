@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Mapping
+from collections.abc import Mapping
 
 from biastransfer.models.registry import REGISTRY
-from biastransfer.models.spec import CLIP_MEAN, CLIP_STD, INTERPOLATIONS, MOCO_PREFIX, PAPER_EXTRACTION, SOURCES, ModelSpec, Preprocess
+from biastransfer.models.spec import (
+    CLIP_MEAN,
+    CLIP_STD,
+    INTERPOLATIONS,
+    MOCO_PREFIX,
+    PAPER_EXTRACTION,
+    SOURCES,
+    ModelSpec,
+    Preprocess,
+)
 
 
 def _timm_pretrained_cfg(arch: str, tag: str | None):
@@ -50,8 +59,13 @@ def _open_clip_preprocess(arch: str, tag: str | None) -> Preprocess:
     size = int(size if isinstance(size, int) else size[0])
     cfg = (open_clip.get_pretrained_cfg(arch, tag) if tag else {}) or {}
     interp = cfg.get("interpolation", "bicubic")
-    return Preprocess(size, size, interp if interp in INTERPOLATIONS else "bicubic",
-                      cfg.get("mean", CLIP_MEAN), cfg.get("std", CLIP_STD))
+    return Preprocess(
+        size,
+        size,
+        interp if interp in INTERPOLATIONS else "bicubic",
+        cfg.get("mean", CLIP_MEAN),
+        cfg.get("std", CLIP_STD),
+    )
 
 
 def _open_clip_default_weights(arch: str, tag: str | None) -> str | None:
@@ -101,7 +115,9 @@ def resolve_spec(name: str, entry: dict | None = None, *, paper_compat: bool = F
     entry = dict(entry or {})
     unknown = sorted(set(entry) - _SPEC_KEYS - {"paper_compat"})
     if unknown:
-        raise ValueError(f"model {name!r}: unknown key(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(sorted(_SPEC_KEYS | {'paper_compat'}))}")
+        raise ValueError(
+            f"model {name!r}: unknown key(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(sorted(_SPEC_KEYS | {'paper_compat'}))}"
+        )
     paper_compat = bool(entry.pop("paper_compat", paper_compat))
     pre_override = entry.pop("preprocess", None)
     if pre_override is not None and not isinstance(pre_override, (dict, Preprocess)):

@@ -136,7 +136,7 @@ class ModelSpec:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "ModelSpec":
+    def from_dict(cls, data: dict) -> ModelSpec:
         data = dict(data)
         unknown = sorted(set(data) - {f.name for f in dataclasses.fields(cls)})
         if unknown:

@@ -46,7 +46,7 @@ def _bit_npz(path: Path, seed: int) -> None:
         w = state[param].numpy()
         arrays[key] = w.transpose(2, 3, 1, 0) if w.ndim == 4 else w  # torch OIHW -> TF HWIO
     rng = np.random.default_rng(seed)
-    arrays["resnet/head/conv2d/kernel"] = (rng.standard_normal((1, 1, 2048, BIT_CLASSES), np.float32) * 0.01)
+    arrays["resnet/head/conv2d/kernel"] = rng.standard_normal((1, 1, 2048, BIT_CLASSES), np.float32) * 0.01
     arrays["resnet/head/conv2d/bias"] = np.zeros(BIT_CLASSES, np.float32)
     with open(path, "wb") as fh:
         np.savez(fh, **arrays)
@@ -75,8 +75,9 @@ def _moco(path: Path, seed: int) -> None:
     state.update({f"module.encoder_k.{n}": v for n, v in k.items()})
     state["module.queue"] = torch.nn.functional.normalize(torch.randn(MOCO_DIM, MOCO_QUEUE), dim=0)
     state["module.queue_ptr"] = torch.zeros(1, dtype=torch.long)
-    torch.save({"epoch": 200, "arch": "resnet50", "state_dict": state, "optimizer": {"state": {}, "param_groups": []}},
-               path)
+    torch.save(
+        {"epoch": 200, "arch": "resnet50", "state_dict": state, "optimizer": {"state": {}, "param_groups": []}}, path
+    )
 
 
 def write_weights(spec: ModelSpec, path: str | Path, seed: int = 0) -> Path:

@@ -66,8 +66,15 @@ def write_weights_record(path: str | Path, spec: ModelSpec, weights_file: str | 
     """Write a small JSON record pointing at a verified weights file (the fetch rule's output; the zoo's
     check adds ``extra`` keys)."""
     weights_file = Path(weights_file).resolve()
-    record = {**extra, "format": WEIGHTS_RECORD_FORMAT, "model": spec.name, "path": str(weights_file),
-              "sha256": file_digest(weights_file), "url": spec.weights, "spec": spec.as_dict()}
+    record = {
+        **extra,
+        "format": WEIGHTS_RECORD_FORMAT,
+        "model": spec.name,
+        "path": str(weights_file),
+        "sha256": file_digest(weights_file),
+        "url": spec.weights,
+        "spec": spec.as_dict(),
+    }
     with atomic_path(path) as tmp:
         tmp.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
     return record

@@ -81,7 +81,11 @@ def run_measurements(
     """
     parts = []
     if bts is not None:
-        require_columns(bts, ("analysis_set", "model", "finetune_dataset", "seed", "kind", "statistic", "pvalue_t"), where="BTS summary")
+        require_columns(
+            bts,
+            ("analysis_set", "model", "finetune_dataset", "seed", "kind", "statistic", "pvalue_t"),
+            where="BTS summary",
+        )
         pooled = bts[bts["seed"] == "pooled"]
         # the paper's BTS p-values are scipy's t approximation: compare like with like (pvalue_t)
         for value_col, suffix in (("statistic", ""), ("pvalue_t", "_p")):
@@ -105,7 +109,9 @@ def run_measurements(
         summary = finetune_summary(finetune_metrics)
         rows = []
         for r in summary.itertuples(index=False):
-            base = dict(analysis_set="", finetune_dataset=r.dataset, model=r.model, stage="", concept_pair="", n_seeds=r.n_seeds)
+            base = dict(
+                analysis_set="", finetune_dataset=r.dataset, model=r.model, stage="", concept_pair="", n_seeds=r.n_seeds
+            )
             rows.append({**base, "measure": r.metric_name, "value": r.mean})
             if not math.isnan(r.sd):
                 rows.append({**base, "measure": f"{r.metric_name}_sd", "value": r.sd})
@@ -168,19 +174,37 @@ def compare_to_paper(
     scope_cols = ["family", "analysis_set", "finetune_dataset", "model"]
     ours = ours.assign(family=ours["measure"].map(FAMILIES))
     if ours["family"].isna().any():
-        raise ValueError(f"run measurements: unknown measure(s) {sorted(set(ours.loc[ours['family'].isna(), 'measure']))}")
+        raise ValueError(
+            f"run measurements: unknown measure(s) {sorted(set(ours.loc[ours['family'].isna(), 'measure']))}"
+        )
     reference = reference.assign(family=reference["measure"].map(FAMILIES))
     # A pretrained iEAT number does not depend on the finetuning dataset: scope it by the analysis set.
     scope = set(map(tuple, ours[scope_cols].to_numpy()))
     in_scope = reference[[tuple(r) in scope for r in reference[scope_cols].to_numpy()]]
     ours = ours if "floor" in ours else ours.assign(floor=np.nan)
-    merged = in_scope.merge(ours[[*JOIN_KEYS, "value", "n_seeds", "floor"]], on=list(JOIN_KEYS), how="left", suffixes=("_paper", "_ours"))
+    merged = in_scope.merge(
+        ours[[*JOIN_KEYS, "value", "n_seeds", "floor"]], on=list(JOIN_KEYS), how="left", suffixes=("_paper", "_ours")
+    )
     merged = merged.rename(columns={"value_paper": "paper", "value_ours": "ours", "floor": "ours_floor"})
     merged["difference"] = merged["ours"] - merged["paper"]
     merged["tolerance"] = [np.nan if m in P_MEASURES else tol[m] for m in merged["measure"]]
-    merged["status"] = [_verdict(r.measure, r.ours, r.paper, r.tolerance, alpha) for r in merged.itertuples(index=False)]
+    merged["status"] = [
+        _verdict(r.measure, r.ours, r.paper, r.tolerance, alpha) for r in merged.itertuples(index=False)
+    ]
     merged["flagged"] = merged["status"] != "agrees"
-    columns = [*KEYS, "provenance", "note", "ours", "ours_floor", "paper", "difference", "tolerance", "n_seeds", "status", "flagged"]
+    columns = [
+        *KEYS,
+        "provenance",
+        "note",
+        "ours",
+        "ours_floor",
+        "paper",
+        "difference",
+        "tolerance",
+        "n_seeds",
+        "status",
+        "flagged",
+    ]
     return PaperComparison(rows=merged[columns].reset_index(drop=True), alpha=alpha)
 
 
@@ -210,11 +234,19 @@ def comparison_document(comparison: PaperComparison) -> str:
         f"when within the tolerance of their measure. "
         f"{comparison.n_agree} of {len(comparison.rows)} rows agree.}}\\\\\n"
     )
-    body += "\\toprule\n" + head + "\\midrule\n\\endfirsthead\n\\toprule\n" + head + "\\midrule\n\\endhead\n\\bottomrule\n\\endfoot\n"
+    body += (
+        "\\toprule\n"
+        + head
+        + "\\midrule\n\\endfirsthead\n\\toprule\n"
+        + head
+        + "\\midrule\n\\endhead\n\\bottomrule\n\\endfoot\n"
+    )
     if comparison.rows.empty:
         body += "\\multicolumn{5}{l}{No row of this run corresponds to a number published in the paper.} \\\\\n"
     for r in comparison.rows.itertuples(index=False):
-        ours = format_p(r.ours, r.ours_floor) if at_floor(r.ours, r.ours_floor) else _fmt(r.ours)  # a bound at the floor
+        ours = (
+            format_p(r.ours, r.ours_floor) if at_floor(r.ours, r.ours_floor) else _fmt(r.ours)
+        )  # a bound at the floor
         cells = [latex_escape(r.provenance), ours, _fmt(r.paper), _fmt(r.difference), latex_escape(r.status)]
         if r.flagged:
             cells = [f"\\textbf{{{c}}}" if not c.startswith("$") else c for c in cells]

@@ -37,7 +37,10 @@ def read_curves(curves: Sequence[str | os.PathLike], metrics: Sequence[str | os.
     for path in metrics:
         with open(path) as f:
             record = json.load(f)
-        extra[run_of(path)] = {"metric_name": record.get("metric_name", "metric"), "epoch_best": record.get("epoch_best")}
+        extra[run_of(path)] = {
+            "metric_name": record.get("metric_name", "metric"),
+            "epoch_best": record.get("epoch_best"),
+        }
     frames = []
     for path in curves:
         frame = pd.read_csv(path)
@@ -80,11 +83,20 @@ def curves_figure(curves: pd.DataFrame, *, scratch: bool = False) -> Figure:
             colour = SEED_COLOURS[i % len(SEED_COLOURS)]
             run = run.sort_values("epoch")
             loss_ax.plot(run["epoch"], run["train_loss"], color=colour, marker=".", label=f"seed {seed} train")
-            loss_ax.plot(run["epoch"], run["val_loss"], color=colour, linestyle="--", marker=".", label=f"seed {seed} validation")
+            loss_ax.plot(
+                run["epoch"], run["val_loss"], color=colour, linestyle="--", marker=".", label=f"seed {seed} validation"
+            )
             metric_ax.plot(run["epoch"], run["metric"], color=colour, marker=".", label=f"seed {seed}")
             best = run["epoch_best"].iloc[0] if "epoch_best" in run else None
             if best is not None and not pd.isna(best) and (run["epoch"] == best).any():
-                metric_ax.scatter([best], run.loc[run["epoch"] == best, "metric"], s=60, facecolor="none", edgecolor=colour, linewidth=1.0)
+                metric_ax.scatter(
+                    [best],
+                    run.loc[run["epoch"] == best, "metric"],
+                    s=60,
+                    facecolor="none",
+                    edgecolor=colour,
+                    linewidth=1.0,
+                )
         epochs = sorted(curves["epoch"].unique())
         for ax in (loss_ax, metric_ax):
             ax.set_xlabel("epoch")

@@ -20,14 +20,33 @@ import pandas as pd
 from matplotlib.figure import Figure
 from scipy.stats import rankdata
 
-from biastransfer.report.formatting import ADJUSTMENTS, model_label, ordered_groups, p_text, require_columns, stage_group, stars
+from biastransfer.report.formatting import (
+    ADJUSTMENTS,
+    model_label,
+    ordered_groups,
+    p_text,
+    require_columns,
+    stage_group,
+    stars,
+)
 from biastransfer.report.style import STAGE_COLOURS, STAGE_MARKERS, paper_figure, paper_style, save_figure, stage_words  # noqa: F401
 from biastransfer.stats.results import pair_key
 
 SIMILARITY_LABEL = "mean cosine similarity"
 SIMILARITY_COLUMNS = ("analysis_set", "model", "stage", "finetune_dataset", "seed", "kind", "key", "value", "se")
 BTS_COLUMNS = ("analysis_set", "model", "finetune_dataset", "seed", "kind", "statistic", "pvalue")
-SIMILARITY_CHANGE_COLUMNS = ("analysis_set", "model", "finetune_dataset", "seed", "kind", "key", "delta", "ci_low", "ci_high", "ci_level")
+SIMILARITY_CHANGE_COLUMNS = (
+    "analysis_set",
+    "model",
+    "finetune_dataset",
+    "seed",
+    "kind",
+    "key",
+    "delta",
+    "ci_low",
+    "ci_high",
+    "ci_level",
+)
 #: Normal quantile of the 95% interval drawn from a standard error.
 Z95 = 1.959963984540054
 
@@ -46,7 +65,9 @@ def similarity_by_stage(
     require_columns(similarity, SIMILARITY_COLUMNS, where="similarity summary")
     if kind not in ("intra", "inter"):
         raise ValueError(f"kind must be 'intra' or 'inter', not {kind!r}")
-    rows = similarity[(similarity["analysis_set"] == analysis_set) & (similarity["model"] == model) & (similarity["kind"] == kind)]
+    rows = similarity[
+        (similarity["analysis_set"] == analysis_set) & (similarity["model"] == model) & (similarity["kind"] == kind)
+    ]
     if rows.empty:
         raise ValueError(f"similarity summary: no {kind} rows for analysis set {analysis_set!r} and model {model!r}")
     if items:
@@ -61,7 +82,11 @@ def similarity_by_stage(
             problem = f"lacks {kind} key(s) {lacking}" if lacking else f"repeats {kind} key(s)"
             raise ValueError(f"similarity summary: {analysis_set!r}/{model!r} stage {stage} {problem}")
     out = rows.groupby(["key", "group"], sort=False).agg(
-        mean=("value", "mean"), low=("value", "min"), high=("value", "max"), n_seeds=("value", "size"), se=("se", "mean")
+        mean=("value", "mean"),
+        low=("value", "min"),
+        high=("value", "max"),
+        n_seeds=("value", "size"),
+        se=("se", "mean"),
     )
     out = out.reset_index()
     out["key"] = pd.Categorical(out["key"], categories=keys, ordered=True)
@@ -88,7 +113,12 @@ def _select_items(rows: pd.DataFrame, kind: str, items: Sequence, *, where: str)
 def pooled_bts(bts: pd.DataFrame, *, analysis_set: str, model: str, kind: str) -> pd.DataFrame:
     """The pooled-seed BTS rows (one per finetuning dataset) for one analysis set, model and kind."""
     require_columns(bts, BTS_COLUMNS, where="BTS summary")
-    rows = bts[(bts["analysis_set"] == analysis_set) & (bts["model"] == model) & (bts["kind"] == kind) & (bts["seed"] == "pooled")]
+    rows = bts[
+        (bts["analysis_set"] == analysis_set)
+        & (bts["model"] == model)
+        & (bts["kind"] == kind)
+        & (bts["seed"] == "pooled")
+    ]
     return rows.set_index("finetune_dataset")
 
 
@@ -112,7 +142,9 @@ def key_label(key: str) -> str:
     return key.replace("|", " vs ")
 
 
-def change_by_seed(change: pd.DataFrame | None, *, analysis_set: str, model: str, kind: str, keys: Sequence[str]) -> pd.DataFrame:
+def change_by_seed(
+    change: pd.DataFrame | None, *, analysis_set: str, model: str, kind: str, keys: Sequence[str]
+) -> pd.DataFrame:
     """The rows of ``similarity_change.csv`` for these keys (either pair orientation, keyed as given).
 
     Empty when ``change`` is None or empty (the analysis ran no bootstrap). ValueError when a key is
@@ -133,13 +165,19 @@ def _offsets(n: int, width: float = 0.7) -> np.ndarray:
 
 
 def _similarity_figure(similarity, bts, change, *, analysis_set, model, kind, control_class, adjust, lists) -> Figure:
-    table = similarity_by_stage(similarity, analysis_set=analysis_set, model=model, kind=kind, items=(lists or {}).get(kind))
+    table = similarity_by_stage(
+        similarity, analysis_set=analysis_set, model=model, kind=kind, items=(lists or {}).get(kind)
+    )
     groups = list(table["group"].cat.categories)
     keys = list(table["key"].cat.categories)
     bts_line = _bts_text(pooled_bts(bts, analysis_set=analysis_set, model=model, kind=kind), groups, adjust)
     deltas = change_by_seed(change, analysis_set=analysis_set, model=model, kind=kind, keys=keys)
-    rows = similarity[(similarity["analysis_set"] == analysis_set) & (similarity["model"] == model) & (similarity["kind"] == kind)]
-    rows = _select_items(rows, kind, keys if kind == "intra" else [k.split("|") for k in keys], where=f"{analysis_set!r}/{model!r}")
+    rows = similarity[
+        (similarity["analysis_set"] == analysis_set) & (similarity["model"] == model) & (similarity["kind"] == kind)
+    ]
+    rows = _select_items(
+        rows, kind, keys if kind == "intra" else [k.split("|") for k in keys], where=f"{analysis_set!r}/{model!r}"
+    )
     x = np.arange(len(keys))
     shift = _offsets(len(groups))
     with paper_style():
@@ -168,7 +206,13 @@ def _similarity_figure(similarity, bts, change, *, analysis_set, model, kind, co
                                 color=colour, ms=3, capsize=1.5, elinewidth=0.8, markeredgecolor="black", markeredgewidth=0.3,
                                 label=f"{dataset}: each seed, {float(mine['ci_level'].iloc[0]):.0%} paired bootstrap interval")  # fmt: skip
                 mean_delta = mine.groupby("key", sort=False)["delta"].mean().reindex(keys)
-                bottom.hlines(mean_delta, x + shift[i] - 0.4 / len(groups), x + shift[i] + 0.4 / len(groups), color=colour, linewidth=1.6)
+                bottom.hlines(
+                    mean_delta,
+                    x + shift[i] - 0.4 / len(groups),
+                    x + shift[i] + 0.4 / len(groups),
+                    color=colour,
+                    linewidth=1.6,
+                )
             else:
                 pre = table[table["group"] == "pretrained"].set_index("key").loc[keys]
                 bottom.scatter(seed_x, seeds["value"].to_numpy() - pre.loc[seeds["key"], "mean"].to_numpy(), s=9, facecolor="none",
@@ -185,7 +229,11 @@ def _similarity_figure(similarity, bts, change, *, analysis_set, model, kind, co
         bottom.set_xlim(-0.6, len(keys) - 0.4)
         top.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncols=2, borderaxespad=0.2)
         bottom.legend(loc="best", ncols=1)
-        shaded = f"; shaded: the {control_class} control" if control_class and any(control_class in k.split("|") for k in keys) else ""
+        shaded = (
+            f"; shaded: the {control_class} control"
+            if control_class and any(control_class in k.split("|") for k in keys)
+            else ""
+        )
         words = "class" if kind == "intra" else "class pair"
         fig.suptitle(f"{model_label(model)}, analysis set {analysis_set}: {kind}-class similarity per {words}{shaded}"
                      + (f"\n{bts_line}" if bts_line else ""))  # fmt: skip
@@ -219,7 +267,9 @@ def rank_figure(similarity: pd.DataFrame, bts: pd.DataFrame, *, analysis_set: st
     with paper_style():
         fig, axes = paper_figure("double", 3.9, ncols=2)
         for ax, kind in zip(axes, ("intra", "inter")):
-            table = similarity_by_stage(similarity, analysis_set=analysis_set, model=model, kind=kind, items=(lists or {}).get(kind))
+            table = similarity_by_stage(
+                similarity, analysis_set=analysis_set, model=model, kind=kind, items=(lists or {}).get(kind)
+            )
             keys = list(table["key"].cat.categories)
             groups = list(table["group"].cat.categories)
             bts_rows = pooled_bts(bts, analysis_set=analysis_set, model=model, kind=kind)
@@ -230,7 +280,9 @@ def rank_figure(similarity: pd.DataFrame, bts: pd.DataFrame, *, analysis_set: st
                 ft_rank = rankdata(table[table["group"] == group].set_index("key").loc[keys, "mean"])
                 dataset = group.removeprefix("ft-")
                 if dataset in bts_rows.index:
-                    rhos.append(f"ρ = {bts_rows.loc[dataset, 'statistic']:.3f}" + (f" ({dataset})" if len(groups) > 2 else ""))
+                    rhos.append(
+                        f"ρ = {bts_rows.loc[dataset, 'statistic']:.3f}" + (f" ({dataset})" if len(groups) > 2 else "")
+                    )
                 ax.scatter(pre_rank, ft_rank, s=22, color=STAGE_COLOURS[i % len(STAGE_COLOURS)],
                            marker=STAGE_MARKERS[i % len(STAGE_MARKERS)], edgecolor="black", linewidth=0.4,
                            label=f"finetuned on {dataset}", zorder=3)  # fmt: skip
@@ -247,7 +299,13 @@ def rank_figure(similarity: pd.DataFrame, bts: pd.DataFrame, *, analysis_set: st
             ax.set_ylim(0.5, n + 0.5)
             ax.set_xlabel("rank before finetuning (1 = least similar)")
             ax.set_ylabel("rank after finetuning (mean of seeds)")
-            ax.set_title("\n".join(textwrap.wrap(f"{kind}-class ({n} {'classes' if kind == 'intra' else 'pairs'}); BTS {', '.join(rhos)}", 48)))
+            ax.set_title(
+                "\n".join(
+                    textwrap.wrap(
+                        f"{kind}-class ({n} {'classes' if kind == 'intra' else 'pairs'}); BTS {', '.join(rhos)}", 48
+                    )
+                )
+            )
             ax.set_aspect("equal")
             ax.grid(True, axis="both", alpha=0.3)
         fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=len(groups))

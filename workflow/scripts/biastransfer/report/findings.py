@@ -7,12 +7,19 @@ words with its two-sided p-value (report.formatting.OPPOSITE_EFFECT). A p-value 
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from biastransfer.report.formatting import ADJUSTMENTS, ADJUSTMENT_NAMES, OPPOSITE_EFFECT, adjusted_floor, opposite_direction, p_text
+from biastransfer.report.formatting import (
+    ADJUSTMENT_NAMES,
+    ADJUSTMENTS,
+    OPPOSITE_EFFECT,
+    adjusted_floor,
+    opposite_direction,
+    p_text,
+)
 
 ROLE_TEXT = {
     "planted": "a planted association (the synthetic data's known answer)",
@@ -58,7 +65,11 @@ def _opposite_words(d: float, row, spec: Mapping) -> str:
     if not opposite_direction(d, alternative):
         return ""
     x, y, a, b = (spec[k] for k in "XYAB")
-    toward = f"{x} closer to {b}, relative to {a}, than {y} is" if alternative == "greater" else f"{x} closer to {a}, relative to {b}, than {y} is"
+    toward = (
+        f"{x} closer to {b}, relative to {a}, than {y} is"
+        if alternative == "greater"
+        else f"{x} closer to {a}, relative to {b}, than {y} is"
+    )
     two = p_text(float(_get(row, "pvalue_two_sided")), float(_get(row, "pvalue_floor", 0.0)))
     return (f" **Opposite direction:** d = {d:.2f} (a large effect, at least {OPPOSITE_EFFECT:g} in size) means {toward}, "
             f"which the one-sided test cannot detect; two-sided {two}.")  # fmt: skip
@@ -79,7 +90,11 @@ def _seed_lines(runs: pd.DataFrame, alpha: float, adj_col: str, spec: Mapping) -
 def _combined(seeds: pd.DataFrame | None, keys: Mapping, spec: Mapping) -> str:
     if seeds is None or seeds.empty:
         return ""
-    sel = seeds[(seeds["model"] == keys["model"]) & (seeds["finetune_dataset"] == keys["dataset"]) & (seeds["test"] == spec["name"])]
+    sel = seeds[
+        (seeds["model"] == keys["model"])
+        & (seeds["finetune_dataset"] == keys["dataset"])
+        & (seeds["test"] == spec["name"])
+    ]
     if sel.empty:
         return ""
     r = next(sel.itertuples())
@@ -93,7 +108,11 @@ def _combined(seeds: pd.DataFrame | None, keys: Mapping, spec: Mapping) -> str:
 def _changes(change: pd.DataFrame | None, keys: Mapping, spec: Mapping) -> list[str]:
     if change is None or change.empty:
         return []
-    sel = change[(change["model"] == keys["model"]) & (change["finetune_dataset"] == keys["dataset"]) & (change["test"] == spec["name"])]
+    sel = change[
+        (change["model"] == keys["model"])
+        & (change["finetune_dataset"] == keys["dataset"])
+        & (change["test"] == spec["name"])
+    ]
     return [
         f"  - change from pretrained, seed {_seed(r.seed)} (same images, paired bootstrap): delta d = {r.delta_d:.2f}{_ci(r)}, "
         f"two-sided {p_text(float(r.pvalue), float(r.pvalue_floor))} ({r.d_pretrained:.2f} to {r.d_finetuned:.2f})."
@@ -102,8 +121,13 @@ def _changes(change: pd.DataFrame | None, keys: Mapping, spec: Mapping) -> list[
 
 
 def describe_ieat(
-    ieat: pd.DataFrame, tests: Mapping[str, Sequence[Mapping]], alpha: float, *, adjust: str = "holm",
-    change: pd.DataFrame | None = None, seeds: pd.DataFrame | None = None,
+    ieat: pd.DataFrame,
+    tests: Mapping[str, Sequence[Mapping]],
+    alpha: float,
+    *,
+    adjust: str = "holm",
+    change: pd.DataFrame | None = None,
+    seeds: pd.DataFrame | None = None,
 ) -> list[str]:
     """One section per (analysis set, test): every model pretrained, each finetuning seed, the seeds
     together and the change from pretrained."""
@@ -128,7 +152,9 @@ def describe_ieat(
                 items = [f"- **{model}** pretrained: {_verdict(next(pre.itertuples()), alpha, adj_col, spec)}"
                          if not pre.empty else f"- **{model}**"]  # fmt: skip
                 for dataset, runs in ft.groupby("finetune_dataset", sort=False):
-                    hits = int((runs[adj_col] < alpha).sum()) if adj_col in runs else int((runs["pvalue"] < alpha).sum())
+                    hits = (
+                        int((runs[adj_col] < alpha).sum()) if adj_col in runs else int((runs["pvalue"] < alpha).sum())
+                    )
                     items.append(f"- **{model}** finetuned on {dataset}: significant in {hits} of {len(runs)} seeds.")
                     keys = {"model": model, "dataset": dataset}
                     items += _seed_lines(runs, alpha, adj_col, spec)
@@ -148,7 +174,9 @@ def describe_bts(bts: pd.DataFrame, *, alpha: float = 0.05, adjust: str = "holm"
     adj_col = ADJUSTMENTS[adjust]
     title = "Bias Transfer Scores (finetuned similarities averaged over seeds)"
     lines = [f"{title}\n{'-' * len(title)}\n"]
-    for (analysis_set, model, dataset), rows in pooled.groupby(["analysis_set", "model", "finetune_dataset"], sort=False):
+    for (analysis_set, model, dataset), rows in pooled.groupby(
+        ["analysis_set", "model", "finetune_dataset"], sort=False
+    ):
         parts = []
         for r in rows.itertuples():
             p_adj, floor = float(_get(r, adj_col, r.pvalue)), float(_get(r, "pvalue_floor", 0.0))
@@ -166,7 +194,9 @@ def _moved(change: pd.DataFrame | None, analysis_set: str, model: str, dataset: 
     """How far the ranked similarities moved: the largest change and how many intervals exclude 0."""
     if change is None or change.empty:
         return []
-    sel = change[(change["analysis_set"] == analysis_set) & (change["model"] == model) & (change["finetune_dataset"] == dataset)]
+    sel = change[
+        (change["analysis_set"] == analysis_set) & (change["model"] == model) & (change["finetune_dataset"] == dataset)
+    ]
     if sel.empty:
         return []
     big = sel.loc[sel["delta"].abs().idxmax()]
@@ -178,8 +208,14 @@ def _moved(change: pd.DataFrame | None, analysis_set: str, model: str, dataset: 
 
 
 def describe_findings(
-    ieat: pd.DataFrame, bts: pd.DataFrame, tests: Mapping[str, Sequence[Mapping]], alpha: float, *,
-    adjust: str = "holm", change: pd.DataFrame | None = None, seeds: pd.DataFrame | None = None,
+    ieat: pd.DataFrame,
+    bts: pd.DataFrame,
+    tests: Mapping[str, Sequence[Mapping]],
+    alpha: float,
+    *,
+    adjust: str = "holm",
+    change: pd.DataFrame | None = None,
+    seeds: pd.DataFrame | None = None,
     similarity_change: pd.DataFrame | None = None,
 ) -> str:
     """reStructuredText summary of the run's iEATs and BTSs."""
@@ -188,7 +224,10 @@ def describe_findings(
     if adjust not in ADJUSTMENTS:
         raise ValueError(f"adjust must be one of {sorted(ADJUSTMENTS)}, not {adjust!r}")
     body = [
-        "========\nFindings\n========", "", IEAT_SCOPE, "",
+        "========\nFindings\n========",
+        "",
+        IEAT_SCOPE,
+        "",
         *describe_ieat(ieat, tests, alpha, adjust=adjust, change=change, seeds=seeds),
         *describe_bts(bts, alpha=alpha, adjust=adjust, similarity_change=similarity_change),
     ]

@@ -40,7 +40,9 @@ def _thumbnail(path: str | os.PathLike) -> np.ndarray:
         return np.asarray(image)
 
 
-def contact_sheet(shown: pd.DataFrame, *, analysis_set: str, counts: dict[str, int], root: str | os.PathLike = ".") -> Figure:
+def contact_sheet(
+    shown: pd.DataFrame, *, analysis_set: str, counts: dict[str, int], root: str | os.PathLike = "."
+) -> Figure:
     """Thumbnails of ``shown`` (from :func:`sheet_images`): one block per class, two blocks a row,
     each block titled with the class and its number of images; each thumbnail numbered as in the
     sources table. FileNotFoundError names a missing image before anything is drawn."""
@@ -71,7 +73,15 @@ def contact_sheet(shown: pd.DataFrame, *, analysis_set: str, counts: dict[str, i
                 ax.grid(False)
                 if not one_source:
                     ax.set_xlabel(f"#{r.number}", labelpad=1)
-            axes[row, first * per_class].set_title(f"{cls} ({counts.get(cls, len(part))} images)", loc="left", fontweight="bold")
+            axes[row, first * per_class].set_title(
+                f"{cls} ({counts.get(cls, len(part))} images)", loc="left", fontweight="bold"
+            )
         note = f"source: {sources[0]}" if one_source else "numbers: sources and licences in contact_sheet.csv"
-        fig.suptitle("\n".join(textwrap.wrap(f"Analysis set {analysis_set}: the first {per_class} images (by id) of each class; {note}", 110)))
+        fig.suptitle(
+            "\n".join(
+                textwrap.wrap(
+                    f"Analysis set {analysis_set}: the first {per_class} images (by id) of each class; {note}", 110
+                )
+            )
+        )
     return fig

@@ -50,18 +50,30 @@ def _known(role: str, pretrained: bool, r, significant: bool, alpha: float) -> t
     return "", ""
 
 
-def ieat_headline(ieat: pd.DataFrame, tests: Mapping[str, Sequence[Mapping]], alpha: float, adjust: str = "holm") -> pd.DataFrame:
+def ieat_headline(
+    ieat: pd.DataFrame, tests: Mapping[str, Sequence[Mapping]], alpha: float, adjust: str = "holm"
+) -> pd.DataFrame:
     """One row per (analysis set, test, model, stage group) of the iEAT summary."""
     adj_col = ADJUSTMENTS[adjust]
     roles = {(a, spec["name"]): spec.get("role", "exploratory") for a, specs in tests.items() for spec in specs}
-    seeds = ieat.assign(group=["pretrained" if s == "pretrained" else f"ft-{d}" for s, d in zip(ieat["stage"], ieat["finetune_dataset"])])
-    hits = (seeds[adj_col] < alpha).groupby([seeds["analysis_set"], seeds["model"], seeds["group"], seeds["test"]]).sum()
+    seeds = ieat.assign(
+        group=[
+            "pretrained" if s == "pretrained" else f"ft-{d}" for s, d in zip(ieat["stage"], ieat["finetune_dataset"])
+        ]
+    )
+    hits = (
+        (seeds[adj_col] < alpha).groupby([seeds["analysis_set"], seeds["model"], seeds["group"], seeds["test"]]).sum()
+    )
     rows = []
     for r in ieat_by_stage(ieat).itertuples(index=False):
         pretrained = r.group == "pretrained"
         significant = bool(getattr(r, adj_col) < alpha)
         n_hits = int(hits[(r.analysis_set, r.model, r.group, r.test)])
-        verdict = ("significant" if significant else "not significant") if pretrained else f"significant in {n_hits} of {r.n_seeds} seeds"
+        verdict = (
+            ("significant" if significant else "not significant")
+            if pretrained
+            else f"significant in {n_hits} of {r.n_seeds} seeds"
+        )
         if opposite_direction(r.effect_size, r.alternative):
             verdict += f"; opposite direction (|d| >= 0.5), two-sided {p_text(r.pvalue_two_sided, r.pvalue_floor)}"
         known, held = _known(roles.get((r.analysis_set, r.test), "exploratory"), pretrained, r, significant, alpha)
@@ -86,7 +98,9 @@ def bts_headline(bts: pd.DataFrame, alpha: float, adjust: str = "holm") -> pd.Da
         verdict = "significant" if p_adj < alpha else "not significant"
         scratch = float(getattr(r, "scratch_statistic", np.nan))
         if not np.isnan(scratch):
-            verdict += f"; rho(scratch, finetuned) = {scratch:.2f}" + (" (closer: not evidence of retention)" if scratch >= r.statistic else "")
+            verdict += f"; rho(scratch, finetuned) = {scratch:.2f}" + (
+                " (closer: not evidence of retention)" if scratch >= r.statistic else ""
+            )
         rows.append(dict(measure=f"BTS rho, {r.kind}", model=r.model,
                          stage=f"finetuned on {r.finetune_dataset}, {len(same)} seed{'s' if len(same) != 1 else ''} pooled",
                          test=f"{r.analysis_set}: {r.kind}-class similarities, n = {int(r.n)}", estimate=r.statistic,

@@ -88,7 +88,8 @@ def esc(text: object) -> str:
 def page(title: str, body: str, *, current: str | None = None, pages: Sequence[tuple[str, str]] = PAGES) -> str:
     """A complete HTML page: navigation (``current`` marked), ``body`` and the sorting script."""
     links = "".join(
-        f'<a href="{esc(href)}"{" aria-current=page" if href == current else ""}>{esc(text)}</a>' for href, text in pages
+        f'<a href="{esc(href)}"{" aria-current=page" if href == current else ""}>{esc(text)}</a>'
+        for href, text in pages
     )
     nav = f"<nav>{links}</nav>" if pages else ""
     return (
@@ -193,6 +194,8 @@ def html_table(frame: pd.DataFrame, *, table_id: str) -> str:
 
 def downloads(links: Sequence[tuple[str, str]]) -> str:
     """A line of download links: ``(href, text)`` pairs."""
-    return '<p class="downloads">Download: ' + " ".join(
-        f'<a href="{esc(href)}" download>{esc(text)}</a>' for href, text in links
-    ) + "</p>"
+    return (
+        '<p class="downloads">Download: '
+        + " ".join(f'<a href="{esc(href)}" download>{esc(text)}</a>' for href, text in links)
+        + "</p>"
+    )

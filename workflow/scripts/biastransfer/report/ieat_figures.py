@@ -14,7 +14,16 @@ import pandas as pd
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 
-from biastransfer.report.formatting import ADJUSTMENTS, OPPOSITE_EFFECT, model_label, opposite_direction, ordered_groups, p_text, require_columns, stars
+from biastransfer.report.formatting import (
+    ADJUSTMENTS,
+    OPPOSITE_EFFECT,
+    model_label,
+    opposite_direction,
+    ordered_groups,
+    p_text,
+    require_columns,
+    stars,
+)
 from biastransfer.report.style import paper_figure, paper_style, stage_words
 from biastransfer.report.tables import ieat_by_stage
 
@@ -44,7 +53,9 @@ def ieat_columns(tests: pd.DataFrame) -> tuple[list[str], str]:
 def _compact(label: str, width: int = 12) -> str:
     """A column label on short lines: an analysis-set prefix on its own line, ``vs`` kept with the next word."""
     prefix, _, rest = label.rpartition(": ")
-    lines = textwrap.wrap(rest.replace(" vs ", " vs\u00a0"), width=width, break_long_words=False, break_on_hyphens=False)
+    lines = textwrap.wrap(
+        rest.replace(" vs ", " vs\u00a0"), width=width, break_long_words=False, break_on_hyphens=False
+    )
     return "\n".join(([f"{prefix}:"] if prefix else []) + [line.replace("\u00a0", " ") for line in lines])
 
 
@@ -93,7 +104,9 @@ def ieat_heatmap(ieat: pd.DataFrame, *, adjust: str = "holm") -> Figure:
             ax.set_yticks(range(len(models)), [model_label(m) for m in models])
             ax.tick_params(length=0)
             ax.set_title(stage_words(group, None if group == "pretrained" else int(seeds[group])))
-        fig.colorbar(image, ax=axes[:, 0].tolist(), label="iEAT effect size d", fraction=0.04, aspect=8 * len(groups), pad=0.01)
+        fig.colorbar(
+            image, ax=axes[:, 0].tolist(), label="iEAT effect size d", fraction=0.04, aspect=8 * len(groups), pad=0.01
+        )
         fig.suptitle(f"iEAT effect sizes d ({targets}); finetuned: d is the mean over seeds\n"
                      f"*/**/***: {adjust}-adjusted p < 0.05/0.01/0.001 (largest over seeds); "
                      f"†: |d| ≥ {OPPOSITE_EFFECT:g} against the tested direction")  # fmt: skip
@@ -111,7 +124,13 @@ def change_figure(change: pd.DataFrame) -> Figure:
         with paper_style():
             fig, ax = paper_figure("single", 1.0)
             ax.axis("off")
-            ax.text(0.5, 0.5, "No iEAT changes: no iEATs configured,\nor analysis.ieat.bootstrap is 0", ha="center", va="center")
+            ax.text(
+                0.5,
+                0.5,
+                "No iEAT changes: no iEATs configured,\nor analysis.ieat.bootstrap is 0",
+                ha="center",
+                va="center",
+            )
         return fig
     rows = change.reset_index(drop=True)
     several = rows["analysis_set"].nunique() > 1 or rows["model"].nunique() > 1

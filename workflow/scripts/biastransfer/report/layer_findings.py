@@ -25,28 +25,42 @@ def _significant(row, alpha: float, column: str) -> bool:
 def _d_text(row, column: str) -> str:
     floor = row["pvalue_floor"] if pd.notna(row["pvalue_floor"]) else None
     floor = adjusted_floor(float(row["pvalue"]), floor, float(row[column]))  # a bound when the raw p is at its floor
-    return (f"d = {row['estimate']:.2f} [{row['ci_low']:.2f}, {row['ci_high']:.2f}] at {row['layer']} "
-            f"(adjusted {p_text(float(row[column]), floor)})")
+    return (
+        f"d = {row['estimate']:.2f} [{row['ci_low']:.2f}, {row['ci_high']:.2f}] at {row['layer']} "
+        f"(adjusted {p_text(float(row[column]), floor)})"
+    )
 
 
 def _appearance(rows: pd.DataFrame, alpha: float, column: str, n_layers: int) -> str:
     """Where one test in one stage is significant, the shallowest such layer and the strongest layer."""
     rows = rows.sort_values("depth")
     hits = [r for _, r in rows.iterrows() if _significant(r, alpha, column)]
-    other = [r for _, r in rows.iterrows() if (r["ci_low"] > 0 or r["ci_high"] < 0) and not _significant(r, alpha, column)]
+    other = [
+        r for _, r in rows.iterrows() if (r["ci_low"] > 0 or r["ci_high"] < 0) and not _significant(r, alpha, column)
+    ]
     strongest = rows.loc[rows["estimate"].abs().idxmax()]
     # an interval that excludes 0 without a significant test: the opposite direction of a one-sided test, or a weak effect
-    note = ("" if not other else "; interval excluding 0 but not significant (the direction the test does not count, "
-            "or a weak effect): " + ", ".join(f"d = {r['estimate']:.2f} [{r['ci_low']:.2f}, {r['ci_high']:.2f}] at {r['layer']}" for r in other))
+    note = (
+        ""
+        if not other
+        else "; interval excluding 0 but not significant (the direction the test does not count, "
+        "or a weak effect): "
+        + ", ".join(f"d = {r['estimate']:.2f} [{r['ci_low']:.2f}, {r['ci_high']:.2f}] at {r['layer']}" for r in other)
+    )
     if not hits:
         return f"at no profiled layer (largest absolute d: {_d_text(strongest, column)}){note}"
     first = hits[0]
     below = rows[rows["depth"] < first["depth"]]
-    shallower = ("" if below.empty else
-                 f"; at shallower layers d runs from {below['estimate'].min():.2f} to {below['estimate'].max():.2f}")
+    shallower = (
+        ""
+        if below.empty
+        else f"; at shallower layers d runs from {below['estimate'].min():.2f} to {below['estimate'].max():.2f}"
+    )
     peak = "" if strongest["layer"] == first["layer"] else f"; strongest {_d_text(strongest, column)}"
-    return (f"appears at {first['layer']} (depth {int(first['depth'])} of {n_layers}), {_d_text(first, column)}; "
-            f"significant at {', '.join(r['layer'] for r in hits)}{peak}{shallower}{note}")
+    return (
+        f"appears at {first['layer']} (depth {int(first['depth'])} of {n_layers}), {_d_text(first, column)}; "
+        f"significant at {', '.join(r['layer'] for r in hits)}{peak}{shallower}{note}"
+    )
 
 
 def _first(rows: pd.DataFrame, alpha: float, column: str):
@@ -64,17 +78,25 @@ def _movement(name: str, test: pd.DataFrame, alpha: float, column: str) -> list[
         seeds = ", ".join(f"seed {seed} {'none' if r is None else r['layer']}" for seed, r in after.items())
         depths = [None if r is None else int(r["depth"]) for r in after.values()]
         if before is None:
-            verdict = ("absent before and after" if all(d is None for d in depths)
-                       else f"absent before; finetuning made it appear in {sum(d is not None for d in depths)} of {len(depths)} seeds")
+            verdict = (
+                "absent before and after"
+                if all(d is None for d in depths)
+                else f"absent before; finetuning made it appear in {sum(d is not None for d in depths)} of {len(depths)} seeds"
+            )
         else:
             d0 = int(before["depth"])
-            counts = {"at the same depth": sum(d == d0 for d in depths),
-                      "deeper": sum(d is not None and d > d0 for d in depths),
-                      "shallower": sum(d is not None and d < d0 for d in depths),
-                      "at no profiled layer": sum(d is None for d in depths)}
-            verdict = (f"pretrained first at {before['layer']}; after finetuning "
-                       + ", ".join(f"{where} in {n} of {len(depths)} seeds" for where, n in counts.items() if n))
-        lines.append(f"- iEAT {name}, did finetuning on {dataset} move it? First significant layer: {seeds}; {verdict}.")
+            counts = {
+                "at the same depth": sum(d == d0 for d in depths),
+                "deeper": sum(d is not None and d > d0 for d in depths),
+                "shallower": sum(d is not None and d < d0 for d in depths),
+                "at no profiled layer": sum(d is None for d in depths),
+            }
+            verdict = f"pretrained first at {before['layer']}; after finetuning " + ", ".join(
+                f"{where} in {n} of {len(depths)} seeds" for where, n in counts.items() if n
+            )
+        lines.append(
+            f"- iEAT {name}, did finetuning on {dataset} move it? First significant layer: {seeds}; {verdict}."
+        )
     return lines
 
 
@@ -85,8 +107,10 @@ def describe_layers(profile: pd.DataFrame | None, alpha: float, *, adjust: str =
         return []
     column = _ADJUSTED[adjust]
     lines = _title("Where in the network does the association live? (layer profiles)")
-    lines.append(f"An association appears at a layer when its {adjust.upper() if adjust == 'bh' else 'Holm'}-adjusted p "
-                 f"across the model's profiled layers is below {alpha:g} and its bootstrap interval excludes 0.\n")
+    lines.append(
+        f"An association appears at a layer when its {adjust.upper() if adjust == 'bh' else 'Holm'}-adjusted p "
+        f"across the model's profiled layers is below {alpha:g} and its bootstrap interval excludes 0.\n"
+    )
     for (aset, model), m in profile.groupby(["analysis_set", "model"], sort=False):
         n_layers = m["layer"].nunique()
         layers = m.drop_duplicates("layer").sort_values("depth")["layer"].tolist()
@@ -95,14 +119,18 @@ def describe_layers(profile: pd.DataFrame | None, alpha: float, *, adjust: str =
         for test, t in ieat.groupby("item", sort=False):
             role = t["role"].iloc[0] if "role" in t and isinstance(t["role"].iloc[0], str) and t["role"].iloc[0] else ""
             for stage, s in t.groupby("stage", sort=False):
-                lines.append(f"- iEAT {test}{f' ({role})' if role else ''}, {stage}: {_appearance(s, alpha, column, n_layers)}.")
+                lines.append(
+                    f"- iEAT {test}{f' ({role})' if role else ''}, {stage}: {_appearance(s, alpha, column, n_layers)}."
+                )
             lines += _movement(test, t, alpha, column)
         bts = m[(m["measure"] == "bts") & (m["seed"].astype(str) == "pooled")]
         for (dataset, kind), b in bts.groupby(["finetune_dataset", "item"], sort=False):
             b = b.sort_values("depth")
             hi, lo = b.loc[b["estimate"].idxmax()], b.loc[b["estimate"].idxmin()]
             cells = "; ".join(f"{r.layer} {r.estimate:.2f} [{r.ci_low:.2f}, {r.ci_high:.2f}]" for r in b.itertuples())
-            lines.append(f"- BTS {kind}, finetuned on {dataset} (seeds pooled), rho by layer: {cells}. "
-                         f"Finetuning kept the ranking best at {hi['layer']} and changed it most at {lo['layer']}.")
+            lines.append(
+                f"- BTS {kind}, finetuned on {dataset} (seeds pooled), rho by layer: {cells}. "
+                f"Finetuning kept the ranking best at {hi['layer']} and changed it most at {lo['layer']}."
+            )
         lines.append("")
     return lines

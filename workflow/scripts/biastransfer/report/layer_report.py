@@ -116,15 +116,26 @@ def layer_table(profile: pd.DataFrame, analysis_set: str) -> str:
                 cells = []
                 for d in datasets:
                     b = bts[(bts["item"] == kind) & (bts["finetune_dataset"].astype(str) == d)]
-                    cells.append("--" if b.empty else f"{format_number(float(b['estimate'].iloc[0]), 2)} "
-                                 f"{format_interval(float(b['ci_low'].iloc[0]), float(b['ci_high'].iloc[0]))}")
+                    cells.append(
+                        "--"
+                        if b.empty
+                        else f"{format_number(float(b['estimate'].iloc[0]), 2)} "
+                        f"{format_interval(float(b['ci_low'].iloc[0]), float(b['ci_high'].iloc[0]))}"
+                    )
                 body.append([model_label(model), latex_escape(layer), f"BTS $\\rho$ {kind}", "--", *cells])
         body.append(None)
-    lines = ["\\begin{tabular}{lll" + "r" * (1 + len(datasets)) + "}", "\\toprule", " & ".join(header) + " \\\\", "\\midrule"]
+    lines = [
+        "\\begin{tabular}{lll" + "r" * (1 + len(datasets)) + "}",
+        "\\toprule",
+        " & ".join(header) + " \\\\",
+        "\\midrule",
+    ]
     for row in body[:-1]:
         lines.append("\\midrule" if row is None else " & ".join(row) + " \\\\")
     lines += ["\\bottomrule", "\\end{tabular}"]
-    caption = (f"Layer profile on {latex_escape(analysis_set)}: iEAT effect size $d$ per layer (pretrained; finetuned: mean over "
-               "seeds, interval from the lowest to the highest bound of the seeds' bootstrap intervals) and the BTS "
-               "$\\rho$ between the pretrained and finetuned similarities (seeds pooled) with its bootstrap interval.")
+    caption = (
+        f"Layer profile on {latex_escape(analysis_set)}: iEAT effect size $d$ per layer (pretrained; finetuned: mean over "
+        "seeds, interval from the lowest to the highest bound of the seeds' bootstrap intervals) and the BTS "
+        "$\\rho$ between the pretrained and finetuned similarities (seeds pooled) with its bootstrap interval."
+    )
     return standalone_document("\n".join(lines) + "\n", caption, landscape=len(datasets) > 1)

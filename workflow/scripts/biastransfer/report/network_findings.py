@@ -4,7 +4,7 @@ BTS compares with the scratch reference, and what the between-network comparison
 from __future__ import annotations
 
 import math
-from typing import Mapping
+from collections.abc import Mapping
 
 import pandas as pd
 
@@ -26,8 +26,13 @@ def convergence(curve: pd.DataFrame) -> dict:
     loss = curve["val_loss"].to_numpy()
     falling = len(loss) > 1 and loss[-1] < loss[:-1].min()
     gain = float(curve["metric"].iloc[-1] - curve["metric"].iloc[-2]) if len(curve) > 1 else math.nan
-    return {"best_epoch": best, "last_epoch": last, "val_loss_falling": bool(falling),
-            "last_gain": gain, "converged": len(curve) > 1 and not (best == last and falling)}
+    return {
+        "best_epoch": best,
+        "last_epoch": last,
+        "val_loss_falling": bool(falling),
+        "last_gain": gain,
+        "converged": len(curve) > 1 and not (best == last and falling),
+    }
 
 
 def describe_convergence(curves: Mapping[str, pd.DataFrame]) -> list[str]:
@@ -85,15 +90,20 @@ def describe_reference(bts: pd.DataFrame) -> list[str]:
             reading = f"the finetuned ranking is closer to the pretrained one than to the scratch one (by {diff:.2f})"
         else:
             closer = f"closer (by {-diff:.2f})" if diff <= -0.005 else "as close"
-            reading = (f"the target data alone give a ranking {closer}, so this BTS does not show that "
-                       "pretrained biases were retained")
+            reading = (
+                f"the target data alone give a ranking {closer}, so this BTS does not show that "
+                "pretrained biases were retained"
+            )
         lines.append(
             f"- **{r.model}** on {r.analysis_set}, finetuned on {r.finetune_dataset}, {r.kind}: "
             f"rho(pretrained, finetuned) = {r.statistic:.2f}, rho(scratch, finetuned) = {r.scratch_statistic:.2f}, "
             f"rho(pretrained, scratch) = {r.pretrained_vs_scratch:.2f}: {reading}."
         )
-    lines += ["", "With a handful of ranked classes or pairs these differences are noisy; read them with the "
-              "intervals of the BTS, not as a test."]
+    lines += [
+        "",
+        "With a handful of ranked classes or pairs these differences are noisy; read them with the "
+        "intervals of the BTS, not as a test.",
+    ]
     return lines + [""]
 
 
@@ -118,12 +128,17 @@ def describe_attribution(table: pd.DataFrame | None) -> list[str]:
         first = rows.iloc[0]
         lines.append(f"**{name}** ({test}, {stage} networks; {first['alternative']}, alpha = {first['alpha']:g}):\n")
         for r in rows.itertuples():
-            verdict = ("differ: the difference is attributable to their training data"
-                       if r.pvalue_holm < r.alpha else "no difference detected")
-            power = (f"{r.n_a} vs {r.n_b} networks detect a true difference of {r.detectable_shift:.2f} "
-                     f"between-network SDs (about {r.detectable_difference:.2f} in d) with {r.power:.0%} power"
-                     if math.isfinite(r.detectable_shift) else
-                     f"{r.n_a} vs {r.n_b} networks cannot reach p < {r.alpha:g} at all")
+            verdict = (
+                "differ: the difference is attributable to their training data"
+                if r.pvalue_holm < r.alpha
+                else "no difference detected"
+            )
+            power = (
+                f"{r.n_a} vs {r.n_b} networks detect a true difference of {r.detectable_shift:.2f} "
+                f"between-network SDs (about {r.detectable_difference:.2f} in d) with {r.power:.0%} power"
+                if math.isfinite(r.detectable_shift)
+                else f"{r.n_a} vs {r.n_b} networks cannot reach p < {r.alpha:g} at all"
+            )
             lines.append(
                 f"- {r.group_a} vs {r.group_b}: mean d {r.mean_a:.2f} vs {r.mean_b:.2f}, difference "
                 f"{r.difference:.2f} ({r.level:.0%} CI {r.ci_low:.2f} to {r.ci_high:.2f}), {_p(r)} "

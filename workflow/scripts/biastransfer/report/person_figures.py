@@ -36,7 +36,9 @@ def object_person_classes(classes) -> dict[str, list[tuple[str, str]]]:
 
 def person_pairs(similarity: pd.DataFrame, *, analysis_set: str, model: str) -> dict[str, list[tuple[str, str]]]:
     """The object+person comparisons of one analysis set and model: ``{object: [(composite, object), ...]}``."""
-    rows = similarity[(similarity["analysis_set"] == analysis_set) & (similarity["model"] == model) & (similarity["kind"] == "intra")]
+    rows = similarity[
+        (similarity["analysis_set"] == analysis_set) & (similarity["model"] == model) & (similarity["kind"] == "intra")
+    ]
     return {obj: [(c, obj) for c, _ in pairs] for obj, pairs in object_person_classes(rows["key"]).items()}
 
 
@@ -54,7 +56,13 @@ def person_figure(similarity: pd.DataFrame, *, analysis_set: str, model: str) ->
         with paper_style():
             fig, ax = paper_figure("single", 1.0)
             ax.axis("off")
-            ax.text(0.5, 0.5, f"Analysis set {analysis_set} has no\nobject+person classes ({{object}}_{{person}})", ha="center", va="center")
+            ax.text(
+                0.5,
+                0.5,
+                f"Analysis set {analysis_set} has no\nobject+person classes ({{object}}_{{person}})",
+                ha="center",
+                va="center",
+            )
         return fig
     persons = list(dict.fromkeys(c.removeprefix(f"{obj}_") for obj, pairs in comparisons.items() for c, _ in pairs))
     handles = {}
@@ -62,7 +70,7 @@ def person_figure(similarity: pd.DataFrame, *, analysis_set: str, model: str) ->
     nrows = -(-len(comparisons) // ncols)
     with paper_style():
         fig, axes = paper_figure("double", 0.4 + 2.3 * nrows, nrows=nrows, ncols=ncols, squeeze=False)
-        for ax in axes.flat[len(comparisons):]:
+        for ax in axes.flat[len(comparisons) :]:
             ax.axis("off")
         for ax, (obj, pairs) in zip(axes.flat, comparisons.items()):
             table = similarity_by_stage(similarity, analysis_set=analysis_set, model=model, kind="inter", items=pairs)
@@ -87,12 +95,20 @@ def person_figure(similarity: pd.DataFrame, *, analysis_set: str, model: str) ->
                 ax.scatter(seed_x, seeds["value"], s=9, facecolor="none", edgecolor=colour, linewidth=0.7, zorder=3)
             for group in groups:
                 gaps.append(_gap(table[table["group"] == group].set_index("key"), keys))
-            ax.set_xticks(range(len(groups)), ["\n".join(textwrap.wrap(stage_words(g), 16, break_long_words=False)) for g in groups])
+            ax.set_xticks(
+                range(len(groups)),
+                ["\n".join(textwrap.wrap(stage_words(g), 16, break_long_words=False)) for g in groups],
+            )
             ax.set_xlim(-0.5, len(groups) - 0.5)
             ax.set_ylabel(f"similarity with {obj}")
             first, second = (k.split("|")[0].removeprefix(f"{obj}_") for k in keys[:2])
             ax.set_title(f"{obj}\ngap {first} − {second}:\n" + " → ".join(f"{g:+.3f}" for g in gaps))
-        fig.legend([handles[p] for p in persons], [f"the object with {p}" for p in persons], loc="outside lower center", ncols=len(persons))
+        fig.legend(
+            [handles[p] for p in persons],
+            [f"the object with {p}" for p in persons],
+            loc="outside lower center",
+            ncols=len(persons),
+        )
         fig.suptitle(f"{model_label(model)}, analysis set {analysis_set}: {SIMILARITY_LABEL} of each object+person class with the object\n"
                      f"pretrained: 95% interval from SE; finetuned: circles are seeds, the bar their mean")  # fmt: skip
     return fig

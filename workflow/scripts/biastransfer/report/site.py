@@ -24,7 +24,13 @@ from biastransfer.report.html import PAGES, downloads, esc, html_table, page
 ITEM_KEYS = ("kind", "group", "title", "caption", "files")
 
 #: The file roles of an item, in the order their download links appear, with the links' words.
-FILE_ROLES = {"png": "image", "pdf": "PDF", "csv": "CSV", "fragment": "LaTeX tabular (\\input)", "document": "LaTeX document"}
+FILE_ROLES = {
+    "png": "image",
+    "pdf": "PDF",
+    "csv": "CSV",
+    "fragment": "LaTeX tabular (\\input)",
+    "document": "LaTeX document",
+}
 
 
 class _Words(SimpleNamespace):
@@ -109,7 +115,9 @@ def provenance_body(frame: pd.DataFrame) -> str:
             if value == "" or key in ("analysis_set", "model", "stage"):
                 continue
             if key == "preprocessing":
-                value = ", ".join(f"{k} {v}" for k, v in json.loads(value).items()) if str(value).startswith("{") else value
+                value = (
+                    ", ".join(f"{k} {v}" for k, v in json.loads(value).items()) if str(value).startswith("{") else value
+                )
             css = ' class="hash"' if key.endswith(("sha256", "hash")) or key == "file" else ""
             rows.append(f"<dt>{esc(key.replace('_', ' '))}</dt><dd{css}>{esc(value)}</dd>")
         cards.append(f'<div class="card"><h3>{esc(title)}</h3><dl class="record">{"".join(rows)}</dl></div>')
@@ -137,7 +145,9 @@ def overview_body(run: Mapping, headline: pd.DataFrame, items: Sequence[Mapping]
     if len(known):
         ok = int(known["held"].str.startswith("yes").sum())
         held = f"<p><strong>Known answers: {ok} of {len(known)} held.</strong></p>"
-    table = html_table(headline.drop(columns=["known_answer", "held"]) if known.empty else headline, table_id="headline")
+    table = html_table(
+        headline.drop(columns=["known_answer", "held"]) if known.empty else headline, table_id="headline"
+    )
     sections = "".join(
         f'<li><a href="{href}">{esc(text)}</a>: {esc(SECTION_WORDS[href])}</li>' for href, text in PAGES[1:]
     )
@@ -191,8 +201,9 @@ def write_site(folder: str | Path, *, run: Mapping, headline: pd.DataFrame, find
         caption = render_caption(item["caption"], config, item.get("wildcards", {}), params)
         blocks[item["kind"]].append((item["group"], _item_html(item, files, caption)))
     pages = {
-        "index.html": page("Overview", overview_body(run, headline, items, snakemake_report=snakemake_report),
-                           current="index.html"),  # fmt: skip
+        "index.html": page(
+            "Overview", overview_body(run, headline, items, snakemake_report=snakemake_report), current="index.html"
+        ),  # fmt: skip
         "findings.html": page("Findings", rst_to_html(findings_rst, part="html_body"), current="findings.html"),
         "tables.html": page("Tables", "<h1>Tables</h1>" + _grouped(blocks["table"]), current="tables.html"),
         "figures.html": page("Figures", "<h1>Figures</h1>" + _grouped(blocks["figure"]), current="figures.html"),

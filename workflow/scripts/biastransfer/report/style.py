@@ -43,7 +43,14 @@ OKABE_ITO = {
     "black": "#000000",
 }
 #: Colours by stage group: pretrained, then one per finetuning dataset.
-STAGE_COLOURS = ("#999999", OKABE_ITO["blue"], OKABE_ITO["orange"], OKABE_ITO["bluish_green"], OKABE_ITO["reddish_purple"], OKABE_ITO["vermillion"])
+STAGE_COLOURS = (
+    "#999999",
+    OKABE_ITO["blue"],
+    OKABE_ITO["orange"],
+    OKABE_ITO["bluish_green"],
+    OKABE_ITO["reddish_purple"],
+    OKABE_ITO["vermillion"],
+)
 STAGE_MARKERS = ("o", "s", "^", "D", "v", "P")
 #: rcParams of every figure: 8 pt text, 7 pt ticks and legends, vector (Type 42) fonts in PDFs.
 STYLE = {
@@ -145,7 +152,10 @@ def save_figure(fig: Figure, stem: str | os.PathLike, *, dpi: int = 300) -> tupl
         plt.close(fig)
         raise ValueError(f"figure {stem}: not fit for print: " + "; ".join(problems))
     paths = []
-    for fmt, metadata in (("png", {"Software": None}), ("pdf", {"CreationDate": None, "Creator": None, "Producer": None})):
+    for fmt, metadata in (
+        ("png", {"Software": None}),
+        ("pdf", {"CreationDate": None, "Creator": None, "Producer": None}),
+    ):
         path = stem.with_name(f"{stem.name}.{fmt}")
         with atomic_path(path) as tmp, plt.rc_context({k: STYLE[k] for k in ("pdf.fonttype", "ps.fonttype")}):
             fig.savefig(tmp, format=fmt, dpi=dpi, metadata=metadata, bbox_inches="tight", pad_inches=0.02)

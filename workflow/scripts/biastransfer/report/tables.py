@@ -21,8 +21,24 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from biastransfer.report.formatting import ADJUSTMENTS, ADJUSTMENT_NAMES, OPPOSITE_EFFECT, SIGNIFICANCE_LEVELS, adjusted_floor, format_interval, format_number, format_p, format_spread, latex_escape, model_label, opposite_direction, ordered_groups, require_columns, stage_group, stars
-
+from biastransfer.report.formatting import (
+    ADJUSTMENT_NAMES,
+    ADJUSTMENTS,
+    OPPOSITE_EFFECT,
+    SIGNIFICANCE_LEVELS,
+    adjusted_floor,
+    format_interval,
+    format_number,
+    format_p,
+    format_spread,
+    latex_escape,
+    model_label,
+    opposite_direction,
+    ordered_groups,
+    require_columns,
+    stage_group,
+    stars,
+)
 
 IEAT_COLUMNS = ("analysis_set", "model", "stage", "finetune_dataset", "seed", "test", "X", "Y", "A", "B",
                 "effect_size", "ci_low", "ci_high", "pvalue", "pvalue_two_sided", "pvalue_floor", "alternative",
@@ -59,7 +75,6 @@ def ieat_by_stage(ieat: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
-
 #: Vector (Type 1) fonts only: T1-encoded Latin Modern where the lmodern package is installed; otherwise
 #: the default OT1 Computer Modern, whose Type 1 outlines come with TeX itself (T1 without lmodern or
 #: cm-super would print bitmap Type 3 fonts).
@@ -69,7 +84,9 @@ VECTOR_FONTS = "\\IfFileExists{lmodern.sty}{\\usepackage[T1]{fontenc}\\usepackag
 def standalone_document(body: str, caption: str, *, landscape: bool = False) -> str:
     """Wrap a ``tabular`` (or ``longtable``) in a minimal document that compiles with ``pdflatex``."""
     orientation = ",landscape" if landscape else ""
-    float_open, float_close = ("", "") if "longtable" in body else ("\\begin{table}[ht]\n\\centering\n", "\\end{table}\n")
+    float_open, float_close = (
+        ("", "") if "longtable" in body else ("\\begin{table}[ht]\n\\centering\n", "\\end{table}\n")
+    )
     caption_line = "" if "longtable" in body else f"\\caption*{{{caption}}}\n"
     return (
         "\\documentclass[10pt]{article}\n"
@@ -134,7 +151,11 @@ def analysis_set_table(stats: pd.DataFrame, analysis_set: str) -> str:
 
 
 ALTERNATIVE_WORDS = {"greater": "one-sided", "less": "one-sided (less)", "two-sided": "two-sided"}
-METHOD_WORDS = {"permutation": "Monte Carlo permutation", "exact": "exact permutation", "normal": "normal-approximation"}
+METHOD_WORDS = {
+    "permutation": "Monte Carlo permutation",
+    "exact": "exact permutation",
+    "normal": "normal-approximation",
+}
 
 
 def ieat_pvalue_words(rows: pd.DataFrame) -> str:
@@ -162,7 +183,11 @@ def ieat_table(ieat: pd.DataFrame, analysis_set: str, *, adjust: str = "holm") -
     header1 = ["", "", ""] + [f"\\multicolumn{{5}}{{c}}{{{_group_title(g)}}}" for g in groups]
     rules = "".join(f"\\cmidrule(lr){{{4 + 5 * i}-{8 + 5 * i}}}" for i in range(len(groups)))
     header2 = ["Model", "Concept A", "Concept B"] + [
-        "$d$", "CI", "$p$", "$p_{2}$", f"$p_{{\\mathrm{{{ADJUSTMENT_NAMES[adjust][:4]}}}}}$"
+        "$d$",
+        "CI",
+        "$p$",
+        "$p_{2}$",
+        f"$p_{{\\mathrm{{{ADJUSTMENT_NAMES[adjust][:4]}}}}}$",
     ] * len(groups)
     body = f"\\begin{{tabular}}{{lll{'r' * n_cols}}}\n\\toprule\n"
     body += _rows([header1]).rstrip("\n") + f"\n{rules}\n" + _rows([header2]) + "\\midrule\n"
@@ -178,7 +203,9 @@ def ieat_table(ieat: pd.DataFrame, analysis_set: str, *, adjust: str = "holm") -
             key = (model, x, y, a, b, group)
             if key in index.index:
                 r = index.loc[key]
-                mark = stars(r[adj_col]) + ("\\dagger" if opposite_direction(r["effect_size"], r["alternative"]) else "")
+                mark = stars(r[adj_col]) + (
+                    "\\dagger" if opposite_direction(r["effect_size"], r["alternative"]) else ""
+                )
                 spread = format_spread(r["effect_min"], r["effect_max"]) if r["n_seeds"] > 1 else ""
                 row += [format_number(r["effect_size"], mark=mark) + spread, format_interval(r["ci_low"], r["ci_high"]),
                         format_p(r["pvalue"], r["pvalue_floor"]), format_p(r["pvalue_two_sided"], r["pvalue_floor"]),
@@ -189,7 +216,9 @@ def ieat_table(ieat: pd.DataFrame, analysis_set: str, *, adjust: str = "holm") -
         previous_model = model
     body += "".join("\\addlinespace\n" if r is None else _rows([r]) for r in cells)
     body += "\\bottomrule\n\\end{tabular}\n"
-    targets = ", ".join(sorted({f"$X$={latex_escape(x)}, $Y$={latex_escape(y)}" for x, y in zip(tests["X"], tests["Y"])}))
+    targets = ", ".join(
+        sorted({f"$X$={latex_escape(x)}, $Y$={latex_escape(y)}" for x, y in zip(tests["X"], tests["Y"])})
+    )
     n_seeds = int(agg.loc[agg["group"] != "pretrained", "n_seeds"].max()) if len(groups) > 1 else 1
     caption = (
         f"iEAT on analysis set \\texttt{{{latex_escape(analysis_set)}}} ({targets}; attributes $A$, $B$ = concepts A, B). "
@@ -258,7 +287,11 @@ def bts_table(bts: pd.DataFrame, analysis_set: str, finetune_dataset: str, *, ad
 
 def _seed_spread(bts: pd.DataFrame, analysis_set: str, finetune_dataset: str) -> dict[tuple[str, str], str]:
     """``{(model, kind): range over the single seeds' BTS}`` where a model has two or more seeds."""
-    single = bts[(bts["analysis_set"] == analysis_set) & (bts["finetune_dataset"] == finetune_dataset) & (bts["seed"] != "pooled")]
+    single = bts[
+        (bts["analysis_set"] == analysis_set)
+        & (bts["finetune_dataset"] == finetune_dataset)
+        & (bts["seed"] != "pooled")
+    ]
     out = {}
     for (model, kind), part in single.groupby(["model", "kind"], sort=False):
         if len(part) > 1:
@@ -286,7 +319,9 @@ def finetune_summary(metrics: pd.DataFrame) -> pd.DataFrame:
     for (dataset, model), part in metrics.groupby(["dataset", "model"], sort=False):
         for col in settings:
             if part[col].nunique() > 1:
-                raise ValueError(f"finetune metrics: {dataset!r}/{model!r} seeds differ in {col}: {sorted(map(str, part[col].unique()))}")
+                raise ValueError(
+                    f"finetune metrics: {dataset!r}/{model!r} seeds differ in {col}: {sorted(map(str, part[col].unique()))}"
+                )
     out = metrics.groupby(["dataset", "model", "metric_name"], sort=False).agg(
         mean=("metric_value", "mean"),
         sd=("metric_value", lambda v: v.std(ddof=1) if len(v) > 1 else np.nan),
@@ -352,7 +387,11 @@ def ieat_frame(ieat: pd.DataFrame, analysis_set: str, *, adjust: str = "holm") -
 def bts_frame(bts: pd.DataFrame, analysis_set: str, finetune_dataset: str, *, adjust: str = "holm") -> pd.DataFrame:
     """The BTS table's rows (pooled over seeds) with the range of the single seeds' BTS."""
     rows = _subset(bts, "BTS summary", analysis_set=analysis_set, finetune_dataset=finetune_dataset, seed="pooled")
-    single = bts[(bts["analysis_set"] == analysis_set) & (bts["finetune_dataset"] == finetune_dataset) & (bts["seed"] != "pooled")]
+    single = bts[
+        (bts["analysis_set"] == analysis_set)
+        & (bts["finetune_dataset"] == finetune_dataset)
+        & (bts["seed"] != "pooled")
+    ]
     spread = single.groupby(["model", "kind"])["statistic"].agg(["min", "max", "size"])
     keys = list(zip(rows["model"], rows["kind"]))
     several = [k in spread.index and spread.loc[k, "size"] > 1 for k in keys]

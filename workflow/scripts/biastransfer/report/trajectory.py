@@ -17,8 +17,20 @@ from biastransfer.report.formatting import latex_escape, model_label, require_co
 from biastransfer.report.style import OKABE_ITO, paper_figure, paper_style
 from biastransfer.report.tables import _rows, standalone_document
 
-TRAJECTORY_REQUIRED = ("analysis_set", "model", "finetune_dataset", "measure", "seed", "epoch", "kind", "key", "value",
-           "ci_low", "ci_high", "final")
+TRAJECTORY_REQUIRED = (
+    "analysis_set",
+    "model",
+    "finetune_dataset",
+    "measure",
+    "seed",
+    "epoch",
+    "kind",
+    "key",
+    "value",
+    "ci_low",
+    "ci_high",
+    "final",
+)
 _COLOURS = [OKABE_ITO[c] for c in ("blue", "orange", "bluish_green", "reddish_purple", "vermillion", "sky_blue")]
 _DASHES = ["-", "--", ":", "-."]
 
@@ -37,8 +49,13 @@ def _draw(ax, rows: pd.DataFrame, *, band: bool) -> None:
             line = by_key[by_key["seed"] == seed]
             if line.empty:
                 continue
-            ax.plot(line["epoch"], line["value"], _DASHES[j % len(_DASHES)], color=colour,
-                    label=str(key) if j == 0 else None)
+            ax.plot(
+                line["epoch"],
+                line["value"],
+                _DASHES[j % len(_DASHES)],
+                color=colour,
+                label=str(key) if j == 0 else None,
+            )
             if band and line["ci_low"].notna().any():
                 ax.fill_between(line["epoch"], line["ci_low"], line["ci_high"], color=colour, alpha=0.15, linewidth=0)
             final = line[line["final"].astype(bool)]
@@ -73,8 +90,10 @@ def trajectory_figure(frame: pd.DataFrame) -> Figure:
             ax.set_xlabel("epoch (0 = pretrained)")
         epochs = sorted(frame["epoch"].unique())
         axes[1, 0].set_xticks(epochs if len(epochs) <= 16 else epochs[:: math.ceil(len(epochs) / 16)])
-        fig.suptitle(f"{model_label(model)} finetuned on {dataset}, analysis set {analysis_set}, {len(seeds)} seed(s)\n"
-                     "line style: seed; band: bootstrap interval; ring: best epoch (the saved network)")
+        fig.suptitle(
+            f"{model_label(model)} finetuned on {dataset}, analysis set {analysis_set}, {len(seeds)} seed(s)\n"
+            "line style: seed; band: bootstrap interval; ring: best epoch (the saved network)"
+        )
     return fig
 
 

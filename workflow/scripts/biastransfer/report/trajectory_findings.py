@@ -7,7 +7,6 @@ import numpy as np
 import pandas as pd
 
 
-
 def _interval(low: float, high: float) -> str:
     return "" if np.isnan(low) or np.isnan(high) else f" (interval {low:.2f} to {high:.2f})"
 
@@ -15,8 +14,14 @@ def _interval(low: float, high: float) -> str:
 def seed_means(rows: pd.DataFrame) -> pd.DataFrame:
     """Per epoch: the mean over seeds of ``value``, ``ci_low`` and ``ci_high``, and the seed count."""
     grouped = rows.groupby("epoch")
-    return pd.DataFrame({"value": grouped["value"].mean(), "ci_low": grouped["ci_low"].mean(),
-                         "ci_high": grouped["ci_high"].mean(), "n_seeds": grouped["seed"].nunique()}).sort_index()
+    return pd.DataFrame(
+        {
+            "value": grouped["value"].mean(),
+            "ci_low": grouped["ci_low"].mean(),
+            "ci_high": grouped["ci_high"].mean(),
+            "n_seeds": grouped["seed"].nunique(),
+        }
+    ).sort_index()
 
 
 def settling_epoch(means: pd.DataFrame) -> int | None:
@@ -40,8 +45,10 @@ def _path_words(means: pd.DataFrame) -> str:
     if (diffs >= 0).all() or (diffs <= 0).all():
         return "moves monotonically"
     low, high = means["value"].idxmin(), means["value"].idxmax()
-    return (f"does not move monotonically (lowest {means['value'][low]:.2f} at epoch {low}, "
-            f"highest {means['value'][high]:.2f} at epoch {high})")
+    return (
+        f"does not move monotonically (lowest {means['value'][low]:.2f} at epoch {low}, "
+        f"highest {means['value'][high]:.2f} at epoch {high})"
+    )
 
 
 def describe_trajectories(trajectory: pd.DataFrame | None) -> list[str]:
@@ -50,10 +57,13 @@ def describe_trajectories(trajectory: pd.DataFrame | None) -> list[str]:
     if trajectory is None or trajectory.empty:
         return []
     text = "When did finetuning move the associations?"
-    lines = [f"{text}\n{'-' * len(text)}\n",
-             "d is the mean over seeds after each epoch (epoch 0: pretrained), with the mean of the seeds' "
-             "bootstrap intervals. An association *settles* at the first epoch from which d stays inside the "
-             "last epoch's interval.", ""]
+    lines = [
+        f"{text}\n{'-' * len(text)}\n",
+        "d is the mean over seeds after each epoch (epoch 0: pretrained), with the mean of the seeds' "
+        "bootstrap intervals. An association *settles* at the first epoch from which d stays inside the "
+        "last epoch's interval.",
+        "",
+    ]
     runs = [r for r in trajectory.groupby(["analysis_set", "model", "finetune_dataset"], sort=False)]
     for (analysis_set, model, dataset), rows in runs:
         ieat = rows[(rows["measure"] == "ieat") & (rows["seed"].astype(str) != "pooled")]
@@ -78,6 +88,8 @@ def describe_trajectories(trajectory: pd.DataFrame | None) -> list[str]:
         bts = rows[(rows["measure"] == "bts") & (rows["seed"].astype(str) == "pooled") & (rows["epoch"] == last)]
         if not bts.empty:
             rhos = ", ".join(f"{r.kind} {r.value:.2f}{_interval(r.ci_low, r.ci_high)}" for r in bts.itertuples())
-            lines.append(f"- {model} finetuned on {dataset}, {analysis_set}: BTS rho against pretrained after "
-                         f"epoch {last} (seeds pooled): {rhos}.")
+            lines.append(
+                f"- {model} finetuned on {dataset}, {analysis_set}: BTS rho against pretrained after "
+                f"epoch {last} (seeds pooled): {rhos}."
+            )
     return lines

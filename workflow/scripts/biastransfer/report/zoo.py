@@ -26,11 +26,49 @@ from biastransfer.report.formatting import (
 from biastransfer.report.style import OKABE_ITO, paper_figure, paper_style
 from biastransfer.report.tables import standalone_document
 
-ZOO_INPUT_COLUMNS = ("analysis_set", "model", "stage", "test", "X", "Y", "A", "B", "effect_size", "ci_low", "ci_high",
-                "ci_level", "pvalue", "pvalue_two_sided", "pvalue_floor", "alternative", "pvalue_holm", "pvalue_bh")
-RANKING_COLUMNS = ("rank", "analysis_set", "test", "model", "family", "data", "params_m", "effect_size", "ci_low",
-                   "ci_high", "ci_level", "pvalue_two_sided", "pvalue", "alternative", "pvalue_adjusted", "adjust",
-                   "pvalue_floor", "X", "Y", "A", "B")
+ZOO_INPUT_COLUMNS = (
+    "analysis_set",
+    "model",
+    "stage",
+    "test",
+    "X",
+    "Y",
+    "A",
+    "B",
+    "effect_size",
+    "ci_low",
+    "ci_high",
+    "ci_level",
+    "pvalue",
+    "pvalue_two_sided",
+    "pvalue_floor",
+    "alternative",
+    "pvalue_holm",
+    "pvalue_bh",
+)
+RANKING_COLUMNS = (
+    "rank",
+    "analysis_set",
+    "test",
+    "model",
+    "family",
+    "data",
+    "params_m",
+    "effect_size",
+    "ci_low",
+    "ci_high",
+    "ci_level",
+    "pvalue_two_sided",
+    "pvalue",
+    "alternative",
+    "pvalue_adjusted",
+    "adjust",
+    "pvalue_floor",
+    "X",
+    "Y",
+    "A",
+    "B",
+)
 UNSTATED = "not stated"
 
 
@@ -40,9 +78,17 @@ def status_table(statuses: Sequence[Mapping], about: Mapping[str, Mapping]) -> p
     for s in statuses:
         meta = about.get(s["model"]) or {}
         params = s.get("params")
-        rows.append({"model": s["model"], "ok": bool(s["ok"]), "error": s.get("error") or "",
-                     "family": meta.get("family", UNSTATED), "data": meta.get("data", UNSTATED),
-                     "params_m": params / 1e6 if params else np.nan, "params_m_stated": meta.get("params_m", np.nan)})
+        rows.append(
+            {
+                "model": s["model"],
+                "ok": bool(s["ok"]),
+                "error": s.get("error") or "",
+                "family": meta.get("family", UNSTATED),
+                "data": meta.get("data", UNSTATED),
+                "params_m": params / 1e6 if params else np.nan,
+                "params_m_stated": meta.get("params_m", np.nan),
+            }
+        )
     return pd.DataFrame(rows, columns=["model", "ok", "error", "family", "data", "params_m", "params_m_stated"])
 
 
@@ -61,8 +107,9 @@ def ranking_table(ieat: pd.DataFrame, status: pd.DataFrame, *, adjust: str = "ho
     rows["params_m"] = rows["model"].map(ok["params_m"]).round(1)
     rows["pvalue_adjusted"] = rows[ADJUSTMENTS[adjust]]
     rows["adjust"] = adjust
-    rows = rows.sort_values(["analysis_set", "test", "effect_size", "model"], ascending=[True, True, False, True],
-                            na_position="last")
+    rows = rows.sort_values(
+        ["analysis_set", "test", "effect_size", "model"], ascending=[True, True, False, True], na_position="last"
+    )
     rows["rank"] = rows.groupby(["analysis_set", "test"], sort=False).cumcount() + 1
     return rows.loc[:, list(RANKING_COLUMNS)].reset_index(drop=True)
 
@@ -74,25 +121,33 @@ def ranking_latex(ranking: pd.DataFrame, status: pd.DataFrame, *, analysis_set: 
         raise ValueError(f"the ranked table has no rows for test {test!r} of analysis set {analysis_set!r}")
     first = rows.iloc[0]
     adjust = ADJUSTMENT_NAMES[first["adjust"]]
-    caption = (f"Models ranked by the iEAT effect size $d$ of {latex_escape(test)} on {latex_escape(analysis_set)} "
-               f"(X = {latex_escape(first['X'])}, Y = {latex_escape(first['Y'])}, A = {latex_escape(first['A'])}, "
-               f"B = {latex_escape(first['B'])}); pretrained embeddings, no finetuning. $p$ {adjust}: adjusted "
-               f"across every model and test of the analysis set.")
-    header = (f"\\toprule\n\\# & model & family & training data & params (M) & $d$ [{first['ci_level'] * 100:.0f}\\% CI] & "
-              f"$p$ two-sided & $p$ ({latex_escape(first['alternative'])}) & $p$ {adjust} \\\\\n\\midrule\n")
-    head = (f"\\begin{{longtable}}{{rlllrrrrr}}\n\\caption*{{{caption}}} \\\\\n{header}\\endfirsthead\n"
-            f"{header}\\endhead\n")
+    caption = (
+        f"Models ranked by the iEAT effect size $d$ of {latex_escape(test)} on {latex_escape(analysis_set)} "
+        f"(X = {latex_escape(first['X'])}, Y = {latex_escape(first['Y'])}, A = {latex_escape(first['A'])}, "
+        f"B = {latex_escape(first['B'])}); pretrained embeddings, no finetuning. $p$ {adjust}: adjusted "
+        f"across every model and test of the analysis set."
+    )
+    header = (
+        f"\\toprule\n\\# & model & family & training data & params (M) & $d$ [{first['ci_level'] * 100:.0f}\\% CI] & "
+        f"$p$ two-sided & $p$ ({latex_escape(first['alternative'])}) & $p$ {adjust} \\\\\n\\midrule\n"
+    )
+    head = (
+        f"\\begin{{longtable}}{{rlllrrrrr}}\n\\caption*{{{caption}}} \\\\\n{header}\\endfirsthead\n{header}\\endhead\n"
+    )
     body = "".join(
         f"{r.rank} & {latex_escape(r.model)} & {latex_escape(r.family)} & {latex_escape(r.data)} & "
         f"{'--' if np.isnan(r.params_m) else f'{r.params_m:.1f}'} & "
         f"${r.effect_size:.2f}$ [${r.ci_low:.2f}$, ${r.ci_high:.2f}$] & {format_p(r.pvalue_two_sided, r.pvalue_floor)} & "
         f"{format_p(r.pvalue, r.pvalue_floor)} & "
         f"{format_p(r.pvalue_adjusted, adjusted_floor(r.pvalue, r.pvalue_floor, r.pvalue_adjusted))} \\\\\n"
-        for r in rows.itertuples())
+        for r in rows.itertuples()
+    )
     failed = status[~status["ok"]]
     foot = "\\bottomrule\n"
     if len(failed):
-        names = "; ".join(f"{latex_escape(r.model)} ({latex_escape(r.error.splitlines()[0][:120])})" for r in failed.itertuples())
+        names = "; ".join(
+            f"{latex_escape(r.model)} ({latex_escape(r.error.splitlines()[0][:120])})" for r in failed.itertuples()
+        )
         foot += f"\\multicolumn{{9}}{{p{{0.95\\linewidth}}}}{{\\footnotesize Not audited (failed their check): {names}}} \\\\\n"
     table = head + body + foot + "\\end{longtable}\n"
     return standalone_document(table, caption, landscape=True)
@@ -124,8 +179,10 @@ def forest_figure(ranking: pd.DataFrame, status: pd.DataFrame, *, analysis_set: 
         ax.set_xlabel(f"iEAT effect size d (unitless), {level:.0%} bootstrap interval")
         fig.legend(loc="outside lower center", ncols=min(4, len(families)), title="family")
         first = rows.iloc[0]
-        title = (f"{analysis_set}: {test} (X = {first['X']}, Y = {first['Y']}, A = {first['A']}, B = {first['B']}), "
-                 f"pretrained, {len(rows)} models")
+        title = (
+            f"{analysis_set}: {test} (X = {first['X']}, Y = {first['Y']}, A = {first['A']}, B = {first['B']}), "
+            f"pretrained, {len(rows)} models"
+        )
         if failed:
             title += f". Not audited (failed their check): {', '.join(failed)}"
         fig.suptitle(textwrap.fill(title, 100))

@@ -27,13 +27,16 @@ def _title(text: str, underline: str = "-") -> list[str]:
     return [text, underline * len(text), ""]
 
 
-def describe_zoo(ranking: pd.DataFrame, status: pd.DataFrame, *, analysis_set: str, test: str,
-                 alpha: float = 0.05) -> str:
+def describe_zoo(
+    ranking: pd.DataFrame, status: pd.DataFrame, *, analysis_set: str, test: str, alpha: float = 0.05
+) -> str:
     """The zoo's findings as reStructuredText."""
     lines = _title("Model zoo: pretrained iEATs across models", "=")
     failed = status[~status["ok"]]
-    lines.append(f"{len(status)} models configured, {int(status['ok'].sum())} audited, {len(failed)} failed their check "
-                 "(weights fetched and model built before any analysis) and are left out:")
+    lines.append(
+        f"{len(status)} models configured, {int(status['ok'].sum())} audited, {len(failed)} failed their check "
+        "(weights fetched and model built before any analysis) and are left out:"
+    )
     lines.append("")
     lines += [f"- **{r.model}**: {r.error.splitlines()[0]}" for r in failed.itertuples()] or ["- none"]
     lines += ["", ZOO_SCOPE, ""]
@@ -45,17 +48,23 @@ def describe_zoo(ranking: pd.DataFrame, status: pd.DataFrame, *, analysis_set: s
     if not lead.empty:
         first = lead.iloc[0]
         lines += _title(f"Ranking by {test} on {analysis_set}")
-        lines.append(f"X = {first.X}, Y = {first.Y}, A = {first.A}, B = {first.B}; {level} intervals, "
-                     f"{adjust}-adjusted p across every model and test of {analysis_set}.")
+        lines.append(
+            f"X = {first.X}, Y = {first.Y}, A = {first.A}, B = {first.B}; {level} intervals, "
+            f"{adjust}-adjusted p across every model and test of {analysis_set}."
+        )
         lines.append("")
         for word, row in (("Largest", lead.iloc[0]), ("Smallest", lead.iloc[-1])):
-            lines.append(f"- {word} d: **{row.model}** ({row.family}, {row.data}): {_effect(row)}, "
-                         f"adjusted {p_text(row.pvalue_adjusted, adjusted_floor(row.pvalue, row.pvalue_floor, row.pvalue_adjusted))}.")
+            lines.append(
+                f"- {word} d: **{row.model}** ({row.family}, {row.data}): {_effect(row)}, "
+                f"adjusted {p_text(row.pvalue_adjusted, adjusted_floor(row.pvalue, row.pvalue_floor, row.pvalue_adjusted))}."
+            )
         lines.append("")
         for family, rows in lead.groupby("family", sort=True):
             sig = int((rows["pvalue_adjusted"] < alpha).sum())
-            lines.append(f"- {family} ({len(rows)} model{'s' if len(rows) != 1 else ''}): median d {rows['effect_size'].median():.2f}, range "
-                         f"{rows['effect_size'].min():.2f} to {rows['effect_size'].max():.2f}; {sig} with adjusted p < {alpha:g}.")
+            lines.append(
+                f"- {family} ({len(rows)} model{'s' if len(rows) != 1 else ''}): median d {rows['effect_size'].median():.2f}, range "
+                f"{rows['effect_size'].min():.2f} to {rows['effect_size'].max():.2f}; {sig} with adjusted p < {alpha:g}."
+            )
         lines.append("")
     lines += _title("Every test")
     for (aset, name), rows in ranking.groupby(["analysis_set", "test"], sort=True):
@@ -64,11 +73,15 @@ def describe_zoo(ranking: pd.DataFrame, status: pd.DataFrame, *, analysis_set: s
         sig = int((rows["pvalue_adjusted"] < alpha).sum())
         alternative = rows["alternative"].iloc[0]
         top = rows.iloc[0]
-        lines.append(f"- {aset}: {name}: {positive} of {len(rows)} models have an interval above 0 and {negative} "
-                     f"below 0; {sig} have adjusted p < {alpha:g} ({alternative}). Largest: {top.model}, {_effect(top)}.")
+        lines.append(
+            f"- {aset}: {name}: {positive} of {len(rows)} models have an interval above 0 and {negative} "
+            f"below 0; {sig} have adjusted p < {alpha:g} ({alternative}). Largest: {top.model}, {_effect(top)}."
+        )
     lines.append("")
     missing = ranking[np.isnan(ranking["effect_size"])]
     if len(missing):
-        lines.append(f"d is undefined (no spread of association scores) for: {', '.join(sorted(set(missing['model'])))}.")
+        lines.append(
+            f"d is undefined (no spread of association scores) for: {', '.join(sorted(set(missing['model'])))}."
+        )
         lines.append("")
     return "\n".join(lines)

@@ -19,9 +19,7 @@ def as_embeddings(value, name: str, *, min_rows: int = 1) -> tuple[np.ndarray, n
         array = np.asarray(value)
     except (TypeError, ValueError) as err:  # ragged nested lists and the like
         raise ValueError(f"{name} is not an array of numbers: {err}") from None
-    if array.dtype == object or not (
-        np.issubdtype(array.dtype, np.number) or np.issubdtype(array.dtype, np.bool_)
-    ):
+    if array.dtype == object or not (np.issubdtype(array.dtype, np.number) or np.issubdtype(array.dtype, np.bool_)):
         raise ValueError(f"{name} must hold numbers, got dtype {array.dtype}")
     if np.issubdtype(array.dtype, np.complexfloating):
         raise ValueError(f"{name} must be real-valued, got dtype {array.dtype}")
@@ -45,9 +43,7 @@ def as_embeddings(value, name: str, *, min_rows: int = 1) -> tuple[np.ndarray, n
             raise ValueError(f"{name} contains {what} (first in row {row})")
         zero_rows = np.flatnonzero(~array.any(axis=1))
         if zero_rows.size:
-            raise ValueError(
-                f"{name} row {int(zero_rows[0])} is all zeros (cosine similarity is undefined)"
-            )
+            raise ValueError(f"{name} row {int(zero_rows[0])} is all zeros (cosine similarity is undefined)")
         array = array / np.abs(array).max(axis=1, keepdims=True)
         squared = np.einsum("ij,ij->i", array, array)
     return array, 1.0 / np.sqrt(squared)
@@ -59,9 +55,7 @@ def check_same_dims(named: dict[str, np.ndarray]) -> None:
     first_name, first = items[0]
     for name, array in items[1:]:
         if array.shape[1] != first.shape[1]:
-            raise ValueError(
-                f"{name} has {array.shape[1]} dims but {first_name} has {first.shape[1]}"
-            )
+            raise ValueError(f"{name} has {array.shape[1]} dims but {first_name} has {first.shape[1]}")
 
 
 def check_seed(seed, name: str = "seed") -> int:

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from biastransfer.stats._validation import check_choice, check_positive_int, check_seed, Result
+from biastransfer.stats._validation import Result, check_choice, check_positive_int, check_seed
 from biastransfer.stats.multitest import adjust_pvalues
 
 ALTERNATIVES = ("two-sided", "greater", "less")
@@ -120,8 +120,15 @@ def min_pvalue(n_a: int, n_b: int, alternative: str = "two-sided", permutations:
 
 
 def power(
-    n_a: int, n_b: int, shift: float, *, alpha: float = 0.05, alternative: str = "two-sided",
-    permutations: int = 100_000, simulations: int = 2000, seed: int = 0,
+    n_a: int,
+    n_b: int,
+    shift: float,
+    *,
+    alpha: float = 0.05,
+    alternative: str = "two-sided",
+    permutations: int = 100_000,
+    simulations: int = 2000,
+    seed: int = 0,
 ) -> float:
     """Probability that the permutation test rejects at ``alpha`` when group a's mean exceeds group b's
     by ``shift`` between-network SDs (normal networks; simulated with common random numbers)."""
@@ -142,8 +149,15 @@ def _power(base, n_a, parts, shift, alpha, alternative) -> float:
 
 
 def detectable_shift(
-    n_a: int, n_b: int, *, alpha: float = 0.05, target: float = 0.8, alternative: str = "two-sided",
-    permutations: int = 100_000, simulations: int = 2000, seed: int = 0,
+    n_a: int,
+    n_b: int,
+    *,
+    alpha: float = 0.05,
+    target: float = 0.8,
+    alternative: str = "two-sided",
+    permutations: int = 100_000,
+    simulations: int = 2000,
+    seed: int = 0,
 ) -> float:
     """Smallest shift (in between-network SDs, rounded up to 0.01) with :func:`power` >= ``target``; ``inf`` when
     the design cannot reach a p-value of ``alpha`` at all."""
@@ -162,8 +176,16 @@ def detectable_shift(
 
 
 def compare_networks(
-    a, b, *, alternative: str = "two-sided", permutations: int = 100_000, level: float = 0.95,
-    alpha: float = 0.05, power: float = 0.8, simulations: int = 2000, seed: int = 0,
+    a,
+    b,
+    *,
+    alternative: str = "two-sided",
+    permutations: int = 100_000,
+    level: float = 0.95,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    simulations: int = 2000,
+    seed: int = 0,
 ) -> NetworkComparison:
     """Compare the values of networks in group ``a`` with those in group ``b`` (one value per network)."""
     check_choice(alternative, "alternative", ALTERNATIVES)
@@ -180,16 +202,37 @@ def compare_networks(
     ci = stats.ttest_ind(a, b, equal_var=False).confidence_interval(level)  # two-sided interval
     pooled_sd = math.sqrt(((a.size - 1) * a.var(ddof=1) + (b.size - 1) * b.var(ddof=1)) / (a.size + b.size - 2))
     shift = detectable_shift(
-        a.size, b.size, alpha=alpha, target=power, alternative=alternative,
-        permutations=permutations, simulations=simulations, seed=seed,
+        a.size,
+        b.size,
+        alpha=alpha,
+        target=power,
+        alternative=alternative,
+        permutations=permutations,
+        simulations=simulations,
+        seed=seed,
     )
     return NetworkComparison(
-        n_a=a.size, n_b=b.size, mean_a=float(a.mean()), mean_b=float(b.mean()),
-        sd_a=float(a.std(ddof=1)), sd_b=float(b.std(ddof=1)), difference=float(a.mean() - b.mean()),
-        ci_low=float(ci.low), ci_high=float(ci.high), level=level, pvalue=pvalue, method=method,
-        permutations=len(parts), min_pvalue=min_pvalue(a.size, b.size, alternative, permutations),
-        pvalue_welch=float(welch_p), alternative=alternative, alpha=alpha, power=power,
-        detectable_shift=shift, detectable_difference=shift * pooled_sd, seed=seed,
+        n_a=a.size,
+        n_b=b.size,
+        mean_a=float(a.mean()),
+        mean_b=float(b.mean()),
+        sd_a=float(a.std(ddof=1)),
+        sd_b=float(b.std(ddof=1)),
+        difference=float(a.mean() - b.mean()),
+        ci_low=float(ci.low),
+        ci_high=float(ci.high),
+        level=level,
+        pvalue=pvalue,
+        method=method,
+        permutations=len(parts),
+        min_pvalue=min_pvalue(a.size, b.size, alternative, permutations),
+        pvalue_welch=float(welch_p),
+        alternative=alternative,
+        alpha=alpha,
+        power=power,
+        detectable_shift=shift,
+        detectable_difference=shift * pooled_sd,
+        seed=seed,
     )
 
 
@@ -217,20 +260,31 @@ def attribution_table(ieat: pd.DataFrame, specs: Sequence[Mapping], **options) -
     rows = []
     for spec in specs:
         values = {
-            label: network_values(ieat, analysis_set=spec["analysis_set"], test=spec["test"],
-                                  stage=spec.get("stage", "pretrained"), models=models)
+            label: network_values(
+                ieat,
+                analysis_set=spec["analysis_set"],
+                test=spec["test"],
+                stage=spec.get("stage", "pretrained"),
+                models=models,
+            )
             for label, models in spec["groups"].items()
         }
         first = len(rows)
         for label_a, label_b in itertools.combinations(values, 2):
             result = compare_networks(list(values[label_a].values()), list(values[label_b].values()), **options)
-            rows.append({
-                "name": spec["name"], "analysis_set": spec["analysis_set"], "test": spec["test"],
-                "stage": spec.get("stage", "pretrained"), "group_a": label_a, "group_b": label_b,
-                **result.as_dict(),
-                "networks_a": "; ".join(f"{m} {d:.3f}" for m, d in values[label_a].items()),
-                "networks_b": "; ".join(f"{m} {d:.3f}" for m, d in values[label_b].items()),
-            })
+            rows.append(
+                {
+                    "name": spec["name"],
+                    "analysis_set": spec["analysis_set"],
+                    "test": spec["test"],
+                    "stage": spec.get("stage", "pretrained"),
+                    "group_a": label_a,
+                    "group_b": label_b,
+                    **result.as_dict(),
+                    "networks_a": "; ".join(f"{m} {d:.3f}" for m, d in values[label_a].items()),
+                    "networks_b": "; ".join(f"{m} {d:.3f}" for m, d in values[label_b].items()),
+                }
+            )
         holm = adjust_pvalues([r["pvalue"] for r in rows[first:]], method="holm")
         for row, p in zip(rows[first:], holm):
             row["pvalue_holm"] = float(p)

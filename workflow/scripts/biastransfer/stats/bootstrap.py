@@ -11,13 +11,13 @@ bootstrap's over-counting of target x attribute interactions (:func:`ieat_change
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 from scipy import stats
 
-from biastransfer.stats._validation import as_embeddings, check_positive_int, check_same_dims, check_seed, Result
+from biastransfer.stats._validation import Result, as_embeddings, check_positive_int, check_same_dims, check_seed
 
 BOOTSTRAP = 2000  # default replicates (also the schema's analysis.ieat.bootstrap and analysis.bts.bootstrap)
 _BLOCK = 512  # replicates per vectorised block; fixed, so a seed always gives the same draws
@@ -155,7 +155,9 @@ def ieat_replicates(
     out = np.empty((len(blocks), replicates))
     for start in range(0, replicates, _BLOCK):
         count = min(_BLOCK, replicates - start)
-        counts = [resample_counts(sizes[k], count, rng) if k in resample else np.ones((count, sizes[k])) for k in "XYAB"]
+        counts = [
+            resample_counts(sizes[k], count, rng) if k in resample else np.ones((count, sizes[k])) for k in "XYAB"
+        ]
         for i, b in enumerate(blocks):
             out[i, start : start + count] = b.effect_sizes(*counts)
     return out
@@ -218,8 +220,18 @@ def change_result(before: float, after: float, deltas: np.ndarray, level: float,
     """A percentile :class:`ChangeResult` from the observed values and the replicates of the difference."""
     low, high = percentile_interval(deltas, level)
     return ChangeResult(
-        before, after, after - before, _sd(deltas), low, high, bootstrap_pvalue(deltas), 2 / (deltas.size + 1),
-        level, deltas.size, seed, "percentile",
+        before,
+        after,
+        after - before,
+        _sd(deltas),
+        low,
+        high,
+        bootstrap_pvalue(deltas),
+        2 / (deltas.size + 1),
+        level,
+        deltas.size,
+        seed,
+        "percentile",
     )
 
 

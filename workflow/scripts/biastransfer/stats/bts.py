@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from biastransfer.stats._validation import check_choice, check_positive_int, check_seed, Result
+from biastransfer.stats._validation import Result, check_choice, check_positive_int, check_seed
 
 PVALUE_METHODS = ("asymptotic", "permutation")
 ALTERNATIVES = ("two-sided", "greater", "less")
@@ -64,8 +64,7 @@ def bias_transfer_score(
     only_after = [k for k in after if k not in before]
     if only_before or only_after:
         raise ValueError(
-            "before and after have different keys: "
-            f"only in before: {only_before}; only in after: {only_after}"
+            f"before and after have different keys: only in before: {only_before}; only in after: {only_after}"
         )
     if len(keys) < 3:
         raise ValueError(f"the Bias Transfer Score needs at least 3 keys, got {len(keys)}: {list(keys)}")
@@ -74,9 +73,7 @@ def bias_transfer_score(
 
     if pvalue == "asymptotic":
         res = stats.spearmanr(x, y, alternative=alternative)
-        return BTSResult(
-            float(res.statistic), float(res.pvalue), len(keys), keys, pvalue, alternative, None, None
-        )
+        return BTSResult(float(res.statistic), float(res.pvalue), len(keys), keys, pvalue, alternative, None, None)
 
     permutations = check_positive_int(permutations, "permutations")
     seed = check_seed(seed)
@@ -106,8 +103,15 @@ def bias_transfer_score(
     # two-sided: twice the smaller tail, which holds at least the observed ordering (Monte Carlo: the +1)
     floor = (2 if alternative == "two-sided" else 1) / (n_orderings if exact else permutations)
     return BTSResult(
-        float(res.statistic), float(res.pvalue), len(keys), keys, pvalue, alternative,
-        n_orderings if exact else permutations, None if exact else seed, floor,
+        float(res.statistic),
+        float(res.pvalue),
+        len(keys),
+        keys,
+        pvalue,
+        alternative,
+        n_orderings if exact else permutations,
+        None if exact else seed,
+        floor,
     )
 
 

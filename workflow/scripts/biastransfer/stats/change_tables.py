@@ -20,7 +20,6 @@ from biastransfer.stats.results import pair_key
 from biastransfer.stats.seeds import combined_ieat
 
 
-
 def aligned_classes(stages: Mapping[object, EmbeddingTable]) -> dict[object, dict[str, np.ndarray]]:
     """``{stage: {class: rows}}`` with every stage's rows in the image order of the first stage.
 
@@ -45,8 +44,12 @@ def aligned_classes(stages: Mapping[object, EmbeddingTable]) -> dict[object, dic
 
 
 def ieat_change_table(
-    stages: Mapping[object, EmbeddingTable], tests: Sequence[Mapping], *,
-    bootstrap: int = BOOTSTRAP, ci_level: float = 0.95, seed: int = 0,
+    stages: Mapping[object, EmbeddingTable],
+    tests: Sequence[Mapping],
+    *,
+    bootstrap: int = BOOTSTRAP,
+    ci_level: float = 0.95,
+    seed: int = 0,
 ) -> pd.DataFrame:
     """``delta_d = d_finetuned - d_pretrained`` of every test and finetuning seed, with a paired
     bootstrap interval and two-sided p-value (the same resampled images in every network;
@@ -78,7 +81,9 @@ def stage_replicates(
     groups = aligned_classes(stages)
     classes = list(next(iter(groups.values())))
     intra = [str(c) for c in (lists.get("intra") or classes)]
-    inter = [tuple(p) for p in (lists.get("inter") or [(p, q) for i, p in enumerate(classes) for q in classes[i + 1 :]])]
+    inter = [
+        tuple(p) for p in (lists.get("inter") or [(p, q) for i, p in enumerate(classes) for q in classes[i + 1 :]])
+    ]
     return similarity_replicates(groups, intra, inter, replicates=bootstrap, seed=seed)
 
 
@@ -97,8 +102,13 @@ def similarity_change_table(reps: SimilarityReplicates, *, ci_level: float = 0.9
 
 
 def ieat_seeds_table(
-    stages: Mapping[object, EmbeddingTable], tests: Sequence[Mapping], *,
-    permutations: int = 100_000, alternative: str = "greater", method: str = "auto", seed: int = 0,
+    stages: Mapping[object, EmbeddingTable],
+    tests: Sequence[Mapping],
+    *,
+    permutations: int = 100_000,
+    alternative: str = "greater",
+    method: str = "auto",
+    seed: int = 0,
 ) -> pd.DataFrame:
     """One row per test: d over the finetuning seeds (mean, SD, range) and the combined test that
     re-partitions the images once for all seeds (:func:`~biastransfer.stats.seeds.combined_ieat`)."""
@@ -109,7 +119,9 @@ def ieat_seeds_table(
     rows = []
     for test in tests:
         strata = [tuple(groups[s][test[r]] for r in "XYAB") for s in seeds]
-        r = combined_ieat(strata, paired=True, permutations=permutations, alternative=alternative, method=method, seed=seed)
+        r = combined_ieat(
+            strata, paired=True, permutations=permutations, alternative=alternative, method=method, seed=seed
+        )
         rows.append({
             "test": test["name"], "X": test["X"], "Y": test["Y"], "A": test["A"], "B": test["B"],
             "seeds": " ".join(str(s) for s in seeds), **r.as_dict(),

@@ -22,7 +22,14 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from biastransfer.stats._validation import as_embeddings, check_choice, check_positive_int, check_same_dims, check_seed, Result
+from biastransfer.stats._validation import (
+    Result,
+    as_embeddings,
+    check_choice,
+    check_positive_int,
+    check_same_dims,
+    check_seed,
+)
 from biastransfer.stats.bootstrap import BOOTSTRAP, check_level, ieat_ci
 
 ALTERNATIVES = ("greater", "less", "two-sided")
@@ -120,19 +127,34 @@ def ieat(
     if bootstrap:
         ci_seed = check_seed(seed)
         ci = ieat_ci(X, Y, A, B, replicates=int(bootstrap), level=ci_level, seed=ci_seed)
-        interval = dict(ci_low=ci.ci_low, ci_high=ci.ci_high, ci_level=ci_level, bootstrap=int(bootstrap), ci_seed=ci_seed)
+        interval = dict(
+            ci_low=ci.ci_low, ci_high=ci.ci_high, ci_level=ci_level, bootstrap=int(bootstrap), ci_seed=ci_seed
+        )
     else:
         interval = dict(ci_low=math.nan, ci_high=math.nan, ci_level=ci_level, bootstrap=0, ci_seed=None)
 
     pvalues = partition_pvalues([s], [n_x], permutations, alternative, method, seed)
     return IEATResult(
-        effect_size, pvalues.pop("pvalue"), statistic, pvalues.pop("method"), pvalues.pop("permutations"),
-        pvalues.pop("pvalue_se"), pvalues.pop("seed"), alternative, **sizes, **pvalues, **interval,
+        effect_size,
+        pvalues.pop("pvalue"),
+        statistic,
+        pvalues.pop("method"),
+        pvalues.pop("permutations"),
+        pvalues.pop("pvalue_se"),
+        pvalues.pop("seed"),
+        alternative,
+        **sizes,
+        **pvalues,
+        **interval,
     )
 
 
 def partition_pvalues(
-    scores: list[np.ndarray], sizes_x: list[int], permutations: int, alternative: str, method: str,
+    scores: list[np.ndarray],
+    sizes_x: list[int],
+    permutations: int,
+    alternative: str,
+    method: str,
     seed: int | None,
 ) -> dict:
     """p-values of ``sum_k sum_{X_k} s_k`` over re-partitions of each score vector ``s_k`` (a stratum).
@@ -202,9 +224,7 @@ def _all_partition_sums(s: np.ndarray, n_x: int):
     total = s.sum()
     combos = itertools.combinations(range(n), size)
     while True:
-        flat = np.fromiter(
-            itertools.chain.from_iterable(itertools.islice(combos, _CHUNK)), dtype=np.intp
-        )
+        flat = np.fromiter(itertools.chain.from_iterable(itertools.islice(combos, _CHUNK)), dtype=np.intp)
         if flat.size == 0:
             return
         block = s[flat.reshape(-1, size)].sum(axis=1)

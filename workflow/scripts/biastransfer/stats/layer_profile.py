@@ -46,18 +46,32 @@ def _ieat_rows(stage: str, table: EmbeddingTable, tests: Sequence[Mapping], opti
             for r in frame.itertuples()]  # fmt: skip
 
 
-def _bts_rows(tables: Mapping[str, EmbeddingTable], lists: Mapping, similarity: Mapping, *, pvalue: str,
-              bootstrap: int, ci_level: float, seed: int) -> list[dict]:
+def _bts_rows(
+    tables: Mapping[str, EmbeddingTable],
+    lists: Mapping,
+    similarity: Mapping,
+    *,
+    pvalue: str,
+    bootstrap: int,
+    ci_level: float,
+    seed: int,
+) -> list[dict]:
     """BTS of every finetuning dataset's seeds (and pooled) against the pretrained stage at one layer."""
     sims = {stage: similarity_table(t, **similarity) for stage, t in tables.items()}
     rows = []
     datasets = dict.fromkeys(parse_stage(s)[0] for s in tables if stage_kind(s) == "finetuned")
     for dataset in datasets:
-        after = {parse_stage(s)[1]: sims[s] for s in tables if stage_kind(s) == "finetuned" and parse_stage(s)[0] == dataset}
+        after = {
+            parse_stage(s)[1]: sims[s] for s in tables if stage_kind(s) == "finetuned" and parse_stage(s)[0] == dataset
+        }
         replicates = None
         if bootstrap:
             chosen = {PRETRAINED: tables[PRETRAINED]}
-            chosen.update((parse_stage(s)[1], t) for s, t in tables.items() if parse_stage(s)[0] == dataset and stage_kind(s) == "finetuned")
+            chosen.update(
+                (parse_stage(s)[1], t)
+                for s, t in tables.items()
+                if parse_stage(s)[0] == dataset and stage_kind(s) == "finetuned"
+            )
             replicates = stage_replicates(chosen, lists, bootstrap=bootstrap, seed=seed)
         scores = bts_table(sims[PRETRAINED], after, lists, pvalue=pvalue, replicates=replicates, ci_level=ci_level)
         for r in scores.itertuples():
@@ -90,7 +104,12 @@ def layer_profile_table(
         per_stage = {stage: tables[layer] for stage, tables in stages.items()}
         found = [row for stage, table in per_stage.items() for row in _ieat_rows(stage, table, tests, ieat_options)]
         found += _bts_rows(per_stage, lists, similarity_options or {}, **bts_options)
-        rows += [{"layer": layer, "depth": int(info["depth"]), "dim": int(info["dim"]), "pool": info["pool"], **row} for row in found]
-    frame = pd.DataFrame(rows, columns=[c for c in PROFILE_COLUMNS if c not in ("analysis_set", "model", "pvalue_holm", "pvalue_bh")])
+        rows += [
+            {"layer": layer, "depth": int(info["depth"]), "dim": int(info["dim"]), "pool": info["pool"], **row}
+            for row in found
+        ]
+    frame = pd.DataFrame(
+        rows, columns=[c for c in PROFILE_COLUMNS if c not in ("analysis_set", "model", "pvalue_holm", "pvalue_bh")]
+    )
     frame = frame.astype({"ci_low": float, "ci_high": float, "pvalue": float})
     return add_adjusted_pvalues(frame, by=["measure", "stage", "item"])

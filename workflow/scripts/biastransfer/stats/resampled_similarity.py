@@ -108,7 +108,9 @@ def similarity_changes(
     level = check_level(level)
     deltas = reps.replicates[after] - reps.replicates[before]
     return {
-        key: change_result(float(reps.observed[before][i]), float(reps.observed[after][i]), deltas[:, i], level, reps.seed)
+        key: change_result(
+            float(reps.observed[before][i]), float(reps.observed[after][i]), deltas[:, i], level, reps.seed
+        )
         for i, key in enumerate(reps.keys)
     }
 

@@ -7,18 +7,18 @@ rows; the workflow's scripts and the ``biastransfer`` command line both call the
 from __future__ import annotations
 
 import itertools
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from biastransfer.stats.bts import bias_transfer_score
-from biastransfer.stages import parse_stage
 from biastransfer.embeddings import EmbeddingTable
+from biastransfer.stages import parse_stage
 from biastransfer.stats.bootstrap import BOOTSTRAP
+from biastransfer.stats.bts import bias_transfer_score
 from biastransfer.stats.ieat import PERMUTATIONS, ieat
-from biastransfer.stats.resampled_similarity import SimilarityReplicates, rank_correlation_ci
 from biastransfer.stats.multitest import adjust_pvalues
+from biastransfer.stats.resampled_similarity import SimilarityReplicates, rank_correlation_ci
 from biastransfer.stats.similarity import inter_class_similarity, intra_class_similarity
 
 PAIR_SEP = "|"
@@ -37,10 +37,32 @@ def similarity_table(
     rows = []
     for cls, Z in groups.items():
         r = intra_class_similarity(Z, method=method, iterations=iterations, seed=seed)
-        rows.append({"kind": "intra", "key": cls, "class_p": cls, "class_q": "", "value": r.value, "se": r.se, "n": r.n, "method": r.method})
+        rows.append(
+            {
+                "kind": "intra",
+                "key": cls,
+                "class_p": cls,
+                "class_q": "",
+                "value": r.value,
+                "se": r.se,
+                "n": r.n,
+                "method": r.method,
+            }
+        )
     for p, q in itertools.combinations(groups, 2):
         r = inter_class_similarity(groups[p], groups[q], method=method, iterations=iterations, seed=seed)
-        rows.append({"kind": "inter", "key": pair_key(p, q), "class_p": p, "class_q": q, "value": r.value, "se": r.se, "n": r.n, "method": r.method})
+        rows.append(
+            {
+                "kind": "inter",
+                "key": pair_key(p, q),
+                "class_p": p,
+                "class_q": q,
+                "value": r.value,
+                "se": r.se,
+                "n": r.n,
+                "method": r.method,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -124,18 +146,42 @@ def ieat_table(
     rows = []
     for test in tests:
         r = ieat(
-            table.of_class(test["X"]), table.of_class(test["Y"]), table.of_class(test["A"]), table.of_class(test["B"]),
-            permutations=permutations, alternative=alternative, method=method, seed=seed,
-            bootstrap=bootstrap, ci_level=ci_level,
+            table.of_class(test["X"]),
+            table.of_class(test["Y"]),
+            table.of_class(test["A"]),
+            table.of_class(test["B"]),
+            permutations=permutations,
+            alternative=alternative,
+            method=method,
+            seed=seed,
+            bootstrap=bootstrap,
+            ci_level=ci_level,
         )
         rows.append(
             {
-                "test": test["name"], "X": test["X"], "Y": test["Y"], "A": test["A"], "B": test["B"],
-                "effect_size": r.effect_size, "ci_low": r.ci_low, "ci_high": r.ci_high, "ci_level": r.ci_level,
-                "bootstrap": r.bootstrap, "statistic": r.statistic, "pvalue": r.pvalue,
-                "pvalue_two_sided": r.pvalue_two_sided, "pvalue_floor": r.pvalue_floor, "pvalue_se": r.pvalue_se,
-                "method": r.method, "alternative": r.alternative, "permutations": r.permutations, "seed": r.seed,
-                "n_x": r.n_x, "n_y": r.n_y, "n_a": r.n_a, "n_b": r.n_b,
+                "test": test["name"],
+                "X": test["X"],
+                "Y": test["Y"],
+                "A": test["A"],
+                "B": test["B"],
+                "effect_size": r.effect_size,
+                "ci_low": r.ci_low,
+                "ci_high": r.ci_high,
+                "ci_level": r.ci_level,
+                "bootstrap": r.bootstrap,
+                "statistic": r.statistic,
+                "pvalue": r.pvalue,
+                "pvalue_two_sided": r.pvalue_two_sided,
+                "pvalue_floor": r.pvalue_floor,
+                "pvalue_se": r.pvalue_se,
+                "method": r.method,
+                "alternative": r.alternative,
+                "permutations": r.permutations,
+                "seed": r.seed,
+                "n_x": r.n_x,
+                "n_y": r.n_y,
+                "n_a": r.n_a,
+                "n_b": r.n_b,
             }
         )
     return pd.DataFrame(rows)
@@ -145,8 +191,13 @@ def with_provenance(df: pd.DataFrame, *, analysis_set: str, model: str, stage: s
     """Prefix the common columns (analysis_set, model, stage, finetune_dataset, seed)."""
     dataset, seed = parse_stage(stage)
     front = pd.DataFrame(
-        {"analysis_set": analysis_set, "model": model, "stage": stage,
-         "finetune_dataset": dataset or "", "seed": "" if seed is None else seed},
+        {
+            "analysis_set": analysis_set,
+            "model": model,
+            "stage": stage,
+            "finetune_dataset": dataset or "",
+            "seed": "" if seed is None else seed,
+        },
         index=df.index,
     )
     return pd.concat([front, df.drop(columns=[c for c in front.columns if c in df.columns])], axis=1)

@@ -14,12 +14,12 @@ Averaging per-seed p-values is not a test; this is (docs/statistics.md).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
-from biastransfer.stats._validation import check_choice, check_positive_int, Result
+from biastransfer.stats._validation import Result, check_choice, check_positive_int
 from biastransfer.stats.ieat import ALTERNATIVES, METHODS, association_scores, effect_size_of, partition_pvalues
 
 
@@ -81,7 +81,13 @@ def combined_ieat(
     else:
         pvalues = partition_pvalues(scores, sizes_x, permutations, alternative, method, seed)
     return SeedsResult(
-        len(strata), float(np.mean(effects)),
+        len(strata),
+        float(np.mean(effects)),
         float(np.std(effects, ddof=1)) if len(effects) > 1 else float("nan"),
-        float(np.min(effects)), float(np.max(effects)), statistic, alternative=alternative, paired=paired, **pvalues,
+        float(np.min(effects)),
+        float(np.max(effects)),
+        statistic,
+        alternative=alternative,
+        paired=paired,
+        **pvalues,
     )

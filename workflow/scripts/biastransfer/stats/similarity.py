@@ -21,7 +21,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from biastransfer.stats._validation import as_embeddings, check_choice, check_positive_int, check_same_dims, check_seed, Result
+from biastransfer.stats._validation import (
+    Result,
+    as_embeddings,
+    check_choice,
+    check_positive_int,
+    check_same_dims,
+    check_seed,
+)
 
 METHODS = ("exact", "sampled")
 _CHUNK = 1024  # sampled iterations per vectorised block; fixed, so a seed always gives the same draws
@@ -185,9 +192,7 @@ def _algorithm1(U: np.ndarray, iterations: int, rng: np.random.Generator) -> np.
     return sims
 
 
-def _algorithm2(
-    Up: np.ndarray, Uq: np.ndarray, iterations: int, rng: np.random.Generator
-) -> np.ndarray:
+def _algorithm2(Up: np.ndarray, Uq: np.ndarray, iterations: int, rng: np.random.Generator) -> np.ndarray:
     """Paper's Algorithm 2: draw one row of each class, take the cosine; repeat."""
     sims = np.empty(iterations)
     for start in range(0, iterations, _CHUNK):
@@ -198,9 +203,7 @@ def _algorithm2(
     return sims
 
 
-def _sampled_result(
-    sims: np.ndarray, kind: str, size_p: int, size_q: int | None, seed: int
-) -> SimilarityResult:
+def _sampled_result(sims: np.ndarray, kind: str, size_p: int, size_q: int | None, seed: int) -> SimilarityResult:
     m = sims.size
     se = float(sims.std(ddof=1) / np.sqrt(m)) if m >= 2 else float("nan")
     return SimilarityResult(float(sims.mean()), se, m, "sampled", kind, size_p, size_q, m, seed)

@@ -19,27 +19,63 @@ from biastransfer.stages import PRETRAINED
 from biastransfer.stats.change_tables import stage_replicates
 from biastransfer.stats.results import bts_table, ieat_table, similarity_table
 
-TRAJECTORY_COLUMNS = ["measure", "seed", "epoch", "kind", "key", "role", "value", "ci_low", "ci_high", "ci_level",
-           "bootstrap", "pvalue", "pvalue_floor", "n"]
+TRAJECTORY_COLUMNS = [
+    "measure",
+    "seed",
+    "epoch",
+    "kind",
+    "key",
+    "role",
+    "value",
+    "ci_low",
+    "ci_high",
+    "ci_level",
+    "bootstrap",
+    "pvalue",
+    "pvalue_floor",
+    "n",
+]
 
 
 def _similarity_rows(table: EmbeddingTable, similarity: Mapping) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(trajectory rows, the similarity table itself)."""
     sims = similarity_table(table, **similarity)
-    return sims.assign(measure="similarity", role="", ci_low=np.nan, ci_high=np.nan, ci_level=np.nan, bootstrap=0,
-                       pvalue=np.nan, pvalue_floor=np.nan), sims
+    return sims.assign(
+        measure="similarity",
+        role="",
+        ci_low=np.nan,
+        ci_high=np.nan,
+        ci_level=np.nan,
+        bootstrap=0,
+        pvalue=np.nan,
+        pvalue_floor=np.nan,
+    ), sims
 
 
 def _ieat_rows(table: EmbeddingTable, tests: Sequence[Mapping], ieat: Mapping) -> pd.DataFrame:
     rows = ieat_table(table, tests, **ieat)
     roles = {t["name"]: t.get("role", "") for t in tests}
-    return rows.assign(measure="ieat", kind="", key=rows["test"], role=rows["test"].map(roles),
-                       value=rows["effect_size"], n=rows[["n_x", "n_y", "n_a", "n_b"]].sum(axis=1))
+    return rows.assign(
+        measure="ieat",
+        kind="",
+        key=rows["test"],
+        role=rows["test"].map(roles),
+        value=rows["effect_size"],
+        n=rows[["n_x", "n_y", "n_a", "n_b"]].sum(axis=1),
+    )
 
 
 def epoch_rows(
-    pretrained: EmbeddingTable, by_seed: Mapping[int, EmbeddingTable], epoch: int, *, before: pd.DataFrame,
-    tests: Sequence[Mapping], lists: Mapping | None, similarity: Mapping, ieat: Mapping, bts: Mapping,
+    pretrained: EmbeddingTable,
+    by_seed: Mapping[int, EmbeddingTable],
+    epoch: int,
+    *,
+    before: pd.DataFrame,
+    tests: Sequence[Mapping],
+    lists: Mapping | None,
+    similarity: Mapping,
+    ieat: Mapping,
+    bts: Mapping,
 ) -> pd.DataFrame:
     """Rows of one epoch: each seed's similarities and iEATs, and the BTS of each seed and of the
     seed-pooled similarities against ``pretrained`` (epoch 0: ``by_seed`` holds the pretrained
@@ -56,8 +92,9 @@ def epoch_rows(
     if epoch > 0:
         replicates = None
         if bts["bootstrap"]:
-            replicates = stage_replicates({PRETRAINED: pretrained, **by_seed}, lists or {}, bootstrap=bts["bootstrap"],
-                                          seed=bts["seed"])
+            replicates = stage_replicates(
+                {PRETRAINED: pretrained, **by_seed}, lists or {}, bootstrap=bts["bootstrap"], seed=bts["seed"]
+            )
         scores = bts_table(before, sims, lists, pvalue=bts["pvalue"], replicates=replicates, ci_level=bts["ci_level"])
         frames.append(scores.assign(measure="bts", key=scores["kind"], role="", value=scores["statistic"]))
     out = pd.concat(frames, ignore_index=True).assign(epoch=epoch)
@@ -67,15 +104,27 @@ def epoch_rows(
 def curve_rows(history: Sequence[Mapping], seed: int, metric: str) -> pd.DataFrame:
     """The training curve of one run (metrics.json ``history``) as trajectory rows (measure ``curve``,
     key ``train_loss``, ``val_loss`` or ``val_<metric>``)."""
-    rows = [{"measure": "curve", "seed": seed, "epoch": int(r["epoch"]), "kind": "", "key": key, "role": "",
-             "value": float(r[column]), "bootstrap": 0}
-            for r in history
-            for key, column in (("train_loss", "train_loss"), ("val_loss", "val_loss"), (f"val_{metric}", "metric"))]
+    rows = [
+        {
+            "measure": "curve",
+            "seed": seed,
+            "epoch": int(r["epoch"]),
+            "kind": "",
+            "key": key,
+            "role": "",
+            "value": float(r[column]),
+            "bootstrap": 0,
+        }
+        for r in history
+        for key, column in (("train_loss", "train_loss"), ("val_loss", "val_loss"), (f"val_{metric}", "metric"))
+    ]
     return pd.DataFrame(rows).reindex(columns=TRAJECTORY_COLUMNS)
 
 
 def trajectory_table(
-    pretrained: EmbeddingTable, epochs: Mapping[int, Mapping[int, EmbeddingTable]], **options,
+    pretrained: EmbeddingTable,
+    epochs: Mapping[int, Mapping[int, EmbeddingTable]],
+    **options,
 ) -> pd.DataFrame:
     """Epoch 0 (pretrained, repeated for every seed) and every epoch of ``epochs`` (``{epoch: {seed:
     table}}``, the same seeds at every epoch), by :func:`epoch_rows` with ``options``."""
@@ -87,5 +136,7 @@ def trajectory_table(
     before = similarity_table(pretrained, **options["similarity"])
     first = epoch_rows(pretrained, {0: pretrained}, 0, before=before, **options)
     frames = [first.assign(seed=seed) for seed in next(iter(seeds))]
-    frames += [epoch_rows(pretrained, by_seed, epoch, before=before, **options) for epoch, by_seed in sorted(epochs.items())]
+    frames += [
+        epoch_rows(pretrained, by_seed, epoch, before=before, **options) for epoch, by_seed in sorted(epochs.items())
+    ]
     return pd.concat(frames, ignore_index=True)

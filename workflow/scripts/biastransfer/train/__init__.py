@@ -4,13 +4,32 @@ workflow's training job.
 
 from biastransfer.train.config import (  # noqa: F401
     OPTIMIZERS,
-    SCHEDULERS,
     PLATEAU_MONITORS,
     PRECISIONS,
     RESULT_NEUTRAL,
-    TrainConfig,
+    SCHEDULERS,
     EpochRecord,
+    TrainConfig,
     TrainResult,
+)
+from biastransfer.train.data import (  # noqa: F401
+    EpochSampler,
+    ImageLabelDataset,
+    epoch_seed,
+    make_loader,
+)
+from biastransfer.train.lars import (  # noqa: F401
+    LARS,
+    lars_param_groups,
+)
+from biastransfer.train.loop import (  # noqa: F401
+    Runtime,
+    evaluate,
+    make_optimizer,
+    make_scheduler,
+    remove_resume_state,
+    resume_key,
+    train_classifier,
 )
 from biastransfer.train.metrics import (  # noqa: F401
     METRICS,
@@ -19,36 +38,40 @@ from biastransfer.train.metrics import (  # noqa: F401
     micro_f1,
     validation_metric,
 )
-from biastransfer.train.lars import (  # noqa: F401
-    LARS,
-    lars_param_groups,
-)
-from biastransfer.train.data import (  # noqa: F401
-    ImageLabelDataset,
-    epoch_seed,
-    EpochSampler,
-    make_loader,
-)
-from biastransfer.train.loop import (  # noqa: F401
-    make_optimizer,
-    make_scheduler,
-    Runtime,
-    evaluate,
-    resume_key,
-    remove_resume_state,
-    train_classifier,
+from biastransfer.train.run import (  # noqa: F401
+    run_training,
 )
 from biastransfer.train.trajectory import (  # noqa: F401
     TrajectoryWriter,
 )
-from biastransfer.train.run import (  # noqa: F401
-    run_training,
-)
 
 __all__ = [
-    "OPTIMIZERS", "SCHEDULERS", "PLATEAU_MONITORS", "PRECISIONS", "RESULT_NEUTRAL", "TrainConfig",
-    "EpochRecord", "TrainResult", "METRICS", "average_precision", "mean_average_precision",
-    "micro_f1", "validation_metric", "LARS", "lars_param_groups", "ImageLabelDataset", "epoch_seed",
-    "EpochSampler", "make_loader", "make_optimizer", "make_scheduler", "Runtime", "evaluate",
-    "resume_key", "remove_resume_state", "train_classifier", "TrajectoryWriter", "run_training",
+    "OPTIMIZERS",
+    "SCHEDULERS",
+    "PLATEAU_MONITORS",
+    "PRECISIONS",
+    "RESULT_NEUTRAL",
+    "TrainConfig",
+    "EpochRecord",
+    "TrainResult",
+    "METRICS",
+    "average_precision",
+    "mean_average_precision",
+    "micro_f1",
+    "validation_metric",
+    "LARS",
+    "lars_param_groups",
+    "ImageLabelDataset",
+    "epoch_seed",
+    "EpochSampler",
+    "make_loader",
+    "make_optimizer",
+    "make_scheduler",
+    "Runtime",
+    "evaluate",
+    "resume_key",
+    "remove_resume_state",
+    "train_classifier",
+    "TrajectoryWriter",
+    "run_training",
 ]

@@ -59,8 +59,10 @@ class TrainConfig:
         if not self.lr > 0:
             raise ValueError(f"lr must be > 0, got {self.lr}")
         if not (self.momentum >= 0 and self.weight_decay >= 0 and self.lars_eta > 0):
-            raise ValueError("momentum and weight_decay must be >= 0 and lars_eta > 0, got "
-                             f"{self.momentum}, {self.weight_decay}, {self.lars_eta}")
+            raise ValueError(
+                "momentum and weight_decay must be >= 0 and lars_eta > 0, got "
+                f"{self.momentum}, {self.weight_decay}, {self.lars_eta}"
+            )
         if not 0 < self.plateau_factor < 1:
             raise ValueError(f"plateau_factor must be in (0, 1), got {self.plateau_factor}")
         if self.grad_clip is not None and not self.grad_clip > 0:

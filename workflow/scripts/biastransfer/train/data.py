@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -40,7 +40,7 @@ class ImageLabelDataset(Dataset):
     def target(self, i: int) -> torch.Tensor:
         """The multi-hot target vector of item ``i``."""
         y = torch.zeros(len(self.classes))
-        y[torch.from_numpy(self.label_index[self.label_start[i]:self.label_start[i + 1]]).long()] = 1.0
+        y[torch.from_numpy(self.label_index[self.label_start[i] : self.label_start[i + 1]]).long()] = 1.0
         return y
 
     def __len__(self) -> int:
@@ -95,12 +95,18 @@ class EpochSampler(Sampler):
         return iter([(i, (base * 1_000_003 + i) % 2**62) for i in order])
 
 
-def make_loader(dataset: Dataset, cfg: TrainConfig, device: torch.device, *, sampler: Sampler | None = None,
-                drop_last: bool = False) -> DataLoader:
+def make_loader(
+    dataset: Dataset, cfg: TrainConfig, device: torch.device, *, sampler: Sampler | None = None, drop_last: bool = False
+) -> DataLoader:
     """A DataLoader that decodes in ``cfg.num_workers`` persistent workers; pinned memory on CUDA."""
     workers = cfg.num_workers
     return DataLoader(
-        dataset, batch_size=cfg.batch_size, sampler=sampler, drop_last=drop_last, num_workers=workers,
-        pin_memory=device.type == "cuda", persistent_workers=workers > 0,
+        dataset,
+        batch_size=cfg.batch_size,
+        sampler=sampler,
+        drop_last=drop_last,
+        num_workers=workers,
+        pin_memory=device.type == "cuda",
+        persistent_workers=workers > 0,
         prefetch_factor=cfg.prefetch_factor if workers > 0 else None,
     )

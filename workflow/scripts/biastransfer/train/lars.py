@@ -18,7 +18,9 @@ class LARS(torch.optim.Optimizer):
 
     def __init__(self, params, lr: float, momentum: float = 0.9, weight_decay: float = 0.0, eta: float = 0.001):
         if not lr > 0 or momentum < 0 or weight_decay < 0 or not eta > 0:
-            raise ValueError(f"LARS needs lr > 0, momentum >= 0, weight_decay >= 0, eta > 0; got {lr}, {momentum}, {weight_decay}, {eta}")
+            raise ValueError(
+                f"LARS needs lr > 0, momentum >= 0, weight_decay >= 0, eta > 0; got {lr}, {momentum}, {weight_decay}, {eta}"
+            )
         super().__init__(params, dict(lr=lr, momentum=momentum, weight_decay=weight_decay, eta=eta, lars=True))
 
     @torch.no_grad()
@@ -50,5 +52,7 @@ class LARS(torch.optim.Optimizer):
 def lars_param_groups(model: nn.Module) -> list[dict]:
     """Weights of layers (>= 2-D) are LARS-adapted; biases and norm parameters (1-D) are not."""
     params = [p for p in model.parameters() if p.requires_grad]
-    return [{"params": [p for p in params if p.ndim > 1], "lars": True},
-            {"params": [p for p in params if p.ndim <= 1], "lars": False, "weight_decay": 0.0}]
+    return [
+        {"params": [p for p in params if p.ndim > 1], "lars": True},
+        {"params": [p for p in params if p.ndim <= 1], "lars": False, "weight_decay": 0.0},
+    ]

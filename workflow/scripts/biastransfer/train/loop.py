@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
 
 import torch
 from torch import nn
@@ -35,7 +35,9 @@ def make_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:
     if cfg.optimizer == "sgd":
         return torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
     if cfg.optimizer == "lars":
-        return LARS(lars_param_groups(model), lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay, eta=cfg.lars_eta)
+        return LARS(
+            lars_param_groups(model), lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay, eta=cfg.lars_eta
+        )
     return torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
 
 
@@ -45,8 +47,9 @@ def make_scheduler(optimizer: torch.optim.Optimizer, cfg: TrainConfig):
         return torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=cfg.epochs)
     if cfg.scheduler == "plateau":
         mode = "max" if cfg.plateau_monitor == "metric" else "min"
-        return torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, mode=mode, factor=cfg.plateau_factor,
-                                                          patience=cfg.plateau_patience)
+        return torch.optim.lr_scheduler.ReduceLROnPlateau(
+            optimizer, mode=mode, factor=cfg.plateau_factor, patience=cfg.plateau_patience
+        )
     return None
 
 
@@ -60,7 +63,7 @@ class Runtime:
     compile: bool
 
     @classmethod
-    def resolve(cls, cfg: TrainConfig, device: torch.device) -> "Runtime":
+    def resolve(cls, cfg: TrainConfig, device: torch.device) -> Runtime:
         cuda = device.type == "cuda"
         if cfg.precision == "bf16":
             dtype = torch.bfloat16
@@ -78,7 +81,9 @@ class Runtime:
         return x.contiguous(memory_format=torch.channels_last) if self.channels_last and x.ndim == 4 else x
 
 
-def evaluate(model: nn.Module, loader: DataLoader, cfg: TrainConfig, device: torch.device | Runtime) -> tuple[float, float]:
+def evaluate(
+    model: nn.Module, loader: DataLoader, cfg: TrainConfig, device: torch.device | Runtime
+) -> tuple[float, float]:
     """Validation loss (mean BCE per label) and metric (mAP, or micro-F1 at ``cfg.threshold``)."""
     rt = device if isinstance(device, Runtime) else Runtime(torch.device(device), None, False, False)
     model.eval()
@@ -114,9 +119,15 @@ def resume_key(cfg: TrainConfig, classes, identity: dict | None = None) -> dict:
     return json.loads(json.dumps({"hyper": _comparable(cfg), "classes": list(classes), **(identity or {})}))
 
 
-_KEY_WORDS = {"hyper": "hyper-parameters", "classes": "class list", "init_weights_sha256": "initial weights (sha256)",
-              "train_sha256": "training split (sha256)", "val_sha256": "validation split (sha256)",
-              "spec": "model spec or preprocessing", "trajectory": "trajectory epochs or analysis-set manifests"}
+_KEY_WORDS = {
+    "hyper": "hyper-parameters",
+    "classes": "class list",
+    "init_weights_sha256": "initial weights (sha256)",
+    "train_sha256": "training split (sha256)",
+    "val_sha256": "validation split (sha256)",
+    "spec": "model spec or preprocessing",
+    "trajectory": "trajectory epochs or analysis-set manifests",
+}
 
 
 def _stale(saved: dict | None, key: dict) -> list[str]:
@@ -230,8 +241,10 @@ def train_classifier(
                 first = batch + 1
                 if time.perf_counter() - logged >= PROGRESS_EVERY_S:
                     logged = time.perf_counter()
-                    log(f"epoch {epoch}/{cfg.epochs} batch {batch}/{len(loader)} loss {float(loss_sum) / seen:.4f}, "
-                        f"{seen / (logged - tic):.0f} img/s")
+                    log(
+                        f"epoch {epoch}/{cfg.epochs} batch {batch}/{len(loader)} loss {float(loss_sum) / seen:.4f}, "
+                        f"{seen / (logged - tic):.0f} img/s"
+                    )
         _check_finite(loss_sum, epoch, first, batch, lr)
         train_loss = float(loss_sum) / max(seen, 1)
         train_seconds = time.perf_counter() - tic
@@ -240,8 +253,9 @@ def train_classifier(
             scheduler.step({"train_loss": train_loss, "val_loss": val_loss, "metric": value}[cfg.plateau_monitor])
         elif scheduler is not None:
             scheduler.step()
-        record = EpochRecord(epoch, train_loss, val_loss, value, lr, time.perf_counter() - tic,
-                             seen / train_seconds, waited)
+        record = EpochRecord(
+            epoch, train_loss, val_loss, value, lr, time.perf_counter() - tic, seen / train_seconds, waited
+        )
         result.history.append(record)
         log(
             f"epoch {epoch}/{cfg.epochs}: train loss {record.train_loss:.4f}, val loss {val_loss:.4f}, "
@@ -271,8 +285,10 @@ def _load_resume(path: str | Path, key: dict, device: torch.device, log: Callabl
         return None
     stale = _stale(state.get("key") if isinstance(state, dict) else None, key)
     if stale:
-        log(f"{path} was written with another {', '.join(_KEY_WORDS.get(k, k) for k in stale)}; "
-            "discarding it and starting over")
+        log(
+            f"{path} was written with another {', '.join(_KEY_WORDS.get(k, k) for k in stale)}; "
+            "discarding it and starting over"
+        )
         Path(path).unlink(missing_ok=True)
         return None
     return state

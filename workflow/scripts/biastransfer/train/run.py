@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import pandas as pd
 import torch
 
 from biastransfer.atomic import write_csv, write_text
+from biastransfer.data.splits import read_split
 from biastransfer.hashing import file_digest
 from biastransfer.models.checkpoints import save_checkpoint
 from biastransfer.models.spec import ModelSpec
-from biastransfer.data.splits import read_split
 from biastransfer.train.config import TrainConfig
 from biastransfer.train.data import ImageLabelDataset
 from biastransfer.train.loop import remove_resume_state, train_classifier
@@ -61,18 +61,27 @@ def run_training(
     if train_split.classes != val_split.classes:
         raise ValueError(f"{train} and {val} have different class lists")
     cfg = TrainConfig(**hyper, seed=seed, num_workers=num_workers)
-    origin = {"init_weights_sha256": init_weights_sha256, "train_sha256": file_digest(train),
-              "val_sha256": file_digest(val)}
+    origin = {
+        "init_weights_sha256": init_weights_sha256,
+        "train_sha256": file_digest(train),
+        "val_sha256": file_digest(val),
+    }
     torch.manual_seed(seed)  # the new head (and a from-scratch model) start from seeded weights
     model = build(train_split.classes)
-    log(f"training {spec.name} on {train_split.dataset}: {len(train_split.frame)} train / "
-        f"{len(val_split.frame)} val images, {len(train_split.classes)} classes, {cfg}, device {device}")
+    log(
+        f"training {spec.name} on {train_split.dataset}: {len(train_split.frame)} train / "
+        f"{len(val_split.frame)} val images, {len(train_split.classes)} classes, {cfg}, device {device}"
+    )
     result = train_classifier(
         model,
         ImageLabelDataset(train_split, spec.preprocess.transform(train=True)),
         ImageLabelDataset(val_split, spec.preprocess.transform(train=False)),
-        cfg, resume_path=resume, identity={**origin, "spec": spec.as_dict(), **(trajectory.identity() if trajectory else {})},
-        log=log, device=device, after_epoch=trajectory,
+        cfg,
+        resume_path=resume,
+        identity={**origin, "spec": spec.as_dict(), **(trajectory.identity() if trajectory else {})},
+        log=log,
+        device=device,
+        after_epoch=trajectory,
     )
     model.load_state_dict(result.best_state)
     metrics = {
@@ -87,8 +96,13 @@ def run_training(
         "device": str(device),
         "history": result.curve(),
     }
-    save_checkpoint(model.cpu(), model_out, spec=spec, class_names=train_split.classes,
-                    extra={k: metrics[k] for k in ("dataset", "seed", "metric_name", "metric_value", "epoch_best", *origin)})
+    save_checkpoint(
+        model.cpu(),
+        model_out,
+        spec=spec,
+        class_names=train_split.classes,
+        extra={k: metrics[k] for k in ("dataset", "seed", "metric_name", "metric_value", "epoch_best", *origin)},
+    )
     write_text(metrics_out, json.dumps(metrics, indent=2) + "\n")
     if curve_out is not None:
         write_csv(curve_out, pd.DataFrame(result.curve()))

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
 
 import torch
 from torch import nn
@@ -27,6 +27,7 @@ from biastransfer.hashing import file_digest
 from biastransfer.models.features import embed_batches, embedding_provenance, extract_features, preprocessed_images
 from biastransfer.models.spec import ModelSpec
 
+
 class TrajectoryWriter:
     """``writer(epoch, model)``, the ``after_epoch`` of :func:`~biastransfer.train.loop.train_classifier`.
 
@@ -36,13 +37,26 @@ class TrajectoryWriter:
     images are kept in memory up to ``cache_bytes`` in all.
     """
 
-    def __init__(self, spec: ModelSpec, manifests: Mapping[str, str], out_dirs: Mapping[str, str],
-                 epochs: Sequence[int], staging: str | os.PathLike, *, batch_size: int, num_workers: int,
-                 device: torch.device, provenance: Mapping | None = None,
-                 log: Callable[[str], None] = print, cache_bytes: int = 2**30):
+    def __init__(
+        self,
+        spec: ModelSpec,
+        manifests: Mapping[str, str],
+        out_dirs: Mapping[str, str],
+        epochs: Sequence[int],
+        staging: str | os.PathLike,
+        *,
+        batch_size: int,
+        num_workers: int,
+        device: torch.device,
+        provenance: Mapping | None = None,
+        log: Callable[[str], None] = print,
+        cache_bytes: int = 2**30,
+    ):
         if set(manifests) != set(out_dirs):
-            raise ValueError(f"analysis sets of the manifests ({sorted(manifests)}) and of the output folders "
-                             f"({sorted(out_dirs)}) differ")
+            raise ValueError(
+                f"analysis sets of the manifests ({sorted(manifests)}) and of the output folders "
+                f"({sorted(out_dirs)}) differ"
+            )
         self.spec, self.out_dirs, self.epochs = spec, dict(out_dirs), sorted(set(epochs))
         self.staging = Path(staging)
         self.batch_size, self.num_workers, self.device = batch_size, num_workers, device
@@ -59,15 +73,21 @@ class TrajectoryWriter:
                 self._cached.add(name)
                 left -= size
             else:
-                log(f"{name}: {size / 2**20:.0f} MiB of preprocessed images exceed the trajectory cache's "
-                    f"{left / 2**20:.0f} MiB left; decoding them again at every epoch")
+                log(
+                    f"{name}: {size / 2**20:.0f} MiB of preprocessed images exceed the trajectory cache's "
+                    f"{left / 2**20:.0f} MiB left; decoding them again at every epoch"
+                )
         self._started = False
 
     def identity(self) -> dict:
         """What a resume state must also match: the epochs and the manifests' digests (a resumed run keeps
         the epochs it embedded before)."""
-        return {"trajectory": {"epochs": self.epochs,
-                               "manifests": {name: digest for name, (_, digest) in sorted(self.images.items())}}}
+        return {
+            "trajectory": {
+                "epochs": self.epochs,
+                "manifests": {name: digest for name, (_, digest) in sorted(self.images.items())},
+            }
+        }
 
     def _staged(self, name: str, epoch: int) -> Path:
         return self.staging / name / epoch_file(epoch)
@@ -90,25 +110,42 @@ class TrajectoryWriter:
         backbone = getattr(model, "backbone", model)
         for name, (frame, digest) in self.images.items():
             features = self._embed(name, frame["path"].tolist(), backbone)
-            meta = embedding_provenance(self.spec, None, **self.provenance, analysis_set=name, manifest_sha256=digest,
-                                        device=str(self.device), epoch=epoch, trajectory=True)
+            meta = embedding_provenance(
+                self.spec,
+                None,
+                **self.provenance,
+                analysis_set=name,
+                manifest_sha256=digest,
+                device=str(self.device),
+                epoch=epoch,
+                trajectory=True,
+            )
             write_embeddings(self._staged(name, epoch), frame["image_id"], frame["class"], features, meta)
         self.log(f"embedded {', '.join(self.images)} after epoch {epoch}")
 
     def _embed(self, name: str, paths: list[str], backbone: nn.Module):
         """Features of one analysis set, from its tensors in memory where it was given a place there."""
         if name not in self._cached:
-            return extract_features(backbone, paths, self.spec.preprocess, batch_size=self.batch_size,
-                                    num_workers=self.num_workers, device=self.device)
+            return extract_features(
+                backbone,
+                paths,
+                self.spec.preprocess,
+                batch_size=self.batch_size,
+                num_workers=self.num_workers,
+                device=self.device,
+            )
         if name not in self._cache:
-            images = preprocessed_images(paths, self.spec.preprocess, batch_size=self.batch_size,
-                                         num_workers=self.num_workers)
+            images = preprocessed_images(
+                paths, self.spec.preprocess, batch_size=self.batch_size, num_workers=self.num_workers
+            )
             self._cache[name] = images.pin_memory() if self.device.type == "cuda" else images
         return embed_batches(backbone, self._cache[name].split(self.batch_size), device=self.device)
 
     def publish(self) -> None:
         """Move every staged epoch into its output folder; FileNotFoundError naming any epoch not staged."""
-        missing = [str(self._staged(n, e)) for n in self.images for e in self.epochs if not self._staged(n, e).is_file()]
+        missing = [
+            str(self._staged(n, e)) for n in self.images for e in self.epochs if not self._staged(n, e).is_file()
+        ]
         if missing:
             raise FileNotFoundError(f"trajectory embeddings missing after training: {', '.join(missing)}")
         for name, out in self.out_dirs.items():
