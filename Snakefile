@@ -24,6 +24,7 @@ report: "workflow/report/workflow.rst"
 
 
 include: "rules/common.smk"
+include: "rules/artefacts.smk"
 include: "rules/data.smk"
 include: "rules/datasets.smk"
 include: "rules/user.smk"
@@ -31,12 +32,13 @@ include: "rules/models.smk"
 include: "rules/finetune.smk"
 include: "rules/reference.smk"
 include: "rules/embed.smk"
+include: "rules/report.smk"
 include: "rules/layers.smk"
 include: "rules/analysis.smk"
 include: "rules/trajectory.smk"
 include: "rules/attribution.smk"
-include: "rules/report.smk"
 include: "rules/zoo.smk"
+include: "rules/tables.smk"
 
 
 rule all:

@@ -1,5 +1,19 @@
 # Statistics on embeddings: intra/inter-class similarities, Bias Transfer Scores and iEATs,
-# then one summary table of each with multiple-comparison-adjusted p-values.
+# then one summary table of each with multiple-comparison-adjusted p-values; the findings in words, the
+# provenance of every embedding and the filled config, each also a page of both reports.
+for name, title in (
+    ("findings", "Findings"),
+    ("provenance", "Provenance"),
+    ("config", "Configuration"),
+):
+    report_artefact(
+        name,
+        f"{name}.rst",
+        kind="page",
+        section=title,
+        title=title,
+        files={"html": f"results/summary/{name}.html"},
+    )
 
 
 rule similarity:
@@ -206,12 +220,8 @@ rule findings:
         layers=layer_profile_tables(),
         trajectory=trajectory_summary(),
     output:
+        **artefact_outputs("findings"),
         findings="results/summary/findings.rst",
-        html=report(
-            "results/summary/findings.html",
-            caption="../workflow/report/findings.rst",
-            category="Findings",
-        ),
     log:
         "logs/findings.log",
     benchmark:
@@ -239,12 +249,8 @@ rule provenance:
             for s in cfg.stages(config) + cfg.scratch_stages(config)
         ],
     output:
+        **artefact_outputs("provenance"),
         table="results/summary/provenance.csv",
-        html=report(
-            "results/summary/provenance.html",
-            caption="../workflow/report/provenance.rst",
-            category="Provenance",
-        ),
     log:
         "logs/provenance.log",
     benchmark:
@@ -262,12 +268,8 @@ rule provenance:
 
 rule effective_config:
     output:
+        **artefact_outputs("config"),
         yaml_out="results/summary/config.yaml",
-        html=report(
-            "results/summary/config.html",
-            caption="../workflow/report/config.rst",
-            category="Configuration",
-        ),
     log:
         "logs/effective_config.log",
     benchmark:

@@ -187,21 +187,6 @@ def scratch_runs():
 
 
 # Layer profiles (rules/layers.smk)
-def layer_targets():
-    """Every output of this file (none unless analysis.layers.enabled)."""
-    if not config["analysis"]["layers"]["enabled"]:
-        return []
-    return (
-        ["results/summary/layer_profile.csv"]
-        + [
-            f"results/figures/{a}/{m}/layers.{ext}"
-            for a, m in all_pairs()
-            for ext in ("png", "pdf")
-        ]
-        + [f"results/tables/layers_{a}.tex" for a in config["analysis_sets"]]
-    )
-
-
 def layer_profile_tables():
     """The per-model layer profiles behind the summary (for the findings; none when disabled)."""
     return (
@@ -240,14 +225,21 @@ def analysis_targets():
         "results/summary/provenance.csv",
         "results/summary/config.yaml",
         *attribution_targets(),
+        *layer_profile_tables(),
+        *trajectory_summary(),
         *model_analyses_done(config["models"]),
     ]
 
 
 def all_targets():
+    """What rule all asks for: the summaries, every report artefact (rules/artefacts.smk) and the report."""
     if config["zoo"]:
         return ZOO_TARGETS
-    return analysis_targets() + REPORT_TARGETS + TRAJECTORY_TARGETS + layer_targets()
+    return (
+        analysis_targets()
+        + ARTEFACTS.targets("analysis")
+        + ["results/report/index.html"]
+    )
 
 
 def trajectory_on():
@@ -416,29 +408,16 @@ def finetune_runtime(wildcards, attempt):
     return (30 + 20 * epochs) * attempt
 
 
-# The static HTML report: its items (REPORT_ITEMS in rules/report.smk)
-
-
-def report_item(kind, group, title, caption, files, **wildcards):
-    """One figure or table of the static HTML report (results/report/): its section (group), title,
-    caption (workflow/report/*.rst, rendered with these wildcards) and files by role
-    (report.site.FILE_ROLES)."""
-    return dict(
-        kind=kind,
-        group=group,
-        title=title,
-        caption=os.path.join(workflow.basedir, "workflow", "report", caption),
-        files=files,
-        wildcards=wildcards,
-    )
-
-
-def table_files(stem):
-    return {
-        "csv": f"{stem}.csv",
-        "fragment": f"{stem}_tabular.tex",
-        "document": f"{stem}.tex",
-    }
+# Resource presets (as nf-core's process labels): the rules that need no more than these name one instead of
+# typing numbers; training, embedding and download rules size theirs from the config (functions above).
+RESOURCES = {
+    "summary": {"mem_mb": 500, "runtime": 5},  # small tables in, a table or page out
+    "plot": {"mem_mb": 1000, "runtime": 10},  # a figure, or a table of every job's rows
+    "stats": {
+        "mem_mb": 2000,
+        "runtime": 30,
+    },  # a statistics job over one model's embeddings
+}
 
 
 # The many small per-model analysis jobs (similarity, ieat, bts, change, trajectory, layer_profile of one

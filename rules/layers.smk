@@ -1,8 +1,31 @@
 # Layer profiles (docs/layers.md): embeddings of several layers of each model, pretrained and finetuned,
 # from one forward pass per batch; iEAT and BTS at every layer (one job per analysis set and model);
 # a summary, a profile figure per model and a LaTeX table per analysis set. Config: analysis.layers
-# (enabled, pooling) and per model models.<name>.layers / layer_pooling. Targets and input functions:
-# rules/common.smk (layer_targets, layer_profile_tables, stage_layer_embeddings).
+# (enabled, pooling) and per model models.<name>.layers / layer_pooling. Input functions: rules/common.smk
+# (layer_profile_tables, stage_layer_embeddings).
+LAYERS_ON = config["analysis"]["layers"]["enabled"]
+report_artefact(
+    "layer_profile",
+    "layers.rst",
+    kind="figure",
+    section="Analysis set {analysis_set}",
+    subsection="{model}",
+    title="Layer profile",
+    files={
+        ext: f"results/figures/{{analysis_set}}/{{model}}/layers.{ext}"
+        for ext in ("png", "pdf")
+    },
+    instances=ANALYSED if LAYERS_ON else [],
+)
+table_artefact(
+    "layers",
+    "results/summary/layer_profile.csv",
+    "results/tables/layers_{analysis_set}",
+    caption="table_layers.rst",
+    section="Layer profiles",
+    title="iEAT and BTS by layer on {analysis_set}",
+    instances=combinations(analysis_set=config["analysis_sets"]) if LAYERS_ON else [],
+)
 
 
 rule embed_layers:
@@ -95,14 +118,7 @@ rule plot_layers:
     input:
         profile="results/layers/{analysis_set}/{model}/profile.csv",
     output:
-        png=report(
-            "results/figures/{analysis_set}/{model}/layers.png",
-            caption="../workflow/report/layers.rst",
-            category="Analysis set {analysis_set}",
-            subcategory="{model}",
-            labels={"model": "{model}", "figure": "layer profile"},
-        ),
-        pdf="results/figures/{analysis_set}/{model}/layers.pdf",
+        **artefact_outputs("layer_profile"),
     log:
         "logs/report/plot_layers/{analysis_set}/{model}.log",
     benchmark:
@@ -112,36 +128,6 @@ rule plot_layers:
         "../envs/plot.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=10,
+        **RESOURCES["plot"],
     script:
         "../workflow/scripts/plot_layers.py"
-
-
-rule table_layers:
-    input:
-        summary="results/summary/layer_profile.csv",
-    output:
-        table=report(
-            "results/tables/layers_{analysis_set}.tex",
-            caption="../workflow/report/table_layers.rst",
-            category="Tables",
-            subcategory="Layer profiles",
-            labels={
-                "analysis set": "{analysis_set}",
-                "table": "iEAT and BTS by layer",
-            },
-        ),
-    log:
-        "logs/report/table_layers/{analysis_set}.log",
-    benchmark:
-        "results/benchmarks/report/table_layers/{analysis_set}.tsv"
-    localrule: True
-    conda:
-        "../envs/plot.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    script:
-        "../workflow/scripts/table_layers.py"

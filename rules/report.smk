@@ -1,221 +1,143 @@
-# Figures, LaTeX tables and the comparison with the paper's published numbers, each marked for
-# `snakemake --report` (grouped by analysis set and model, with a caption that says how to read it).
+# Figures, LaTeX tables and the comparison with the paper's published numbers: each declared once as a
+# report artefact (rules/artefacts.smk), from which rule all's targets, the static report's items and the
+# outputs marked for `snakemake --report` (grouped by analysis set and model, with a caption that says how
+# to read it) all come. The tables' rules are in rules/tables.smk.
 # Config section `report:` (defaults in the schema): control_class, p_adjust (holm | bh), alpha,
 # tolerances ({measure: largest |ours - paper| called agreement}), ieat_targets ([X, Y] of the paper's iEAT).
 
 REPORT = config["report"]
 P_ADJUST = REPORT["p_adjust"]
 
-FIGURE_TARGETS = (
-    [
-        f"results/figures/{a}/{m}/{kind}.{ext}"
-        for a in config["analysis_sets"]
-        for m in config["models"]
-        for kind in ("intra", "inter", "rank", "person")
-        for ext in ("png", "pdf")
-    ]
-    + [
-        f"results/figures/{a}/contact_sheet.{ext}"
-        for a in config["analysis_sets"]
+ANALYSED = combinations(analysis_set=config["analysis_sets"], model=config["models"])
+FINETUNED = combinations(dataset=config["finetune"]["datasets"], model=config["models"])
+
+for name, title in (
+    ("intra", "Intra-class similarity"),
+    ("inter", "Inter-class similarity"),
+    ("person", "Object with each person group vs the object alone (Fig. 3)"),
+    ("rank", "Ranks before vs after finetuning"),
+):
+    report_artefact(
+        name,
+        f"{name}.rst",
+        kind="figure",
+        section="Analysis set {analysis_set}",
+        subsection="{model}",
+        title=title,
+        files={
+            "png": f"results/figures/{{analysis_set}}/{{model}}/{name}.png",
+            "pdf": f"results/figures/{{analysis_set}}/{{model}}/{name}.pdf",
+        },
+        instances=ANALYSED,
+    )
+report_artefact(
+    "contact_sheet",
+    "contact_sheet.rst",
+    kind="figure",
+    section="Analysis set {analysis_set}",
+    title="Example images per class",
+    files={
+        ext: f"results/figures/{{analysis_set}}/contact_sheet.{ext}"
         for ext in ("png", "pdf", "csv")
-    ]
-    + [
-        f"results/figures/curves/{d}/{m}.{ext}"
-        for d in config["finetune"]["datasets"]
-        for m in config["models"]
+    },
+    instances=combinations(analysis_set=config["analysis_sets"]),
+)
+report_artefact(
+    "curves",
+    "curves.rst",
+    kind="figure",
+    section="Finetuning",
+    title="Training curves of {model} finetuned on {dataset}",
+    files={
+        ext: f"results/figures/curves/{{dataset}}/{{model}}.{ext}"
         for ext in ("png", "pdf")
-    ]
-    + [
-        f"results/figures/scratch_curves/{d}/{m}.{ext}"
-        for d in config["finetune"]["datasets"]
-        if cfg.reference_seeds(config, d)
-        for m in config["models"]
+    },
+    instances=FINETUNED,
+)
+report_artefact(
+    "scratch_curves",
+    "scratch_curves.rst",
+    kind="figure",
+    section="Finetuning",
+    title="Training curves of {model} trained from scratch on {dataset} (the BTS reference)",
+    files={
+        ext: f"results/figures/scratch_curves/{{dataset}}/{{model}}.{ext}"
         for ext in ("png", "pdf")
-    ]
-    + [
-        "results/figures/ieat_heatmap.png",
-        "results/figures/ieat_heatmap.pdf",
-        "results/figures/ieat_change.png",
-        "results/figures/ieat_change.pdf",
-    ]
+    },
+    instances=[i for i in FINETUNED if cfg.reference_seeds(config, i["dataset"])],
 )
-TABLE_TARGETS = (
-    [f"results/tables/analysis_set_{a}.tex" for a in config["analysis_sets"]]
-    + [f"results/tables/ieat_{a}.tex" for a in config["analysis_sets"]]
-    + [
-        f"results/tables/bts_{a}_ft-{d}.tex"
-        for a in config["analysis_sets"]
-        for d in config["finetune"]["datasets"]
-    ]
-    + [f"results/tables/finetune_{d}.tex" for d in config["finetune"]["datasets"]]
+for name, title in (
+    ("ieat_heatmap", "Effect sizes, all models"),
+    ("ieat_change", "Change from pretrained, all models"),
+):
+    report_artefact(
+        name,
+        f"{name}.rst",
+        kind="figure",
+        section="iEAT",
+        title=title,
+        files={ext: f"results/figures/{name}.{ext}" for ext in ("png", "pdf")},
+    )
+table_artefact(
+    "ieat",
+    "results/summary/ieat.csv",
+    "results/tables/ieat_{analysis_set}",
+    caption="table_ieat.rst",
+    params={"adjust": P_ADJUST},
+    section="iEAT",
+    title="iEAT on {analysis_set}",
+    instances=combinations(analysis_set=config["analysis_sets"]),
 )
-
-
-# What the static report (results/report/index.html) shows, in order; add a new figure or table here too.
-REPORT_ITEMS = (
-    [
-        report_item(
-            "figure",
-            f"Analysis set {a}, {m}",
-            words,
-            f"{kind}.rst",
-            {
-                "png": f"results/figures/{a}/{m}/{kind}.png",
-                "pdf": f"results/figures/{a}/{m}/{kind}.pdf",
-            },
-            analysis_set=a,
-            model=m,
-        )
-        for a in config["analysis_sets"]
-        for m in config["models"]
-        for kind, words in (
-            ("intra", "Intra-class similarity"),
-            ("inter", "Inter-class similarity"),
-            ("person", "Object with each person group vs the object alone (Fig. 3)"),
-            ("rank", "Ranks before vs after finetuning"),
-        )
-    ]
-    + [
-        report_item(
-            "figure",
-            f"Analysis set {a}: what the classes look like",
-            "Example images per class",
-            "contact_sheet.rst",
-            {
-                "png": f"results/figures/{a}/contact_sheet.png",
-                "pdf": f"results/figures/{a}/contact_sheet.pdf",
-                "csv": f"results/figures/{a}/contact_sheet.csv",
-            },
-            analysis_set=a,
-        )
-        for a in config["analysis_sets"]
-    ]
-    + [
-        report_item(
-            "figure",
-            "Finetuning",
-            f"Training curves of {m} finetuned on {d}",
-            "curves.rst",
-            {
-                "png": f"results/figures/curves/{d}/{m}.png",
-                "pdf": f"results/figures/curves/{d}/{m}.pdf",
-            },
-            dataset=d,
-            model=m,
-        )
-        for d in config["finetune"]["datasets"]
-        for m in config["models"]
-    ]
-    + [
-        report_item(
-            "figure",
-            "Finetuning",
-            f"Training curves of {m} trained from scratch on {d} (the BTS reference)",
-            "scratch_curves.rst",
-            {
-                "png": f"results/figures/scratch_curves/{d}/{m}.png",
-                "pdf": f"results/figures/scratch_curves/{d}/{m}.pdf",
-            },
-            dataset=d,
-            model=m,
-        )
-        for d in config["finetune"]["datasets"]
-        if cfg.reference_seeds(config, d)
-        for m in config["models"]
-    ]
-    + [
-        report_item(
-            "figure",
-            "iEAT",
-            words,
-            f"{name}.rst",
-            {
-                "png": f"results/figures/{name}.png",
-                "pdf": f"results/figures/{name}.pdf",
-            },
-        )
-        for name, words in (
-            ("ieat_heatmap", "Effect sizes, all models"),
-            ("ieat_change", "Change from pretrained, all models"),
-        )
-    ]
-    + [
-        report_item(
-            "table",
-            "iEAT",
-            f"iEAT on {a}",
-            "table_ieat.rst",
-            table_files(f"results/tables/ieat_{a}"),
-            analysis_set=a,
-        )
-        for a in config["analysis_sets"]
-    ]
-    + [
-        report_item(
-            "table",
-            "Bias transfer scores",
-            f"BTS on {a}, finetuned on {d}",
-            "table_bts.rst",
-            table_files(f"results/tables/bts_{a}_ft-{d}"),
-            analysis_set=a,
-            dataset=d,
-        )
-        for a in config["analysis_sets"]
-        for d in config["finetune"]["datasets"]
-    ]
-    + [
-        report_item(
-            "table",
-            "Finetuning",
-            f"Finetuning on {d}",
-            "table_finetune.rst",
-            table_files(f"results/tables/finetune_{d}"),
-            dataset=d,
-        )
-        for d in config["finetune"]["datasets"]
-    ]
-    + [
-        report_item(
-            "table",
-            "Analysis sets",
-            f"Analysis set {a}",
-            "table_analysis_set.rst",
-            table_files(f"results/tables/analysis_set_{a}"),
-            analysis_set=a,
-        )
-        for a in config["analysis_sets"]
-    ]
-    + [
-        report_item(
-            "table",
-            "Comparison with the paper",
-            "Ours vs published",
-            "comparison.rst",
-            {
-                "csv": "results/comparison/paper_comparison.csv",
-                "document": "results/comparison/paper_comparison.tex",
-            },
-        )
-    ]
+table_artefact(
+    "bts",
+    "results/summary/bts.csv",
+    "results/tables/bts_{analysis_set}_ft-{dataset}",
+    caption="table_bts.rst",
+    params={"adjust": P_ADJUST},
+    section="Bias transfer scores",
+    title="BTS on {analysis_set}, finetuned on {dataset}",
+    instances=combinations(
+        analysis_set=config["analysis_sets"], dataset=config["finetune"]["datasets"]
+    ),
 )
-
-# Every output of this file; rule all asks for them (all_targets in rules/common.smk).
-REPORT_TARGETS = (
-    FIGURE_TARGETS
-    + TABLE_TARGETS
-    + [
-        "results/comparison/paper_comparison.csv",
-        "results/comparison/paper_comparison.tex",
-        "results/report/index.html",
-    ]
+table_artefact(
+    "finetune",
+    "results/summary/finetune_metrics.csv",
+    "results/tables/finetune_{dataset}",
+    caption="table_finetune.rst",
+    section="Finetuning",
+    title="Finetuning on {dataset}",
+    instances=combinations(dataset=config["finetune"]["datasets"]),
+)
+table_artefact(
+    "analysis_set",
+    "results/summary/analysis_sets.csv",
+    "results/tables/analysis_set_{analysis_set}",
+    caption="table_analysis_set.rst",
+    section="Analysis sets",
+    title="Analysis set {analysis_set}",
+    instances=combinations(analysis_set=config["analysis_sets"]),
+)
+report_artefact(
+    "comparison",
+    "comparison.rst",
+    kind="table",
+    section="Comparison with the paper",
+    title="Ours vs published",
+    files={
+        "csv": "results/comparison/paper_comparison.csv",
+        "document": "results/comparison/paper_comparison.tex",
+    },
 )
 
 
 rule html_report:
     input:
         # every item's files and captions (read through params.shown)
-        [f for item in REPORT_ITEMS for f in item["files"].values()],
-        sorted({item["caption"] for item in REPORT_ITEMS}),
+        lambda wildcards: [
+            f for item in ARTEFACTS.items() for f in item["files"].values()
+        ],
+        lambda wildcards: sorted({item["caption"] for item in ARTEFACTS.items()}),
         ieat="results/summary/ieat.csv",
         bts="results/summary/bts.csv",
         findings="results/summary/findings.rst",
@@ -237,11 +159,10 @@ rule html_report:
         "../envs/plot.yaml"
     threads: 1
     resources:
-        mem_mb=500,
-        runtime=5,
+        **RESOURCES["summary"],
     params:
         config=cfg.canonical(config),
-        shown=REPORT_ITEMS,
+        shown=lambda wildcards: ARTEFACTS.items(),
         alpha=config["analysis"]["ieat"]["alpha"],
         adjust=P_ADJUST,
     script:
@@ -254,38 +175,7 @@ rule plot_similarity:
         bts="results/summary/bts.csv",
         change="results/summary/similarity_change.csv",
     output:
-        intra_png=report(
-            "results/figures/{analysis_set}/{model}/intra.png",
-            caption="../workflow/report/intra.rst",
-            category="Analysis set {analysis_set}",
-            subcategory="{model}",
-            labels={"model": "{model}", "figure": "intra-class similarity"},
-        ),
-        intra_pdf="results/figures/{analysis_set}/{model}/intra.pdf",
-        inter_png=report(
-            "results/figures/{analysis_set}/{model}/inter.png",
-            caption="../workflow/report/inter.rst",
-            category="Analysis set {analysis_set}",
-            subcategory="{model}",
-            labels={"model": "{model}", "figure": "inter-class similarity"},
-        ),
-        inter_pdf="results/figures/{analysis_set}/{model}/inter.pdf",
-        rank_png=report(
-            "results/figures/{analysis_set}/{model}/rank.png",
-            caption="../workflow/report/rank.rst",
-            category="Analysis set {analysis_set}",
-            subcategory="{model}",
-            labels={"model": "{model}", "figure": "ranks before vs after"},
-        ),
-        rank_pdf="results/figures/{analysis_set}/{model}/rank.pdf",
-        person_png=report(
-            "results/figures/{analysis_set}/{model}/person.png",
-            caption="../workflow/report/person.rst",
-            category="Analysis set {analysis_set}",
-            subcategory="{model}",
-            labels={"model": "{model}", "figure": "object+person vs object"},
-        ),
-        person_pdf="results/figures/{analysis_set}/{model}/person.pdf",
+        **artefact_outputs("intra", "inter", "rank", "person", prefixed=True),
     log:
         "logs/report/plot_similarity/{analysis_set}/{model}.log",
     benchmark:
@@ -295,8 +185,7 @@ rule plot_similarity:
         "../envs/plot.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=10,
+        **RESOURCES["plot"],
     params:
         control_class=REPORT["control_class"],
         adjust=P_ADJUST,
@@ -312,14 +201,7 @@ rule plot_contact_sheet:
     input:
         manifest="results/analysis_sets/{analysis_set}/manifest.parquet",
     output:
-        png=report(
-            "results/figures/{analysis_set}/contact_sheet.png",
-            caption="../workflow/report/contact_sheet.rst",
-            category="Analysis set {analysis_set}",
-            labels={"figure": "example images per class"},
-        ),
-        pdf="results/figures/{analysis_set}/contact_sheet.pdf",
-        csv="results/figures/{analysis_set}/contact_sheet.csv",
+        **artefact_outputs("contact_sheet"),
     log:
         "logs/report/plot_contact_sheet/{analysis_set}.log",
     benchmark:
@@ -329,8 +211,7 @@ rule plot_contact_sheet:
         "../envs/plot.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=10,
+        **RESOURCES["plot"],
     params:
         per_class=4,
     script:
@@ -348,13 +229,7 @@ rule plot_curves:
             for s in cfg.finetune_seeds(config, w.dataset)
         ],
     output:
-        png=report(
-            "results/figures/curves/{dataset}/{model}.png",
-            caption="../workflow/report/curves.rst",
-            category="Finetuning",
-            labels={"finetuned on": "{dataset}", "model": "{model}"},
-        ),
-        pdf="results/figures/curves/{dataset}/{model}.pdf",
+        **artefact_outputs("curves"),
     log:
         "logs/report/plot_curves/{dataset}/{model}.log",
     benchmark:
@@ -364,8 +239,7 @@ rule plot_curves:
         "../envs/plot.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=10,
+        **RESOURCES["plot"],
     script:
         "../workflow/scripts/plot_curves.py"
 
@@ -377,13 +251,7 @@ rule plot_scratch_curves:
             for s in cfg.reference_seeds(config, w.dataset)
         ],
     output:
-        png=report(
-            "results/figures/scratch_curves/{dataset}/{model}.png",
-            caption="../workflow/report/scratch_curves.rst",
-            category="Finetuning",
-            labels={"trained from scratch on": "{dataset}", "model": "{model}"},
-        ),
-        pdf="results/figures/scratch_curves/{dataset}/{model}.pdf",
+        **artefact_outputs("scratch_curves"),
     log:
         "logs/report/plot_scratch_curves/{dataset}/{model}.log",
     benchmark:
@@ -393,8 +261,7 @@ rule plot_scratch_curves:
         "../envs/plot.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=10,
+        **RESOURCES["plot"],
     params:
         scratch=True,
     script:
@@ -405,13 +272,7 @@ rule plot_ieat:
     input:
         ieat="results/summary/ieat.csv",
     output:
-        png=report(
-            "results/figures/ieat_heatmap.png",
-            caption="../workflow/report/ieat_heatmap.rst",
-            category="iEAT",
-            labels={"figure": "effect sizes, all models"},
-        ),
-        pdf="results/figures/ieat_heatmap.pdf",
+        **artefact_outputs("ieat_heatmap"),
     log:
         "logs/report/plot_ieat.log",
     benchmark:
@@ -421,8 +282,7 @@ rule plot_ieat:
         "../envs/plot.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=10,
+        **RESOURCES["plot"],
     params:
         adjust=P_ADJUST,
     script:
@@ -433,13 +293,7 @@ rule plot_change:
     input:
         change="results/summary/ieat_change.csv",
     output:
-        png=report(
-            "results/figures/ieat_change.png",
-            caption="../workflow/report/ieat_change.rst",
-            category="iEAT",
-            labels={"figure": "change from pretrained, all models"},
-        ),
-        pdf="results/figures/ieat_change.pdf",
+        **artefact_outputs("ieat_change"),
     log:
         "logs/report/plot_change.log",
     benchmark:
@@ -449,132 +303,9 @@ rule plot_change:
         "../envs/plot.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=10,
+        **RESOURCES["plot"],
     script:
         "../workflow/scripts/plot_change.py"
-
-
-rule table_analysis_set:
-    input:
-        summary="results/summary/analysis_sets.csv",
-    output:
-        table=report(
-            "results/tables/analysis_set_{analysis_set}.tex",
-            caption="../workflow/report/table_analysis_set.rst",
-            category="Tables",
-            subcategory="Analysis sets",
-            labels={"analysis set": "{analysis_set}", "table": "classes and sizes"},
-        ),
-        fragment="results/tables/analysis_set_{analysis_set}_tabular.tex",
-        csv="results/tables/analysis_set_{analysis_set}.csv",
-    log:
-        "logs/report/table_analysis_set/{analysis_set}.log",
-    benchmark:
-        "results/benchmarks/report/table_analysis_set/{analysis_set}.tsv"
-    localrule: True
-    conda:
-        "../envs/plot.yaml"
-    threads: 1
-    resources:
-        mem_mb=500,
-        runtime=5,
-    params:
-        kind="analysis_set",
-    script:
-        "../workflow/scripts/make_tables.py"
-
-
-rule table_ieat:
-    input:
-        summary="results/summary/ieat.csv",
-    output:
-        table=report(
-            "results/tables/ieat_{analysis_set}.tex",
-            caption="../workflow/report/table_ieat.rst",
-            category="Tables",
-            subcategory="iEAT",
-            labels={"analysis set": "{analysis_set}", "table": "iEAT"},
-        ),
-        fragment="results/tables/ieat_{analysis_set}_tabular.tex",
-        csv="results/tables/ieat_{analysis_set}.csv",
-    log:
-        "logs/report/table_ieat/{analysis_set}.log",
-    benchmark:
-        "results/benchmarks/report/table_ieat/{analysis_set}.tsv"
-    localrule: True
-    conda:
-        "../envs/plot.yaml"
-    threads: 1
-    resources:
-        mem_mb=500,
-        runtime=5,
-    params:
-        kind="ieat",
-        adjust=P_ADJUST,
-    script:
-        "../workflow/scripts/make_tables.py"
-
-
-rule table_bts:
-    input:
-        summary="results/summary/bts.csv",
-    output:
-        table=report(
-            "results/tables/bts_{analysis_set}_ft-{dataset}.tex",
-            caption="../workflow/report/table_bts.rst",
-            category="Tables",
-            subcategory="Bias transfer scores",
-            labels={"analysis set": "{analysis_set}", "finetuned on": "{dataset}"},
-        ),
-        fragment="results/tables/bts_{analysis_set}_ft-{dataset}_tabular.tex",
-        csv="results/tables/bts_{analysis_set}_ft-{dataset}.csv",
-    log:
-        "logs/report/table_bts/{analysis_set}_ft-{dataset}.log",
-    benchmark:
-        "results/benchmarks/report/table_bts/{analysis_set}_ft-{dataset}.tsv"
-    localrule: True
-    conda:
-        "../envs/plot.yaml"
-    threads: 1
-    resources:
-        mem_mb=500,
-        runtime=5,
-    params:
-        kind="bts",
-        adjust=P_ADJUST,
-    script:
-        "../workflow/scripts/make_tables.py"
-
-
-rule table_finetune:
-    input:
-        summary="results/summary/finetune_metrics.csv",
-    output:
-        table=report(
-            "results/tables/finetune_{dataset}.tex",
-            caption="../workflow/report/table_finetune.rst",
-            category="Tables",
-            subcategory="Finetuning",
-            labels={"finetuned on": "{dataset}", "table": "settings and metric"},
-        ),
-        fragment="results/tables/finetune_{dataset}_tabular.tex",
-        csv="results/tables/finetune_{dataset}.csv",
-    log:
-        "logs/report/table_finetune/{dataset}.log",
-    benchmark:
-        "results/benchmarks/report/table_finetune/{dataset}.tsv"
-    localrule: True
-    conda:
-        "../envs/plot.yaml"
-    threads: 1
-    resources:
-        mem_mb=500,
-        runtime=5,
-    params:
-        kind="finetune",
-    script:
-        "../workflow/scripts/make_tables.py"
 
 
 rule compare_paper:
@@ -585,18 +316,7 @@ rule compare_paper:
         finetune_metrics="results/summary/finetune_metrics.csv",
         analysis_sets="results/summary/analysis_sets.csv",
     output:
-        csv=report(
-            "results/comparison/paper_comparison.csv",
-            caption="../workflow/report/comparison.rst",
-            category="Comparison with the paper",
-            labels={"table": "ours vs published (CSV)"},
-        ),
-        tex=report(
-            "results/comparison/paper_comparison.tex",
-            caption="../workflow/report/comparison.rst",
-            category="Comparison with the paper",
-            labels={"table": "ours vs published (LaTeX)"},
-        ),
+        **artefact_outputs("comparison"),
     log:
         "logs/report/compare_paper.log",
     benchmark:
@@ -606,8 +326,7 @@ rule compare_paper:
         "../envs/plot.yaml"
     threads: 1
     resources:
-        mem_mb=500,
-        runtime=5,
+        **RESOURCES["summary"],
     params:
         alpha=REPORT["alpha"],
         tolerances=REPORT["tolerances"],

@@ -1,24 +1,37 @@
 # Trajectories over finetuning epochs (finetune.trajectory): the finetune job embeds every analysis set
 # after the chosen epochs (rules/finetune.smk); one job per (analysis set, model, finetune dataset) tests
-# every epoch of every seed, one job draws its figure and table, and one table gathers them all.
+# every epoch of every seed, one job draws its figure, one writes its table (rules/tables.smk), and one table
+# gathers them all.
 
 TRAJECTORY = config["analysis"]["trajectory"]
 TRAJECTORY_JOBS = [
-    (a, m, d)
+    {"analysis_set": a, "model": m, "dataset": d}
     for a, m in all_pairs()
     for d in config["finetune"]["datasets"]
     if trajectory_on()
 ]
-# Every output of this file that rule all asks for (all_targets in rules/common.smk).
-TRAJECTORY_TARGETS = trajectory_summary() + [
-    path
-    for a, m, d in TRAJECTORY_JOBS
-    for path in (
-        f"results/figures/{a}/{m}/trajectory_ft-{d}.png",
-        f"results/figures/{a}/{m}/trajectory_ft-{d}.pdf",
-        f"results/tables/trajectory_{a}_{m}_ft-{d}.tex",
-    )
-]
+report_artefact(
+    "trajectory_figure",
+    "trajectory.rst",
+    kind="figure",
+    section="Analysis set {analysis_set}",
+    subsection="{model}",
+    title="Trajectory over finetuning on {dataset}",
+    files={
+        ext: f"results/figures/{{analysis_set}}/{{model}}/trajectory_ft-{{dataset}}.{ext}"
+        for ext in ("png", "pdf")
+    },
+    instances=TRAJECTORY_JOBS,
+)
+table_artefact(
+    "trajectory",
+    "results/trajectory/{analysis_set}/{model}/ft-{dataset}.csv",
+    "results/tables/trajectory_{analysis_set}_{model}_ft-{dataset}",
+    caption="table_trajectory.rst",
+    section="Trajectories",
+    title="{model} over finetuning on {dataset}, analysis set {analysis_set}",
+    instances=TRAJECTORY_JOBS,
+)
 
 
 rule trajectory:
@@ -76,7 +89,10 @@ rule trajectory:
 
 rule summarise_trajectory:
     input:
-        tables=[f"results/trajectory/{a}/{m}/ft-{d}.csv" for a, m, d in TRAJECTORY_JOBS],
+        tables=[
+            "results/trajectory/{analysis_set}/{model}/ft-{dataset}.csv".format(**job)
+            for job in TRAJECTORY_JOBS
+        ],
     output:
         table="results/summary/trajectory.csv",
     log:
@@ -96,32 +112,11 @@ rule summarise_trajectory:
         "../workflow/scripts/summarise.py"
 
 
-rule report_trajectory:
+rule plot_trajectory:
     input:
         trajectory="results/trajectory/{analysis_set}/{model}/ft-{dataset}.csv",
     output:
-        png=report(
-            "results/figures/{analysis_set}/{model}/trajectory_ft-{dataset}.png",
-            caption="../workflow/report/trajectory.rst",
-            category="Analysis set {analysis_set}",
-            subcategory="{model}",
-            labels={
-                "model": "{model}",
-                "figure": "trajectory over finetuning on {dataset}",
-            },
-        ),
-        pdf="results/figures/{analysis_set}/{model}/trajectory_ft-{dataset}.pdf",
-        tex=report(
-            "results/tables/trajectory_{analysis_set}_{model}_ft-{dataset}.tex",
-            caption="../workflow/report/table_trajectory.rst",
-            category="Tables",
-            subcategory="Trajectories",
-            labels={
-                "analysis set": "{analysis_set}",
-                "model": "{model}",
-                "finetuned on": "{dataset}",
-            },
-        ),
+        **artefact_outputs("trajectory_figure"),
     log:
         "logs/report/trajectory/{analysis_set}/{model}/ft-{dataset}.log",
     benchmark:
@@ -131,7 +126,6 @@ rule report_trajectory:
         "../envs/plot.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=10,
+        **RESOURCES["plot"],
     script:
         "../workflow/scripts/plot_trajectory.py"

@@ -7,18 +7,41 @@ ZOO = config["zoo"]
 
 
 ZOO_STATUSES = expand("results/zoo/status/{model}.json", model=config["models"])
+report_artefact(
+    "zoo_ranking",
+    "zoo_ranking.rst",
+    kind="table",
+    section="Model zoo",
+    title="Every iEAT of every model, ranked",
+    files={"csv": "results/zoo/ranking.csv", "document": "results/zoo/ranking.tex"},
+    run="zoo",
+)
+report_artefact(
+    "zoo_forest",
+    "zoo_forest.rst",
+    kind="figure",
+    section="Model zoo",
+    title="Forest plot of d by model family",
+    files={ext: f"results/figures/zoo_forest.{ext}" for ext in ("png", "pdf")},
+    run="zoo",
+)
+report_artefact(
+    "zoo_findings",
+    "zoo_findings.rst",
+    kind="page",
+    section="Model zoo",
+    title="Findings",
+    files={"html": "results/zoo/findings.html"},
+    run="zoo",
+)
 ZOO_TARGETS = [
     "results/summary/similarity.csv",
     "results/summary/ieat.csv",
     "results/summary/analysis_sets.csv",
     "results/summary/config.yaml",
-    "results/zoo/ranking.csv",
-    "results/zoo/ranking.tex",
     "results/zoo/status.csv",
-    "results/zoo/findings.html",
-    "results/figures/zoo_forest.png",
-    "results/figures/zoo_forest.pdf",
-    "results/figures/ieat_heatmap.png",
+    *ARTEFACTS.targets("zoo"),
+    *ARTEFACTS.files("ieat_heatmap"),
 ]
 
 
@@ -53,18 +76,7 @@ rule zoo_table:
         ieat="results/summary/ieat.csv",
         statuses=ZOO_STATUSES,
     output:
-        ranking=report(
-            "results/zoo/ranking.csv",
-            caption="../workflow/report/zoo_ranking.rst",
-            category="Model zoo",
-            labels={"table": "ranked iEATs (CSV)"},
-        ),
-        latex=report(
-            "results/zoo/ranking.tex",
-            caption="../workflow/report/zoo_ranking.rst",
-            category="Model zoo",
-            labels={"table": "ranked iEATs (LaTeX)"},
-        ),
+        **artefact_outputs("zoo_ranking"),
         status_csv="results/zoo/status.csv",
     log:
         "logs/zoo/table.log",
@@ -92,13 +104,7 @@ rule zoo_forest:
         ranking="results/zoo/ranking.csv",
         status_csv="results/zoo/status.csv",
     output:
-        png=report(
-            "results/figures/zoo_forest.png",
-            caption="../workflow/report/zoo_forest.rst",
-            category="Model zoo",
-            labels={"figure": "forest plot of d by family"},
-        ),
-        pdf="results/figures/zoo_forest.pdf",
+        **artefact_outputs("zoo_forest"),
     log:
         "logs/zoo/forest.log",
     benchmark:
@@ -121,13 +127,8 @@ rule zoo_findings:
         ranking="results/zoo/ranking.csv",
         status_csv="results/zoo/status.csv",
     output:
+        **artefact_outputs("zoo_findings"),
         findings="results/zoo/findings.rst",
-        html=report(
-            "results/zoo/findings.html",
-            caption="../workflow/report/zoo_findings.rst",
-            category="Model zoo",
-            labels={"page": "findings"},
-        ),
     log:
         "logs/zoo/findings.log",
     benchmark:

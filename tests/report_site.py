@@ -93,7 +93,7 @@ def build(folder: Path) -> Path:
                                              ("bts", "bts", "table_bts.rst", {"analysis_set": "coco", "dataset": "coco"})):  # fmt: skip
         stem = tables / "_".join([kind, *wildcards.values()])
         files = {"csv": f"{stem}.csv", "fragment": f"{stem}_tabular.tex", "document": f"{stem}.tex"}
-        run(make_tables.main, None, ["--kind", kind, "--summary", paths[source], "--table", files["document"],
+        run(make_tables.main, None, ["--kind", kind, "--summary", paths[source], "--document", files["document"],
                                      "--fragment", files["fragment"], "--csv", files["csv"],
                                      *[f"--{'dataset' if k == 'dataset' else k}={v}" for k, v in wildcards.items()]])  # fmt: skip
         items.append({"kind": "table", "group": "iEAT" if kind == "ieat" else "Bias transfer scores", "title": stem.name,

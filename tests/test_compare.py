@@ -236,7 +236,7 @@ def test_compare_paper_script_runs_standalone(reference, run_tables, tmp_path):
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
-    argv = ["--reference", str(REFERENCE), "--csv", str(tmp_path / "c.csv"), "--tex", str(tmp_path / "c.tex"),
+    argv = ["--reference", str(REFERENCE), "--csv", str(tmp_path / "c.csv"), "--document", str(tmp_path / "c.tex"),
             "--tolerances", '{"ieat_d": 0.05}', "--targets", "man", "woman"]  # fmt: skip
     argv += [a for name, path in paths.items() for a in (f"--{name}", str(path))]
     run(module.main, None, argv)

@@ -415,16 +415,15 @@ def test_report_rules_run_and_the_report_builds(tmp_path):
     for name in ("workflow", "envs", "resources"):
         (tmp_path / name).symlink_to(ROOT / name)
     (tmp_path / "rules").mkdir()
-    (tmp_path / "rules" / "report.smk").symlink_to(ROOT / "rules" / "report.smk")
-    common = (ROOT / "rules" / "common.smk").read_text()  # its report helpers only: the rest needs a whole config
-    helpers = common[common.index("def report_item(") :]
-    end = helpers.find("\n\n\n", helpers.index("def table_files("))
-    helpers = (helpers if end < 0 else helpers[:end]).rstrip("\n") + "\n"
-    (tmp_path / "rules" / "common.smk").write_text("import os\n\n\n" + helpers)
-    (tmp_path / "Snakefile").write_text(
-        'import sys\n\nsys.path.insert(0, "workflow/scripts")\n\nfrom biastransfer import config as cfg  # noqa: E402\n\n\n'
+    for name in ("artefacts.smk", "report.smk", "tables.smk"):
+        (tmp_path / "rules" / name).symlink_to(ROOT / "rules" / name)
+    (tmp_path / "Snakefile").write_text(  # the rest of the workflow needs a whole config
+        'import os\nimport sys\n\nsys.path.insert(0, "workflow/scripts")\n\n'
+        "from biastransfer import config as cfg  # noqa: E402\n\n"
+        'RESOURCES = {"summary": {"mem_mb": 500}, "plot": {"mem_mb": 1000}}\n\n\n'
         'configfile: "config.yaml"\n\n\nreport: "workflow/report/workflow.rst"\n\n\n'
-        'include: "rules/common.smk"\ninclude: "rules/report.smk"\n\n\nrule all:\n    input:\n        REPORT_TARGETS,\n'
+        'include: "rules/artefacts.smk"\ninclude: "rules/report.smk"\ninclude: "rules/tables.smk"\n\n\n'
+        'rule all:\n    input:\n        ARTEFACTS.targets(),\n        "results/report/index.html",\n'
     )
     (tmp_path / "config.yaml").write_text(  # the sections rules/report.smk reads, with the schema's defaults filled
         "analysis_sets: {coco: {bts: {}}}\nmodels: {resnet18: {}}\nfinetune: {datasets: [coco], seeds: [0, 1, 2]}\n"

@@ -249,7 +249,7 @@ def test_make_tables_script_runs_standalone(summaries, tmp_path):
     spec.loader.exec_module(module)
     out = tmp_path / "bts.tex"
     run(module.main, None, ["--kind", "bts", "--summary", summaries["paths"]["bts"], "--analysis_set", "coco",
-                            "--dataset", "openimages", "--table", str(out)])  # fmt: skip
+                            "--dataset", "openimages", "--document", str(out)])  # fmt: skip
     assert out.read_text() == tables.bts_table(summaries["bts"], "coco", "openimages")
     with pytest.raises(ValueError, match="kind must be"):
-        run(module.main, None, ["--kind", "plot", "--summary", summaries["paths"]["bts"], "--table", str(out)])
+        run(module.main, None, ["--kind", "plot", "--summary", summaries["paths"]["bts"], "--document", str(out)])

@@ -4,11 +4,13 @@ The session fixture ``demo_run`` (tests/conftest.py) runs the default config onc
 known-answer tests in test_demo.py read it. Bad-config tests use the toy-size tests/configs/tiny.yaml.
 """
 
+import hashlib
 import json
 import re
 import shutil
 import subprocess
 import sys
+import zipfile
 
 import pandas as pd
 import pyarrow as pa
@@ -176,10 +178,19 @@ def test_the_command_line_runs_on_workflow_embeddings(demo_run):
     assert bad.returncode == 2 and "'nobody'" in bad.stderr
 
 
-def test_the_report_builds(demo_run):
-    snakemake("--cores", "1", "--report", "report.html", cwd=demo_run, timeout=600)
-    html = (demo_run / "report.html").read_text(errors="replace")
+def test_snakemakes_report_builds_and_the_static_report_shows_all_it_shows(demo_run):
+    """Snakemake's report (as a zip: every output of the DAG marked for it, with the report page) builds, and
+    each file it holds is, byte for byte, one of the static report's files (results/report/files/)."""
+    snakemake("--cores", "1", "--report", "report.zip", cwd=demo_run, timeout=600)
+    static = {
+        hashlib.sha256(p.read_bytes()).digest() for p in (demo_run / "results/report/files").rglob("*") if p.is_file()
+    }
+    with zipfile.ZipFile(demo_run / "report.zip") as bundle:
+        html = bundle.read("report/report.html").decode(errors="replace")
+        marked = [name for name in bundle.namelist() if name.startswith("report/data/raw/")]
+        missing = [name for name in marked if hashlib.sha256(bundle.read(name)).digest() not in static]
     assert len(html) > 10_000 and "synthetic" in html
+    assert len(marked) > 20 and not missing, f"marked for the report but not in results/report/: {missing}"
 
 
 def test_lint_and_format_are_clean():

@@ -4,7 +4,7 @@ Snakemake: rule compare_paper (rules/report.smk). Standalone, for a reviewer:
 python workflow/scripts/compare_paper.py --reference resources/paper_reference.csv
     --bts results/summary/bts.csv --ieat results/summary/ieat.csv
     --finetune_metrics results/summary/finetune_metrics.csv --analysis_sets results/summary/analysis_sets.csv
-    --csv out/paper_comparison.csv --tex out/paper_comparison.tex
+    --csv out/paper_comparison.csv --document out/paper_comparison.tex
     [--alpha 0.05] [--tolerances '{"ieat_d": 0.1}'] [--targets man woman]
 """
 
@@ -27,7 +27,7 @@ def main(
     finetune_metrics: str,
     analysis_sets: str,
     csv: str,
-    tex: str,
+    document: str,
     alpha: float = 0.05,
     tolerances: dict | None = None,
     targets: list | None = None,
@@ -41,7 +41,7 @@ def main(
     )
     comparison = compare_to_paper(ours, read_reference(reference), tolerances=tolerances, alpha=alpha)
     write_csv(csv, comparison.rows)
-    write_text(tex, comparison_document(comparison))
+    write_text(document, comparison_document(comparison))
     log.info(
         "%d paper rows produced by this run: %d agree, %d flagged",
         len(comparison.rows),

@@ -1,17 +1,19 @@
-"""One table of a run's results, laid out like the paper's: a standalone LaTeX document (--table, booktabs),
-its ``tabular`` alone for ``\\input`` into a paper (--fragment) and its rows as numbers (--csv, for the
-HTML report and for downloads).
+"""One table of a run's results, laid out like the paper's: a standalone LaTeX document (--document,
+booktabs), its ``tabular`` alone for ``\\input`` into a paper (--fragment) and its rows as numbers (--csv,
+for the HTML report and for downloads).
 
 --kind and the summary table it reads (--summary):
-  analysis_set  Tables 5/6  analysis_sets.csv     with --analysis_set
-  ieat          Tables 2/9  ieat.csv              with --analysis_set
-  bts           Tables 3/4  bts.csv               with --analysis_set and --dataset (the finetuning dataset)
-  finetune      Tables 7/8  finetune_metrics.csv  with --dataset
+  analysis_set  Tables 5/6  results/summary/analysis_sets.csv     with --analysis_set
+  ieat          Tables 2/9  results/summary/ieat.csv              with --analysis_set
+  bts           Tables 3/4  results/summary/bts.csv               with --analysis_set and --dataset (finetuned on)
+  finetune      Tables 7/8  results/summary/finetune_metrics.csv  with --dataset
+  layers                    results/summary/layer_profile.csv     with --analysis_set
+  trajectory                results/trajectory/A/M/ft-D.csv       (one model finetuned on one dataset)
 
-Snakemake: rules table_analysis_set, table_ieat, table_bts, table_finetune (rules/report.smk).
+Snakemake: rules table_<kind> (rules/tables.smk, one for each table artefact).
 Standalone, for a reviewer:
 python workflow/scripts/make_tables.py --kind bts --summary results/summary/bts.csv
-    --analysis_set coco --dataset coco --table out/bts_coco_ft-coco.tex
+    --analysis_set coco --dataset coco --document out/bts_coco_ft-coco.tex
     [--fragment out/bts_coco_ft-coco_tabular.tex --csv out/bts_coco_ft-coco.csv] [--adjust holm|bh]
 """
 
@@ -20,6 +22,7 @@ import logging
 from biastransfer.atomic import write_csv, write_text
 from biastransfer.report.figures import BTS_COLUMNS
 from biastransfer.report.formatting import read_summary
+from biastransfer.report.layer_report import PROFILE_REQUIRED, layer_frame, layer_table
 from biastransfer.report.tables import (
     FINETUNE_COLUMNS,
     IEAT_COLUMNS,
@@ -33,44 +36,64 @@ from biastransfer.report.tables import (
     ieat_table,
     latex_fragment,
 )
+from biastransfer.report.trajectory import TRAJECTORY_REQUIRED, trajectory_frame, trajectory_latex
 from biastransfer.scripting import run
 
 log = logging.getLogger(__name__)
+
+#: kind -> (the summary's required columns, its LaTeX document, its rows); both take (summary, options).
+KINDS = {
+    "analysis_set": (
+        ("analysis_set", "class", "n"),
+        lambda s, o: analysis_set_table(s, o["analysis_set"]),
+        lambda s, o: analysis_set_frame(s, o["analysis_set"]),
+    ),
+    "ieat": (
+        IEAT_COLUMNS,
+        lambda s, o: ieat_table(s, o["analysis_set"], adjust=o["adjust"]),
+        lambda s, o: ieat_frame(s, o["analysis_set"], adjust=o["adjust"]),
+    ),
+    "bts": (
+        BTS_COLUMNS,
+        lambda s, o: bts_table(s, o["analysis_set"], o["dataset"], adjust=o["adjust"]),
+        lambda s, o: bts_frame(s, o["analysis_set"], o["dataset"], adjust=o["adjust"]),
+    ),
+    "finetune": (
+        FINETUNE_COLUMNS,
+        lambda s, o: finetune_table(s, o["dataset"]),
+        lambda s, o: finetune_frame(s, o["dataset"]),
+    ),
+    "layers": (
+        PROFILE_REQUIRED,
+        lambda s, o: layer_table(s, o["analysis_set"]),
+        lambda s, o: layer_frame(s, o["analysis_set"]),
+    ),
+    "trajectory": (TRAJECTORY_REQUIRED, lambda s, o: trajectory_latex(s), lambda s, o: trajectory_frame(s)),
+}
 
 
 def main(
     kind: str,
     summary: str,
-    table: str,
+    document: str,
     analysis_set: str = "",
     dataset: str = "",
     adjust: str = "holm",
     fragment: str = "",
     csv: str = "",
 ) -> None:
-    if kind == "analysis_set":
-        stats = read_summary(summary, ("analysis_set", "class", "n"))
-        text, rows = analysis_set_table(stats, analysis_set), analysis_set_frame(stats, analysis_set)
-    elif kind == "ieat":
-        ieat = read_summary(summary, IEAT_COLUMNS)
-        text, rows = ieat_table(ieat, analysis_set, adjust=adjust), ieat_frame(ieat, analysis_set, adjust=adjust)
-    elif kind == "bts":
-        bts = read_summary(summary, BTS_COLUMNS)
-        text, rows = (
-            bts_table(bts, analysis_set, dataset, adjust=adjust),
-            bts_frame(bts, analysis_set, dataset, adjust=adjust),
-        )
-    elif kind == "finetune":
-        metrics = read_summary(summary, FINETUNE_COLUMNS)
-        text, rows = finetune_table(metrics, dataset), finetune_frame(metrics, dataset)
-    else:
-        raise ValueError(f"kind must be analysis_set, ieat, bts or finetune, not {kind!r}")
-    write_text(table, text)
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
+    required, text_of, rows_of = KINDS[kind]
+    table = read_summary(summary, required)
+    options = {"analysis_set": analysis_set, "dataset": dataset, "adjust": adjust}
+    text, rows = text_of(table, options), rows_of(table, options)
+    write_text(document, text)
     if fragment:
         write_text(fragment, latex_fragment(text))
     if csv:
         write_csv(csv, rows)
-    log.info("%s table from %s -> %s", kind, summary, table)
+    log.info("%s table from %s -> %s", kind, summary, document)
 
 
 if __name__ == "__main__":

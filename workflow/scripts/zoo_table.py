@@ -3,7 +3,7 @@
 Standalone: python workflow/scripts/zoo_table.py --ieat results/summary/ieat.csv \\
     --statuses results/zoo/status/*.json --about '{"m": {"family": "...", "data": "..."}}' \\
     --rank_by '{"analysis_set": "coco", "test": "refrigerator_vs_surfboard"}' --adjust holm \\
-    --ranking R.csv --latex R.tex --status_csv S.csv
+    --csv R.csv --document R.tex --status_csv S.csv
 """
 
 import logging
@@ -19,19 +19,19 @@ log = logging.getLogger(__name__)
 
 
 def main(
-    ieat: str, statuses: list, about: dict, rank_by: dict, adjust: str, ranking: str, latex: str, status_csv: str
+    ieat: str, statuses: list, about: dict, rank_by: dict, adjust: str, csv: str, document: str, status_csv: str
 ) -> None:
     status = status_table([read_status(p) for p in statuses], about)
     table = ranking_table(pd.read_csv(ieat, keep_default_na=False, na_values=[""]), status, adjust=adjust)
-    document = ranking_latex(table, status, **rank_by)
+    latex = ranking_latex(table, status, **rank_by)
     write_csv(status_csv, status)
-    write_csv(ranking, table)
-    write_text(latex, document)
+    write_csv(csv, table)
+    write_text(document, latex)
     for row in status[~status["ok"]].itertuples():
         log.warning("not audited: %s: %s", row.model, row.error)
     log.info(
         "%s: %d rows, %d models audited, %d failed",
-        ranking,
+        csv,
         len(table),
         int(status["ok"].sum()),
         int((~status["ok"]).sum()),

@@ -139,3 +139,12 @@ def layer_table(profile: pd.DataFrame, analysis_set: str) -> str:
         "$\\rho$ between the pretrained and finetuned similarities (seeds pooled) with its bootstrap interval."
     )
     return standalone_document("\n".join(lines) + "\n", caption, landscape=len(datasets) > 1)
+
+
+def layer_frame(profile: pd.DataFrame, analysis_set: str) -> pd.DataFrame:
+    """The layer table's rows: every estimate with its interval, per model, layer, measure and stage."""
+    require_columns(profile, PROFILE_REQUIRED, where="layer profile")
+    rows = profile[profile["analysis_set"] == analysis_set]
+    if rows.empty:
+        raise ValueError(f"layer profile: no rows for analysis set {analysis_set!r}")
+    return rows[list(PROFILE_REQUIRED[1:])].reset_index(drop=True)

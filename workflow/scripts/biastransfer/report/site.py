@@ -18,19 +18,12 @@ from types import SimpleNamespace
 import pandas as pd
 
 from biastransfer.atomic import write_text
+from biastransfer.report.artefacts import FILE_ROLES, KINDS, REQUIRED_ROLES
 from biastransfer.report.html import PAGES, downloads, esc, html_table, page
 
-#: Keys of one report item (a figure or a table) as the html_report rule passes them.
+#: Keys of one report item (a figure, table or page) as the html_report rule passes them
+#: (report.artefacts.Artefact.items).
 ITEM_KEYS = ("kind", "group", "title", "caption", "files")
-
-#: The file roles of an item, in the order their download links appear, with the links' words.
-FILE_ROLES = {
-    "png": "image",
-    "pdf": "PDF",
-    "csv": "CSV",
-    "fragment": "LaTeX tabular (\\input)",
-    "document": "LaTeX document",
-}
 
 
 class _Words(SimpleNamespace):
@@ -62,11 +55,16 @@ def _check_items(items: Sequence[Mapping]) -> None:
         missing = [k for k in ITEM_KEYS if k not in item]
         if missing:
             raise ValueError(f"report item {i} ({item.get('title', '?')!r}): missing key(s) {', '.join(missing)}")
-        if item["kind"] not in ("figure", "table"):
-            raise ValueError(f"report item {item['title']!r}: kind must be figure or table, not {item['kind']!r}")
+        if item["kind"] not in KINDS:
+            raise ValueError(
+                f"report item {item['title']!r}: kind must be one of {', '.join(KINDS)}, not {item['kind']!r}"
+            )
         bad = sorted(set(item["files"]) - set(FILE_ROLES))
         if bad:
             raise ValueError(f"report item {item['title']!r}: unknown file role(s) {bad} (known: {sorted(FILE_ROLES)})")
+        lacking = [r for r in REQUIRED_ROLES[item["kind"]] if r not in item["files"]]
+        if lacking:
+            raise ValueError(f"report item {item['title']!r}: a {item['kind']} needs a {lacking[0]!r} file")
         absent = [f for f in item["files"].values() if not Path(f).is_file()]
         if absent:
             raise FileNotFoundError(f"report item {item['title']!r}: no file {absent[0]}")
@@ -151,6 +149,12 @@ def overview_body(run: Mapping, headline: pd.DataFrame, items: Sequence[Mapping]
     sections = "".join(
         f'<li><a href="{href}">{esc(text)}</a>: {esc(SECTION_WORDS[href])}</li>' for href, text in PAGES[1:]
     )
+    single = ", ".join(
+        f'<a href="{esc(item["files"]["html"])}">{esc(item["title"].lower())}</a>'
+        for item in items
+        if item["kind"] == "page"
+    )
+    sections += f"<li>As single pages (from Snakemake's report): {single}</li>" if single else ""
     contents = ""
     for page_name, kind, words in (("tables.html", "table", "Tables"), ("figures.html", "figure", "Figures")):
         groups: dict[str, int] = {}
@@ -190,7 +194,8 @@ def write_site(folder: str | Path, *, run: Mapping, headline: pd.DataFrame, find
     """Write the report's pages and copy every item's files under ``folder``; return the pages."""
     _check_items(items)
     folder = Path(folder)
-    blocks: dict[str, list[tuple[str, str]]] = {"figure": [], "table": []}
+    blocks: dict[str, list[tuple[str, str]]] = {kind: [] for kind in KINDS}
+    shown = []
     for item in items:
         files = {}
         for role, source in item["files"].items():
@@ -198,11 +203,13 @@ def write_site(folder: str | Path, *, run: Mapping, headline: pd.DataFrame, find
             (folder / target).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, folder / target)
             files[role] = target.as_posix()
-        caption = render_caption(item["caption"], config, item.get("wildcards", {}), params)
-        blocks[item["kind"]].append((item["group"], _item_html(item, files, caption)))
+        shown.append({**item, "files": files})
+        if item["kind"] != "page":
+            caption = render_caption(item["caption"], config, item.get("wildcards", {}), params)
+            blocks[item["kind"]].append((item["group"], _item_html(item, files, caption)))
     pages = {
         "index.html": page(
-            "Overview", overview_body(run, headline, items, snakemake_report=snakemake_report), current="index.html"
+            "Overview", overview_body(run, headline, shown, snakemake_report=snakemake_report), current="index.html"
         ),  # fmt: skip
         "findings.html": page("Findings", rst_to_html(findings_rst, part="html_body"), current="findings.html"),
         "tables.html": page("Tables", "<h1>Tables</h1>" + _grouped(blocks["table"]), current="tables.html"),

@@ -141,3 +141,10 @@ def trajectory_latex(frame: pd.DataFrame) -> str:
         "every other table reports) is that epoch's. Intervals per seed: results/summary/trajectory.csv."
     )
     return standalone_document(body, caption, landscape=len(head) > 6)
+
+
+def trajectory_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """The trajectory table's rows: every measure after every epoch and seed, with its interval."""
+    require_columns(frame, TRAJECTORY_REQUIRED, where="trajectory table")
+    columns = ["epoch", "seed", "measure", "kind", "key", "value", "ci_low", "ci_high", "final"]
+    return frame[columns].sort_values(["measure", "kind", "key", "seed", "epoch"], kind="stable").reset_index(drop=True)
