@@ -34,7 +34,22 @@ def compile_latex(document: str, folder: Path, name: str = "table") -> Path:
     assert result.returncode == 0, f"{name}: pdflatex failed: {errors or result.stdout[-2000:]}"
     pdf = folder / f"{name}.pdf"
     assert pdf.read_bytes()[:5] == b"%PDF-"
+    outside = text_outside_page(pdf)
+    assert not outside, f"{name}: text outside the page: {outside[:5]}"
     return pdf
+
+
+def text_outside_page(pdf: Path) -> list[str]:
+    """The words of a PDF whose box is not inside its page (pdftotext -bbox: one box per word)."""
+    xml = subprocess.run(["pdftotext", "-bbox", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    outside = []
+    for width, height, words in re.findall(r'<page width="([\d.]+)" height="([\d.]+)">(.*?)</page>', xml, flags=re.S):
+        for x0, y0, x1, y1, word in re.findall(
+            r'<word xMin="([-\d.]+)" yMin="([-\d.]+)" xMax="([-\d.]+)" yMax="([-\d.]+)">(.*?)</word>', words
+        ):
+            if min(float(x0), float(y0)) < 0 or float(x1) > float(width) or float(y1) > float(height):
+                outside.append(f"{word!r} at x {float(x0):.0f}-{float(x1):.0f} of {float(width):.0f} pt")
+    return outside
 
 
 @pytest.fixture(scope="module")

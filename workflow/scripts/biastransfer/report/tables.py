@@ -82,12 +82,16 @@ VECTOR_FONTS = "\\IfFileExists{lmodern.sty}{\\usepackage[T1]{fontenc}\\usepackag
 
 
 def standalone_document(body: str, caption: str, *, landscape: bool = False) -> str:
-    """Wrap a ``tabular`` (or ``longtable``) in a minimal document that compiles with ``pdflatex``."""
+    """Wrap a ``tabular`` (or ``longtable``) in a minimal document that compiles with ``pdflatex``; a
+    ``tabular`` wider than the text is scaled down to fit the page (a ``longtable`` breaks across pages)."""
     orientation = ",landscape" if landscape else ""
-    float_open, float_close = (
-        ("", "") if "longtable" in body else ("\\begin{table}[ht]\n\\centering\n", "\\end{table}\n")
-    )
-    caption_line = "" if "longtable" in body else f"\\caption*{{{caption}}}\n"
+    if "longtable" in body:
+        float_open, float_close, caption_line = "", "", ""
+    else:
+        float_open = "\\begin{table}[ht]\n\\centering\n"
+        float_close = "\\end{table}\n"
+        caption_line = f"\\caption*{{{caption}}}\n"
+        body = f"\\resizebox{{\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi}}{{!}}{{%\n{body.rstrip()}}}\n"
     return (
         "\\documentclass[10pt]{article}\n"
         f"\\usepackage[margin=1.5cm{orientation}]{{geometry}}\n"
@@ -95,6 +99,7 @@ def standalone_document(body: str, caption: str, *, landscape: bool = False) -> 
         "\\usepackage{booktabs}\n"
         "\\usepackage{longtable}\n"
         "\\usepackage{caption}\n"
+        "\\usepackage{graphicx}\n"
         "\\pagestyle{empty}\n"
         "\\begin{document}\n"
         f"{float_open}{caption_line}{body}{float_close}"
