@@ -193,7 +193,7 @@ def test_stages_with_different_layers_are_refused():
 def test_the_profile_figure_prints_and_the_table_compiles(tmp_path):
     from test_tables import PDFLATEX, compile_latex
 
-    from biastransfer.report.layer_report import layer_table, profile_figure
+    from biastransfer.report.layer_report import layer_latex, profile_figure
     from biastransfer.report.style import print_size_problems
 
     profile = _profile()
@@ -203,11 +203,11 @@ def test_the_profile_figure_prints_and_the_table_compiles(tmp_path):
     # one line of two layers per stage (pretrained, two seeds); BTS: pooled intra and inter
     assert [len(c.lines[0].get_xdata()) for c in ieat_panel.containers] == [2, 2, 2]
     assert [len(c.lines[0].get_xdata()) for c in bts_panel.containers] == [2, 2]
-    document = layer_table(profile, "s")
+    document = layer_latex(profile, "s")
     assert sum(line.startswith("m & ") for line in document.splitlines()) == 2 * (
         1 + 2
     )  # per layer: 1 test, 2 BTS kinds
     with pytest.raises(ValueError, match="no rows for analysis set 'other'"):
-        layer_table(profile, "other")
+        layer_latex(profile, "other")
     if PDFLATEX:
         compile_latex(document, tmp_path, "layers")

@@ -16,17 +16,17 @@ import torch
 import torchvision
 from safetensors.torch import save_file
 
-from biastransfer import models as M
 from biastransfer.models.checkpoints import (
     load_backbone_from_checkpoint,
     load_classifier_from_checkpoint,
     save_checkpoint,
 )
 from biastransfer.models.extractors import create_backbone, create_classifier
+from biastransfer.models.loading import bit_npz_layout
 from biastransfer.models.registry import REGISTRY
 from biastransfer.models.resolve import resolve_spec
-from biastransfer.models.spec import ModelSpec, Preprocess
-from biastransfer.models.weights import resolve_weights
+from biastransfer.models.spec import CLIP_MEAN, CLIP_STD, IMAGENET_MEAN, IMAGENET_STD, ModelSpec, Preprocess
+from biastransfer.models.weights import resolve_weights, weights_cache_path, weights_file_and_sha256
 
 torch.manual_seed(0)
 
@@ -71,7 +71,7 @@ def test_registry_holds_the_papers_models_with_pinned_weights():
     assert REGISTRY["bit_m_r50x1"].preprocess.mean == (0.5, 0.5, 0.5)
     clip = REGISTRY["clip_vit_b32"]
     assert clip.arch == "ViT-B-32-quickgelu" and clip.pretrained_tag == "openai"
-    assert clip.preprocess.interpolation == "bicubic" and clip.preprocess.mean == M.CLIP_MEAN
+    assert clip.preprocess.interpolation == "bicubic" and clip.preprocess.mean == CLIP_MEAN
     assert (
         "moco_v1_200ep" in REGISTRY["moco_r50_v1"].weights and REGISTRY["moco_r50_v1"].key_prefix == "module.encoder_q."
     )
@@ -123,8 +123,8 @@ def test_paper_compat_uses_imagenet_statistics_for_every_non_clip_model():
             256,
             224,
             "bilinear",
-            M.IMAGENET_MEAN,
-            M.IMAGENET_STD,
+            IMAGENET_MEAN,
+            IMAGENET_STD,
         )
     assert resolve_spec("clip_vit_b32", {"paper_compat": True}).preprocess == REGISTRY["clip_vit_b32"].preprocess
     assert resolve_spec("bit_m_r50x1").preprocess.mean == (0.5, 0.5, 0.5)  # off by default
@@ -148,7 +148,7 @@ def test_timm_model_from_config_alone():
 
 def test_open_clip_pair_from_config_alone():
     spec = resolve_spec("vitb16", {"source": "open_clip", "arch": "ViT-B-16", "pretrained_tag": "laion2b_s34b_b88k"})
-    assert spec.preprocess == Preprocess(224, 224, "bicubic", M.CLIP_MEAN, M.CLIP_STD)
+    assert spec.preprocess == Preprocess(224, 224, "bicubic", CLIP_MEAN, CLIP_STD)
     assert (
         spec.weights
         == "https://huggingface.co/laion/CLIP-ViT-B-16-laion2B-s34B-b88K/resolve/main/open_clip_model.safetensors"
@@ -212,7 +212,7 @@ def test_bit_npz_in_google_layout_loads_through_timm(tmp_path):
             p.add_(torch.randn_like(p) * 0.1)
     own = source.state_dict()
     arrays = {}
-    for npz_key, param in M.bit_npz_layout(source).items():
+    for npz_key, param in bit_npz_layout(source).items():
         w = own[param].numpy()
         arrays[npz_key] = w.transpose(2, 3, 1, 0) if w.ndim == 4 else w  # torch OIHW -> TF HWIO
     arrays["resnet/head/conv2d/kernel"] = np.zeros((1, 1, 2048, 7), np.float32)  # classifier: dropped
@@ -302,7 +302,7 @@ def test_resolve_weights_verifies_checksums(tmp_path):
         resolve_weights(ModelSpec("m", "torchvision", "resnet18", weights=str(path), md5="deadbeef"), tmp_path)
     # a cached download that does not match is refused, not used
     remote = ModelSpec("m", "torchvision", "resnet18", weights="https://example.org/x/w-0000.pth", sha256="00000000")
-    cached = M.weights_cache_path(remote, tmp_path / "cache")
+    cached = weights_cache_path(remote, tmp_path / "cache")
     cached.parent.mkdir(parents=True)
     cached.write_bytes(b"weights")
     with pytest.raises(ValueError, match="refusing"):
@@ -419,7 +419,7 @@ def test_fetch_weights_script_writes_a_record_that_create_backbone_follows(tmp_p
     )
     record = json.loads(record_path.read_text())
     assert record["sha256"] == sha and record["path"] == str(path.resolve()) and record["model"] == "resnet18"
-    assert M.weights_file_and_sha256(record_path) == (path.resolve(), sha)
+    assert weights_file_and_sha256(record_path) == (path.resolve(), sha)
     assert_same_params(
         create_backbone(REGISTRY["resnet18"], record_path).model,
         {k: v for k, v in r18_state.items() if not k.startswith("fc.")},

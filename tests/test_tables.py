@@ -103,11 +103,11 @@ def test_a_p_at_its_floor_is_a_bound_and_never_zero(p, floor, latex, words):
 def test_ieat_table_flags_a_large_effect_against_the_tested_direction(summaries):
     ieat = summaries["ieat"].copy()
     ieat["effect_size"] = -0.8
-    doc = tables.ieat_table(ieat, "openimages")
+    doc = tables.ieat_latex(ieat, "openimages")
     assert all("\\dagger" in row[3] for row in data_rows(doc))
     assert "direction opposite to the one tested" in doc
     ieat["effect_size"] = -0.3
-    assert "\\dagger" not in "".join("".join(r) for r in data_rows(tables.ieat_table(ieat, "openimages")))
+    assert "\\dagger" not in "".join("".join(r) for r in data_rows(tables.ieat_latex(ieat, "openimages")))
 
 
 def test_an_adjusted_p_is_a_bound_where_its_raw_p_is_at_the_floor():
@@ -126,7 +126,7 @@ def test_stars(p, marks):
 
 def test_bts_table_shows_pooled_scores_with_adjusted_p_and_marks(summaries):
     bts = summaries["bts"]
-    doc = tables.bts_table(bts, "coco", "coco")
+    doc = tables.bts_latex(bts, "coco", "coco")
     rows = data_rows(doc)
     assert [r[0] for r in rows] == [formatting.model_label(m) for m in rd.MODELS]
     for model, row in zip(rd.MODELS, rows):
@@ -142,12 +142,12 @@ def test_bts_table_shows_pooled_scores_with_adjusted_p_and_marks(summaries):
             assert row[offset + 3] == formatting.format_p(r.pvalue_holm)
             assert row[offset + 4] == str(len(rd.CLASSES["coco"]) if kind == "intra" else len(rd.PAIRS["coco"]))
     assert r"$p_{\mathrm{Holm}}$" in doc
-    assert r"$p_{\mathrm{Benj}}$" in tables.bts_table(bts, "coco", "coco", adjust="bh")
+    assert r"$p_{\mathrm{Benj}}$" in tables.bts_latex(bts, "coco", "coco", adjust="bh")
 
 
 def test_ieat_table_mean_effect_and_largest_p_over_seeds(summaries):
     ieat = summaries["ieat"]
-    doc = tables.ieat_table(ieat, "openimages")
+    doc = tables.ieat_latex(ieat, "openimages")
     rows = data_rows(doc)
     assert len(rows) == len(rd.MODELS) * len(rd.IEAT_TESTS["openimages"])
     first = rows[0]  # resnet18, car vs fashion
@@ -184,23 +184,23 @@ def test_ieat_table_mean_effect_and_largest_p_over_seeds(summaries):
 
 def test_ieat_caption_says_how_the_p_values_were_computed(summaries):
     ieat = summaries["ieat"]
-    assert "$p$: one-sided Monte Carlo permutation p-value;" in tables.ieat_table(ieat, "openimages")
+    assert "$p$: one-sided Monte Carlo permutation p-value;" in tables.ieat_latex(ieat, "openimages")
     two_sided = ieat.assign(alternative="two-sided", method=np.where(ieat.index % 2 == 0, "exact", "permutation"))
-    assert "$p$: two-sided exact permutation/Monte Carlo permutation p-value;" in tables.ieat_table(
+    assert "$p$: two-sided exact permutation/Monte Carlo permutation p-value;" in tables.ieat_latex(
         two_sided, "openimages"
     )
     with pytest.raises(ValueError, match="iEAT summary.*alternative, method"):
-        tables.ieat_table(ieat.drop(columns=["alternative", "method"]), "openimages")
+        tables.ieat_latex(ieat.drop(columns=["alternative", "method"]), "openimages")
 
 
 def test_finetune_table_mean_and_sample_sd_over_seeds(summaries):
     metrics = summaries["finetune"]
-    rows = data_rows(tables.finetune_table(metrics, "coco"))
+    rows = data_rows(tables.finetune_latex(metrics, "coco"))
     values = metrics[(metrics.dataset == "coco") & (metrics.model == "resnet18")]["metric_value"]
     assert rows[0][0] == "ResNet18"
     assert rows[0][7] == f"${values.mean():.3f} \\pm {np.std(values, ddof=1):.3f}$"
     assert rows[0][8] == "3"
-    single = data_rows(tables.finetune_table(metrics, "openimages"))
+    single = data_rows(tables.finetune_latex(metrics, "openimages"))
     assert "\\pm" not in single[0][7] and single[0][6] == "Micro F1"
 
 
@@ -208,11 +208,11 @@ def test_finetune_settings_that_differ_between_seeds_are_an_error(summaries):
     metrics = summaries["finetune"].copy()
     metrics.loc[(metrics.dataset == "coco") & (metrics.model == "resnet18") & (metrics.seed == "1"), "lr"] = 0.5
     with pytest.raises(ValueError, match=r"'coco'/'resnet18' seeds differ in lr"):
-        tables.finetune_table(metrics, "coco")
+        tables.finetune_latex(metrics, "coco")
 
 
 def test_analysis_set_table_counts_and_total(summaries):
-    rows = data_rows(tables.analysis_set_table(summaries["stats"], "coco"))
+    rows = data_rows(tables.analysis_set_latex(summaries["stats"], "coco"))
     assert rows[:-1] == [[formatting.latex_escape(c), str(10 + i)] for i, c in enumerate(rd.CLASSES["coco"])]
     assert rows[-1] == ["Total", str(sum(10 + i for i in range(len(rd.CLASSES["coco"]))))]
 
@@ -221,23 +221,23 @@ def test_bad_input_names_what_is_wrong(summaries):
     with pytest.raises(
         ValueError, match=r"no rows with analysis_set='nope' \(present: analysis_set=\['coco', 'openimages'\]\)"
     ):
-        tables.ieat_table(summaries["ieat"], "nope")
+        tables.ieat_latex(summaries["ieat"], "nope")
     with pytest.raises(ValueError, match="adjust must be one of"):
-        tables.bts_table(summaries["bts"], "coco", "coco", adjust="bonferroni")
+        tables.bts_latex(summaries["bts"], "coco", "coco", adjust="bonferroni")
     with pytest.raises(ValueError, match="unknown metric_name"):
-        tables.finetune_table(summaries["finetune"].assign(metric_name="top1"), "coco")
+        tables.finetune_latex(summaries["finetune"].assign(metric_name="top1"), "coco")
     with pytest.raises(ValueError, match="missing column.*pvalue_holm"):
-        tables.ieat_table(summaries["ieat"].drop(columns="pvalue_holm"), "coco")
+        tables.ieat_latex(summaries["ieat"].drop(columns="pvalue_holm"), "coco")
 
 
 @needs_latex
 def test_every_table_compiles_with_pdflatex(summaries, tmp_path):
     docs = {
-        "analysis_set": tables.analysis_set_table(summaries["stats"], "coco"),
-        "ieat": tables.ieat_table(summaries["ieat"], "openimages"),
-        "bts": tables.bts_table(summaries["bts"], "openimages", "coco", adjust="bh"),
-        "finetune_coco": tables.finetune_table(summaries["finetune"], "coco"),
-        "finetune_oi": tables.finetune_table(summaries["finetune"], "openimages"),
+        "analysis_set": tables.analysis_set_latex(summaries["stats"], "coco"),
+        "ieat": tables.ieat_latex(summaries["ieat"], "openimages"),
+        "bts": tables.bts_latex(summaries["bts"], "openimages", "coco", adjust="bh"),
+        "finetune_coco": tables.finetune_latex(summaries["finetune"], "coco"),
+        "finetune_oi": tables.finetune_latex(summaries["finetune"], "openimages"),
     }
     for name, doc in docs.items():
         assert re.search(r"\\usepackage\{booktabs\}", doc) and "\\toprule" in doc
@@ -247,7 +247,7 @@ def test_every_table_compiles_with_pdflatex(summaries, tmp_path):
 
 @needs_latex
 def test_a_table_fragment_is_input_into_a_papers_own_table(summaries, tmp_path):
-    doc = tables.ieat_table(summaries["ieat"], "openimages")
+    doc = tables.ieat_latex(summaries["ieat"], "openimages")
     fragment = tables.latex_fragment(doc)
     assert fragment.startswith("% Table fragment") and "\\documentclass" not in fragment
     assert all(line.startswith("%") for line in fragment.split("\\begin{tabular}")[0].splitlines())
@@ -265,6 +265,6 @@ def test_make_tables_script_runs_standalone(summaries, tmp_path):
     out = tmp_path / "bts.tex"
     run(module.main, None, ["--kind", "bts", "--summary", summaries["paths"]["bts"], "--analysis_set", "coco",
                             "--dataset", "openimages", "--document", str(out)])  # fmt: skip
-    assert out.read_text() == tables.bts_table(summaries["bts"], "coco", "openimages")
+    assert out.read_text() == tables.bts_latex(summaries["bts"], "coco", "openimages")
     with pytest.raises(ValueError, match="kind must be"):
         run(module.main, None, ["--kind", "plot", "--summary", summaries["paths"]["bts"], "--document", str(out)])

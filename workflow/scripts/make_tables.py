@@ -22,18 +22,18 @@ import logging
 from biastransfer.atomic import write_csv, write_text
 from biastransfer.report.figures import BTS_COLUMNS
 from biastransfer.report.formatting import read_summary
-from biastransfer.report.layer_report import PROFILE_REQUIRED, layer_frame, layer_table
+from biastransfer.report.layer_report import PROFILE_REQUIRED, layer_frame, layer_latex
 from biastransfer.report.tables import (
     FINETUNE_COLUMNS,
     IEAT_COLUMNS,
     analysis_set_frame,
-    analysis_set_table,
+    analysis_set_latex,
     bts_frame,
-    bts_table,
+    bts_latex,
     finetune_frame,
-    finetune_table,
+    finetune_latex,
     ieat_frame,
-    ieat_table,
+    ieat_latex,
     latex_fragment,
 )
 from biastransfer.report.trajectory import TRAJECTORY_REQUIRED, trajectory_frame, trajectory_latex
@@ -45,27 +45,27 @@ log = logging.getLogger(__name__)
 KINDS = {
     "analysis_set": (
         ("analysis_set", "class", "n"),
-        lambda s, o: analysis_set_table(s, o["analysis_set"]),
+        lambda s, o: analysis_set_latex(s, o["analysis_set"]),
         lambda s, o: analysis_set_frame(s, o["analysis_set"]),
     ),
     "ieat": (
         IEAT_COLUMNS,
-        lambda s, o: ieat_table(s, o["analysis_set"], adjust=o["adjust"]),
+        lambda s, o: ieat_latex(s, o["analysis_set"], adjust=o["adjust"]),
         lambda s, o: ieat_frame(s, o["analysis_set"], adjust=o["adjust"]),
     ),
     "bts": (
         BTS_COLUMNS,
-        lambda s, o: bts_table(s, o["analysis_set"], o["dataset"], adjust=o["adjust"]),
+        lambda s, o: bts_latex(s, o["analysis_set"], o["dataset"], adjust=o["adjust"]),
         lambda s, o: bts_frame(s, o["analysis_set"], o["dataset"], adjust=o["adjust"]),
     ),
     "finetune": (
         FINETUNE_COLUMNS,
-        lambda s, o: finetune_table(s, o["dataset"]),
+        lambda s, o: finetune_latex(s, o["dataset"]),
         lambda s, o: finetune_frame(s, o["dataset"]),
     ),
     "layers": (
         PROFILE_REQUIRED,
-        lambda s, o: layer_table(s, o["analysis_set"]),
+        lambda s, o: layer_latex(s, o["analysis_set"]),
         lambda s, o: layer_frame(s, o["analysis_set"]),
     ),
     "trajectory": (TRAJECTORY_REQUIRED, lambda s, o: trajectory_latex(s), lambda s, o: trajectory_frame(s)),

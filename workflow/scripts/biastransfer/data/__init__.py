@@ -1,128 +1,38 @@
-"""Datasets: downloads, the dataset-kind adapters, COCO, Open Images and the synthetic scenes (as modules:
-``coco``, ``openimages``, ``synthetic``), analysis-set curation and manifests, finetuning splits and the
-leakage check. Never torch.
+"""Datasets (never torch).
+
+The curated public API (docs/api.md); everything else stays in its module.
+
+- The dataset kinds as modules (their functions share names): :mod:`coco`, :mod:`openimages`, :mod:`synthetic`
+- Analysis-set manifests: :func:`read_manifest`, :func:`write_manifest`, :func:`validate_manifest`,
+  :func:`verify_files`; your own images: :func:`analysis_set_manifest`, :func:`read_table`
+- Finetuning splits: :func:`read_split`, :func:`write_split`, and the leakage check :func:`check_no_leakage`
+- Downloads that resume and verify: :func:`fetch`, :class:`Download`
+- Errors: :class:`ChecksumError`, :class:`DownloadError`, :class:`UserDataError`
 """
 
-from biastransfer.data import (
-    coco,  # noqa: F401
-    openimages,  # noqa: F401
-    synthetic,  # noqa: F401
-)
-from biastransfer.data.curation import (  # noqa: F401
-    SELECTION_COLUMNS,
-    check_class_names,
-    class_rng,
-    draw,
-    manifest_from_selection,
-)
-from biastransfer.data.download import (  # noqa: F401
-    CHUNK,
-    ChecksumError,
-    Download,
-    DownloadError,
-    apply_mirror,
-    fetch,
-    fetch_many,
-    is_remote,
-    partial_path,
-    sidecar_path,
-)
-from biastransfer.data.kinds import (  # noqa: F401
-    KINDS,
-    Coco,
-    GenderWords,
-    OpenImages,
-    curation_sizes,
-    kind_of,
-    pinned,
-    unzip,
-)
-from biastransfer.data.leakage import (  # noqa: F401
-    check_no_leakage,
-)
-from biastransfer.data.manifest import (  # noqa: F401
-    read_manifest,
-    resolve_paths,
-    validate_manifest,
-    verify_files,
-    write_manifest,
-)
-from biastransfer.data.splits import (  # noqa: F401
-    METADATA_KEY,
-    Split,
-    check_split,
-    read_split,
-    write_split,
-)
-from biastransfer.data.toy_mirror import (  # noqa: F401
-    COCO_CATEGORIES,
-    build_coco,
-    build_openimages,
-    label_image,
-    sha256_of,
-)
-from biastransfer.data.user import (  # noqa: F401
-    IMAGE_SUFFIXES,
-    REASON,
-    Table,
-    UserDataError,
-    analysis_set_manifest,
-    config_problems,
-    read_table,
-    table_splits,
-    val_draw,
-)
+from biastransfer.data import coco, openimages, synthetic
+from biastransfer.data.download import ChecksumError, Download, DownloadError, fetch
+from biastransfer.data.leakage import check_no_leakage
+from biastransfer.data.manifest import read_manifest, validate_manifest, verify_files, write_manifest
+from biastransfer.data.splits import read_split, write_split
+from biastransfer.data.user import UserDataError, analysis_set_manifest, read_table
 
 __all__ = [
-    "CHUNK",
-    "DownloadError",
-    "ChecksumError",
-    "Download",
-    "is_remote",
-    "apply_mirror",
-    "sidecar_path",
-    "partial_path",
-    "fetch",
-    "fetch_many",
-    "SELECTION_COLUMNS",
-    "class_rng",
-    "draw",
-    "check_class_names",
-    "manifest_from_selection",
-    "validate_manifest",
-    "read_manifest",
-    "write_manifest",
-    "resolve_paths",
-    "verify_files",
-    "METADATA_KEY",
-    "Split",
-    "write_split",
-    "read_split",
-    "check_split",
-    "check_no_leakage",
-    "GenderWords",
-    "unzip",
-    "curation_sizes",
-    "pinned",
-    "Coco",
-    "OpenImages",
-    "KINDS",
-    "kind_of",
-    "COCO_CATEGORIES",
-    "label_image",
-    "sha256_of",
-    "build_coco",
-    "build_openimages",
-    "IMAGE_SUFFIXES",
-    "REASON",
-    "UserDataError",
-    "read_table",
-    "config_problems",
-    "analysis_set_manifest",
-    "table_splits",
-    "val_draw",
-    "Table",
     "coco",
     "openimages",
     "synthetic",
+    "read_manifest",
+    "write_manifest",
+    "validate_manifest",
+    "verify_files",
+    "analysis_set_manifest",
+    "read_table",
+    "read_split",
+    "write_split",
+    "check_no_leakage",
+    "fetch",
+    "Download",
+    "ChecksumError",
+    "DownloadError",
+    "UserDataError",
 ]

@@ -92,7 +92,7 @@ def _ieat_cell(g: pd.DataFrame) -> str:
     return f"{format_number(float(g['estimate'].mean()), 2)} {format_interval(float(g['ci_low'].min()), float(g['ci_high'].max()))}"
 
 
-def layer_table(profile: pd.DataFrame, analysis_set: str) -> str:
+def layer_latex(profile: pd.DataFrame, analysis_set: str) -> str:
     """A LaTeX document: per model and layer, each iEAT's d (pretrained; finetuned mean over seeds) and
     the pooled BTS rho of each finetuning dataset, with intervals."""
     require_columns(profile, PROFILE_REQUIRED, where="layer profile")

@@ -141,7 +141,7 @@ def _subset(frame: pd.DataFrame, where: str, **equal: str) -> pd.DataFrame:
     return out
 
 
-def analysis_set_table(stats: pd.DataFrame, analysis_set: str) -> str:
+def analysis_set_latex(stats: pd.DataFrame, analysis_set: str) -> str:
     """Classes and image counts of one analysis set (paper Tables 5/6)."""
     require_columns(stats, ("analysis_set", "class", "n"), where="analysis-set statistics")
     rows = _subset(stats, "analysis-set statistics", analysis_set=analysis_set)
@@ -177,7 +177,7 @@ def ci_words(rows: pd.DataFrame) -> str:
     return "/".join(f"{100 * level:g}\\%" for level in levels) or "a"
 
 
-def ieat_table(ieat: pd.DataFrame, analysis_set: str, *, adjust: str = "holm") -> str:
+def ieat_latex(ieat: pd.DataFrame, analysis_set: str, *, adjust: str = "holm") -> str:
     """iEAT effect sizes and p-values, pretrained vs each finetuning dataset (paper Tables 2/9)."""
     adj_col = _adjust_column(adjust)
     subset = _subset(ieat, "iEAT summary", analysis_set=analysis_set)
@@ -245,7 +245,7 @@ BTS_PVALUE_WORDS = {"permutation": "permutation p-value (exact over all $n!$ ord
                     "asymptotic": "Student-t approximation (scipy), as in the paper"}  # fmt: skip
 
 
-def bts_table(bts: pd.DataFrame, analysis_set: str, finetune_dataset: str, *, adjust: str = "holm") -> str:
+def bts_latex(bts: pd.DataFrame, analysis_set: str, finetune_dataset: str, *, adjust: str = "holm") -> str:
     """Bias transfer scores (Spearman rho) for intra- and inter-class similarities (Tables 3/4)."""
     adj_col = _adjust_column(adjust)
     require_columns(bts, ("analysis_set", "model", "finetune_dataset", "seed", "kind", "statistic", "ci_low", "ci_high",
@@ -336,7 +336,7 @@ def finetune_summary(metrics: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
-def finetune_table(metrics: pd.DataFrame, dataset: str) -> str:
+def finetune_latex(metrics: pd.DataFrame, dataset: str) -> str:
     """Finetuning settings and validation metric, mean +- SD over seeds (paper Tables 7/8)."""
     summary = finetune_summary(_subset(metrics, "finetune metrics", dataset=dataset))
     metric_names = {"mAP": "mAP", "micro_f1": "Micro F1"}
