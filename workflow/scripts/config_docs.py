@@ -9,21 +9,22 @@ written by hand. A node is a file of workflow/schemas and a JSON pointer into it
 
 Each row is one key (the keys of a nested section with keys of its own as ``section.key``), its default
 (``required`` when the schema requires it; a default the schema sets only for some values of another key
-is shown with them) and its description. Rewrite the tables, or with --check exit 1 naming each table
-that is out of date (tests/test_config_docs.py runs the check):
+is shown with them) and its description. Rewrite the tables, or with --check true exit 1 naming each
+table that is out of date (tests/test_config_docs.py runs the check).
 
-    python workflow/scripts/config_docs.py [--check] [--readme config/README.md]
+Standalone: python workflow/scripts/config_docs.py [--check true] [--readme config/README.md]
 """
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 
 import yaml
+
+from biastransfer.scripting import run
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS = ROOT / "workflow" / "schemas"
@@ -155,20 +156,17 @@ def undescribed(text: str) -> list[str]:
     ]
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--check", action="store_true", help="exit 1 if a table is out of date; write nothing")
-    parser.add_argument("--readme", type=Path, default=README)
-    args = parser.parse_args(argv)
-    text = args.readme.read_text()
-    if args.check:
-        old = stale(text)
-        for ref in old:
-            print(f"{args.readme}: the table of {ref} is out of date (python {Path(__file__).name})")
-        return 1 if old else 0
-    args.readme.write_text(render(text))
-    return 0
+def main(check: bool = False, readme: str = str(README)) -> None:
+    text = Path(readme).read_text()
+    if not check:
+        Path(readme).write_text(render(text))
+        return
+    old = stale(text)
+    for ref in old:
+        print(f"{readme}: the table of {ref} is out of date (python workflow/scripts/config_docs.py)")
+    if old:
+        sys.exit(1)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run(main, globals().get("snakemake"))
