@@ -1,25 +1,17 @@
 # Configuration checks, wildcard constraints, input functions and target lists.
-import copy
-import json
 import os
 import sys
-
-from snakemake.utils import validate
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 
 from biastransfer import config as cfg  # noqa: E402
-from biastransfer.zoo import embed_settings, read_status, zoo_problems  # noqa: E402
+from biastransfer.zoo import embed_settings, read_status  # noqa: E402
 
-# The config as written; then the schema checks keys and types and fills every default (set_default),
-# so rules read config[...] without defaults of their own (results/summary/config.yaml shows them all).
-GIVEN_CONFIG = copy.deepcopy(config)
-validate(config, schema="../workflow/schemas/config.schema.yaml", set_default=True)
-config.update(json.loads(json.dumps(config)))  # no two entries share one default object
-cfg.check_config(GIVEN_CONFIG)
-ZOO_PROBLEMS = zoo_problems(config)
-if ZOO_PROBLEMS:
-    raise ValueError("invalid configuration:\n  " + "\n  ".join(ZOO_PROBLEMS))
+# The schema checks keys and types and fills every default (after what a later --configfile removed with
+# null), so rules read config[...] without defaults of their own (results/summary/config.yaml shows them
+# all); then the cross-references of the filled config are checked, every problem named at once.
+cfg.fill_defaults(config)
+cfg.check_config(config)
 
 
 def names_pattern(names):
@@ -33,6 +25,7 @@ SYNTHETIC_DATASETS = [
 SYNTHETIC_SETS = [
     a for a, s in config["analysis_sets"].items() if s["source"] == "synthetic"
 ]
+# .get: no default, an entry without source takes the registry's (docs/models.md)
 WORKFLOW_MODELS = [
     m for m, s in config["models"].items() if s.get("source") == "workflow"
 ]
@@ -244,7 +237,7 @@ def all_targets():
 
 def trajectory_on():
     """Whether finetune.trajectory asks for embeddings after some epochs (off: YAML may read it as false)."""
-    return config.get("finetune", {}).get("trajectory", "off") not in ("off", False)
+    return config["finetune"]["trajectory"] not in ("off", False)
 
 
 def trajectory_summary():
@@ -357,6 +350,7 @@ def curate_inputs(wildcards):
         aset["source"] != "paper"
         and config["datasets"][aset["dataset"]]["kind"] == "coco"
     ):
+        # no schema default: the shipped list's path depends on where the workflow lives
         words = aset.get("curation", {}).get("gender_words", {})
         inputs["gender_words"] = words.get(
             "file", os.path.join(workflow.basedir, "resources", "gender_words.yaml")

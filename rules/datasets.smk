@@ -52,7 +52,7 @@ rule download_paper_lists:
         out_dir=lambda wildcards: f"results/data/paper_lists/{wildcards.paper_set}",
         mirror=lambda wildcards: config["datasets"][
             config["analysis_sets"][wildcards.paper_set]["dataset"]
-        ].get("mirror"),
+        ]["mirror"],
     script:
         "../workflow/scripts/download_paper_lists.py"
 
@@ -104,9 +104,9 @@ rule fetch_analysis_images:
         mem_mb=1000,
         runtime=60,
     params:
-        images=lambda wildcards: analysis_dataset(wildcards).get("images", "needed"),
-        mirror=lambda wildcards: analysis_dataset(wildcards).get("mirror"),
-        workers=lambda wildcards: analysis_dataset(wildcards).get("workers", 8),
+        images=lambda wildcards: analysis_dataset(wildcards)["images"],
+        mirror=lambda wildcards: analysis_dataset(wildcards)["mirror"],
+        workers=lambda wildcards: analysis_dataset(wildcards)["workers"],
     script:
         "../workflow/scripts/fetch_analysis_images.py"
 
@@ -157,6 +157,6 @@ rule fetch_split_images:
         runtime=1440,
     params:
         dataset=dataset_of,
-        workers=lambda wildcards: dataset_of(wildcards).get("workers", 8),
+        workers=lambda wildcards: dataset_of(wildcards)["workers"],
     script:
         "../workflow/scripts/fetch_split_images.py"

@@ -4,6 +4,8 @@
 # unknown name, bad weights) is named in the ranked table's summary and never stops the others.
 # The per-model embeddings, similarities and iEATs are the ordinary rules' (embed, similarity, ieat).
 ZOO = config["zoo"]
+# the iEAT that orders the table and leads the figure and findings (none: the zoo is off, its rules unused)
+ZOO_RANK_BY = cfg.canonical(ZOO["rank_by"]) if ZOO else None
 
 
 ZOO_STATUSES = expand("results/zoo/status/{model}.json", model=config["models"])
@@ -91,9 +93,10 @@ rule zoo_table:
         runtime=5,
     params:
         about=cfg.canonical(
+            # no default: only the zoo's models need about
             {m: e.get("about", {}) for m, e in config["models"].items()}
         ),
-        rank_by=cfg.canonical((ZOO or {}).get("rank_by", {})),
+        rank_by=ZOO_RANK_BY,
         adjust=config["report"]["p_adjust"],
     script:
         "../workflow/scripts/zoo_table.py"
@@ -117,7 +120,7 @@ rule zoo_forest:
         mem_mb=1000,
         runtime=5,
     params:
-        rank_by=cfg.canonical((ZOO or {}).get("rank_by", {})),
+        rank_by=ZOO_RANK_BY,
     script:
         "../workflow/scripts/zoo_forest.py"
 
@@ -141,7 +144,7 @@ rule zoo_findings:
         mem_mb=500,
         runtime=5,
     params:
-        rank_by=cfg.canonical((ZOO or {}).get("rank_by", {})),
+        rank_by=ZOO_RANK_BY,
         alpha=config["analysis"]["ieat"]["alpha"],
     script:
         "../workflow/scripts/zoo_findings.py"

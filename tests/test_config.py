@@ -28,9 +28,7 @@ def demo():
 
 @pytest.mark.parametrize("name", ["config/config.yaml", "config/paper.yaml", "tests/configs/tiny.yaml"])
 def test_shipped_configs_are_valid(name):
-    conf = load(name)
-    validate(conf, SCHEMA)
-    cfg.check_config(conf)
+    cfg.check_config(cfg.fill_defaults(load(name)))
 
 
 def test_unknown_key_is_named(demo):
@@ -73,7 +71,7 @@ def test_undefined_references_are_named(demo, edit, message):
     conf = copy.deepcopy(demo)
     edit(conf)
     with pytest.raises(ValueError, match=message):
-        cfg.check_config(conf)
+        cfg.check_config(cfg.fill_defaults(conf))
 
 
 def test_stages_and_parameters(demo):
@@ -93,8 +91,7 @@ def test_stages_and_parameters(demo):
 def test_seeds_per_dataset(demo):
     demo["datasets"]["other"] = dict(demo["datasets"]["synthetic_target"])
     demo["finetune"].update(datasets=["synthetic_target", "other"], seeds={"synthetic_target": [0, 2], "other": [5]})
-    validate(demo, SCHEMA)
-    cfg.check_config(demo)
+    cfg.check_config(cfg.fill_defaults(demo))
     assert cfg.finetune_seeds(demo, "synthetic_target") == [0, 2] and cfg.finetune_seeds(demo, "other") == [5]
     assert cfg.finetuned_stages(demo) == ["ft-synthetic_target-seed0", "ft-synthetic_target-seed2", "ft-other-seed5"]
     demo["finetune"]["seeds"] = {"synthetic_target": [0, 0], "other": [5]}
@@ -235,9 +232,8 @@ def test_negative_seeds_are_refused_naming_the_key(demo, edit, where):
 )
 def test_what_a_job_would_reject_is_refused_naming_the_key(demo, edit, message):
     edit(demo)
-    validate(copy.deepcopy(demo), SCHEMA)
     with pytest.raises(ValueError, match=message):
-        cfg.check_config(demo)
+        cfg.check_config(cfg.fill_defaults(demo))
 
 
 @pytest.mark.parametrize("source, section, key", [("paper", "paper", "files"), ("curated", "curation", "sizes")])
@@ -245,12 +241,12 @@ def test_a_real_class_without_its_list_or_size_is_refused(source, section, key):
     paper = load("config/paper.yaml")
     aset = paper["analysis_sets"]["coco"]
     aset["source"] = source
-    cfg.check_config(paper)
+    cfg.check_config(cfg.fill_defaults(copy.deepcopy(paper)))
     del aset[section][key]["car_man"]
     with pytest.raises(
         ValueError, match=rf"analysis_sets.coco.{section}.{key}: no entry for class\(es\) \['car_man'\]"
     ):
-        cfg.check_config(paper)
+        cfg.check_config(cfg.fill_defaults(paper))
 
 
 def test_a_yaml_syntax_error_names_the_file_and_the_line(tmp_path):
@@ -280,3 +276,64 @@ def test_a_broken_default_config_is_named_by_the_workflow(tmp_path):
     )
     assert done.returncode != 0
     assert "config/config.yaml, line 3, column 7: expected ',' or ']'" in done.stdout + done.stderr
+
+
+def test_every_problem_of_every_section_is_named_at_once(demo, tmp_path):
+    demo["finetune"]["datasets"].append("nope")
+    demo["analysis_sets"]["synthetic"]["ieat"][0].update(A="boat")
+    demo["analysis_sets"]["own"] = {"source": "folder", "root": str(tmp_path / "missing"), "classes": ["a", "b"]}
+    demo["report"] = {"control_class": "noise"}
+    demo["zoo"] = {"rank_by": {"analysis_set": "synthetic", "test": "nope"}}
+    with pytest.raises(ValueError) as err:
+        cfg.check_config(cfg.fill_defaults(demo))
+    lines = str(err.value).splitlines()
+    assert lines[0] == "invalid configuration:"
+    assert [line.strip().split(":")[0] for line in lines[1:]] == [
+        "analysis_sets.own.root",
+        "finetune.datasets",
+        "analysis_sets.synthetic.ieat.surfboard_vs_car.A",
+        "report.control_class",
+        "zoo.rank_by.test",
+        "finetune.datasets",  # a zoo is pretrained-only
+        "models.democnn",  # and audits no model trained here
+        "models.democnn.about",
+    ]
+
+
+def test_the_checks_read_the_filled_config_only(demo):
+    """A section the config leaves out is there after filling; the checks need no defaults of their own."""
+    for section in ("report", "weights"):
+        demo.pop(section, None)
+    del demo["finetune"]["trajectory"]
+    with pytest.raises(KeyError):
+        cfg.check_config(demo)
+    cfg.check_config(cfg.fill_defaults(demo))
+
+
+def test_null_in_a_later_config_file_removes_a_section_or_an_entry(demo):
+    from snakemake.utils import update_config
+
+    overlay = {
+        "finetune": None,
+        "models": {"democnn": None, "resnet18": {}},
+        "analysis": {"layers": {"enabled": False}},
+    }
+    update_config(demo, overlay)
+    assert demo["finetune"] is None and demo["models"]["democnn"] is None
+    cfg.drop_removed(demo)
+    assert "finetune" not in demo and list(demo["models"]) == ["resnet18"]
+    cfg.fill_defaults(demo)
+    assert demo["finetune"]["datasets"] == [] and demo["finetune"]["trajectory"] == "off"
+    assert demo["zoo"] is None  # null is a value where the schema allows it
+
+
+def test_the_zoo_is_an_overlay_on_the_papers_datasets_and_analysis_sets():
+    paper = cfg.read_configs([ROOT / "config" / "paper.yaml"])
+    zoo = cfg.read_configs([ROOT / "config" / "paper.yaml", ROOT / "config" / "zoo.yaml"])
+    assert load("config/zoo.yaml").keys().isdisjoint({"datasets", "analysis_sets"})
+    assert zoo["datasets"] == paper["datasets"] and zoo["analysis_sets"] == paper["analysis_sets"]
+    assert zoo["finetune"] == cfg.fill_defaults({**load("tests/configs/tiny.yaml"), "finetune": {}})["finetune"]
+    assert zoo["analysis"]["layers"]["enabled"] is False and zoo["zoo"]["rank_by"]["analysis_set"] == "coco"
+    assert not (set(paper["models"]) - {"moco_r50_v1"}) & set(zoo["models"])
+    assert all(entry["about"]["family"] for entry in zoo["models"].values())
+    cfg.check_config(zoo)

@@ -1,5 +1,6 @@
 """The pre-flight check (biastransfer.preflight, workflow/scripts/preflight.py) on a small toy folder mirror."""
 
+import copy
 import subprocess
 import sys
 
@@ -8,6 +9,7 @@ import yaml
 from conftest import ROOT
 from fake_datasets import paper_mirror
 
+from biastransfer.config import fill_defaults
 from biastransfer.data import toy_mirror
 from biastransfer.data.download import apply_mirror
 from biastransfer.models.registry import REGISTRY
@@ -20,7 +22,7 @@ PAPER = yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())
 def mirrored(tmp_path_factory):
     """(config, mirror): the paper config reduced to resnet18, every file in a folder mirror."""
     mirror = tmp_path_factory.mktemp("mirror")
-    return paper_mirror(mirror), mirror
+    return fill_defaults(paper_mirror(mirror)), mirror
 
 
 def test_a_complete_mirror_lists_every_file_as_ok(mirrored, tmp_path, monkeypatch):
@@ -71,7 +73,7 @@ def test_missing_and_changed_files_are_named(mirrored, tmp_path, monkeypatch):
 
 def test_without_a_mirror_the_downloads_are_remote(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    config = {**PAPER, "models": {"resnet50": {}}}
+    config = fill_defaults({**copy.deepcopy(PAPER), "models": {"resnet50": {}}})
     table = preflight(config)
     assert set(table["status"]) == {REMOTE, UNLISTED}
     assert (table["url"] == REGISTRY["resnet50"].weights).sum() == 1

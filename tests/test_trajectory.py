@@ -50,7 +50,7 @@ def test_an_epoch_beyond_a_run_is_named():
     conf = copy.deepcopy(DEMO)
     conf["finetune"]["trajectory"] = [2, 9]
     with pytest.raises(ValueError, match=r"finetune.trajectory: epoch\(s\) \[9\] beyond the 5 epochs of democnn"):
-        cfg.check_config(conf)
+        cfg.check_config(cfg.fill_defaults(conf))
 
 
 def _means(values, low, high):

@@ -21,7 +21,7 @@ from PIL import Image
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-from biastransfer.config import check_config
+from biastransfer.config import check_config, fill_defaults
 from biastransfer.data.manifest import read_manifest
 from biastransfer.data.splits import read_split, write_split
 from biastransfer.data.user import (
@@ -236,15 +236,15 @@ def test_the_config_check_accepts_user_sets_and_names_what_is_wrong(tmp_path):
     conf = yaml.safe_load(TINY.read_text())
     conf["analysis_sets"]["own"] = folder(tmp_path)
     conf["datasets"]["own_target"] = dataset_table(tmp_path / "ds")
-    check_config(conf)
+    check_config(fill_defaults(copy.deepcopy(conf)))
     bad = copy.deepcopy(conf)
     bad["analysis_sets"]["own"]["root"] = str(tmp_path / "missing")
     bad["analysis_sets"]["cur"] = {"source": "curated", "dataset": "own_target", "classes": ["a", "b"]}
     with pytest.raises(ValueError, match="analysis_sets.cur.source: 'curated' needs a coco or openimages dataset"):
-        check_config(bad)
+        check_config(fill_defaults(copy.deepcopy(bad)))
     del bad["analysis_sets"]["cur"]
     with pytest.raises(ValueError, match="analysis_sets.own.root: folder not found"):
-        check_config(bad)
+        check_config(fill_defaults(bad))
 
 
 @pytest.mark.parametrize(

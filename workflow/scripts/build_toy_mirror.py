@@ -18,6 +18,7 @@ from pathlib import Path
 
 import yaml
 
+from biastransfer.config import read_configs
 from biastransfer.data import toy_mirror
 from biastransfer.data.download import apply_mirror
 from biastransfer.models.resolve import model_spec
@@ -42,7 +43,7 @@ def overlay_for(
         if model_spec(name, config["models"][name]).source != "open_clip":  # a ViT needs its 224 px
             entry["preprocess"] = {"resize": size, "crop": size}
         models[name] = entry
-    overrides = {m: {d: {"epochs": 1} for d in per} for m, per in config["finetune"].get("overrides", {}).items()}
+    overrides = {m: {d: {"epochs": 1} for d in per} for m, per in config["finetune"]["overrides"].items()}
     seeds = config["finetune"]["seeds"]  # at most two per dataset: still a spread over seeds, in less time
     seeds = {d: list(s)[:2] for d, s in seeds.items()} if isinstance(seeds, dict) else list(seeds)[:2]
     return {
@@ -77,7 +78,7 @@ def main(
     batch_size: int = 4,
     seed: int = 0,
 ) -> None:
-    cfg = yaml.safe_load(Path(config).read_text())
+    cfg = read_configs([config])
     root = Path(mirror).resolve()
     counts = dict(per_class=per_class, n_train=train_images, n_val=val_images, size=size)
     lists, checksums = {}, {}

@@ -20,9 +20,10 @@ log = logging.getLogger(__name__)
 
 def main(dataset: dict, selected: str, published: str, workers: int = 8) -> None:
     s = read_split(selected)
-    root = Path(dataset.get("root") or ".")
+    root = Path(dataset["root"] or ".")
     missing = [p for p in s.frame["path"] if not os.path.isfile(p)]
-    if missing and (dataset.get("images", "needed") == "all" or kind_of(dataset).image_base_url is None):
+    # images and mirror: coco and openimages only (a table dataset has neither)
+    if missing and (dataset.get("images") == "all" or kind_of(dataset).image_base_url is None):
         raise FileNotFoundError(f"{len(missing)} image(s) of {selected} missing under {root}, e.g. {missing[0]}")
     if missing:
         log.info("%s: fetching %d of %d images", selected, len(missing), len(s.frame))

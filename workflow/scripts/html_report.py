@@ -29,7 +29,8 @@ log = logging.getLogger(__name__)
 
 
 def run_summary(config: dict, analysis_sets: pd.DataFrame, n_embeddings: int) -> dict[str, str]:
-    """What was run, in a few lines, from the config and the analysis sets' class counts."""
+    """What was run, in a few lines, from the (filled) config and the analysis sets' class counts."""
+    # no defaults: a model entry without source and arch takes the registry's
     models = ", ".join(f"{name} ({spec.get('source', '?')} {spec.get('arch', '')})".replace(" )", ")")
                        for name, spec in config["models"].items())  # fmt: skip
     sets = "; ".join(
@@ -37,26 +38,24 @@ def run_summary(config: dict, analysis_sets: pd.DataFrame, n_embeddings: int) ->
         for name, part in analysis_sets.groupby("analysis_set", sort=False)
     )
     finetune = config["finetune"]
-    defaults = finetune.get("defaults", {})
-    tests = "; ".join(f"{a}: {t['name']} ({t.get('role', 'exploratory')})"
-                      for a, s in config["analysis_sets"].items() for t in s.get("ieat", []))  # fmt: skip
-    report = config.get("report", {})
-    analysis = config.get("analysis", {})
-    reference = analysis.get("bts", {}).get("reference", "none")
+    defaults = finetune["defaults"]
+    tests = "; ".join(f"{a}: {t['name']} ({t['role']})"
+                      for a, s in config["analysis_sets"].items() for t in s["ieat"])  # fmt: skip
+    report, analysis = config["report"], config["analysis"]
+    reference = analysis["bts"]["reference"]
     return {
         "Models": models,
         "Analysis sets": sets,
         "Finetuning": (
             f"on {', '.join(finetune['datasets'])} with seeds {', '.join(map(str, finetune['seeds']))}"
-            f" ({defaults.get('epochs', '?')} epochs, lr {defaults.get('lr', '?')}, {defaults.get('optimizer', '?')})"
+            f" ({defaults['epochs']} epochs, lr {defaults['lr']}, {defaults['optimizer']})"
         ),  # fmt: skip
         "BTS reference network": "trained from scratch on the target data"
         if reference == "scratch"
         else str(reference),
         "iEAT tests (role)": tests or "none",
         "Significance": (
-            f"alpha = {analysis.get('ieat', {}).get('alpha', '?')}, p-values adjusted by "
-            f"{report.get('p_adjust', 'holm')} within each table"
+            f"alpha = {analysis['ieat']['alpha']}, p-values adjusted by {report['p_adjust']} within each table"
         ),  # fmt: skip
         "Embeddings": f"{n_embeddings} files (analysis set x model x stage); see Provenance",
     }
@@ -84,12 +83,12 @@ def main(
             f"the report's pages and files folder must be {expected} (beside {index}), not {[*pages, files]}"
         )
     items = [json.loads(item) if isinstance(item, str) else item for item in shown]
-    tests = {a: s.get("ieat", []) for a, s in config["analysis_sets"].items()}
+    tests = {a: s["ieat"] for a, s in config["analysis_sets"].items()}
     table = headline_table(read_summary(ieat, IEAT_COLUMNS), read_summary(bts, ("analysis_set", "model", "kind", "statistic")),
                      tests, alpha, adjust)  # fmt: skip
     prov = pd.read_csv(provenance, dtype=str, keep_default_na=False)
     sets = read_summary(analysis_sets, ("analysis_set", "class", "n"))
-    params = {"adjust": adjust, "alpha": alpha, "control_class": config.get("report", {}).get("control_class", "")}
+    params = {"adjust": adjust, "alpha": alpha, "control_class": config["report"]["control_class"]}
     Path(site).mkdir(parents=True, exist_ok=True)
     pages = write_site(site, run=run_summary(config, sets, len(prov)), headline=table,
                        findings_rst=Path(findings).read_text(), provenance=prov, items=items, config=config,

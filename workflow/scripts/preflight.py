@@ -8,12 +8,9 @@ Standalone: python workflow/scripts/preflight.py --configfile config/paper.yaml 
 
 import logging
 import sys
-from pathlib import Path
-
-import yaml
-from snakemake.utils import update_config
 
 from biastransfer.atomic import atomic_path
+from biastransfer.config import read_configs
 from biastransfer.preflight import MISMATCH, MISSING, preflight, summary
 from biastransfer.scripting import run
 
@@ -21,10 +18,7 @@ log = logging.getLogger(__name__)
 
 
 def main(configfile: list, table: str | None = None) -> None:
-    config: dict = {}
-    for path in configfile:
-        update_config(config, yaml.safe_load(Path(path).read_text()) or {})
-    result = preflight(config)
+    result = preflight(read_configs(configfile))
     if table:
         with atomic_path(table) as tmp:
             result.to_csv(tmp, index=False)

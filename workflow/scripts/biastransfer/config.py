@@ -1,20 +1,24 @@
 """Workflow configuration helpers: cross-reference checks and per-run parameters (read at DAG-build time).
 
 The JSON schema (``workflow/schemas/config.schema.yaml``) checks keys and types and fills every default
-(Snakemake's ``validate``), so the rules and these helpers read the config without defaults of their own;
-``check_config`` checks what a schema cannot: that every name refers to something defined.
+(Snakemake's ``validate``, called by ``fill_defaults``), so the rules and these helpers read the config without
+defaults of their own; ``check_config`` checks the filled config for what a schema cannot: that every name
+refers to something defined, section by section.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 # stage names, for the rules (cfg.parse_stage, ...)
 from biastransfer.stages import PRETRAINED, finetuned_stage, parse_stage, scratch_stage, stage_kind  # noqa: F401
 from biastransfer.vocabulary import SYNTHETIC_CLASSES
+from biastransfer.zoo import zoo_problems
 
 
 def finetune_seeds(config: Mapping, dataset: str) -> list[int]:
@@ -59,7 +63,7 @@ def finetune_params(config: Mapping, model: str, dataset: str) -> dict[str, Any]
 def trajectory_epochs(config: Mapping, model: str, dataset: str) -> list[int]:
     """The epochs after which the finetune job of ``model`` on ``dataset`` embeds the analysis sets
     (``finetune.trajectory``: ``off`` or false = none, ``every`` = each epoch, or a list, sorted here)."""
-    chosen = config["finetune"].get("trajectory", "off")
+    chosen = config["finetune"]["trajectory"]
     if chosen in ("off", False):
         return []
     epochs = finetune_params(config, model, dataset)["epochs"]
@@ -109,6 +113,48 @@ def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
     return data
 
 
+#: The config's JSON schema: keys, types and every default.
+SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "config.schema.yaml"
+#: Sections whose entries are named (``datasets.<name>``, ...): a null entry in a later file removes one.
+NAMED_SECTIONS = ("datasets", "analysis_sets", "models")
+
+
+def drop_removed(config: dict) -> dict:
+    """In place: remove what a later config file set to null (``--configfile paper.yaml zoo.yaml``): a null
+    top-level section (it takes the schema's defaults again) or a null entry of ``NAMED_SECTIONS``."""
+    for key in [k for k, v in config.items() if v is None]:
+        del config[key]
+    for section in NAMED_SECTIONS:
+        entries = config.get(section)
+        if isinstance(entries, dict):
+            for name in [n for n, v in entries.items() if v is None]:
+                del entries[name]
+    return config
+
+
+def fill_defaults(config: dict) -> dict:
+    """In place: ``drop_removed``, then check keys and types against ``SCHEMA`` and fill every default
+    (Snakemake's ``validate``), so that readers need no defaults of their own; no two entries share one
+    default object."""
+    from snakemake.utils import validate
+
+    drop_removed(config)
+    validate(config, str(SCHEMA), set_default=True)
+    config.update(json.loads(json.dumps(config)))
+    return config
+
+
+def read_configs(paths: Sequence[str | os.PathLike]) -> dict[str, Any]:
+    """Config files merged in order as Snakemake merges several ``--configfile`` (key by key; a list or a
+    value replaces the earlier one), then filled (``fill_defaults``)."""
+    from snakemake.utils import update_config
+
+    config: dict[str, Any] = {}
+    for path in paths:
+        update_config(config, read_config_file(path))
+    return fill_defaults(config)
+
+
 def download_spec(dataset: Mapping) -> dict[str, Any]:
     """A real dataset's entry without its split-only keys: the params of its download job, so that a new
     split seed or subset size redraws the splits without downloading (and re-curating) anew."""
@@ -118,66 +164,94 @@ def download_spec(dataset: Mapping) -> dict[str, Any]:
 
 
 def check_config(config: Mapping) -> None:
-    """Raise ValueError naming the key whose value refers to something undefined."""
-    # as given (before the schema's defaults): no finetune section, or no datasets, is a pretrained-only run
-    config = {**config, "finetune": {"datasets": [], "seeds": {}, **config.get("finetune", {})}}
-    datasets = config["datasets"]
+    """Raise ValueError listing every problem of the filled config (``fill_defaults``) that a schema cannot
+    find, each naming its key path: the per-section checks of ``SECTION_CHECKS``, all run."""
+    problems = [problem for check in SECTION_CHECKS for problem in check(config)]
+    if problems:
+        raise ValueError("invalid configuration:\n  " + "\n  ".join(problems))
+
+
+def model_problems(config: Mapping) -> list[str]:
+    """``models``: a model trained here (source ``workflow``) has its pretraining section, and only it."""
     problems = []
     for name, spec in config["models"].items():
+        # no default: an entry without source takes the registry's
         if spec.get("source") == "workflow":
             if "pretrain" not in spec:
                 problems.append(f"models.{name}: source 'workflow' needs a 'pretrain' section")
-            elif spec["pretrain"]["dataset"] not in datasets:
+            elif spec["pretrain"]["dataset"] not in config["datasets"]:
                 problems.append(f"models.{name}.pretrain.dataset: unknown dataset {spec['pretrain']['dataset']!r}")
             if "arch" not in spec or "preprocess" not in spec:
                 problems.append(f"models.{name}: source 'workflow' needs 'arch' and 'preprocess'")
         elif "pretrain" in spec:
             problems.append(f"models.{name}.pretrain: only models with source 'workflow' are pretrained here")
-    for dataset in config["finetune"]["datasets"]:
-        if dataset not in datasets:
+    return problems
+
+
+def finetune_problems(config: Mapping) -> list[str]:
+    """``finetune``: its datasets, seeds and overrides name defined datasets and models; trajectory epochs
+    lie within the epochs a run sets (``defaults`` or its override)."""
+    ft, problems = config["finetune"], []
+    for dataset in ft["datasets"]:
+        if dataset not in config["datasets"]:
             problems.append(f"finetune.datasets: unknown dataset {dataset!r}")
-    seeds = config["finetune"]["seeds"]
+    seeds = ft["seeds"]
     if isinstance(seeds, Mapping):
-        for dataset in config["finetune"]["datasets"]:
+        for dataset in ft["datasets"]:
             if dataset not in seeds:
                 problems.append(f"finetune.seeds: no seeds for finetune dataset {dataset!r}")
         for dataset in seeds:
-            if dataset not in config["finetune"]["datasets"]:
+            if dataset not in ft["datasets"]:
                 problems.append(f"finetune.seeds: {dataset!r} is not in finetune.datasets")
-    for model, per_dataset in config["finetune"].get("overrides", {}).items():
+    for model, per_dataset in ft["overrides"].items():
         if model not in config["models"]:
             problems.append(f"finetune.overrides: unknown model {model!r}")
         for dataset in per_dataset:
-            if dataset not in config["finetune"]["datasets"]:
+            if dataset not in ft["datasets"]:
                 problems.append(f"finetune.overrides.{model}: {dataset!r} is not in finetune.datasets")
-    problems += _trajectory_problems(config)
+    if isinstance(ft["trajectory"], list):
+        for model in config["models"]:
+            for dataset in ft["datasets"]:
+                epochs = finetune_params(config, model, dataset)["epochs"]
+                late = [e for e in ft["trajectory"] if e > epochs]
+                if late:
+                    problems.append(
+                        f"finetune.trajectory: epoch(s) {late} beyond the {epochs} epochs of {model} "
+                        f"finetuned on {dataset}"
+                    )
+    return problems
+
+
+def analysis_set_problems(config: Mapping) -> list[str]:
+    """``analysis_sets``: each set's dataset exists and suits its source, and its lists, sizes, BTS classes and
+    iEAT roles name classes of the set."""
+    datasets, problems = config["datasets"], []
     for name, aset in config["analysis_sets"].items():
         where = f"analysis_sets.{name}"
+        # no default: dataset only labels a folder or table set, and may be left out there
         if "dataset" in aset and aset["dataset"] not in datasets:
             problems.append(f"{where}.dataset: unknown dataset {aset['dataset']!r}")
-        elif aset["source"] in ("paper", "curated") and datasets.get(aset.get("dataset"), {}).get("kind") not in (
-            "coco",
-            "openimages",
-        ):
+        elif aset["source"] in ("paper", "curated") and datasets[aset["dataset"]]["kind"] not in ("coco", "openimages"):
             problems.append(
                 f"{where}.source: {aset['source']!r} needs a coco or openimages dataset, "
                 f"{aset['dataset']!r} is not (list your own images with source folder or table)"
             )
         for source, section, key in (("paper", "paper", "files"), ("curated", "curation", "sizes")):
+            # no default: a missing section is reported here as classes without an entry
             defined = aset.get(section, {}).get(key, {}) if aset["source"] == source else aset["classes"]
             missing = [c for c in aset["classes"] if c not in defined]
             if missing:
                 problems.append(f"{where}.{section}.{key}: no entry for class(es) {missing} of {where}.classes")
         classes = set(aset["classes"])
-        bts = aset.get("bts", {})
-        for cls in bts.get("intra", []):
+        # no defaults: without intra or inter the BTS ranks every class or pair
+        for cls in aset["bts"].get("intra", []):
             if cls not in classes:
                 problems.append(f"{where}.bts.intra: class {cls!r} is not in {where}.classes")
-        for pair in bts.get("inter", []):
+        for pair in aset["bts"].get("inter", []):
             for cls in pair:
                 if cls not in classes:
                     problems.append(f"{where}.bts.inter: class {cls!r} in pair {pair} is not in {where}.classes")
-        for test in aset.get("ieat", []):
+        for test in aset["ieat"]:
             for role in ("X", "Y", "A", "B"):
                 if test[role] not in classes:
                     problems.append(
@@ -195,20 +269,15 @@ def check_config(config: Mapping) -> None:
                 problems.append(
                     f"{where}.classes: {unknown} are no synthetic classes (known: {', '.join(SYNTHETIC_CLASSES)})"
                 )
-        names = [t["name"] for t in aset.get("ieat", [])]
+        names = [t["name"] for t in aset["ieat"]]
         if len(names) != len(set(names)):
             problems.append(f"{where}.ieat: test names must be unique, got {names}")
         if aset["source"] == "synthetic" and datasets.get(aset["dataset"], {}).get("kind") != "synthetic":
             problems.append(f"{where}.source: 'synthetic' needs a synthetic dataset, {aset['dataset']!r} is not")
-    problems += _report_problems(config)
-    problems += _attribution_problems(config)
-    if not problems:
-        problems += _user_data_problems(config)
-    if problems:
-        raise ValueError("invalid configuration:\n  " + "\n  ".join(problems))
+    return problems
 
 
-def _user_data_problems(config: Mapping) -> list[str]:
+def user_data_problems(config: Mapping) -> list[str]:
     """Your own images (biastransfer.data.user): folders, tables, their columns and classes exist."""
     from biastransfer.data.user import config_problems
 
@@ -222,51 +291,32 @@ def _user_data_problems(config: Mapping) -> list[str]:
     return problems
 
 
-def _trajectory_problems(config: Mapping) -> list[str]:
-    """``finetune.trajectory`` epochs beyond the epochs a finetuning run sets (``defaults`` or its override)."""
-    ft = config["finetune"]
-    chosen = ft.get("trajectory", "off")
-    if not isinstance(chosen, list):
-        return []
-    problems = []
-    for model in config["models"]:
-        for dataset in ft["datasets"]:
-            override = ft.get("overrides", {}).get(model, {}).get(dataset, {})
-            epochs = {**ft.get("defaults", {}), **override}.get("epochs")
-            late = [e for e in chosen if epochs is not None and e > epochs]
-            if late:
-                problems.append(
-                    f"finetune.trajectory: epoch(s) {late} beyond the {epochs} epochs of {model} finetuned on {dataset}"
-                )
-    return problems
-
-
-def _report_problems(config: Mapping) -> list[str]:
+def report_problems(config: Mapping) -> list[str]:
     """``report`` keys that name classes no analysis set has."""
-    report = config.get("report", {})
+    report = config["report"]
     known = {c for aset in config["analysis_sets"].values() for c in aset["classes"]}
-    named = [("control_class", report.get("control_class"))]
-    named += [("ieat_targets", c) for c in report.get("ieat_targets") or []]
+    named = [("control_class", report["control_class"])]
+    named += [("ieat_targets", c) for c in report["ieat_targets"] or []]
     return [f"report.{key}: class {cls!r} is in no analysis set" for key, cls in named if cls not in known | {None}]
 
 
-def _attribution_problems(config: Mapping) -> list[str]:
+def attribution_problems(config: Mapping) -> list[str]:
     """What ``analysis.attribution`` names that is not defined (sets, tests, stages, models)."""
     problems = []
-    attribution = config.get("analysis", {}).get("attribution", {})
+    attribution = config["analysis"]["attribution"]
     for option in ("alpha", "level", "power"):
-        if option in attribution and not 0 < attribution[option] < 1:
+        if not 0 < attribution[option] < 1:
             problems.append(f"analysis.attribution.{option}: must be in (0, 1), got {attribution[option]}")
-    for spec in attribution.get("comparisons", []):
+    for spec in attribution["comparisons"]:
         where = f"analysis.attribution.comparisons.{spec['name']}"
         aset = config["analysis_sets"].get(spec["analysis_set"])
         if aset is None:
             problems.append(f"{where}.analysis_set: unknown analysis set {spec['analysis_set']!r}")
-        elif spec["test"] not in [t["name"] for t in aset.get("ieat", [])]:
+        elif spec["test"] not in [t["name"] for t in aset["ieat"]]:
             problems.append(
                 f"{where}.test: {spec['test']!r} is not an iEAT test of analysis_sets.{spec['analysis_set']}"
             )
-        stage = spec.get("stage", PRETRAINED)
+        stage = spec["stage"]
         if stage != PRETRAINED and stage[len("ft-") :] not in config["finetune"]["datasets"]:
             problems.append(f"{where}.stage: {stage!r} names no dataset in finetune.datasets")
         seen: dict[str, str] = {}
@@ -278,6 +328,18 @@ def _attribution_problems(config: Mapping) -> list[str]:
                     problems.append(f"{where}.groups.{label}: model {model!r} is also in group {seen[model]!r}")
                 seen.setdefault(model, label)
     return problems
+
+
+#: The per-section checks of ``check_config``, in the order of the config's sections.
+SECTION_CHECKS = (
+    user_data_problems,
+    model_problems,
+    finetune_problems,
+    analysis_set_problems,
+    report_problems,
+    attribution_problems,
+    zoo_problems,
+)
 
 
 def canonical(value: Any) -> Any:

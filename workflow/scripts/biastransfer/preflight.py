@@ -89,7 +89,7 @@ def dataset_needs(name: str, dataset: Mapping) -> list[Need]:
     root = Path(dataset["root"])
     if dataset["kind"] == "coco":
         files = {"annotations_trainval2017.zip": coco.FILES["annotations_trainval2017.zip"]}
-        if dataset.get("images", "needed") == "all":
+        if dataset["images"] == "all":
             files.update({n: coco.FILES[n] for n in ("val2017.zip", "train2017.zip")})
         dests = {n: root / n for n in files}
         digests = pinned(dataset, coco.FILES)
@@ -155,7 +155,7 @@ def weights_needs(config: Mapping) -> list[Need]:
     from biastransfer.models.resolve import model_spec
     from biastransfer.models.weights import weights_cache_path
 
-    cache = config.get("weights", {}).get("cache_dir", "resources/weights")
+    cache = config["weights"]["cache_dir"]
     out = []
     for name, entry in config["models"].items():
         if entry.get("source") == "workflow":
@@ -180,16 +180,17 @@ def preflight(config: Mapping) -> pd.DataFrame:
 def _preflight(config: Mapping, scratch: Path) -> pd.DataFrame:
     rows = []
     for name, dataset in config["datasets"].items():
-        if dataset.get("kind") not in ("coco", "openimages"):
+        if dataset["kind"] not in ("coco", "openimages"):
             continue
-        mirror = dataset.get("mirror")
+        mirror = dataset["mirror"]
         needs = dataset_needs(name, dataset)
         checked = [check(n, mirror) for n in needs]
         rows += checked
         found = {n.dest: Path(r["found_at"]) for n, r in zip(needs, checked) if r["status"] == OK}
         selections, unlisted = [], []
-        for set_name, aset in config.get("analysis_sets", {}).items():
-            if aset.get("dataset") != name or aset.get("source") != "paper":
+        for set_name, aset in config["analysis_sets"].items():
+            # no default: a folder or table set may name no dataset
+            if aset.get("dataset") != name or aset["source"] != "paper":
                 continue
             lneeds = list_needs(set_name, aset)
             rows += [check(n, mirror) for n in lneeds]
@@ -198,7 +199,7 @@ def _preflight(config: Mapping, scratch: Path) -> pd.DataFrame:
                 selections.append(lists)
             else:
                 unlisted.append(set_name)
-        if dataset.get("images", "needed") == "all":
+        if dataset["images"] == "all":
             continue  # the image zips above hold every image
         view = _annotations_view(name, dataset, found, scratch)
         if view is None or unlisted:
@@ -216,7 +217,7 @@ def _preflight(config: Mapping, scratch: Path) -> pd.DataFrame:
             continue
         sels = [kind_of(view).paper_selection(view, lists) for lists in selections]
         rows += [check(n, mirror) for n in image_needs(name, dataset, view, sels)]
-    mirror = config.get("weights", {}).get("mirror")
+    mirror = config["weights"]["mirror"]
     rows += [check(n, mirror) for n in weights_needs(config)]
     return pd.DataFrame(rows, columns=list(COLUMNS))
 

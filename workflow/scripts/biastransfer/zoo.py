@@ -46,16 +46,17 @@ def embed_settings(entry: Mapping, embed: Mapping) -> tuple[int, int]:
     ``analysis.embed.sizes`` (the first size class that holds it); else ``batch_size`` and 4000 MB."""
     params_m = (entry.get("about") or {}).get("params_m")
     if params_m is not None:
-        for size in sorted(embed.get("sizes") or [], key=lambda s: s["up_to_m"]):
+        for size in sorted(embed["sizes"], key=lambda s: s["up_to_m"]):
             if params_m <= size["up_to_m"]:
                 return int(size["batch_size"]), int(size["mem_mb"])
     return int(embed["batch_size"]), DEFAULT_MEM_MB
 
 
 def zoo_problems(config: Mapping) -> list[str]:
-    """What the ``zoo`` section names that the config does not define, zoo models without ``about``, and a
-    run with neither finetuning nor a zoo (whose before/after analysis would have nothing to compare)."""
-    zoo = config.get("zoo")
+    """``zoo`` (of the filled config): what it names that the config does not define, zoo models without
+    ``about``, and a run with neither finetuning nor a zoo (whose before/after analysis would have nothing to
+    compare)."""
+    zoo = config["zoo"]
     if not zoo:
         if config["finetune"]["datasets"]:
             return []
@@ -70,7 +71,7 @@ def zoo_problems(config: Mapping) -> list[str]:
     aset = config["analysis_sets"].get(rank["analysis_set"])
     if aset is None:
         problems.append(f"zoo.rank_by.analysis_set: unknown analysis set {rank['analysis_set']!r}")
-    elif rank["test"] not in [t["name"] for t in aset.get("ieat", [])]:
+    elif rank["test"] not in [t["name"] for t in aset["ieat"]]:
         problems.append(
             f"zoo.rank_by.test: {rank['test']!r} is not an iEAT test of analysis_sets.{rank['analysis_set']}"
         )
