@@ -31,8 +31,7 @@ rule similarity:
         "../envs/stats.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=10,
+        **RESOURCES["stats"],
     params:
         method=config["analysis"]["similarity"]["method"],
         iterations=config["analysis"]["similarity"]["iterations"],
@@ -60,8 +59,7 @@ rule bts:
         "../envs/stats.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=10,
+        **RESOURCES["plot"],
     params:
         bootstrap=config["analysis"]["bts"]["bootstrap"],
         ci_level=config["analysis"]["bts"]["ci_level"],
@@ -89,8 +87,7 @@ rule ieat:
         "../envs/stats.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=10,
+        **RESOURCES["stats"],
     params:
         tests=lambda wildcards: cfg.canonical(
             config["analysis_sets"][wildcards.analysis_set]["ieat"]
@@ -137,8 +134,7 @@ rule summarise:
         "../envs/stats.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=5,
+        **RESOURCES["gather"],
     script:
         "../workflow/scripts/summarise.py"
 
@@ -201,8 +197,7 @@ rule summarise_change:
         "../envs/stats.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=5,
+        **RESOURCES["gather"],
     script:
         "../workflow/scripts/summarise_change.py"
 
@@ -231,8 +226,7 @@ rule findings:
         "../envs/plot.yaml"
     threads: 1
     resources:
-        mem_mb=500,
-        runtime=5,
+        **RESOURCES["small"],
     params:
         tests=cfg.canonical({a: s["ieat"] for a, s in config["analysis_sets"].items()}),
         alpha=config["analysis"]["ieat"]["alpha"],
@@ -260,8 +254,7 @@ rule provenance:
         "../envs/plot.yaml"
     threads: 1
     resources:
-        mem_mb=500,
-        runtime=5,
+        **RESOURCES["small"],
     script:
         "../workflow/scripts/provenance.py"
 
@@ -279,8 +272,7 @@ rule effective_config:
         "../envs/data.yaml"
     threads: 1
     resources:
-        mem_mb=500,
-        runtime=5,
+        **RESOURCES["small"],
     params:
         config=cfg.canonical(config),
     script:

@@ -16,8 +16,7 @@ rule attribution:
         "../envs/stats.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=10,
+        **RESOURCES["plot"],
     params:
         comparisons=cfg.canonical(config["analysis"]["attribution"]["comparisons"]),
         options=cfg.canonical(

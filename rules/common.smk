@@ -405,12 +405,14 @@ def finetune_runtime(wildcards, attempt):
 # Resource presets (as nf-core's process labels): the rules that need no more than these name one instead of
 # typing numbers; training, embedding and download rules size theirs from the config (functions above).
 RESOURCES = {
-    "summary": {"mem_mb": 500, "runtime": 5},  # small tables in, a table or page out
-    "plot": {"mem_mb": 1000, "runtime": 10},  # a figure, or a table of every job's rows
-    "stats": {
-        "mem_mb": 2000,
-        "runtime": 30,
-    },  # a statistics job over one model's embeddings
+    "small": {
+        "mem_mb": 500,
+        "runtime": 5,
+    },  # a few small tables in, one table or page out
+    "gather": {"mem_mb": 1000, "runtime": 5},  # every job's table gathered into one
+    "plot": {"mem_mb": 1000, "runtime": 10},  # a figure
+    "stats": {"mem_mb": 2000, "runtime": 10},  # statistics on one model's embeddings
+    "download": {"mem_mb": 1000, "runtime": 60},  # network-bound
 }
 
 

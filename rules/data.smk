@@ -39,8 +39,7 @@ rule synthetic_analysis_set:
         "../envs/data.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=10,
+        **RESOURCES["plot"],
     # only what shapes the images: editing the set's iEATs or BTS lists reruns nothing here
     params:
         classes=lambda wildcards: config["analysis_sets"][wildcards.synthetic_set][
@@ -70,8 +69,7 @@ rule check_leakage:
         "../envs/data.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=10,
+        **RESOURCES["stats"],
     params:
         # Synthetic and table (your own) images are compared by file hash too; COCO and Open Images
         # by their own image ids (hashing all of COCO train2017 would read 18 GB).
@@ -102,8 +100,7 @@ rule analysis_set_summary:
         "../envs/data.yaml"
     threads: 1
     resources:
-        mem_mb=500,
-        runtime=5,
+        **RESOURCES["small"],
     params:
         analysis_sets=lambda wildcards: {
             a: s.get("dataset") or s["source"]

@@ -101,8 +101,7 @@ rule fetch_analysis_images:
         "../envs/data.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=60,
+        **RESOURCES["download"],
     params:
         images=lambda wildcards: analysis_dataset(wildcards)["images"],
         mirror=lambda wildcards: analysis_dataset(wildcards)["mirror"],

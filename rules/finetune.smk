@@ -56,7 +56,6 @@ rule finetune_summary:
         "../envs/stats.yaml"
     threads: 1
     resources:
-        mem_mb=500,
-        runtime=5,
+        **RESOURCES["small"],
     script:
         "../workflow/scripts/finetune_summary.py"

@@ -106,8 +106,7 @@ rule summarise_layers:
         "../envs/stats.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=5,
+        **RESOURCES["gather"],
     params:
         summary="layer_profile",
     script:

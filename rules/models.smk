@@ -45,8 +45,7 @@ rule fetch_weights:
         "../envs/torch.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=60,
+        **RESOURCES["download"],
     params:
         entry=lambda wildcards: cfg.canonical(model_entry(wildcards.model)),
         cache_dir=config["weights"]["cache_dir"],

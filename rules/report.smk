@@ -159,7 +159,7 @@ rule html_report:
         "../envs/plot.yaml"
     threads: 1
     resources:
-        **RESOURCES["summary"],
+        **RESOURCES["small"],
     params:
         config=cfg.canonical(config),
         shown=lambda wildcards: ARTEFACTS.items(),
@@ -326,7 +326,7 @@ rule compare_paper:
         "../envs/plot.yaml"
     threads: 1
     resources:
-        **RESOURCES["summary"],
+        **RESOURCES["small"],
     params:
         alpha=REPORT["alpha"],
         tolerances=REPORT["tolerances"],

@@ -22,7 +22,7 @@ for table, made in MADE_TABLES.items():
             "../envs/plot.yaml"
         threads: 1
         resources:
-            **RESOURCES["summary"],
+            **RESOURCES["small"],
         params:
             **made["params"],
             kind=table,

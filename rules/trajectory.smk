@@ -104,8 +104,7 @@ rule summarise_trajectory:
         "../envs/stats.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=5,
+        **RESOURCES["gather"],
     params:
         summary="trajectory",
     script:

@@ -89,8 +89,7 @@ rule zoo_table:
         "../envs/plot.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=5,
+        **RESOURCES["gather"],
     params:
         about=cfg.canonical(
             # no default: only the zoo's models need about
@@ -117,8 +116,7 @@ rule zoo_forest:
         "../envs/plot.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=5,
+        **RESOURCES["gather"],
     params:
         rank_by=ZOO_RANK_BY,
     script:
@@ -141,8 +139,7 @@ rule zoo_findings:
         "../envs/plot.yaml"
     threads: 1
     resources:
-        mem_mb=500,
-        runtime=5,
+        **RESOURCES["small"],
     params:
         rank_by=ZOO_RANK_BY,
         alpha=config["analysis"]["ieat"]["alpha"],

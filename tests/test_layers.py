@@ -10,7 +10,7 @@ from torch import nn
 from biastransfer.embeddings import EmbeddingTable
 from biastransfer.models.layers import LayerExtractor, _every_third, default_layers, layer_extractor, resolve_layers
 from biastransfer.models.resolve import model_spec, resolve_spec
-from biastransfer.report.layer_findings import describe_layers
+from biastransfer.report.findings.layers import describe_layers
 from biastransfer.stats.layer_profile import layer_profile_table
 
 

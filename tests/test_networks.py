@@ -13,7 +13,7 @@ from snakemake.utils import update_config
 from test_workflow import planned_jobs
 
 from biastransfer import config as cfg
-from biastransfer.report.network_findings import (
+from biastransfer.report.findings.networks import (
     convergence,
     describe_attribution,
     describe_convergence,

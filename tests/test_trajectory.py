@@ -14,7 +14,7 @@ from snakemake.utils import validate
 
 from biastransfer import config as cfg
 from biastransfer.embeddings import EmbeddingTable, epoch_file, epoch_files, read_embeddings
-from biastransfer.report.trajectory_findings import describe_trajectories, settling_epoch
+from biastransfer.report.findings.trajectory import describe_trajectories, settling_epoch
 from biastransfer.stats.trajectory import trajectory_table
 
 SCHEMA = str(ROOT / "workflow" / "schemas" / "config.schema.yaml")

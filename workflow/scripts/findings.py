@@ -16,10 +16,15 @@ from pathlib import Path
 import pandas as pd
 
 from biastransfer.atomic import write_text
-from biastransfer.report.findings import describe_findings, to_html
-from biastransfer.report.layer_findings import describe_layers
-from biastransfer.report.network_findings import describe_attribution, describe_convergence, describe_reference
-from biastransfer.report.trajectory_findings import describe_trajectories
+from biastransfer.report.findings import (
+    describe_attribution,
+    describe_convergence,
+    describe_findings,
+    describe_layers,
+    describe_reference,
+    describe_trajectories,
+)
+from biastransfer.report.html import rst_to_html
 from biastransfer.scripting import run
 
 
@@ -91,7 +96,7 @@ def main(
     if extra:
         text += "\n" + "\n".join(extra) + "\n"
     write_text(findings, text)
-    write_text(html, to_html(text))
+    write_text(html, rst_to_html(text, part="whole"))
 
 
 if __name__ == "__main__":

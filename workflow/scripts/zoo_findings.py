@@ -8,8 +8,8 @@ Standalone: python workflow/scripts/zoo_findings.py --ranking results/zoo/rankin
 import pandas as pd
 
 from biastransfer.atomic import write_text
-from biastransfer.report.findings import to_html
-from biastransfer.report.zoo_findings import describe_zoo
+from biastransfer.report.findings import describe_zoo
+from biastransfer.report.html import rst_to_html
 from biastransfer.scripting import run
 
 
@@ -17,7 +17,7 @@ def main(ranking: str, status_csv: str, rank_by: dict, alpha: float, findings: s
     status = pd.read_csv(status_csv, keep_default_na=False, na_values=[""])
     text = describe_zoo(pd.read_csv(ranking, keep_default_na=False, na_values=[""]), status, alpha=alpha, **rank_by)
     write_text(findings, text)
-    write_text(html, to_html(text))
+    write_text(html, rst_to_html(text, part="whole"))
 
 
 if __name__ == "__main__":

@@ -80,6 +80,15 @@ PAGES = (("index.html", "Overview"), ("findings.html", "Findings"), ("tables.htm
          ("figures.html", "Figures"), ("provenance.html", "Provenance"))  # fmt: skip
 
 
+def rst_to_html(text: str, *, part: str = "body") -> str:
+    """reStructuredText as HTML (docutils, which Snakemake itself depends on): a fragment (``body``, or
+    ``html_body`` with its title) or a standalone page (``whole``). A warning in the text is an error."""
+    from docutils.core import publish_parts
+
+    parts = publish_parts(text, writer="html5", settings_overrides={"report_level": 2, "halt_level": 2})
+    return parts[part]
+
+
 def esc(text: object) -> str:
     """``text`` escaped for HTML."""
     return html.escape(str(text), quote=True)

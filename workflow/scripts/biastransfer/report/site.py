@@ -19,7 +19,7 @@ import pandas as pd
 
 from biastransfer.atomic import write_text
 from biastransfer.report.artefacts import FILE_ROLES, KINDS, REQUIRED_ROLES
-from biastransfer.report.html import PAGES, downloads, esc, html_table, page
+from biastransfer.report.html import PAGES, downloads, esc, html_table, page, rst_to_html
 
 #: Keys of one report item (a figure, table or page) as the html_report rule passes them
 #: (report.artefacts.Artefact.items).
@@ -31,15 +31,6 @@ class _Words(SimpleNamespace):
 
     def __getattr__(self, name):
         return "?"
-
-
-def rst_to_html(text: str, *, part: str = "body") -> str:
-    """reStructuredText as an HTML fragment (docutils, which Snakemake itself depends on): its ``body``,
-    or its ``html_body`` (title included)."""
-    from docutils.core import publish_parts
-
-    parts = publish_parts(text, writer="html5", settings_overrides={"report_level": 3, "halt_level": 5})
-    return parts[part]
 
 
 def render_caption(path: str | Path, config: Mapping, wildcards: Mapping, params: Mapping) -> str:

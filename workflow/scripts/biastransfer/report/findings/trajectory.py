@@ -6,9 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from biastransfer.report.findings.prose import interval
 
-def _interval(low: float, high: float) -> str:
-    return "" if np.isnan(low) or np.isnan(high) else f" (interval {low:.2f} to {high:.2f})"
+
+def _bounds(low: float, high: float) -> str:
+    bounds = interval(low, high)
+    return f" {bounds}" if bounds else ""
 
 
 def seed_means(rows: pd.DataFrame) -> pd.DataFrame:
@@ -80,14 +83,14 @@ def describe_trajectories(trajectory: pd.DataFrame | None) -> list[str]:
                 when = f"settles from epoch {settled}"
             lines.append(
                 f"- {model} finetuned on {dataset}, {analysis_set}, {test}{f' ({role})' if role else ''}: "
-                f"d {means['value'].iloc[0]:.2f}{_interval(means['ci_low'].iloc[0], means['ci_high'].iloc[0])} "
+                f"d {means['value'].iloc[0]:.2f}{_bounds(means['ci_low'].iloc[0], means['ci_high'].iloc[0])} "
                 f"pretrained, {means['value'].iloc[-1]:.2f}"
-                f"{_interval(means['ci_low'].iloc[-1], means['ci_high'].iloc[-1])} after epoch {last} "
+                f"{_bounds(means['ci_low'].iloc[-1], means['ci_high'].iloc[-1])} after epoch {last} "
                 f"({int(means['n_seeds'].iloc[-1])} seed(s)); it {when} and {_path_words(means)}."
             )
         bts = rows[(rows["measure"] == "bts") & (rows["seed"].astype(str) == "pooled") & (rows["epoch"] == last)]
         if not bts.empty:
-            rhos = ", ".join(f"{r.kind} {r.value:.2f}{_interval(r.ci_low, r.ci_high)}" for r in bts.itertuples())
+            rhos = ", ".join(f"{r.kind} {r.value:.2f}{_bounds(r.ci_low, r.ci_high)}" for r in bts.itertuples())
             lines.append(
                 f"- {model} finetuned on {dataset}, {analysis_set}: BTS rho against pretrained after "
                 f"epoch {last} (seeds pooled): {rhos}."

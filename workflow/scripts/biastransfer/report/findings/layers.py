@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from biastransfer.report.findings.prose import estimate, interval, value_range
 from biastransfer.report.formatting import adjusted_floor, model_label, p_text
 
 _ADJUSTED = {"holm": "pvalue_holm", "bh": "pvalue_bh"}
@@ -26,7 +27,7 @@ def _d_text(row, column: str) -> str:
     floor = row["pvalue_floor"] if pd.notna(row["pvalue_floor"]) else None
     floor = adjusted_floor(float(row["pvalue"]), floor, float(row[column]))  # a bound when the raw p is at its floor
     return (
-        f"d = {row['estimate']:.2f} [{row['ci_low']:.2f}, {row['ci_high']:.2f}] at {row['layer']} "
+        f"{estimate('d', row['estimate'], row['ci_low'], row['ci_high'])} at {row['layer']} "
         f"(adjusted {p_text(float(row[column]), floor)})"
     )
 
@@ -45,7 +46,7 @@ def _appearance(rows: pd.DataFrame, alpha: float, column: str, n_layers: int) ->
         if not other
         else "; interval excluding 0 but not significant (the direction the test does not count, "
         "or a weak effect): "
-        + ", ".join(f"d = {r['estimate']:.2f} [{r['ci_low']:.2f}, {r['ci_high']:.2f}] at {r['layer']}" for r in other)
+        + ", ".join(f"{estimate('d', r['estimate'], r['ci_low'], r['ci_high'])} at {r['layer']}" for r in other)
     )
     if not hits:
         return f"at no profiled layer (largest absolute d: {_d_text(strongest, column)}){note}"
@@ -54,7 +55,7 @@ def _appearance(rows: pd.DataFrame, alpha: float, column: str, n_layers: int) ->
     shallower = (
         ""
         if below.empty
-        else f"; at shallower layers d runs from {below['estimate'].min():.2f} to {below['estimate'].max():.2f}"
+        else f"; at shallower layers d runs from {value_range(below['estimate'].min(), below['estimate'].max())}"
     )
     peak = "" if strongest["layer"] == first["layer"] else f"; strongest {_d_text(strongest, column)}"
     return (
@@ -127,7 +128,7 @@ def describe_layers(profile: pd.DataFrame | None, alpha: float, *, adjust: str =
         for (dataset, kind), b in bts.groupby(["finetune_dataset", "item"], sort=False):
             b = b.sort_values("depth")
             hi, lo = b.loc[b["estimate"].idxmax()], b.loc[b["estimate"].idxmin()]
-            cells = "; ".join(f"{r.layer} {r.estimate:.2f} [{r.ci_low:.2f}, {r.ci_high:.2f}]" for r in b.itertuples())
+            cells = "; ".join(f"{r.layer} {r.estimate:.2f} {interval(r.ci_low, r.ci_high)}" for r in b.itertuples())
             lines.append(
                 f"- BTS {kind}, finetuned on {dataset} (seeds pooled), rho by layer: {cells}. "
                 f"Finetuning kept the ranking best at {hi['layer']} and changed it most at {lo['layer']}."

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from biastransfer.report.findings.prose import interval, value_range
 from biastransfer.report.formatting import (
     ADJUSTMENT_NAMES,
     ADJUSTMENTS,
@@ -55,8 +56,7 @@ def _ci(row, low: str = "ci_low", high: str = "ci_high") -> str:
     lo, hi = float(_get(row, low)), float(_get(row, high))
     if np.isnan(lo) or np.isnan(hi):
         return ""
-    level = float(_get(row, "ci_level", 0.95))
-    return f", {level:.0%} CI {lo:.2f} to {hi:.2f}"
+    return ", " + interval(lo, hi, float(_get(row, "ci_level", 0.95)))
 
 
 def _opposite_words(d: float, row, spec: Mapping) -> str:
@@ -100,7 +100,7 @@ def _combined(seeds: pd.DataFrame | None, keys: Mapping, spec: Mapping) -> str:
     r = next(sel.itertuples())
     floor = float(_get(r, "pvalue_floor", 0.0))
     sd = "" if np.isnan(float(r.sd_d)) else f", between-seed SD {r.sd_d:.2f}"
-    return (f"  - over {int(r.n_seeds)} seeds: mean d = {r.mean_d:.2f}{sd}, range {r.min_d:.2f} to {r.max_d:.2f}; "
+    return (f"  - over {int(r.n_seeds)} seeds: mean d = {r.mean_d:.2f}{sd}, range {value_range(r.min_d, r.max_d)}; "
             f"one test on all seeds' embeddings (images re-partitioned once for every seed): "
             f"{r.alternative} {p_text(float(r.pvalue), floor)}, two-sided {p_text(float(r.pvalue_two_sided), floor)}.")  # fmt: skip
 
@@ -115,7 +115,7 @@ def _changes(change: pd.DataFrame | None, keys: Mapping, spec: Mapping) -> list[
     ]
     return [
         f"  - change from pretrained, seed {_seed(r.seed)} (same images, paired bootstrap): delta d = {r.delta_d:.2f}{_ci(r)}, "
-        f"two-sided {p_text(float(r.pvalue), float(r.pvalue_floor))} ({r.d_pretrained:.2f} to {r.d_finetuned:.2f})."
+        f"two-sided {p_text(float(r.pvalue), float(r.pvalue_floor))} (d from {r.d_pretrained:.2f} to {r.d_finetuned:.2f})."
         for r in sel.itertuples()
     ]
 
@@ -203,7 +203,7 @@ def _moved(change: pd.DataFrame | None, analysis_set: str, model: str, dataset: 
     excludes = int(((sel["ci_low"] > 0) | (sel["ci_high"] < 0)).sum())
     return [f"  - the ranked similarities moved by at most {abs(big['delta']):.3f} in absolute value ({big['kind']} {str(big['key']).replace('|', ' and ')}, "
             f"seed {_seed(big['seed'])}: {big['value_pretrained']:.3f} to {big['value_finetuned']:.3f}, "
-            f"{float(big['ci_level']):.0%} CI {big['ci_low']:.3f} to {big['ci_high']:.3f}); {excludes} of {len(sel)} "
+            f"{interval(big['ci_low'], big['ci_high'], big['ci_level'], digits=3)}); {excludes} of {len(sel)} "
             f"changes (similarities x seeds) have an interval that excludes 0."]  # fmt: skip
 
 
@@ -232,10 +232,3 @@ def describe_findings(
         *describe_bts(bts, alpha=alpha, adjust=adjust, similarity_change=similarity_change),
     ]
     return "\n".join(body) + "\n"
-
-
-def to_html(rst: str) -> str:
-    """A standalone HTML page of the findings (docutils, which Snakemake itself depends on)."""
-    from docutils.core import publish_string
-
-    return publish_string(rst, writer="html5", settings_overrides={"report_level": 2, "halt_level": 2}).decode()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from biastransfer.report.findings.prose import estimate, value_range
 from biastransfer.report.formatting import ADJUSTMENT_NAMES, adjusted_floor, p_text
 
 ZOO_SCOPE = (
@@ -20,7 +21,7 @@ ZOO_SCOPE = (
 
 
 def _effect(row) -> str:
-    return f"d = {row.effect_size:.2f} [{row.ci_low:.2f}, {row.ci_high:.2f}]"
+    return estimate("d", row.effect_size, row.ci_low, row.ci_high)
 
 
 def _title(text: str, underline: str = "-") -> list[str]:
@@ -63,7 +64,7 @@ def describe_zoo(
             sig = int((rows["pvalue_adjusted"] < alpha).sum())
             lines.append(
                 f"- {family} ({len(rows)} model{'s' if len(rows) != 1 else ''}): median d {rows['effect_size'].median():.2f}, range "
-                f"{rows['effect_size'].min():.2f} to {rows['effect_size'].max():.2f}; {sig} with adjusted p < {alpha:g}."
+                f"{value_range(rows['effect_size'].min(), rows['effect_size'].max())}; {sig} with adjusted p < {alpha:g}."
             )
         lines.append("")
     lines += _title("Every test")

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from biastransfer.report.findings.prose import interval
+
 
 def _title(text: str) -> list[str]:
     return [f"{text}\n{'-' * len(text)}\n"]
@@ -141,7 +143,7 @@ def describe_attribution(table: pd.DataFrame | None) -> list[str]:
             )
             lines.append(
                 f"- {r.group_a} vs {r.group_b}: mean d {r.mean_a:.2f} vs {r.mean_b:.2f}, difference "
-                f"{r.difference:.2f} ({r.level:.0%} CI {r.ci_low:.2f} to {r.ci_high:.2f}), {_p(r)} "
+                f"{r.difference:.2f} ({interval(r.ci_low, r.ci_high, r.level)}), {_p(r)} "
                 f"({r.method}, {r.permutations} relabellings; Holm {r.pvalue_holm:.2g}; Welch {r.pvalue_welch:.2g}): "
                 f"{verdict}. {power}."
             )
