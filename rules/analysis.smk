@@ -18,9 +18,9 @@ for name, title in (
 
 rule similarity:
     input:
-        embeddings="results/embeddings/{analysis_set}/{model}/{stage}.parquet",
+        embeddings=path("embeddings"),
     output:
-        table="results/similarity/{analysis_set}/{model}/{stage}.csv",
+        table=path("stage_table", kind="similarity"),
     log:
         "logs/similarity/{analysis_set}/{model}/{stage}.log",
     benchmark:
@@ -42,13 +42,13 @@ rule similarity:
 
 rule bts:
     input:
-        pretrained="results/similarity/{analysis_set}/{model}/pretrained.csv",
+        pretrained=path("stage_table", kind="similarity", stage="pretrained"),
         finetuned=finetuned_similarity_tables,
         reference=reference_tables,
-        pretrained_embeddings="results/embeddings/{analysis_set}/{model}/pretrained.parquet",
+        pretrained_embeddings=path("embeddings", stage="pretrained"),
         finetuned_embeddings=finetuned_embeddings,
     output:
-        table="results/bts/{analysis_set}/{model}/ft-{dataset}.csv",
+        table=path("bts"),
     log:
         "logs/bts/{analysis_set}/{model}/ft-{dataset}.log",
     benchmark:
@@ -74,9 +74,9 @@ rule bts:
 
 rule ieat:
     input:
-        embeddings="results/embeddings/{analysis_set}/{model}/{stage}.parquet",
+        embeddings=path("embeddings"),
     output:
-        table="results/ieat/{analysis_set}/{model}/{stage}.csv",
+        table=path("stage_table", kind="ieat"),
     log:
         "logs/ieat/{analysis_set}/{model}/{stage}.log",
     benchmark:
@@ -108,7 +108,7 @@ rule model_analyses:
     input:
         model_analysis_tables,
     output:
-        touch("results/checks/analyses/{model}.done"),
+        touch(path("analyses_done")),
     group:
         MODEL_STATS_GROUP
     threads: 1
@@ -141,12 +141,12 @@ rule summarise:
 
 rule change:
     input:
-        pretrained_embeddings="results/embeddings/{analysis_set}/{model}/pretrained.parquet",
+        pretrained_embeddings=path("embeddings", stage="pretrained"),
         finetuned_embeddings=finetuned_embeddings,
     output:
-        ieat="results/change/{analysis_set}/{model}/ft-{dataset}/ieat.csv",
-        similarity="results/change/{analysis_set}/{model}/ft-{dataset}/similarity.csv",
-        seeds="results/change/{analysis_set}/{model}/ft-{dataset}/ieat_seeds.csv",
+        ieat=path("change", kind="ieat"),
+        similarity=path("change", kind="similarity"),
+        seeds=path("change", kind="ieat_seeds"),
     log:
         "logs/change/{analysis_set}/{model}/ft-{dataset}.log",
     benchmark:
@@ -238,7 +238,7 @@ rule findings:
 rule provenance:
     input:
         embeddings=[
-            f"results/embeddings/{a}/{m}/{s}.parquet"
+            path("embeddings", analysis_set=a, model=m, stage=s)
             for a, m in all_pairs()
             for s in cfg.stages(config) + cfg.scratch_stages(config)
         ],

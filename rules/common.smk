@@ -1,5 +1,6 @@
 # Configuration checks, wildcard constraints, input functions and target lists.
 import os
+import re
 import sys
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
@@ -31,6 +32,34 @@ WORKFLOW_MODELS = [
 ]
 
 
+# Every file that one job writes and another reads, declared once. path(name) is the template (an output
+# pattern), path(name, model=m) fills some wildcards and leaves the others, e.g.
+# path("manifest", analysis_set="{real_set}") for a rule whose wildcard has another name.
+PATHS = {
+    "manifest": "results/analysis_sets/{analysis_set}/manifest.parquet",
+    "selection": "results/analysis_sets/{analysis_set}/selection.parquet",
+    "split": "results/splits/{dataset}/{split}.parquet",
+    "leakage_check": "results/checks/leakage/{analysis_set}.ok",
+    "pretrain_run": "results/pretrain/{model}/{file}",
+    "finetune_run": "results/finetune/{dataset}/{model}/seed{seed}/{file}",
+    "scratch_run": "results/scratch/{dataset}/{model}/seed{seed}/{file}",
+    "embeddings": "results/embeddings/{analysis_set}/{model}/{stage}.parquet",
+    "stage_table": "results/{kind}/{analysis_set}/{model}/{stage}.csv",
+    "bts": "results/bts/{analysis_set}/{model}/ft-{dataset}.csv",
+    "change": "results/change/{analysis_set}/{model}/ft-{dataset}/{kind}.csv",
+    "trajectory_folder": "results/trajectory/{analysis_set}/{model}/{stage}",
+    "trajectory_table": "results/trajectory/{analysis_set}/{model}/ft-{dataset}.csv",
+    "layer_embeddings": "results/layers/{analysis_set}/{model}/embeddings/{stage}",
+    "layer_profile": "results/layers/{analysis_set}/{model}/profile.csv",
+    "analyses_done": "results/checks/analyses/{model}.done",
+}
+
+
+def path(name, **values):
+    """A declared file's path (PATHS): its template with ``values`` filled in and every other wildcard kept."""
+    return re.sub(r"\{(\w+)\}", lambda m: str(values.get(m[1], m[0])), PATHS[name])
+
+
 wildcard_constraints:
     dataset=names_pattern(list(config["datasets"])),
     synthetic=names_pattern(SYNTHETIC_DATASETS),
@@ -49,7 +78,7 @@ def model_entry(model):
 def pretrained_weights(wildcards):
     """The pretrained weights file of a model: trained here (demo) or fetched."""
     if model_entry(wildcards.model).get("source") == "workflow":
-        return f"results/pretrain/{wildcards.model}/model.safetensors"
+        return path("pretrain_run", model=wildcards.model, file="model.safetensors")
     if config[
         "zoo"
     ]:  # the zoo's check fetched them: its record of a passed model is a weights record
@@ -63,13 +92,19 @@ def stage_weights(wildcards):
     if dataset is None:
         return pretrained_weights(wildcards)
     root = "scratch" if cfg.stage_kind(wildcards.stage) == "scratch" else "finetune"
-    return f"results/{root}/{dataset}/{wildcards.model}/seed{seed}/model.safetensors"
+    return path(
+        f"{root}_run",
+        dataset=dataset,
+        model=wildcards.model,
+        seed=seed,
+        file="model.safetensors",
+    )
 
 
 def leakage_inputs(wildcards):
     """Every training split of every dataset a model is trained on, checked against an analysis set."""
     return [
-        f"results/splits/{dataset}/{split}.parquet"
+        path("split", dataset=dataset, split=split)
         for dataset in cfg.training_datasets(config)
         for split in ("train", "val")
     ]
@@ -78,7 +113,13 @@ def leakage_inputs(wildcards):
 def finetuned_similarity_tables(wildcards):
     """The similarity tables of every seed finetuned on the BTS's dataset."""
     return [
-        f"results/similarity/{wildcards.analysis_set}/{wildcards.model}/{stage}.csv"
+        path(
+            "stage_table",
+            kind="similarity",
+            analysis_set=wildcards.analysis_set,
+            model=wildcards.model,
+            stage=stage,
+        )
         for stage in [
             cfg.finetuned_stage(wildcards.dataset, s)
             for s in cfg.finetune_seeds(config, wildcards.dataset)
@@ -89,7 +130,7 @@ def finetuned_similarity_tables(wildcards):
 def leakage_checks():
     """Every analysis set's leakage check; training waits for them (an unnamed input: ordering only)."""
     return expand(
-        "results/checks/leakage/{analysis_set}.ok",
+        path("leakage_check"),
         analysis_set=config["analysis_sets"],
     )
 
@@ -97,7 +138,12 @@ def leakage_checks():
 def finetuned_embeddings(wildcards):
     """The embeddings of every seed finetuned on the dataset (the same images as the pretrained ones)."""
     return [
-        f"results/embeddings/{wildcards.analysis_set}/{wildcards.model}/{stage}.parquet"
+        path(
+            "embeddings",
+            analysis_set=wildcards.analysis_set,
+            model=wildcards.model,
+            stage=stage,
+        )
         for stage in [
             cfg.finetuned_stage(wildcards.dataset, s)
             for s in cfg.finetune_seeds(config, wildcards.dataset)
@@ -108,7 +154,7 @@ def finetuned_embeddings(wildcards):
 def change_inputs(name):
     """The per-job change tables of one kind (ieat, similarity, ieat_seeds)."""
     return [
-        f"results/change/{a}/{m}/ft-{d}/{name}.csv"
+        path("change", analysis_set=a, model=m, dataset=d, kind=name)
         for a, m in all_pairs()
         for d in config["finetune"]["datasets"]
     ]
@@ -117,7 +163,13 @@ def change_inputs(name):
 def reference_tables(wildcards):
     """Similarity tables of the scratch reference networks (none without ``analysis.bts.reference``)."""
     return [
-        f"results/similarity/{wildcards.analysis_set}/{wildcards.model}/{cfg.scratch_stage(wildcards.dataset, s)}.csv"
+        path(
+            "stage_table",
+            kind="similarity",
+            analysis_set=wildcards.analysis_set,
+            model=wildcards.model,
+            stage=cfg.scratch_stage(wildcards.dataset, s),
+        )
         for s in cfg.reference_seeds(config, wildcards.dataset)
     ]
 
@@ -149,12 +201,12 @@ def summary_inputs(kind):
     """The per-job tables that make up one summary table."""
     if kind == "bts":
         return [
-            f"results/bts/{a}/{m}/ft-{d}.csv"
+            path("bts", analysis_set=a, model=m, dataset=d)
             for a, m in all_pairs()
             for d in config["finetune"]["datasets"]
         ]
     return [
-        f"results/{kind}/{a}/{m}/{s}.csv"
+        path("stage_table", kind=kind, analysis_set=a, model=m, stage=s)
         for a, m in analysed_pairs()
         for s in cfg.stages(config)
     ]
@@ -162,7 +214,7 @@ def summary_inputs(kind):
 
 def finetune_runs(name="metrics.json"):
     return [
-        f"results/finetune/{d}/{m}/seed{s}/{name}"
+        path("finetune_run", dataset=d, model=m, seed=s, file=name)
         for d in config["finetune"]["datasets"]
         for m in config["models"]
         for s in cfg.finetune_seeds(config, d)
@@ -172,7 +224,7 @@ def finetune_runs(name="metrics.json"):
 def scratch_runs():
     """The metrics (with the training curve) of every scratch reference network."""
     return [
-        f"results/scratch/{d}/{m}/seed{s}/metrics.json"
+        path("scratch_run", dataset=d, model=m, seed=s, file="metrics.json")
         for d in config["finetune"]["datasets"]
         for m in config["models"]
         for s in cfg.reference_seeds(config, d)
@@ -192,7 +244,12 @@ def layer_profile_tables():
 def stage_layer_embeddings(wildcards):
     """The layer-embedding folders of every stage (pretrained and each finetuned seed) of one model."""
     return [
-        f"results/layers/{wildcards.analysis_set}/{wildcards.model}/embeddings/{stage}"
+        path(
+            "layer_embeddings",
+            analysis_set=wildcards.analysis_set,
+            model=wildcards.model,
+            stage=stage,
+        )
         for stage in cfg.stages(config)
     ]
 
@@ -225,7 +282,7 @@ def analysis_targets():
 
 
 def all_targets():
-    """What rule all asks for: the summaries, every report artefact (rules/artefacts.smk) and the report."""
+    """The default targets: the summaries, every report artefact (rules/artefacts.smk) and the report."""
     if config["zoo"]:
         return ZOO_TARGETS
     return (
@@ -248,7 +305,12 @@ def trajectory_summary():
 def trajectory_folders(wildcards):
     """The trajectory embeddings (one folder per seed) of a model finetuned on a dataset."""
     return [
-        f"results/trajectory/{wildcards.analysis_set}/{wildcards.model}/{cfg.finetuned_stage(wildcards.dataset, s)}"
+        path(
+            "trajectory_folder",
+            analysis_set=wildcards.analysis_set,
+            model=wildcards.model,
+            stage=cfg.finetuned_stage(wildcards.dataset, s),
+        )
         for s in cfg.finetune_seeds(config, wildcards.dataset)
     ]
 
@@ -256,7 +318,13 @@ def trajectory_folders(wildcards):
 def trajectory_metrics(wildcards):
     """The metrics (best epoch, training curve) of every seed of a model finetuned on a dataset."""
     return [
-        f"results/finetune/{wildcards.dataset}/{wildcards.model}/seed{s}/metrics.json"
+        path(
+            "finetune_run",
+            dataset=wildcards.dataset,
+            model=wildcards.model,
+            seed=s,
+            file="metrics.json",
+        )
         for s in cfg.finetune_seeds(config, wildcards.dataset)
     ]
 
@@ -268,13 +336,15 @@ def trajectory_io(section):
         return {}
     sets = list(config["analysis_sets"])
     return {
-        "input": {
-            "manifests": [f"results/analysis_sets/{a}/manifest.parquet" for a in sets]
-        },
+        "input": {"manifests": [path("manifest", analysis_set=a) for a in sets]},
         "output": {
             "trajectory": [
                 directory(
-                    f"results/trajectory/{a}/{{model}}/ft-{{dataset}}-seed{{seed}}"
+                    path(
+                        "trajectory_folder",
+                        analysis_set=a,
+                        stage="ft-{dataset}-seed{seed}",
+                    )
                 )
                 for a in sets
             ]
@@ -360,7 +430,7 @@ def curate_inputs(wildcards):
 
 def selections_of(wildcards):
     return [
-        f"results/analysis_sets/{a}/selection.parquet"
+        path("selection", analysis_set=a)
         for a in REAL_ANALYSIS_SETS
         if config["analysis_sets"][a]["dataset"] == wildcards.real
     ]
@@ -369,8 +439,8 @@ def selections_of(wildcards):
 def pretrain_inputs(wildcards):
     dataset = model_entry(wildcards.model)["pretrain"]["dataset"]
     return {
-        "train": f"results/splits/{dataset}/train.parquet",
-        "val": f"results/splits/{dataset}/val.parquet",
+        "train": path("split", dataset=dataset, split="train"),
+        "val": path("split", dataset=dataset, split="val"),
     }
 
 
@@ -448,27 +518,33 @@ def model_analysis_tables(wildcards):
         config["finetune"]["datasets"],
     )
     tables = [
-        f"results/{kind}/{a}/{m}/{s}.csv"
+        path("stage_table", kind=kind, analysis_set=a, model=m, stage=s)
         for kind in ("similarity", "ieat")
         for a in sets
         for s in cfg.stages(config)
     ]
-    tables += [f"results/bts/{a}/{m}/ft-{d}.csv" for a in sets for d in datasets]
     tables += [
-        f"results/change/{a}/{m}/ft-{d}/ieat.csv" for a in sets for d in datasets
+        path("bts", analysis_set=a, model=m, dataset=d) for a in sets for d in datasets
+    ]
+    tables += [
+        path("change", analysis_set=a, model=m, dataset=d, kind="ieat")
+        for a in sets
+        for d in datasets
     ]
     if trajectory_on():
         tables += [
-            f"results/trajectory/{a}/{m}/ft-{d}.csv" for a in sets for d in datasets
+            path("trajectory_table", analysis_set=a, model=m, dataset=d)
+            for a in sets
+            for d in datasets
         ]
     if config["analysis"]["layers"]["enabled"]:
-        tables += [f"results/layers/{a}/{m}/profile.csv" for a in sets]
+        tables += [path("layer_profile", analysis_set=a, model=m) for a in sets]
     return tables
 
 
 def model_analyses_done(models):
     """The per-model markers that model_analyses (rules/analysis.smk) writes."""
-    return [f"results/checks/analyses/{m}.done" for m in models]
+    return [path("analyses_done", model=m) for m in models]
 
 
 def zoo_analyses_done(wildcards):

@@ -7,8 +7,8 @@
 rule synthetic_dataset:
     output:
         images=directory("results/data/{synthetic}/images"),
-        train="results/splits/{synthetic}/train.parquet",
-        val="results/splits/{synthetic}/val.parquet",
+        train=path("split", dataset="{synthetic}", split="train"),
+        val=path("split", dataset="{synthetic}", split="val"),
     log:
         "logs/synthetic_dataset/{synthetic}.log",
     benchmark:
@@ -28,7 +28,7 @@ rule synthetic_dataset:
 
 rule synthetic_analysis_set:
     output:
-        manifest="results/analysis_sets/{synthetic_set}/manifest.parquet",
+        manifest=path("manifest", analysis_set="{synthetic_set}"),
         images=directory("results/data/analysis/{synthetic_set}"),
     log:
         "logs/synthetic_analysis_set/{synthetic_set}.log",
@@ -56,10 +56,10 @@ rule synthetic_analysis_set:
 
 rule check_leakage:
     input:
-        manifest="results/analysis_sets/{analysis_set}/manifest.parquet",
+        manifest=path("manifest"),
         splits=leakage_inputs,
     output:
-        ok="results/checks/leakage/{analysis_set}.ok",
+        ok=path("leakage_check"),
     log:
         "logs/check_leakage/{analysis_set}.log",
     benchmark:
@@ -74,7 +74,7 @@ rule check_leakage:
         # Synthetic and table (your own) images are compared by file hash too; COCO and Open Images
         # by their own image ids (hashing all of COCO train2017 would read 18 GB).
         hash_files=[
-            f"results/splits/{d}/{split}.parquet"
+            path("split", dataset=d, split=split)
             for d in cfg.training_datasets(config)
             if config["datasets"][d]["kind"] in ("synthetic", "table")
             for split in ("train", "val")
@@ -86,7 +86,7 @@ rule check_leakage:
 rule analysis_set_summary:
     input:
         manifests=expand(
-            "results/analysis_sets/{analysis_set}/manifest.parquet",
+            path("manifest"),
             analysis_set=config["analysis_sets"],
         ),
     output:

@@ -62,7 +62,7 @@ rule curate_analysis_set:
         curate_markers,
         unpack(curate_inputs),
     output:
-        selection="results/analysis_sets/{real_set}/selection.parquet",
+        selection=path("selection", analysis_set="{real_set}"),
     log:
         "logs/curate_analysis_set/{real_set}.log",
     benchmark:
@@ -88,9 +88,9 @@ rule curate_analysis_set:
 
 rule fetch_analysis_images:
     input:
-        selection="results/analysis_sets/{real_set}/selection.parquet",
+        selection=path("selection", analysis_set="{real_set}"),
     output:
-        manifest="results/analysis_sets/{real_set}/manifest.parquet",
+        manifest=path("manifest", analysis_set="{real_set}"),
     log:
         "logs/fetch_analysis_images/{real_set}.log",
     wildcard_constraints:
@@ -140,7 +140,7 @@ rule fetch_split_images:
     input:
         selected="results/data/{real}/splits/{split}.parquet",
     output:
-        published="results/splits/{real}/{split}.parquet",
+        published=path("split", dataset="{real}"),
     log:
         "logs/fetch_split_images/{real}/{split}.log",
     wildcard_constraints:

@@ -3,11 +3,11 @@
 
 rule embed:
     input:
-        "results/checks/leakage/{analysis_set}.ok",
-        manifest="results/analysis_sets/{analysis_set}/manifest.parquet",
+        path("leakage_check"),
+        manifest=path("manifest"),
         weights=stage_weights,
     output:
-        embeddings="results/embeddings/{analysis_set}/{model}/{stage}.parquet",
+        embeddings=path("embeddings"),
     log:
         "logs/embed/{analysis_set}/{model}/{stage}.log",
     benchmark:

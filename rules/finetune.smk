@@ -10,13 +10,13 @@ rule finetune:
         leakage_checks(),
         **trajectory_io("input"),
         weights=pretrained_weights,
-        train="results/splits/{dataset}/train.parquet",
-        val="results/splits/{dataset}/val.parquet",
+        train=path("split", split="train"),
+        val=path("split", split="val"),
     output:
         **trajectory_io("output"),
-        trained="results/finetune/{dataset}/{model}/seed{seed}/model.safetensors",
-        metrics="results/finetune/{dataset}/{model}/seed{seed}/metrics.json",
-        curve="results/finetune/{dataset}/{model}/seed{seed}/curve.csv",
+        trained=path("finetune_run", file="model.safetensors"),
+        metrics=path("finetune_run", file="metrics.json"),
+        curve=path("finetune_run", file="curve.csv"),
     log:
         "logs/finetune/{dataset}/{model}/seed{seed}.log",
     benchmark:

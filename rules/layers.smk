@@ -30,11 +30,11 @@ table_artefact(
 
 rule embed_layers:
     input:
-        "results/checks/leakage/{analysis_set}.ok",
-        manifest="results/analysis_sets/{analysis_set}/manifest.parquet",
+        path("leakage_check"),
+        manifest=path("manifest"),
         weights=stage_weights,
     output:
-        directory=directory("results/layers/{analysis_set}/{model}/embeddings/{stage}"),
+        directory=directory(path("layer_embeddings")),
     log:
         "logs/embed_layers/{analysis_set}/{model}/{stage}.log",
     benchmark:
@@ -65,7 +65,7 @@ rule layer_profile:
     input:
         embeddings=stage_layer_embeddings,
     output:
-        table="results/layers/{analysis_set}/{model}/profile.csv",
+        table=path("layer_profile"),
     log:
         "logs/layer_profile/{analysis_set}/{model}.log",
     benchmark:
@@ -94,7 +94,7 @@ rule layer_profile:
 
 rule summarise_layers:
     input:
-        tables=[f"results/layers/{a}/{m}/profile.csv" for a, m in all_pairs()],
+        tables=[path("layer_profile", analysis_set=a, model=m) for a, m in all_pairs()],
     output:
         table="results/summary/layer_profile.csv",
     log:
@@ -115,7 +115,7 @@ rule summarise_layers:
 
 rule plot_layers:
     input:
-        profile="results/layers/{analysis_set}/{model}/profile.csv",
+        profile=path("layer_profile"),
     output:
         **artefact_outputs("layer_profile"),
     log:

@@ -6,8 +6,8 @@ rule pretrain:
         leakage_checks(),
         unpack(pretrain_inputs),
     output:
-        trained="results/pretrain/{model}/model.safetensors",
-        metrics="results/pretrain/{model}/metrics.json",
+        trained=path("pretrain_run", file="model.safetensors"),
+        metrics=path("pretrain_run", file="metrics.json"),
     log:
         "logs/pretrain/{model}.log",
     benchmark:

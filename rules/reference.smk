@@ -7,11 +7,11 @@
 rule train_scratch:
     input:
         leakage_checks(),
-        train="results/splits/{dataset}/train.parquet",
-        val="results/splits/{dataset}/val.parquet",
+        train=path("split", split="train"),
+        val=path("split", split="val"),
     output:
-        trained="results/scratch/{dataset}/{model}/seed{seed}/model.safetensors",
-        metrics="results/scratch/{dataset}/{model}/seed{seed}/metrics.json",
+        trained=path("scratch_run", file="model.safetensors"),
+        metrics=path("scratch_run", file="metrics.json"),
     log:
         "logs/scratch/{dataset}/{model}/seed{seed}.log",
     benchmark:

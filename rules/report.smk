@@ -199,7 +199,7 @@ rule plot_similarity:
 
 rule plot_contact_sheet:
     input:
-        manifest="results/analysis_sets/{analysis_set}/manifest.parquet",
+        manifest=path("manifest"),
     output:
         **artefact_outputs("contact_sheet"),
     log:
@@ -221,11 +221,23 @@ rule plot_contact_sheet:
 rule plot_curves:
     input:
         curves=lambda w: [
-            f"results/finetune/{w.dataset}/{w.model}/seed{s}/curve.csv"
+            path(
+                "finetune_run",
+                dataset=w.dataset,
+                model=w.model,
+                seed=s,
+                file="curve.csv",
+            )
             for s in cfg.finetune_seeds(config, w.dataset)
         ],
         metrics=lambda w: [
-            f"results/finetune/{w.dataset}/{w.model}/seed{s}/metrics.json"
+            path(
+                "finetune_run",
+                dataset=w.dataset,
+                model=w.model,
+                seed=s,
+                file="metrics.json",
+            )
             for s in cfg.finetune_seeds(config, w.dataset)
         ],
     output:
@@ -247,7 +259,13 @@ rule plot_curves:
 rule plot_scratch_curves:
     input:
         metrics=lambda w: [
-            f"results/scratch/{w.dataset}/{w.model}/seed{s}/metrics.json"
+            path(
+                "scratch_run",
+                dataset=w.dataset,
+                model=w.model,
+                seed=s,
+                file="metrics.json",
+            )
             for s in cfg.reference_seeds(config, w.dataset)
         ],
     output:

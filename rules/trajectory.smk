@@ -25,7 +25,7 @@ report_artefact(
 )
 table_artefact(
     "trajectory",
-    "results/trajectory/{analysis_set}/{model}/ft-{dataset}.csv",
+    path("trajectory_table"),
     "results/tables/trajectory_{analysis_set}_{model}_ft-{dataset}",
     caption="table_trajectory.rst",
     section="Trajectories",
@@ -36,11 +36,11 @@ table_artefact(
 
 rule trajectory:
     input:
-        pretrained="results/embeddings/{analysis_set}/{model}/pretrained.parquet",
+        pretrained=path("embeddings", stage="pretrained"),
         trajectory=trajectory_folders,
         metrics=trajectory_metrics,
     output:
-        table="results/trajectory/{analysis_set}/{model}/ft-{dataset}.csv",
+        table=path("trajectory_table"),
     log:
         "logs/trajectory/{analysis_set}/{model}/ft-{dataset}.log",
     benchmark:
@@ -89,10 +89,7 @@ rule trajectory:
 
 rule summarise_trajectory:
     input:
-        tables=[
-            "results/trajectory/{analysis_set}/{model}/ft-{dataset}.csv".format(**job)
-            for job in TRAJECTORY_JOBS
-        ],
+        tables=[path("trajectory_table", **job) for job in TRAJECTORY_JOBS],
     output:
         table="results/summary/trajectory.csv",
     log:
@@ -113,7 +110,7 @@ rule summarise_trajectory:
 
 rule plot_trajectory:
     input:
-        trajectory="results/trajectory/{analysis_set}/{model}/ft-{dataset}.csv",
+        trajectory=path("trajectory_table"),
     output:
         **artefact_outputs("trajectory_figure"),
     log:

@@ -8,7 +8,7 @@ rule user_analysis_set:
     input:
         user_set_inputs,
     output:
-        manifest="results/analysis_sets/{user_set}/manifest.parquet",
+        manifest=path("manifest", analysis_set="{user_set}"),
     log:
         "logs/user_analysis_set/{user_set}.log",
     benchmark:

@@ -35,7 +35,7 @@ CONFIG = {
                     "Y": "woman",
                     "A": x,
                     "B": y,
-                    **({"role": ROLES[(a, f"{x}-{y}")]} if (a, f"{x}-{y}") in ROLES else {}),
+                    "role": ROLES.get((a, f"{x}-{y}"), "exploratory"),  # the schema's default
                 }
                 for x, y in tests
             ]
