@@ -287,7 +287,7 @@ def all_targets():
         return ZOO_TARGETS
     return (
         analysis_targets()
-        + ARTEFACTS.targets("analysis")
+        + ARTEFACTS.targets()
         + ["results/report/index.html"]
     )
 
@@ -359,7 +359,7 @@ def trajectory_io(section):
     }[section]
 
 
-# Real datasets (rules/datasets.smk)
+# Real datasets (rules/real_data.smk)
 REAL_DATASETS = [
     d
     for d, s in config["datasets"].items()
@@ -370,7 +370,7 @@ REAL_ANALYSIS_SETS = [
     for a, s in config["analysis_sets"].items()
     if s["source"] in ("paper", "curated") and s["dataset"] in REAL_DATASETS
 ]
-# Your own images (rules/user.smk): analysis sets listed in a folder or a table.
+# Your own images (rules/analysis_sets.smk): analysis sets listed in a folder or a table.
 USER_SETS = [
     a for a, s in config["analysis_sets"].items() if s["source"] in ("folder", "table")
 ]

@@ -80,7 +80,7 @@ def test_an_artefact_without_instances_makes_nothing():
     ("change", "message"),
     [
         ({"kind": "chart"}, "kind must be one of figure, table, page, not 'chart'"),
-        ({"run": "paper"}, "run must be one of analysis, zoo"),
+        ({"run": "paper"}, "run must be one of transfer, zoo"),
         ({"files": {"png": "a.png", "svg": "a.svg"}}, r"unknown file role\(s\) \['svg'\]"),
         ({"files": {"pdf": "a.pdf"}}, "a figure needs a 'png' file"),
         ({"instances": [{"analysis_set": "coco"}]}, "instance {'analysis_set': 'coco'} lacks wildcard 'model'"),

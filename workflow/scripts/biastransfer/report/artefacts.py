@@ -36,8 +36,9 @@ REQUIRED_ROLES = {"figure": ("png",), "table": ("csv",), "page": ("html",)}
 #: Words for each wildcard in Snakemake's report labels.
 LABEL_WORDS = {"analysis_set": "analysis set", "model": "model", "dataset": "finetuned on"}
 
-#: The runs an artefact belongs to: an analysis (the demo, the paper) or a model-zoo audit.
-RUNS = ("analysis", "zoo")
+#: The runs an artefact belongs to: a bias-transfer run (pretrained and finetuned networks: the demo, the
+#: paper) or a model-zoo audit (pretrained networks only).
+RUNS = ("transfer", "zoo")
 
 
 def combinations(**values: Iterable[str]) -> list[dict[str, str]]:
@@ -62,7 +63,7 @@ class Artefact:
     files: Mapping[str, str]
     instances: Sequence[Mapping[str, str]] = field(default_factory=lambda: [{}])
     subsection: str | None = None
-    run: str = "analysis"
+    run: str = "transfer"
 
     def __post_init__(self) -> None:
         where = f"report artefact {self.name!r}"
@@ -136,11 +137,11 @@ class Artefacts(dict):
     def of_run(self, run: str) -> list[Artefact]:
         return [a for a in self.values() if a.run == run]
 
-    def targets(self, run: str = "analysis") -> list[str]:
+    def targets(self, run: str = "transfer") -> list[str]:
         """Every file of every artefact of a run."""
         return [path for a in self.of_run(run) for path in a.targets()]
 
-    def items(self, run: str = "analysis") -> list[dict]:
+    def items(self, run: str = "transfer") -> list[dict]:
         """The static report's items of a run, in declaration order."""
         return [item for a in self.of_run(run) for item in a.items()]
 

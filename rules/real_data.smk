@@ -1,6 +1,6 @@
 # Real datasets (config `kind: coco | openimages`, and `kind: table` for your own images listed in a table):
 # downloads, analysis sets (`source: paper | curated`) and finetuning splits. They write the same files
-# as the synthetic rules in rules/data.smk; wildcard constraints keep each rule to the datasets and
+# as the synthetic rules in rules/synthetic.smk; wildcard constraints keep each rule to the datasets and
 # analysis sets of its kind. Only the `localrule`s below touch the network.
 
 

@@ -1,0 +1,53 @@
+# Synthetic planted-bias datasets and analysis sets (config `kind: synthetic`, `source: synthetic`). The
+# rules for real data (rules/real_data.smk) write the same files for their kinds. Both are local rules:
+# each takes a few seconds, less than a cluster job's own start-up and status polling.
+
+
+rule synthetic_dataset:
+    output:
+        images=directory("results/data/{synthetic}/images"),
+        train=path("split", dataset="{synthetic}", split="train"),
+        val=path("split", dataset="{synthetic}", split="val"),
+    log:
+        "logs/synthetic_dataset/{synthetic}.log",
+    benchmark:
+        "results/benchmarks/synthetic_dataset/{synthetic}.tsv"
+    localrule: True
+    conda:
+        "../envs/data.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=20,
+    params:
+        spec=lambda wildcards: cfg.canonical(config["datasets"][wildcards.synthetic]),
+    script:
+        "../workflow/scripts/synthetic_dataset.py"
+
+
+rule synthetic_analysis_set:
+    output:
+        manifest=path("manifest", analysis_set="{synthetic_set}"),
+        images=directory("results/data/analysis/{synthetic_set}"),
+    log:
+        "logs/synthetic_analysis_set/{synthetic_set}.log",
+    benchmark:
+        "results/benchmarks/synthetic_analysis_set/{synthetic_set}.tsv"
+    localrule: True
+    conda:
+        "../envs/data.yaml"
+    threads: 1
+    resources:
+        **RESOURCES["plot"],
+    # only what shapes the images: editing the set's iEATs or BTS lists reruns nothing here
+    params:
+        classes=lambda wildcards: config["analysis_sets"][wildcards.synthetic_set][
+            "classes"
+        ],
+        n_per_class=lambda wildcards: config["analysis_sets"][wildcards.synthetic_set][
+            "n_per_class"
+        ],
+        size=lambda wildcards: config["analysis_sets"][wildcards.synthetic_set]["size"],
+        seed=lambda wildcards: config["analysis_sets"][wildcards.synthetic_set]["seed"],
+    script:
+        "../workflow/scripts/synthetic_analysis_set.py"
