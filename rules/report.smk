@@ -150,6 +150,8 @@ rule html_report:
             for page in ("findings", "tables", "figures", "provenance")
         ],
         files=directory("results/report/files"),
+        verdicts="results/summary/results.json",
+        bundle="results/report.zip",
     log:
         "logs/report/html_report.log",
     benchmark:

@@ -28,6 +28,7 @@ CONFIG = {
     "models": {m: {"source": "timm", "arch": m} for m in rd.MODELS},
     "analysis_sets": {
         a: {
+            "source": "paper",
             "ieat": [
                 {
                     "name": f"{x}-{y}",
@@ -107,5 +108,6 @@ def build(folder: Path) -> Path:
         "--analysis_sets", paths["analysis_sets"], "--config", json.dumps(CONFIG), "--shown", *map(json.dumps, items),
         "--alpha", "0.05", "--index", str(site / "index.html"), "--files", str(site / "files"),
         "--pages", *[str(site / f"{p}.html") for p in ("findings", "tables", "figures", "provenance")],
+        "--verdicts", str(folder / "results.json"), "--bundle", str(folder / "report.zip"),
     ])  # fmt: skip
     return site / "index.html"

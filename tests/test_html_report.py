@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import report_site
 
-from biastransfer.report.headline import headline_table
+from biastransfer.report.headline import headline_summary, headline_table
 from biastransfer.report.html import html_table
 
 TEST = {"name": "t", "X": "x", "Y": "y", "A": "a", "B": "b"}
@@ -53,18 +53,40 @@ def test_a_control_pair_holds_only_when_no_direction_is_significant():
     assert known("control", dict(stage="pretrained", d=-1.2, p=1.0, p2=1e-5))[0][2] == "no"  # a reverse association
 
 
-def test_the_control_pairs_reverse_shift_after_finetuning_is_reported():
+def test_after_finetuning_a_control_pair_has_no_known_answer_and_its_reverse_shift_is_a_verdict():
     pre = dict(stage="pretrained", d=-0.1, p=0.67, p2=0.65)
     seeds = [
         dict(stage=f"ft-ft-seed{s}", seed=s, d=d, p=1.0, p2=p2)
         for s, (d, p2) in enumerate([(-1.1, 1e-5), (-0.9, 2e-5)])
     ]
-    rows = known("control", pre, *seeds)
-    stage, answer, held = rows[1]
-    assert stage == "finetuned on ft, 2 seeds" and held == "yes"
-    assert "mean d = -1.00, two-sided p = 2e-05" in answer  # the largest two-sided p over seeds
+    table = headline_table(ieat_rows(pre, *seeds), NO_BTS, {"s": [{**TEST, "role": "control"}]}, alpha=0.01)
+    after = table.iloc[1]
+    assert after["stage"] == "finetuned on ft, 2 seeds" and after["known_answer"] == after["held"] == ""
+    assert after["verdict"] == "significant in 0 of 2 seeds; opposite direction (|d| >= 0.5), two-sided p = 2e-05"
     small = [dict(stage=f"ft-ft-seed{s}", seed=s, d=-0.2, p=0.8, p2=0.5) for s in (0, 1)]
-    assert known("control", pre, *small)[1][2] == "no"
+    quiet = headline_table(ieat_rows(pre, *small), NO_BTS, {"s": [{**TEST, "role": "control"}]}, alpha=0.01)
+    assert quiet.iloc[1]["verdict"] == "significant in 0 of 2 seeds" and quiet.iloc[1]["held"] == ""
+
+
+def test_the_summary_says_what_was_run_each_known_answer_and_what_could_not_be_told():
+    pre = dict(stage="pretrained", d=1.2, p=1e-5, p2=1e-5)
+    seeds = [dict(stage=f"ft-ft-seed{s}", seed=s, d=d, p=p, p2=p) for s, (d, p) in enumerate([(0.9, 1e-5), (0.2, 0.4)])]
+    table = headline_table(ieat_rows(pre, *seeds), NO_BTS, {"s": [{**TEST, "role": "planted"}]}, alpha=0.01)
+    text = " ".join(
+        headline_summary(
+            table, synthetic=True, models=["m"], finetuned="finetuned on ft with 2 seeds", alpha=0.01, adjust="holm"
+        )  # fmt: skip
+    )
+    assert text.startswith("This is the synthetic planted-bias demo: person_a and person_b are drawn figures")
+    assert "1 model (m), finetuned on ft with 2 seeds; every verdict reads the Holm-adjusted p at alpha = 0.01." in text
+    assert (
+        "Known answer, planted pair found (significant, d > 0): held for m on s: t (d = 1.20 [0.90, 1.50], adjusted p <= 1e-05)."
+        in text
+    )
+    assert "After finetuning, 0 of 1 iEATs are significant in every seed and 0 in none" in text
+    assert "1 of 2 iEAT verdicts are not significant" not in text  # one seed of two is significant
+    own = " ".join(headline_summary(table, synthetic=False, models=["m"], finetuned="x", alpha=0.01, adjust="bh"))
+    assert "synthetic" not in own and "Benjamini-Hochberg" in own
 
 
 def test_verdicts_over_seeds_count_the_significant_seeds_and_show_the_range():
@@ -121,10 +143,11 @@ def test_every_page_and_every_link_of_the_report_resolves(site):
 
 def test_the_overview_answers_first(site):
     text = (site / "index.html").read_text()
-    assert text.index("What was run") < text.index('id="headline"') < text.index("Sections")
-    assert re.search(
-        r"Known answers: \d of 8 held", text
-    )  # 2 planted + 2 control pretrained + 4 control finetuned rows
+    order = ["In short", "Known answers", 'id="headline"', "What was run", "Sections"]
+    assert [text.index(word) for word in order] == sorted(text.index(word) for word in order)
+    assert re.search(r"Known answers: \d of 4 held", text)  # 2 planted + 2 control pairs, pretrained only
+    headline = text[text.index('id="headline"') :]
+    assert re.findall(r'<th scope="col">(.*?)</th>', headline)[0] == "verdict"  # the verdict first
     for page in ("findings.html", "tables.html", "figures.html", "provenance.html"):
         assert f'href="{page}"' in text
 
@@ -157,9 +180,9 @@ def test_a_missing_file_is_an_error_naming_it_before_any_page_is_written(tmp_pat
         "files": {"png": str(tmp_path / "no.png")},
     }
     with pytest.raises(FileNotFoundError, match="no.png"):
-        write_site(tmp_path / "out", run={}, headline=pd.DataFrame(), findings_rst="", provenance=pd.DataFrame(),
+        write_site(tmp_path / "out", run={}, headline=pd.DataFrame(), summary=[], findings_rst="", provenance=pd.DataFrame(),
                    items=[item], config={}, params={})  # fmt: skip
     assert not (tmp_path / "out").exists()
     with pytest.raises(ValueError, match="unknown file role"):
-        write_site(tmp_path / "out", run={}, headline=pd.DataFrame(), findings_rst="", provenance=pd.DataFrame(),
+        write_site(tmp_path / "out", run={}, headline=pd.DataFrame(), summary=[], findings_rst="", provenance=pd.DataFrame(),
                    items=[{**item, "files": {"gif": "x"}}], config={}, params={})  # fmt: skip

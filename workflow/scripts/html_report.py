@@ -1,6 +1,7 @@
 """Build the static HTML report (--index and its sibling --pages: findings, tables, figures, provenance;
-the files they show copied under --files) from a finished run's summaries, tables and figures. Open
-the index in a browser; it needs no server.
+the files they show copied under --files) from a finished run's summaries, tables and figures, with every
+verdict as JSON (--verdicts) and the whole report as one zip (--bundle). Open the index in a browser; it
+needs no server.
 
 Standalone (the rule html_report passes the same; each --shown value one item as a JSON object, keys
 report.site.ITEM_KEYS):
@@ -10,6 +11,7 @@ python workflow/scripts/html_report.py --ieat results/summary/ieat.csv --bts res
 --shown '{"kind": "figure", "group": "iEAT", "title": "effect sizes", "caption": "workflow/report/ieat_heatmap.rst",
 "files": {"png": "results/figures/ieat_heatmap.png", "pdf": "results/figures/ieat_heatmap.pdf"}}'
 --index out/index.html --pages out/findings.html out/tables.html out/figures.html out/provenance.html --files out/files
+--verdicts out/results.json --bundle out/report.zip
 """
 
 import json
@@ -18,10 +20,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from biastransfer.atomic import write_text
 from biastransfer.report.formatting import read_summary
-from biastransfer.report.headline import headline_table
+from biastransfer.report.headline import headline_summary, headline_table, verdicts_record
 from biastransfer.report.html import PAGES
-from biastransfer.report.site import write_site
+from biastransfer.report.site import write_site, zip_site
 from biastransfer.report.tables import IEAT_COLUMNS
 from biastransfer.scripting import run
 
@@ -72,6 +75,8 @@ def main(
     index: str,
     pages: list,
     files: str,
+    verdicts: str,
+    bundle: str,
     alpha: float = 0.05,
     adjust: str = "holm",
     snakemake_report: str = "../report.html",
@@ -89,10 +94,23 @@ def main(
     prov = pd.read_csv(provenance, dtype=str, keep_default_na=False)
     sets = read_summary(analysis_sets, ("analysis_set", "class", "n"))
     params = {"adjust": adjust, "alpha": alpha, "control_class": config["report"]["control_class"]}
+    finetune = config["finetune"]
+    summary = headline_summary(
+        table,
+        synthetic=any(s["source"] == "synthetic" for s in config["analysis_sets"].values()),
+        models=list(config["models"]),
+        finetuned=f"finetuned on {', '.join(finetune['datasets'])} with {len(finetune['seeds'])} seeds"
+        if finetune["datasets"]
+        else "pretrained only",
+        alpha=alpha,
+        adjust=adjust,
+    )
     Path(site).mkdir(parents=True, exist_ok=True)
-    pages = write_site(site, run=run_summary(config, sets, len(prov)), headline=table,
+    pages = write_site(site, run=run_summary(config, sets, len(prov)), headline=table, summary=summary,
                        findings_rst=Path(findings).read_text(), provenance=prov, items=items, config=config,
                        params=params, snakemake_report=snakemake_report)  # fmt: skip
+    write_text(verdicts, json.dumps(verdicts_record(table, summary, alpha=alpha, adjust=adjust), indent=1) + "\n")
+    zip_site(site, bundle)
     log.info("HTML report: %s", ", ".join(map(str, pages)))
 
 

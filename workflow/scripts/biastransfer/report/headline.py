@@ -3,13 +3,14 @@ seeds) and every pooled BTS verdict, each with its estimate, interval, seed rang
 test with a known answer (``role: planted`` or ``control`` in the config), the answer and whether it held.
 
 Verdicts follow the findings and the tables: significant means adjusted p < alpha, over seeds the
-largest p (so "significant in k of n seeds" counts the seeds). Known answers:
+largest p (so "significant in k of n seeds" counts the seeds). An effect of |d| >= 0.5 against the tested
+direction is named in the verdict with its two-sided p (report.formatting.OPPOSITE_EFFECT). Known answers
+are what the data were built to show, so they are read in the pretrained network only:
 
-- a planted pair is found in the pretrained network: adjusted p < alpha and d > 0;
-- a control pair is not: adjusted p >= alpha and two-sided p >= alpha;
-- after finetuning, a reverse shift of a control pair (|d| >= 0.5 against the tested direction, in
-  the seeds' mean) is reported: its largest two-sided p over seeds is below alpha, so the report shows
-  it although the one-sided p cannot (report.formatting.OPPOSITE_EFFECT).
+- a planted pair is found: adjusted p < alpha and d > 0;
+- a control pair is not: adjusted p >= alpha and two-sided p >= alpha.
+
+After finetuning nothing is known in advance: those rows carry verdicts, never a known answer.
 """
 
 from __future__ import annotations
@@ -19,8 +20,12 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from biastransfer.report.formatting import ADJUSTMENTS, opposite_direction, p_text
+from biastransfer.report.findings.prose import estimate
+from biastransfer.report.formatting import ADJUSTMENTS, adjusted_floor, opposite_direction, p_text
 from biastransfer.report.tables import ieat_by_stage
+
+#: The adjustments in words for HTML.
+ADJUSTMENT_WORDS = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
 
 HEADLINE_COLUMNS = ("measure", "test", "model", "stage", "estimate", "estimate_min", "estimate_max",
                     "ci_low", "ci_high", "p", "p_two_sided", "p_floor", "p_adjusted", "verdict", "known_answer", "held")  # fmt: skip
@@ -33,20 +38,13 @@ def _stage(group: str, n_seeds: int) -> str:
 
 
 def _known(role: str, pretrained: bool, r, significant: bool, alpha: float) -> tuple[str, str]:
-    """(known answer, held) for a test's role at one stage; ("", "") where none applies."""
-    floor = float(r.pvalue_floor)
+    """(known answer, held) for a test's role in the pretrained network; ("", "") where none applies."""
     if role == "planted" and pretrained:
         held = significant and r.effect_size > 0
         return "planted pair found (significant, d > 0)", "yes" if held else "no"
     if role == "control" and pretrained:
         held = not significant and r.pvalue_two_sided >= alpha
         return "control pair not found (not significant, either direction)", "yes" if held else "no"
-    if role == "control":
-        reverse = opposite_direction(r.effect_size, r.alternative)
-        shown = reverse and r.pvalue_two_sided < alpha
-        why = (f"mean d = {r.effect_size:.2f}, two-sided {p_text(r.pvalue_two_sided, floor)}" if shown
-               else f"no reverse shift of |d| >= 0.5 detected (mean d = {r.effect_size:.2f})")  # fmt: skip
-        return f"control pair's reverse shift after finetuning reported (two-sided): {why}", "yes" if shown else "no"
     return "", ""
 
 
@@ -119,3 +117,66 @@ def headline_table(ieat: pd.DataFrame, bts: pd.DataFrame, tests: Mapping[str, Se
     if adjust not in ADJUSTMENTS:
         raise ValueError(f"adjust must be one of {sorted(ADJUSTMENTS)}, not {adjust!r}")
     return pd.concat([ieat_headline(ieat, tests, alpha, adjust), bts_headline(bts, alpha, adjust)], ignore_index=True)
+
+
+def _short(row) -> str:
+    """A headline row's test without its roles (``analysis set: name``)."""
+    return str(row["test"]).split(" (", 1)[0]
+
+
+def _numbers(row) -> str:
+    return (
+        f"{estimate('d', row['estimate'], row['ci_low'], row['ci_high'])}, "
+        f"adjusted {p_text(float(row['p_adjusted']), adjusted_floor(row['p'], row['p_floor'], row['p_adjusted']))}"
+    )
+
+
+def headline_summary(
+    headline: pd.DataFrame, *, synthetic: bool, models: Sequence[str], finetuned: str, alpha: float, adjust: str
+) -> list[str]:
+    """The landing page's first sentences, from the headline table alone (so that they cannot disagree with
+    it): what was run, each known answer, what finetuning changed, and what the run could not tell."""
+    sentences = []
+    demo = (
+        "This is the synthetic planted-bias demo: person_a and person_b are drawn figures that stand in for "
+        "two perceived-gender groups. "
+        if synthetic
+        else ""
+    )
+    sentences.append(
+        f"{demo}{len(models)} model{'s' if len(models) != 1 else ''} ({', '.join(models)}), {finetuned}; every "
+        f"verdict reads the {ADJUSTMENT_WORDS[adjust]}-adjusted p at alpha = {alpha:g}."
+    )
+    for _, row in headline[headline["known_answer"] != ""].iterrows():
+        outcome = "held" if row["held"] == "yes" else "did not hold"
+        sentences.append(
+            f"Known answer, {row['known_answer']}: {outcome} for {row['model']} on {_short(row)} ({_numbers(row)})."
+        )
+    ieat = headline[headline["measure"] == "iEAT d"]
+    after = ieat[ieat["stage"] != "pretrained"]
+    if len(after):
+        every = int(after["verdict"].str.match(r"significant in (\d+) of \1 seeds").sum())
+        none = int(after["verdict"].str.startswith("significant in 0 of").sum())
+        sentences.append(
+            f"After finetuning, {every} of {len(after)} iEATs are significant in every seed and {none} in none; "
+            f"{int(after['verdict'].str.contains('opposite direction').sum())} show an effect against the tested "
+            "direction."
+        )
+    quiet = int(
+        (
+            ieat["verdict"].str.startswith("not significant") | ieat["verdict"].str.startswith("significant in 0 of")
+        ).sum()
+    )
+    if quiet:
+        sentences.append(
+            f"{quiet} of {len(ieat)} iEAT verdicts are not significant: at these set sizes that is not evidence "
+            "that an association is absent (its interval, in the table below, says how large it could be)."
+        )
+    return sentences
+
+
+def verdicts_record(headline: pd.DataFrame, summary: Sequence[str], *, alpha: float, adjust: str) -> dict:
+    """The headline as a machine-readable record (results/summary/results.json): the significance rule, the
+    summary sentences and every verdict with its numbers (a missing number is null)."""
+    rows = headline.astype(object).where(headline.notna(), None).to_dict("records")
+    return {"alpha": alpha, "adjust": adjust, "summary": list(summary), "verdicts": rows}

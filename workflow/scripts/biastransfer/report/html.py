@@ -48,6 +48,18 @@ dl.record dt { color: var(--muted); } dl.record dd { margin: 0; }
 code, .hash { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; font-size: .85rem; overflow-wrap: anywhere; }
 .card { border: 1px solid var(--line); border-radius: 6px; padding: .2rem 1rem; margin: 1rem 0; }
 ul.toc { columns: 2 18rem; }
+p, li, .caption, figcaption { max-width: 75ch; }
+.summary { border-left: 4px solid var(--accent); padding: .1rem 1rem; background: #f8fafd; }
+@media (max-width: 900px) {
+  main { padding: .5rem .6rem 2rem; } nav a { margin-right: .6rem; }
+  table { font-size: .78rem; } th, td { max-width: 14rem; padding: .25rem .3rem; }
+  ul.toc { columns: 1; } dl.record { grid-template-columns: 1fr; } dl.record dd { margin-bottom: .3rem; }
+}
+@media print {
+  nav { display: none; } body { font-size: 10pt; } main { max-width: none; padding: 0; }
+  .scroll { overflow: visible; } table { font-size: 7.5pt; } th, td { max-width: none; }
+  table.sortable th::after { content: ""; } figure, tr, .card { break-inside: avoid; } a { color: inherit; }
+}
 """
 
 #: Click a header to sort by it (numbers by ``data-sort``, else text); click again to reverse.

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import SimpleNamespace
 
 import pandas as pd
 
-from biastransfer.atomic import write_text
+from biastransfer.atomic import atomic_path, write_text
 from biastransfer.report.artefacts import FILE_ROLES, KINDS, REQUIRED_ROLES
 from biastransfer.report.html import PAGES, downloads, esc, html_table, page, rst_to_html
 
@@ -126,17 +127,31 @@ def provenance_page(frame: pd.DataFrame, *, pages: Sequence[tuple[str, str]] = (
     return page("Provenance", PROVENANCE_INTRO + provenance_body(frame), current="provenance.html", pages=pages)
 
 
-def overview_body(run: Mapping, headline: pd.DataFrame, items: Sequence[Mapping], *, snakemake_report: str) -> str:
-    """The landing page: what was run, the headline table, and links to every section."""
-    what = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in run.items())
+def _known_answers(headline: pd.DataFrame) -> str:
+    """The known answers apart from every other verdict: what each checks, the numbers, and whether it held."""
     known = headline[headline["known_answer"] != ""]
-    held = ""
-    if len(known):
-        ok = int(known["held"].str.startswith("yes").sum())
-        held = f"<p><strong>Known answers: {ok} of {len(known)} held.</strong></p>"
-    table = html_table(
-        headline.drop(columns=["known_answer", "held"]) if known.empty else headline, table_id="headline"
+    if known.empty:
+        return ""
+    ok = int(known["held"].eq("yes").sum())
+    rows = known.rename(columns={"known_answer": "checks", "estimate": "d"})[
+        ["held", "checks", "model", "test", "d", "ci_low", "ci_high", "p_adjusted", "p", "p_floor"]
+    ]
+    return (
+        f"<h2 id=known-answers>Known answers: {ok} of {len(known)} held</h2>"
+        "<p class=caption>What the data were built to show, read in the pretrained networks (the configured "
+        "<code>role</code> of each iEAT test). Finetuned networks have no known answer: their verdicts are below.</p>"
+        + html_table(rows.rename(columns={"p_adjusted": "p adjusted"}), table_id="known")
     )
+
+
+def overview_body(
+    run: Mapping, headline: pd.DataFrame, items: Sequence[Mapping], *, summary: Sequence[str], snakemake_report: str
+) -> str:
+    """The landing page: what was found in a few sentences, the known answers, every verdict (verdict first),
+    what was run, and links to every section."""
+    what = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in run.items())
+    verdicts = headline.drop(columns=["known_answer", "held"])
+    table = html_table(verdicts[["verdict", *(c for c in verdicts if c != "verdict")]], table_id="headline")
     sections = "".join(
         f'<li><a href="{href}">{esc(text)}</a>: {esc(SECTION_WORDS[href])}</li>' for href, text in PAGES[1:]
     )
@@ -156,14 +171,18 @@ def overview_body(run: Mapping, headline: pd.DataFrame, items: Sequence[Mapping]
         contents += f"<li>{words}: {links}</li>" if links else ""
     return (
         f"<h1>{esc(run.get('Title', 'Bias transfer report'))}</h1>"
-        f'<h2>What was run</h2><dl class="record">{what}</dl>'
-        f"<h2 id=headline-results>Headline results</h2>{held}"
-        "<p class=caption>Every iEAT (effect size d: pretrained, and finetuned as the mean over seeds with its range) "
-        "and every Bias Transfer Score (Spearman rho, finetuned similarities pooled over seeds) with its 95% "
-        "bootstrap interval (finetuned iEAT: the lowest to the highest bound of the seeds' intervals), its p-value "
-        "(a p written ≤ is at its method's floor) and its adjusted p (the largest over seeds). Click a column to sort. "
-        'The words behind each verdict are in the <a href="findings.html">findings</a>.</p>'
+        f'<section class="summary" id="in-short"><h2>In short</h2>{"".join(f"<p>{esc(s)}</p>" for s in summary)}'
+        "<p>The words behind each verdict, with both directions of every effect, are in the "
+        '<a href="findings.html">findings</a>.</p></section>'
+        f"{_known_answers(headline)}"
+        f"<h2 id=headline-results>Every verdict</h2>"
+        "<p class=caption>Every iEAT (effect size d: pretrained, and finetuned as the mean over seeds with the "
+        "seeds' range) and every Bias Transfer Score (Spearman rho, finetuned similarities pooled over seeds), "
+        "with its 95% bootstrap interval (finetuned iEAT: from the lowest to the highest bound of the seeds' "
+        "intervals, a range, not an interval), its p-value (a p written ≤ is at its method's floor) and its "
+        "adjusted p (the largest over seeds). Click a column to sort.</p>"
         f"{table}"
+        f'<h2>What was run</h2><dl class="record">{what}</dl>'
         f"<h2>Sections</h2><ul>{sections}</ul><ul>{contents}</ul>"
         f"<p>The rule graph, run times and the configuration are in Snakemake's own report, "
         f'<a href="{esc(snakemake_report)}">{esc(snakemake_report)}</a> (built by '
@@ -179,9 +198,9 @@ SECTION_WORDS = {
 }
 
 
-def write_site(folder: str | Path, *, run: Mapping, headline: pd.DataFrame, findings_rst: str,
-               provenance: pd.DataFrame, items: Sequence[Mapping], config: Mapping, params: Mapping,
-               snakemake_report: str = "../report.html") -> list[Path]:  # fmt: skip
+def write_site(folder: str | Path, *, run: Mapping, headline: pd.DataFrame, summary: Sequence[str],
+               findings_rst: str, provenance: pd.DataFrame, items: Sequence[Mapping], config: Mapping,
+               params: Mapping, snakemake_report: str = "../report.html") -> list[Path]:  # fmt: skip
     """Write the report's pages and copy every item's files under ``folder``; return the pages."""
     _check_items(items)
     folder = Path(folder)
@@ -200,7 +219,9 @@ def write_site(folder: str | Path, *, run: Mapping, headline: pd.DataFrame, find
             blocks[item["kind"]].append((item["group"], _item_html(item, files, caption)))
     pages = {
         "index.html": page(
-            "Overview", overview_body(run, headline, shown, snakemake_report=snakemake_report), current="index.html"
+            "Overview",
+            overview_body(run, headline, shown, summary=summary, snakemake_report=snakemake_report),
+            current="index.html",
         ),  # fmt: skip
         "findings.html": page("Findings", rst_to_html(findings_rst, part="html_body"), current="findings.html"),
         "tables.html": page("Tables", "<h1>Tables</h1>" + _grouped(blocks["table"]), current="tables.html"),
@@ -212,3 +233,14 @@ def write_site(folder: str | Path, *, run: Mapping, headline: pd.DataFrame, find
         write_text(folder / name, text)
         written.append(folder / name)
     return written
+
+
+def zip_site(folder: str | Path, path: str | Path) -> None:
+    """The whole report folder as one zip (entries under ``report/``, in order, with a fixed date, so that
+    the same report gives the same bytes), written atomically."""
+    folder = Path(folder)
+    with atomic_path(path) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as bundle:
+        for file in sorted(p for p in folder.rglob("*") if p.is_file()):
+            entry = zipfile.ZipInfo(f"report/{file.relative_to(folder).as_posix()}", date_time=(1980, 1, 1, 0, 0, 0))
+            entry.compress_type = zipfile.ZIP_DEFLATED
+            bundle.writestr(entry, file.read_bytes())

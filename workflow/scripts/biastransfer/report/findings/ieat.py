@@ -23,7 +23,7 @@ from biastransfer.report.formatting import (
 )
 
 ROLE_TEXT = {
-    "planted": "a planted association (the synthetic data's known answer)",
+    "planted": "a planted association (a known answer: the data were built to show it)",
     "control": "a control pair with no planted association",
     "exploratory": "an association under test",
 }
