@@ -24,7 +24,7 @@ demo: setup
 	@echo "results/report.html is Snakemake's report (rule graph, run times)"
 
 # The demo with its counterbalanced control networks, five per arm, and the attribution across them
-# (README: what the demo cannot tell you; 19 min 19 s on 2 idle cores, measured).
+# (docs/demo.md: what the demo cannot tell you; its run time: docs/benchmarks.md).
 controls: setup
 	$(VENV)/bin/snakemake --cores $(CORES) --configfile config/config.yaml config/controls.yaml
 	$(VENV)/bin/snakemake --cores 1 --configfile config/config.yaml config/controls.yaml --report results/report.html
