@@ -33,6 +33,8 @@ import yaml
 from slurm_cluster import local_slurm_cluster, missing_binaries
 from zoo_toy import small_zoo_config
 
+from biastransfer.provenance import RUN_DEPENDENT_FIELDS
+
 pytestmark = pytest.mark.slurm
 
 REPO = Path(__file__).resolve().parents[1]
@@ -591,8 +593,10 @@ def test_zoo_model_is_one_slurm_job_on_one_gpu(zoo_run, slurm_cluster):
 
 
 def _summary_tables(run_dir: Path) -> dict[str, pd.DataFrame]:
+    """The run's summary tables without the fields two runs may differ in (timings, the workflow's commit)."""
     return {
-        p.name: pd.read_csv(p, keep_default_na=False) for p in sorted((run_dir / "results" / "summary").glob("*.csv"))
+        p.name: pd.read_csv(p, keep_default_na=False).drop(columns=sorted(RUN_DEPENDENT_FIELDS), errors="ignore")
+        for p in sorted((run_dir / "results" / "summary").glob("*.csv"))
     }
 
 
