@@ -59,6 +59,6 @@ lint: setup
 test: setup system-deps lint
 	$(PY) -m pytest
 
-# BIASTRANSFER_TEST_TIER=fast makes tests/conftest.py refuse to run Snakemake (an unmarked slow test fails).
+# Leaving out the slow tests makes tests/conftest.py refuse to run Snakemake (an unmarked slow test fails).
 test-fast: setup
-	BIASTRANSFER_TEST_TIER=fast $(PY) -m pytest -m "not slow and not slurm"
+	$(PY) -m pytest -m "not slow and not slurm"
