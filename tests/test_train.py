@@ -267,6 +267,7 @@ def test_sampler_order_and_augmentation_seeds_depend_only_on_seed_and_epoch():
     assert list(a) != list(b) and sorted(i for i, _ in b) == list(range(10))
 
 
+@pytest.mark.slow  # about 12 s of CPU (make test-fast leaves it out)
 def test_gpu_settings_degrade_to_plain_fp32_on_cpu(data):
     cpu = torch.device("cpu")
     rt = Runtime.resolve(TrainConfig(epochs=1, lr=0.1, compile=True), cpu)
