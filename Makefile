@@ -1,10 +1,12 @@
 # Quick start:  make demo   (set up, run the offline synthetic demo, build the HTML report)
-#               make test   (set up, install the test services, run the test suite)
+#               make test   (set up, install the test services, lint, run the whole test suite)
+# Developing:   make lint   (ruff check, ruff format --check, snakefmt --check)
+#               make test-fast (the tests that do not run the workflow; tests/conftest.py marks the others slow)
 VENV ?= .venv
 PY := $(VENV)/bin/python
 CORES ?= 2
 
-.PHONY: setup demo controls paper-toy test system-deps
+.PHONY: setup demo controls paper-toy test test-fast lint system-deps
 
 $(VENV)/.installed: requirements.lock pyproject.toml
 	python3 -m venv $(VENV)
@@ -22,7 +24,7 @@ demo: setup
 	@echo "results/report.html is Snakemake's report (rule graph, run times)"
 
 # The demo with its counterbalanced control networks, five per arm, and the attribution across them
-# (README: what the demo cannot tell you; 19 min 19 s on 2 idle cores, measured).
+# (docs/demo.md: what the demo cannot tell you; its run time: docs/benchmarks.md).
 controls: setup
 	$(VENV)/bin/snakemake --cores $(CORES) --configfile config/config.yaml config/controls.yaml
 	$(VENV)/bin/snakemake --cores 1 --configfile config/config.yaml config/controls.yaml --report results/report.html
@@ -49,5 +51,14 @@ system-deps:
 	@if [ "$$(id -u)" = 0 ]; then bash .ci/install-latex.sh && bash .ci/install-slurm.sh && bash .ci/install-chromium.sh; \
 	else echo "not root: skipping LaTeX, SLURM and Chromium installs (their tests will be skipped)"; fi
 
-test: setup system-deps
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/snakefmt --check Snakefile rules
+
+test: setup system-deps lint
 	$(PY) -m pytest
+
+# Leaving out the slow tests makes tests/conftest.py refuse to run Snakemake (an unmarked slow test fails).
+test-fast: setup
+	$(PY) -m pytest -m "not slow and not slurm"

@@ -1,14 +1,26 @@
-"""Shared fixtures: one complete run of the default demo workflow, used by the workflow and demo tests."""
+"""Shared fixtures: one complete run of the default demo workflow, used by the workflow and demo tests.
 
+The test tiers. Every test that runs Snakemake (``run_snakemake``, any other subprocess of snakemake,
+or a fixture that does, such as ``demo_run``) is marked ``slow`` here, found from the code it reaches,
+not from a list. ``make test-fast`` deselects them (``-m "not slow and not slurm"``); in that tier a
+Snakemake subprocess that a test still starts is an error naming the test, so the tier cannot grow slow.
+"""
+
+import inspect
+import itertools
 import os
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
+from _pytest.mark.expression import Expression
 
 ROOT = Path(__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parent
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # no test may reach a model hub
+SUBPROCESS_NAMES = {"subprocess", "Popen", "run", "check_call", "check_output", "call"}
 
 
 def run_snakemake(*args, cwd, check=True, timeout=1500) -> subprocess.CompletedProcess:
@@ -33,3 +45,70 @@ def demo_run(tmp_path_factory) -> Path:
     workdir = tmp_path_factory.mktemp("demo")
     run_snakemake("--cores", "2", cwd=workdir)
     return workdir
+
+
+def runs_snakemake(func, seen: set | None = None) -> bool:
+    """Whether ``func`` (a test, fixture or helper) calls ``run_snakemake`` or starts a snakemake subprocess,
+    itself or through the functions of the test modules it names (followed transitively)."""
+    seen = set() if seen is None else seen
+    func = inspect.unwrap(func)
+    code = getattr(func, "__code__", None)
+    if code is None or code in seen:
+        return False
+    seen.add(code)
+    namespace = getattr(func, "__globals__", {})
+    codes = [code]
+    while codes:
+        current = codes.pop()
+        codes.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
+        if "snakemake" in current.co_consts and SUBPROCESS_NAMES & set(current.co_names):
+            return True
+        for name in current.co_names:
+            target = namespace.get(name)
+            if target is run_snakemake:
+                return True
+            if inspect.isfunction(target) and Path(inspect.getfile(target)).resolve().parent == TESTS:
+                if runs_snakemake(target, seen):
+                    return True
+    return False
+
+
+def _fast_tier(config) -> bool:
+    """True when the ``-m`` expression deselects every slow test, whatever other marks it has."""
+    markexpr = config.getoption("markexpr")
+    if not markexpr:
+        return False
+    expression = Expression.compile(markexpr)
+    others = sorted({line.split(":")[0].split("(")[0].strip() for line in config.getini("markers")} - {"slow"})
+    return not any(
+        expression.evaluate(lambda name, /, chosen=chosen, **kw: name in chosen)
+        for chosen in ({"slow", *c} for r in range(len(others) + 1) for c in itertools.combinations(others, r))
+    )
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by mark
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.get_closest_marker("slow"):
+            continue
+        fixtures = [defs[-1].func for defs in item._fixtureinfo.name2fixturedefs.values() if defs]
+        if any(runs_snakemake(f) for f in [getattr(item, "obj", None), *fixtures] if f is not None):
+            item.add_marker(pytest.mark.slow)
+
+
+class _FastTierPopen(subprocess.Popen):
+    """subprocess.Popen that refuses to start Snakemake (the fast tier)."""
+
+    def __init__(self, args, *rest, **kwargs):
+        argv = os.fsdecode(args).split() if isinstance(args, (str, bytes, os.PathLike)) else list(args)
+        if any(Path(os.fsdecode(a)).name == "snakemake" for a in argv):
+            raise RuntimeError(
+                f"{os.environ.get('PYTEST_CURRENT_TEST', 'a test')} starts Snakemake in the fast tier: "
+                "mark it @pytest.mark.slow (tests/conftest.py did not find the call)"
+            )
+        super().__init__(args, *rest, **kwargs)
+
+
+def pytest_configure(config):
+    if _fast_tier(config):
+        subprocess.Popen = _FastTierPopen

@@ -256,6 +256,7 @@ def _script(name):
     return module
 
 
+@pytest.mark.slow  # about 21 s of CPU (make test-fast leaves it out)
 def test_plot_scripts_run_standalone(run_tables, tmp_path):
     paths = run_tables["paths"]
     out = {f"{k}_{e}": str(tmp_path / f"{k}.{e}") for k in ("intra", "inter", "rank", "person") for e in ("png", "pdf")}

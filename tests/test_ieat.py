@@ -167,6 +167,7 @@ def test_planted_association_is_found():
     assert ieat(X, Y, A, B, method="normal").pvalue < 1e-6
 
 
+@pytest.mark.slow  # about 25 s of CPU (make test-fast leaves it out)
 def test_null_rejection_rate_is_nominal():
     """All four sets from one distribution: rejection at alpha = 0.05 within [0.03, 0.07]."""
     rng = np.random.default_rng(2024)

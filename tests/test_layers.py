@@ -18,6 +18,7 @@ def _images(n=3, size=64, seed=0):
     return torch.randn(n, 3, size, size, generator=torch.Generator().manual_seed(seed))
 
 
+@pytest.mark.slow  # about 9 s of CPU (make test-fast leaves it out)
 def test_one_pass_hooks_equal_a_resnet_truncated_at_each_layer():
     import torchvision
 

@@ -228,6 +228,7 @@ def test_bit_npz_in_google_layout_loads_through_timm(tmp_path):
         create_backbone(REGISTRY["bit_m_r50x1"], path)
 
 
+@pytest.mark.slow  # about 12 s of CPU (make test-fast leaves it out)
 def test_open_clip_state_dict_files(tmp_path):
     import open_clip
 

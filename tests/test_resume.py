@@ -27,6 +27,7 @@ from biastransfer.hashing import file_digest
 from biastransfer.models.checkpoints import finetune_origin, save_checkpoint
 from biastransfer.models.extractors import create_classifier
 from biastransfer.models.resolve import resolve_spec
+from biastransfer.provenance import workflow_provenance
 from biastransfer.train import loop as tr
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -226,6 +227,8 @@ def test_embeddings_and_the_provenance_table_show_what_a_finetuned_model_started
     assert table.loc["ft-coco-seed1", "init_weights_sha256"] == file_digest(weights)
     assert table.loc["ft-coco-seed1", "train_sha256"] == file_digest(splits[0])
     assert pd.isna(table.loc["pretrained", "init_weights_sha256"])
+    assert (table["git_commit"].astype(str) == workflow_provenance()["git_commit"]).all()
+    assert "<dt>git commit</dt>" in (tmp_path / "p.html").read_text()
 
 
 def test_the_provenance_rule_names_a_truncated_embeddings_file(tmp_path):

@@ -33,6 +33,8 @@ import yaml
 from slurm_cluster import local_slurm_cluster, missing_binaries
 from zoo_toy import small_zoo_config
 
+from biastransfer.provenance import RUN_DEPENDENT_FIELDS
+
 pytestmark = pytest.mark.slurm
 
 REPO = Path(__file__).resolve().parents[1]
@@ -591,8 +593,10 @@ def test_zoo_model_is_one_slurm_job_on_one_gpu(zoo_run, slurm_cluster):
 
 
 def _summary_tables(run_dir: Path) -> dict[str, pd.DataFrame]:
+    """The run's summary tables without the fields two runs may differ in (timings, the workflow's commit)."""
     return {
-        p.name: pd.read_csv(p, keep_default_na=False) for p in sorted((run_dir / "results" / "summary").glob("*.csv"))
+        p.name: pd.read_csv(p, keep_default_na=False).drop(columns=sorted(RUN_DEPENDENT_FIELDS), errors="ignore")
+        for p in sorted((run_dir / "results" / "summary").glob("*.csv"))
     }
 
 
@@ -649,3 +653,62 @@ def test_cluster_is_stopped_when_the_body_raises():
             raise RuntimeError("failure inside the cluster context")
     assert len(pids) == 3 and not [pid for pid in pids.values() if _alive(pid)]
     assert not root.exists(), "the cluster's temporary directory was left behind"
+
+
+# --- `snakemake --profile slurm` as written, from the repository root -------------------------------
+
+#: What a checkout holds that a run needs (the root's `slurm` is a link to profiles/slurm).
+CHECKOUT_PARTS = ("Snakefile", "rules", "workflow", "config", "envs", "resources", "profiles", "slurm", "tests/configs")
+
+
+def _checkout_copy(dest: Path) -> Path:
+    """A copy of the repository's run-time files, links kept as links (the root's ``slurm``)."""
+    for part in CHECKOUT_PARTS:
+        source, target = REPO / part, dest / part
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_symlink():
+            target.symlink_to(os.readlink(source))
+        elif source.is_dir():
+            shutil.copytree(source, target, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, target)
+    return dest
+
+
+def _profile_slurm(checkout: Path, args: list[str], env: dict[str, str], timeout_s: float):
+    """``snakemake --profile slurm ARGS`` exactly so, run in ``checkout`` (no --snakefile, no --directory)."""
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", "--profile", "slurm", *args],
+        cwd=checkout,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
+
+
+def test_the_named_profile_resolves_from_the_repository_root(tmp_path):
+    """Snakemake looks for a named profile in the working directory first (then ~/.config/snakemake,
+    /etc/xdg/snakemake): the root's ``slurm`` links to profiles/slurm, so the command works as written."""
+    assert (REPO / "slurm").is_symlink() and (REPO / "slurm").resolve() == PROFILE.resolve()
+    checkout = _checkout_copy(tmp_path / "checkout")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")} | {"HF_HUB_OFFLINE": "1"}
+    done = _profile_slurm(checkout, ["-n"], env, timeout_s=300)
+    log = done.stdout + done.stderr
+    assert done.returncode == 0, log[-5000:]
+    assert "Using profile slurm for setting default command line arguments" in log
+    assert "This was a dry-run" in log and "no profile.yaml (or config.yaml) found" not in log
+
+
+def test_the_named_profile_runs_a_job_on_the_cluster(slurm_cluster, tmp_path):
+    """One real job (the tiny demo's pretraining) through ``snakemake --profile slurm`` from a checkout."""
+    checkout = _checkout_copy(tmp_path / "checkout")
+    target = "results/pretrain/tinycnn/model.safetensors"
+    env = {**slurm_cluster.env, "HF_HUB_OFFLINE": "1"}
+    done = _profile_slurm(
+        checkout, ["--configfile", "tests/configs/tiny.yaml", *LOCAL_CLUSTER_OPTIONS, target], env, timeout_s=600
+    )
+    assert done.returncode == 0, f"{(done.stdout + done.stderr)[-8000:]}\n{slurm_cluster.log_tail()}"
+    assert (checkout / target).is_file()
+    ran = [job for job in slurm_cluster.jobs() if job.work_dir == str(checkout)]
+    assert [_rule_of(job) for job in ran] == ["pretrain"] and ran[0].state == "COMPLETED", ran

@@ -17,6 +17,7 @@ from biastransfer.data.splits import read_split
 from biastransfer.models.checkpoints import load_classifier_from_checkpoint
 from biastransfer.models.extractors import create_classifier
 from biastransfer.models.resolve import resolve_spec
+from biastransfer.provenance import workflow_provenance
 from biastransfer.train import loop as tr
 from biastransfer.train.config import TrainConfig
 from biastransfer.train.data import EpochSampler, ImageLabelDataset
@@ -79,6 +80,7 @@ def test_finetune_writes_best_checkpoint_and_curve(data, tmp_path, source, datas
     on_disk = json.loads((out / "metrics.json").read_text())
     assert on_disk == json.loads(json.dumps(written))
     assert on_disk["metric_name"] == metric and on_disk["seed"] == 3 and on_disk["hyper"]["lr"] == 0.05
+    assert workflow_provenance().items() <= on_disk.items()
     curve = pd.read_csv(out / "curve.csv")
     assert curve["epoch"].tolist() == [1, 2]
     assert curve["train_loss"].iloc[1] < curve["train_loss"].iloc[0] < math.log(2) + 0.05  # BCE starts near ln 2
@@ -265,6 +267,7 @@ def test_sampler_order_and_augmentation_seeds_depend_only_on_seed_and_epoch():
     assert list(a) != list(b) and sorted(i for i, _ in b) == list(range(10))
 
 
+@pytest.mark.slow  # about 12 s of CPU (make test-fast leaves it out)
 def test_gpu_settings_degrade_to_plain_fp32_on_cpu(data):
     cpu = torch.device("cpu")
     rt = Runtime.resolve(TrainConfig(epochs=1, lr=0.1, compile=True), cpu)

@@ -39,6 +39,7 @@ def _library_weights(entry):
     return open_clip.get_pretrained_cfg(entry["arch"], entry["pretrained_tag"])["hf_hub"].strip("/")
 
 
+@pytest.mark.slow  # about 10 s of CPU (make test-fast leaves it out)
 def test_every_zoo_model_is_a_library_name_whose_weights_resolve_offline(zoo_config):
     import open_clip
     import timm

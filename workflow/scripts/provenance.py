@@ -1,6 +1,6 @@
 """Collect the provenance of every embeddings file (model, stage, weights digest, layer, preprocessing,
-library versions; for a finetuned stage also the digests of the weights it started from and of its
-training and validation splits) into one table, as CSV and as an HTML page for the report (one card
+library versions, the workflow version and git commit that wrote it; for a finetuned stage also the
+digests of the weights it started from and of its training and validation splits) into one table, as CSV and as an HTML page for the report (one card
 per file, long digests wrapped; report.site.provenance_page). A file
 that cannot be read is an error naming it, before anything is written.
 
@@ -13,6 +13,7 @@ import pandas as pd
 
 from biastransfer.atomic import write_csv, write_text
 from biastransfer.embeddings import read_metadata
+from biastransfer.provenance import workflow_provenance
 from biastransfer.report.site import provenance_page
 from biastransfer.scripting import run
 
@@ -29,6 +30,7 @@ COLUMNS = (
     "config_hash",
     "manifest_sha256",
     "device",
+    *workflow_provenance(),
 )
 
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from biastransfer.atomic import write_text
+from biastransfer.provenance import workflow_provenance
 
 STATUS_FORMAT = "biastransfer-zoo-status/1"
 #: biastransfer.models.weights.WEIGHTS_RECORD_FORMAT (not imported: that would import torch at DAG time)
@@ -22,7 +23,7 @@ DEFAULT_MEM_MB = 4000
 def write_failure(path: str | Path, *, model: str, error: str) -> dict:
     """Write (atomically) the record of a model that failed its check. A passed check writes a weights
     record instead (``models.weights.write_weights_record`` with ``params``), which the embed job reads."""
-    record = {"format": STATUS_FORMAT, "model": model, "ok": False, "error": error}
+    record = {"format": STATUS_FORMAT, "model": model, "ok": False, "error": error, **workflow_provenance()}
     write_text(path, json.dumps(record, indent=2, sort_keys=True) + "\n")
     return record
 

@@ -15,6 +15,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from biastransfer.models.spec import ModelSpec, Preprocess
+from biastransfer.provenance import workflow_provenance
 
 
 class ImageFiles(Dataset):
@@ -174,7 +175,8 @@ def library_versions() -> dict[str, str]:
 
 
 def embedding_provenance(spec: ModelSpec, weights_sha256: str | None, **extra) -> dict:
-    """Provenance for the embeddings Parquet metadata: model, weights digest, layer, preprocessing, versions.
+    """Provenance for the embeddings Parquet metadata: model, weights digest, layer, preprocessing, library
+    versions, and the workflow's version and git commit (:func:`biastransfer.provenance.workflow_provenance`).
 
     ``extra`` (stage, analysis_set, config_hash, device, ...) is merged in last.
     """
@@ -190,6 +192,7 @@ def embedding_provenance(spec: ModelSpec, weights_sha256: str | None, **extra) -
         "preprocessing": spec.preprocess.as_dict(),
         "spec": spec.as_dict(),
         "versions": library_versions(),
+        **workflow_provenance(),
     }
     meta.update(extra)
     return meta

@@ -10,6 +10,7 @@ from biastransfer.atomic import atomic_path
 from biastransfer.data.download import fetch
 from biastransfer.hashing import file_digest
 from biastransfer.models.spec import ModelSpec
+from biastransfer.provenance import workflow_provenance
 
 
 def verify_checksum(path: str | Path, *, sha256: str | None = None, md5: str | None = None) -> str:
@@ -74,6 +75,7 @@ def write_weights_record(path: str | Path, spec: ModelSpec, weights_file: str | 
         "sha256": file_digest(weights_file),
         "url": spec.weights,
         "spec": spec.as_dict(),
+        **workflow_provenance(),
     }
     with atomic_path(path) as tmp:
         tmp.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")

@@ -118,7 +118,8 @@ PROVENANCE_INTRO = (
     "<h1>Provenance of every embeddings file</h1><p class=caption>For each embeddings file: the model and stage, "
     "the sha256 of the weights it was computed with (and, for a finetuned stage, of the weights it started "
     "from and of its training and validation splits), the layer and pooling, the preprocessing, the hashes of "
-    "the model's config entry and of the analysis-set manifest, the device and the library versions.</p>"
+    "the model's config entry and of the analysis-set manifest, the device, the library versions, and the "
+    "workflow version and git commit that wrote it.</p>"
 )
 
 

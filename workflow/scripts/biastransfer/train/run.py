@@ -14,6 +14,7 @@ from biastransfer.data.splits import read_split
 from biastransfer.hashing import file_digest
 from biastransfer.models.checkpoints import save_checkpoint
 from biastransfer.models.spec import ModelSpec
+from biastransfer.provenance import workflow_provenance
 from biastransfer.train.config import TrainConfig
 from biastransfer.train.data import ImageLabelDataset
 from biastransfer.train.loop import remove_resume_state, train_classifier
@@ -94,6 +95,7 @@ def run_training(
         **origin,
         "hyper": dataclasses.asdict(cfg),
         "device": str(device),
+        **workflow_provenance(),
         "history": result.curve(),
     }
     save_checkpoint(
