@@ -39,7 +39,7 @@ CONFIG = {
                     "role": ROLES.get((a, f"{x}-{y}"), "exploratory"),  # the schema's default
                 }
                 for x, y in tests
-            ]
+            ],
         }
         for a, tests in rd.IEAT_TESTS.items()
     },  # fmt: skip
