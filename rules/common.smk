@@ -285,11 +285,7 @@ def all_targets():
     """The default targets: the summaries, every report artefact (rules/artefacts.smk) and the report."""
     if config["zoo"]:
         return ZOO_TARGETS
-    return (
-        analysis_targets()
-        + ARTEFACTS.targets()
-        + ["results/report/index.html"]
-    )
+    return analysis_targets() + ARTEFACTS.targets() + ["results/report/index.html"]
 
 
 def trajectory_on():
