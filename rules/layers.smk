@@ -24,7 +24,7 @@ rule embed_layers:
     resources:
         mem_mb=lambda wildcards, attempt: 4000 * attempt,
         runtime=lambda wildcards, attempt: 30 * attempt,
-        gpu=lambda wildcards: int(config["analysis"]["embed"]["device"] == "cuda"),
+        gpu=EMBED_GPUS,
     params:
         entry=lambda wildcards: cfg.canonical(model_entry(wildcards.model)),
         layers=lambda wildcards: model_entry(wildcards.model).get("layers", []),
@@ -34,6 +34,7 @@ rule embed_layers:
         batch_size=config["analysis"]["embed"]["batch_size"],
         num_workers=config["analysis"]["embed"]["num_workers"],
         device=config["analysis"]["embed"]["device"],
+        amp=config["analysis"]["embed"]["amp"],
     script:
         "../workflow/scripts/embed_layers.py"
 

@@ -33,3 +33,18 @@ def demo_run(tmp_path_factory) -> Path:
     workdir = tmp_path_factory.mktemp("demo")
     run_snakemake("--cores", "2", cwd=workdir)
     return workdir
+
+
+# Tests marked `device` run on BIASTRANSFER_TEST_DEVICE (default cpu); benchmarks/gpu_check.py runs them
+# with cuda: `BIASTRANSFER_TEST_DEVICE=cuda pytest -m device`.
+TEST_DEVICE = os.environ.get("BIASTRANSFER_TEST_DEVICE", "cpu")
+
+
+@pytest.fixture
+def device():
+    """The torch device of a device-switch test; a clear failure where that device is missing."""
+    import torch
+
+    if TEST_DEVICE == "cuda" and not torch.cuda.is_available():
+        pytest.fail("BIASTRANSFER_TEST_DEVICE=cuda but torch sees no CUDA device")
+    return torch.device(TEST_DEVICE)
