@@ -52,3 +52,20 @@ def test_every_step_runs_on_cpu(tmp_path):
     workflow = report["steps"]["workflow"]["result"]
     assert workflow["eager"]["embeddings"] == [["cpu", False, False]]
     assert {r["device"] for r in workflow["compiled"]["runtime"]} == {"cpu"}
+
+
+def test_the_training_benchmark_stops_when_an_epoch_gives_no_batch():
+    """bench_train's GPU defaults once were 96 images in batches of 128 with drop_last: no batch, for ever."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import bench_train
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    from torch.utils.data import DataLoader
+
+    from biastransfer.train.data import EpochSampler
+
+    sampler = EpochSampler(3, seed=0)
+    loader = DataLoader([torch.zeros(2)] * 3, batch_size=4, drop_last=True)
+    with pytest.raises(ValueError, match="3 images give no batch of 4"):
+        next(bench_train.batches_forever(loader, sampler))
