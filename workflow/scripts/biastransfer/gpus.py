@@ -70,7 +70,8 @@ def claim_gpu(
     told = False
     while True:
         for index, name in enumerate(names):
-            handle = open(folder / f"gpu-{name}.lock", "a")  # noqa: SIM115 (kept open: it is the lock)
+            safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name)  # MIG UUIDs hold slashes
+            handle = open(folder / f"gpu-{safe}.lock", "a")  # noqa: SIM115 (kept open: it is the lock)
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
