@@ -6,10 +6,11 @@ that are (a) tensors already in memory and (b) decoded from JPEG files by the wo
 The pipeline keeps up if (b) reaches at least 90% of (a).
 
 GPU (only when CUDA is available): resnet50 at 224 from the same pipeline, our settings (bf16
-autocast, channels_last, pinned memory, persistent workers) vs the authors' recipe (fp32, batch 32,
-contiguous tensors), with GPU utilisation when pynvml is installed.
+autocast where native, channels_last, batch --gpu-batch, pinned memory, persistent workers) vs the
+authors' recipe (fp32, batch 32, contiguous tensors), on --gpu-images JPEGs (at least two of our
+batches), with each set-up's peak GPU memory and GPU utilisation when pynvml is installed.
 
-    python benchmarks/bench_train.py [--rounds 12] [--batch 16] [--workers 1] [--images 96]
+    python benchmarks/bench_train.py [--rounds 12] [--batch 16] [--workers 1] [--images 96] [--gpu-images 512]
 """
 
 from __future__ import annotations
@@ -52,11 +53,20 @@ def write_jpegs(folder: Path, n: int, seed: int = 0) -> Split:
 
 
 def batches_forever(loader, sampler):
+    """The loader's batches, epoch after epoch; ValueError if an epoch has none (fewer images than a
+    batch with drop_last), which would otherwise loop for ever."""
     epoch = 0
     while True:
         epoch += 1
         sampler.set_epoch(epoch)
-        yield from loader
+        empty = True
+        for batch in loader:
+            empty = False
+            yield batch
+        if empty:
+            raise ValueError(
+                f"{len(loader.dataset)} images give no batch of {loader.batch_size} (drop_last): write more images"
+            )
 
 
 def measure(model, optimizer, rt: Runtime, batches, steps: int) -> float:
@@ -151,28 +161,58 @@ def gpu_utilisation() -> str:
         return f"n/a ({type(exc).__name__})"
 
 
-def gpu_benchmark(args, split: Split) -> None:
-    cuda = torch.device("cuda")
-    pre = Preprocess(256, 224, "bilinear", train_hflip=True)
-    ours = TrainConfig(
-        epochs=1, lr=0.01, batch_size=args.gpu_batch, num_workers=args.gpu_workers, precision="auto", channels_last=True
-    )
-    authors = TrainConfig(
-        epochs=1, lr=0.01, batch_size=32, num_workers=args.gpu_workers, precision="fp32", channels_last=False
-    )
-    runs = {}
+def step_comparison(
+    split: Split, device: torch.device, *, arch: str, batch: int, steps: int, workers: int, rounds: int, crop: int = 224
+) -> dict:
+    """Training images/s of our settings (precision auto, channels_last, ``batch``) against the authors'
+    recipe (fp32, batch 32, contiguous), medians of alternating rounds of ``steps`` steps; on CUDA each
+    set-up's peak GPU memory (model, optimizer state and activations, the other set-up's resident memory
+    excluded)."""
+    pre = Preprocess(crop * 8 // 7, crop, "bilinear", train_hflip=True)
+    ours = TrainConfig(epochs=1, lr=0.01, batch_size=batch, num_workers=workers, precision="auto", channels_last=True)
+    authors = TrainConfig(epochs=1, lr=0.01, batch_size=32, num_workers=workers, precision="fp32", channels_last=False)
+    cuda = device.type == "cuda"
+    runs, peaks, runtimes = {}, {}, {}
     for name, cfg in (("ours", ours), ("authors", authors)):
-        model, optimizer, rt, pipeline = setup("resnet50", cfg, cuda, split, pre)
-        runs[name] = lambda m=model, o=optimizer, r=rt, p=pipeline: measure(m, o, r, p, args.gpu_steps)
+        resident = torch.cuda.memory_allocated(device) if cuda else 0
+        if cuda:
+            torch.cuda.reset_peak_memory_stats(device)
+        model, optimizer, rt, pipeline = setup(arch, cfg, device, split, pre)
+        runs[name] = lambda m=model, o=optimizer, r=rt, p=pipeline: measure(m, o, r, p, steps)
+        runs[name]()  # warm-up, and the peak of this set-up alone
+        peaks[name] = (torch.cuda.max_memory_allocated(device) - resident) / 2**20 if cuda else None
+        runtimes[name] = {**rt.describe(), "batch_size": cfg.batch_size}
     print(
-        f"GPU {torch.cuda.get_device_name()}, resnet50 at 224: ours (bf16, channels_last, batch {args.gpu_batch}) "
-        f"vs authors (fp32, batch 32), {args.gpu_workers} loader workers:"
+        f"{torch.cuda.get_device_name(device) if cuda else 'CPU'}, {arch} at {crop}: ours ({runtimes['ours']}) "
+        f"vs authors ({runtimes['authors']}), {workers} loader workers, {steps} steps a round:"
     )
-    o_med, a_med, _ = compare("ours", runs["ours"], "authors", runs["authors"], args.rounds)
+    a_med, o_med, paired = compare("authors", runs["authors"], "ours", runs["ours"], rounds)
+    return {
+        "arch": arch,
+        "crop": crop,
+        "ours": {**runtimes["ours"], "img_s": o_med, "peak_gpu_mib": peaks["ours"]},
+        "authors": {**runtimes["authors"], "img_s": a_med, "peak_gpu_mib": peaks["authors"]},
+        "speed_up": o_med / a_med,
+        "median_paired_speed_up": paired,
+    }
+
+
+def gpu_benchmark(args, split: Split) -> dict:
+    r = step_comparison(
+        split,
+        torch.device("cuda"),
+        arch="resnet50",
+        batch=args.gpu_batch,
+        steps=args.gpu_steps,
+        workers=args.gpu_workers,
+        rounds=args.rounds,
+    )
     print(
-        f"median: ours {o_med:.0f} img/s, authors' recipe {a_med:.0f} img/s, speed-up {o_med / a_med:.2f}x "
-        f"(target >= 3x); GPU utilisation at the end {gpu_utilisation()}"
+        f"median: ours {r['ours']['img_s']:.0f} img/s, authors' recipe {r['authors']['img_s']:.0f} img/s, "
+        f"speed-up {r['speed_up']:.2f}x (target >= 3x); peak GPU memory ours {r['ours']['peak_gpu_mib']:.0f} MiB, "
+        f"authors {r['authors']['peak_gpu_mib']:.0f} MiB; GPU utilisation at the end {gpu_utilisation()}"
     )
+    return r
 
 
 def main() -> None:
@@ -181,6 +221,7 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=16, help="CPU batch size")
     ap.add_argument("--workers", type=int, default=1, help="CPU loader workers")
     ap.add_argument("--images", type=int, default=96, help="JPEG files to write")
+    ap.add_argument("--gpu-images", type=int, default=512, help="JPEG files for the GPU part (>= 2 GPU batches)")
     ap.add_argument("--gpu-batch", type=int, default=128)
     ap.add_argument("--gpu-steps", type=int, default=30)
     ap.add_argument("--gpu-workers", type=int, default=8)
@@ -189,7 +230,9 @@ def main() -> None:
         split = write_jpegs(Path(tmp), args.images)
         cpu_benchmark(args, split)
         if torch.cuda.is_available():
-            gpu_benchmark(args, split)
+            gpu_dir = Path(tmp) / "gpu"
+            gpu_dir.mkdir()
+            gpu_benchmark(args, write_jpegs(gpu_dir, max(args.gpu_images, 2 * args.gpu_batch)))
         else:
             print("GPU part skipped: no CUDA device here (resnet50 ours vs the authors' recipe needs one)")
 

@@ -6,6 +6,7 @@ import sys
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 
 from biastransfer import config as cfg  # noqa: E402
+from biastransfer.gpus import books_gpu  # noqa: E402
 from biastransfer.zoo import embed_settings, read_status  # noqa: E402
 
 # The schema checks keys and types and fills every default (after what a later --configfile removed with
@@ -351,6 +352,7 @@ def trajectory_io(section):
                 config, wildcards.model, wildcards.dataset
             ),
             "embed_batch_size": config["analysis"]["embed"]["batch_size"],
+            "embed_amp": config["analysis"]["embed"]["amp"],
         },
     }[section]
 
@@ -504,6 +506,12 @@ resource_scopes:
 
 if "gpu" not in workflow.global_resources:
     workflow.global_resources["gpu"] = 1
+
+# A job books a GPU whenever it will run on one: `device: cuda`, or `auto` where this machine sees a GPU
+# (biastransfer.gpus; on a cluster the profile's set-resources decide). Each job then takes a GPU of its
+# own (docs/gpu.md).
+FINETUNE_GPUS = books_gpu(config["finetune"]["device"])
+EMBED_GPUS = books_gpu(config["analysis"]["embed"]["device"])
 
 
 def model_analysis_tables(wildcards):

@@ -20,11 +20,12 @@ rule embed:
     resources:
         mem_mb=embed_mem_mb,
         runtime=lambda wildcards, attempt: 30 * attempt,
-        gpu=lambda wildcards: int(config["analysis"]["embed"]["device"] == "cuda"),
+        gpu=EMBED_GPUS,
     params:
         entry=lambda wildcards: cfg.canonical(model_entry(wildcards.model)),
         batch_size=embed_batch_size,
         num_workers=config["analysis"]["embed"]["num_workers"],
         device=config["analysis"]["embed"]["device"],
+        amp=config["analysis"]["embed"]["amp"],
     script:
         "../workflow/scripts/embed.py"

@@ -28,7 +28,7 @@ rule finetune:
     resources:
         mem_mb=finetune_mem_mb,
         runtime=finetune_runtime,
-        gpu=lambda wildcards: int(config["finetune"]["device"] == "cuda"),
+        gpu=FINETUNE_GPUS,
     params:
         **trajectory_io("params"),
         entry=lambda wildcards: cfg.canonical(model_entry(wildcards.model)),

@@ -47,7 +47,7 @@ rule embed_layers:
     resources:
         mem_mb=lambda wildcards, attempt: 4000 * attempt,
         runtime=lambda wildcards, attempt: 30 * attempt,
-        gpu=lambda wildcards: int(config["analysis"]["embed"]["device"] == "cuda"),
+        gpu=EMBED_GPUS,
     params:
         entry=lambda wildcards: cfg.canonical(model_entry(wildcards.model)),
         layers=lambda wildcards: model_entry(wildcards.model).get("layers", []),
@@ -57,6 +57,7 @@ rule embed_layers:
         batch_size=config["analysis"]["embed"]["batch_size"],
         num_workers=config["analysis"]["embed"]["num_workers"],
         device=config["analysis"]["embed"]["device"],
+        amp=config["analysis"]["embed"]["amp"],
     script:
         "../workflow/scripts/embed_layers.py"
 

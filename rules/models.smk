@@ -20,7 +20,7 @@ rule pretrain:
     resources:
         mem_mb=lambda wildcards, attempt: 4000 * attempt,
         runtime=lambda wildcards, attempt: 60 * attempt,
-        gpu=lambda wildcards: int(config["finetune"]["device"] == "cuda"),
+        gpu=FINETUNE_GPUS,
     params:
         entry=lambda wildcards: cfg.canonical(model_entry(wildcards.model)),
         hyper=lambda wildcards: cfg.pretrain_params(config, wildcards.model),

@@ -22,7 +22,7 @@ rule train_scratch:
     resources:
         mem_mb=finetune_mem_mb,
         runtime=finetune_runtime,
-        gpu=lambda wildcards: int(config["finetune"]["device"] == "cuda"),
+        gpu=FINETUNE_GPUS,
     params:
         entry=lambda wildcards: cfg.canonical(model_entry(wildcards.model)),
         hyper=lambda wildcards: {

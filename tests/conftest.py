@@ -112,3 +112,18 @@ class _FastTierPopen(subprocess.Popen):
 def pytest_configure(config):
     if _fast_tier(config):
         subprocess.Popen = _FastTierPopen
+
+
+# Tests marked `device` run on BIASTRANSFER_TEST_DEVICE (default cpu); benchmarks/gpu_check.py runs them
+# with cuda: `BIASTRANSFER_TEST_DEVICE=cuda pytest -m device`.
+TEST_DEVICE = os.environ.get("BIASTRANSFER_TEST_DEVICE", "cpu")
+
+
+@pytest.fixture
+def device():
+    """The torch device of a device-switch test; a clear failure where that device is missing."""
+    import torch
+
+    if TEST_DEVICE == "cuda" and not torch.cuda.is_available():
+        pytest.fail("BIASTRANSFER_TEST_DEVICE=cuda but torch sees no CUDA device")
+    return torch.device(TEST_DEVICE)

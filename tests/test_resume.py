@@ -162,12 +162,12 @@ def test_a_resume_state_from_before_keys_or_a_truncated_one_is_discarded(tmp_pat
     old = tmp_path / "old.pt"
     torch.save({"config": {"epochs": 1}, "classes": ["a"]}, old)
     logs = []
-    assert tr._load_resume(old, key, torch.device("cpu"), logs.append) is None
+    assert tr._load_resume(old, key, logs.append) is None
     assert "another hyper-parameters, class list, initial weights (sha256);" in logs[0]
     assert not old.exists()
     cut = tmp_path / "cut.pt"
     cut.write_bytes(b"PK\x03\x04 truncated")
-    assert tr._load_resume(cut, key, torch.device("cpu"), logs.append) is None
+    assert tr._load_resume(cut, key, logs.append) is None
     assert "is not a readable resume state" in logs[1] and not cut.exists()
 
 

@@ -2,7 +2,7 @@
 
 Standalone: python workflow/scripts/embed.py --manifest results/analysis_sets/A/manifest.parquet
 --weights W --embeddings E.parquet --entry '{"source": "timm", "arch": "resnet18"}' --batch_size 64
---num_workers 1 --device cpu [--analysis_set A --model resnet18 --stage pretrained]
+--num_workers 1 --device cpu [--amp false --analysis_set A --model resnet18 --stage pretrained]
 """
 
 import logging
@@ -13,7 +13,7 @@ from biastransfer.hashing import config_hash, file_digest
 from biastransfer.models.checkpoints import finetune_origin
 from biastransfer.models.device import torch_device
 from biastransfer.models.extractors import create_backbone
-from biastransfer.models.features import embedding_provenance, extract_features, undersized_images
+from biastransfer.models.features import embedding_provenance, embedding_runtime, extract_features, undersized_images
 from biastransfer.models.resolve import model_spec
 from biastransfer.models.weights import weights_file_and_sha256
 from biastransfer.progress import Progress
@@ -34,6 +34,7 @@ def main(
     analysis_set: str = "",
     model: str = "model",
     stage: str = "pretrained",
+    amp: bool = True,
     threads: int = 1,
 ) -> None:
     import torch
@@ -45,6 +46,7 @@ def main(
     verify_files(images, ".")
     backbone = create_backbone(spec, weights)
     dev = torch_device(device)
+    runtime = embedding_runtime(dev, amp)
     paths = images["path"].tolist()
     small = undersized_images(paths, spec.preprocess.crop)
     if small:
@@ -57,7 +59,7 @@ def main(
             spec.name,
             shown,
         )
-    log.info("embedding %d images of %s with %s (%s) on %s", len(images), manifest, spec.name, stage, dev)
+    log.info("embedding %d images of %s with %s (%s) on %s, %s", len(images), manifest, spec.name, stage, dev, runtime)
     progress = Progress(f"embedding {manifest} with {spec.name} ({stage})", len(paths), unit="images")
     features = extract_features(
         backbone,
@@ -67,6 +69,7 @@ def main(
         num_workers=num_workers,
         device=dev,
         progress=progress.update,
+        **runtime,
     )
     meta = embedding_provenance(
         spec,
@@ -76,6 +79,7 @@ def main(
         manifest_sha256=file_digest(manifest),
         config_hash=config_hash(entry),
         device=str(dev),
+        **runtime,
         **(finetune_origin(weights) if finetuned else {}),
     )
     write_embeddings(embeddings, images["image_id"], images["class"], features, meta)

@@ -5,7 +5,7 @@ layer, its depth and the pooling in the provenance.
 
 Standalone: python workflow/scripts/embed_layers.py --manifest results/analysis_sets/A/manifest.parquet
 --weights W --directory results/layers/A/M/embeddings/pretrained --entry '{"source": "timm", "arch": "resnet18"}'
---pooling auto --batch_size 64 --num_workers 1 --device cpu [--layers layer1 layer4 --analysis_set A --model M --stage pretrained]
+--pooling auto --batch_size 64 --num_workers 1 --device cpu [--amp false --layers layer1 layer4 --analysis_set A --model M --stage pretrained]
 """
 
 import logging
@@ -16,7 +16,7 @@ from biastransfer.embeddings import write_embeddings
 from biastransfer.hashing import config_hash, file_digest
 from biastransfer.models.checkpoints import finetune_origin
 from biastransfer.models.device import torch_device
-from biastransfer.models.features import embedding_provenance, extract_features
+from biastransfer.models.features import embedding_provenance, embedding_runtime, extract_features
 from biastransfer.models.layers import layer_extractor
 from biastransfer.models.resolve import model_spec
 from biastransfer.models.weights import weights_file_and_sha256
@@ -39,6 +39,7 @@ def main(
     analysis_set: str = "",
     model: str = "model",
     stage: str = "pretrained",
+    amp: bool = True,
     threads: int = 1,
 ) -> None:
     import torch
@@ -49,11 +50,24 @@ def main(
     images = read_manifest(manifest)
     verify_files(images, ".")
     dev = torch_device(device)
+    runtime = embedding_runtime(dev, amp)
     log.info(
-        "embedding %d images with %s (%s) at %s on %s", len(images), spec.name, stage, ", ".join(extractor.layers), dev
+        "embedding %d images with %s (%s) at %s on %s, %s",
+        len(images),
+        spec.name,
+        stage,
+        ", ".join(extractor.layers),
+        dev,
+        runtime,
     )
     features = extract_features(
-        extractor, images["path"].tolist(), spec.preprocess, batch_size=batch_size, num_workers=num_workers, device=dev
+        extractor,
+        images["path"].tolist(),
+        spec.preprocess,
+        batch_size=batch_size,
+        num_workers=num_workers,
+        device=dev,
+        **runtime,
     )
     common = embedding_provenance(
         spec,
@@ -63,6 +77,7 @@ def main(
         manifest_sha256=file_digest(manifest),
         config_hash=config_hash(entry),
         device=str(dev),
+        **runtime,
         layers=extractor.layers,
         **(finetune_origin(weights) if parse_stage(stage)[0] is not None else {}),
     )

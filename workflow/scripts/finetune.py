@@ -6,7 +6,8 @@ Standalone: python workflow/scripts/finetune.py --weights W --train T.parquet --
 --trained M.safetensors --metrics M.json --curve C.csv --entry '{"source": "timm", "arch": "resnet18"}'
 --hyper '{"epochs": 2, "lr": 0.01}' --model resnet18 --seed 0 --resume R.pt --device auto --num_workers 1
 [--dataset D --manifests A.parquet --analysis_sets A --trajectory traj/A --trajectory_epochs 1 2
---embed_batch_size 64] (embeds each analysis set after the listed epochs into its trajectory folder)
+--embed_batch_size 64 --embed_amp true] (embeds each analysis set after the listed epochs into its trajectory
+folder; --embed_amp false: without bf16 autocast)
 """
 
 from pathlib import Path
@@ -19,7 +20,8 @@ from biastransfer.models.weights import weights_file_and_sha256
 from biastransfer.progress import LOGGER as progress_log
 from biastransfer.scripting import run
 from biastransfer.stages import finetuned_stage
-from biastransfer.train.run import run_training
+from biastransfer.train.loop import Runtime
+from biastransfer.train.run import loader_workers, run_training, train_config
 from biastransfer.train.trajectory import TrajectoryWriter
 
 
@@ -44,6 +46,7 @@ def main(
     trajectory: list | None = None,
     trajectory_epochs: list | None = None,
     embed_batch_size: int = 64,
+    embed_amp: bool = True,
 ) -> None:
     spec = model_spec(model, entry)
     init_sha256 = weights_file_and_sha256(weights)[1]
@@ -63,8 +66,10 @@ def main(
             trajectory_epochs or [],
             staging,
             batch_size=embed_batch_size,
-            num_workers=num_workers,
+            num_workers=loader_workers(num_workers),
             device=dev,
+            channels_last=Runtime.resolve(train_config(hyper, seed, 0), dev).channels_last,
+            amp=embed_amp,
             log=progress_log.info,
             provenance={
                 "stage": finetuned_stage(dataset, seed),

@@ -1,7 +1,8 @@
 """Embedding extraction: decode and preprocess images in DataLoader workers, run a feature extractor.
 
-On CUDA the forward pass runs under bf16 autocast with channels_last tensors and pinned memory;
-both switches can be forced on CPU (tests exercise them there). On CPU the result is deterministic.
+On CUDA the forward pass runs with channels_last tensors and pinned memory, and under bf16 autocast on
+GPUs with native bf16 (:func:`embedding_runtime`; the config can turn autocast off); both switches can be
+forced on CPU (tests exercise them there). On CPU the result is deterministic.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from biastransfer.models.device import bf16_autocast
 from biastransfer.models.spec import ModelSpec, Preprocess
 from biastransfer.provenance import workflow_provenance
 
@@ -58,6 +60,14 @@ def undersized_images(paths: Sequence[str | Path], crop: int) -> list[tuple[Path
     return small
 
 
+def embedding_runtime(device: str | torch.device, amp: bool = True) -> dict:
+    """How extraction runs on ``device``: ``amp`` (bf16 autocast) if asked for and the device computes bf16
+    natively, ``channels_last`` on CUDA. Keyword arguments of :func:`extract_features` and entries of the
+    embeddings' provenance."""
+    device = torch.device(device)
+    return {"amp": bool(amp) and bf16_autocast(device), "channels_last": device.type == "cuda"}
+
+
 def forward_batch(
     model: torch.nn.Module, batch: torch.Tensor, device: torch.device, *, amp: bool, channels_last: bool
 ) -> torch.Tensor:
@@ -100,9 +110,9 @@ def embed_batches(
 ) -> np.ndarray:
     """(N, d) float32 features of preprocessed image ``batches``, in order (see :func:`extract_features`)."""
     device = torch.device(device)
-    cuda = device.type == "cuda"
-    amp = cuda if amp is None else amp
-    channels_last = cuda if channels_last is None else channels_last
+    default = embedding_runtime(device)
+    amp = default["amp"] if amp is None else amp
+    channels_last = default["channels_last"] if channels_last is None else channels_last
     model = model.eval().to(device)
     if channels_last:
         model = model.to(memory_format=torch.channels_last)
@@ -132,7 +142,8 @@ def extract_features(
 ) -> np.ndarray:
     """(N, d) float32 features of the images at ``paths``, in order.
 
-    ``amp`` (bf16 autocast) and ``channels_last`` default to on for CUDA and off elsewhere.
+    ``amp`` (bf16 autocast) and ``channels_last`` default to :func:`embedding_runtime`'s: on for CUDA
+    (autocast only with native bf16) and off elsewhere.
     ``progress`` is called with the number of images of each batch once it is embedded.
     """
     _check_loader_args(batch_size, num_workers)

@@ -96,9 +96,16 @@ class EpochSampler(Sampler):
 
 
 def make_loader(
-    dataset: Dataset, cfg: TrainConfig, device: torch.device, *, sampler: Sampler | None = None, drop_last: bool = False
+    dataset: Dataset,
+    cfg: TrainConfig,
+    device: torch.device,
+    *,
+    sampler: Sampler | None = None,
+    drop_last: bool = False,
+    persistent: bool = True,
 ) -> DataLoader:
-    """A DataLoader that decodes in ``cfg.num_workers`` persistent workers; pinned memory on CUDA."""
+    """A DataLoader that decodes in ``cfg.num_workers`` workers (kept between epochs if ``persistent``);
+    pinned memory on CUDA."""
     workers = cfg.num_workers
     return DataLoader(
         dataset,
@@ -107,6 +114,6 @@ def make_loader(
         drop_last=drop_last,
         num_workers=workers,
         pin_memory=device.type == "cuda",
-        persistent_workers=workers > 0,
+        persistent_workers=persistent and workers > 0,
         prefetch_factor=cfg.prefetch_factor if workers > 0 else None,
     )

@@ -5,8 +5,9 @@ sampler's order depends only on (seed, epoch), and every image's augmentation is
 (seed, epoch, index), whichever loader worker decodes it. A run resumed from its last epoch
 checkpoint therefore reaches exactly the same weights as an uninterrupted one.
 
-On CUDA the loop runs under bf16 autocast with channels_last tensors, pinned memory and persistent
-loader workers, and can compile the model; on CPU each of these degrades to the plain fp32 path.
+On CUDA the loop runs under bf16 autocast (on GPUs with native bf16) with channels_last tensors, pinned
+memory and persistent training-loader workers, and can compile the model; on CPU each of these degrades
+to the plain fp32 path.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from torch import nn
 from torch.utils.data import DataLoader
 
 from biastransfer.atomic import atomic_path, remove_stale_temporaries
+from biastransfer.models.device import bf16_autocast
 from biastransfer.progress import EVERY_S as PROGRESS_EVERY_S
 from biastransfer.train.config import RESULT_NEUTRAL, EpochRecord, TrainConfig, TrainResult
 from biastransfer.train.data import EpochSampler, ImageLabelDataset, epoch_seed, make_loader
@@ -67,11 +69,20 @@ class Runtime:
         cuda = device.type == "cuda"
         if cfg.precision == "bf16":
             dtype = torch.bfloat16
-        elif cfg.precision == "auto" and cuda and torch.cuda.is_bf16_supported():
+        elif cfg.precision == "auto" and bf16_autocast(device):
             dtype = torch.bfloat16
         else:
             dtype = None
         return cls(device, dtype, cfg.channels_last and cuda, cfg.compile and cuda)
+
+    def describe(self) -> dict:
+        """What the run actually uses, as plain JSON values (the resume key and the metrics record it)."""
+        return {
+            "device": self.device.type,
+            "autocast": str(self.autocast).removeprefix("torch.") if self.autocast is not None else None,
+            "channels_last": self.channels_last,
+            "compile": self.compile,
+        }
 
     def autocast_context(self):
         return torch.autocast(self.device.type, dtype=self.autocast, enabled=self.autocast is not None)
@@ -113,10 +124,15 @@ def _comparable(cfg: TrainConfig) -> dict:
     return {k: v for k, v in asdict(cfg).items() if k not in RESULT_NEUTRAL}
 
 
-def resume_key(cfg: TrainConfig, classes, identity: dict | None = None) -> dict:
-    """What a resume state must match to be continued: the hyper-parameters, the classes and
-    ``identity`` (initial weights' and splits' digests, model spec, preprocessing), as plain JSON values."""
-    return json.loads(json.dumps({"hyper": _comparable(cfg), "classes": list(classes), **(identity or {})}))
+def resume_key(cfg: TrainConfig, classes, identity: dict | None = None, runtime: Runtime | None = None) -> dict:
+    """What a resume state must match to be continued: the hyper-parameters, the classes,
+    ``identity`` (initial weights' and splits' digests, model spec, preprocessing) and the ``runtime``
+    actually used (device type, autocast dtype, channels_last, compile; ``precision: auto`` is bf16 on
+    one device and fp32 on another), as plain JSON values."""
+    key = {"hyper": _comparable(cfg), "classes": list(classes), **(identity or {})}
+    if runtime is not None:
+        key["runtime"] = runtime.describe()
+    return json.loads(json.dumps(key))
 
 
 _KEY_WORDS = {
@@ -127,6 +143,7 @@ _KEY_WORDS = {
     "val_sha256": "validation split (sha256)",
     "spec": "model spec or preprocessing",
     "trajectory": "trajectory epochs or analysis-set manifests",
+    "runtime": "device or precision in use",
 }
 
 
@@ -187,9 +204,9 @@ def train_classifier(
     result = TrainResult(cfg.metric, best_epoch=0, best_metric=-math.inf)
     start = 1
     state = None
-    key = resume_key(cfg, train_set.classes, identity)
+    key = resume_key(cfg, train_set.classes, identity, rt)
     if resume_path is not None:
-        state = _load_resume(resume_path, key, device, log)
+        state = _load_resume(resume_path, key, log)
     if state is not None:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
@@ -205,7 +222,9 @@ def train_classifier(
         log("compile is only used on CUDA; running eagerly")
     sampler = EpochSampler(len(train_set), cfg.seed)
     loader = make_loader(train_set, cfg, device, sampler=sampler, drop_last=len(train_set) > cfg.batch_size)
-    val_loader = make_loader(val_set, cfg, device)
+    # Validation workers live only while validation runs (the training workers then wait for the next
+    # epoch), so that no more than num_workers decode at any time.
+    val_loader = make_loader(val_set, cfg, device, persistent=False)
     loss_fn = nn.BCEWithLogitsLoss()
     params = [p for p in model.parameters() if p.requires_grad]
     logged = time.perf_counter()
@@ -272,13 +291,14 @@ def train_classifier(
     return result
 
 
-def _load_resume(path: str | Path, key: dict, device: torch.device, log: Callable[[str], None]) -> dict | None:
-    """The saved state at ``path`` if its key is ``key``; otherwise None, after deleting it and logging why."""
+def _load_resume(path: str | Path, key: dict, log: Callable[[str], None]) -> dict | None:
+    """The saved state at ``path``, on the CPU (loading copies it to the model's device; the best epoch's
+    weights stay on the CPU), if its key is ``key``; otherwise None, after deleting it and logging why."""
     remove_stale_temporaries(path)
     if not Path(path).is_file():
         return None
     try:
-        state = torch.load(path, map_location=device, weights_only=True)
+        state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # a truncated or foreign file: nothing to continue from
         log(f"{path} is not a readable resume state ({type(exc).__name__}: {exc}); starting over")
         Path(path).unlink(missing_ok=True)

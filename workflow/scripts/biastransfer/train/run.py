@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from collections.abc import Callable, Sequence
 
 import pandas as pd
@@ -17,10 +18,26 @@ from biastransfer.models.spec import ModelSpec
 from biastransfer.provenance import workflow_provenance
 from biastransfer.train.config import TrainConfig
 from biastransfer.train.data import ImageLabelDataset
-from biastransfer.train.loop import remove_resume_state, train_classifier
+from biastransfer.train.loop import Runtime, remove_resume_state, train_classifier
 from biastransfer.train.trajectory import TrajectoryWriter
 
 _HYPER = {f.name for f in dataclasses.fields(TrainConfig)} - {"seed", "num_workers"}
+
+
+def train_config(hyper: dict, seed: int, num_workers: int) -> TrainConfig:
+    """The :class:`TrainConfig` of ``hyper`` (its fields but ``seed`` and ``num_workers``); a clear error
+    naming any unknown key."""
+    unknown = sorted(set(hyper) - _HYPER)
+    if unknown:
+        raise ValueError(f"unknown training parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(_HYPER))}")
+    return TrainConfig(**hyper, seed=seed, num_workers=num_workers)
+
+
+def loader_workers(requested: int) -> int:
+    """``requested`` loader workers, but at most one fewer than the CPUs this process may run on (a SLURM
+    job's allocation, say), which leaves one to the training process."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1  # not on macOS
+    return min(requested, max(0, cpus - 1))
 
 
 def run_training(
@@ -54,14 +71,15 @@ def run_training(
     ``trajectory`` embeds the analysis sets after its epochs (its identity joins the resume key) and
     moves them into its output folders once the run's other outputs are written.
     """
-    unknown = sorted(set(hyper) - _HYPER)
-    if unknown:
-        raise ValueError(f"unknown training parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(_HYPER))}")
+    train_config(hyper, seed, num_workers)  # bad hyper-parameters fail before the splits are read
     torch.set_num_threads(max(1, threads))
     train_split, val_split = read_split(train), read_split(val)
     if train_split.classes != val_split.classes:
         raise ValueError(f"{train} and {val} have different class lists")
-    cfg = TrainConfig(**hyper, seed=seed, num_workers=num_workers)
+    workers = loader_workers(num_workers)
+    if workers < num_workers:
+        log(f"{workers} loader workers instead of num_workers {num_workers}: this job may use {workers + 1} CPUs")
+    cfg = train_config(hyper, seed, workers)
     origin = {
         "init_weights_sha256": init_weights_sha256,
         "train_sha256": file_digest(train),
@@ -96,6 +114,7 @@ def run_training(
         "hyper": dataclasses.asdict(cfg),
         "device": str(device),
         **workflow_provenance(),
+        "runtime": Runtime.resolve(cfg, device).describe(),
         "history": result.curve(),
     }
     save_checkpoint(

@@ -24,7 +24,13 @@ from torch import nn
 from biastransfer.data.manifest import read_manifest, verify_files
 from biastransfer.embeddings import epoch_file, epoch_files, write_embeddings
 from biastransfer.hashing import file_digest
-from biastransfer.models.features import embed_batches, embedding_provenance, extract_features, preprocessed_images
+from biastransfer.models.features import (
+    embed_batches,
+    embedding_provenance,
+    embedding_runtime,
+    extract_features,
+    preprocessed_images,
+)
 from biastransfer.models.spec import ModelSpec
 
 
@@ -34,7 +40,9 @@ class TrajectoryWriter:
     ``manifests`` and ``out_dirs`` map each analysis set to its manifest and its output folder; ``epochs``
     are the epochs to embed; ``staging`` is a folder kept outside the declared outputs. ``provenance`` is
     merged into every file's metadata (stage, config hash, the run's origin digests, ...). Preprocessed
-    images are kept in memory up to ``cache_bytes`` in all.
+    images are kept in memory up to ``cache_bytes`` in all. ``channels_last`` is the training run's memory
+    format (the model is embedded as it trains, never converted); ``amp`` asks for bf16 autocast, used where
+    the device computes bf16 natively (both are recorded in the provenance).
     """
 
     def __init__(
@@ -51,6 +59,8 @@ class TrajectoryWriter:
         provenance: Mapping | None = None,
         log: Callable[[str], None] = print,
         cache_bytes: int = 2**30,
+        channels_last: bool = False,
+        amp: bool = True,
     ):
         if set(manifests) != set(out_dirs):
             raise ValueError(
@@ -60,6 +70,7 @@ class TrajectoryWriter:
         self.spec, self.out_dirs, self.epochs = spec, dict(out_dirs), sorted(set(epochs))
         self.staging = Path(staging)
         self.batch_size, self.num_workers, self.device = batch_size, num_workers, device
+        self.runtime = {**embedding_runtime(device, amp), "channels_last": channels_last}
         self.provenance, self.log = dict(provenance or {}), log
         self.images = {}
         for name, path in manifests.items():
@@ -117,6 +128,7 @@ class TrajectoryWriter:
                 analysis_set=name,
                 manifest_sha256=digest,
                 device=str(self.device),
+                **self.runtime,
                 epoch=epoch,
                 trajectory=True,
             )
@@ -133,13 +145,14 @@ class TrajectoryWriter:
                 batch_size=self.batch_size,
                 num_workers=self.num_workers,
                 device=self.device,
+                **self.runtime,
             )
         if name not in self._cache:
             images = preprocessed_images(
                 paths, self.spec.preprocess, batch_size=self.batch_size, num_workers=self.num_workers
             )
             self._cache[name] = images.pin_memory() if self.device.type == "cuda" else images
-        return embed_batches(backbone, self._cache[name].split(self.batch_size), device=self.device)
+        return embed_batches(backbone, self._cache[name].split(self.batch_size), device=self.device, **self.runtime)
 
     def publish(self) -> None:
         """Move every staged epoch into its output folder; FileNotFoundError naming any epoch not staged."""
