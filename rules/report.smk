@@ -143,6 +143,7 @@ rule html_report:
         findings="results/summary/findings.rst",
         provenance="results/summary/provenance.csv",
         analysis_sets="results/summary/analysis_sets.csv",
+        citation=os.path.join(workflow.basedir, "CITATION.cff"),
     output:
         index="results/report/index.html",
         pages=[

@@ -109,5 +109,6 @@ def build(folder: Path) -> Path:
         "--alpha", "0.05", "--index", str(site / "index.html"), "--files", str(site / "files"),
         "--pages", *[str(site / f"{p}.html") for p in ("findings", "tables", "figures", "provenance")],
         "--verdicts", str(folder / "results.json"), "--bundle", str(folder / "report.zip"),
+        "--citation", str(SCRIPTS.parents[1] / "CITATION.cff"),
     ])  # fmt: skip
     return site / "index.html"

@@ -413,7 +413,7 @@ def test_curves_figure_draws_each_seeds_losses_and_metric_and_rings_the_best_epo
 @pytest.mark.slow
 def test_report_rules_run_and_the_report_builds(tmp_path):
     """rules/report.smk on fixed summaries: every target is made, lint is clean, the HTML report builds."""
-    for name in ("workflow", "envs", "resources"):
+    for name in ("workflow", "envs", "resources", "CITATION.cff"):
         (tmp_path / name).symlink_to(ROOT / name)
     (tmp_path / "rules").mkdir()
     for name in ("artefacts.smk", "report.smk", "tables.smk"):

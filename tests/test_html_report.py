@@ -148,6 +148,7 @@ def test_the_overview_answers_first(site):
     assert re.search(r"Known answers: \d of 4 held", text)  # 2 planted + 2 control pairs, pretrained only
     headline = text[text.index('id="headline"') :]
     assert re.findall(r'<th scope="col">(.*?)</th>', headline)[0] == "verdict"  # the verdict first
+    assert "Cite this" in text and "arXiv:2303.07615" in text and "version 0." in text  # from CITATION.cff
     for page in ("findings.html", "tables.html", "figures.html", "provenance.html"):
         assert f'href="{page}"' in text
 

@@ -19,6 +19,7 @@ import logging
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
 from biastransfer.atomic import write_text
 from biastransfer.report.formatting import read_summary
@@ -77,6 +78,7 @@ def main(
     files: str,
     verdicts: str,
     bundle: str,
+    citation: str = "",
     alpha: float = 0.05,
     adjust: str = "holm",
     snakemake_report: str = "../report.html",
@@ -108,7 +110,8 @@ def main(
     Path(site).mkdir(parents=True, exist_ok=True)
     pages = write_site(site, run=run_summary(config, sets, len(prov)), headline=table, summary=summary,
                        findings_rst=Path(findings).read_text(), provenance=prov, items=items, config=config,
-                       params=params, snakemake_report=snakemake_report)  # fmt: skip
+                       params=params, snakemake_report=snakemake_report,
+                       citation=yaml.safe_load(Path(citation).read_text()) if citation else None)  # fmt: skip
     write_text(verdicts, json.dumps(verdicts_record(table, summary, alpha=alpha, adjust=adjust), indent=1) + "\n")
     zip_site(site, bundle)
     log.info("HTML report: %s", ", ".join(map(str, pages)))

@@ -145,8 +145,29 @@ def _known_answers(headline: pd.DataFrame) -> str:
     )
 
 
+def cite_block(citation: Mapping) -> str:
+    """How to cite this run, from the repository's CITATION.cff: the software (with its version) and the paper
+    whose measures it implements (by its identifier, as text: the report links nothing outside itself)."""
+    paper = citation["preferred-citation"]
+    names = ", ".join(f"{a['given-names']} {a['family-names']}" for a in paper["authors"])
+    return (
+        "<h2 id=cite>Cite this</h2>"
+        f"<p>{esc(names)} ({paper['year']}). <em>{esc(paper['title'])}</em>. "
+        f"{esc(', '.join(i['value'] for i in paper['identifiers'] if i['type'] == 'other'))}.</p>"
+        f"<p>{esc(', '.join(a['name'] for a in citation['authors']))}. <em>{esc(citation['title'])}</em>, "
+        f"version {esc(citation['version'])} ({esc(citation['license'])}); the commit that wrote each file is on "
+        'the <a href="provenance.html">provenance</a> page.</p>'
+    )
+
+
 def overview_body(
-    run: Mapping, headline: pd.DataFrame, items: Sequence[Mapping], *, summary: Sequence[str], snakemake_report: str
+    run: Mapping,
+    headline: pd.DataFrame,
+    items: Sequence[Mapping],
+    *,
+    summary: Sequence[str],
+    snakemake_report: str,
+    citation: Mapping | None = None,
 ) -> str:
     """The landing page: what was found in a few sentences, the known answers, every verdict (verdict first),
     what was run, and links to every section."""
@@ -188,6 +209,7 @@ def overview_body(
         f"<p>The rule graph, run times and the configuration are in Snakemake's own report, "
         f'<a href="{esc(snakemake_report)}">{esc(snakemake_report)}</a> (built by '
         "<code>snakemake --report results/report.html</code>, which <code>make demo</code> runs).</p>"
+        + (cite_block(citation) if citation else "")
     )
 
 
@@ -201,7 +223,8 @@ SECTION_WORDS = {
 
 def write_site(folder: str | Path, *, run: Mapping, headline: pd.DataFrame, summary: Sequence[str],
                findings_rst: str, provenance: pd.DataFrame, items: Sequence[Mapping], config: Mapping,
-               params: Mapping, snakemake_report: str = "../report.html") -> list[Path]:  # fmt: skip
+               params: Mapping, snakemake_report: str = "../report.html",
+               citation: Mapping | None = None) -> list[Path]:  # fmt: skip
     """Write the report's pages and copy every item's files under ``folder``; return the pages."""
     _check_items(items)
     folder = Path(folder)
@@ -221,7 +244,7 @@ def write_site(folder: str | Path, *, run: Mapping, headline: pd.DataFrame, summ
     pages = {
         "index.html": page(
             "Overview",
-            overview_body(run, headline, shown, summary=summary, snakemake_report=snakemake_report),
+            overview_body(run, headline, shown, summary=summary, snakemake_report=snakemake_report, citation=citation),
             current="index.html",
         ),  # fmt: skip
         "findings.html": page("Findings", rst_to_html(findings_rst, part="html_body"), current="findings.html"),
