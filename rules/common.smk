@@ -9,6 +9,7 @@ from snakemake.utils import validate
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 
 from biastransfer import config as cfg  # noqa: E402
+from biastransfer.schema_types import non_integer_problems  # noqa: E402
 from biastransfer.zoo import embed_settings, read_status, zoo_problems  # noqa: E402
 
 # The config as written; then the schema checks keys and types and fills every default (set_default),
@@ -16,6 +17,12 @@ from biastransfer.zoo import embed_settings, read_status, zoo_problems  # noqa: 
 GIVEN_CONFIG = copy.deepcopy(config)
 validate(config, schema="../workflow/schemas/config.schema.yaml", set_default=True)
 config.update(json.loads(json.dumps(config)))  # no two entries share one default object
+NON_INTEGERS = non_integer_problems(
+    GIVEN_CONFIG,
+    Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml",
+)
+if NON_INTEGERS:
+    raise ValueError("invalid configuration:\n  " + "\n  ".join(NON_INTEGERS))
 cfg.check_config(GIVEN_CONFIG)
 ZOO_PROBLEMS = zoo_problems(config)
 if ZOO_PROBLEMS:
@@ -51,6 +58,21 @@ wildcard_constraints:
 def model_entry(model):
     """A model's config entry, less what only the zoo reads (``about``: not a param of the model's jobs)."""
     return {k: v for k, v in config["models"][model].items() if k != "about"}
+
+
+def network_entry(model):
+    """The keys of a model's entry that shape its network (weights, preprocessing, embedding layer): the
+    params of its training, fetching and embedding jobs. Less the layer profile's keys (``layers``,
+    ``layer_pooling``: rules/layers.smk) and, with the default layer (the trunk's own pre-logits output,
+    not pooled here), ``pool``."""
+    entry = {
+        k: v
+        for k, v in model_entry(model).items()
+        if k not in ("layers", "layer_pooling")
+    }
+    if entry.get("layer", "penultimate") == "penultimate":
+        entry.pop("pool", None)
+    return entry
 
 
 def pretrained_weights(wildcards):
@@ -94,11 +116,16 @@ def finetuned_similarity_tables(wildcards):
 
 
 def leakage_checks():
-    """Every analysis set's leakage check; training waits for them (an unnamed input: ordering only)."""
-    return expand(
-        "results/checks/leakage/{analysis_set}.ok",
-        analysis_set=config["analysis_sets"],
-    )
+    """Every analysis set's leakage check; training waits for them (an unnamed input: ordering only, so
+    ancient: a check rerun for another dataset or an edited analysis set reruns no training).
+    """
+    return [
+        ancient(path)
+        for path in expand(
+            "results/checks/leakage/{analysis_set}.ok",
+            analysis_set=config["analysis_sets"],
+        )
+    ]
 
 
 def finetuned_embeddings(wildcards):
@@ -299,7 +326,6 @@ def trajectory_io(section):
             "trajectory_epochs": lambda wildcards: cfg.trajectory_epochs(
                 config, wildcards.model, wildcards.dataset
             ),
-            "embed_batch_size": config["analysis"]["embed"]["batch_size"],
         },
     }[section]
 

@@ -3,7 +3,7 @@
 
 rule embed:
     input:
-        "results/checks/leakage/{analysis_set}.ok",
+        ancient("results/checks/leakage/{analysis_set}.ok"),
         manifest="results/analysis_sets/{analysis_set}/manifest.parquet",
         weights=stage_weights,
     output:
@@ -22,7 +22,7 @@ rule embed:
         runtime=lambda wildcards, attempt: 30 * attempt,
         gpu=lambda wildcards: int(config["analysis"]["embed"]["device"] == "cuda"),
     params:
-        entry=lambda wildcards: cfg.canonical(model_entry(wildcards.model)),
+        entry=lambda wildcards: cfg.canonical(network_entry(wildcards.model)),
         batch_size=embed_batch_size,
         num_workers=config["analysis"]["embed"]["num_workers"],
         device=config["analysis"]["embed"]["device"],

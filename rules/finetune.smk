@@ -31,7 +31,7 @@ rule finetune:
         gpu=lambda wildcards: int(config["finetune"]["device"] == "cuda"),
     params:
         **trajectory_io("params"),
-        entry=lambda wildcards: cfg.canonical(model_entry(wildcards.model)),
+        entry=lambda wildcards: cfg.canonical(network_entry(wildcards.model)),
         hyper=lambda wildcards: cfg.finetune_params(
             config, wildcards.model, wildcards.dataset
         ),

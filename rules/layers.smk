@@ -7,7 +7,7 @@
 
 rule embed_layers:
     input:
-        "results/checks/leakage/{analysis_set}.ok",
+        ancient("results/checks/leakage/{analysis_set}.ok"),
         manifest="results/analysis_sets/{analysis_set}/manifest.parquet",
         weights=stage_weights,
     output:
@@ -26,7 +26,7 @@ rule embed_layers:
         runtime=lambda wildcards, attempt: 30 * attempt,
         gpu=lambda wildcards: int(config["analysis"]["embed"]["device"] == "cuda"),
     params:
-        entry=lambda wildcards: cfg.canonical(model_entry(wildcards.model)),
+        entry=lambda wildcards: cfg.canonical(network_entry(wildcards.model)),
         layers=lambda wildcards: model_entry(wildcards.model).get("layers", []),
         pooling=lambda wildcards: model_entry(wildcards.model).get(
             "layer_pooling", config["analysis"]["layers"]["pooling"]

@@ -5,8 +5,9 @@ weights, splits, model spec and hyper-parameters are unchanged (otherwise it sta
 Standalone: python workflow/scripts/finetune.py --weights W --train T.parquet --val V.parquet
 --trained M.safetensors --metrics M.json --curve C.csv --entry '{"source": "timm", "arch": "resnet18"}'
 --hyper '{"epochs": 2, "lr": 0.01}' --model resnet18 --seed 0 --resume R.pt --device auto --num_workers 1
-[--dataset D --manifests A.parquet --analysis_sets A --trajectory traj/A --trajectory_epochs 1 2
---embed_batch_size 64] (embeds each analysis set after the listed epochs into its trajectory folder)
+[--dataset D --manifests A.parquet --analysis_sets A --trajectory traj/A --trajectory_epochs 1 2]
+(embeds each analysis set after the listed epochs into its trajectory folder, in batches of the training
+batch size: the memory training needed is enough, and analysis.embed.batch_size reruns no training)
 """
 
 from pathlib import Path
@@ -19,6 +20,7 @@ from biastransfer.models.weights import weights_file_and_sha256
 from biastransfer.progress import LOGGER as progress_log
 from biastransfer.scripting import run
 from biastransfer.stages import finetuned_stage
+from biastransfer.train.config import TrainConfig
 from biastransfer.train.run import run_training
 from biastransfer.train.trajectory import TrajectoryWriter
 
@@ -43,7 +45,6 @@ def main(
     analysis_sets: list | None = None,
     trajectory: list | None = None,
     trajectory_epochs: list | None = None,
-    embed_batch_size: int = 64,
 ) -> None:
     spec = model_spec(model, entry)
     init_sha256 = weights_file_and_sha256(weights)[1]
@@ -62,7 +63,7 @@ def main(
             dict(zip(analysis_sets, trajectory)),
             trajectory_epochs or [],
             staging,
-            batch_size=embed_batch_size,
+            batch_size=TrainConfig(**hyper).batch_size,
             num_workers=num_workers,
             device=dev,
             log=progress_log.info,
