@@ -24,6 +24,12 @@ NON_INTEGERS = non_integer_problems(
 if NON_INTEGERS:
     raise ValueError("invalid configuration:\n  " + "\n  ".join(NON_INTEGERS))
 cfg.check_config(GIVEN_CONFIG)
+if config["analysis"]["layers"]["enabled"]:  # torch only for a run that needs it
+    from biastransfer.models.layers import layer_problems
+
+    LAYER_PROBLEMS = layer_problems(config)
+    if LAYER_PROBLEMS:
+        raise ValueError("invalid configuration:\n  " + "\n  ".join(LAYER_PROBLEMS))
 ZOO_PROBLEMS = zoo_problems(config)
 if ZOO_PROBLEMS:
     raise ValueError("invalid configuration:\n  " + "\n  ".join(ZOO_PROBLEMS))
@@ -304,29 +310,33 @@ def trajectory_metrics(wildcards):
 
 
 def trajectory_io(section):
-    """The finetune rule's extra inputs, outputs and params when ``finetune.trajectory`` is on (else none,
-    so that turning it on or off leaves the rule as it was)."""
-    if not trajectory_on():
-        return {}
+    """The finetune rule's trajectory inputs and outputs. The inputs are there whether the trajectory is on
+    or off: every analysis set's manifest and the job's trajectory settings (rule trajectory_settings),
+    ancient when it is off, so that turning it off reruns no training; the outputs only when it is on.
+    """
     sets = list(config["analysis_sets"])
+    keep = (lambda path: path) if trajectory_on() else ancient
     return {
         "input": {
-            "manifests": [f"results/analysis_sets/{a}/manifest.parquet" for a in sets]
-        },
-        "output": {
-            "trajectory": [
-                directory(
-                    f"results/trajectory/{a}/{{model}}/ft-{{dataset}}-seed{{seed}}"
-                )
-                for a in sets
-            ]
-        },
-        "params": {
-            "analysis_sets": sets,
-            "trajectory_epochs": lambda wildcards: cfg.trajectory_epochs(
-                config, wildcards.model, wildcards.dataset
+            "manifests": [
+                keep(f"results/analysis_sets/{a}/manifest.parquet") for a in sets
+            ],
+            "trajectory_settings": keep(
+                "results/trajectory/settings/{model}/ft-{dataset}.json"
             ),
         },
+        "output": (
+            {
+                "trajectory": [
+                    directory(
+                        f"results/trajectory/{a}/{{model}}/ft-{{dataset}}-seed{{seed}}"
+                    )
+                    for a in sets
+                ]
+            }
+            if trajectory_on()
+            else {}
+        ),
     }[section]
 
 

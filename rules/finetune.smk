@@ -30,7 +30,6 @@ rule finetune:
         runtime=finetune_runtime,
         gpu=lambda wildcards: int(config["finetune"]["device"] == "cuda"),
     params:
-        **trajectory_io("params"),
         entry=lambda wildcards: cfg.canonical(network_entry(wildcards.model)),
         hyper=lambda wildcards: cfg.finetune_params(
             config, wildcards.model, wildcards.dataset

@@ -21,6 +21,31 @@ TRAJECTORY_TARGETS = trajectory_summary() + [
 ]
 
 
+# What a finetune job embeds (none when the trajectory is off), in a file: rewritten when it changes, it
+# reruns the finetune jobs only while the trajectory is on (rules/common.smk, trajectory_io).
+rule trajectory_settings:
+    output:
+        settings="results/trajectory/settings/{model}/ft-{dataset}.json",
+    log:
+        "logs/trajectory_settings/{model}/ft-{dataset}.log",
+    benchmark:
+        "results/benchmarks/trajectory_settings/{model}/ft-{dataset}.tsv"
+    localrule: True
+    conda:
+        "../envs/stats.yaml"
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    params:
+        analysis_sets=list(config["analysis_sets"]) if trajectory_on() else [],
+        epochs=lambda wildcards: cfg.trajectory_epochs(
+            config, wildcards.model, wildcards.dataset
+        ),
+    script:
+        "../workflow/scripts/trajectory_settings.py"
+
+
 rule trajectory:
     input:
         pretrained="results/embeddings/{analysis_set}/{model}/pretrained.parquet",
