@@ -1,14 +1,16 @@
 """Errors that used to come late, inside a job, or unnamed: each is now named, before any job runs."""
 
 import copy
+import re
 
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import ROOT, run_snakemake
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from biastransfer.data.download import Download, fetch_many
+from biastransfer.models.layers import layer_problems
 from biastransfer.schema_types import non_integer_problems
 
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
@@ -16,7 +18,9 @@ TINY = yaml.safe_load((ROOT / "tests" / "configs" / "tiny.yaml").read_text())
 PAPER = yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())
 
 
-@pytest.mark.parametrize("name", ["config/config.yaml", "config/paper.yaml", "config/zoo.yaml", "tests/configs/tiny.yaml"])
+@pytest.mark.parametrize(
+    "name", ["config/config.yaml", "config/paper.yaml", "config/zoo.yaml", "tests/configs/tiny.yaml"]
+)
 def test_the_shipped_configs_have_integers_where_integers_are_due(name):
     assert non_integer_problems(yaml.safe_load((ROOT / name).read_text()), SCHEMA) == []
 
@@ -51,3 +55,36 @@ def test_a_download_is_never_written_outside_its_folder(tmp_path, dest):
     with pytest.raises(ValueError, match="is not a path inside"):
         fetch_many([Download(str(source), dest)], tmp_path / "out")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["src.txt"]
+
+
+def with_layers(**model):
+    conf = copy.deepcopy(TINY)
+    conf["analysis"]["layers"] = {"enabled": True, "pooling": "auto"}
+    conf["models"]["tinycnn"].update(model)
+    return conf
+
+
+def test_the_layer_profile_of_each_model_resolves_before_any_job():
+    assert layer_problems(with_layers()) == []
+    assert layer_problems(with_layers(layers=["layer4", "layer2"])) == []
+    assert layer_problems({**with_layers(layers=["nope"]), "analysis": {"layers": {"enabled": False}}}) == []
+
+
+@pytest.mark.parametrize(
+    "model, message",
+    [
+        ({"layers": ["layer2", "layer9"]}, r"models\.tinycnn\.layers: model 'tinycnn': unknown layer\(s\) 'layer9'"),
+        ({"source": "torchvision", "arch": "vgg11"}, r"models\.tinycnn\.layers: .*no default layer set for a VGG"),
+        ({"layers": ["layer4"], "layer_pooling": "cls"}, r"models\.tinycnn\.layers: .*pool 'cls' needs tokens"),
+    ],
+)
+def test_a_layer_that_does_not_resolve_is_named_at_config_time(model, message):
+    (problem,) = layer_problems(with_layers(**model))
+    assert re.match(message, problem), problem
+
+
+def test_an_unknown_layer_stops_the_workflow_before_any_job(tmp_path):
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(with_layers(layers=["layer9"])))
+    done = run_snakemake("-n", "--configfile", tmp_path / "c.yaml", cwd=tmp_path, check=False)
+    assert done.returncode != 0 and "models.tinycnn.layers" in done.stdout + done.stderr
+    assert "Job stats" not in done.stdout
