@@ -1,6 +1,7 @@
 """Errors that used to come late, inside a job, or unnamed: each is now named, before any job runs."""
 
 import copy
+import os
 import re
 
 import pytest
@@ -88,3 +89,24 @@ def test_an_unknown_layer_stops_the_workflow_before_any_job(tmp_path):
     done = run_snakemake("-n", "--configfile", tmp_path / "c.yaml", cwd=tmp_path, check=False)
     assert done.returncode != 0 and "models.tinycnn.layers" in done.stdout + done.stderr
     assert "Job stats" not in done.stdout
+
+
+def test_a_full_disk_while_saving_the_resume_state_says_so_and_names_the_file(tmp_path, monkeypatch):
+    import torch
+
+    from biastransfer import atomic
+    from biastransfer.train.config import TrainResult
+    from biastransfer.train.loop import _save_resume
+
+    def full_disk(prefix, suffix, dir):  # the temporary file lies on a full disk (/dev/full: ENOSPC on write)
+        path = os.path.join(dir, f"{prefix}full{suffix}")
+        os.symlink("/dev/full", path)
+        return os.open(os.devnull, os.O_RDONLY), path
+
+    monkeypatch.setattr(atomic.tempfile, "mkstemp", full_disk)
+    model = torch.nn.Linear(256, 256)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    target = tmp_path / "seed0.resume.pt"
+    with pytest.raises(OSError, match=r"no space left on device: '.*seed0\.resume\.pt'"):
+        _save_resume(target, model, optimizer, None, 1, TrainResult("mAP", 1, 0.5), {})
+    assert list(tmp_path.iterdir()) == []
