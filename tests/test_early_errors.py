@@ -110,3 +110,26 @@ def test_a_full_disk_while_saving_the_resume_state_says_so_and_names_the_file(tm
     with pytest.raises(OSError, match=r"no space left on device: '.*seed0\.resume\.pt'"):
         _save_resume(target, model, optimizer, None, 1, TrainResult("mAP", 1, 0.5), {})
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_symlink_loop_in_a_class_folder_is_named_with_the_folder_s_other_problems(tmp_path):
+    from PIL import Image
+
+    from biastransfer.data.user import UserDataError, analysis_set_manifest
+
+    for cls in ("a", "b"):
+        (tmp_path / cls).mkdir()
+        for i in range(2):
+            Image.new("RGB", (8, 8), (40 * i, 100 * (cls == "b"), 0)).save(tmp_path / cls / f"{cls}{i}.png")
+    (tmp_path / "a" / "loop.png").symlink_to("loop.png")
+    (tmp_path / "a" / "d1").symlink_to("d2")
+    (tmp_path / "a" / "d2").symlink_to("d1")
+    (tmp_path / "b" / "notes.txt").write_text("x")
+    with pytest.raises(UserDataError) as err:
+        analysis_set_manifest(
+            {"source": "folder", "root": str(tmp_path), "classes": ["a", "b"]}, tmp_path / "m.parquet"
+        )
+    lines = str(err.value).splitlines()[1:]
+    assert [line.split(": ")[1] for line in lines] == ["cannot be read"] * 3 + ["not an image file"]
+    assert all("Too many levels of symbolic links" in line for line in lines[:3])
+    assert not (tmp_path / "m.parquet").exists()

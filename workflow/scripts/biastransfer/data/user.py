@@ -134,7 +134,13 @@ def _folder_entries(root: str | os.PathLike, classes: Sequence[str]) -> tuple[pd
             path = os.path.join(root, cls, entry.name)
             if entry.name.startswith("."):
                 continue
-            if entry.is_dir():
+            try:
+                is_dir = entry.is_dir()
+                os.stat(path)  # a symlink loop or a dangling link: named with the folder's other problems
+            except OSError as exc:
+                problems.append(f"class {cls!r}: cannot be read: {path} ({exc.strerror})")
+                continue
+            if is_dir:
                 problems.append(f"class {cls!r}: nested folder (not read): {path}")
             elif Path(entry.name).suffix.lower() not in IMAGE_SUFFIXES:
                 problems.append(f"class {cls!r}: not an image file: {path}")
