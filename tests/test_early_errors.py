@@ -133,3 +133,21 @@ def test_a_symlink_loop_in_a_class_folder_is_named_with_the_folder_s_other_probl
     assert [line.split(": ")[1] for line in lines] == ["cannot be read"] * 3 + ["not an image file"]
     assert all("Too many levels of symbolic links" in line for line in lines[:3])
     assert not (tmp_path / "m.parquet").exists()
+
+
+@pytest.mark.parametrize("crop, ok", [(224, True), (64, False)])
+def test_a_zoo_model_whose_forward_fails_at_its_crop_fails_its_check(tmp_path, monkeypatch, crop, ok):
+    import json
+    import runpy
+
+    from biastransfer.models import weights
+
+    monkeypatch.setattr(weights, "resolve_weights", lambda spec, cache_dir, mirror=None: None)  # random init
+    monkeypatch.setattr(
+        weights, "write_weights_record", lambda status, spec, path, params: open(status, "w").write("{}")
+    )
+    check = runpy.run_path(str(ROOT / "workflow" / "scripts" / "zoo_status.py"))["main"]
+    entry = {"source": "timm", "arch": "vit_tiny_patch16_224", "preprocess": {"resize": crop, "crop": crop}}
+    check(status=str(tmp_path / "s.json"), entry=entry, model="vit", cache_dir=str(tmp_path))
+    record = json.loads((tmp_path / "s.json").read_text())
+    assert ("error" not in record) if ok else ("224" in record["error"] and "64" in record["error"])
