@@ -23,9 +23,15 @@ rule user_analysis_set:
     resources:
         mem_mb=2000,
         runtime=60,
+    # only what shapes the manifest: editing the set's iEATs or BTS lists (or its hashing threads) reruns
+    # nothing here, and so no leakage check, training or embedding
     params:
         analysis_set=lambda wildcards: cfg.canonical(
-            config["analysis_sets"][wildcards.user_set]
+            {
+                k: v
+                for k, v in config["analysis_sets"][wildcards.user_set].items()
+                if k not in ("bts", "ieat", "workers")
+            }
         ),
     script:
         "../workflow/scripts/user_analysis_set.py"

@@ -7,13 +7,27 @@ sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 
 from biastransfer import config as cfg  # noqa: E402
 from biastransfer.gpus import books_gpu  # noqa: E402
+from biastransfer.schema_types import non_integer_problems  # noqa: E402
 from biastransfer.zoo import embed_settings, read_status  # noqa: E402
 
-# The schema checks keys and types and fills every default (after what a later --configfile removed with
+# A float where the schema wants an integer (epochs: 2.0), named by its key before anything reads it; then
+# the schema checks keys and types and fills every default (after what a later --configfile removed with
 # null), so rules read config[...] without defaults of their own (results/summary/config.yaml shows them
-# all); then the cross-references of the filled config are checked, every problem named at once.
+# all); then the cross-references of the filled config are checked, every problem named at once, and a
+# run with layer profiles resolves each model's layers on a network without weights (torch only then).
+NON_INTEGERS = non_integer_problems(
+    config, Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml"
+)
+if NON_INTEGERS:
+    raise ValueError("invalid configuration:\n  " + "\n  ".join(NON_INTEGERS))
 cfg.fill_defaults(config)
 cfg.check_config(config)
+if config["analysis"]["layers"]["enabled"]:
+    from biastransfer.models.layers import layer_problems
+
+    LAYER_PROBLEMS = layer_problems(config)
+    if LAYER_PROBLEMS:
+        raise ValueError("invalid configuration:\n  " + "\n  ".join(LAYER_PROBLEMS))
 
 
 def names_pattern(names):
@@ -50,6 +64,7 @@ PATHS = {
     "change": "results/change/{analysis_set}/{model}/ft-{dataset}/{kind}.csv",
     "trajectory_folder": "results/trajectory/{analysis_set}/{model}/{stage}",
     "trajectory_table": "results/trajectory/{analysis_set}/{model}/ft-{dataset}.csv",
+    "trajectory_settings": "results/trajectory/settings/{model}/ft-{dataset}.json",
     "layer_embeddings": "results/layers/{analysis_set}/{model}/embeddings/{stage}",
     "layer_profile": "results/layers/{analysis_set}/{model}/profile.csv",
     "analyses_done": "results/checks/analyses/{model}.done",
@@ -74,6 +89,21 @@ wildcard_constraints:
 def model_entry(model):
     """A model's config entry, less what only the zoo reads (``about``: not a param of the model's jobs)."""
     return {k: v for k, v in config["models"][model].items() if k != "about"}
+
+
+def network_entry(model):
+    """The keys of a model's entry that shape its network (weights, preprocessing, embedding layer): the
+    params of its training, fetching and embedding jobs. Less the layer profile's keys (``layers``,
+    ``layer_pooling``: rules/layers.smk) and, with the default layer (the trunk's own pre-logits output,
+    not pooled here), ``pool``."""
+    entry = {
+        k: v
+        for k, v in model_entry(model).items()
+        if k not in ("layers", "layer_pooling")
+    }
+    if entry.get("layer", "penultimate") == "penultimate":
+        entry.pop("pool", None)
+    return entry
 
 
 def pretrained_weights(wildcards):
@@ -129,11 +159,13 @@ def finetuned_similarity_tables(wildcards):
 
 
 def leakage_checks():
-    """Every analysis set's leakage check; training waits for them (an unnamed input: ordering only)."""
-    return expand(
-        path("leakage_check"),
-        analysis_set=config["analysis_sets"],
-    )
+    """Every analysis set's leakage check; training waits for them (an unnamed input: ordering only, so
+    ancient: a check rerun for another dataset or an edited analysis set reruns no training).
+    """
+    return [
+        ancient(p)
+        for p in expand(path("leakage_check"), analysis_set=config["analysis_sets"])
+    ]
 
 
 def finetuned_embeddings(wildcards):
@@ -327,33 +359,33 @@ def trajectory_metrics(wildcards):
 
 
 def trajectory_io(section):
-    """The finetune rule's extra inputs, outputs and params when ``finetune.trajectory`` is on (else none,
-    so that turning it on or off leaves the rule as it was)."""
-    if not trajectory_on():
-        return {}
+    """The finetune rule's trajectory inputs and outputs. The inputs are there whether the trajectory is on
+    or off: every analysis set's manifest and the job's trajectory settings (rule trajectory_settings),
+    ancient when it is off, so that turning it off reruns no training; the outputs only when it is on.
+    """
     sets = list(config["analysis_sets"])
+    keep = (lambda p: p) if trajectory_on() else ancient
     return {
-        "input": {"manifests": [path("manifest", analysis_set=a) for a in sets]},
-        "output": {
-            "trajectory": [
-                directory(
-                    path(
-                        "trajectory_folder",
-                        analysis_set=a,
-                        stage="ft-{dataset}-seed{seed}",
+        "input": {
+            "manifests": [keep(path("manifest", analysis_set=a)) for a in sets],
+            "trajectory_settings": keep(path("trajectory_settings")),
+        },
+        "output": (
+            {
+                "trajectory": [
+                    directory(
+                        path(
+                            "trajectory_folder",
+                            analysis_set=a,
+                            stage="ft-{dataset}-seed{seed}",
+                        )
                     )
-                )
-                for a in sets
-            ]
-        },
-        "params": {
-            "analysis_sets": sets,
-            "trajectory_epochs": lambda wildcards: cfg.trajectory_epochs(
-                config, wildcards.model, wildcards.dataset
-            ),
-            "embed_batch_size": config["analysis"]["embed"]["batch_size"],
-            "embed_amp": config["analysis"]["embed"]["amp"],
-        },
+                    for a in sets
+                ]
+            }
+            if trajectory_on()
+            else {}
+        ),
     }[section]
 
 

@@ -3,7 +3,7 @@
 
 rule embed:
     input:
-        path("leakage_check"),
+        ancient(path("leakage_check")),
         manifest=path("manifest"),
         weights=stage_weights,
     output:
@@ -22,7 +22,7 @@ rule embed:
         runtime=lambda wildcards, attempt: 30 * attempt,
         gpu=EMBED_GPUS,
     params:
-        entry=lambda wildcards: cfg.canonical(model_entry(wildcards.model)),
+        entry=lambda wildcards: cfg.canonical(network_entry(wildcards.model)),
         batch_size=embed_batch_size,
         num_workers=config["analysis"]["embed"]["num_workers"],
         device=config["analysis"]["embed"]["device"],

@@ -30,8 +30,7 @@ rule finetune:
         runtime=finetune_runtime,
         gpu=FINETUNE_GPUS,
     params:
-        **trajectory_io("params"),
-        entry=lambda wildcards: cfg.canonical(model_entry(wildcards.model)),
+        entry=lambda wildcards: cfg.canonical(network_entry(wildcards.model)),
         hyper=lambda wildcards: cfg.finetune_params(
             config, wildcards.model, wildcards.dataset
         ),

@@ -30,7 +30,7 @@ table_artefact(
 
 rule embed_layers:
     input:
-        path("leakage_check"),
+        ancient(path("leakage_check")),
         manifest=path("manifest"),
         weights=stage_weights,
     output:
@@ -49,7 +49,7 @@ rule embed_layers:
         runtime=lambda wildcards, attempt: 30 * attempt,
         gpu=EMBED_GPUS,
     params:
-        entry=lambda wildcards: cfg.canonical(model_entry(wildcards.model)),
+        entry=lambda wildcards: cfg.canonical(network_entry(wildcards.model)),
         layers=lambda wildcards: model_entry(wildcards.model).get("layers", []),
         pooling=lambda wildcards: model_entry(wildcards.model).get(
             "layer_pooling", config["analysis"]["layers"]["pooling"]

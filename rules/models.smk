@@ -22,7 +22,7 @@ rule pretrain:
         runtime=lambda wildcards, attempt: 60 * attempt,
         gpu=FINETUNE_GPUS,
     params:
-        entry=lambda wildcards: cfg.canonical(model_entry(wildcards.model)),
+        entry=lambda wildcards: cfg.canonical(network_entry(wildcards.model)),
         hyper=lambda wildcards: cfg.pretrain_params(config, wildcards.model),
         device=config["finetune"]["device"],
         num_workers=config["finetune"]["num_workers"],
@@ -47,7 +47,7 @@ rule fetch_weights:
     resources:
         **RESOURCES["download"],
     params:
-        entry=lambda wildcards: cfg.canonical(model_entry(wildcards.model)),
+        entry=lambda wildcards: cfg.canonical(network_entry(wildcards.model)),
         cache_dir=config["weights"]["cache_dir"],
         mirror=config["weights"]["mirror"],
     script:

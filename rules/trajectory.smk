@@ -34,6 +34,32 @@ table_artefact(
 )
 
 
+# What a finetune job embeds (none when the trajectory is off), in a file: rewritten when it changes, it
+# reruns the finetune jobs only while the trajectory is on (rules/common.smk, trajectory_io).
+rule trajectory_settings:
+    output:
+        settings=path("trajectory_settings"),
+    log:
+        "logs/trajectory_settings/{model}/ft-{dataset}.log",
+    benchmark:
+        "results/benchmarks/trajectory_settings/{model}/ft-{dataset}.tsv"
+    localrule: True
+    conda:
+        "../envs/stats.yaml"
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    params:
+        analysis_sets=list(config["analysis_sets"]) if trajectory_on() else [],
+        epochs=lambda wildcards: cfg.trajectory_epochs(
+            config, wildcards.model, wildcards.dataset
+        ),
+        amp=config["analysis"]["embed"]["amp"],
+    script:
+        "../workflow/scripts/trajectory_settings.py"
+
+
 rule trajectory:
     input:
         pretrained=path("embeddings", stage="pretrained"),

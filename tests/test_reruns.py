@@ -1,12 +1,16 @@
 """Reruns redo exactly what a config edit changes: params carry only what shapes each output.
 
-One complete run of the toy config (tests/configs/tiny.yaml) in a module fixture; each edit is then
-planned with ``snakemake -n`` and the planned jobs (rule: count) must be exactly the expected ones.
+One complete run of the toy config (tests/configs/tiny.yaml) in a module fixture, and one of the same
+config with a folder of your own images as its analysis set, the trajectory on and layer profiles on;
+each edit is then planned with ``snakemake -n`` and the planned jobs (rule: count) must be exactly the
+expected ones.
 Snakemake's default rerun triggers (mtime, params, input, software-env, code) apply; a script rule's
 "code" is the script's mtime, which no test here changes.
 """
 
 import copy
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -28,8 +32,8 @@ def tiny_run(tmp_path_factory):
     return workdir
 
 
-def planned(workdir, edit) -> dict[str, int]:
-    conf = copy.deepcopy(TINY)
+def planned(workdir, edit, base=TINY) -> dict[str, int]:
+    conf = copy.deepcopy(base)
     edit(conf)
     path = workdir / "edited.yaml"
     path.write_text(yaml.safe_dump(conf))
@@ -115,3 +119,168 @@ def test_the_effective_config_shows_every_default(tiny_run):
     assert "similarity" not in TINY["analysis"] and written["analysis"]["similarity"]["method"] == "exact"
     assert written["finetune"]["defaults"]["momentum"] == 0.9 and written["finetune"]["overrides"] == {}
     assert written["models"]["tinycnn"]["pretrain"]["seed"] == 0
+
+
+def add_pretraining_dataset(conf):
+    conf["datasets"]["synthetic_other"] = {
+        "kind": "synthetic",
+        "size": 32,
+        "n_train": 80,
+        "n_val": 40,
+        "label_groups": True,
+        "seed": 21,
+    }
+    conf["models"]["othercnn"] = copy.deepcopy(conf["models"]["tinycnn"])
+    conf["models"]["othercnn"]["pretrain"]["dataset"] = "synthetic_other"
+
+
+# Everything the new model needs; the leakage check reruns (a new training split to compare), and the
+# other model's pretraining and finetuning do not (the check is an ordering input of theirs: ancient).
+NEW_MODEL = {
+    "synthetic_dataset": 1,
+    "check_leakage": 1,
+    "pretrain": 1,
+    "trajectory_settings": 1,
+    "finetune": SEEDS,
+    "finetune_summary": 1,
+    "table_finetune": 1,
+    "plot_curves": 1,
+    "embed": STAGES,
+    "similarity": STAGES,
+    "ieat": STAGES,
+    "bts": 1,
+    "summarise": 3,
+    "provenance": 1,
+    "findings": 1,
+    "plot_similarity": 2,  # one per model: each draws the change table, which gains the new model's rows
+    "plot_ieat": 1,
+    "table_ieat": 1,
+    "table_bts": 1,
+    "compare_paper": 1,
+    **CHANGE,
+}
+# Model keys the layer profile alone reads, and `pool` with the default layer (not pooled there).
+NETWORK_EDITS = {
+    "a pretraining dataset added": (add_pretraining_dataset, NEW_MODEL),
+    "models.<m>.layers (profiles off)": (lambda c: c["models"]["tinycnn"].update(layers=["layer2", "layer4"]), {}),
+    "models.<m>.pool at the default layer": (lambda c: c["models"]["tinycnn"].update(pool="max"), {}),
+}
+
+
+@pytest.mark.parametrize("name", list(NETWORK_EDITS))
+def test_no_training_reruns_for_what_does_not_shape_it(tiny_run, name):
+    edit, expected = NETWORK_EDITS[name]
+    assert planned(tiny_run, edit) == {**expected, "effective_config": 1, "html_report": 1, "all": 1}
+
+
+def own_config() -> dict:
+    """TINY with a folder of exported images as its only analysis set, the trajectory and layer profiles on."""
+    conf = copy.deepcopy(TINY)
+    synthetic = conf["analysis_sets"].pop("synthetic")
+    conf["analysis_sets"]["own"] = {
+        "source": "folder",
+        "root": "own/analysis",
+        **{k: synthetic[k] for k in ("classes", "bts", "ieat")},
+    }
+    conf["finetune"]["trajectory"] = "every"
+    conf["analysis"]["layers"] = {"enabled": True}
+    conf["models"]["tinycnn"]["layers"] = ["layer3", "layer4"]
+    return conf
+
+
+OWN = own_config()
+
+
+@pytest.fixture(scope="module")
+def own_run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("own")
+    subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "workflow" / "scripts" / "export_synthetic_images.py"),
+            *("--out", "own", "--n_per_class", "6", "--n_images", "8", "--size", "32"),
+        ],
+        cwd=workdir,
+        check=True,
+        capture_output=True,
+    )
+    (workdir / "own.yaml").write_text(yaml.safe_dump(OWN))
+    snakemake("--cores", "2", "--configfile", workdir / "own.yaml", cwd=workdir)
+    return workdir
+
+
+def add_own_ieat_test(conf):
+    conf["analysis_sets"]["own"]["ieat"].append(
+        {"name": "car_vs_random", "X": "person_a", "Y": "person_b", "A": "car", "B": "random"}
+    )
+
+
+# The statistics of one analysis set: at every layer, at every epoch, and the change.
+SET_STATISTICS = {
+    "layer_profile": 1,
+    "summarise_layers": 1,
+    "plot_layers": 1,
+    "table_layers": 1,
+    "trajectory": 1,
+    "summarise_trajectory": 1,
+    "report_trajectory": 1,
+    "summarise": 1,
+    "findings": 1,
+    "compare_paper": 1,
+    "plot_similarity": 1,
+    **CHANGE,
+}
+# The layer profile of one model, pretrained and finetuned.
+PROFILE = {
+    "embed_layers": STAGES,
+    "layer_profile": 1,
+    "summarise_layers": 1,
+    "plot_layers": 1,
+    "table_layers": 1,
+    "findings": 1,
+    "model_analyses": 1,
+}
+OWN_EDITS = {
+    "an iEAT test added to a folder set": (
+        add_own_ieat_test,
+        {"ieat": STAGES, "plot_ieat": 1, "table_ieat": 1, **SET_STATISTICS},
+    ),
+    "a BTS list of a folder set changed": (
+        lambda c: c["analysis_sets"]["own"]["bts"]["inter"].pop(),
+        {"bts": 1, "table_bts": 1, **SET_STATISTICS},
+    ),
+    "models.<m>.layers": (lambda c: c["models"]["tinycnn"].update(layers=["layer2", "layer4"]), PROFILE),
+    "models.<m>.layer_pooling": (lambda c: c["models"]["tinycnn"].update(layer_pooling="max"), PROFILE),
+    # the finetune jobs' settings file is rewritten, and ancient to them while the trajectory is off
+    "the trajectory turned off": (lambda c: c["finetune"].update(trajectory="off"), {"trajectory_settings": 1}),
+    # every embedding (and what reads it) reruns, its batch size being a param; no finetune job does: the
+    # trajectory embeds at the training batch size
+    "analysis.embed.batch_size with the trajectory on": (
+        lambda c: c["analysis"]["embed"].update(batch_size=16),
+        {
+            **SET_STATISTICS,
+            "embed": STAGES,
+            "similarity": STAGES,
+            "ieat": STAGES,
+            "bts": 1,
+            "summarise": 3,
+            "provenance": 1,
+            "embed_layers": STAGES,
+            "plot_ieat": 1,
+            "table_ieat": 1,
+            "table_bts": 1,
+        },
+    ),
+}
+
+
+def test_nothing_to_do_after_the_own_run(own_run):
+    assert planned(own_run, lambda c: None, OWN) == {}
+
+
+@pytest.mark.parametrize("name", list(OWN_EDITS))
+def test_an_edit_of_the_own_run_reruns_exactly_the_jobs_that_depend_on_it(own_run, name):
+    edit, expected = OWN_EDITS[name]
+    assert planned(own_run, edit, OWN) == {**expected, "effective_config": 1, "all": 1} | (
+        {} if name == "the trajectory turned off" else {"html_report": 1}
+    )

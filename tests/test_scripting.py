@@ -51,6 +51,45 @@ def test_arguments_come_from_the_command_line():
     assert out == ("t.csv", ["a", "b"], {"k": 2}, 4, 1)
 
 
+def failing_main(table: str, error: str):
+    raise {"ValueError": ValueError, "OSError": OSError, "KeyError": KeyError}[error](
+        f"{table}: line 3: class 'x' is not in the class list"
+    )
+
+
+def job(tmp_path, error):
+    log = tmp_path / "job.log"
+    smk = SimpleNamespace(
+        input=Named(table="t.csv"),
+        output=Named(),
+        params=Named(error=error),
+        threads=1,
+        wildcards=Named(),
+        log=[str(log)],
+    )
+    return smk, log
+
+
+@pytest.mark.parametrize("error", ["ValueError", "OSError"])
+def test_a_named_error_ends_the_job_with_its_one_line_message(tmp_path, capsys, error):
+    smk, log = job(tmp_path, error)
+    with pytest.raises(SystemExit) as stop:
+        run(failing_main, smk)
+    assert stop.value.code == 1
+    message = f"{error}: t.csv: line 3: class 'x' is not in the class list"
+    assert log.read_text().rstrip().splitlines()[-1].endswith(f"ERROR {message}")
+    assert "Traceback" in log.read_text()  # kept above it, for a developer
+    err = capsys.readouterr().err
+    assert err == f"test_scripting.py: {message}\n"
+
+
+def test_any_other_error_keeps_its_traceback(tmp_path):
+    smk, log = job(tmp_path, "KeyError")
+    with pytest.raises(KeyError):
+        run(failing_main, smk)
+    assert log.read_text().rstrip().splitlines()[-1].startswith("KeyError")
+
+
 def test_a_rule_missing_an_argument_is_named():
     smk = SimpleNamespace(input=Named(), output=Named(), params=Named(), threads=1, wildcards=Named(), log=[])
     with pytest.raises(TypeError, match=r"needs \['table', 'values'\]"):

@@ -3,6 +3,8 @@ workflow run (tests/configs/tiny.yaml at two epochs) whose trajectory files foll
 and whose best epoch gives exactly the final embeddings' similarity, iEAT and BTS."""
 
 import copy
+import runpy
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -16,6 +18,7 @@ from biastransfer import config as cfg
 from biastransfer.embeddings import EmbeddingTable, epoch_file, epoch_files, read_embeddings
 from biastransfer.report.findings.trajectory import describe_trajectories, settling_epoch
 from biastransfer.stats.trajectory import trajectory_table
+from biastransfer.train.trajectory import staging_folder
 
 SCHEMA = str(ROOT / "workflow" / "schemas" / "config.schema.yaml")
 DEMO = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
@@ -290,5 +293,36 @@ def test_a_resumed_run_keeps_the_epochs_it_embedded_and_redoes_the_rest(tmp_path
         resumed.publish()
     resumed(3, model)
     resumed.publish()
-    assert list(epoch_files(tmp_path / "out")) == [1, 2, 3] and not (tmp_path / "staging").exists()
+    assert list(epoch_files(tmp_path / "out")) == [1, 2, 3]
     assert read_embeddings(tmp_path / "out" / "epoch03.parquet").metadata["epoch"] == 3
+    resumed.clean()
+    assert not (tmp_path / "staging").exists()
+
+
+def test_a_run_killed_after_publishing_publishes_again_when_rerun(tmp_path):
+    from torch import nn
+
+    model = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten())
+    first = _writer(tmp_path, [1, 2])
+    first(1, model), first(2, model)
+    first.publish()  # killed here, before the resume state was removed (run_training cleans after that)
+    published = {e: p.read_bytes() for e, p in epoch_files(tmp_path / "out").items()}
+    shutil.rmtree(tmp_path / "out")  # Snakemake removes the outputs of an incomplete job before its rerun
+    rerun = _writer(tmp_path, [1, 2])  # resumed after the last epoch: no epoch runs, nothing is embedded
+    rerun.publish()
+    assert {e: p.read_bytes() for e, p in epoch_files(tmp_path / "out").items()} == published
+
+
+def test_staged_files_left_by_a_killed_run_go_when_the_trajectory_is_turned_off(tmp_path, monkeypatch):
+    finetune = runpy.run_path(str(ROOT / "workflow" / "scripts" / "finetune.py"))
+    staged = staging_folder(tmp_path / "seed0.resume.pt") / "s" / epoch_file(1)
+    staged.parent.mkdir(parents=True)
+    staged.write_bytes(b"left by a killed run")
+    monkeypatch.setitem(finetune["main"].__globals__, "run_training", lambda *a, **k: None)
+    monkeypatch.setitem(finetune["main"].__globals__, "weights_file_and_sha256", lambda w: (w, "0" * 64))
+    finetune["main"](
+        weights="w", train="t", val="v", trained=str(tmp_path / "m.safetensors"), metrics="m", curve="c",
+        entry=DEMO["models"]["democnn"], hyper={}, model="democnn", seed=0, device="cpu", num_workers=0,
+        resume=str(tmp_path / "seed0.resume.pt"),
+    )  # fmt: skip
+    assert not staging_folder(tmp_path / "seed0.resume.pt").exists()

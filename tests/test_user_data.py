@@ -123,13 +123,13 @@ def table_entry(tmp_path, rows, **extra):
     return {"source": "table", "table": str(tmp_path / "t.csv"), "classes": ["a", "b"], **extra}
 
 
-def test_duplicate_paths_and_an_image_in_two_classes_are_named_by_row(tmp_path):
+def test_duplicate_paths_and_an_image_in_two_classes_are_named_by_the_line_an_editor_shows(tmp_path):
     folder(tmp_path)
     rows = [{"path": f"imgs/{c}/{i}.png", "class": c} for c in "ab" for i in range(3)]
     rows += [{"path": "imgs/a/0.png", "class": "a"}, {"path": "imgs/a/1.png", "class": "b"}]
     text = problems(table_entry(tmp_path, rows), tmp_path)
-    assert f"{tmp_path / 'imgs/a/0.png'}: duplicate path: row 1, row 7" in text
-    assert f"{tmp_path / 'imgs/a/1.png'}: listed in 2 classes (a, b): row 2, row 8" in text
+    assert f"{tmp_path / 'imgs/a/0.png'}: duplicate path: line 2, line 8" in text
+    assert f"{tmp_path / 'imgs/a/1.png'}: listed in 2 classes (a, b): line 3, line 9" in text
 
 
 def test_a_class_not_in_the_list_and_an_unresolved_path_are_named(tmp_path):
@@ -138,11 +138,11 @@ def test_a_class_not_in_the_list_and_an_unresolved_path_are_named(tmp_path):
     rows += [{"path": "imgs/a/9.png", "class": "a"}, {"path": "imgs/b/2.png", "class": "boat"}]
     entry = table_entry(tmp_path, rows)
     assert config_problems("analysis_sets.own", entry) == [
-        "analysis_sets.own.table: row 8 ('imgs/b/2.png'): class 'boat' is not in analysis_sets.own.classes"
+        "analysis_sets.own.table: line 9 ('imgs/b/2.png'): class 'boat' is not in analysis_sets.own.classes"
     ]
     text = problems(entry, tmp_path)
-    assert f"{tmp_path / 'imgs/a/9.png'}: file not found (row 7 ('imgs/a/9.png'))" in text
-    assert "row 8 ('imgs/b/2.png'): class 'boat' is not in the class list" in text
+    assert f"{tmp_path / 'imgs/a/9.png'}: file not found (line 8 ('imgs/a/9.png'))" in text
+    assert "line 9 ('imgs/b/2.png'): class 'boat' is not in the class list" in text
 
 
 def test_a_listed_class_without_rows_is_named(tmp_path):
@@ -202,9 +202,9 @@ def test_parquet_labels_may_be_lists(tmp_path):
 def test_a_label_not_in_the_class_list_is_named(tmp_path):
     spec = {**dataset_table(tmp_path, labels=["a"] * 9 + ["a|boat"]), "classes": ["a", "b"]}
     assert config_problems("datasets.own", spec, dataset=True) == [
-        "datasets.own.table: row 10 ('imgs/a/9.png'): label(s) ['boat'] not in datasets.own.classes"
+        "datasets.own.table: line 11 ('imgs/a/9.png'): label(s) ['boat'] not in datasets.own.classes"
     ]
-    with pytest.raises(UserDataError, match=r"row 10 \('imgs/a/9.png'\): label\(s\) \['boat'\] not in the class list"):
+    with pytest.raises(UserDataError, match=r"line 11 \('imgs/a/9.png'\): label\(s\) \['boat'\] not in the class list"):
         table_splits(spec, "own")
 
 

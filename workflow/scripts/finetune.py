@@ -5,11 +5,13 @@ weights, splits, model spec and hyper-parameters are unchanged (otherwise it sta
 Standalone: python workflow/scripts/finetune.py --weights W --train T.parquet --val V.parquet
 --trained M.safetensors --metrics M.json --curve C.csv --entry '{"source": "timm", "arch": "resnet18"}'
 --hyper '{"epochs": 2, "lr": 0.01}' --model resnet18 --seed 0 --resume R.pt --device auto --num_workers 1
-[--dataset D --manifests A.parquet --analysis_sets A --trajectory traj/A --trajectory_epochs 1 2
---embed_batch_size 64 --embed_amp true] (embeds each analysis set after the listed epochs into its trajectory
-folder; --embed_amp false: without bf16 autocast)
+[--dataset D --manifests A.parquet --trajectory_settings S.json --trajectory traj/A] (embeds each analysis
+set of the settings file, written by trajectory_settings.py, after its epochs into its trajectory folder, in
+batches of the training batch size: the memory training needed is enough, and analysis.embed.batch_size
+reruns no training; the settings' amp false: without bf16 autocast)
 """
 
+import json
 from pathlib import Path
 
 from biastransfer.hashing import config_hash, file_digest
@@ -22,7 +24,7 @@ from biastransfer.scripting import run
 from biastransfer.stages import finetuned_stage
 from biastransfer.train.loop import Runtime
 from biastransfer.train.run import loader_workers, run_training, train_config
-from biastransfer.train.trajectory import TrajectoryWriter
+from biastransfer.train.trajectory import TrajectoryWriter, remove_staging, staging_folder
 
 
 def main(
@@ -42,34 +44,36 @@ def main(
     threads: int = 1,
     dataset: str = "",
     manifests: list | None = None,
-    analysis_sets: list | None = None,
+    trajectory_settings: str | None = None,
     trajectory: list | None = None,
-    trajectory_epochs: list | None = None,
-    embed_batch_size: int = 64,
-    embed_amp: bool = True,
 ) -> None:
     spec = model_spec(model, entry)
     init_sha256 = weights_file_and_sha256(weights)[1]
     dev = torch_device(device)
     writer = None
-    if trajectory:
-        if not (len(manifests or []) == len(analysis_sets or []) == len(trajectory)):
+    staging = staging_folder(resume or trained)
+    if not trajectory:
+        remove_staging(staging)  # left by a killed run with the trajectory on
+    else:
+        settings = json.loads(Path(trajectory_settings).read_text()) if trajectory_settings else {}
+        analysis_sets = settings.get("analysis_sets", [])
+        if not (len(manifests or []) == len(analysis_sets) == len(trajectory)):
             raise ValueError(
-                f"{len(manifests or [])} manifests, {len(analysis_sets or [])} analysis sets and "
-                f"{len(trajectory)} trajectory folders: give one of each per analysis set"
+                f"{len(manifests or [])} manifests, {len(analysis_sets)} analysis sets in {trajectory_settings} "
+                f"and {len(trajectory)} trajectory folders: give one of each per analysis set"
             )
-        staging = Path(resume or trained).parent / f"{Path(resume or trained).name}.trajectory"
+        recipe = train_config(hyper, seed, 0)
         writer = TrajectoryWriter(
             spec,
             dict(zip(analysis_sets, manifests)),
             dict(zip(analysis_sets, trajectory)),
-            trajectory_epochs or [],
+            settings["epochs"],
             staging,
-            batch_size=embed_batch_size,
+            batch_size=recipe.batch_size,
             num_workers=loader_workers(num_workers),
             device=dev,
-            channels_last=Runtime.resolve(train_config(hyper, seed, 0), dev).channels_last,
-            amp=embed_amp,
+            channels_last=Runtime.resolve(recipe, dev).channels_last,
+            amp=settings["amp"],
             log=progress_log.info,
             provenance={
                 "stage": finetuned_stage(dataset, seed),

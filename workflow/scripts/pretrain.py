@@ -1,4 +1,4 @@
-"""Pretrain a demo model from scratch on a synthetic dataset (demo only; real models download weights).
+"""Pretrain a model from scratch (source workflow) on a dataset: synthetic, or a table of your own images.
 
 Standalone: python workflow/scripts/pretrain.py --train T.parquet --val V.parquet --trained M.safetensors
 --metrics M.json --entry '{"source": "workflow", "arch": "resnet18", "preprocess": {"resize": 64, "crop": 64}}'

@@ -10,6 +10,7 @@ folder once, at its first atomic write there, so unpacking many files into one f
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import socket
@@ -103,6 +104,11 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         yield tmp_path
         os.chmod(tmp_path, 0o666 & ~_UMASK)
         os.replace(tmp_path, target)
+    except OSError as exc:
+        tmp_path.unlink(missing_ok=True)
+        if exc.errno == errno.ENOSPC:  # named with the file it was writing (the writer's own message may not)
+            raise OSError(errno.ENOSPC, "no space left on device", str(target)) from exc
+        raise
     except BaseException:
         tmp_path.unlink(missing_ok=True)
         raise

@@ -25,6 +25,9 @@ from pathlib import Path
 from typing import Any
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(message)s"
+# Errors whose message names what is wrong (the file, table row, class or key): a job that raises one ends
+# with that message, not a traceback. Any other exception is a defect here, and keeps its traceback.
+NAMED_ERRORS = (ValueError, OSError, FloatingPointError)
 
 
 def _setup_logging(log_path: str | None) -> None:
@@ -160,8 +163,18 @@ def run(main: Callable, smk: Any = None, argv: list[str] | None = None) -> Any:
     else:
         kwargs = _from_command_line(main, argv)
     _progress_to_stderr()
+    log = logging.getLogger(main.__module__)
     try:
         return main(**kwargs)
-    except Exception:
-        logging.getLogger(main.__module__).exception("failed")
-        raise
+    except Exception as exc:
+        if smk is None or not isinstance(exc, NAMED_ERRORS):
+            log.exception("failed")
+            raise
+        # a problem of the data, the files or the disk, which the message names: the traceback stays in
+        # the log above it; the log's last line and the console (stderr) carry the message alone
+        log.info("failed:", exc_info=True)
+        message = f"{type(exc).__name__}: {exc}"
+        log.error("%s", message)
+        if smk.log:
+            print(f"{Path(inspect.getsourcefile(main) or main.__module__).name}: {message}", file=sys.stderr)
+        raise SystemExit(1) from None

@@ -264,6 +264,9 @@ def fetch_many(
             item = Download(item, urllib.parse.urlsplit(item).path.rsplit("/", 1)[-1])
         elif not isinstance(item, Download):
             item = Download(*item)
+        dest = Path(item.dest)
+        if dest.is_absolute() or ".." in dest.parts or not dest.parts:
+            raise ValueError(f"{item.source}: destination {item.dest!r} is not a path inside {dest_dir}")
         jobs.append(item)
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")

@@ -71,9 +71,11 @@ def _resolve(path: str, base: Path) -> str:
     return path if os.path.isabs(path) else os.path.normpath(os.path.join(base, path))
 
 
-def _row(i: int, path: str) -> str:
-    """How a problem names a table row: its 1-based number and the path as written."""
-    return f"row {i + 1} ({path!r})"
+def _row(i: int, path: str | None, table: str | os.PathLike) -> str:
+    """How a problem names row ``i`` (0-based) of ``table``: the line an editor shows it on for a CSV (the
+    header is line 1), its 1-based number in a Parquet table; and the path as written."""
+    where = f"line {i + 2}" if Path(table).suffix.lower() == ".csv" else f"row {i + 1}"
+    return where if path is None else f"{where} ({path!r})"
 
 
 def _missing_columns(frame: pd.DataFrame, required: Iterable[str], where: str) -> None:
@@ -105,13 +107,13 @@ def config_problems(where: str, entry: Mapping, *, dataset: bool = False) -> lis
         labels = _label_lists(frame["labels"], entry.get("label_separator", "|"))
         known = set(entry["classes"])
         return [
-            f"{where}.table: {_row(i, p)}: label(s) {sorted(set(ls) - known)} not in {where}.classes"
+            f"{where}.table: {_row(i, p, entry['table'])}: label(s) {sorted(set(ls) - known)} not in {where}.classes"
             for i, (p, ls) in enumerate(zip(frame["path"], labels))
             if set(ls) - known
         ]
     listed, present = set(entry["classes"]), set(frame["class"])
     return [
-        f"{where}.table: {_row(i, p)}: class {c!r} is not in {where}.classes"
+        f"{where}.table: {_row(i, p, entry['table'])}: class {c!r} is not in {where}.classes"
         for i, (p, c) in enumerate(zip(frame["path"], frame["class"]))
         if c not in listed
     ] + [f"{where}.classes: class {c!r} has no rows in {entry['table']}" for c in entry["classes"] if c not in present]
@@ -134,7 +136,13 @@ def _folder_entries(root: str | os.PathLike, classes: Sequence[str]) -> tuple[pd
             path = os.path.join(root, cls, entry.name)
             if entry.name.startswith("."):
                 continue
-            if entry.is_dir():
+            try:
+                is_dir = entry.is_dir()
+                os.stat(path)  # a symlink loop or a dangling link: named with the folder's other problems
+            except OSError as exc:
+                problems.append(f"class {cls!r}: cannot be read: {path} ({exc.strerror})")
+                continue
+            if is_dir:
                 problems.append(f"class {cls!r}: nested folder (not read): {path}")
             elif Path(entry.name).suffix.lower() not in IMAGE_SUFFIXES:
                 problems.append(f"class {cls!r}: not an image file: {path}")
@@ -161,34 +169,34 @@ def _table_entries(entry: Mapping) -> tuple[pd.DataFrame, list[str]]:
             "path": [_resolve(p, base) if p else "" for p in raw],
             "source": frame["source"].astype(str) if "source" in frame.columns else "",
             "licence": frame["licence"].astype(str) if "licence" in frame.columns else "",
-            "listed": [_row(i, p) for i, p in enumerate(raw)],
+            "listed": [_row(i, p, where) for i, p in enumerate(raw)],
         }
     )
     listed = set(entry["classes"])
     problems = [
-        f"{_row(i, p)}: class {c!r} is not in the class list"
+        f"{_row(i, p, where)}: class {c!r} is not in the class list"
         for i, (p, c) in enumerate(zip(raw, out["class"]))
         if c not in listed
     ]
     problems += [f"class {c!r}: no rows in the table" for c in entry["classes"] if c not in set(out["class"])]
-    problems += [f"{_row(i, p)}: empty path" for i, p in enumerate(raw) if not p]
-    problems += _repeats(out)
+    problems += [f"{_row(i, p, where)}: empty path" for i, p in enumerate(raw) if not p]
+    problems += _repeats(out, where)
     return out, problems
 
 
-def _repeats(out: pd.DataFrame) -> list[str]:
-    """A path listed twice (in one class or in two), an image id used twice; rows named 1-based."""
+def _repeats(out: pd.DataFrame, table: str | os.PathLike) -> list[str]:
+    """A path listed twice (in one class or in two), an image id used twice; rows named as :func:`_row`."""
     problems = []
     out = out[out["path"].duplicated(keep=False) | out["image_id"].duplicated(keep=False)]
     for path, rows in out[out["path"] != ""].groupby("path", sort=True).groups.items():
         if len(rows) > 1:
-            where = ", ".join(f"row {i + 1}" for i in sorted(rows))
+            where = ", ".join(_row(i, None, table) for i in sorted(rows))
             classes = sorted(set(out.loc[rows, "class"]))
             what = f"listed in {len(classes)} classes ({', '.join(classes)})" if len(classes) > 1 else "duplicate path"
             problems.append(f"{path}: {what}: {where}")
     for image_id, rows in out.groupby("image_id", sort=True).groups.items():
         if len(rows) > 1:
-            where = ", ".join(f"row {i + 1}" for i in sorted(rows))
+            where = ", ".join(_row(i, None, table) for i in sorted(rows))
             problems.append(f"image id {image_id!r} used more than once: {where}")
     return problems
 
@@ -348,21 +356,21 @@ def table_splits(dataset: Mapping, name: str, exclude: set[str] = frozenset()) -
             "class": "",
             "path": [_resolve(p, _table_base(dataset)) if p else "" for p in raw],
             "labels": labels,
-            "listed": [_row(i, p) for i, p in enumerate(raw)],
+            "listed": [_row(i, p, dataset["table"]) for i, p in enumerate(raw)],
         }
     )
     classes = tuple(dataset.get("classes") or sorted({x for ls in labels for x in ls}))
     known = set(classes)
     problems = [
-        f"{_row(i, p)}: label(s) {sorted(set(ls) - known)} not in the class list"
+        f"{_row(i, p, dataset['table'])}: label(s) {sorted(set(ls) - known)} not in the class list"
         for i, (p, ls) in enumerate(zip(raw, labels))
         if set(ls) - known
     ]
-    problems += [f"{_row(i, p)}: empty path" for i, p in enumerate(raw) if not p]
-    problems += _repeats(rows)
+    problems += [f"{_row(i, p, dataset['table'])}: empty path" for i, p in enumerate(raw) if not p]
+    problems += _repeats(rows, dataset["table"])
     if "split" in frame.columns:
         problems += [
-            f"{_row(i, p)}: split {s!r} is not one of {', '.join(_SPLIT_NAMES)}"
+            f"{_row(i, p, dataset['table'])}: split {s!r} is not one of {', '.join(_SPLIT_NAMES)}"
             for i, (p, s) in enumerate(zip(raw, frame["split"].astype(str)))
             if s not in _SPLIT_NAMES
         ]

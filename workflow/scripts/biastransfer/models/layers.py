@@ -11,6 +11,7 @@ open_clip ``transformer.resblocks.*``).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -167,3 +168,26 @@ def resolve_layers(spec: ModelSpec, layers: list[str] | None = None, pool: str =
         {"layer": n, "depth": i + 1, "dim": d, "pool": p}
         for i, (n, d, p) in enumerate(zip(ext.layers, ext.dims, ext.pools))
     ]
+
+
+def layer_problems(config: Mapping) -> list[str]:
+    """With layer profiles on (``analysis.layers.enabled``), one line per model whose profile does not
+    resolve: an unknown layer name, a family without a default set, a pooling its layers' outputs do not
+    allow. Resolved on the meta device (shapes only: no weights, no memory, no download), or on the CPU
+    for a network that does not run there; before any job, so not after pretraining and finetuning."""
+    from biastransfer.models.resolve import model_spec
+
+    if not config["analysis"]["layers"]["enabled"]:
+        return []
+    problems = []
+    for name, entry in config["models"].items():
+        pool = entry.get("layer_pooling", config["analysis"]["layers"]["pooling"])
+        try:
+            try:
+                with torch.device("meta"):
+                    resolve_layers(model_spec(name, entry), entry.get("layers"), pool)
+            except (NotImplementedError, RuntimeError):
+                resolve_layers(model_spec(name, entry), entry.get("layers"), pool)
+        except ValueError as exc:
+            problems.append(f"models.{name}.layers: {exc}")
+    return problems

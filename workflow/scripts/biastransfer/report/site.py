@@ -208,7 +208,8 @@ def overview_body(
         f"<h2>Sections</h2><ul>{sections}</ul><ul>{contents}</ul>"
         f"<p>The rule graph, run times and the configuration are in Snakemake's own report, "
         f'<a href="{esc(snakemake_report)}">{esc(snakemake_report)}</a> (built by '
-        "<code>snakemake --report results/report.html</code>, which <code>make demo</code> runs).</p>"
+        "<code>snakemake --report results/report.html --configfile &lt;the run's config files&gt;</code>: "
+        "without them Snakemake reads the demo's config/config.yaml; <code>make demo</code> runs it).</p>"
         + (cite_block(citation) if citation else "")
     )
 

@@ -326,5 +326,6 @@ def _save_resume(path, model, optimizer, scheduler, epoch: int, result: TrainRes
         "best_state": result.best_state,
         "key": key,
     }
-    with atomic_path(path) as tmp:
-        torch.save(state, tmp)
+    # through a Python file: a full disk is then OSError ENOSPC, not the C++ writer's "iostream error"
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        torch.save(state, fh)

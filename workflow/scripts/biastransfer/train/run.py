@@ -131,5 +131,7 @@ def run_training(
         trajectory.publish()
     if resume is not None:
         remove_resume_state(resume)
+    if trajectory is not None:
+        trajectory.clean()
     log(f"best epoch {result.best_epoch}: val {cfg.metric} {result.best_metric:.4f}")
     return metrics

@@ -155,7 +155,10 @@ class TrajectoryWriter:
         return embed_batches(backbone, self._cache[name].split(self.batch_size), device=self.device, **self.runtime)
 
     def publish(self) -> None:
-        """Move every staged epoch into its output folder; FileNotFoundError naming any epoch not staged."""
+        """Copy every staged epoch into its output folder (each file atomically); FileNotFoundError naming
+        any epoch not staged. The staged files stay until :meth:`clean`, called once the resume state is
+        gone: a run killed in between finds them again on its rerun (resumed after its last epoch, it
+        embeds nothing)."""
         missing = [
             str(self._staged(n, e)) for n in self.images for e in self.epochs if not self._staged(n, e).is_file()
         ]
@@ -164,5 +167,22 @@ class TrajectoryWriter:
         for name, out in self.out_dirs.items():
             Path(out).mkdir(parents=True, exist_ok=True)
             for epoch in self.epochs:
-                os.replace(self._staged(name, epoch), Path(out) / epoch_file(epoch))
-        shutil.rmtree(self.staging, ignore_errors=True)
+                target = Path(out) / epoch_file(epoch)
+                partial = target.with_name(f"{target.name}.partial")
+                shutil.copyfile(self._staged(name, epoch), partial)
+                os.replace(partial, target)
+
+    def clean(self) -> None:
+        """Remove the staged files (after :meth:`publish` and the resume state's removal)."""
+        remove_staging(self.staging)
+
+
+def staging_folder(resume: str | os.PathLike) -> Path:
+    """Where a finetune job with resume state ``resume`` stages its trajectory files."""
+    return Path(resume).parent / f"{Path(resume).name}.trajectory"
+
+
+def remove_staging(staging: str | os.PathLike) -> None:
+    """Remove a staging folder (if any): after publishing, or left by a killed run whose trajectory has
+    since been turned off."""
+    shutil.rmtree(staging, ignore_errors=True)
