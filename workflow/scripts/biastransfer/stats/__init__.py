@@ -36,10 +36,13 @@ from biastransfer.stats.bts import (  # noqa: F401
     bias_transfer_score,
 )
 from biastransfer.stats.change_tables import (  # noqa: F401
+    SPREAD_SHARE,
     aligned_classes,
+    change_from_spread,
     ieat_change_table,
     ieat_seeds_table,
     similarity_change_table,
+    spread_share,
     stage_replicates,
 )
 from biastransfer.stats.ieat import (  # noqa: F401
@@ -48,6 +51,7 @@ from biastransfer.stats.ieat import (  # noqa: F401
     IEATResult,
     association_scores,
     effect_size_of,
+    effect_size_parts,
     ieat,
     partition_pvalues,
 )
@@ -99,6 +103,7 @@ __all__ = [
     "IEATResult",
     "association_scores",
     "effect_size_of",
+    "effect_size_parts",
     "ieat",
     "partition_pvalues",
     "adjust_pvalues",
@@ -135,6 +140,9 @@ __all__ = [
     "change_result",
     "aligned_classes",
     "ieat_change_table",
+    "SPREAD_SHARE",
+    "spread_share",
+    "change_from_spread",
     "stage_replicates",
     "similarity_change_table",
     "ieat_seeds_table",

@@ -51,7 +51,9 @@ class IEATResult(Result):
     ``pvalue_se`` is the Monte Carlo standard error of ``pvalue`` (0 for exact and normal). ``seed``
     is ``None`` when no random numbers were used. ``ci_low``/``ci_high`` are the bias-corrected percentile
     bootstrap interval of ``effect_size`` at ``ci_level`` from ``bootstrap`` replicates seeded with ``ci_seed``
-    (NaN when ``bootstrap=0``; :func:`biastransfer.stats.bootstrap.ieat_ci`).
+    (NaN when ``bootstrap=0``; :func:`biastransfer.stats.bootstrap.ieat_ci`). ``mean_difference`` is
+    d's numerator (``mean_X s - mean_Y s``, the raw association) and ``pooled_sd`` its denominator (SD of s
+    over X u Y, ddof=1): ``effect_size = mean_difference / pooled_sd``.
     """
 
     effect_size: float
@@ -73,6 +75,8 @@ class IEATResult(Result):
     ci_level: float
     bootstrap: int
     ci_seed: int | None
+    mean_difference: float
+    pooled_sd: float
 
 
 def association_scores(X, Y, A, B) -> np.ndarray:
@@ -87,8 +91,13 @@ def association_scores(X, Y, A, B) -> np.ndarray:
 
 def effect_size_of(s: np.ndarray, n_x: int) -> float:
     """d = (mean of the first n_x scores - mean of the rest) / SD of all (ddof=1); NaN if all are equal."""
-    sd = s.std(ddof=1)
-    return float((s[:n_x].mean() - s[n_x:].mean()) / sd) if sd > 0 else float("nan")
+    difference, sd = effect_size_parts(s, n_x)
+    return difference / sd if sd > 0 else float("nan")
+
+
+def effect_size_parts(s: np.ndarray, n_x: int) -> tuple[float, float]:
+    """d's numerator (mean of the first n_x scores - mean of the rest) and denominator (SD of all, ddof=1)."""
+    return float(s[:n_x].mean() - s[n_x:].mean()), float(s.std(ddof=1))
 
 
 def ieat(
@@ -123,6 +132,7 @@ def ieat(
     x_sum = s[:n_x].sum()
     statistic = float(x_sum - s[n_x:].sum())
     effect_size = effect_size_of(s, n_x)
+    mean_difference, pooled_sd = effect_size_parts(s, n_x)
 
     if bootstrap:
         ci_seed = check_seed(seed)
@@ -146,6 +156,8 @@ def ieat(
         **sizes,
         **pvalues,
         **interval,
+        mean_difference=mean_difference,
+        pooled_sd=pooled_sd,
     )
 
 

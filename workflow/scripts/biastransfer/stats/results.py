@@ -165,6 +165,8 @@ def ieat_table(
                 "A": test["A"],
                 "B": test["B"],
                 "effect_size": r.effect_size,
+                "mean_difference": r.mean_difference,
+                "pooled_sd": r.pooled_sd,
                 "ci_low": r.ci_low,
                 "ci_high": r.ci_high,
                 "ci_level": r.ci_level,
