@@ -140,9 +140,10 @@ def ieat_table(
     seed: int = 0,
     bootstrap: int = BOOTSTRAP,
     ci_level: float = 0.95,
+    alpha: float | None = 0.05,
 ) -> pd.DataFrame:
-    """One iEAT per configured test ``{name, X, Y, A, B}``, with a bootstrap interval of d and both
-    the ``alternative``'s and the two-sided p-value."""
+    """One iEAT per configured test ``{name, X, Y, A, B}``, with a bootstrap interval of d, both
+    the ``alternative``'s and the two-sided p-value, and the |d| detectable with 80% power at ``alpha``."""
     rows = []
     for test in tests:
         r = ieat(
@@ -156,6 +157,7 @@ def ieat_table(
             seed=seed,
             bootstrap=bootstrap,
             ci_level=ci_level,
+            alpha=alpha,
         )
         rows.append(
             {
@@ -184,6 +186,9 @@ def ieat_table(
                 "n_y": r.n_y,
                 "n_a": r.n_a,
                 "n_b": r.n_b,
+                "detectable_d": r.detectable_d,
+                "detectable_alpha": r.detectable_alpha,
+                "detectable_power": r.detectable_power,
             }
         )
     return pd.DataFrame(rows)
