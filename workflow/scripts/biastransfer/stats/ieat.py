@@ -52,7 +52,7 @@ class IEATResult(Result):
     ``alternative``; ``pvalue_two_sided`` comes from the same partitions. ``pvalue_floor`` is the
     smallest p the method can give (1 / permutations; 0 for normal): a p at the floor is a bound.
     ``pvalue_se`` is the Monte Carlo standard error of ``pvalue`` (0 for exact and normal). ``seed``
-    is ``None`` when no random numbers were used. ``ci_low``/``ci_high`` are the bias-corrected percentile
+    is ``None`` when no random numbers were used. ``ci_low``/``ci_high`` are the BCa
     bootstrap interval of ``effect_size`` at ``ci_level`` from ``bootstrap`` replicates seeded with ``ci_seed``
     (NaN when ``bootstrap=0``; :func:`biastransfer.stats.bootstrap.ieat_ci`). ``mean_difference`` is
     d's numerator (``mean_X s - mean_Y s``, the raw association) and ``pooled_sd`` its denominator (SD of s
