@@ -345,3 +345,17 @@ def test_interval_covers_a_large_d_with_heavy_tailed_anisotropic_embeddings(size
         for i in range(250)
     )
     assert hits / 250 >= 0.93
+
+
+def test_bca_ends_past_the_pole_go_to_the_extreme_replicates():
+    """With two rows in a set the expanded level rounds to 1 and 1 - a z can be <= 0: the interval's ends
+    become the extreme replicates instead of an error."""
+    from biastransfer.stats.bootstrap import bias_corrected_interval, expanded_level
+
+    reps = np.random.default_rng(3).normal(size=500)
+    assert bias_corrected_interval(reps, 0.0, expanded_level(0.95, 2), 0.2) == (reps.min(), reps.max())
+    assert bias_corrected_interval(reps, 0.0, 0.99, 0.9)[1] == reps.max()  # 1 - 0.9 * 2.58 < 0
+    rng = np.random.default_rng(7)
+    sets = [rng.standard_normal((n, 5)) for n in (3, 6, 4, 2)]
+    r = ieat_ci(*sets, replicates=200)
+    assert r.ci_low <= r.estimate <= r.ci_high

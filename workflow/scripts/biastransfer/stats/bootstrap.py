@@ -97,7 +97,10 @@ def bias_corrected_interval(
     below = (np.count_nonzero(finite < estimate) + 0.5 * np.count_nonzero(finite == estimate)) / finite.size
     z0 = stats.norm.ppf(np.clip(below, 0.5 / finite.size, 1 - 0.5 / finite.size))
     z = z0 + stats.norm.ppf([(1 - level) / 2, (1 + level) / 2])
-    probs = stats.norm.cdf(z0 + z / (1 - acceleration * z))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        probs = stats.norm.cdf(z0 + z / (1 - acceleration * z))
+    # past the pole 1 - a z = 0 (or at a level that rounds to 1) an end goes to the extreme replicate
+    probs = np.where(np.isfinite(probs) & (1 - acceleration * z > 0), probs, [0.0, 1.0])
     low, high = np.quantile(finite, probs)
     return float(low), float(high)
 
