@@ -98,6 +98,7 @@ rule ieat:
         seed=config["analysis"]["ieat"]["seed"],
         bootstrap=config["analysis"]["ieat"]["bootstrap"],
         ci_level=config["analysis"]["ieat"]["ci_level"],
+        alpha=config["analysis"]["ieat"]["alpha"],
     script:
         "../workflow/scripts/ieat.py"
 

@@ -157,13 +157,18 @@ def test_reference_is_described_beside_the_bts():
             "scratch_statistic": [0.4, 0.5, 0.8],
             "pretrained_vs_scratch": [0.3, 0.3, 0.6],
             "scratch_seeds": "0",
+            "ci_level": 0.95,
+            "retention_ci_low": [0.2, 0.1, -0.6],
+            "retention_ci_high": [0.7, 0.8, -0.1],
+            "retention_verdict": ["retained", "retained", "target data alone"],
         }
     )
     text = "\n".join(describe_reference(bts))
     assert "intra: rho(pretrained, finetuned) = 0.95, rho(scratch, finetuned) = 0.50" in text
-    assert "closer to the pretrained one than to the scratch one (by 0.45)" in text
+    assert "closer to the pretrained one than to the scratch one (by 0.45, 95% CI 0.10 to 0.80)" in text
     assert "inter: rho(pretrained, finetuned) = 0.50, rho(scratch, finetuned) = 0.80" in text
-    assert "the target data alone give a ranking closer (by 0.30), so this BTS does not show" in text
-    same = bts.assign(scratch_statistic=bts["statistic"])
-    assert "a ranking as close, so" in "\n".join(describe_reference(same))
+    assert "a ranking closer (difference -0.30, 95% CI -0.60 to -0.10), so this BTS does not show" in text
+    # the verdict follows the interval, not the point difference
+    unresolved = bts.assign(retention_ci_low=-0.2, retention_verdict="undecided")
+    assert "about as close (difference 0.45, 95% CI -0.20 to 0.80), so" in "\n".join(describe_reference(unresolved))
     assert describe_reference(bts.drop(columns="scratch_statistic")) == []

@@ -1,8 +1,9 @@
 """Bias Transfer Scores of one model on one analysis set: pretrained vs each finetuned seed, and pooled.
 
 With scratch reference tables, each row also gets rho(scratch, finetuned) (``scratch_statistic``,
-``scratch_pvalue``; the scratch similarities averaged over their seeds into one ranking) and
-rho(pretrained, scratch) (``pretrained_vs_scratch``).
+``scratch_pvalue``; the scratch similarities averaged over their seeds into one ranking),
+rho(pretrained, scratch) (``pretrained_vs_scratch``) and the retention verdict from a paired interval of
+rho(pretrained, finetuned) - rho(scratch, finetuned) (:func:`biastransfer.stats.results.scratch_columns`).
 
 Standalone: python workflow/scripts/bts.py --pretrained pre.csv --finetuned ft-d-seed0.csv ft-d-seed1.csv
 --lists '{"intra": ["car", "surfboard", "person_a"]}' --pvalue asymptotic --dataset d --table B.csv
@@ -20,37 +21,11 @@ from biastransfer.atomic import write_csv
 from biastransfer.embeddings import read_embeddings
 from biastransfer.scripting import run
 from biastransfer.stages import PRETRAINED, parse_stage, stage_kind
+from biastransfer.stats.bootstrap import BOOTSTRAP
 from biastransfer.stats.change_tables import stage_replicates
-from biastransfer.stats.results import bts_table
+from biastransfer.stats.results import bts_table, scratch_columns
 
 log = logging.getLogger(__name__)
-
-
-def mean_similarity(frames: list) -> pd.DataFrame:
-    """One similarity table whose values are the mean over ``frames`` (the same classes and pairs)."""
-    keys = ["kind", "key", "class_p", "class_q"]
-    stacked = pd.concat(frames, ignore_index=True)
-    return stacked.groupby(keys, sort=False, as_index=False)["value"].mean()
-
-
-def scratch_columns(pretrained, finetuned, reference: list, lists, pvalue: str) -> pd.DataFrame:
-    """Per (seed, kind): rho(scratch, finetuned), its p-value, and rho(pretrained, scratch)."""
-    stages = [frame["stage"].iloc[0] for frame in reference]
-    bad = [stage for stage in stages if stage_kind(stage) != "scratch"]
-    if bad:
-        raise ValueError(f"reference similarity tables must be scratch stages, got {', '.join(bad)}")
-    scratch = mean_similarity(reference)
-    vs_finetuned = bts_table(scratch, finetuned, lists, pvalue=pvalue)
-    vs_pretrained = bts_table(pretrained, {"scratch": scratch}, lists, pvalue=pvalue)
-    vs_pretrained = vs_pretrained[vs_pretrained["seed"] == "scratch"].set_index("kind")["statistic"]
-    return pd.DataFrame(
-        {
-            "scratch_statistic": vs_finetuned["statistic"],
-            "scratch_pvalue": vs_finetuned["pvalue"],
-            "pretrained_vs_scratch": vs_finetuned["kind"].map(vs_pretrained),
-            "scratch_seeds": " ".join(str(parse_stage(stage)[1]) for stage in stages),
-        }
-    )
 
 
 def main(
@@ -85,7 +60,9 @@ def main(
     scores = bts_table(before, after, lists, pvalue=pvalue, replicates=replicates, ci_level=ci_level)
     if reference:
         refs = [pd.read_csv(path, keep_default_na=False) for path in reference]
-        scores = pd.concat([scores, scratch_columns(before, after, refs, lists, pvalue)], axis=1)
+        extra = scratch_columns(before, after, refs, lists, pvalue=pvalue, bootstrap=bootstrap or BOOTSTRAP,
+                                ci_level=ci_level, seed=seed)  # fmt: skip
+        scores = pd.concat([scores, extra], axis=1)
     front = {
         "analysis_set": before["analysis_set"].iloc[0],
         "model": before["model"].iloc[0],
@@ -96,7 +73,9 @@ def main(
     for row in scores.itertuples():
         log.info("BTS %s seed %s: rho %.3f, p %.3g, n %d", row.kind, row.seed, row.statistic, row.pvalue, row.n)
         if reference:
-            log.info("  against the scratch reference: rho %.3f, p %.3g", row.scratch_statistic, row.scratch_pvalue)
+            log.info("  against the scratch reference: rho %.3f, p %.3g; retention %.3f [%.3f, %.3f]: %s",
+                     row.scratch_statistic, row.scratch_pvalue, row.retention_difference, row.retention_ci_low,
+                     row.retention_ci_high, row.retention_verdict)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 Standalone: python workflow/scripts/ieat.py --embeddings E.parquet --table I.csv
 --tests '[{"name": "t", "X": "man", "Y": "woman", "A": "car", "B": "surfboard"}]' --permutations 100000
---alternative greater --method auto --seed 0 --bootstrap 2000 --ci_level 0.95 [--analysis_set NAME --model NAME --stage pretrained]
+--alternative greater --method auto --seed 0 --bootstrap 2000 --ci_level 0.95 [--alpha 0.05] [--analysis_set NAME --model NAME --stage pretrained]
 """
 
 import logging
@@ -25,6 +25,7 @@ def main(
     seed: int,
     bootstrap: int,
     ci_level: float,
+    alpha: float = 0.05,
     analysis_set: str = "",
     model: str = "",
     stage: str = "pretrained",
@@ -39,6 +40,7 @@ def main(
         seed=seed,
         bootstrap=bootstrap,
         ci_level=ci_level,
+        alpha=alpha,
     )
     results = with_provenance(results, analysis_set=analysis_set, model=model, stage=stage)
     write_csv(table, results)

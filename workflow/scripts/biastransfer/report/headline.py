@@ -97,7 +97,7 @@ def bts_headline(bts: pd.DataFrame, alpha: float, adjust: str = "holm") -> pd.Da
         scratch = float(getattr(r, "scratch_statistic", np.nan))
         if not np.isnan(scratch):
             verdict += f"; rho(scratch, finetuned) = {scratch:.2f}" + (
-                " (closer: not evidence of retention)" if scratch >= r.statistic else ""
+                " (not evidence of retention)" if r.retention_verdict != "retained" else ""
             )
         rows.append(dict(measure=f"BTS rho, {r.kind}", model=r.model,
                          stage=f"finetuned on {r.finetune_dataset}, {len(same)} seed{'s' if len(same) != 1 else ''} pooled",

@@ -410,6 +410,8 @@ def bts_frame(bts: pd.DataFrame, analysis_set: str, finetune_dataset: str, *, ad
     })  # fmt: skip
     if "scratch_statistic" in rows:
         out["rho_scratch_finetuned"] = rows["scratch_statistic"].to_numpy()
+        for column in ("retention_difference", "retention_ci_low", "retention_ci_high", "retention_verdict"):
+            out[column] = rows[column].to_numpy()
     return out
 
 

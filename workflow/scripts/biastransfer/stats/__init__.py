@@ -3,21 +3,24 @@
 The curated public API (docs/api.md); everything else stays in its module.
 
 - Similarities: :func:`intra_class_similarity`, :func:`inter_class_similarity`, :func:`class_similarities`
-- Bias Transfer Score: :func:`bias_transfer_score`
+- Bias Transfer Score: :func:`bias_transfer_score`, and whether it shows retention against a network trained
+  from scratch: :func:`retention_difference`
 - iEAT: :func:`ieat`, :func:`association_scores`, the change before and after finetuning :func:`ieat_change`,
-  and the seeds of one model combined :func:`combined_ieat`
+  whether that change comes from the spread alone :func:`change_from_spread`, the seeds of one model combined
+  :func:`combined_ieat`, and the smallest |d| a test of these set sizes detects :func:`detectable_effect_size`
 - Across networks: :func:`compare_networks`, :func:`detectable_shift`, :func:`min_pvalue`
 - Multiple testing: :func:`adjust_pvalues`
 - Result tables (one row per result, as the workflow's CSVs): :func:`similarity_table`, :func:`ieat_table`,
   :func:`bts_table`
 - Result objects: :class:`SimilarityResult`, :class:`BTSResult`, :class:`IEATResult`, :class:`ChangeResult`,
-  :class:`SeedsResult`, :class:`NetworkComparison`
+  :class:`SeedsResult`, :class:`NetworkComparison`, :class:`RetentionResult`
 """
 
 from biastransfer.stats.attribution import NetworkComparison, compare_networks, detectable_shift, min_pvalue
 from biastransfer.stats.bootstrap import ChangeResult, ieat_change
-from biastransfer.stats.bts import BTSResult, bias_transfer_score
-from biastransfer.stats.ieat import IEATResult, association_scores, ieat
+from biastransfer.stats.bts import BTSResult, RetentionResult, bias_transfer_score, retention_difference
+from biastransfer.stats.change_tables import change_from_spread
+from biastransfer.stats.ieat import IEATResult, association_scores, detectable_effect_size, ieat
 from biastransfer.stats.multitest import adjust_pvalues
 from biastransfer.stats.results import bts_table, ieat_table, similarity_table
 from biastransfer.stats.seeds import SeedsResult, combined_ieat
@@ -33,10 +36,13 @@ __all__ = [
     "inter_class_similarity",
     "class_similarities",
     "bias_transfer_score",
+    "retention_difference",
     "ieat",
     "association_scores",
     "ieat_change",
+    "change_from_spread",
     "combined_ieat",
+    "detectable_effect_size",
     "compare_networks",
     "detectable_shift",
     "min_pvalue",
@@ -50,4 +56,5 @@ __all__ = [
     "ChangeResult",
     "SeedsResult",
     "NetworkComparison",
+    "RetentionResult",
 ]

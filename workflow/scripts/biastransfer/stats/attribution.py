@@ -132,20 +132,38 @@ def power(
 ) -> float:
     """Probability that the permutation test rejects at ``alpha`` when group a's mean exceeds group b's
     by ``shift`` between-network SDs (normal networks; simulated with common random numbers)."""
-    parts, base = _simulation(n_a, n_b, permutations, simulations, seed)
-    return _power(base, n_a, parts, shift, alpha, alternative)
+    return _power(_simulation(n_a, n_b, permutations, simulations, seed), shift, alpha, alternative)
 
 
-def _simulation(n_a, n_b, permutations, simulations, seed) -> tuple[np.ndarray, np.ndarray]:
-    """Relabellings (at most POWER_PARTITIONS) and standard normal draws shared by every shift."""
+def _simulation(n_a, n_b, permutations, simulations, seed) -> dict:
+    """Standard normal draws shared by every shift, with their sums over the relabellings (at most
+    POWER_PARTITIONS). Shifting group a by ``t`` adds ``t`` times the relabelling's overlap with group a
+    to every sum, so one matrix product serves every shift."""
     parts, _ = partitions(n_a, n_b, min(permutations, POWER_PARTITIONS), seed)
-    return parts, np.random.default_rng(seed).standard_normal((simulations, n_a + n_b))
+    base = np.random.default_rng(seed).standard_normal((simulations, n_a + n_b))
+    member = np.zeros((len(parts), n_a + n_b))
+    np.put_along_axis(member, parts, 1.0, axis=1)
+    return dict(base=base, n_a=n_a, sums=base @ member.T, overlap=member[:, :n_a].sum(axis=1))
 
 
-def _power(base, n_a, parts, shift, alpha, alternative) -> float:
-    shifted = base.copy()
-    shifted[:, :n_a] += -shift if alternative == "less" else shift
-    return float(np.mean(permutation_pvalues(shifted, n_a, parts, alternative) <= alpha))
+def _power(sim: dict, shift, alpha, alternative) -> float:
+    """Share of the simulated data sets, group a shifted by ``shift``, whose permutation p is <= alpha
+    (the sums and ties of :func:`permutation_pvalues`)."""
+    base, n_a = sim["base"], sim["n_a"]
+    shift = -shift if alternative == "less" else shift
+    n = base.shape[1]
+    center = n_a * (base.mean(axis=1, keepdims=True) + shift * n_a / n)
+    observed = base[:, :n_a].sum(axis=1, keepdims=True) + shift * n_a - center
+    shifted_abs = np.abs(base[:, :n_a] + shift).sum(axis=1) + np.abs(base[:, n_a:]).sum(axis=1)
+    tol = _TIE_RTOL * shifted_abs[:, None]
+    sums = sim["sums"] + shift * sim["overlap"] - center
+    if alternative == "greater":
+        extreme = sums >= observed - tol
+    elif alternative == "less":
+        extreme = sums <= observed + tol
+    else:
+        extreme = np.abs(sums) >= np.abs(observed) - tol
+    return float(np.mean(extreme.mean(axis=1) <= alpha))
 
 
 def detectable_shift(
@@ -163,15 +181,15 @@ def detectable_shift(
     the design cannot reach a p-value of ``alpha`` at all."""
     if min_pvalue(n_a, n_b, alternative, permutations) > alpha:
         return math.inf
-    parts, base = _simulation(n_a, n_b, permutations, simulations, seed)
+    sim = _simulation(n_a, n_b, permutations, simulations, seed)
     low, high = 0.0, 1.0
-    while _power(base, n_a, parts, high, alpha, alternative) < target:
+    while _power(sim, high, alpha, alternative) < target:
         low, high = high, 2 * high
         if high > 1e3:
             return math.inf
     while high - low > 0.01:
         mid = (low + high) / 2
-        low, high = (low, mid) if _power(base, n_a, parts, mid, alpha, alternative) >= target else (mid, high)
+        low, high = (low, mid) if _power(sim, mid, alpha, alternative) >= target else (mid, high)
     return math.ceil(high * 100) / 100
 
 

@@ -16,6 +16,7 @@ import numpy as np
 from scipy import stats
 
 from biastransfer.stats._validation import Result, check_choice, check_positive_int, check_seed
+from biastransfer.stats.bootstrap import check_level, percentile_interval
 
 PVALUE_METHODS = ("asymptotic", "permutation")
 ALTERNATIVES = ("two-sided", "greater", "less")
@@ -128,3 +129,61 @@ def _values(mapping: Mapping, keys: tuple, name: str) -> np.ndarray:
     if np.all(values == values[0]):
         raise ValueError(f"all values in {name} are tied; Spearman's rho is undefined")
     return values
+
+
+RETAINED, TARGET_DATA, UNDECIDED = "retained", "target data alone", "undecided"
+
+
+@dataclass(frozen=True)
+class RetentionResult(Result):
+    """``difference = rho(pretrained, finetuned) - rho(scratch, finetuned)`` over ``n`` keys, with a paired
+    percentile interval from ``replicates`` resamples of the keys (both rhos on the same resampled keys) and
+    its ``verdict``: ``"retained"`` (interval above 0), ``"target data alone"`` (below 0) or ``"undecided"``."""
+
+    difference: float
+    ci_low: float
+    ci_high: float
+    level: float
+    n: int
+    replicates: int
+    seed: int
+    verdict: str
+
+
+def retention_difference(
+    pretrained: Mapping[Hashable, float],
+    scratch: Mapping[Hashable, float],
+    finetuned: Mapping[Hashable, float],
+    replicates: int = 2000,
+    level: float = 0.95,
+    seed: int | None = 0,
+) -> RetentionResult:
+    """How much closer the finetuned ranking is to the pretrained one than to the scratch one (trained on
+    the target data alone), and whether the difference is resolved: the keys (classes or pairs) are drawn
+    with replacement, jointly for both rank correlations, and the interval is the percentile interval of
+    the replicates' differences (replicates where a ranking is all tied are left out)."""
+    replicates, seed, level = check_positive_int(replicates, "replicates"), check_seed(seed), check_level(level)
+    keys = tuple(finetuned)
+    for name, mapping in (("pretrained", pretrained), ("scratch", scratch)):
+        missing = [k for k in keys if k not in mapping]
+        if missing or len(mapping) != len(keys):
+            raise ValueError(f"{name} and finetuned have different keys (missing in {name}: {missing})")
+    if len(keys) < 3:
+        raise ValueError(f"the retention interval needs at least 3 keys, got {len(keys)}")
+    p, s, f = (_values(m, keys, name) for m, name in ((pretrained, "pretrained"), (scratch, "scratch"),
+                                                       (finetuned, "finetuned")))  # fmt: skip
+    rows = np.random.default_rng(seed).integers(0, len(keys), size=(replicates, len(keys)))
+    deltas = _spearman(p[rows], f[rows]) - _spearman(s[rows], f[rows])
+    observed = float(_spearman(p[None], f[None])[0] - _spearman(s[None], f[None])[0])
+    low, high = percentile_interval(deltas, level)
+    verdict = RETAINED if low > 0 else TARGET_DATA if high < 0 else UNDECIDED
+    return RetentionResult(observed, low, high, level, len(keys), replicates, seed, verdict)
+
+
+def _spearman(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Spearman's rho of every row of x against the same row of y (midranks; NaN where a row is all tied)."""
+    rx, ry = stats.rankdata(x, axis=1), stats.rankdata(y, axis=1)
+    rx, ry = rx - rx.mean(axis=1, keepdims=True), ry - ry.mean(axis=1, keepdims=True)
+    scale = np.sqrt(np.sum(rx * rx, axis=1) * np.sum(ry * ry, axis=1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(scale > 0, np.sum(rx * ry, axis=1) / scale, np.nan)

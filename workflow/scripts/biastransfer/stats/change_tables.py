@@ -15,6 +15,7 @@ import pandas as pd
 from biastransfer.embeddings import EmbeddingTable
 from biastransfer.stages import PRETRAINED
 from biastransfer.stats.bootstrap import BOOTSTRAP, ChangeResult, IEATBlocks, ieat_changes
+from biastransfer.stats.ieat import association_scores, effect_size_parts
 from biastransfer.stats.resampled_similarity import SimilarityReplicates, similarity_changes, similarity_replicates
 from biastransfer.stats.results import pair_key
 from biastransfer.stats.seeds import combined_ieat
@@ -53,18 +54,54 @@ def ieat_change_table(
 ) -> pd.DataFrame:
     """``delta_d = d_finetuned - d_pretrained`` of every test and finetuning seed, with a paired
     bootstrap interval and two-sided p-value (the same resampled images in every network;
-    :func:`~biastransfer.stats.bootstrap.ieat_changes`)."""
+    :func:`~biastransfer.stats.bootstrap.ieat_changes`), beside the change of d's numerator
+    (``delta_mean_difference``) and denominator (``delta_pooled_sd``) and the share of the change of
+    log |d| that the denominator accounts for (``spread_share``; :func:`change_from_spread`)."""
     groups = aligned_classes(stages)
     seeds = [s for s in stages if s != PRETRAINED]
     rows = []
     for test in tests:
-        blocks = [IEATBlocks(*(groups[s][test[r]] for r in "XYAB")) for s in [PRETRAINED, *seeds]]
+        sets = {s: [groups[s][test[r]] for r in "XYAB"] for s in [PRETRAINED, *seeds]}
+        parts = {s: effect_size_parts(association_scores(*v), len(v[0])) for s, v in sets.items()}
+        blocks = [IEATBlocks(*v) for v in sets.values()]
         for ft, r in zip(seeds, ieat_changes(blocks, bootstrap, ci_level, seed)):
+            (num_0, sd_0), (num_1, sd_1) = parts[PRETRAINED], parts[ft]
             rows.append({
                 "seed": ft, "test": test["name"], "X": test["X"], "Y": test["Y"], "A": test["A"], "B": test["B"],
                 "d_pretrained": r.before, "d_finetuned": r.after, "delta_d": r.delta, **_interval(r),
+                "mean_difference_pretrained": num_0, "mean_difference_finetuned": num_1,
+                "delta_mean_difference": num_1 - num_0, "pooled_sd_pretrained": sd_0, "pooled_sd_finetuned": sd_1,
+                "delta_pooled_sd": sd_1 - sd_0, "spread_share": spread_share(num_0, sd_0, num_1, sd_1),
             })  # fmt: skip
     return pd.DataFrame(rows)
+
+
+SPREAD_SHARE = 0.75  # a change of d counts as one of spread when the SD accounts for this much of it
+
+
+def spread_share(num_before: float, sd_before: float, num_after: float, sd_after: float) -> float:
+    """The share of the change of log |d| that the change of the pooled SD accounts for.
+
+    ``log |d| = log |numerator| - log SD``, so the change of log |d| splits exactly into the numerator's
+    part and the SD's part ``-(log sd_after - log sd_before)``; the share is the SD's part over the
+    whole. NaN when d does not change, a numerator is 0 or the numerator changes sign (then the
+    association itself changed, not only its scale).
+    """
+    if num_before * num_after <= 0 or min(sd_before, sd_after) <= 0:
+        return float("nan")
+    log_sd = np.log(sd_after / sd_before)
+    total = np.log(abs(num_after / num_before)) - log_sd
+    return float(-log_sd / total) if total != 0 else float("nan")
+
+
+def change_from_spread(
+    num_before: float, sd_before: float, num_after: float, sd_after: float, share: float = SPREAD_SHARE
+) -> bool:
+    """Whether a change of d comes (at least ``share`` of it, on the log scale) from a change of the
+    pooled SD rather than of the raw association: the numerator keeps its sign and the SD's part of the
+    change of log |d| is at least ``share``."""
+    value = spread_share(num_before, sd_before, num_after, sd_after)
+    return bool(np.isfinite(value) and value >= share)
 
 
 def _interval(r: ChangeResult) -> dict:

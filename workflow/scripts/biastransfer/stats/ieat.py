@@ -15,6 +15,7 @@ and variance instead of sampled ones.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from biastransfer.stats._validation import (
     check_same_dims,
     check_seed,
 )
+from biastransfer.stats.attribution import detectable_shift
 from biastransfer.stats.bootstrap import BOOTSTRAP, check_level, ieat_ci
 
 ALTERNATIVES = ("greater", "less", "two-sided")
@@ -38,6 +40,7 @@ MAX_EXACT_PARTITIONS = 50_000_000
 PERMUTATIONS = 100_000  # default partitions drawn when they cannot all be enumerated (also the schema's)
 _CHUNK = 1 << 14  # partitions per vectorised block; fixed, so a seed always gives the same draws
 _TIE_RTOL = 1e-11  # partition sums closer than this (relative to sum |s|) count as ties
+POWER = 0.8  # the power at which detectable_d is stated
 
 
 @dataclass(frozen=True)
@@ -49,9 +52,13 @@ class IEATResult(Result):
     ``alternative``; ``pvalue_two_sided`` comes from the same partitions. ``pvalue_floor`` is the
     smallest p the method can give (1 / permutations; 0 for normal): a p at the floor is a bound.
     ``pvalue_se`` is the Monte Carlo standard error of ``pvalue`` (0 for exact and normal). ``seed``
-    is ``None`` when no random numbers were used. ``ci_low``/``ci_high`` are the bias-corrected percentile
+    is ``None`` when no random numbers were used. ``ci_low``/``ci_high`` are the BCa
     bootstrap interval of ``effect_size`` at ``ci_level`` from ``bootstrap`` replicates seeded with ``ci_seed``
-    (NaN when ``bootstrap=0``; :func:`biastransfer.stats.bootstrap.ieat_ci`).
+    (NaN when ``bootstrap=0``; :func:`biastransfer.stats.bootstrap.ieat_ci`). ``mean_difference`` is
+    d's numerator (``mean_X s - mean_Y s``, the raw association) and ``pooled_sd`` its denominator (SD of s
+    over X u Y, ddof=1): ``effect_size = mean_difference / pooled_sd``. ``detectable_d`` is the smallest
+    |d| that the permutation test detects with probability ``detectable_power`` at ``detectable_alpha``
+    with these |X| and |Y| (:func:`detectable_effect_size`; NaN when not asked for).
     """
 
     effect_size: float
@@ -73,6 +80,27 @@ class IEATResult(Result):
     ci_level: float
     bootstrap: int
     ci_seed: int | None
+    mean_difference: float
+    pooled_sd: float
+    detectable_d: float
+    detectable_alpha: float
+    detectable_power: float
+
+
+@functools.lru_cache(maxsize=256)
+def detectable_effect_size(
+    n_x: int, n_y: int, alpha: float = 0.05, power: float = POWER, alternative: str = "greater", seed: int = 0
+) -> float:
+    """The smallest |d| that the iEAT's permutation test of ``alternative`` detects with probability
+    ``power`` at ``alpha`` with |X| = n_x and |Y| = n_y (``inf`` when the test cannot reach ``alpha``).
+
+    The test re-partitions the scores s of X u Y, so its power is that of the permutation test of a
+    difference of means between groups of n_x and n_y normal values: the shift ``t`` in within-group SDs of
+    :func:`biastransfer.stats.attribution.detectable_shift` (simulated, common random numbers). d divides by
+    the SD over the union, which the shift itself widens: ``d = t / sqrt(1 + t^2 n_x n_y / (n_x + n_y)^2)``.
+    """
+    shift = detectable_shift(n_x, n_y, alpha=alpha, target=power, alternative=alternative, seed=seed)
+    return shift if math.isinf(shift) else shift / math.sqrt(1 + shift**2 * n_x * n_y / (n_x + n_y) ** 2)
 
 
 def association_scores(X, Y, A, B) -> np.ndarray:
@@ -87,8 +115,13 @@ def association_scores(X, Y, A, B) -> np.ndarray:
 
 def effect_size_of(s: np.ndarray, n_x: int) -> float:
     """d = (mean of the first n_x scores - mean of the rest) / SD of all (ddof=1); NaN if all are equal."""
-    sd = s.std(ddof=1)
-    return float((s[:n_x].mean() - s[n_x:].mean()) / sd) if sd > 0 else float("nan")
+    difference, sd = effect_size_parts(s, n_x)
+    return difference / sd if sd > 0 else float("nan")
+
+
+def effect_size_parts(s: np.ndarray, n_x: int) -> tuple[float, float]:
+    """d's numerator (mean of the first n_x scores - mean of the rest) and denominator (SD of all, ddof=1)."""
+    return float(s[:n_x].mean() - s[n_x:].mean()), float(s.std(ddof=1))
 
 
 def ieat(
@@ -102,6 +135,8 @@ def ieat(
     seed: int | None = 0,
     bootstrap: int = BOOTSTRAP,
     ci_level: float = 0.95,
+    alpha: float | None = 0.05,
+    power: float = POWER,
 ) -> IEATResult:
     """Test whether targets X are more associated with attribute A (vs B) than targets Y are.
 
@@ -109,6 +144,7 @@ def ieat(
     ``permutations`` of them, and otherwise draws ``permutations - 1`` random partitions
     (p = (1 + #exceedances) / permutations). Ties with the observed statistic count as exceedances.
     ``bootstrap`` replicates (0: none) give a ``ci_level`` interval of the effect size, seeded by ``seed``.
+    ``alpha`` and ``power`` give ``detectable_d`` (``alpha=None``: none, NaN).
     """
     check_choice(alternative, "alternative", ALTERNATIVES)
     check_choice(method, "method", METHODS)
@@ -116,6 +152,8 @@ def ieat(
     if isinstance(bootstrap, bool) or not isinstance(bootstrap, (int, np.integer)) or bootstrap < 0:
         raise ValueError(f"bootstrap must be a non-negative int, got {bootstrap!r}")
     ci_level = check_level(ci_level)
+    if alpha is not None:
+        alpha, power = check_level(alpha), check_level(power)
     s = association_scores(X, Y, A, B)
     n_x, n_y = len(np.asarray(X)), len(np.asarray(Y))
     sizes = dict(n_x=n_x, n_y=n_y, n_a=len(np.asarray(A)), n_b=len(np.asarray(B)))
@@ -123,6 +161,7 @@ def ieat(
     x_sum = s[:n_x].sum()
     statistic = float(x_sum - s[n_x:].sum())
     effect_size = effect_size_of(s, n_x)
+    mean_difference, pooled_sd = effect_size_parts(s, n_x)
 
     if bootstrap:
         ci_seed = check_seed(seed)
@@ -146,6 +185,11 @@ def ieat(
         **sizes,
         **pvalues,
         **interval,
+        mean_difference=mean_difference,
+        pooled_sd=pooled_sd,
+        detectable_d=math.nan if alpha is None else detectable_effect_size(n_x, n_y, alpha, power, alternative),
+        detectable_alpha=math.nan if alpha is None else alpha,
+        detectable_power=math.nan if alpha is None else power,
     )
 
 

@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 
 from biastransfer.embeddings import EmbeddingTable
-from biastransfer.stages import parse_stage
+from biastransfer.stages import parse_stage, stage_kind
 from biastransfer.stats.bootstrap import BOOTSTRAP
-from biastransfer.stats.bts import bias_transfer_score
+from biastransfer.stats.bts import bias_transfer_score, retention_difference
 from biastransfer.stats.ieat import PERMUTATIONS, ieat
 from biastransfer.stats.multitest import adjust_pvalues
 from biastransfer.stats.resampled_similarity import SimilarityReplicates, rank_correlation_ci
@@ -130,6 +130,57 @@ def bts_table(
     return pd.DataFrame(rows)
 
 
+def mean_similarity(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """One similarity table whose values are the mean over ``frames`` (the same classes and pairs)."""
+    keys = ["kind", "key", "class_p", "class_q"]
+    stacked = pd.concat(frames, ignore_index=True)
+    return stacked.groupby(keys, sort=False, as_index=False)["value"].mean()
+
+
+def scratch_columns(
+    pretrained: pd.DataFrame,
+    finetuned: Mapping[int, pd.DataFrame],
+    reference: Sequence[pd.DataFrame],
+    lists: Mapping[str, Sequence] | None = None,
+    *,
+    pvalue: str = "permutation",
+    bootstrap: int = BOOTSTRAP,
+    ci_level: float = 0.95,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Per row of :func:`bts_table` (seed, kind): rho(scratch, finetuned) and its p-value, rho(pretrained,
+    scratch), and the retention verdict from the paired interval of rho(pretrained, finetuned) -
+    rho(scratch, finetuned) (:func:`~biastransfer.stats.bts.retention_difference`; the scratch similarities
+    of ``reference``, one table per scratch seed, averaged into one ranking)."""
+    stages = [frame["stage"].iloc[0] for frame in reference]
+    bad = [stage for stage in stages if stage_kind(stage) != "scratch"]
+    if bad:
+        raise ValueError(f"reference similarity tables must be scratch stages, got {', '.join(bad)}")
+    scratch = mean_similarity(reference)
+    vs_finetuned = bts_table(scratch, finetuned, lists, pvalue=pvalue)
+    vs_pretrained = bts_table(pretrained, {"scratch": scratch}, lists, pvalue=pvalue)
+    vs_pretrained = vs_pretrained[vs_pretrained["seed"] == "scratch"].set_index("kind")["statistic"]
+    retention = []
+    for kind in ("intra", "inter"):
+        items = (lists or {}).get(kind) or _default_items(pretrained, kind)
+        before, ref = _lookup(pretrained, kind, items), _lookup(scratch, kind, items)
+        per_seed = {s: _lookup(sim, kind, items) for s, sim in finetuned.items()}
+        pooled = {k: float(np.mean([v[k] for v in per_seed.values()])) for k in before}
+        for after in [*per_seed.values(), pooled]:
+            r = retention_difference(before, ref, after, replicates=bootstrap, level=ci_level, seed=seed)
+            retention.append({"retention_difference": r.difference, "retention_ci_low": r.ci_low,
+                              "retention_ci_high": r.ci_high, "retention_verdict": r.verdict})  # fmt: skip
+    return pd.DataFrame(
+        {
+            "scratch_statistic": vs_finetuned["statistic"],
+            "scratch_pvalue": vs_finetuned["pvalue"],
+            "pretrained_vs_scratch": vs_finetuned["kind"].map(vs_pretrained),
+            "scratch_seeds": " ".join(str(parse_stage(stage)[1]) for stage in stages),
+            **pd.DataFrame(retention, index=vs_finetuned.index),
+        }
+    )
+
+
 def ieat_table(
     table: EmbeddingTable,
     tests: Sequence[Mapping],
@@ -140,9 +191,10 @@ def ieat_table(
     seed: int = 0,
     bootstrap: int = BOOTSTRAP,
     ci_level: float = 0.95,
+    alpha: float | None = 0.05,
 ) -> pd.DataFrame:
-    """One iEAT per configured test ``{name, X, Y, A, B}``, with a bootstrap interval of d and both
-    the ``alternative``'s and the two-sided p-value."""
+    """One iEAT per configured test ``{name, X, Y, A, B}``, with a bootstrap interval of d, both
+    the ``alternative``'s and the two-sided p-value, and the |d| detectable with 80% power at ``alpha``."""
     rows = []
     for test in tests:
         r = ieat(
@@ -156,6 +208,7 @@ def ieat_table(
             seed=seed,
             bootstrap=bootstrap,
             ci_level=ci_level,
+            alpha=alpha,
         )
         rows.append(
             {
@@ -165,6 +218,8 @@ def ieat_table(
                 "A": test["A"],
                 "B": test["B"],
                 "effect_size": r.effect_size,
+                "mean_difference": r.mean_difference,
+                "pooled_sd": r.pooled_sd,
                 "ci_low": r.ci_low,
                 "ci_high": r.ci_high,
                 "ci_level": r.ci_level,
@@ -182,6 +237,9 @@ def ieat_table(
                 "n_y": r.n_y,
                 "n_a": r.n_a,
                 "n_b": r.n_b,
+                "detectable_d": r.detectable_d,
+                "detectable_alpha": r.detectable_alpha,
+                "detectable_power": r.detectable_power,
             }
         )
     return pd.DataFrame(rows)

@@ -88,13 +88,14 @@ def describe_reference(bts: pd.DataFrame) -> list[str]:
     )
     for r in pooled.itertuples():
         diff = r.statistic - r.scratch_statistic
-        if diff >= 0.005:
-            reading = f"the finetuned ranking is closer to the pretrained one than to the scratch one (by {diff:.2f})"
+        interval = f"{diff:.2f}, {r.ci_level:.0%} CI {r.retention_ci_low:.2f} to {r.retention_ci_high:.2f}"
+        if r.retention_verdict == "retained":
+            reading = f"the finetuned ranking is closer to the pretrained one than to the scratch one (by {interval})"
         else:
-            closer = f"closer (by {-diff:.2f})" if diff <= -0.005 else "as close"
+            closer = "closer" if r.retention_verdict == "target data alone" else "about as close"
             reading = (
-                f"the target data alone give a ranking {closer}, so this BTS does not show that "
-                "pretrained biases were retained"
+                f"the target data alone give a ranking {closer} (difference {interval}), so this BTS does not "
+                "show that pretrained biases were retained"
             )
         lines.append(
             f"- **{r.model}** on {r.analysis_set}, finetuned on {r.finetune_dataset}, {r.kind}: "
@@ -103,8 +104,8 @@ def describe_reference(bts: pd.DataFrame) -> list[str]:
         )
     lines += [
         "",
-        "With a handful of ranked classes or pairs these differences are noisy; read them with the "
-        "intervals of the BTS, not as a test.",
+        "Each verdict follows the paired interval of rho(pretrained, finetuned) - rho(scratch, finetuned), the "
+        "ranked classes or pairs resampled jointly for both; with a handful of them it is wide.",
     ]
     return lines + [""]
 
