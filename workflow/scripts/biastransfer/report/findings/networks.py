@@ -88,13 +88,13 @@ def describe_reference(bts: pd.DataFrame) -> list[str]:
     )
     for r in pooled.itertuples():
         diff = r.statistic - r.scratch_statistic
-        interval = f"{diff:.2f}, {r.ci_level:.0%} CI {r.retention_ci_low:.2f} to {r.retention_ci_high:.2f}"
+        difference = f"{diff:.2f}, {interval(r.retention_ci_low, r.retention_ci_high, r.ci_level)}"
         if r.retention_verdict == "retained":
-            reading = f"the finetuned ranking is closer to the pretrained one than to the scratch one (by {interval})"
+            reading = f"the finetuned ranking is closer to the pretrained one than to the scratch one (by {difference})"
         else:
             closer = "closer" if r.retention_verdict == "target data alone" else "about as close"
             reading = (
-                f"the target data alone give a ranking {closer} (difference {interval}), so this BTS does not "
+                f"the target data alone give a ranking {closer} (difference {difference}), so this BTS does not "
                 "show that pretrained biases were retained"
             )
         lines.append(
