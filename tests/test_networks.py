@@ -165,10 +165,10 @@ def test_reference_is_described_beside_the_bts():
     )
     text = "\n".join(describe_reference(bts))
     assert "intra: rho(pretrained, finetuned) = 0.95, rho(scratch, finetuned) = 0.50" in text
-    assert "closer to the pretrained one than to the scratch one (by 0.45, 95% CI 0.10 to 0.80)" in text
+    assert "closer to the pretrained one than to the scratch one (by 0.45, 95% CI [0.10, 0.80])" in text
     assert "inter: rho(pretrained, finetuned) = 0.50, rho(scratch, finetuned) = 0.80" in text
-    assert "a ranking closer (difference -0.30, 95% CI -0.60 to -0.10), so this BTS does not show" in text
+    assert "a ranking closer (difference -0.30, 95% CI [-0.60, -0.10]), so this BTS does not show" in text
     # the verdict follows the interval, not the point difference
     unresolved = bts.assign(retention_ci_low=-0.2, retention_verdict="undecided")
-    assert "about as close (difference 0.45, 95% CI -0.20 to 0.80), so" in "\n".join(describe_reference(unresolved))
+    assert "about as close (difference 0.45, 95% CI [-0.20, 0.80]), so" in "\n".join(describe_reference(unresolved))
     assert describe_reference(bts.drop(columns="scratch_statistic")) == []
