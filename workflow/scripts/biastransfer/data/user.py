@@ -26,6 +26,7 @@ from PIL import Image, UnidentifiedImageError
 
 from biastransfer.data.manifest import COLUMNS, write_manifest
 from biastransfer.data.splits import Split
+from biastransfer.images import unsupported_mode
 
 log = logging.getLogger(__name__)
 
@@ -202,16 +203,19 @@ def _file_problems(entries: pd.DataFrame, why: Sequence[str | None]) -> list[str
     ]
 
 
-def _is_image(head: bytes, path: str) -> bool:
-    """Whether Pillow recognises an image of non-empty size (header only: from the first bytes, else the file)."""
+def _image_problem(head: bytes, path: str) -> str | None:
+    """None if Pillow recognises an image of non-empty size in a pixel mode that decodes to 8-bit RGB
+    (header only: from the first bytes, else the file), else the problem."""
     for source in (io.BytesIO(head), path):
         try:
             with Image.open(source) as im:
-                return im.width > 0 and im.height > 0
+                if im.width > 0 and im.height > 0:
+                    return unsupported_mode(im.mode)
+                break
         except (UnidentifiedImageError, Image.DecompressionBombError, OSError, SyntaxError, ValueError):
             if len(head) < _BLOCK:
-                return False
-    return False
+                break
+    return "not a readable image"
 
 
 def _inspect_file(path: str) -> tuple[str, str | None]:
@@ -231,7 +235,7 @@ def _inspect_file(path: str) -> tuple[str, str | None]:
         return "", f"unreadable ({exc.strerror or exc})"
     finally:
         os.close(fd)
-    return digest.hexdigest(), None if _is_image(head, path) else "not a readable image"
+    return digest.hexdigest(), _image_problem(head, path)
 
 
 def _parallel_map(func: Callable[[str], tuple], items: Sequence[str], workers: int) -> list[tuple]:
@@ -330,7 +334,7 @@ def _check_image(path: str) -> tuple[str | None]:
         return ("file not found",)
     except OSError as exc:
         return (f"unreadable ({exc.strerror or exc})",)
-    return (None if _is_image(head, path) else "not a readable image",)
+    return (_image_problem(head, path),)
 
 
 def table_splits(dataset: Mapping, name: str, exclude: set[str] = frozenset()) -> tuple[Split, Split]:
