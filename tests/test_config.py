@@ -265,6 +265,34 @@ def test_a_yaml_syntax_error_names_the_file_and_the_line(tmp_path):
         cfg.read_config_file(tmp_path / "list.yaml")
 
 
+def test_a_key_given_twice_names_the_file_and_both_lines(tmp_path):
+    twice = tmp_path / "twice.yaml"
+    twice.write_text("analysis:\n  bts: {}\nmodels: {}\nanalysis:\n  ieat: {}\n")
+    with pytest.raises(
+        ValueError, match=r"twice.yaml, line 4, column 1: duplicate key 'analysis' \(first given on line 1\)"
+    ):
+        cfg.read_config_file(twice)
+    nested = tmp_path / "nested.yaml"
+    nested.write_text("models:\n  a:\n    lr: 1\n    lr: 2\n")
+    with pytest.raises(ValueError, match=r"nested.yaml, line 4, column 5: duplicate key 'lr'"):
+        cfg.read_config_file(nested)
+    merged = tmp_path / "merged.yaml"
+    merged.write_text("base: &b {lr: 1, epochs: 2}\nmodels:\n  a:\n    <<: *b\n    lr: 3\n")
+    assert cfg.read_config_file(merged)["models"]["a"] == {"lr": 3, "epochs": 2}, "a merge key may be overridden"
+
+
+def test_a_key_given_twice_in_a_configfile_stops_the_workflow(tmp_path):
+    twice = tmp_path / "twice.yaml"
+    twice.write_text((ROOT / "config" / "config.yaml").read_text() + "\nanalysis: {}\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--cores", "1", "-s", str(ROOT / "Snakefile"),
+         "--configfile", str(twice)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert f"{twice}, line" in done.stdout + done.stderr and "duplicate key 'analysis'" in done.stdout + done.stderr
+
+
 def test_a_broken_default_config_is_named_by_the_workflow(tmp_path):
     """Snakemake's own message ("not valid JSON or YAML") names no file; the Snakefile reads it first."""
     for part in ("Snakefile", "rules", "workflow", "config"):

@@ -8,12 +8,11 @@ Standalone: python workflow/scripts/preflight.py --configfile config/paper.yaml 
 
 import logging
 import sys
-from pathlib import Path
 
-import yaml
 from snakemake.utils import update_config
 
 from biastransfer.atomic import atomic_path
+from biastransfer.config import read_config_file
 from biastransfer.preflight import MISMATCH, MISSING, preflight, summary
 from biastransfer.scripting import run
 
@@ -23,7 +22,7 @@ log = logging.getLogger(__name__)
 def main(configfile: list, table: str | None = None) -> None:
     config: dict = {}
     for path in configfile:
-        update_config(config, yaml.safe_load(Path(path).read_text()) or {})
+        update_config(config, read_config_file(path))
     result = preflight(config)
     if table:
         with atomic_path(table) as tmp:

@@ -92,13 +92,41 @@ def selection_spec(analysis_set: Mapping) -> dict[str, Any]:
     return canonical({k: v for k, v in analysis_set.items() if k not in ANALYSIS_ONLY})
 
 
+def _unique_key_loader():
+    """A safe YAML loader that refuses a key given twice in one mapping (PyYAML, like Snakemake's own
+    reading, keeps the last one silently); keys merged in with ``<<`` may be overridden as usual."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            if isinstance(node, yaml.MappingNode):
+                first = {}
+                for key_node, _ in node.value:
+                    if key_node.tag == "tag:yaml.org,2002:merge":
+                        continue
+                    key = self.construct_object(key_node, deep=True)
+                    try:
+                        if key in first:
+                            raise yaml.constructor.ConstructorError(
+                                None, None, f"duplicate key {key!r} (first given on line {first[key] + 1})",
+                                key_node.start_mark,
+                            )  # fmt: skip
+                        first[key] = key_node.start_mark.line
+                    except TypeError:  # an unhashable key: the base class names it
+                        pass
+            return super().construct_mapping(node, deep)
+
+    return UniqueKeyLoader
+
+
 def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
-    """A YAML config file as a mapping; a syntax error names the file, the line and the column."""
+    """A YAML config file as a mapping; a syntax error or a key given twice in one mapping names the
+    file, the line and the column."""
     import yaml
 
     try:
         with open(path, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh)
+            data = yaml.load(fh, Loader=_unique_key_loader())  # noqa: S506 (a SafeLoader)
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         raise ValueError(
