@@ -17,9 +17,11 @@ GIVEN_CONFIG = copy.deepcopy(config)
 validate(config, schema="../workflow/schemas/config.schema.yaml", set_default=True)
 config.update(json.loads(json.dumps(config)))  # no two entries share one default object
 cfg.check_config(GIVEN_CONFIG)
-ZOO_PROBLEMS = zoo_problems(config)
-if ZOO_PROBLEMS:
-    raise ValueError("invalid configuration:\n  " + "\n  ".join(ZOO_PROBLEMS))
+FILLED_PROBLEMS = cfg.bootstrap_problems(config) + zoo_problems(
+    config
+)  # checks that read defaults
+if FILLED_PROBLEMS:
+    raise ValueError("invalid configuration:\n  " + "\n  ".join(FILLED_PROBLEMS))
 
 
 def names_pattern(names):

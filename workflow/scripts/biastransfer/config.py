@@ -269,6 +269,25 @@ def _trajectory_problems(config: Mapping) -> list[str]:
     return problems
 
 
+def bootstrap_problems(config: Mapping) -> list[str]:
+    """Bootstrap counts (``analysis.{ieat,bts,trajectory}.bootstrap``) other than 0 below the floor that
+    their interval level needs (``biastransfer.stats.floors``). Reads the config with the schema's defaults."""
+    from biastransfer.stats.floors import min_replicates
+
+    analysis = config["analysis"]
+    levels = {"ieat": [analysis["ieat"]["ci_level"]], "bts": [analysis["bts"]["ci_level"]]}
+    levels["trajectory"] = levels["ieat"] + levels["bts"]  # each epoch's d and rho
+    problems = []
+    for section, section_levels in levels.items():
+        count, level = analysis[section]["bootstrap"], max(section_levels)
+        if 0 < count < min_replicates(level):
+            problems.append(
+                f"analysis.{section}.bootstrap: {count} replicate(s) cannot give a {level:g} interval; "
+                f"use 0 (no intervals) or at least {min_replicates(level)} (2 / (1 - level))"
+            )
+    return problems
+
+
 def _report_problems(config: Mapping) -> list[str]:
     """``report`` keys that name classes no analysis set has."""
     report = config.get("report", {})
