@@ -223,6 +223,14 @@ def test_negative_seeds_are_refused_naming_the_key(demo, edit, where):
             "analysis_sets.synthetic.ieat.surfboard_vs_car: A and B are both 'surfboard'",
         ),
         (
+            lambda c: c["analysis_sets"]["synthetic"]["ieat"][0].update(A="person_a"),
+            r"analysis_sets.synthetic.ieat.surfboard_vs_car: X and A are both 'person_a' \(a class takes one role\)",
+        ),
+        (
+            lambda c: c["analysis_sets"]["synthetic"]["ieat"][0].update(B="person_b"),
+            "analysis_sets.synthetic.ieat.surfboard_vs_car: Y and B are both 'person_b'",
+        ),
+        (
             lambda c: c["analysis_sets"]["synthetic"]["classes"].append("giraffe"),
             r"analysis_sets.synthetic.classes: \['giraffe'\] are no synthetic classes",
         ),
@@ -263,6 +271,13 @@ def test_a_yaml_syntax_error_names_the_file_and_the_line(tmp_path):
     (tmp_path / "list.yaml").write_text("- a\n- b\n")
     with pytest.raises(ValueError, match="list.yaml: a config file holds a mapping of keys, not list"):
         cfg.read_config_file(tmp_path / "list.yaml")
+
+
+def test_a_bts_pair_of_a_class_with_itself_is_refused_by_the_schema(demo):
+    demo["analysis_sets"]["synthetic"]["bts"]["inter"][0] = ["car", "car"]
+    with pytest.raises(WorkflowError) as err:
+        validate(demo, SCHEMA)
+    assert "['car', 'car'] has non-unique elements" in str(err.value.args) and "'inter'" in str(err.value.args)
 
 
 def test_a_key_given_twice_names_the_file_and_both_lines(tmp_path):

@@ -211,12 +211,7 @@ def check_config(config: Mapping) -> None:
                     problems.append(
                         f"{where}.ieat.{test['name']}.{role}: class {test[role]!r} is not in {where}.classes"
                     )
-            for one, other in (("X", "Y"), ("A", "B")):
-                if test[one] == test[other]:
-                    problems.append(
-                        f"{where}.ieat.{test['name']}: {one} and {other} are both {test[one]!r} "
-                        "(the effect size would be 0/0)"
-                    )
+            problems += _ieat_role_problems(f"{where}.ieat.{test['name']}", test)
         if aset["source"] == "synthetic":
             unknown = [c for c in aset["classes"] if c not in SYNTHETIC_CLASSES]
             if unknown:
@@ -234,6 +229,13 @@ def check_config(config: Mapping) -> None:
         problems += _user_data_problems(config)
     if problems:
         raise ValueError("invalid configuration:\n  " + "\n  ".join(problems))
+
+
+def _ieat_role_problems(where: str, test: Mapping) -> list[str]:
+    """A class in two roles of one iEAT test (``biastransfer.stats.results.ieat_role_problems``)."""
+    from biastransfer.stats.results import ieat_role_problems
+
+    return [f"{where}: {problem}" for problem in ieat_role_problems(test)]
 
 
 def _user_data_problems(config: Mapping) -> list[str]:

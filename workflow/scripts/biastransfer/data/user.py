@@ -101,14 +101,14 @@ def config_problems(where: str, entry: Mapping, *, dataset: bool = False) -> lis
     except ValueError as exc:
         return [f"{where}.table: {exc}"]
     if dataset:
-        if not entry.get("classes"):
-            return []
-        labels = _label_lists(frame["labels"], entry.get("label_separator", "|"))
-        known = set(entry["classes"])
-        return [
+        separator = entry.get("label_separator", "|")
+        labels = _label_lists(frame["labels"], separator)
+        problems = _label_problems(frame["labels"], separator, frame["path"], f"{where}.classes", entry.get("classes"))
+        known = set(entry.get("classes") or [])
+        return [f"{where}.table: {p}" for p in problems] + [
             f"{where}.table: {_row(i, p)}: label(s) {sorted(set(ls) - known)} not in {where}.classes"
             for i, (p, ls) in enumerate(zip(frame["path"], labels))
-            if set(ls) - known
+            if known and set(ls) - known
         ]
     listed, present = set(entry["classes"]), set(frame["class"])
     return [
@@ -325,6 +325,31 @@ def _label_lists(column: pd.Series, separator: str) -> list[list[str]]:
     return out
 
 
+def _label_problems(column: pd.Series, separator: str, paths: Sequence[str], key: str, classes) -> list[str]:
+    """Rows with an empty label (``kite||boat``, a trailing separator; an empty cell is no label) and,
+    when ``classes`` is not given (the classes are the labels found), each label on one row only: a typo
+    there would silently become a class of one image."""
+    paths, problems = list(paths), []
+    for i, (path, value) in enumerate(zip(paths, column)):
+        if isinstance(value, str):
+            items = value.split(separator) if value.strip() else []
+        else:
+            items = list(value)
+        if any(not str(x).strip() for x in items):
+            problems.append(f"{_row(i, path)}: empty label in {value if isinstance(value, str) else items!r}")
+    if not classes:
+        rows: dict[str, list[int]] = {}
+        for i, labels in enumerate(_label_lists(column, separator)):
+            for label in dict.fromkeys(labels):
+                rows.setdefault(label, []).append(i)
+        problems += [
+            f"label {label!r} is on {_row(found[0], paths[found[0]])} only; list it in {key} to keep it as a class"
+            for label, found in sorted(rows.items())
+            if len(found) == 1
+        ]
+    return problems
+
+
 def _check_image(path: str) -> tuple[str | None]:
     """(problem or None,) of one finetuning image: it exists and its header opens as an image."""
     try:
@@ -357,7 +382,10 @@ def table_splits(dataset: Mapping, name: str, exclude: set[str] = frozenset()) -
     )
     classes = tuple(dataset.get("classes") or sorted({x for ls in labels for x in ls}))
     known = set(classes)
-    problems = [
+    problems = _label_problems(
+        frame["labels"], dataset.get("label_separator", "|"), raw, "classes", dataset.get("classes")
+    )
+    problems += [
         f"{_row(i, p)}: label(s) {sorted(set(ls) - known)} not in the class list"
         for i, (p, ls) in enumerate(zip(raw, labels))
         if set(ls) - known
