@@ -42,6 +42,12 @@ from biastransfer.stats.change_tables import (  # noqa: F401
     similarity_change_table,
     stage_replicates,
 )
+from biastransfer.stats.floors import (  # noqa: F401
+    check_replicates,
+    min_replicates,
+    min_resampled_size,
+    too_few_to_resample,
+)
 from biastransfer.stats.ieat import (  # noqa: F401
     MAX_EXACT_PARTITIONS,
     PERMUTATIONS,
@@ -64,6 +70,7 @@ from biastransfer.stats.results import (  # noqa: F401
     PAIR_SEP,
     add_adjusted_pvalues,
     bts_table,
+    ieat_role_problems,
     ieat_table,
     pair_key,
     similarity_table,
@@ -107,6 +114,7 @@ __all__ = [
     "similarity_table",
     "bts_table",
     "ieat_table",
+    "ieat_role_problems",
     "with_provenance",
     "add_adjusted_pvalues",
     "POWER_PARTITIONS",
@@ -133,6 +141,10 @@ __all__ = [
     "ieat_change",
     "ieat_changes",
     "change_result",
+    "min_replicates",
+    "check_replicates",
+    "min_resampled_size",
+    "too_few_to_resample",
     "aligned_classes",
     "ieat_change_table",
     "stage_replicates",
