@@ -10,12 +10,17 @@ min_version("9.0")
 
 
 # The demo config is the default; a --configfile given on the command line replaces it (not merged).
-# Its YAML is read first: Snakemake's own message for a syntax error names neither file nor line.
-if not workflow.config_settings.configfiles:
-    sys.path.insert(0, os.path.join(workflow.basedir, "workflow", "scripts"))
-    from biastransfer.config import read_config_file
+# Every config file's YAML is read first: Snakemake's own message for a syntax error names neither file
+# nor line, and its reading keeps the last of a key given twice (an appended block replaces the first).
+sys.path.insert(0, os.path.join(workflow.basedir, "workflow", "scripts"))
+from biastransfer.config import read_config_file
 
-    read_config_file(os.path.join(workflow.basedir, "config", "config.yaml"))
+for path in workflow.config_settings.configfiles or [
+    os.path.join(workflow.basedir, "config", "config.yaml")
+]:
+    read_config_file(path)
+
+if not workflow.config_settings.configfiles:
 
     configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 

@@ -166,9 +166,9 @@ def test_similarity_replicates_match_brute_force_on_resampled_images():
     rng = np.random.default_rng(4)
     pre = {c: rng.normal(size=(k, 4)) + 1 for c, k in zip("abc", (4, 5, 6))}
     post = {c: z + 0.5 * rng.normal(size=z.shape) for c, z in pre.items()}
-    reps = similarity_replicates({"pre": pre, "post": post}, list("abc"), [("a", "c")], replicates=3, seed=9)
+    reps = similarity_replicates({"pre": pre, "post": post}, list("abc"), [("a", "c")], replicates=40, seed=9)
     counts_rng = np.random.default_rng(9)
-    counts = {c: resample_counts(len(pre[c]), 3, counts_rng) for c in "abc"}
+    counts = {c: resample_counts(len(pre[c]), 40, counts_rng) for c in "abc"}
     for stage, groups in (("pre", pre), ("post", post)):
         for r in range(3):
             rows = {c: np.repeat(np.arange(len(z)), counts[c][r].astype(int)) for c, z in groups.items()}

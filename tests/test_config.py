@@ -220,6 +220,14 @@ def test_negative_seeds_are_refused_naming_the_key(demo, edit, where):
             "analysis_sets.synthetic.ieat.surfboard_vs_car: A and B are both 'surfboard'",
         ),
         (
+            lambda c: c["analysis_sets"]["synthetic"]["ieat"][0].update(A="person_a"),
+            r"analysis_sets.synthetic.ieat.surfboard_vs_car: X and A are both 'person_a' \(a class takes one role\)",
+        ),
+        (
+            lambda c: c["analysis_sets"]["synthetic"]["ieat"][0].update(B="person_b"),
+            "analysis_sets.synthetic.ieat.surfboard_vs_car: Y and B are both 'person_b'",
+        ),
+        (
             lambda c: c["analysis_sets"]["synthetic"]["classes"].append("giraffe"),
             r"analysis_sets.synthetic.classes: \['giraffe'\] are no synthetic classes",
         ),
@@ -259,6 +267,41 @@ def test_a_yaml_syntax_error_names_the_file_and_the_line(tmp_path):
     (tmp_path / "list.yaml").write_text("- a\n- b\n")
     with pytest.raises(ValueError, match="list.yaml: a config file holds a mapping of keys, not list"):
         cfg.read_config_file(tmp_path / "list.yaml")
+
+
+def test_a_bts_pair_of_a_class_with_itself_is_refused_by_the_schema(demo):
+    demo["analysis_sets"]["synthetic"]["bts"]["inter"][0] = ["car", "car"]
+    with pytest.raises(WorkflowError) as err:
+        validate(demo, SCHEMA)
+    assert "['car', 'car'] has non-unique elements" in str(err.value.args) and "'inter'" in str(err.value.args)
+
+
+def test_a_key_given_twice_names_the_file_and_both_lines(tmp_path):
+    twice = tmp_path / "twice.yaml"
+    twice.write_text("analysis:\n  bts: {}\nmodels: {}\nanalysis:\n  ieat: {}\n")
+    with pytest.raises(
+        ValueError, match=r"twice.yaml, line 4, column 1: duplicate key 'analysis' \(first given on line 1\)"
+    ):
+        cfg.read_config_file(twice)
+    nested = tmp_path / "nested.yaml"
+    nested.write_text("models:\n  a:\n    lr: 1\n    lr: 2\n")
+    with pytest.raises(ValueError, match=r"nested.yaml, line 4, column 5: duplicate key 'lr'"):
+        cfg.read_config_file(nested)
+    merged = tmp_path / "merged.yaml"
+    merged.write_text("base: &b {lr: 1, epochs: 2}\nmodels:\n  a:\n    <<: *b\n    lr: 3\n")
+    assert cfg.read_config_file(merged)["models"]["a"] == {"lr": 3, "epochs": 2}, "a merge key may be overridden"
+
+
+def test_a_key_given_twice_in_a_configfile_stops_the_workflow(tmp_path):
+    twice = tmp_path / "twice.yaml"
+    twice.write_text((ROOT / "config" / "config.yaml").read_text() + "\nanalysis: {}\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--cores", "1", "-s", str(ROOT / "Snakefile"),
+         "--configfile", str(twice)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert f"{twice}, line" in done.stdout + done.stderr and "duplicate key 'analysis'" in done.stdout + done.stderr
 
 
 def test_a_broken_default_config_is_named_by_the_workflow(tmp_path):

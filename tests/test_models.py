@@ -26,7 +26,12 @@ from biastransfer.models.loading import bit_npz_layout
 from biastransfer.models.registry import REGISTRY
 from biastransfer.models.resolve import resolve_spec
 from biastransfer.models.spec import CLIP_MEAN, CLIP_STD, IMAGENET_MEAN, IMAGENET_STD, ModelSpec, Preprocess
-from biastransfer.models.weights import resolve_weights, weights_cache_path, weights_file_and_sha256
+from biastransfer.models.weights import (
+    resolve_weights,
+    weights_cache_path,
+    weights_file_and_sha256,
+    write_weights_record,
+)
 
 torch.manual_seed(0)
 
@@ -319,11 +324,32 @@ def test_resolve_weights_fetches_from_a_local_mirror(tmp_path):
     sha = hashlib.sha256(b"mirrored").hexdigest()
     spec = ModelSpec("m", "torchvision", "resnet18", weights="https://example.org/w/model.pth", sha256=sha)
     got = resolve_weights(spec, tmp_path / "cache", mirror=mirror)
-    assert got == tmp_path / "cache" / "m" / "model.pth" and got.read_bytes() == b"mirrored"
+    assert got == weights_cache_path(spec, tmp_path / "cache") and got.read_bytes() == b"mirrored"
+    assert got.name == "model.pth" and got.parent.parent == tmp_path / "cache" / "m"
     bad = ModelSpec("m2", "torchvision", "resnet18", weights="https://example.org/w/model.pth", sha256="1" * 64)
     with pytest.raises(ValueError):
         resolve_weights(bad, tmp_path / "cache", mirror=mirror)
-    assert not (tmp_path / "cache" / "m2" / "model.pth").exists()
+    assert not weights_cache_path(bad, tmp_path / "cache").exists()
+
+
+def test_a_new_tag_under_the_same_model_name_never_reuses_the_old_cached_file(tmp_path):
+    """Hub files are all model.safetensors: the cache is keyed by source, tag and URL (hub id and file),
+    and the weights record names the digest of the file that is loaded."""
+    mirror, specs = tmp_path / "mirror", {}
+    for tag in ("a1_in1k", "tv_in1k"):
+        hub = mirror / "huggingface.co" / "timm" / f"resnet18.{tag}" / "resolve" / "main"
+        hub.mkdir(parents=True)
+        (hub / "model.safetensors").write_bytes(tag.encode())
+        url = f"https://huggingface.co/timm/resnet18.{tag}/resolve/main/model.safetensors"
+        specs[tag] = ModelSpec("r18", "timm", "resnet18", weights=url, pretrained_tag=tag)
+    old = resolve_weights(specs["a1_in1k"], tmp_path / "cache", mirror=mirror)
+    new = resolve_weights(specs["tv_in1k"], tmp_path / "cache", mirror=mirror)
+    assert old.read_bytes() == b"a1_in1k" and new.read_bytes() == b"tv_in1k" and old != new
+    assert new.parent.name.startswith("timm-tv_in1k-")
+    record = write_weights_record(tmp_path / "record.json", specs["tv_in1k"], new)
+    assert record["sha256"] == hashlib.sha256(b"tv_in1k").hexdigest() and record["url"] == specs["tv_in1k"].weights
+    same_tag_other_hub = ModelSpec("r18", "timm", "resnet18", weights=specs["a1_in1k"].weights.replace("timm/", "x/"))
+    assert weights_cache_path(same_tag_other_hub, tmp_path / "cache") != old
 
 
 # ---------------------------------------------------------------- layers and pooling

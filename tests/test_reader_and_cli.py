@@ -31,9 +31,8 @@ def table_file(path, ids, classes, embedding) -> str:
 def good(tmp_path) -> str:
     rng = np.random.default_rng(0)
     path = tmp_path / "good.parquet"
-    write_embeddings(
-        path, [f"i{k}" for k in range(6)], ["man", "man", "woman", "woman", "car", "car"], rng.standard_normal((6, 4))
-    )
+    classes = [c for c in ("man", "woman", "car", "boat") for _ in range(5)]  # 5 each: enough to resample
+    write_embeddings(path, [f"i{k}" for k in range(20)], classes, rng.standard_normal((20, 4)))
     return str(path)
 
 
@@ -151,9 +150,24 @@ def test_a_class_too_small_for_a_statistic_is_named(tmp_path, capsys):
     assert "class 'car' is not in the file (classes: man, giraffe)" in err
 
 
+def test_an_ieat_with_a_class_in_two_roles_is_refused(good, capsys):
+    assert "X and B are both 'man' (a class takes one role)" in fails(
+        capsys, "ieat", good, "--X", "man", "--Y", "woman", "--A", "car", "--B", "man"
+    )
+
+
+def test_ieat_says_when_a_set_is_too_small_for_an_interval(good, capsys, tmp_path):
+    small = tmp_path / "small.parquet"
+    rng = np.random.default_rng(0)
+    write_embeddings(small, [f"i{k}" for k in range(8)], [c for c in ("man", "woman", "car", "boat") for _ in range(2)],
+                     rng.standard_normal((8, 4)))  # fmt: skip
+    status, _, err = run(capsys, "ieat", small, "--X", "man", "--Y", "woman", "--A", "car", "--B", "boat")
+    assert status == 0 and "95% CI not estimable (a set under 5 images)" in err
+
+
 def test_ieat_prints_the_interval_and_both_p_values(good, capsys):
     status, out, err = run(
-        capsys, "ieat", good, "--X", "man", "--Y", "woman", "--A", "car", "--B", "man", "--bootstrap", "200"
+        capsys, "ieat", good, "--X", "man", "--Y", "woman", "--A", "car", "--B", "boat", "--bootstrap", "200"
     )
     assert status == 0 and "ci_low" in out and "pvalue_two_sided" in out
     assert "95% CI" in err and "greater p" in err and "two-sided p" in err

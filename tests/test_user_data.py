@@ -195,7 +195,7 @@ def test_parquet_labels_may_be_lists(tmp_path):
     frame = pd.read_csv(tmp_path / "d.csv").assign(labels=[["b"], ["a", "b"], [], ["b"]], split="train")
     frame.loc[3, "split"] = "validation"
     frame.to_parquet(tmp_path / "d.parquet")
-    train, val = table_splits({"kind": "table", "table": str(tmp_path / "d.parquet")}, "own")
+    train, val = table_splits({"kind": "table", "table": str(tmp_path / "d.parquet"), "classes": ["a", "b"]}, "own")
     assert train.frame["labels"].tolist() == [["b"], ["a", "b"], []] and val.frame["labels"].tolist() == [["b"]]
 
 
@@ -206,6 +206,36 @@ def test_a_label_not_in_the_class_list_is_named(tmp_path):
     ]
     with pytest.raises(UserDataError, match=r"line 11 \('imgs/a/9.png'\): label\(s\) \['boat'\] not in the class list"):
         table_splits(spec, "own")
+
+
+def test_an_empty_label_is_named_by_row(tmp_path):
+    spec = dataset_table(tmp_path, labels=["a|b"] * 7 + ["a||b", "b|", ""])
+    expected = [
+        "datasets.own.table: row 8 ('imgs/a/7.png'): empty label in 'a||b'",
+        "datasets.own.table: row 9 ('imgs/a/8.png'): empty label in 'b|'",
+    ]
+    assert config_problems("datasets.own", spec, dataset=True) == expected, "an empty cell is no label, no error"
+    with pytest.raises(UserDataError, match=r"row 8 \('imgs/a/7.png'\): empty label in 'a\|\|b'"):
+        table_splits(spec, "own")
+    frame = pd.DataFrame({"path": [f"imgs/a/{i}.png" for i in range(10)], "labels": [["a", "b"]] * 9 + [["a", " "]]})
+    frame.to_parquet(tmp_path / "d.parquet")
+    parquet = {"kind": "table", "table": str(tmp_path / "d.parquet")}
+    assert config_problems("datasets.own", parquet, dataset=True) == [
+        "datasets.own.table: row 10 ('imgs/a/9.png'): empty label in ['a', ' ']"
+    ]
+
+
+def test_a_label_on_one_row_only_is_named_unless_the_classes_are_listed(tmp_path):
+    spec = dataset_table(tmp_path, labels=["a|b"] * 9 + ["a|bb"])
+    assert config_problems("datasets.own", spec, dataset=True) == [
+        "datasets.own.table: label 'bb' is on row 10 ('imgs/a/9.png') only; "
+        "list it in datasets.own.classes to keep it as a class"
+    ]
+    with pytest.raises(UserDataError, match=r"label 'bb' is on row 10 \('imgs/a/9.png'\) only"):
+        table_splits(spec, "own")
+    listed = {**spec, "classes": ["a", "b", "bb"]}
+    assert config_problems("datasets.own", listed, dataset=True) == []
+    assert table_splits(listed, "own")[0].classes == ("a", "b", "bb")
 
 
 def test_a_table_dataset_names_missing_and_non_image_files(tmp_path):

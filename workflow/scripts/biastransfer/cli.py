@@ -22,6 +22,7 @@ from biastransfer.report.formatting import p_text
 from biastransfer.stages import PRETRAINED
 from biastransfer.stats.bootstrap import BOOTSTRAP
 from biastransfer.stats.change_tables import stage_replicates
+from biastransfer.stats.floors import min_resampled_size
 from biastransfer.stats.ieat import PERMUTATIONS
 from biastransfer.stats.results import bts_table, ieat_table, similarity_table
 
@@ -95,6 +96,8 @@ def _ieat(args) -> None:
     _emit(result, args.output)
     r = result.iloc[0]
     interval = f", {r.ci_level:.0%} CI {r.ci_low:.3f} to {r.ci_high:.3f}" if args.bootstrap else ""
+    if args.bootstrap and min(r.n_x, r.n_y, r.n_a, r.n_b) < min_resampled_size(r.ci_level):
+        interval = f", {r.ci_level:.0%} CI not estimable (a set under {min_resampled_size(r.ci_level)} images)"
     print(
         f"{test['name']}: d = {r.effect_size:.3f}{interval}; {r.alternative} {p_text(r.pvalue, r.pvalue_floor)}, "
         f"two-sided {p_text(r.pvalue_two_sided, r.pvalue_floor)}",

@@ -96,13 +96,41 @@ def selection_spec(analysis_set: Mapping) -> dict[str, Any]:
     return canonical({k: v for k, v in analysis_set.items() if k not in ANALYSIS_ONLY})
 
 
+def _unique_key_loader():
+    """A safe YAML loader that refuses a key given twice in one mapping (PyYAML, like Snakemake's own
+    reading, keeps the last one silently); keys merged in with ``<<`` may be overridden as usual."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            if isinstance(node, yaml.MappingNode):
+                first = {}
+                for key_node, _ in node.value:
+                    if key_node.tag == "tag:yaml.org,2002:merge":
+                        continue
+                    key = self.construct_object(key_node, deep=True)
+                    try:
+                        if key in first:
+                            raise yaml.constructor.ConstructorError(
+                                None, None, f"duplicate key {key!r} (first given on line {first[key] + 1})",
+                                key_node.start_mark,
+                            )  # fmt: skip
+                        first[key] = key_node.start_mark.line
+                    except TypeError:  # an unhashable key: the base class names it
+                        pass
+            return super().construct_mapping(node, deep)
+
+    return UniqueKeyLoader
+
+
 def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
-    """A YAML config file as a mapping; a syntax error names the file, the line and the column."""
+    """A YAML config file as a mapping; a syntax error or a key given twice in one mapping names the
+    file, the line and the column."""
     import yaml
 
     try:
         with open(path, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh)
+            data = yaml.load(fh, Loader=_unique_key_loader())  # noqa: S506 (a SafeLoader)
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         raise ValueError(
@@ -257,12 +285,7 @@ def analysis_set_problems(config: Mapping) -> list[str]:
                     problems.append(
                         f"{where}.ieat.{test['name']}.{role}: class {test[role]!r} is not in {where}.classes"
                     )
-            for one, other in (("X", "Y"), ("A", "B")):
-                if test[one] == test[other]:
-                    problems.append(
-                        f"{where}.ieat.{test['name']}: {one} and {other} are both {test[one]!r} "
-                        "(the effect size would be 0/0)"
-                    )
+            problems += _ieat_role_problems(f"{where}.ieat.{test['name']}", test)
         if aset["source"] == "synthetic":
             unknown = [c for c in aset["classes"] if c not in SYNTHETIC_CLASSES]
             if unknown:
@@ -277,6 +300,13 @@ def analysis_set_problems(config: Mapping) -> list[str]:
     return problems
 
 
+def _ieat_role_problems(where: str, test: Mapping) -> list[str]:
+    """A class in two roles of one iEAT test (``biastransfer.stats.results.ieat_role_problems``)."""
+    from biastransfer.stats.results import ieat_role_problems
+
+    return [f"{where}: {problem}" for problem in ieat_role_problems(test)]
+
+
 def user_data_problems(config: Mapping) -> list[str]:
     """Your own images (biastransfer.data.user): folders, tables, their columns and classes exist."""
     from biastransfer.data.user import config_problems
@@ -288,6 +318,25 @@ def user_data_problems(config: Mapping) -> list[str]:
     for name, spec in config["datasets"].items():
         if spec["kind"] == "table":
             problems += config_problems(f"datasets.{name}", spec, dataset=True)
+    return problems
+
+
+def bootstrap_problems(config: Mapping) -> list[str]:
+    """Bootstrap counts (``analysis.{ieat,bts,trajectory}.bootstrap``) other than 0 below the floor that
+    their interval level needs (``biastransfer.stats.floors``). Reads the config with the schema's defaults."""
+    from biastransfer.stats.floors import min_replicates
+
+    analysis = config["analysis"]
+    levels = {"ieat": [analysis["ieat"]["ci_level"]], "bts": [analysis["bts"]["ci_level"]]}
+    levels["trajectory"] = levels["ieat"] + levels["bts"]  # each epoch's d and rho
+    problems = []
+    for section, section_levels in levels.items():
+        count, level = analysis[section]["bootstrap"], max(section_levels)
+        if 0 < count < min_replicates(level):
+            problems.append(
+                f"analysis.{section}.bootstrap: {count} replicate(s) cannot give a {level:g} interval; "
+                f"use 0 (no intervals) or at least {min_replicates(level)} (2 / (1 - level))"
+            )
     return problems
 
 
@@ -338,6 +387,7 @@ SECTION_CHECKS = (
     analysis_set_problems,
     report_problems,
     attribution_problems,
+    bootstrap_problems,
     zoo_problems,
 )
 

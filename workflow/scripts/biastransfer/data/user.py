@@ -26,6 +26,7 @@ from PIL import Image, UnidentifiedImageError
 
 from biastransfer.data.manifest import COLUMNS, write_manifest
 from biastransfer.data.splits import Split
+from biastransfer.images import unsupported_mode
 
 log = logging.getLogger(__name__)
 
@@ -102,14 +103,16 @@ def config_problems(where: str, entry: Mapping, *, dataset: bool = False) -> lis
     except ValueError as exc:
         return [f"{where}.table: {exc}"]
     if dataset:
-        if not entry.get("classes"):
-            return []
-        labels = _label_lists(frame["labels"], entry.get("label_separator", "|"))
-        known = set(entry["classes"])
-        return [
+        separator = entry.get("label_separator", "|")
+        labels = _label_lists(frame["labels"], separator)
+        problems = _label_problems(
+            frame["labels"], separator, frame["path"], f"{where}.classes", entry.get("classes"), entry["table"]
+        )
+        known = set(entry.get("classes") or [])
+        return [f"{where}.table: {p}" for p in problems] + [
             f"{where}.table: {_row(i, p, entry['table'])}: label(s) {sorted(set(ls) - known)} not in {where}.classes"
             for i, (p, ls) in enumerate(zip(frame["path"], labels))
-            if set(ls) - known
+            if known and set(ls) - known
         ]
     listed, present = set(entry["classes"]), set(frame["class"])
     return [
@@ -210,16 +213,19 @@ def _file_problems(entries: pd.DataFrame, why: Sequence[str | None]) -> list[str
     ]
 
 
-def _is_image(head: bytes, path: str) -> bool:
-    """Whether Pillow recognises an image of non-empty size (header only: from the first bytes, else the file)."""
+def _image_problem(head: bytes, path: str) -> str | None:
+    """None if Pillow recognises an image of non-empty size in a pixel mode that decodes to 8-bit RGB
+    (header only: from the first bytes, else the file), else the problem."""
     for source in (io.BytesIO(head), path):
         try:
             with Image.open(source) as im:
-                return im.width > 0 and im.height > 0
+                if im.width > 0 and im.height > 0:
+                    return unsupported_mode(im.mode)
+                break
         except (UnidentifiedImageError, Image.DecompressionBombError, OSError, SyntaxError, ValueError):
             if len(head) < _BLOCK:
-                return False
-    return False
+                break
+    return "not a readable image"
 
 
 def _inspect_file(path: str) -> tuple[str, str | None]:
@@ -239,7 +245,7 @@ def _inspect_file(path: str) -> tuple[str, str | None]:
         return "", f"unreadable ({exc.strerror or exc})"
     finally:
         os.close(fd)
-    return digest.hexdigest(), None if _is_image(head, path) else "not a readable image"
+    return digest.hexdigest(), _image_problem(head, path)
 
 
 def _parallel_map(func: Callable[[str], tuple], items: Sequence[str], workers: int) -> list[tuple]:
@@ -329,6 +335,33 @@ def _label_lists(column: pd.Series, separator: str) -> list[list[str]]:
     return out
 
 
+def _label_problems(
+    column: pd.Series, separator: str, paths: Sequence[str], key: str, classes, table: str | os.PathLike
+) -> list[str]:
+    """Rows with an empty label (``kite||boat``, a trailing separator; an empty cell is no label) and,
+    when ``classes`` is not given (the classes are the labels found), each label on one row only: a typo
+    there would silently become a class of one image."""
+    paths, problems = list(paths), []
+    for i, (path, value) in enumerate(zip(paths, column)):
+        if isinstance(value, str):
+            items = value.split(separator) if value.strip() else []
+        else:
+            items = list(value)
+        if any(not str(x).strip() for x in items):
+            problems.append(f"{_row(i, path, table)}: empty label in {value if isinstance(value, str) else items!r}")
+    if not classes:
+        rows: dict[str, list[int]] = {}
+        for i, labels in enumerate(_label_lists(column, separator)):
+            for label in dict.fromkeys(labels):
+                rows.setdefault(label, []).append(i)
+        problems += [
+            f"label {label!r} is on {_row(found[0], paths[found[0]], table)} only; list it in {key} to keep it as a class"
+            for label, found in sorted(rows.items())
+            if len(found) == 1
+        ]
+    return problems
+
+
 def _check_image(path: str) -> tuple[str | None]:
     """(problem or None,) of one finetuning image: it exists and its header opens as an image."""
     try:
@@ -338,7 +371,7 @@ def _check_image(path: str) -> tuple[str | None]:
         return ("file not found",)
     except OSError as exc:
         return (f"unreadable ({exc.strerror or exc})",)
-    return (None if _is_image(head, path) else "not a readable image",)
+    return (_image_problem(head, path),)
 
 
 def table_splits(dataset: Mapping, name: str, exclude: set[str] = frozenset()) -> tuple[Split, Split]:
@@ -361,7 +394,10 @@ def table_splits(dataset: Mapping, name: str, exclude: set[str] = frozenset()) -
     )
     classes = tuple(dataset.get("classes") or sorted({x for ls in labels for x in ls}))
     known = set(classes)
-    problems = [
+    problems = _label_problems(
+        frame["labels"], dataset.get("label_separator", "|"), raw, "classes", dataset.get("classes"), dataset["table"]
+    )
+    problems += [
         f"{_row(i, p, dataset['table'])}: label(s) {sorted(set(ls) - known)} not in the class list"
         for i, (p, ls) in enumerate(zip(raw, labels))
         if set(ls) - known

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from biastransfer.images import load_rgb
 from biastransfer.models.device import bf16_autocast
 from biastransfer.models.spec import ModelSpec, Preprocess
 from biastransfer.provenance import workflow_provenance
@@ -31,17 +32,7 @@ class ImageFiles(Dataset):
         return len(self.paths)
 
     def __getitem__(self, index: int) -> torch.Tensor:
-        from PIL import Image, UnidentifiedImageError
-
-        path = self.paths[index]
-        try:
-            with Image.open(path) as img:
-                img = img.convert("RGB")
-        except FileNotFoundError as exc:
-            raise FileNotFoundError(f"image file {path} does not exist") from exc
-        except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
-            raise ValueError(f"image file {path} is corrupt or not an image: {exc}") from exc
-        return self.transform(img)
+        return self.transform(load_rgb(self.paths[index]))
 
 
 def undersized_images(paths: Sequence[str | Path], crop: int) -> list[tuple[Path, int, int]]:

@@ -1,7 +1,9 @@
 """Layer profiles: embeddings of several named layers of one network from a single forward pass.
 
 Forward hooks on the named modules capture their outputs; the pass stops once the deepest of them
-has run. Each output is pooled to one vector per image (``avg`` / ``max`` over positions or tokens,
+has run. A module that runs more than once per pass (a shared activation such as the ``relu`` of a
+torchvision ResNet block, applied after ``bn1`` and again after the residual sum) is captured at its
+first call, whatever else is listed (as :class:`~biastransfer.models.extractors.FeatureExtractor` does). Each output is pooled to one vector per image (``avg`` / ``max`` over positions or tokens,
 ``cls`` = the class token, ``auto`` = ``cls`` for a transformer with a class token, else ``avg``).
 Default layer sets per family (:func:`default_layers`): ResNet stages ``layer1``-``layer4``, timm
 ``stages.*`` (BiT), and every third transformer block plus the final one (timm ViT ``blocks.*``,
@@ -117,6 +119,8 @@ class LayerExtractor(nn.Module):
 
     def _hook(self, name: str):
         def capture(module, args, output):
+            if name in self._captured:  # a module run twice (a shared activation): its first call counts
+                return
             self._captured[name] = output[0] if isinstance(output, (tuple, list)) else output
             if len(self._captured) == len(self._wanted):
                 raise _Stop

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -30,17 +32,22 @@ def _is_url(location: str) -> bool:
 
 
 def weights_cache_path(spec: ModelSpec, cache_dir: str | Path) -> Path:
-    """Where a remote weights file of ``spec`` is cached: ``cache_dir/<model name>/<file name>``."""
+    """Where a remote weights file of ``spec`` is cached: ``cache_dir/<model name>/<key>/<file name>``,
+    the key ``<source>-<pretrained tag>-<16 hex digits of the URL's sha256>``. Hub files all have one name
+    (``model.safetensors``), so a new tag or hub id under the same model name is a new file, never the
+    old one reused."""
     if not spec.weights or not _is_url(spec.weights):
         raise ValueError(f"model {spec.name!r}: weights {spec.weights!r} are not a URL, nothing to cache")
-    return Path(cache_dir) / spec.name / Path(urlparse(spec.weights).path).name
+    tag = re.sub(r"[^A-Za-z0-9_.-]+", "_", spec.pretrained_tag or "untagged")
+    key = f"{spec.source}-{tag}-{hashlib.sha256(spec.weights.encode()).hexdigest()[:16]}"
+    return Path(cache_dir) / spec.name / key / Path(urlparse(spec.weights).path).name
 
 
 def resolve_weights(spec: ModelSpec, cache_dir: str | Path, mirror: str | Path | None = None) -> Path:
     """A verified local weights file for ``spec``: the local path itself, or the cached download.
 
     A remote file is fetched with ``biastransfer.data.download.fetch`` (resume, retry, atomic) into
-    ``cache_dir/<name>/<file>``; ``mirror`` (a URL prefix or folder in ``wget --force-directories``
+    :func:`weights_cache_path`; ``mirror`` (a URL prefix or folder in ``wget --force-directories``
     layout, see ``biastransfer.data.download``) replaces the network. Any checksum mismatch, of a local
     file, a cached file or a download, raises ValueError; prefix digests are checked here.
     """

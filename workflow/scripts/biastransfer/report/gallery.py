@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
-from PIL import Image
 
+from biastransfer.images import load_rgb
 from biastransfer.report.formatting import require_columns
 from biastransfer.report.style import paper_figure, paper_style
 
@@ -34,10 +34,9 @@ def sheet_images(manifest: pd.DataFrame, per_class: int = 4) -> pd.DataFrame:
 
 
 def _thumbnail(path: str | os.PathLike) -> np.ndarray:
-    with Image.open(path) as image:
-        image = image.convert("RGB")
-        image.thumbnail((THUMBNAIL_PX, THUMBNAIL_PX))
-        return np.asarray(image)
+    image = load_rgb(path)
+    image.thumbnail((THUMBNAIL_PX, THUMBNAIL_PX))
+    return np.asarray(image)
 
 
 def contact_sheet(

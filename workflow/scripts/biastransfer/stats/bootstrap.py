@@ -11,13 +11,15 @@ bootstrap's over-counting of target x attribute interactions (:func:`ieat_change
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
 
-from biastransfer.stats._validation import Result, as_embeddings, check_positive_int, check_same_dims, check_seed
+from biastransfer.stats._validation import Result, as_embeddings, check_same_dims, check_seed
+from biastransfer.stats.floors import check_replicates, too_few_to_resample
 
 BOOTSTRAP = 2000  # default replicates (also the schema's analysis.ieat.bootstrap and analysis.bts.bootstrap)
 _BLOCK = 512  # replicates per vectorised block; fixed, so a seed always gives the same draws
@@ -199,12 +201,14 @@ def ieat_ci(X, Y, A, B, replicates: int = BOOTSTRAP, level: float = 0.95, seed: 
     acceleration from the jackknife, :meth:`IEATBlocks.acceleration`), at the expanded level of the
     smallest set (:func:`expanded_level`). With many dimensions the resampled d sits below the observed
     one, and with heavy-tailed embeddings and a large d a plain BC interval misses too often
-    (docs/statistics.md)."""
-    replicates = check_positive_int(replicates, "replicates")
+    (docs/statistics.md). A set too small to resample at this level gives no interval (NaN bounds)."""
     level, seed = check_level(level), check_seed(seed)
+    replicates = check_replicates(replicates, level)
     blocks = IEATBlocks(X, Y, A, B)
-    reps = ieat_replicates([blocks], replicates, seed)[0]
     estimate = blocks.observed()
+    if too_few_to_resample(blocks.sizes.values(), level):
+        return BootstrapResult(estimate, math.nan, math.nan, math.nan, level, replicates, seed)
+    reps = ieat_replicates([blocks], replicates, seed)[0]
     low, high = bias_corrected_interval(
         reps, estimate, expanded_level(level, min((n for n in blocks.sizes.values() if n > 1), default=2)),
         blocks.acceleration(),
@@ -232,8 +236,8 @@ def ieat_changes(
     ``v_A``; both: ``v_TA``) and the variance of the change is ``2 (v_T + v_A) - v_TA``, at least
     ``max(v_T, v_A)``; the interval is ``delta +- z se`` and the p-value normal (docs/statistics.md).
     """
-    replicates = check_positive_int(replicates, "replicates")
     level, seed = check_level(level), check_seed(seed)
+    replicates = check_replicates(replicates, level)
     if len(blocks) < 2:
         raise ValueError("ieat_changes needs the pretrained network and at least one more")
     rng = np.random.default_rng(seed)
@@ -247,6 +251,8 @@ def ieat_changes(
         after = blocks[i].observed()
         delta = after - before
         p = float(2 * stats.norm.sf(abs(delta) / se)) if se > 0 else float(delta == 0)
+        if too_few_to_resample(blocks[0].sizes.values(), level):
+            se = p = math.nan
         results.append(ChangeResult(before, after, delta, se, delta - z * se, delta + z * se, p, 0.0, level,
                                     replicates, seed, "corrected normal"))  # fmt: skip
     return results

@@ -15,8 +15,9 @@ recomputing both rankings on the same images, and paired intervals for each simi
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import stats
@@ -31,6 +32,7 @@ from biastransfer.stats.bootstrap import (
     percentile_interval,
     resample_counts,
 )
+from biastransfer.stats.floors import check_replicates, too_few_to_resample
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,11 @@ class SimilarityReplicates:
     observed: dict
     replicates: dict
     seed: int
+    sizes: dict  # images per class
+
+    def too_few(self, keys: Sequence, level: float) -> bool:
+        """Whether a class of ``keys`` has too few images for a ``level`` interval (floors.min_resampled_size)."""
+        return too_few_to_resample([self.sizes[c] for k in keys for c in (k if isinstance(k, tuple) else (k,))], level)
 
     def column(self, key) -> int:
         return self.keys.index(key)
@@ -80,7 +87,7 @@ def similarity_replicates(
     for stage, groups in units.items():
         observed[stage] = np.array([_value(groups, key, ones)[0] for key in keys])
         values[stage] = np.column_stack([_value(groups, key, counts) for key in keys])
-    return SimilarityReplicates(keys, observed, values, seed)
+    return SimilarityReplicates(keys, observed, values, seed, sizes)
 
 
 def rank_correlation_ci(
@@ -89,12 +96,15 @@ def rank_correlation_ci(
     """Percentile interval of Spearman's rho between ``before``'s values and the mean of the ``after``
     stages' values over ``keys``, both recomputed in every replicate."""
     level = check_level(level)
+    check_replicates(len(reps.replicates[before]), level)
     cols = [reps.column(k) for k in keys]
     x = reps.replicates[before][:, cols]
     y = np.mean([reps.replicates[a][:, cols] for a in after], axis=0)
     rhos = _spearman_rows(x, y)
     observed = float(_spearman_rows(reps.observed[before][None, cols],
                                     np.mean([reps.observed[a][cols] for a in after], axis=0)[None])[0])  # fmt: skip
+    if reps.too_few(keys, level):
+        return BootstrapResult(observed, math.nan, math.nan, math.nan, level, rhos.size, reps.seed)
     low, high = percentile_interval(rhos, level)
     finite = rhos[np.isfinite(rhos)]
     se = float(finite.std(ddof=1)) if finite.size >= 2 else float("nan")
@@ -106,13 +116,17 @@ def similarity_changes(
 ) -> dict[Hashable, ChangeResult]:
     """``after - before`` of every similarity, with paired percentile intervals and bootstrap p-values."""
     level = check_level(level)
+    check_replicates(len(reps.replicates[before]), level)
     deltas = reps.replicates[after] - reps.replicates[before]
-    return {
-        key: change_result(
+    changes = {}
+    for i, key in enumerate(reps.keys):
+        result = change_result(
             float(reps.observed[before][i]), float(reps.observed[after][i]), deltas[:, i], level, reps.seed
         )
-        for i, key in enumerate(reps.keys)
-    }
+        if reps.too_few([key], level):
+            result = replace(result, se=math.nan, ci_low=math.nan, ci_high=math.nan, pvalue=math.nan)
+        changes[key] = result
+    return changes
 
 
 def _units(groups: Mapping, classes: list, stage) -> dict[Hashable, np.ndarray]:

@@ -181,6 +181,19 @@ def scratch_columns(
     )
 
 
+def ieat_role_problems(test: Mapping) -> list[str]:
+    """Each pair of roles of an iEAT ``{X, Y, A, B}`` given the same class: X = Y or A = B makes d 0/0,
+    and a target set among the attributes (X = A, ...) measures its association with itself."""
+    roles = ("X", "Y", "A", "B")
+    return [
+        f"{one} and {other} are both {test[one]!r} "
+        + ("(the effect size would be 0/0)" if {one, other} in ({"X", "Y"}, {"A", "B"}) else "(a class takes one role)")
+        for i, one in enumerate(roles)
+        for other in roles[i + 1 :]
+        if test[one] == test[other]
+    ]
+
+
 def ieat_table(
     table: EmbeddingTable,
     tests: Sequence[Mapping],
@@ -194,7 +207,11 @@ def ieat_table(
     alpha: float | None = 0.05,
 ) -> pd.DataFrame:
     """One iEAT per configured test ``{name, X, Y, A, B}``, with a bootstrap interval of d, both
-    the ``alternative``'s and the two-sided p-value, and the |d| detectable with 80% power at ``alpha``."""
+    the ``alternative``'s and the two-sided p-value, and the |d| detectable with 80% power at ``alpha``.
+    ValueError for a class in two roles of one test."""
+    for test in tests:
+        if ieat_role_problems(test):
+            raise ValueError(f"iEAT {test['name']}: " + "; ".join(ieat_role_problems(test)))
     rows = []
     for test in tests:
         r = ieat(

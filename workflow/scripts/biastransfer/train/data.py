@@ -6,10 +6,10 @@ from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 import torch
-from PIL import Image, UnidentifiedImageError
 from torch.utils.data import DataLoader, Dataset, Sampler, get_worker_info
 
 from biastransfer.data.splits import Split
+from biastransfer.images import load_rgb
 from biastransfer.train.config import TrainConfig
 
 
@@ -47,12 +47,7 @@ class ImageLabelDataset(Dataset):
         return len(self.paths)
 
     def _load(self, i: int) -> torch.Tensor:
-        path = self.paths[i].decode()
-        try:
-            with Image.open(path) as img:
-                return self.transform(img.convert("RGB"))
-        except (FileNotFoundError, UnidentifiedImageError, OSError) as exc:
-            raise ValueError(f"cannot read image {path}: {exc}") from exc
+        return self.transform(load_rgb(self.paths[i].decode()))
 
     def __getitem__(self, key):
         if isinstance(key, tuple):
