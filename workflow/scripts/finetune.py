@@ -7,6 +7,7 @@ Standalone: python workflow/scripts/finetune.py --weights W --train T.parquet --
 --hyper '{"epochs": 2, "lr": 0.01}' --model resnet18 --seed 0 --resume R.pt --device auto --num_workers 1
 [--dataset D --manifests A.parquet --analysis_sets A --trajectory traj/A --trajectory_epochs 1 2
 --embed_batch_size 64] (embeds each analysis set after the listed epochs into its trajectory folder)
+[--train_cache T.json --val_cache V.json] (read the splits' decoded-once caches instead of the image files)
 """
 
 from pathlib import Path
@@ -44,7 +45,11 @@ def main(
     trajectory: list | None = None,
     trajectory_epochs: list | None = None,
     embed_batch_size: int = 64,
+    train_cache: str | None = None,
+    val_cache: str | None = None,
 ) -> None:
+    if bool(train_cache) != bool(val_cache):
+        raise ValueError("give both --train_cache and --val_cache, or neither")
     spec = model_spec(model, entry)
     init_sha256 = weights_file_and_sha256(weights)[1]
     dev = torch_device(device)
@@ -91,6 +96,7 @@ def main(
         log=progress_log.info,
         init_weights_sha256=init_sha256,
         trajectory=writer,
+        cache=(train_cache, val_cache) if train_cache else None,
     )
 
 

@@ -1,12 +1,23 @@
 """Datasets: downloads, the dataset-kind adapters, COCO, Open Images and the synthetic scenes (as modules:
-``coco``, ``openimages``, ``synthetic``), analysis-set curation and manifests, finetuning splits and the
-leakage check. Never torch.
+``coco``, ``openimages``, ``synthetic``), analysis-set curation and manifests, finetuning splits, their decoded-once
+training caches and the leakage check. Never torch.
 """
 
 from biastransfer.data import (
     coco,  # noqa: F401
     openimages,  # noqa: F401
     synthetic,  # noqa: F401
+)
+from biastransfer.data.cache import (  # noqa: F401
+    CACHE_FORMAT,
+    CacheError,
+    CacheSetting,
+    ImageCache,
+    build_cache,
+    decode_rgb,
+    encode_for_cache,
+    resized_size,
+    shards_folder,
 )
 from biastransfer.data.curation import (  # noqa: F401
     SELECTION_COLUMNS,
@@ -74,6 +85,15 @@ from biastransfer.data.user import (  # noqa: F401
 )
 
 __all__ = [
+    "CACHE_FORMAT",
+    "CacheError",
+    "CacheSetting",
+    "ImageCache",
+    "build_cache",
+    "decode_rgb",
+    "encode_for_cache",
+    "resized_size",
+    "shards_folder",
     "CHUNK",
     "DownloadError",
     "ChecksumError",

@@ -13,6 +13,7 @@ from biastransfer.train.config import (  # noqa: F401
     TrainResult,
 )
 from biastransfer.train.data import (  # noqa: F401
+    DeviceBatches,
     EpochSampler,
     ImageLabelDataset,
     epoch_seed,
@@ -62,6 +63,7 @@ __all__ = [
     "LARS",
     "lars_param_groups",
     "ImageLabelDataset",
+    "DeviceBatches",
     "epoch_seed",
     "EpochSampler",
     "make_loader",

@@ -1,0 +1,51 @@
+# Decoded-once training cache of each finetuning split (finetune.cache): every image is read once,
+# resized so that its short side is where the model's preprocessing starts (its resize), and stored in
+# a few Arrow IPC shards with an index (docs/formats.md). Every model with that resize, every seed and
+# every epoch of the dataset reads it; {setting} is SIDE-INTERPOLATION-qQUALITY, so another resize or
+# quality is another cache, and a new split (its sha256 is in the index) rebuilds it.
+
+
+from biastransfer.data.cache import CacheSetting  # noqa: E402
+from biastransfer.models.resolve import model_spec  # noqa: E402
+
+
+def cache_enabled():
+    return config["finetune"].get("cache") in (True, "on")
+
+
+def finetune_cache(wildcards):
+    """The train and val cache indexes a finetuning job reads (none with finetune.cache off)."""
+    if not cache_enabled():
+        return {}
+    pre = model_spec(wildcards.model, model_entry(wildcards.model)).preprocess
+    setting = CacheSetting(
+        pre.resize, pre.interpolation, config["finetune"]["cache_quality"]
+    ).name
+    return {
+        f"{split}_cache": f"results/cache/{wildcards.dataset}/{setting}/{split}.json"
+        for split in ("train", "val")
+    }
+
+
+rule image_cache:
+    input:
+        split_file="results/splits/{dataset}/{split}.parquet",
+    output:
+        index="results/cache/{dataset}/{setting}/{split}.json",
+        shards=directory("results/cache/{dataset}/{setting}/{split}.shards"),
+    log:
+        "logs/image_cache/{dataset}/{setting}/{split}.log",
+    benchmark:
+        "results/benchmarks/image_cache/{dataset}/{setting}/{split}.tsv"
+    wildcard_constraints:
+        split="train|val",
+        setting=r"[0-9]+-(bilinear|bicubic)-q[0-9]+",
+    conda:
+        "../envs/data.yaml"
+    # one decoding process per thread
+    threads: 8
+    resources:
+        mem_mb=lambda wildcards, threads, attempt: (1000 + 300 * threads) * attempt,
+        runtime=lambda wildcards, attempt: 240 * attempt,
+    script:
+        "../workflow/scripts/image_cache.py"
