@@ -19,12 +19,16 @@ With --device cuda (when a GPU is there): the batch normalisation on the GPU, an
 decoding (torchvision.io.decode_jpeg on the device, then resize, crop and flip there) of the originals
 and of the cached images, against the CPU rates above.
 
-    python benchmarks/bench_input.py [--images 48] [--rounds 3] [--device cpu|cuda] [--json PATH]
+--costs resources/costs/input.csv writes the per-image CPU-seconds (CPU runs) that the cost estimate
+(preflight.py --estimate) reads: COCO-like images take the 640x480 row, Open Images the 1024x768 row.
+
+    python benchmarks/bench_input.py [--images 48] [--rounds 3] [--device cpu|cuda] [--json PATH] [--costs PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import platform
 import statistics
@@ -37,7 +41,7 @@ import pandas as pd
 import torch
 from PIL import Image
 
-from biastransfer.atomic import write_text
+from biastransfer.atomic import write_csv, write_text
 from biastransfer.data.cache import CacheSetting, ImageCache, build_cache
 from biastransfer.data.splits import Split
 from biastransfer.models.registry import REGISTRY
@@ -45,6 +49,7 @@ from biastransfer.train.config import TrainConfig
 from biastransfer.train.data import EpochSampler, ImageLabelDataset, make_loader
 
 RESULTS = Path(__file__).resolve().parent / "results" / "bench_input.json"
+COSTS = Path(__file__).resolve().parents[1] / "resources" / "costs" / "input.csv"
 SIZES = ((640, 480), (1024, 768))
 BATCH = 32
 
@@ -135,6 +140,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--json", type=Path, default=RESULTS, help="where to write the figures")
+    parser.add_argument(
+        "--costs", type=Path, help=f"also write the per-image CPU costs there (the estimate's {COSTS.name})"
+    )
     args = parser.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("--device cuda: no CUDA device is available")
@@ -198,6 +206,23 @@ def main() -> None:
         python=platform.python_version(),
     )
     write_text(args.json, json.dumps(report, indent=2) + "\n")
+    if args.costs:
+        rows = [
+            {
+                "size": label,
+                "files_s_per_image": 1 / report[label]["files_float_img_s"],
+                "cache_s_per_image": 1 / report[label]["cache_img_s"],
+                "build_s_per_image": report[label]["build_s_per_image"],
+                "bytes_per_source_image": report[label]["bytes_per_source_image"],
+                "bytes_per_cached_image": report[label]["bytes_per_cached_image"],
+                "setting": setting.name,
+                "images": args.images,
+                "date": datetime.date.today().isoformat(),
+            }
+            for label in (f"{w}x{h}" for w, h in SIZES)
+        ]
+        write_csv(args.costs, pd.DataFrame(rows))
+        print(f"wrote {args.costs}")
     print(f"wrote {args.json}")
 
 

@@ -4,6 +4,11 @@ mirror or a data root, check presence and checksums, and report what is missing 
 Give the same config files as to Snakemake (later ones merged into earlier ones, as ``--configfile`` does)
 and run it from the run's working directory. Exits with status 1 if a file is missing or fails its checksum.
 Standalone: python workflow/scripts/preflight.py --configfile config/paper.yaml my-cluster.yaml --table need.csv
+
+With --estimate it checks nothing and prints what the run will cost instead (biastransfer.estimate):
+images and bytes to download, disk, CPU-hours of decoding, GPU-hours of finetuning and embedding per
+model, and the wall time for --gpus GPUs and --cores cores (--table writes the estimate as CSV).
+python workflow/scripts/preflight.py --configfile config/paper.yaml --estimate --gpus 4 --cores 64
 """
 
 import logging
@@ -11,19 +16,30 @@ import sys
 from pathlib import Path
 
 import yaml
-from snakemake.utils import update_config
+from snakemake.utils import update_config, validate
 
 from biastransfer.atomic import atomic_path
+from biastransfer.estimate import estimate as cost_estimate
+from biastransfer.estimate import format_estimate
 from biastransfer.preflight import MISMATCH, MISSING, preflight, summary
 from biastransfer.scripting import run
 
 log = logging.getLogger(__name__)
+SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
 
 
-def main(configfile: list, table: str | None = None) -> None:
+def main(configfile: list, table: str | None = None, estimate: bool = False, gpus: int = 1, cores: int = 16) -> None:
     config: dict = {}
     for path in configfile:
         update_config(config, yaml.safe_load(Path(path).read_text()) or {})
+    if estimate:
+        validate(config, schema=str(SCHEMA), set_default=True)
+        costs = cost_estimate(config)
+        if table:
+            with atomic_path(table) as tmp:
+                costs.to_csv(tmp, index=False)
+        print(format_estimate(costs, gpus, cores))
+        return
     result = preflight(config)
     if table:
         with atomic_path(table) as tmp:
