@@ -11,8 +11,8 @@ shard and the image, and the index is deleted so that the workflow rebuilds the 
 An image whose short side exceeds ``side`` is decoded (JPEG draft mode: in the DCT domain at the
 largest power-of-two reduction that keeps the short side >= ``side``), resized so that its short side is
 ``side`` with the model's interpolation (the size torchvision's ``Resize(side)`` computes, so the
-model's own resize leaves it unchanged) and stored as a JPEG of ``quality`` (4:4:4). A smaller image is
-stored byte for byte, so its pixels are exactly those of the original file.
+model's own resize leaves it unchanged) and stored as a JPEG of ``quality`` (4:2:0 chroma, as camera
+JPEGs). A smaller image is stored byte for byte, so its pixels are exactly those of the original file.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def encode_for_cache(path: str, side: int, interpolation: str, quality: int) -> 
     except (OSError, ValueError) as exc:
         raise ValueError(f"cannot read image {path}: {exc}") from exc
     out = io.BytesIO()
-    img.save(out, format="JPEG", quality=quality, subsampling=0)
+    img.save(out, format="JPEG", quality=quality, subsampling=2)
     return out.getvalue()
 
 
