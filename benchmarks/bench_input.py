@@ -11,7 +11,8 @@ preprocessing: Resize 256, CenterCrop 224, random flip, ImageNet normalisation):
   files, uint8   the same decode, uint8 augmentation, normalisation per batch (finetune.cache: off)
   cache          the decoded-once cache (finetune.cache: on): stored 256-px JPEGs, uint8, per batch
 
-Medians over --rounds, the variants interleaved within each round. Also: the cache build (one
+Medians over --rounds, the variants interleaved within each round. Last, the demo's CPU training step
+(resnet18 at 64 px, batch 64: decode, augment, forward, backward, SGD) fed by each pipeline. Also: the cache build (one
 process, CPU-seconds, median of --rounds builds) per image against one epoch of "files, float", and
 bytes per cached image.
 
@@ -89,6 +90,50 @@ def epoch_rate(dataset: ImageLabelDataset, epoch: int) -> float:
         assert x.dtype == torch.float32
         seen += len(x)
     return seen / (time.process_time() - tic)
+
+
+def demo_step_rates(folder: Path, rounds: int, n: int = 128) -> dict:
+    """The demo's CPU training step (resnet18 at 64 px, batch 64) fed by the float and the uint8 pipelines:
+    images per CPU-second of the whole step (decode, augment, normalise, forward, backward, SGD)."""
+    from torch import nn
+
+    from biastransfer.models.extractors import create_classifier
+    from biastransfer.models.resolve import resolve_spec
+
+    rng = np.random.default_rng(1)
+    rows = []
+    for i in range(n):
+        path = folder / f"demo{i:04d}.png"
+        photo(64, 64, rng).save(path)
+        rows.append({"image_id": str(i), "path": str(path), "labels": ["a"] if i % 2 else ["b"]})
+    split = Split("demo", "train", ("a", "b"), pd.DataFrame(rows))
+    pre = {"resize": 64, "crop": 64, "interpolation": "bilinear", "mean": [0.5] * 3, "std": [0.25] * 3}
+    spec = resolve_spec("democnn", {"source": "timm", "arch": "resnet18", "weights": None, "preprocess": pre})
+    p = spec.preprocess
+    variants = {
+        "demo_float": ImageLabelDataset(split, p.transform(train=True)),
+        "demo_uint8": ImageLabelDataset(split, p.uint8_transform(train=True), normalize=p.normalize),
+    }
+    model = create_classifier(spec, 2, None)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = nn.BCEWithLogitsLoss()
+    cfg = TrainConfig(epochs=1, lr=0.01, batch_size=64)
+    rates = {name: [] for name in variants}
+    for r in range(rounds):
+        for name, dataset in variants.items():
+            sampler = EpochSampler(len(dataset), seed=0)
+            sampler.set_epoch(r + 1)
+            tic, seen = time.process_time(), 0
+            for x, y in make_loader(dataset, cfg, torch.device("cpu"), sampler=sampler):
+                loss = loss_fn(model(x), y)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+                seen += len(y)
+            rates[name].append(seen / (time.process_time() - tic))
+    out = {f"{name}_img_s": statistics.median(v) for name, v in rates.items()}
+    out["demo_uint8_vs_float"] = out["demo_uint8_img_s"] / out["demo_float_img_s"]
+    return out
 
 
 def gpu_rates(paths: list[str], cache: ImageCache, pre, rounds: int) -> dict:
@@ -198,6 +243,12 @@ def main() -> None:
             )
             for key in sorted(k for k in row if k.startswith("gpu_")):
                 print(f"  {key:28s} {row[key]:10.1f}")
+        report["demo"] = demo_step_rates(Path(tmp), args.rounds)
+        print(
+            "demo training step (resnet18, 64 px PNGs, batch 64, one core): float pipeline "
+            f"{report['demo']['demo_float_img_s']:.1f} img/s, uint8 pipeline {report['demo']['demo_uint8_img_s']:.1f} "
+            f"img/s ({report['demo']['demo_uint8_vs_float']:.2f} x)"
+        )
     report.update(
         device=args.device,
         torch=torch.__version__,

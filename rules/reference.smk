@@ -7,6 +7,7 @@
 rule train_scratch:
     input:
         leakage_checks(),
+        unpack(finetune_cache),
         train="results/splits/{dataset}/train.parquet",
         val="results/splits/{dataset}/val.parquet",
     output:
