@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 import torch
@@ -88,6 +90,14 @@ def test_round_trip_keeps_small_images_byte_for_byte_and_resizes_large_ones(tmp_
     folder = index.with_suffix(".shards")
     assert [(s["file"], s["rows"]) for s in built["shards"]] == [(f"shard-0000{k}.arrow", 1) for k in range(4)]
     assert all(s["bytes"] == (folder / s["file"]).stat().st_size for s in built["shards"])
+
+
+def test_a_cache_pickles_for_spawned_loader_workers(tmp_path, images):
+    split, paths = images
+    index, _ = build(tmp_path, split, paths)
+    cache = ImageCache(index)
+    first = cache.data(0)
+    assert pickle.loads(pickle.dumps(cache)).data(0) == first
 
 
 def test_parallel_build_writes_the_same_shards(tmp_path, images):

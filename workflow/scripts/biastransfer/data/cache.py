@@ -264,6 +264,9 @@ class ImageCache:
     def __len__(self) -> int:
         return self.index["count"]
 
+    def __getstate__(self) -> dict:  # spawned loader workers open their own memory maps
+        return {**self.__dict__, "_pid": None, "_readers": {}}
+
     def _fail(self, message: str):
         """Delete the index (the workflow then rebuilds the cache) and raise."""
         self.index_path.unlink(missing_ok=True)
