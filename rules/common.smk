@@ -6,7 +6,9 @@ import sys
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 
 from biastransfer import config as cfg  # noqa: E402
+from biastransfer.data.cache import CacheSetting  # noqa: E402
 from biastransfer.gpus import books_gpu  # noqa: E402
+from biastransfer.models.resolve import model_spec  # noqa: E402
 from biastransfer.schema_types import non_integer_problems  # noqa: E402
 from biastransfer.zoo import embed_settings, read_status  # noqa: E402
 
@@ -54,6 +56,7 @@ PATHS = {
     "manifest": "results/analysis_sets/{analysis_set}/manifest.parquet",
     "selection": "results/analysis_sets/{analysis_set}/selection.parquet",
     "split": "results/splits/{dataset}/{split}.parquet",
+    "image_cache": "results/cache/{dataset}/{setting}/{split}.json",
     "leakage_check": "results/checks/leakage/{analysis_set}.ok",
     "pretrain_run": "results/pretrain/{model}/{file}",
     "finetune_run": "results/finetune/{dataset}/{model}/seed{seed}/{file}",
@@ -464,6 +467,23 @@ def selections_of(wildcards):
         for a in REAL_ANALYSIS_SETS
         if config["analysis_sets"][a]["dataset"] == wildcards.real
     ]
+
+
+# The decoded-once training cache (rules/cache.smk)
+def finetune_cache(wildcards):
+    """The train and val cache indexes a finetuning job reads (none with finetune.cache off)."""
+    if config["finetune"]["cache"] not in (True, "on"):
+        return {}
+    pre = model_spec(wildcards.model, model_entry(wildcards.model)).preprocess
+    setting = CacheSetting(
+        pre.resize, pre.interpolation, config["finetune"]["cache_quality"]
+    ).name
+    return {
+        f"{split}_cache": path(
+            "image_cache", dataset=wildcards.dataset, setting=setting, split=split
+        )
+        for split in ("train", "val")
+    }
 
 
 def pretrain_inputs(wildcards):

@@ -8,6 +8,7 @@
 rule finetune:
     input:
         leakage_checks(),
+        unpack(finetune_cache),
         **trajectory_io("input"),
         weights=pretrained_weights,
         train=path("split", split="train"),

@@ -7,6 +7,7 @@
 rule train_scratch:
     input:
         leakage_checks(),
+        unpack(finetune_cache),
         train=path("split", split="train"),
         val=path("split", split="val"),
     output:

@@ -9,6 +9,7 @@ Standalone: python workflow/scripts/finetune.py --weights W --train T.parquet --
 set of the settings file, written by trajectory_settings.py, after its epochs into its trajectory folder, in
 batches of the training batch size: the memory training needed is enough, and analysis.embed.batch_size
 reruns no training; the settings' amp false: without bf16 autocast)
+[--train_cache T.json --val_cache V.json] (read the splits' decoded-once caches instead of the image files)
 """
 
 import json
@@ -46,7 +47,11 @@ def main(
     manifests: list | None = None,
     trajectory_settings: str | None = None,
     trajectory: list | None = None,
+    train_cache: str | None = None,
+    val_cache: str | None = None,
 ) -> None:
+    if bool(train_cache) != bool(val_cache):
+        raise ValueError("give both --train_cache and --val_cache, or neither")
     spec = model_spec(model, entry)
     init_sha256 = weights_file_and_sha256(weights)[1]
     dev = torch_device(device)
@@ -100,6 +105,7 @@ def main(
         log=progress_log.info,
         init_weights_sha256=init_sha256,
         trajectory=writer,
+        cache=(train_cache, val_cache) if train_cache else None,
     )
 
 

@@ -3,6 +3,7 @@
 Standalone: python workflow/scripts/pretrain.py --train T.parquet --val V.parquet --trained M.safetensors
 --metrics M.json --entry '{"source": "workflow", "arch": "resnet18", "preprocess": {"resize": 64, "crop": 64}}'
 --hyper '{"epochs": 2, "lr": 0.05, "batch_size": 64}' --model demo --device auto --num_workers 1
+[--train_cache T.json --val_cache V.json] (read the splits' decoded-once caches instead of the image files)
 """
 
 from biastransfer.models.device import torch_device
@@ -24,7 +25,11 @@ def main(
     device: str,
     num_workers: int,
     threads: int = 1,
+    train_cache: str | None = None,
+    val_cache: str | None = None,
 ) -> None:
+    if bool(train_cache) != bool(val_cache):
+        raise ValueError("give both --train_cache and --val_cache, or neither")
     spec = model_spec(model, entry)
     hyper = dict(hyper)
     seed = hyper.pop("seed")
@@ -43,6 +48,7 @@ def main(
         threads=threads,
         num_workers=num_workers,
         log=progress_log.info,
+        cache=(train_cache, val_cache) if train_cache else None,
     )
 
 

@@ -122,13 +122,15 @@ def _from_snakemake(main: Callable, smk: Any) -> dict[str, Any]:
 
 
 def _argument_type(annotation: Any) -> tuple[Callable, str | None]:
-    """(converter, nargs) for a parameter annotation; ``X | None`` is treated as ``X``."""
+    """(converter, nargs) for a parameter annotation; ``X | None`` is treated as ``X``; a bare bool flag is true."""
     if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
         annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
     base = typing.get_origin(annotation) or annotation
     if base in (list, tuple, abc.Sequence):
         return str, "+"
-    if base in (dict, abc.Mapping, bool):
+    if base is bool:
+        return json.loads, "?"
+    if base in (dict, abc.Mapping):
         return json.loads, None
     if base in (int, float):
         return base, None
@@ -145,6 +147,7 @@ def _from_command_line(main: Callable, argv: list[str] | None) -> dict[str, Any]
             f"--{name}",
             type=convert,
             nargs=nargs,
+            **({"const": True} if nargs == "?" else {}),
             required=required,
             default=None if required else param.default,
             help=f"({'required' if required else f'default: {param.default!r}'})",

@@ -89,9 +89,9 @@ def class_similarities(
     """Exact intra-class similarity of every class and inter-class similarity of every pair.
 
     ``classes`` maps a class name to its embeddings (k >= 2 rows each); ``pairs`` defaults to all
-    unordered pairs in the mapping's order. Every row is checked and normalised once, and one matrix
-    product of all unit rows with all class sums gives every value and jackknife SE, so a whole table
-    costs little more than reading the embeddings. Results equal the single-call functions' to rounding.
+    unordered pairs in the mapping's order. Every row is checked and its norm taken once, and one
+    product of each class's rows with all class sums of unit rows gives every value and jackknife SE,
+    so a whole table costs little more than reading the embeddings. Results equal the single-call functions' to rounding.
     """
     checked = {key: as_embeddings(Z, f"classes[{key!r}]", min_rows=2) for key, Z in classes.items()}
     if not checked:
@@ -101,15 +101,15 @@ def class_similarities(
     unknown = sorted({repr(k) for pair in pairs for k in pair if k not in checked})
     if unknown:
         raise ValueError(f"pairs name classes that are not in classes: {', '.join(unknown)}")
-    # Every unit row once, the class sums, and one product of all rows with all sums: M[i, c] = u_i . t_c.
+    # The class sums of unit rows t_c = inv_c @ rows_c (no unit-row copy), then one product of all rows
+    # with all sums, scaled by the rows' inverse norms: dots[i, c] = u_i . t_c. One large product, not
+    # one per class: many small products are slow in a multi-threaded BLAS on a busy machine.
     keys = list(checked)
+    sums = np.stack([inv @ rows for rows, inv in checked.values()])
     sizes = np.array([len(rows) for rows, _ in checked.values()])
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    units = np.empty((int(sizes.sum()), next(iter(checked.values()))[0].shape[1]))
-    for start, (rows, inv) in zip(starts, checked.values()):
-        np.multiply(rows, inv[:, None], out=units[start : start + len(rows)])
-    sums = np.add.reduceat(units, starts, axis=0)
-    dots = units @ sums.T
+    dots = np.concatenate([rows for rows, _ in checked.values()]) @ sums.T
+    dots *= np.concatenate([inv for _, inv in checked.values()])[:, None]
     column = {key: i for i, key in enumerate(keys)}
 
     def block(row_class, col_class) -> np.ndarray:

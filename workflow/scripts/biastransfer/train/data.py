@@ -8,6 +8,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler, get_worker_info
 
+from biastransfer.data.cache import ImageCache
 from biastransfer.data.splits import Split
 from biastransfer.images import load_rgb
 from biastransfer.train.config import TrainConfig
@@ -18,9 +19,20 @@ class ImageLabelDataset(Dataset):
 
     An item key is an index, or ``(index, seed)`` from :class:`EpochSampler`: the transform's random
     draws (e.g. flips) are then seeded by ``seed``, so they do not depend on which worker runs it.
+    ``cache``: the split's decoded-once cache (:class:`~biastransfer.data.cache.ImageCache`), read
+    instead of the image files. ``normalize``: with a transform that ends in uint8 tensors, what turns
+    a batch of them into the model's inputs on the training device (:func:`make_loader` applies it).
     """
 
-    def __init__(self, split: Split, transform: Callable, classes: Sequence[str] | None = None):
+    def __init__(
+        self,
+        split: Split,
+        transform: Callable,
+        classes: Sequence[str] | None = None,
+        *,
+        cache: ImageCache | None = None,
+        normalize: Callable[[torch.Tensor], torch.Tensor] | None = None,
+    ):
         self.classes = tuple(classes or split.classes)
         index = {c: i for i, c in enumerate(self.classes)}
         # Compact storage that loader workers share without copying: paths as one bytes array and the
@@ -35,7 +47,11 @@ class ImageLabelDataset(Dataset):
             counts.append(len(labels))
         self.label_index = np.asarray(flat, dtype=np.int32)
         self.label_start = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)])
-        self.transform = transform
+        self.transform, self.cache, self.normalize = transform, cache, normalize
+        if cache is not None and len(cache) != len(self.paths):
+            raise ValueError(
+                f"split {split.dataset}/{split.name}: {len(self.paths)} images but its cache has {len(cache)}"
+            )
 
     def target(self, i: int) -> torch.Tensor:
         """The multi-hot target vector of item ``i``."""
@@ -47,17 +63,21 @@ class ImageLabelDataset(Dataset):
         return len(self.paths)
 
     def _load(self, i: int) -> torch.Tensor:
+        if self.cache is not None:
+            return self.transform(self.cache.image(i))
         return self.transform(load_rgb(self.paths[i].decode()))
 
     def __getitem__(self, key):
         if isinstance(key, tuple):
             i, seed = key
+            # The CPU generator only: torch.manual_seed also queues lazy CUDA / XPU / MTIA seeding, each
+            # call formatting a stack trace (about a millisecond per image), and transforms draw on the CPU.
             if get_worker_info() is None:  # main process: leave the training RNG stream alone
                 with torch.random.fork_rng(devices=[]):
-                    torch.manual_seed(seed)
+                    torch.default_generator.manual_seed(seed)
                     x = self._load(i)
             else:
-                torch.manual_seed(seed)
+                torch.default_generator.manual_seed(seed)
                 x = self._load(i)
         else:
             i, x = key, self._load(key)
@@ -90,6 +110,21 @@ class EpochSampler(Sampler):
         return iter([(i, (base * 1_000_003 + i) % 2**62) for i in order])
 
 
+class DeviceBatches:
+    """Batches of a DataLoader moved to ``device`` and finished there by ``normalize`` (uint8 -> inputs)."""
+
+    def __init__(self, loader: DataLoader, normalize: Callable[[torch.Tensor], torch.Tensor], device: torch.device):
+        self.loader, self.normalize, self.device = loader, normalize, device
+        self.dataset = loader.dataset
+
+    def __len__(self) -> int:
+        return len(self.loader)
+
+    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        for x, y in self.loader:
+            yield self.normalize(x.to(self.device, non_blocking=True)), y
+
+
 def make_loader(
     dataset: Dataset,
     cfg: TrainConfig,
@@ -98,11 +133,12 @@ def make_loader(
     sampler: Sampler | None = None,
     drop_last: bool = False,
     persistent: bool = True,
-) -> DataLoader:
+) -> DataLoader | DeviceBatches:
     """A DataLoader that decodes in ``cfg.num_workers`` workers (kept between epochs if ``persistent``);
-    pinned memory on CUDA."""
+    pinned memory on CUDA. A dataset with a ``normalize`` (uint8 items) gets its batches normalised on
+    ``device``."""
     workers = cfg.num_workers
-    return DataLoader(
+    loader = DataLoader(
         dataset,
         batch_size=cfg.batch_size,
         sampler=sampler,
@@ -112,3 +148,5 @@ def make_loader(
         persistent_workers=persistent and workers > 0,
         prefetch_factor=cfg.prefetch_factor if workers > 0 else None,
     )
+    normalize = getattr(dataset, "normalize", None)
+    return loader if normalize is None else DeviceBatches(loader, normalize, device)

@@ -11,6 +11,7 @@ import pandas as pd
 import torch
 
 from biastransfer.atomic import write_csv, write_text
+from biastransfer.data.cache import CacheSetting, ImageCache
 from biastransfer.data.splits import read_split
 from biastransfer.hashing import file_digest
 from biastransfer.models.checkpoints import save_checkpoint
@@ -58,6 +59,7 @@ def run_training(
     log: Callable[[str], None],
     init_weights_sha256: str | None = None,
     trajectory: TrajectoryWriter | None = None,
+    cache: tuple[str, str] | None = None,
 ) -> dict:
     """Train ``build(classes)`` on the ``train`` split, validate on ``val``; return the metrics written.
 
@@ -69,7 +71,9 @@ def run_training(
     for a model trained from scratch), splits (sha256 of ``train`` and ``val``), model spec, preprocessing,
     hyper-parameters and classes. The checkpoint metadata and the metrics record these digests.
     ``trajectory`` embeds the analysis sets after its epochs (its identity joins the resume key) and
-    moves them into its output folders once the run's other outputs are written.
+    moves them into its output folders once the run's other outputs are written. ``cache``: the index
+    files of the train and val splits' decoded-once caches (:mod:`biastransfer.data.cache`), checked
+    against the splits and read instead of the image files; the cache setting joins the resume key.
     """
     train_config(hyper, seed, num_workers)  # bad hyper-parameters fail before the splits are read
     torch.set_num_threads(max(1, threads))
@@ -85,16 +89,33 @@ def run_training(
         "train_sha256": file_digest(train),
         "val_sha256": file_digest(val),
     }
+    if cache is not None:
+        caches = [
+            ImageCache(path, split_sha256=origin[f"{name}_sha256"], image_ids=split.frame["image_id"])
+            for name, path, split in zip(("train", "val"), cache, (train_split, val_split))
+        ]
+        setting = CacheSetting.parse(caches[0].index["setting"])
+        if (setting.side, setting.interpolation) != (spec.preprocess.resize, spec.preprocess.interpolation):
+            raise ValueError(
+                f"cache {cache[0]} is resized to {setting.side} px ({setting.interpolation}) but {spec.name} "
+                f"resizes to {spec.preprocess.resize} px ({spec.preprocess.interpolation})"
+            )
+        origin["cache"] = setting.name
+    else:
+        caches = [None, None]
     torch.manual_seed(seed)  # the new head (and a from-scratch model) start from seeded weights
     model = build(train_split.classes)
+    pre = spec.preprocess
     log(
         f"training {spec.name} on {train_split.dataset}: {len(train_split.frame)} train / "
         f"{len(val_split.frame)} val images, {len(train_split.classes)} classes, {cfg}, device {device}"
     )
     result = train_classifier(
         model,
-        ImageLabelDataset(train_split, spec.preprocess.transform(train=True)),
-        ImageLabelDataset(val_split, spec.preprocess.transform(train=False)),
+        *(
+            ImageLabelDataset(split, pre.uint8_transform(train=train), cache=c, normalize=pre.normalize)
+            for split, train, c in ((train_split, True, caches[0]), (val_split, False, caches[1]))
+        ),
         cfg,
         resume_path=resume,
         identity={**origin, "spec": spec.as_dict(), **(trajectory.identity() if trajectory else {})},

@@ -1,0 +1,274 @@
+"""The decoded-once training cache: exact for small images, close for resized ones, checked, and equal in training."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+import torch
+from fake_datasets import coco_splits
+from PIL import Image
+from torchvision import transforms as T
+
+from biastransfer.data.cache import CacheError, CacheSetting, ImageCache, build_cache, resized_size
+from biastransfer.data.splits import read_split
+from biastransfer.hashing import file_digest
+from biastransfer.images import load_rgb
+from biastransfer.models.checkpoints import load_classifier_from_checkpoint
+from biastransfer.models.extractors import create_classifier
+from biastransfer.models.resolve import resolve_spec
+from biastransfer.models.spec import Preprocess
+from biastransfer.train import loop as tr
+from biastransfer.train.data import ImageLabelDataset
+from biastransfer.train.run import run_training
+
+PRE = {"resize": 32, "crop": 32, "interpolation": "bilinear", "mean": [0.5] * 3, "std": [0.25] * 3, "train_hflip": True}
+
+
+def photo(width: int, height: int, seed: int = 0) -> Image.Image:
+    """Smooth colour fields with texture: JPEG-like content, not flat noise."""
+    rng = np.random.default_rng(seed)
+    low = Image.fromarray(rng.integers(0, 256, (6, 8, 3), dtype=np.uint8)).resize((width, height), Image.BICUBIC)
+    grain = rng.normal(0, 12, (height, width, 3))
+    return Image.fromarray(np.clip(np.asarray(low, float) + grain, 0, 255).astype(np.uint8))
+
+
+@pytest.fixture()
+def images(tmp_path):
+    """A large JPEG, a small PNG and a JPEG whose short side equals the cache side (64)."""
+    paths = [tmp_path / "big.jpg", tmp_path / "small.png", tmp_path / "edge.jpg", tmp_path / "tall.jpg"]
+    photo(300, 200, 1).save(paths[0], quality=92)
+    photo(40, 50, 2).save(paths[1])
+    photo(64, 90, 3).save(paths[2], quality=90)
+    photo(150, 400, 4).save(paths[3], quality=90)
+    split = tmp_path / "split.parquet"
+    split.write_bytes(b"stands in for the split file: only its digest is recorded")
+    return split, [str(p) for p in paths]
+
+
+def build(tmp_path, split, paths, **kwargs):
+    index = tmp_path / "cache" / "train.json"
+    built = build_cache(
+        split, [f"img{i}" for i in range(len(paths))], paths, index, index.with_suffix(".shards"),
+        CacheSetting(64, "bilinear", 95), log=lambda m: None, **kwargs,
+    )  # fmt: skip
+    return index, built
+
+
+@pytest.mark.parametrize("size", [(640, 480), (480, 640), (1024, 768), (333, 500), (257, 256), (256, 256), (99, 1000)])
+def test_resized_size_is_what_torchvision_resize_gives(size):
+    img = Image.new("RGB", size)
+    assert T.Resize(256)(img).size == resized_size(*size, 256)
+
+
+@pytest.mark.parametrize("hflip, mean", [(True, (0.485, 0.456, 0.406)), (False, None)])
+def test_uint8_transform_then_normalize_is_the_float_transform_bit_for_bit(hflip, mean):
+    pre = Preprocess(40, 32, "bicubic", mean, (0.229, 0.224, 0.225) if mean else None, train_hflip=hflip)
+    img = photo(70, 50, 5)
+    for seed in range(4):  # seeded flips: both paths draw the same
+        torch.manual_seed(seed)
+        expected = pre.transform(train=True)(img)
+        torch.manual_seed(seed)
+        got = pre.uint8_transform(train=True)(img)
+        assert got.dtype == torch.uint8
+        assert torch.equal(pre.normalize(got[None])[0], expected)
+
+
+def test_round_trip_keeps_small_images_byte_for_byte_and_resizes_large_ones(tmp_path, images):
+    split, paths = images
+    index, built = build(tmp_path, split, paths, shard_bytes=1, rows_per_batch=1)  # one image per shard
+    cache = ImageCache(index, split_sha256=file_digest(split), image_ids=[f"img{i}" for i in range(4)])
+    assert len(cache) == 4 and built["count"] == 4 and built["split_sha256"] == file_digest(split)
+    assert cache.data(1) == open(paths[1], "rb").read() and cache.data(2) == open(paths[2], "rb").read()
+    for i, shape in ((0, (96, 64)), (3, (64, 170))):
+        img = cache.image(i)
+        assert img.size == shape
+        reference = T.Resize(64)(load_rgb(paths[i]))  # today's path: full decode, then the model's resize
+        assert np.abs(np.asarray(img, float) - np.asarray(reference, float)).mean() < 4
+        assert T.Resize(64)(img).size == img.size  # the model's resize leaves a cached image as it is
+    assert built["bytes"] == sum(s["bytes"] for s in built["shards"])
+    folder = index.with_suffix(".shards")
+    assert [(s["file"], s["rows"]) for s in built["shards"]] == [(f"shard-0000{k}.arrow", 1) for k in range(4)]
+    assert all(s["bytes"] == (folder / s["file"]).stat().st_size for s in built["shards"])
+
+
+def test_a_cache_pickles_for_spawned_loader_workers(tmp_path, images):
+    split, paths = images
+    index, _ = build(tmp_path, split, paths)
+    cache = ImageCache(index)
+    first = cache.data(0)
+    assert pickle.loads(pickle.dumps(cache)).data(0) == first
+
+
+def test_parallel_build_writes_the_same_shards(tmp_path, images):
+    split, paths = images
+    one, _ = build(tmp_path / "a", split, paths)
+    two, _ = build(tmp_path / "b", split, paths, workers=2)
+    shard = "shard-00000.arrow"
+    assert (one.with_suffix(".shards") / shard).read_bytes() == (two.with_suffix(".shards") / shard).read_bytes()
+
+
+def test_jpeg_draft_mode_decodes_at_a_reduced_scale_that_keeps_the_short_side(tmp_path):
+    path = tmp_path / "p.jpg"
+    photo(1024, 768, 6).save(path, quality=90)
+    assert load_rgb(path, min_side=256).size == (512, 384)  # 1/2: a quarter would leave 192 px
+    assert load_rgb(path, min_side=100).size == (256, 192)  # 1/4: the largest reduction keeping 100 px
+    assert load_rgb(path).size == (1024, 768)
+
+
+def test_a_corrupt_image_names_shard_and_image_and_deletes_the_index(tmp_path, images):
+    split, paths = images
+    index, built = build(tmp_path, split, paths)
+    shard = index.with_suffix(".shards") / built["shards"][0]["file"]
+    blob = bytearray(shard.read_bytes())
+    at = bytes(blob).find(open(paths[2], "rb").read())  # image 2 is stored verbatim
+    assert at > 0
+    blob[at + 300] ^= 0xFF
+    shard.write_bytes(bytes(blob))
+    cache = ImageCache(index)
+    assert cache.data(0)  # the other images still read
+    with pytest.raises(CacheError, match=r"shard-00000.arrow: image 'img2' \(row 2\) is corrupt.*rebuilds"):
+        cache.data(2)
+    assert not index.exists()
+
+
+def test_a_truncated_shard_is_a_clear_error_at_open(tmp_path, images):
+    split, paths = images
+    index, built = build(tmp_path, split, paths)
+    shard = index.with_suffix(".shards") / built["shards"][0]["file"]
+    shard.write_bytes(shard.read_bytes()[:-100])
+    with pytest.raises(CacheError, match=rf"shard .*shard-00000.arrow is {built['shards'][0]['bytes'] - 100} bytes"):
+        ImageCache(index).data(0)
+    assert not index.exists()
+
+
+def test_a_cache_of_another_split_is_refused_and_deleted(tmp_path, images):
+    split, paths = images
+    index, _ = build(tmp_path, split, paths)
+    with pytest.raises(CacheError, match="built from another split"):
+        ImageCache(index, split_sha256="0" * 64)
+    assert not index.exists()
+    index, _ = build(tmp_path, split, paths)
+    with pytest.raises(CacheError, match="does not match its split \\(rows differ from row 1\\)"):
+        ImageCache(index, image_ids=["img0", "other", "img2", "img3"])
+    with pytest.raises(CacheError, match="cannot read cache index"):
+        ImageCache(index)
+
+
+def test_a_missing_image_fails_before_anything_is_written(tmp_path, images):
+    split, paths = images
+    with pytest.raises(ValueError, match="1 image file\\(s\\) missing, first .*nothere.jpg"):
+        build(tmp_path, split, [*paths[:3], str(tmp_path / "nothere.jpg")])
+    assert not (tmp_path / "cache").exists()
+
+
+def test_cache_setting_names_round_trip_and_bad_values_are_clear():
+    assert CacheSetting.parse("256-bicubic-q90") == CacheSetting(256, "bicubic", 90)
+    assert CacheSetting(224, "bicubic").name == "224-bicubic-q95"
+    with pytest.raises(ValueError, match="interpolation must be one of"):
+        CacheSetting(256, "nearest")
+    with pytest.raises(ValueError, match="is not SIDE-INTERPOLATION-qQUALITY"):
+        CacheSetting.parse("256-bilinear")
+
+
+@pytest.fixture(scope="module")
+def small_coco(tmp_path_factory):
+    """Fake COCO splits of 24-px JPEGs: smaller than the model's resize, so the cache keeps them verbatim."""
+    root = tmp_path_factory.mktemp("small")
+    train, val = coco_splits(root, size=24)
+    indexes = []
+    for path in (train, val):
+        frame = read_split(path).frame
+        index = root / "cache" / f"{path.stem}.json"
+        build_cache(path, list(frame["image_id"]), list(frame["path"]), index, index.with_suffix(".shards"),
+                    CacheSetting(32, "bilinear"), log=lambda m: None)  # fmt: skip
+        indexes.append(str(index))
+    return train, val, tuple(indexes)
+
+
+def _train(small_coco, tmp_path, cache, spec, epochs=1):
+    train, val, _ = small_coco
+    return run_training(
+        lambda classes: create_classifier(spec, len(classes), None),
+        spec,
+        train=str(train),
+        val=str(val),
+        model_out=str(tmp_path / "model.safetensors"),
+        metrics_out=str(tmp_path / "m.json"),
+        curve_out=None,
+        hyper={"epochs": epochs, "lr": 0.05, "batch_size": 8},
+        seed=5,
+        resume=str(tmp_path / "r.pt"),
+        device=torch.device("cpu"),
+        threads=1,
+        num_workers=0,
+        log=lambda s: None,
+        cache=cache,
+    )
+
+
+def test_training_from_the_cache_equals_training_from_the_files(small_coco, tmp_path):
+    spec = resolve_spec("tiny", {"source": "timm", "arch": "resnet10t", "weights": None, "preprocess": PRE})
+    files = _train(small_coco, tmp_path / "files", None, spec)
+    cached = _train(small_coco, tmp_path / "cache", small_coco[2], spec)
+    assert cached["cache"] == "32-bilinear-q95" and "cache" not in files
+    assert cached["history"][0]["train_loss"] == files["history"][0]["train_loss"]
+    assert cached["metric_value"] == files["metric_value"]
+    weights = [
+        load_classifier_from_checkpoint(tmp_path / d / "model.safetensors")[0].state_dict() for d in ("files", "cache")
+    ]
+    assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
+
+
+def test_a_cache_for_another_resize_is_refused(small_coco, tmp_path):
+    spec = resolve_spec(
+        "tiny", {"source": "timm", "arch": "resnet10t", "weights": None, "preprocess": {**PRE, "resize": 40}}
+    )
+    with pytest.raises(ValueError, match="resized to 32 px \\(bilinear\\) but tiny resizes to 40 px"):
+        _train(small_coco, tmp_path, small_coco[2], spec)
+
+
+class Killed(Exception):
+    """Stands in for the job being killed right after an epoch checkpoint was written."""
+
+
+def test_a_run_from_the_cache_resumes_and_a_state_without_it_is_discarded(small_coco, tmp_path, monkeypatch):
+    spec = resolve_spec("tiny", {"source": "timm", "arch": "resnet10t", "weights": None, "preprocess": PRE})
+    full = _train(small_coco, tmp_path / "full", small_coco[2], spec, epochs=2)
+    save = tr._save_resume
+
+    def save_then_die(*args, **kwargs):
+        save(*args, **kwargs)
+        raise Killed
+
+    monkeypatch.setattr(tr, "_save_resume", save_then_die)
+    with pytest.raises(Killed):
+        _train(small_coco, tmp_path / "cut", small_coco[2], spec, epochs=2)
+    monkeypatch.setattr(tr, "_save_resume", save)
+    resumed = _train(small_coco, tmp_path / "cut", small_coco[2], spec, epochs=2)
+    assert resumed["history"] == [
+        dict(r, seconds=a["seconds"], images_per_s=a["images_per_s"], data_seconds=a["data_seconds"])
+        for r, a in zip(full["history"], resumed["history"])
+    ]
+    # a resume state written without the cache is not continued with it
+    monkeypatch.setattr(tr, "_save_resume", save_then_die)
+    with pytest.raises(Killed):
+        _train(small_coco, tmp_path / "mixed", None, spec, epochs=2)
+    monkeypatch.setattr(tr, "_save_resume", save)
+    logs = []
+    train, val, cache = small_coco
+    run_training(
+        lambda classes: create_classifier(spec, len(classes), None), spec, train=str(train), val=str(val),
+        model_out=str(tmp_path / "mixed" / "model.safetensors"), metrics_out=str(tmp_path / "mixed" / "m.json"),
+        curve_out=None, hyper={"epochs": 2, "lr": 0.05, "batch_size": 8}, seed=5, resume=str(tmp_path / "mixed" / "r.pt"),
+        device=torch.device("cpu"), threads=1, num_workers=0, log=logs.append, cache=cache,
+    )  # fmt: skip
+    assert any("was written with another cache; discarding it" in m for m in logs), logs
+
+
+def test_dataset_and_cache_of_different_lengths_are_refused(small_coco, tmp_path, images):
+    split, paths = images
+    index, _ = build(tmp_path, split, paths)
+    with pytest.raises(ValueError, match="split coco/train: 30 images but its cache has 4"):
+        ImageLabelDataset(read_split(small_coco[0]), Preprocess(32, 32).uint8_transform(), cache=ImageCache(index))

@@ -1,0 +1,119 @@
+"""The cost estimate: hand-computed counts and hours from small cost tables, and the command line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from biastransfer.estimate import estimate, format_estimate, wall_hours
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL_ROW = {"source": "torchvision", "arch": "resnet50", "crop": 224, "params_m": 25.0, "embed_dim": 2048}
+
+
+@pytest.fixture()
+def costs(tmp_path):
+    pd.DataFrame([{"model": "resnet50", "device": "cpu", "train_s_per_image": 0.5, "embed_s_per_image": 0.1, **MODEL_ROW}]).to_csv(
+        tmp_path / "models.csv", index=False
+    )  # fmt: skip
+    pd.DataFrame(
+        [{"size": s, "files_s_per_image": 0.01, "cache_s_per_image": 0.002, "build_s_per_image": 0.008,
+          "bytes_per_cached_image": 40_000, "bytes_per_source_image": 1} for s in ("640x480", "1024x768")]
+    ).to_csv(tmp_path / "input.csv", index=False)  # fmt: skip
+    pd.DataFrame(
+        [{"kind": "coco", "split": "train", "images": 100, "bytes_per_image": 1000, "source": "test"},
+         {"kind": "coco", "split": "val", "images": 10, "bytes_per_image": 2000, "source": "test"}]
+    ).to_csv(tmp_path / "datasets.csv", index=False)  # fmt: skip
+    return tmp_path
+
+
+def config(cache="off"):
+    return {
+        "datasets": {"coco": {"kind": "coco"}},
+        "analysis_sets": {"coco": {"dataset": "coco", "curation": {"sizes": {"man": 2, "woman": 3}}}},
+        "models": {"resnet50": {}},
+        "finetune": {
+            "datasets": ["coco"],
+            "seeds": [0, 1],
+            "defaults": {"epochs": 2, "lr": 0.1},
+            "overrides": {},
+            "cache": cache,
+        },
+    }
+
+
+def by_family(table):
+    return {r["family"]: r for _, r in table.iterrows()}
+
+
+def test_counts_and_hours_are_the_hand_computed_ones(costs):
+    rows = by_family(estimate(config(), costs))
+    assert set(rows) == {"download", "finetune", "embed"}  # no cache with finetune.cache off
+    # 110 split images + 5 analysis images; bytes: 100 x 1000 + 10 x 2000 + 5 x 2000 + 25 M params x 4 bytes
+    assert rows["download"]["images"] == 115
+    assert rows["download"]["download_bytes"] == pytest.approx(100_000 + 20_000 + 10_000 + 100e6)
+    ft = rows["finetune"]
+    assert ft["images"] == 2 * 2 * 110  # seeds x epochs x (train + val)
+    assert ft["cpu_h"] == pytest.approx(440 * 0.01 / 3600)
+    assert ft["gpu_h"] == pytest.approx(2 * 2 * (100 * 0.5 + 10 * 0.1) / 3600)
+    assert ft["disk_bytes"] == pytest.approx(2 * 100e6)
+    assert ft["basis"] == "cpu"
+    embed = rows["embed"]
+    assert embed["images"] == 3 * 5  # pretrained + 2 finetuned stages, 5 images each
+    assert embed["gpu_h"] == pytest.approx(15 * 0.1 / 3600)
+    assert embed["disk_bytes"] == 15 * 2048 * 4
+
+
+def test_the_cache_is_built_once_and_read_every_epoch(costs):
+    rows = by_family(estimate(config("on"), costs))
+    assert rows["image_cache"]["images"] == 110
+    assert rows["image_cache"]["cpu_h"] == pytest.approx(110 * 0.008 / 3600)
+    assert rows["image_cache"]["disk_bytes"] == 110 * 40_000
+    assert rows["finetune"]["cpu_h"] == pytest.approx(440 * 0.002 / 3600)
+
+
+def test_wall_time_needs_gpu_figures_and_is_bound_by_gpus_or_cores(costs):
+    table = estimate(config("on"), costs)
+    wall = wall_hours(table, gpus=2, cores=4)
+    assert wall["finetune"] is None and wall["embed"] is None
+    assert wall["image_cache"] == pytest.approx(110 * 0.008 / 3600 / 4)
+    models = pd.read_csv(costs / "models.csv")
+    gpu = {**models.iloc[0].to_dict(), "device": "cuda", "train_s_per_image": 0.001, "embed_s_per_image": 0.0004}
+    pd.concat([models, pd.DataFrame([gpu])]).to_csv(costs / "models.csv", index=False)
+    table = estimate(config("on"), costs)
+    wall = wall_hours(table, gpus=2, cores=1)
+    ft = by_family(table)["finetune"]
+    assert ft["basis"] == "gpu" and ft["gpu_h"] == pytest.approx(4 * (100 * 0.001 + 10 * 0.0004) / 3600)
+    assert wall["finetune"] == pytest.approx(max(ft["gpu_h"] / 2, ft["cpu_h"] / 1))  # one core: input-bound
+    assert "wall time with 2 GPU(s) and 1 cores" in format_estimate(table, 2, 1)
+    with pytest.raises(ValueError, match="gpus and cores must be at least 1, got 0 and 1"):
+        wall_hours(table, 0, 1)
+
+
+def test_a_zoo_model_without_a_figure_is_scaled_by_its_parameters(costs):
+    cfg = config()
+    cfg["models"] = {"big": {"source": "timm", "arch": "vgg16", "about": {"params_m": 50.0}}}
+    rows = by_family(estimate(cfg, costs))
+    assert rows["embed"]["basis"] == "scaled"
+    assert rows["embed"]["gpu_h"] == pytest.approx(15 * 0.1 * 2 / 3600)
+
+
+def test_a_dataset_kind_without_counts_is_a_clear_error(costs):
+    cfg = config()
+    cfg["datasets"]["coco"]["kind"] = "openimages"
+    with pytest.raises(ValueError, match="dataset 'coco': no image counts for kind 'openimages'"):
+        estimate(cfg, costs)
+
+
+def test_the_command_line_prints_the_paper_estimate():
+    out = subprocess.run(
+        [sys.executable, "workflow/scripts/preflight.py", "--configfile", "config/paper.yaml", "--estimate",
+         "--gpus", "4", "--cores", "64"],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+        env={"PYTHONPATH": str(ROOT / "workflow" / "scripts"), "PATH": "/usr/bin:/bin"},
+    ).stdout  # fmt: skip
+    assert "image_cache" in out and "finetune" in out and "wall time with 4 GPU(s) and 64 cores" in out
