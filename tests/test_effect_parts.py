@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from biastransfer.embeddings import EmbeddingTable
-from biastransfer.stats import change_from_spread, ieat, ieat_change_table, ieat_table, spread_share
+from biastransfer.stats import change_from_spread, ieat, ieat_table
+from biastransfer.stats.change_tables import ieat_change_table, spread_share
 
 
 def test_numerator_and_sd_by_hand():
