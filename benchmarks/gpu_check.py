@@ -12,8 +12,8 @@ Steps (each within its own time budget; a failing step is recorded and the next 
   3. figures: embedding images/s of the six paper architectures at random initialisation (forward only and
      end to end from JPEG files) with peak GPU memory; the resnet50 training step, ours (precision auto,
      channels_last, batch 128) against the authors' recipe (fp32, batch 32, contiguous), with each one's
-     peak GPU memory; and benchmarks/bench_input.py --device cuda (the input pipeline's GPU decoding) when
-     that file exists.
+     peak GPU memory; and benchmarks/bench_input.py --device cuda (the decoded-once cache against today's
+     input pipeline, and batched GPU JPEG decoding).
 Writes OUT/gpu_check.json (environment, each step's status, seconds and figures) and OUT/gpu_check.log
 (everything, including the tests' and Snakemake's output). Exit status 1 if any step failed.
 """
@@ -214,16 +214,19 @@ def step_training(device: torch.device, size: dict, work: Path) -> dict:
     return found
 
 
-def step_input(device: torch.device, cpu: bool, budget: float) -> dict:
-    script = ROOT / "benchmarks" / "bench_input.py"
-    if not script.is_file():
-        return {"status": "skipped", "why": "benchmarks/bench_input.py does not exist (no GPU decoding to measure)"}
-    if cpu:
-        return {"status": "skipped", "why": "the input pipeline's GPU decoding needs CUDA"}
-    run = run_logged([sys.executable, script, "--device", device.type], timeout=budget)
+def step_input(device: torch.device, cpu: bool, budget: float, work: Path) -> dict:
+    """benchmarks/bench_input.py on ``device``: the decoded-once cache against today's pipeline and, on CUDA,
+    batched GPU JPEG decoding; its figures (tiny sizes with --cpu) as this step's result."""
+    figures = work / "input_pipeline.json"
+    work.mkdir(parents=True, exist_ok=True)
+    tiny = ["--images", "4", "--rounds", "1"] if cpu else []
+    run = run_logged(
+        [sys.executable, ROOT / "benchmarks" / "bench_input.py", "--device", device.type, "--json", figures, *tiny],
+        timeout=budget,
+    )
     if run["returncode"] != 0:
         raise RuntimeError(f"bench_input.py: exit status {run['returncode']}: {run['tail'][-3:]}")
-    return run
+    return json.loads(figures.read_text())
 
 
 def main(argv=None) -> int:
@@ -254,7 +257,7 @@ def main(argv=None) -> int:
             "workflow": lambda b: step_workflow(device, args.cpu, b, work / "workflow"),
             "embedding": lambda b: step_embedding(device, size, work / "embed", b),
             "training_step": lambda b: step_training(device, size, work / "train"),
-            "input_pipeline": lambda b: step_input(device, args.cpu, b),
+            "input_pipeline": lambda b: step_input(device, args.cpu, b, work / "input"),
         }
         for name, action in actions.items():
             if name in args.skip:
