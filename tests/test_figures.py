@@ -427,7 +427,8 @@ def test_report_rules_run_and_the_report_builds(tmp_path):
         'rule all:\n    input:\n        ARTEFACTS.targets(),\n        "results/report/index.html",\n'
     )
     (tmp_path / "config.yaml").write_text(  # the sections rules/report.smk reads, with the schema's defaults filled
-        "analysis_sets: {coco: {bts: {}}}\nmodels: {resnet18: {}}\nfinetune: {datasets: [coco], seeds: [0, 1, 2]}\n"
+        "analysis_sets: {coco: {source: paper, ieat: [], bts: {}}}\nmodels: {resnet18: {}}\n"
+        "finetune: {datasets: [coco], seeds: [0, 1, 2], defaults: {epochs: 25, lr: 0.001, optimizer: sgd}}\n"
         "report: {p_adjust: bh, alpha: 0.05, control_class: random, tolerances: {}, ieat_targets: null}\n"
         "analysis: {ieat: {alpha: 0.05}, bts: {reference: scratch, reference_seeds: [0]}}\n"
     )
