@@ -1,6 +1,5 @@
 # Configuration checks, wildcard constraints, input functions and target lists.
 import os
-import re
 import sys
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
@@ -9,6 +8,7 @@ from biastransfer import config as cfg  # noqa: E402
 from biastransfer.data.cache import CacheSetting  # noqa: E402
 from biastransfer.gpus import books_gpu  # noqa: E402
 from biastransfer.models.resolve import model_spec  # noqa: E402
+from biastransfer.paths import path  # noqa: E402
 from biastransfer.schema_types import non_integer_problems  # noqa: E402
 from biastransfer.zoo import embed_settings, read_status  # noqa: E402
 
@@ -47,36 +47,6 @@ SYNTHETIC_SETS = [
 WORKFLOW_MODELS = [
     m for m, s in config["models"].items() if s.get("source") == "workflow"
 ]
-
-
-# Every file that one job writes and another reads, declared once. path(name) is the template (an output
-# pattern), path(name, model=m) fills some wildcards and leaves the others, e.g.
-# path("manifest", analysis_set="{real_set}") for a rule whose wildcard has another name.
-PATHS = {
-    "manifest": "results/analysis_sets/{analysis_set}/manifest.parquet",
-    "selection": "results/analysis_sets/{analysis_set}/selection.parquet",
-    "split": "results/splits/{dataset}/{split}.parquet",
-    "image_cache": "results/cache/{dataset}/{setting}/{split}.json",
-    "leakage_check": "results/checks/leakage/{analysis_set}.ok",
-    "pretrain_run": "results/pretrain/{model}/{file}",
-    "finetune_run": "results/finetune/{dataset}/{model}/seed{seed}/{file}",
-    "scratch_run": "results/scratch/{dataset}/{model}/seed{seed}/{file}",
-    "embeddings": "results/embeddings/{analysis_set}/{model}/{stage}.parquet",
-    "stage_table": "results/{kind}/{analysis_set}/{model}/{stage}.csv",
-    "bts": "results/bts/{analysis_set}/{model}/ft-{dataset}.csv",
-    "change": "results/change/{analysis_set}/{model}/ft-{dataset}/{kind}.csv",
-    "trajectory_folder": "results/trajectory/{analysis_set}/{model}/{stage}",
-    "trajectory_table": "results/trajectory/{analysis_set}/{model}/ft-{dataset}.csv",
-    "trajectory_settings": "results/trajectory/settings/{model}/ft-{dataset}.json",
-    "layer_embeddings": "results/layers/{analysis_set}/{model}/embeddings/{stage}",
-    "layer_profile": "results/layers/{analysis_set}/{model}/profile.csv",
-    "analyses_done": "results/checks/analyses/{model}.done",
-}
-
-
-def path(name, **values):
-    """A declared file's path (PATHS): its template with ``values`` filled in and every other wildcard kept."""
-    return re.sub(r"\{(\w+)\}", lambda m: str(values.get(m[1], m[0])), PATHS[name])
 
 
 wildcard_constraints:

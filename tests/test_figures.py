@@ -420,7 +420,7 @@ def test_report_rules_run_and_the_report_builds(tmp_path):
         (tmp_path / "rules" / name).symlink_to(ROOT / "rules" / name)
     (tmp_path / "Snakefile").write_text(  # the rest of the workflow needs a whole config
         'import os\nimport sys\n\nsys.path.insert(0, "workflow/scripts")\n\n'
-        "from biastransfer import config as cfg  # noqa: E402\n\n"
+        "from biastransfer import config as cfg  # noqa: E402\nfrom biastransfer.paths import path  # noqa: E402\n\n"
         'RESOURCES = {"small": {"mem_mb": 500}, "plot": {"mem_mb": 1000}}\n\n\n'
         'configfile: "config.yaml"\n\n\nreport: "workflow/report/workflow.rst"\n\n\n'
         'include: "rules/artefacts.smk"\ninclude: "rules/report.smk"\ninclude: "rules/tables.smk"\n\n\n'
