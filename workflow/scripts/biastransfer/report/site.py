@@ -141,7 +141,7 @@ def _known_answers(headline: pd.DataFrame) -> str:
         f"<h2 id=known-answers>Known answers: {ok} of {len(known)} held</h2>"
         "<p class=caption>What the data were built to show, read in the pretrained networks (the configured "
         "<code>role</code> of each iEAT test). Finetuned networks have no known answer: their verdicts are below.</p>"
-        + html_table(rows.rename(columns={"p_adjusted": "p adjusted"}), table_id="known")
+        + html_table(rows, table_id="known")
     )
 
 
