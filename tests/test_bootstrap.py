@@ -348,14 +348,17 @@ def test_interval_covers_a_large_d_with_heavy_tailed_anisotropic_embeddings(size
 
 
 def test_bca_ends_past_the_pole_go_to_the_extreme_replicates():
-    """With two rows in a set the expanded level rounds to 1 and 1 - a z can be <= 0: the interval's ends
-    become the extreme replicates instead of an error."""
+    """When the expanded level rounds to 1, or 1 - a z is <= 0, the interval's ends become the extreme
+    replicates instead of an error."""
     from biastransfer.stats.bootstrap import bias_corrected_interval, expanded_level
 
     reps = np.random.default_rng(3).normal(size=500)
     assert bias_corrected_interval(reps, 0.0, expanded_level(0.95, 2), 0.2) == (reps.min(), reps.max())
     assert bias_corrected_interval(reps, 0.0, 0.99, 0.9)[1] == reps.max()  # 1 - 0.9 * 2.58 < 0
     rng = np.random.default_rng(7)
-    sets = [rng.standard_normal((n, 5)) for n in (3, 6, 4, 2)]
+    sets = [rng.standard_normal((n, 5)) for n in (5, 6, 5, 5)]
     r = ieat_ci(*sets, replicates=200)
     assert r.ci_low <= r.estimate <= r.ci_high
+    # Below the resampling floor (5 images a set at 95%) the interval is not estimable, not a pole's guess.
+    tiny = ieat_ci(*sets[:3], sets[3][:2], replicates=200)
+    assert np.isnan(tiny.ci_low) and np.isnan(tiny.ci_high) and np.isfinite(tiny.estimate)

@@ -181,6 +181,10 @@ def test_change_figure_has_a_bar_per_seed_and_the_p_as_a_bound_at_its_floor():
     assert [t.get_text() for t in ax.texts] == ["p <= 0.001", "p = 0.6"]
     assert len(ax.get_yticklabels()) == 2
     assert ieat_figures.change_figure(change.iloc[:0]).axes[0].texts  # no rows: says why
+    tiny = change.assign(ci_low=[float("nan"), -0.2], ci_high=[float("nan"), 0.3], pvalue=[float("nan"), 0.6])
+    ax = ieat_figures.change_figure(tiny).axes[0]  # a set below the resampling floor: no interval, said so
+    assert [t.get_text() for t in ax.texts] == ["interval not estimable (set too small)", "p = 0.6"]
+    assert all(np.isfinite(ax.get_xlim()))
 
 
 LISTS = {"intra": ["woman", "car", "man"], "inter": [["car", "car_man"], ["random", "car"], ["man", "woman"]]}

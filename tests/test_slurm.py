@@ -658,7 +658,18 @@ def test_cluster_is_stopped_when_the_body_raises():
 # --- `snakemake --profile slurm` as written, from the repository root -------------------------------
 
 #: What a checkout holds that a run needs (the root's `slurm` is a link to profiles/slurm).
-CHECKOUT_PARTS = ("Snakefile", "rules", "workflow", "config", "envs", "resources", "profiles", "slurm", "tests/configs")
+CHECKOUT_PARTS = (
+    "Snakefile",
+    "CITATION.cff",
+    "rules",
+    "workflow",
+    "config",
+    "envs",
+    "resources",
+    "profiles",
+    "slurm",
+    "tests/configs",
+)
 
 
 def _checkout_copy(dest: Path) -> Path:

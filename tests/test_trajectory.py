@@ -142,6 +142,7 @@ def tiny(tmp_path_factory):
     targets = [
         "results/summary/trajectory.csv",
         "results/figures/synthetic/tinycnn/trajectory_ft-synthetic_target.png",
+        "results/tables/trajectory_synthetic_tinycnn_ft-synthetic_target.tex",
         "results/bts/synthetic/tinycnn/ft-synthetic_target.csv",
         *(
             f"results/{kind}/synthetic/tinycnn/{STAGE.format(seed)}.csv"

@@ -208,14 +208,14 @@ def test_a_label_not_in_the_class_list_is_named(tmp_path):
         table_splits(spec, "own")
 
 
-def test_an_empty_label_is_named_by_row(tmp_path):
+def test_an_empty_label_is_named_by_its_line(tmp_path):
     spec = dataset_table(tmp_path, labels=["a|b"] * 7 + ["a||b", "b|", ""])
     expected = [
-        "datasets.own.table: row 8 ('imgs/a/7.png'): empty label in 'a||b'",
-        "datasets.own.table: row 9 ('imgs/a/8.png'): empty label in 'b|'",
+        "datasets.own.table: line 9 ('imgs/a/7.png'): empty label in 'a||b'",
+        "datasets.own.table: line 10 ('imgs/a/8.png'): empty label in 'b|'",
     ]
     assert config_problems("datasets.own", spec, dataset=True) == expected, "an empty cell is no label, no error"
-    with pytest.raises(UserDataError, match=r"row 8 \('imgs/a/7.png'\): empty label in 'a\|\|b'"):
+    with pytest.raises(UserDataError, match=r"line 9 \('imgs/a/7.png'\): empty label in 'a\|\|b'"):
         table_splits(spec, "own")
     frame = pd.DataFrame({"path": [f"imgs/a/{i}.png" for i in range(10)], "labels": [["a", "b"]] * 9 + [["a", " "]]})
     frame.to_parquet(tmp_path / "d.parquet")
@@ -228,10 +228,10 @@ def test_an_empty_label_is_named_by_row(tmp_path):
 def test_a_label_on_one_row_only_is_named_unless_the_classes_are_listed(tmp_path):
     spec = dataset_table(tmp_path, labels=["a|b"] * 9 + ["a|bb"])
     assert config_problems("datasets.own", spec, dataset=True) == [
-        "datasets.own.table: label 'bb' is on row 10 ('imgs/a/9.png') only; "
+        "datasets.own.table: label 'bb' is on line 11 ('imgs/a/9.png') only; "
         "list it in datasets.own.classes to keep it as a class"
     ]
-    with pytest.raises(UserDataError, match=r"label 'bb' is on row 10 \('imgs/a/9.png'\) only"):
+    with pytest.raises(UserDataError, match=r"label 'bb' is on line 11 \('imgs/a/9.png'\) only"):
         table_splits(spec, "own")
     listed = {**spec, "classes": ["a", "b", "bb"]}
     assert config_problems("datasets.own", listed, dataset=True) == []

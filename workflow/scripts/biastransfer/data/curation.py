@@ -8,6 +8,7 @@ missing and adds ``sha256``, which gives the manifest of ``biastransfer.data.man
 from __future__ import annotations
 
 import logging
+import os
 import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -73,7 +74,12 @@ def manifest_from_selection(
     if missing:
         todo = selection[[not Path(p).is_file() for p in selection["path"]]]
         log.info("fetching %d missing analysis images", len(todo))
-        fetch_many([Download(u, p) for u, p in zip(todo["source"], todo["path"])], ".", workers=workers, mirror=mirror)
+        # The images may live anywhere (an absolute data folder, or one above the working directory):
+        # fetch them into the deepest folder that holds them all.
+        targets = [Path(p).resolve() for p in todo["path"]]
+        root = Path(os.path.commonpath([t.parent for t in targets]))
+        items = [Download(u, str(t.relative_to(root))) for u, t in zip(todo["source"], targets)]
+        fetch_many(items, root, workers=workers, mirror=mirror)
     out = selection.copy()
     out["sha256"] = [file_digest(p) for p in out["path"]]
     return out.loc[:, list(COLUMNS)]

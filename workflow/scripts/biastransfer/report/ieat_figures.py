@@ -142,10 +142,19 @@ def change_figure(change: pd.DataFrame) -> Figure:
         ax.axvline(0, color="0.5", lw=0.8)
         ax.errorbar(rows["delta_d"], y, xerr=[rows["delta_d"] - rows["ci_low"], rows["ci_high"] - rows["delta_d"]],
                     fmt="o", color="#5e3c99", ecolor="#b2abd2", capsize=2, ms=4)  # fmt: skip
+        ends = rows[["delta_d", "ci_low", "ci_high"]].to_numpy(float)
+        finite = ends[np.isfinite(ends)]
+        low, high = (float(finite.min()), float(finite.max())) if finite.size else (-1.0, 1.0)
+        high = high if high > low else low + 1.0
         for yi, r in zip(y, rows.itertuples()):
-            ax.annotate(p_text(float(r.pvalue), float(r.pvalue_floor)), (r.ci_high, yi), xytext=(4, 0),
-                        textcoords="offset points", va="center", fontsize=7)  # fmt: skip
-        low, high = float(rows["ci_low"].min()), float(rows["ci_high"].max())
+            estimable = np.isfinite(r.ci_high)
+            label = (
+                p_text(float(r.pvalue), float(r.pvalue_floor))
+                if estimable
+                else "interval not estimable (set too small)"
+            )
+            anchor = r.ci_high if estimable else (r.delta_d if np.isfinite(r.delta_d) else low)
+            ax.annotate(label, (anchor, yi), xytext=(4, 0), textcoords="offset points", va="center", fontsize=7)
         ax.set_xlim(min(low, 0) - 0.05 * (high - low), high + 0.3 * (high - low))  # room for the p labels
         ax.set_yticks(y, labels)
         ax.grid(True, axis="x", alpha=0.3)
