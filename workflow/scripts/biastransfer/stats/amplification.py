@@ -115,7 +115,7 @@ def check_binary(value, name: str) -> np.ndarray:
     bad = ~((array == 0) | (array == 1))
     if bad.any():
         row, col = (int(i) for i in np.argwhere(bad)[0])
-        raise ValueError(f"{name} must be binary (0/1); row {row}, column {col} is {array[row, col]!r}")
+        raise ValueError(f"{name} must be binary (0/1); row {row}, column {col} is {array[row, col].item()!r}")
     return array.astype(np.float64)
 
 
