@@ -28,8 +28,9 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from biastransfer.stats import bias_amplifications, leakage, leakage_amplification  # noqa: E402
+from biastransfer.stats import bias_amplifications  # noqa: E402
 from biastransfer.stats.amplification import _measure, design, resample_indices  # noqa: E402
+from biastransfer.stats.leakage import leakage, leakage_amplification  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "amplification.json"
 N, CLASSES, REPLICATES = 5000, 80, 2000

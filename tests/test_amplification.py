@@ -5,16 +5,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from biastransfer.stats import (
-    bias_amplification,
-    bias_amplifications,
-    leakage,
-    leakage_amplification,
-    predict_at_base_rate,
-    predict_at_threshold,
-)
+from biastransfer.stats import bias_amplification, bias_amplifications, predict_at_base_rate, predict_at_threshold
 from biastransfer.stats.amplification import resample_indices
-from biastransfer.stats.leakage import crossfit_predictions, matched_labels, mean_f1
+from biastransfer.stats.leakage import crossfit_predictions, leakage, leakage_amplification, matched_labels, mean_f1
 
 # Six images: 0-2 are men (attribute 0), 3-5 women (attribute 1); three tasks.
 A6 = np.array([[1, 0]] * 3 + [[0, 1]] * 3)

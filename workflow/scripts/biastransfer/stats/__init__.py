@@ -12,12 +12,12 @@ The curated public API (docs/api.md); everything else stays in its module.
 - Multiple testing: :func:`adjust_pvalues`
 - Prediction-level bias of a classifier: :func:`bias_amplification` (directional BiasAmp_{A->T} or Zhao et al.'s)
   and both at once :func:`bias_amplifications`, predictions from scores :func:`predict_at_threshold` and
-  :func:`predict_at_base_rate`, attribute :func:`leakage` and :func:`leakage_amplification`
+  :func:`predict_at_base_rate` (attribute leakage is in :mod:`biastransfer.stats.leakage`, not re-exported here:
+  it needs scikit-learn, which the workflow's stats env does not carry)
 - Result tables (one row per result, as the workflow's CSVs): :func:`similarity_table`, :func:`ieat_table`,
   :func:`bts_table`
 - Result objects: :class:`SimilarityResult`, :class:`BTSResult`, :class:`IEATResult`, :class:`ChangeResult`,
-  :class:`SeedsResult`, :class:`NetworkComparison`, :class:`RetentionResult`, :class:`AmplificationResult`,
-  :class:`LeakageResult`, :class:`LeakageAmplificationResult`
+  :class:`SeedsResult`, :class:`NetworkComparison`, :class:`RetentionResult`, :class:`AmplificationResult`
 """
 
 from biastransfer.stats.amplification import (
@@ -32,7 +32,6 @@ from biastransfer.stats.bootstrap import ChangeResult, ieat_change
 from biastransfer.stats.bts import BTSResult, RetentionResult, bias_transfer_score, retention_difference
 from biastransfer.stats.change_tables import change_from_spread
 from biastransfer.stats.ieat import IEATResult, association_scores, detectable_effect_size, ieat
-from biastransfer.stats.leakage import LeakageAmplificationResult, LeakageResult, leakage, leakage_amplification
 from biastransfer.stats.multitest import adjust_pvalues
 from biastransfer.stats.results import bts_table, ieat_table, similarity_table
 from biastransfer.stats.seeds import SeedsResult, combined_ieat
@@ -63,8 +62,6 @@ __all__ = [
     "bias_amplifications",
     "predict_at_threshold",
     "predict_at_base_rate",
-    "leakage",
-    "leakage_amplification",
     "similarity_table",
     "ieat_table",
     "bts_table",
@@ -76,6 +73,4 @@ __all__ = [
     "NetworkComparison",
     "RetentionResult",
     "AmplificationResult",
-    "LeakageResult",
-    "LeakageAmplificationResult",
 ]

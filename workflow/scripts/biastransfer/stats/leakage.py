@@ -18,6 +18,9 @@ performance: the dataset's labels are perturbed (:func:`matched_labels`) to have
 own confusion counts against the ground truth, so their per-class F1 (and mean F1) equals the model's, by
 flipping randomly chosen, attribute-blind true positives and negatives. Its interval resamples the two
 held-out correctness vectors jointly (the same images for both).
+
+This module needs scikit-learn, so ``biastransfer.stats`` does not re-export it (the workflow's stats env,
+envs/stats.yaml, does not carry scikit-learn; a rule that uses this module needs an env that does).
 """
 
 from __future__ import annotations
@@ -26,6 +29,10 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import StratifiedKFold
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 
 from biastransfer.stats._validation import Result, check_positive_int, check_seed
 from biastransfer.stats.amplification import _counts, check_attributes, check_binary, resample_indices
@@ -99,11 +106,6 @@ def _features(value, name: str, n: int) -> np.ndarray:
 def crossfit_predictions(features, labels: np.ndarray, *, folds: int = FOLDS, seed: int = 0) -> np.ndarray:
     """Held-out attacker predictions of ``labels``: each fold predicted by a logistic regression (on
     standardised ``features``) fitted on the other folds (stratified, shuffled with ``seed``)."""
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.model_selection import StratifiedKFold
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
-
     out = np.empty(len(labels), dtype=labels.dtype)
     splits = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed).split(features, labels)
     for train, test in splits:
