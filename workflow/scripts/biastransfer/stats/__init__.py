@@ -10,12 +10,23 @@ The curated public API (docs/api.md); everything else stays in its module.
   :func:`combined_ieat`, and the smallest |d| a test of these set sizes detects :func:`detectable_effect_size`
 - Across networks: :func:`compare_networks`, :func:`detectable_shift`, :func:`min_pvalue`
 - Multiple testing: :func:`adjust_pvalues`
+- Prediction-level bias of a classifier: :func:`bias_amplification` (directional BiasAmp_{A->T} or Zhao et al.'s)
+  and both at once :func:`bias_amplifications`, predictions from scores :func:`predict_at_threshold` and
+  :func:`predict_at_base_rate` (attribute leakage is in :mod:`biastransfer.stats.leakage`, not re-exported here:
+  it needs scikit-learn, which the workflow's stats env does not carry)
 - Result tables (one row per result, as the workflow's CSVs): :func:`similarity_table`, :func:`ieat_table`,
   :func:`bts_table`
 - Result objects: :class:`SimilarityResult`, :class:`BTSResult`, :class:`IEATResult`, :class:`ChangeResult`,
-  :class:`SeedsResult`, :class:`NetworkComparison`, :class:`RetentionResult`
+  :class:`SeedsResult`, :class:`NetworkComparison`, :class:`RetentionResult`, :class:`AmplificationResult`
 """
 
+from biastransfer.stats.amplification import (
+    AmplificationResult,
+    bias_amplification,
+    bias_amplifications,
+    predict_at_base_rate,
+    predict_at_threshold,
+)
 from biastransfer.stats.attribution import NetworkComparison, compare_networks, detectable_shift, min_pvalue
 from biastransfer.stats.bootstrap import ChangeResult, ieat_change
 from biastransfer.stats.bts import BTSResult, RetentionResult, bias_transfer_score, retention_difference
@@ -47,6 +58,10 @@ __all__ = [
     "detectable_shift",
     "min_pvalue",
     "adjust_pvalues",
+    "bias_amplification",
+    "bias_amplifications",
+    "predict_at_threshold",
+    "predict_at_base_rate",
     "similarity_table",
     "ieat_table",
     "bts_table",
@@ -57,4 +72,5 @@ __all__ = [
     "SeedsResult",
     "NetworkComparison",
     "RetentionResult",
+    "AmplificationResult",
 ]
