@@ -185,6 +185,12 @@ def test_change_figure_has_a_bar_per_seed_and_the_p_as_a_bound_at_its_floor():
     ax = ieat_figures.change_figure(tiny).axes[0]  # a set below the resampling floor: no interval, said so
     assert [t.get_text() for t in ax.texts] == ["interval not estimable (set too small)", "p = 0.6"]
     assert all(np.isfinite(ax.get_xlim()))
+    paper = pd.concat(  # the paper run: two analysis sets, six models, long test names; still on one page width
+        change.assign(analysis_set=a, model=m, test="sport_man/sport_woman vs car_man/car_woman")
+        for a in ("openimages", "coco")
+        for m in ("bit_m_r50x1", "clip_vit_b32", "moco_r50_v1", "simclr_r50_v1", "resnet18", "resnet50")
+    )
+    assert style.print_size_problems(ieat_figures.change_figure(paper)) == []
 
 
 LISTS = {"intra": ["woman", "car", "man"], "inter": [["car", "car_man"], ["random", "car"], ["man", "woman"]]}

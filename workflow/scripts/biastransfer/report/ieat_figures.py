@@ -134,11 +134,12 @@ def change_figure(change: pd.DataFrame) -> Figure:
         return fig
     rows = change.reset_index(drop=True)
     several = rows["analysis_set"].nunique() > 1 or rows["model"].nunique() > 1
-    labels = [(f"{r.analysis_set}/{model_label(r.model)}, " if several else "") + f"{r.finetune_dataset} seed {r.seed}: {r.test}"
-              for r in rows.itertuples()]  # fmt: skip
+    labels = ["\n".join(textwrap.wrap((f"{r.analysis_set}/{model_label(r.model)}, " if several else "")
+                                       + f"{r.finetune_dataset} seed {r.seed}: {r.test}", 44))
+              for r in rows.itertuples()]  # fmt: skip (wrapped: a long label would widen the figure past its page)
     y = np.arange(len(rows))[::-1]
     with paper_style():
-        fig, ax = paper_figure("double", 1.1 + 0.2 * len(rows))
+        fig, ax = paper_figure("double", 1.1 + 0.14 * sum(label.count("\n") + 1 for label in labels) + 0.06 * len(rows))
         ax.axvline(0, color="0.5", lw=0.8)
         ax.errorbar(rows["delta_d"], y, xerr=[rows["delta_d"] - rows["ci_low"], rows["ci_high"] - rows["delta_d"]],
                     fmt="o", color="#5e3c99", ecolor="#b2abd2", capsize=2, ms=4)  # fmt: skip
