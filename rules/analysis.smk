@@ -243,6 +243,8 @@ rule provenance:
             for a, m in all_pairs()
             for s in cfg.stages(config) + cfg.scratch_stages(config)
         ],
+        # where each model's pretrained weights came from, in the order of params.models
+        origins=[weights_origin(m) for m in config["models"]],
     output:
         **artefact_outputs("provenance"),
         table="results/summary/provenance.csv",
@@ -256,6 +258,8 @@ rule provenance:
     threads: 1
     resources:
         **RESOURCES["small"],
+    params:
+        models=list(config["models"]),
     script:
         "../workflow/scripts/provenance.py"
 

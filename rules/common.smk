@@ -1,6 +1,7 @@
 # Configuration checks, wildcard constraints, input functions and target lists.
 import os
 import sys
+from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 
@@ -88,6 +89,14 @@ def pretrained_weights(wildcards):
     ]:  # the zoo's check fetched them: its record of a passed model is a weights record
         return f"results/zoo/status/{wildcards.model}.json"
     return f"results/weights/{wildcards.model}/weights.done"
+
+
+def weights_origin(model):
+    """Where a model's pretrained weights came from: its pretraining record (trained here) or the record
+    of the fetched file (URL, sha256)."""
+    if model_entry(model).get("source") == "workflow":
+        return path("pretrain_run", model=model, file="metrics.json")
+    return pretrained_weights(SimpleNamespace(model=model))
 
 
 def stage_weights(wildcards):

@@ -102,6 +102,10 @@ def build(folder: Path) -> Path:
     items.append({"kind": "figure", "group": "Analysis set coco, resnet18", "title": "Intra-class similarity",
                   "caption": str(CAPTIONS / "intra.rst"), "files": _figure(folder),
                   "wildcards": {"analysis_set": "coco", "model": "resnet18"}})  # fmt: skip
+    config_page = summary / "config.html"  # the effective_config rule's page, as a page item of the report
+    config_page.write_text("<html><body><pre>models: {}</pre></body></html>\n")
+    items.append({"kind": "page", "group": "Configuration", "title": "Configuration",
+                  "caption": str(CAPTIONS / "config.rst"), "files": {"html": str(config_page)}, "wildcards": {}})  # fmt: skip
     site = folder / "report"
     run(script("html_report").main, None, [
         "--ieat", paths["ieat"], "--bts", paths["bts"], "--findings", str(findings), "--provenance", str(provenance),

@@ -170,6 +170,23 @@ def test_the_provenance_page_wraps_long_digests_instead_of_a_wide_table(site):
     assert "overflow-wrap: anywhere" in text
 
 
+def test_the_provenance_page_opens_with_what_a_reviewer_cites_of_the_run(site):
+    from importlib.metadata import version
+
+    from biastransfer.provenance import workflow_provenance
+
+    text = (site / "provenance.html").read_text()
+    card = text.split('id="this-run"', 1)[1].split("</div>", 1)[0]
+    assert "report built (UTC)" in card and f"snakemake {version('snakemake')}" in card
+    assert f"git commit {workflow_provenance()['git_commit']}" in card
+    config = report_site.CONFIG
+    assert f"alpha {config['analysis']['ieat']['alpha']}" in card
+    assert f"seeds {', '.join(map(str, config['finetune']['seeds']))}" in card
+    assert "statistics: ieat" in card
+    link = re.search(r'href="([^"]*config\.html)">the filled config', card)
+    assert link and (site / link.group(1)).is_file()
+
+
 def test_a_missing_file_is_an_error_naming_it_before_any_page_is_written(tmp_path):
     from biastransfer.report.site import write_site
 

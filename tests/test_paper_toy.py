@@ -96,6 +96,9 @@ def test_provenance_names_every_weights_file_by_its_sha256(toy):
     provenance = (workdir / "results" / "summary" / "provenance.csv").read_text()
     for model in MODELS:
         assert pinned[model]["sha256"] in provenance, model
+    sources = pd.read_csv(workdir / "results" / "summary" / "provenance.csv").groupby("model")["weights_source"]
+    for model, source in sources:  # the URL (or local file) it was fetched from, with the sha256 checked
+        assert source.nunique() == 1 and source.iloc[0].endswith(f"(sha256 {pinned[model]['sha256']})"), model
 
 
 def test_every_rule_of_the_paper_dag_ran(toy):

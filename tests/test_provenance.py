@@ -5,6 +5,7 @@ import json
 import shutil
 import subprocess
 import sys
+from datetime import UTC
 from pathlib import Path
 
 import pytest
@@ -91,3 +92,48 @@ def test_embeddings_weights_and_zoo_status_records_carry_it(tmp_path):
     write_failure(tmp_path / "f.json", model="m", error="ValueError: bad")
     for name in ("w.json", "f.json"):
         assert expected.items() <= json.loads((tmp_path / name).read_text()).items()
+
+
+def test_the_run_record_names_the_settings_seeds_versions_and_time(tmp_path):
+    from datetime import datetime
+    from importlib.metadata import version
+
+    from biastransfer import config as cfg
+    from biastransfer.provenance import run_record
+
+    conf = cfg.fill_defaults(cfg.read_configs([ROOT / "config" / "config.yaml"]))
+    record = run_record(conf, now=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC))
+    assert record["report built (UTC)"] == "2026-01-02 03:04:05"
+    assert record["workflow"].startswith(f"biastransfer {__version__}, git commit ")
+    assert f"snakemake {version('snakemake')}" in record["libraries"]
+    assert record["finetuning"] == (
+        f"on {', '.join(conf['finetune']['datasets'])}, seeds {', '.join(map(str, conf['finetune']['seeds']))}"
+    )
+    ieat = conf["analysis"]["ieat"]
+    assert f"seed {ieat['seed']}" in record["statistics: ieat"] and f"alpha {ieat['alpha']}" in record["significance"]
+    no_finetuning = {**conf, "finetune": {**conf["finetune"], "datasets": []}}
+    assert run_record(no_finetuning)["finetuning"] == "none (pretrained networks only)"
+
+
+def test_the_provenance_table_says_where_the_weights_came_from(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("provenance_script", ROOT / "workflow" / "scripts" / "provenance.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    weights = tmp_path / "w.pth"
+    weights.write_bytes(b"weights")
+    record = tmp_path / "weights.done"
+    write_weights_record(
+        record, ModelSpec(name="m", source="timm", arch="resnet18", weights="https://x/w.pth"), weights
+    )
+    digest = json.loads(record.read_text())["sha256"]
+    assert script.weights_source(str(record)) == f"https://x/w.pth (sha256 {digest})"
+    metrics = tmp_path / "metrics.json"
+    metrics.write_text(json.dumps({"dataset": "synthetic_biased", "train_sha256": "ab" * 32, "seed": 0}))
+    assert script.weights_source(str(metrics)) == (
+        f"pretrained by this workflow on synthetic_biased (training split sha256 {'ab' * 32}, seed 0)"
+    )
+    (tmp_path / "other.json").write_text("[1, 2]")
+    with pytest.raises(ValueError, match="other.json: neither a weights record nor a pretraining metrics.json"):
+        script.weights_source(str(tmp_path / "other.json"))

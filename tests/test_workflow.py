@@ -93,6 +93,8 @@ def test_result_tables_hold_what_the_config_asks(demo_run):
     # every embeddings file: the stages above and the scratch reference network (analysis.bts.reference)
     assert len(provenance) == runs + len(MODELS) and provenance["weights_sha256"].str.fullmatch("[0-9a-f]{64}").all()
     assert set(provenance["stage"]) == {*STAGES, "scratch-synthetic_target-seed0"}
+    assert provenance["file_sha256"].str.fullmatch("[0-9a-f]{64}").all() and provenance["file_sha256"].is_unique
+    assert provenance["weights_source"].str.startswith("pretrained by this workflow on synthetic_biased").all()
     findings = (summary / "findings.rst").read_text()
     assert "surfboard_vs_car" in findings and "Bias Transfer Scores" in findings
 

@@ -22,6 +22,7 @@ import pandas as pd
 import yaml
 
 from biastransfer.atomic import write_text
+from biastransfer.provenance import run_record
 from biastransfer.report.formatting import read_summary
 from biastransfer.report.headline import headline_summary, headline_table, verdicts_record
 from biastransfer.report.html import PAGES
@@ -111,7 +112,8 @@ def main(
     pages = write_site(site, run=run_summary(config, sets, len(prov)), headline=table, summary=summary,
                        findings_rst=Path(findings).read_text(), provenance=prov, items=items, config=config,
                        params=params, snakemake_report=snakemake_report,
-                       citation=yaml.safe_load(Path(citation).read_text()) if citation else None)  # fmt: skip
+                       citation=yaml.safe_load(Path(citation).read_text()) if citation else None,
+                       run_provenance=run_record(config))  # fmt: skip
     write_text(verdicts, json.dumps(verdicts_record(table, summary, alpha=alpha, adjust=adjust), indent=1) + "\n")
     zip_site(site, bundle)
     log.info("HTML report: %s", ", ".join(map(str, pages)))

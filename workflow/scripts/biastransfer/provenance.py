@@ -1,4 +1,5 @@
-"""Which workflow wrote a record: its version and the git commit of its checkout, read at run time.
+"""Which workflow wrote a record: its version and the git commit of its checkout, read at run time; and the
+record of a whole run that its report shows (:func:`run_record`).
 
 Every provenance record (embeddings metadata, the provenance table, finetuning metrics, weights and zoo
 status records) carries :func:`workflow_provenance`. It is read inside the job, never passed as a rule's
@@ -8,8 +9,12 @@ between two runs of the same config, so a comparison of two runs ignores :data:`
 
 from __future__ import annotations
 
+import platform
 import subprocess
+from collections.abc import Mapping
+from datetime import UTC, datetime
 from functools import cache
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from biastransfer import __version__
@@ -47,3 +52,57 @@ def workflow_provenance() -> dict[str, str]:
         if head and status is not None:
             commit, dirty = head, "true" if status else "false"
     return {"workflow_version": __version__, "git_commit": commit, "git_dirty": dirty}
+
+
+#: The libraries a run's report names the versions of (as the job that builds the report sees them; each
+#: embeddings file records the versions of the job that wrote it).
+LIBRARIES = ("snakemake", "numpy", "scipy", "pandas", "pyarrow", "matplotlib", "torch", "timm", "open_clip_torch")
+#: The config sections whose settings decide the statistics (analysis.<name>).
+STATISTICS_SECTIONS = ("similarity", "ieat", "bts", "attribution", "trajectory")
+
+
+def _installed(name: str) -> str:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "not in this job's environment"
+
+
+def _settings(section: Mapping) -> str:
+    """A config section's scalar and list settings as ``key value`` pairs (nested sections left out)."""
+    words = []
+    for key, value in section.items():
+        if isinstance(value, Mapping):
+            continue
+        if isinstance(value, list):
+            value = ", ".join(map(str, value)) if value else "none"
+        words.append(f"{key} {value}")
+    return "; ".join(words)
+
+
+def run_record(config: Mapping, *, now: datetime | None = None) -> dict[str, str]:
+    """What a reviewer cites of a run, in words: when its report was built, which workflow (version, commit)
+    and Snakemake, Python and libraries built it, and the statistics settings and seeds of the filled
+    ``config``."""
+    workflow = workflow_provenance()
+    commit = workflow["git_commit"]
+    if commit != UNKNOWN:
+        commit += " (with uncommitted changes to tracked files)" if workflow["git_dirty"] == "true" else ""
+    finetune = config["finetune"]
+    record = {
+        "report built (UTC)": (now or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M:%S"),
+        "workflow": f"biastransfer {workflow['workflow_version']}, git commit {commit}",
+        "Python": f"{platform.python_version()} on {platform.platform(terse=True)}",
+        "libraries": ", ".join(f"{name} {_installed(name)}" for name in LIBRARIES),
+        "finetuning": (
+            f"on {', '.join(finetune['datasets'])}, seeds {', '.join(map(str, finetune['seeds']))}"
+            if finetune["datasets"]
+            else "none (pretrained networks only)"
+        ),
+        "significance": f"alpha {config['analysis']['ieat']['alpha']}, p-values adjusted by "
+        f"{config['report']['p_adjust']} within each table",
+    }
+    for name in STATISTICS_SECTIONS:
+        if name in config["analysis"]:
+            record[f"statistics: {name}"] = _settings(config["analysis"][name])
+    return record

@@ -115,7 +115,8 @@ def provenance_body(frame: pd.DataFrame) -> str:
 
 
 PROVENANCE_INTRO = (
-    "<h1>Provenance of every embeddings file</h1><p class=caption>For each embeddings file: the model and stage, "
+    "<h1>Provenance: this run and every embeddings file</h1><p class=caption>For each embeddings file: its own sha256, the "
+    "model and stage, where the pretrained weights came from, "
     "the sha256 of the weights it was computed with (and, for a finetuned stage, of the weights it started "
     "from and of its training and validation splits), the layer and pooling, the preprocessing, the hashes of "
     "the model's config entry and of the analysis-set manifest, the device, the library versions, and the "
@@ -123,9 +124,25 @@ PROVENANCE_INTRO = (
 )
 
 
-def provenance_page(frame: pd.DataFrame, *, pages: Sequence[tuple[str, str]] = ()) -> str:
-    """The provenance page on its own (the Snakemake report's) or with the report's navigation."""
-    return page("Provenance", PROVENANCE_INTRO + provenance_body(frame), current="provenance.html", pages=pages)
+def run_card(run: Mapping[str, str], config_href: str | None = None) -> str:
+    """The whole run's record (biastransfer.provenance.run_record) as a card, with a link to its filled config."""
+    rows = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in run.items())
+    if config_href:
+        rows += f'<dt>configuration</dt><dd><a href="{esc(config_href)}">the filled config of this run</a></dd>'
+    return f'<div class="card" id="this-run"><h2>This run</h2><dl class="record">{rows}</dl></div>'
+
+
+def provenance_page(
+    frame: pd.DataFrame,
+    *,
+    pages: Sequence[tuple[str, str]] = (),
+    run: Mapping[str, str] | None = None,
+    config_href: str | None = None,
+) -> str:
+    """The provenance page on its own (the Snakemake report's) or with the report's navigation and the run's
+    own record first."""
+    first = run_card(run, config_href) + "<h2>Every embeddings file</h2>" if run else ""
+    return page("Provenance", PROVENANCE_INTRO + first + provenance_body(frame), current="provenance.html", pages=pages)
 
 
 def _known_answers(headline: pd.DataFrame) -> str:
@@ -225,7 +242,7 @@ SECTION_WORDS = {
 def write_site(folder: str | Path, *, run: Mapping, headline: pd.DataFrame, summary: Sequence[str],
                findings_rst: str, provenance: pd.DataFrame, items: Sequence[Mapping], config: Mapping,
                params: Mapping, snakemake_report: str = "../report.html",
-               citation: Mapping | None = None) -> list[Path]:  # fmt: skip
+               citation: Mapping | None = None, run_provenance: Mapping[str, str] | None = None) -> list[Path]:  # fmt: skip
     """Write the report's pages and copy every item's files under ``folder``; return the pages."""
     _check_items(items)
     folder = Path(folder)
@@ -251,7 +268,14 @@ def write_site(folder: str | Path, *, run: Mapping, headline: pd.DataFrame, summ
         "findings.html": page("Findings", rst_to_html(findings_rst, part="html_body"), current="findings.html"),
         "tables.html": page("Tables", "<h1>Tables</h1>" + _grouped(blocks["table"]), current="tables.html"),
         "figures.html": page("Figures", "<h1>Figures</h1>" + _grouped(blocks["figure"]), current="figures.html"),
-        "provenance.html": provenance_page(provenance, pages=PAGES),
+        "provenance.html": provenance_page(
+            provenance,
+            pages=PAGES,
+            run=run_provenance,
+            config_href=next(
+                (i["files"]["html"] for i in shown if i["files"].get("html", "").endswith("config.html")), None
+            ),
+        ),
     }
     written = []
     for name, text in pages.items():
