@@ -1,10 +1,13 @@
 """The static HTML report in a real browser: headless Chromium (Debian's chromium and chromium-driver,
 .ci/install-chromium.sh) opens the report built from tests/report_data.py's small tables as a file://
 URL, goes from the overview to the findings, a figure and a table, sorts the table, saves a screenshot
-of each (under the test's tmp dir) and finds no error in the browser console."""
+of each (under the test's tmp dir) and finds no error in the browser console; at 800 px the verdicts come
+first and the page does not scroll sideways; printed (no shrinking to fit), no column is cut off."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -80,3 +83,43 @@ def test_the_report_reads_in_a_browser_from_overview_to_findings_figure_and_tabl
 
     for name in ("overview", "findings", "figure", "table"):
         assert (tmp_path / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture
+def narrow(browser):
+    """The browser at 800 px wide (a laptop's half screen), back at its own size afterwards."""
+    browser.resize(800, 900)
+    yield browser
+    browser.resize(1280, 900)
+
+
+def test_at_800_px_the_verdicts_come_first_and_the_page_does_not_scroll_sideways(report, narrow):
+    narrow.get(report.as_uri())
+    assert narrow.script("return window.innerWidth") <= 800
+    for table, first in (("#headline", "verdict"), ("#known", "held")):
+        header = narrow.find(f"{table} thead th")
+        box = narrow.rect(header)
+        assert narrow.text(header).startswith(first) and box["x"] >= 0 and box["x"] + box["width"] <= 800, table
+    # a wide table scrolls inside its own box; the page itself fits the window
+    assert narrow.script("return document.documentElement.scrollWidth") <= narrow.script("return window.innerWidth")
+    summary = narrow.rect(narrow.find("#in-short"))
+    assert summary["x"] + summary["width"] <= 800
+    no_console_errors(narrow)
+
+
+@pytest.mark.skipif(shutil.which("pdftotext") is None, reason="needs pdftotext (poppler-utils)")
+def test_printed_every_word_stays_on_its_page_and_the_verdicts_are_there(report, browser, tmp_path):
+    from test_tables import text_outside_page
+
+    for page in ("index", "findings", "tables", "provenance"):
+        browser.get((report.parent / f"{page}.html").as_uri())
+        # every column header of every table, as the page shows it (a clipped column prints nothing)
+        headers = {browser.text(th) for th in browser.find_all("table thead th")}
+        pdf = browser.print_pdf(tmp_path / f"{page}.pdf", orientation="portrait", shrinkToFit=False)
+        assert pdf.read_bytes()[:5] == b"%PDF-"
+        assert not text_outside_page(pdf)[:5], f"{page}: printed text outside the page"
+        printed = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+        words = set(printed.split())  # a header that wraps in print interleaves with its neighbours' words
+        assert {h for h in headers if not set(h.split()) <= words} == set(), f"{page}: columns cut off in print"
+        if page == "index":
+            assert "In short" in printed and "verdict" in printed and "held" in printed

@@ -109,6 +109,22 @@ class Browser:
         """A DOM property of the element (``naturalWidth`` of an image, ...)."""
         return self._session("GET", f"/element/{element}/property/{name}")
 
+    def rect(self, element: str) -> dict:
+        """The element's box in CSS pixels (``x``, ``y``, ``width``, ``height``) relative to the page."""
+        return self._session("GET", f"/element/{element}/rect")
+
+    def script(self, source: str, *args):
+        """The value of a synchronous script run in the page (``arguments[i]`` are ``args``)."""
+        return self._session("POST", "/execute/sync", {"script": source, "args": list(args)})
+
+    def resize(self, width: int, height: int) -> None:
+        self._session("POST", "/window/rect", {"width": width, "height": height})
+
+    def print_pdf(self, path: Path, **options) -> Path:
+        """The page as the browser prints it (WebDriver's Print Page: A4-like defaults, print media styles)."""
+        Path(path).write_bytes(base64.b64decode(self._session("POST", "/print", options)))
+        return Path(path)
+
     def screenshot(self, path: Path) -> Path:
         Path(path).write_bytes(base64.b64decode(self._session("GET", "/screenshot")))
         return Path(path)
