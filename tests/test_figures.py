@@ -274,13 +274,22 @@ def test_plot_scripts_run_standalone(run_tables, tmp_path):
     paths = run_tables["paths"]
     out = {f"{k}_{e}": str(tmp_path / f"{k}.{e}") for k in ("intra", "inter", "rank", "person") for e in ("png", "pdf")}
     argv = ["--similarity", paths["similarity"], "--bts", paths["bts"], "--change", paths["similarity_change"],
-            "--analysis_set", "coco", "--model", "resnet18", "--adjust", "holm"]  # fmt: skip
+            "--analysis_set", "coco", "--model", "resnet18", "--adjust", "holm", "--alpha", "0.01"]  # fmt: skip
     argv += [a for k, v in out.items() for a in (f"--{k}", v)]
     run(_script("plot_similarity").main, None, argv)
     run(
         _script("plot_ieat").main,
         None,
-        ["--ieat", paths["ieat"], "--png", str(tmp_path / "h.png"), "--pdf", str(tmp_path / "h.pdf")],
+        [
+            "--ieat",
+            paths["ieat"],
+            "--alpha",
+            "0.01",
+            "--png",
+            str(tmp_path / "h.png"),
+            "--pdf",
+            str(tmp_path / "h.pdf"),
+        ],
     )
     run(
         _script("plot_change").main,

@@ -107,8 +107,8 @@ def ieat_heatmap(ieat: pd.DataFrame, *, alpha: float, adjust: str = "holm") -> F
             image, ax=axes[:, 0].tolist(), label="iEAT effect size d", fraction=0.04, aspect=8 * len(groups), pad=0.01
         )
         fig.suptitle(f"iEAT effect sizes d ({targets}); finetuned: d is the mean over seeds\n"
-                     f"{rule.legend()} (largest p over seeds)\n"
-                     f"†: |d| ≥ {OPPOSITE_EFFECT:g} against the tested direction")  # fmt: skip
+                     f"{rule.legend()}\n"
+                     f"finetuned: the largest p over seeds; †: |d| ≥ {OPPOSITE_EFFECT:g} against the tested direction")  # fmt: skip
     return fig
 
 
