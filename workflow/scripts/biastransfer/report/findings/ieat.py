@@ -94,9 +94,10 @@ def _detectable_words(row) -> str:
     sizes = f"{int(row.n_x)} images of X and {int(row.n_y)} of Y" if hasattr(row, "n_x") else "these set sizes"
     if np.isinf(d):
         return f" With {sizes} the test cannot reach significance at all: not significant is no evidence of no association."
-    power = float(_get(row, "detectable_power", 0.8))
+    power, level = float(_get(row, "detectable_power", 0.8)), float(_get(row, "detectable_alpha"))
+    at = "" if np.isnan(level) else f" at alpha = {level:g} (unadjusted)"
     return (f" With {sizes} only an effect of size {d:.2f} or more (either sign of d) is detected with {power:.0%} "
-            f"power: not significant is not evidence of no association.")  # fmt: skip
+            f"power{at}: not significant is not evidence of no association.")  # fmt: skip
 
 
 def _verdict(row, rule: Significance, spec: Mapping) -> str:
