@@ -129,7 +129,7 @@ rule summarise:
     benchmark:
         "results/benchmarks/summarise/{summary}.tsv"
     wildcard_constraints:
-        summary="similarity|bts|ieat",
+        summary="similarity|bts|ieat|ieat_scratch",
     localrule: True
     conda:
         "../envs/stats.yaml"
@@ -206,6 +206,7 @@ rule summarise_change:
 rule findings:
     input:
         ieat="results/summary/ieat.csv",
+        ieat_scratch=IEAT_SCRATCH,
         bts="results/summary/bts.csv",
         curves=finetune_runs("curve.csv"),
         scratch=scratch_runs(),
@@ -229,9 +230,8 @@ rule findings:
     resources:
         **RESOURCES["small"],
     params:
+        **SIGNIFICANCE,
         tests=cfg.canonical({a: s["ieat"] for a, s in config["analysis_sets"].items()}),
-        alpha=config["analysis"]["ieat"]["alpha"],
-        adjust=config["report"]["p_adjust"],
     script:
         "../workflow/scripts/findings.py"
 

@@ -20,11 +20,15 @@ def report_artefact(name, caption, **spec):
     )
 
 
-def table_artefact(name, summary, stem, params=None, **spec):
-    """Declare a table made by make_tables.py (--kind ``name``, rules/tables.smk) from ``summary`` with
-    ``params``: its CSV, LaTeX fragment and standalone document are ``{stem}.csv``, ``{stem}_tabular.tex``
-    and ``{stem}.tex``."""
-    MADE_TABLES[name] = {"summary": summary, "params": params or {}}
+def table_artefact(name, summary, stem, params=None, inputs=None, **spec):
+    """Declare a table made by make_tables.py (--kind ``name``, rules/tables.smk) from ``summary`` (and the
+    named ``inputs``) with ``params``: its CSV, LaTeX fragment and standalone document are ``{stem}.csv``,
+    ``{stem}_tabular.tex`` and ``{stem}.tex``."""
+    MADE_TABLES[name] = {
+        "summary": summary,
+        "inputs": inputs or {},
+        "params": params or {},
+    }
     files = {
         "csv": f"{stem}.csv",
         "fragment": f"{stem}_tabular.tex",

@@ -220,6 +220,14 @@ def summary_inputs(kind):
             for a, m in all_pairs()
             for d in config["finetune"]["datasets"]
         ]
+    if (
+        kind == "ieat_scratch"
+    ):  # the scratch reference networks' iEATs: their own family
+        return [
+            path("stage_table", kind="ieat", analysis_set=a, model=m, stage=s)
+            for a, m in analysed_pairs()
+            for s in cfg.scratch_stages(config)
+        ]
     return [
         path("stage_table", kind=kind, analysis_set=a, model=m, stage=s)
         for a, m in analysed_pairs()

@@ -2,11 +2,21 @@
 # report artefact (rules/artefacts.smk), from which rule all's targets, the static report's items and the
 # outputs marked for `snakemake --report` (grouped by analysis set and model, with a caption that says how
 # to read it) all come. The tables' rules are in rules/tables.smk.
-# Config section `report:` (defaults in the schema): control_class, p_adjust (holm | bh), alpha,
-# tolerances ({measure: largest |ours - paper| called agreement}), ieat_targets ([X, Y] of the paper's iEAT).
+# Config section `report:` (defaults in the schema): control_class, p_adjust (holm | bh), alpha (of the
+# comparison with the paper only), tolerances ({measure: largest |ours - paper| called agreement}),
+# ieat_targets ([X, Y] of the paper's iEAT).
 
 REPORT = config["report"]
-P_ADJUST = REPORT["p_adjust"]
+# The run's one significance rule (report.formatting.Significance): analysis.ieat.alpha on the p-values
+# adjusted by report.p_adjust within each table. Every star, verdict, legend and caption reads it.
+SIGNIFICANCE = {
+    "alpha": config["analysis"]["ieat"]["alpha"],
+    "adjust": REPORT["p_adjust"],
+}
+# The scratch reference networks' iEATs (the target data alone), beside the finetuned rows of the iEAT tables
+IEAT_SCRATCH = (
+    ["results/summary/ieat_scratch.csv"] if cfg.scratch_stages(config) else []
+)
 
 ANALYSED = combinations(analysis_set=config["analysis_sets"], model=config["models"])
 FINETUNED = combinations(dataset=config["finetune"]["datasets"], model=config["models"])
@@ -83,7 +93,8 @@ table_artefact(
     "results/summary/ieat.csv",
     "results/tables/ieat_{analysis_set}",
     caption="table_ieat.rst",
-    params={"adjust": P_ADJUST},
+    inputs={"scratch": IEAT_SCRATCH},
+    params=SIGNIFICANCE,
     section="iEAT",
     title="iEAT on {analysis_set}",
     instances=combinations(analysis_set=config["analysis_sets"]),
@@ -93,7 +104,7 @@ table_artefact(
     "results/summary/bts.csv",
     "results/tables/bts_{analysis_set}_ft-{dataset}",
     caption="table_bts.rst",
-    params={"adjust": P_ADJUST},
+    params=SIGNIFICANCE,
     section="Bias transfer scores",
     title="BTS on {analysis_set}, finetuned on {dataset}",
     instances=combinations(
@@ -164,10 +175,9 @@ rule html_report:
     resources:
         **RESOURCES["small"],
     params:
+        **SIGNIFICANCE,
         config=cfg.canonical(config),
         shown=lambda wildcards: ARTEFACTS.items(),
-        alpha=config["analysis"]["ieat"]["alpha"],
-        adjust=P_ADJUST,
     script:
         "../workflow/scripts/html_report.py"
 
@@ -190,9 +200,9 @@ rule plot_similarity:
     resources:
         **RESOURCES["plot"],
     params:
-        control_class=REPORT["control_class"],
-        adjust=P_ADJUST,
+        **SIGNIFICANCE,
         # the classes and pairs the BTS ranks (all of them when the analysis set lists none)
+        control_class=REPORT["control_class"],
         lists=lambda wildcards: cfg.canonical(
             config["analysis_sets"][wildcards.analysis_set]["bts"]
         ),
@@ -305,7 +315,7 @@ rule plot_ieat:
     resources:
         **RESOURCES["plot"],
     params:
-        adjust=P_ADJUST,
+        **SIGNIFICANCE,
     script:
         "../workflow/scripts/plot_ieat.py"
 

@@ -10,6 +10,7 @@ for table, made in MADE_TABLES.items():
         name:
             f"table_{table}"
         input:
+            **made["inputs"],
             summary=made["summary"],
         output:
             **artefact_outputs(table),

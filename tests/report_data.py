@@ -102,7 +102,8 @@ def ieat_table() -> pd.DataFrame:
                                      test=f"{a}-{b}", X="man", Y="woman", A=a, B=b, effect_size=d, statistic=d / 10,
                                      pvalue=float(np.clip(0.5 - d / 2.5, 1e-4, 1)), pvalue_se=0.001, method="permutation",
                                      pvalue_two_sided=float(np.clip(1 - abs(d) / 1.25, 1e-4, 1)), pvalue_floor=1e-4,
-                                     ci_low=d - 0.4, ci_high=d + 0.4, ci_level=0.95, bootstrap=200,
+                                     ci_low=d - 0.4, ci_high=d + 0.4, ci_level=0.95, bootstrap=200, mean_difference=0.05 * d,
+                                     pooled_sd=0.05, detectable_d=1.1, detectable_alpha=0.05, detectable_power=0.8,
                                      alternative="greater", permutations=10000, n_x=10, n_y=10, n_a=10, n_b=10))  # fmt: skip
     table = pd.DataFrame(rows)
     table["pvalue_holm"] = _holm(table["pvalue"].to_numpy())
@@ -203,11 +204,21 @@ def write_run_files(root, analysis_set: str = "coco", dataset: str = "coco", mod
     )
 
 
+def scratch_ieat(ieat: pd.DataFrame) -> pd.DataFrame:
+    """The scratch reference networks' iEATs (seed 0 of each finetuning dataset): the pretrained rows, restaged."""
+    pre = ieat[ieat["stage"] == "pretrained"]
+    return pd.concat(
+        [pre.assign(stage=f"scratch-{d}-seed0", finetune_dataset=d, seed="0", effect_size=pre["effect_size"] / 2)
+         for d in FINETUNE], ignore_index=True,
+    )  # fmt: skip
+
+
 def write_all(folder) -> dict[str, str]:
-    """Write the seven summary CSVs into ``folder``; return their paths by name."""
+    """Write the eight summary CSVs into ``folder``; return their paths by name."""
     similarity = similarity_table()
     ieat = ieat_table()
     frames = {
+        "ieat_scratch": scratch_ieat(ieat),
         "similarity": similarity,
         "bts": bts_table(similarity),
         "similarity_change": similarity_change(similarity),

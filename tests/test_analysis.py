@@ -108,3 +108,59 @@ def test_findings_state_the_verdicts_in_words():
     assert "planted association" in rst_to_html(text, part="whole")
     with pytest.raises(ValueError, match="alpha"):
         describe_findings(ieat, bts, tests, alpha=1.5)
+
+
+def findings_inputs():
+    """One pretrained and one finetuned iEAT of a test that is not significant at alpha = 0.01, with d's
+    numerator and SD, the detectable |d| at its set sizes, and a scratch reference row."""
+    ieat = pd.DataFrame({
+        "analysis_set": "s", "test": "t", "model": "m", "alternative": "greater", "stage": ["pretrained", "ft-d-seed0"],
+        "finetune_dataset": ["", "d"], "seed": ["", "0"], "effect_size": [0.5, 1.0], "mean_difference": 0.02,
+        "pooled_sd": [0.04, 0.02], "pvalue": [0.03, 0.004], "pvalue_holm": [0.03, 0.008], "pvalue_two_sided": 0.06,
+        "pvalue_floor": 1e-4, "ci_low": [-0.2, 0.3], "ci_high": [1.2, 1.7], "ci_level": 0.95, "n_x": 6, "n_y": 6,
+        "detectable_d": 1.45, "detectable_power": 0.8,
+    })  # fmt: skip
+    # the numerator stays at 0.02 while the SD halves: d doubles through the spread of the scores alone
+    change = pd.DataFrame({
+        "model": "m", "finetune_dataset": "d", "test": "t", "seed": [0], "delta_d": 0.5, "ci_low": 0.1, "ci_high": 0.9,
+        "ci_level": 0.95, "pvalue": 0.01, "pvalue_floor": 1e-3, "d_pretrained": 0.5, "d_finetuned": 1.0,
+        "mean_difference_pretrained": 0.02, "mean_difference_finetuned": 0.02, "pooled_sd_pretrained": 0.04,
+        "pooled_sd_finetuned": 0.02,
+    })  # fmt: skip
+    scratch = ieat.iloc[[1]].assign(stage="scratch-d-seed0", effect_size=0.1, pvalue_holm=0.6, mean_difference=0.004)
+    tests = {"s": [{"name": "t", "X": "x", "Y": "y", "A": "a", "B": "b"}]}
+    return ieat, change, scratch, tests
+
+
+NO_BTS = pd.DataFrame(columns=["analysis_set", "model", "finetune_dataset", "seed", "kind", "statistic", "pvalue"])
+
+
+def test_findings_say_when_d_changed_through_the_spread_alone():
+    ieat, change, _, tests = findings_inputs()
+    text = describe_findings(ieat, NO_BTS, tests, alpha=0.01, change=change)
+    assert "raw association 0.02 / pooled SD 0.04" in text and "raw association 0.02 / pooled SD 0.02" in text
+    assert "Raw association 0.02 to 0.02, pooled SD 0.04 to 0.02: **d changed through the spread" in text
+    assert "the raw association changed by a factor of 1.00, the SD by 0.50" in text
+    grown = change.assign(mean_difference_finetuned=0.04, pooled_sd_finetuned=0.04)  # the association itself doubled
+    text = describe_findings(ieat, NO_BTS, tests, alpha=0.01, change=grown)
+    assert "Raw association 0.02 to 0.04, pooled SD 0.04 to 0.04." in text and "through the spread" not in text
+
+
+def test_a_result_that_is_not_significant_carries_the_effect_its_test_could_detect():
+    ieat, _, _, tests = findings_inputs()
+    text = describe_findings(ieat, NO_BTS, tests, alpha=0.01)
+    pretrained = next(line for line in text.splitlines() if line.startswith("- **m** pretrained"))
+    assert pretrained.startswith("- **m** pretrained: not significant (d = 0.50")  # adjusted p 0.03 at alpha 0.01
+    assert "With 6 images of X and 6 of Y only an effect of size 1.45 or more" in pretrained
+    seed = next(line for line in text.splitlines() if line.startswith("  - seed 0"))
+    assert seed.startswith("  - seed 0: significant") and "only an effect of size" not in seed
+    cannot = describe_findings(ieat.assign(detectable_d=float("inf")), NO_BTS, tests, alpha=0.01)
+    assert "the test cannot reach significance at all" in cannot
+
+
+def test_findings_give_the_scratch_reference_beside_the_finetuned_seeds():
+    ieat, _, scratch, tests = findings_inputs()
+    text = describe_findings(ieat, NO_BTS, tests, alpha=0.01, scratch=scratch)
+    line = next(line for line in text.splitlines() if "target data alone" in line)
+    assert line.startswith("  - target data alone (trained from scratch on d, seed 0;")
+    assert "not significant (d = 0.10" in line and "only an effect of size 1.45 or more" in line

@@ -63,6 +63,32 @@ def test_the_bts_is_read_beside_a_network_trained_only_on_the_target_data(demo):
 
 
 @pytest.mark.slow
+def test_the_ieat_table_shows_the_target_data_alone_and_what_a_quiet_test_could_detect(demo):
+    scratch = pd.read_csv(demo / "summary" / "ieat_scratch.csv")
+    assert set(scratch["stage"]) == {"scratch-synthetic_target-seed0"}
+    assert set(scratch["test"]) == {"surfboard_vs_car", "refrigerator_vs_stop_sign"}
+    table = pd.read_csv(demo / "tables" / "ieat_synthetic.csv")
+    assert set(table["stage"]) == {"pretrained", "ft-synthetic_target", "scratch-synthetic_target"}
+    finetuned = table[table["stage"] == "ft-synthetic_target"]  # three seeds: a range of their intervals, not a CI
+    assert finetuned[["ci_low", "ci_high"]].isna().all().all() and finetuned["ci_seeds_min"].notna().all()
+    single = table[table["seeds"] == 1]  # one network: d is its numerator over its SD
+    assert ((single["d"] - single["mean_difference"] / single["pooled_sd"]).abs() < 1e-6).all()
+    quiet = table[table["verdict"].str.startswith("not significant")]
+    assert (
+        len(quiet)
+        and (quiet["detectable_d"] > 0).all()
+        and table.loc[~table.index.isin(quiet.index), "detectable_d"].isna().all()
+    )
+    text = (demo / "summary" / "findings.rst").read_text()
+    assert "target data alone (trained from scratch on synthetic_target, seed 0" in text
+    assert "raw association" in text and "pooled SD" in text and "only an effect of size" in text
+    assert (
+        "Trained on \\texttt{synthetic\\_target} alone (scratch)"
+        in (demo / "tables" / "ieat_synthetic.tex").read_text()
+    )
+
+
+@pytest.mark.slow
 def test_the_known_answers_hold_with_intervals(demo):
     """The planted pair's interval excludes 0 and its d is the larger. The control pair's verdict is the
     data's: one network's d on a control pair depends on its initialisation and on the machine's floating

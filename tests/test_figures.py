@@ -19,6 +19,7 @@ from matplotlib.text import Text
 from scipy.stats import spearmanr
 
 from biastransfer.report import curves, figures, gallery, ieat_figures, person_figures, style
+from biastransfer.report.findings import describe_findings
 from biastransfer.report.formatting import read_summary
 from biastransfer.report.tables import IEAT_COLUMNS
 from biastransfer.scripting import run
@@ -44,7 +45,7 @@ def change_rows(run_tables):
 
 def test_intra_figure_shows_levels_with_se_intervals_and_seed_points_and_the_change_with_its_interval(run_tables):
     sims, bts, change = run_tables["similarity"], run_tables["bts"], change_rows(run_tables)
-    fig = figures.intra_figure(sims, bts, change, analysis_set="coco", model="resnet18")
+    fig = figures.intra_figure(sims, bts, change, alpha=0.05, analysis_set="coco", model="resnet18")
     top, bottom = fig.axes[:2]
     classes = list(rd.CLASSES["coco"])
     assert [t.get_text() for t in bottom.get_xticklabels()] == classes
@@ -84,7 +85,9 @@ def test_intra_figure_shows_levels_with_se_intervals_and_seed_points_and_the_cha
 
 
 def test_without_change_table_the_change_panel_shows_each_seeds_change_without_interval(run_tables):
-    fig = figures.intra_figure(run_tables["similarity"], run_tables["bts"], None, analysis_set="coco", model="resnet18")
+    fig = figures.intra_figure(
+        run_tables["similarity"], run_tables["bts"], None, alpha=0.05, analysis_set="coco", model="resnet18"
+    )
     bottom = fig.axes[1]
     assert not [c for c in bottom.containers if isinstance(c, ErrorbarContainer)]
     assert (
@@ -108,7 +111,7 @@ def test_finetuned_summary_is_the_seed_mean_with_min_max_and_mean_se(run_tables)
 
 
 def test_inter_figure_covers_configured_pairs_and_shades_random_controls(run_tables):
-    fig = figures.inter_figure(run_tables["similarity"], run_tables["bts"], change_rows(run_tables), analysis_set="openimages",
+    fig = figures.inter_figure(run_tables["similarity"], run_tables["bts"], change_rows(run_tables), alpha=0.05, analysis_set="openimages",
                                model="bit_m_r50x1")  # fmt: skip
     labels = [t.get_text() for t in fig.axes[1].get_xticklabels()]
     assert labels == [p.replace("|", " vs ") for p in rd.PAIRS["openimages"]]
@@ -142,7 +145,7 @@ def test_ieat_heatmap_cells_and_marks_from_adjusted_p(run_tables):
     planted = (ieat.model == "resnet18") & (ieat.stage == "pretrained") & (ieat.test == "car-fashion")
     ieat.loc[planted, "pvalue_holm"] = 0.004
     ieat = ieat[~((ieat.model == "bit_m_r50x1") & (ieat.test == "car-random"))]  # one test not run for one model
-    fig = ieat_figures.ieat_heatmap(ieat)
+    fig = ieat_figures.ieat_heatmap(ieat, alpha=0.05)
     panels = [ax for ax in fig.axes if ax.images]
     assert [ax.get_title() for ax in panels] == [
         "pretrained",
@@ -200,9 +203,9 @@ def test_figures_show_only_the_listed_classes_and_pairs_in_their_order(run_table
     """The workflow's similarity tables hold every class pair; the figures show what the BTS ranks."""
     sims, bts = run_tables["similarity"], run_tables["bts"]
     where = dict(analysis_set="coco", model="resnet18", lists=LISTS)
-    intra = figures.intra_figure(sims, bts, **where).axes[1]
+    intra = figures.intra_figure(sims, bts, alpha=0.05, **where).axes[1]
     assert [t.get_text() for t in intra.get_xticklabels()] == LISTS["intra"]
-    inter = figures.inter_figure(sims, bts, **where).axes[1]
+    inter = figures.inter_figure(sims, bts, alpha=0.05, **where).axes[1]
     assert [t.get_text() for t in inter.get_xticklabels()] == ["car vs car_man", "random vs car", "man vs woman"]
     rank = figures.rank_figure(sims, bts, **where)
     for ax, kind in zip(rank.axes[:2], ("intra", "inter")):
@@ -213,7 +216,9 @@ def test_figures_show_only_the_listed_classes_and_pairs_in_their_order(run_table
         assert len(points) == len(LISTS[kind])
         assert np.corrcoef(points[:, 0], points[:, 1])[0, 1] == pytest.approx(spearmanr(before, after).statistic)
     with pytest.raises(ValueError, match=r"'coco'/'resnet18' has no inter-class similarity for \['car', 'boat'\]"):
-        figures.inter_figure(sims, bts, analysis_set="coco", model="resnet18", lists={"inter": [["car", "boat"]]})
+        figures.inter_figure(
+            sims, bts, alpha=0.05, analysis_set="coco", model="resnet18", lists={"inter": [["car", "boat"]]}
+        )
 
 
 def test_ieat_columns_name_the_targets_they_use():
@@ -234,7 +239,9 @@ def test_ieat_columns_name_the_targets_they_use():
 
 
 def test_save_figure_writes_png_and_pdf_atomically(run_tables, tmp_path):
-    fig = figures.intra_figure(run_tables["similarity"], run_tables["bts"], analysis_set="coco", model="resnet18")
+    fig = figures.intra_figure(
+        run_tables["similarity"], run_tables["bts"], alpha=0.05, analysis_set="coco", model="resnet18"
+    )
     png, pdf = figures.save_figure(fig, tmp_path / "sub" / "intra")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert pdf.read_bytes()[:5] == b"%PDF-"
@@ -248,14 +255,16 @@ def test_save_figure_writes_png_and_pdf_atomically(run_tables, tmp_path):
 def test_bad_input_names_what_is_wrong(run_tables):
     sims, bts = run_tables["similarity"], run_tables["bts"]
     with pytest.raises(ValueError, match="'nosuchmodel'"):
-        figures.intra_figure(sims, bts, analysis_set="coco", model="nosuchmodel")
+        figures.intra_figure(sims, bts, alpha=0.05, analysis_set="coco", model="nosuchmodel")
     with pytest.raises(ValueError, match="no pooled row for finetune dataset 'openimages'"):
-        figures.intra_figure(sims, bts[bts.finetune_dataset != "openimages"], analysis_set="coco", model="resnet18")
+        figures.intra_figure(
+            sims, bts[bts.finetune_dataset != "openimages"], alpha=0.05, analysis_set="coco", model="resnet18"
+        )
     lacking = sims[~((sims.stage == "ft-coco-seed1") & (sims.key == "woman"))]
     with pytest.raises(ValueError, match=r"stage ft-coco-seed1 lacks intra key\(s\) \['woman'\]"):
         figures.similarity_by_stage(lacking, analysis_set="coco", model="resnet18", kind="intra")
     with pytest.raises(ValueError, match="missing column.*value"):
-        figures.intra_figure(sims.drop(columns="value"), bts, analysis_set="coco", model="resnet18")
+        figures.intra_figure(sims.drop(columns="value"), bts, alpha=0.05, analysis_set="coco", model="resnet18")
 
 
 def _script(name):
@@ -271,13 +280,22 @@ def test_plot_scripts_run_standalone(run_tables, tmp_path):
     paths = run_tables["paths"]
     out = {f"{k}_{e}": str(tmp_path / f"{k}.{e}") for k in ("intra", "inter", "rank", "person") for e in ("png", "pdf")}
     argv = ["--similarity", paths["similarity"], "--bts", paths["bts"], "--change", paths["similarity_change"],
-            "--analysis_set", "coco", "--model", "resnet18", "--adjust", "holm"]  # fmt: skip
+            "--analysis_set", "coco", "--model", "resnet18", "--adjust", "holm", "--alpha", "0.01"]  # fmt: skip
     argv += [a for k, v in out.items() for a in (f"--{k}", v)]
     run(_script("plot_similarity").main, None, argv)
     run(
         _script("plot_ieat").main,
         None,
-        ["--ieat", paths["ieat"], "--png", str(tmp_path / "h.png"), "--pdf", str(tmp_path / "h.pdf")],
+        [
+            "--ieat",
+            paths["ieat"],
+            "--alpha",
+            "0.01",
+            "--png",
+            str(tmp_path / "h.png"),
+            "--pdf",
+            str(tmp_path / "h.pdf"),
+        ],
     )
     run(
         _script("plot_change").main,
@@ -316,12 +334,12 @@ def figure_builders(tables, root):
     manifest = pd.read_parquet(root / "results" / "analysis_sets" / "coco" / "manifest.parquet")
     run_dir = root / "results" / "finetune" / "coco" / "resnet18"
     return {
-        "intra": lambda: figures.intra_figure(sims, bts, change, **where),
-        "inter": lambda: figures.inter_figure(sims, bts, change, **where),
+        "intra": lambda: figures.intra_figure(sims, bts, change, alpha=0.05, **where),
+        "inter": lambda: figures.inter_figure(sims, bts, change, alpha=0.05, **where),
         "rank": lambda: figures.rank_figure(sims, bts, **where),
         "person": lambda: person_figures.person_figure(sims, **where),
         "no persons": lambda: person_figures.person_figure(sims, analysis_set="openimages", model="resnet18"),
-        "heat map": lambda: ieat_figures.ieat_heatmap(tables["ieat"]),
+        "heat map": lambda: ieat_figures.ieat_heatmap(tables["ieat"], alpha=0.05),
         "change": lambda: ieat_figures.change_figure(
             read_summary(tables["paths"]["ieat_change"], ieat_figures.CHANGE_COLUMNS)
         ),
@@ -474,11 +492,45 @@ def close_figures():
 
 def test_heatmap_column_labels_wrap_when_they_fit_and_turn_when_they_do_not(run_tables):
     ieat = run_tables["ieat"]
-    few = ieat_figures.ieat_heatmap(ieat)
+    few = ieat_figures.ieat_heatmap(ieat, alpha=0.05)
     labels = [ax for ax in few.axes if ax.images][-1].get_xticklabels()
     assert all(t.get_rotation() == 0 for t in labels) and "openimages:\ncar\nvs fashion" in [
         t.get_text() for t in labels
     ]
     many = pd.concat([ieat.assign(test=ieat["test"] + f"-{i}", A=ieat["A"] + f"_long_name_{i}") for i in range(4)])
-    turned = [ax for ax in ieat_figures.ieat_heatmap(many).axes if ax.images][-1].get_xticklabels()
+    turned = [ax for ax in ieat_figures.ieat_heatmap(many, alpha=0.05).axes if ax.images][-1].get_xticklabels()
     assert {t.get_rotation() for t in turned} == {30}
+
+
+def test_one_significance_rule_the_intra_figure_the_heat_map_and_the_findings_agree(run_tables):
+    """At alpha = 0.01 an adjusted p of 0.03 is not significant in the figure's title, the heat map's cell and
+    the findings alike (no star anywhere); at alpha = 0.05 it is, everywhere."""
+    bts, ieat = run_tables["bts"].copy(), run_tables["ieat"].copy()
+    pooled = (bts.analysis_set == "coco") & (bts.model == "resnet18") & (bts.kind == "intra") & (bts.seed == "pooled")
+    bts.loc[pooled, "pvalue_holm"] = 0.03
+    cell = (ieat.analysis_set == "coco") & (ieat.model == "resnet18") & (ieat.stage == "pretrained")
+    ieat.loc[cell, "pvalue_holm"] = 0.03
+    d = float(ieat.loc[cell, "effect_size"].iloc[0])
+    tests = {
+        a: [{"name": f"{x}-{y}", "X": "man", "Y": "woman", "A": x, "B": y} for x, y in t]
+        for a, t in rd.IEAT_TESTS.items()
+    }
+    for alpha, significant in ((0.01, False), (0.05, True)):
+        title = figures.intra_figure(
+            run_tables["similarity"], bts, alpha=alpha, analysis_set="coco", model="resnet18"
+        )._suptitle.get_text()
+        heat_map = ieat_figures.ieat_heatmap(ieat, alpha=alpha)
+        pretrained = [ax for ax in heat_map.axes if ax.images][0]
+        text = pretrained.texts[0].get_text()  # resnet18's first test, coco's car-random
+        findings = describe_findings(ieat, bts, tests, alpha=alpha)
+        star = "*" if significant else ""
+        for dataset in rd.FINETUNE:
+            rho = bts.loc[pooled & (bts.finetune_dataset == dataset), "statistic"].item()
+            assert f"{dataset}: BTS ρ = {rho:.3f}{star} (" in title
+        assert ("not significant)" in title) != significant  # the title says the verdict
+        for fig_title in (title, heat_map._suptitle.get_text()):  # and both legends state the rule
+            assert f"no mark: not significant at alpha = {alpha:g}" in fig_title
+        assert text == f"{d:.2f}{star}"
+        verdict = "significant" if significant else "not significant"
+        assert f"**resnet18** pretrained: {verdict} (d = {d:.2f}" in findings
+        assert f"adjusted p = 0.03, {verdict}, n = {len(rd.CLASSES['coco'])})" in findings

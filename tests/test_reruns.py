@@ -77,7 +77,8 @@ EDITS = {
         lambda c: c.setdefault("report", {}).update(p_adjust="bh"),
         {"plot_similarity": 1, "plot_ieat": 1, "table_ieat": 1, "table_bts": 1, "findings": 1},
     ),
-    # every iEAT row carries the |d| detectable at alpha, so the iEATs rerun (not the change, nor any training)
+    # every iEAT row carries the |d| detectable at alpha, so the iEATs rerun (not the change, nor any training);
+    # alpha is the run's one significance rule, so every figure and table with stars redraws too
     "an alpha": (
         lambda c: c["analysis"]["ieat"].update(alpha=0.01),
         {
@@ -85,7 +86,9 @@ EDITS = {
             "summarise": 1,
             "findings": 1,
             "plot_ieat": 1,
+            "plot_similarity": 1,
             "table_ieat": 1,
+            "table_bts": 1,
             "compare_paper": 1,
             "model_analyses": 1,
         },

@@ -16,7 +16,11 @@ from pdf_fonts import font_types
 
 from biastransfer.report import formatting, tables
 from biastransfer.report.figures import BTS_COLUMNS
+from biastransfer.report.headline import headline_table
+from biastransfer.report.html import html_table
 from biastransfer.scripting import run
+
+RULE = formatting.Significance(0.05)  # the significance rule these tables are made with
 
 PDFLATEX = shutil.which("pdflatex")
 needs_latex = pytest.mark.skipif(PDFLATEX is None, reason="pdflatex not on PATH (install with .ci/install-latex.sh)")
@@ -103,11 +107,11 @@ def test_a_p_at_its_floor_is_a_bound_and_never_zero(p, floor, latex, words):
 def test_ieat_table_flags_a_large_effect_against_the_tested_direction(summaries):
     ieat = summaries["ieat"].copy()
     ieat["effect_size"] = -0.8
-    doc = tables.ieat_latex(ieat, "openimages")
+    doc = tables.ieat_latex(ieat, "openimages", alpha=0.05)
     assert all("\\dagger" in row[3] for row in data_rows(doc))
     assert "direction opposite to the one tested" in doc
     ieat["effect_size"] = -0.3
-    assert "\\dagger" not in "".join("".join(r) for r in data_rows(tables.ieat_latex(ieat, "openimages")))
+    assert "\\dagger" not in "".join("".join(r) for r in data_rows(tables.ieat_latex(ieat, "openimages", alpha=0.05)))
 
 
 def test_an_adjusted_p_is_a_bound_where_its_raw_p_is_at_the_floor():
@@ -118,15 +122,28 @@ def test_an_adjusted_p_is_a_bound_where_its_raw_p_is_at_the_floor():
 
 
 @pytest.mark.parametrize(
-    ("p", "marks"), [(0.2, ""), (0.05, ""), (0.04, "*"), (0.005, "**"), (0.0005, "***"), (float("nan"), "")]
-)
-def test_stars(p, marks):
-    assert formatting.stars(p) == marks
+    ("alpha", "p", "marks"),
+    [(0.05, 0.2, ""), (0.05, 0.05, ""), (0.05, 0.04, "*"), (0.05, 0.004, "**"), (0.05, 0.0004, "***"),
+     (0.05, float("nan"), ""), (0.01, 0.03, ""), (0.01, 0.009, "*"), (0.01, 0.0009, "**"), (0.01, 0.00009, "***")],
+)  # fmt: skip
+def test_stars_follow_the_runs_alpha_one_star_is_significant(alpha, p, marks):
+    rule = formatting.Significance(alpha)
+    assert rule.stars(p) == marks
+    assert rule.significant(p) == bool(marks)
+    assert f"not significant at alpha = {alpha:g}" in rule.legend()
+
+
+def test_a_significance_rule_needs_an_alpha_in_0_1_and_a_known_adjustment():
+    with pytest.raises(ValueError, match="alpha"):
+        formatting.Significance(1.5)
+    with pytest.raises(ValueError, match="adjust"):
+        formatting.Significance(0.05, "bonferroni")
+    assert formatting.Significance(0.01, "bh").column == "pvalue_bh"
 
 
 def test_bts_table_shows_pooled_scores_with_adjusted_p_and_marks(summaries):
     bts = summaries["bts"]
-    doc = tables.bts_latex(bts, "coco", "coco")
+    doc = tables.bts_latex(bts, "coco", "coco", alpha=0.05)
     rows = data_rows(doc)
     assert [r[0] for r in rows] == [formatting.model_label(m) for m in rd.MODELS]
     for model, row in zip(rd.MODELS, rows):
@@ -136,18 +153,18 @@ def test_bts_table_shows_pooled_scores_with_adjusted_p_and_marks(summaries):
             seeds = bts[(bts.analysis_set == "coco") & (bts.finetune_dataset == "coco") & (bts.model == r.model)
                         & (bts.kind == kind) & (bts.seed != "pooled")].statistic  # fmt: skip
             spread = formatting.format_spread(seeds.min(), seeds.max())  # coco has three seeds
-            assert row[offset] == formatting.format_number(r.statistic, mark=formatting.stars(r.pvalue_holm)) + spread
+            assert row[offset] == formatting.format_number(r.statistic, mark=RULE.stars(r.pvalue_holm)) + spread
             assert row[offset + 1] == formatting.format_interval(r.ci_low, r.ci_high)
             assert row[offset + 2] == formatting.format_p(r.pvalue, r.pvalue_floor)
             assert row[offset + 3] == formatting.format_p(r.pvalue_holm)
             assert row[offset + 4] == str(len(rd.CLASSES["coco"]) if kind == "intra" else len(rd.PAIRS["coco"]))
     assert r"$p_{\mathrm{Holm}}$" in doc
-    assert r"$p_{\mathrm{Benj}}$" in tables.bts_latex(bts, "coco", "coco", adjust="bh")
+    assert r"$p_{\mathrm{Benj}}$" in tables.bts_latex(bts, "coco", "coco", adjust="bh", alpha=0.05)
 
 
 def test_ieat_table_mean_effect_and_largest_p_over_seeds(summaries):
     ieat = summaries["ieat"]
-    doc = tables.ieat_latex(ieat, "openimages")
+    doc = tables.ieat_latex(ieat, "openimages", alpha=0.05)
     rows = data_rows(doc)
     assert len(rows) == len(rd.MODELS) * len(rd.IEAT_TESTS["openimages"])
     first = rows[0]  # resnet18, car vs fashion
@@ -156,27 +173,33 @@ def test_ieat_table_mean_effect_and_largest_p_over_seeds(summaries):
         (ieat.analysis_set == "openimages") & (ieat.model == "resnet18") & (ieat.A == "car") & (ieat.B == "fashion")
     ]
     pre = pick[pick.stage == "pretrained"].iloc[0]
-    mark = formatting.stars(pre.pvalue_holm) + ("\\dagger" if pre.effect_size <= -0.5 else "")
-    assert first[3:8] == [
+    mark = RULE.stars(pre.pvalue_holm) + ("\\dagger" if pre.effect_size <= -0.5 else "")
+    assert first[3:11] == [
         formatting.format_number(pre.effect_size, mark=mark),
         formatting.format_interval(pre.ci_low, pre.ci_high),
+        f"${pre.mean_difference:.3g}$",  # d's numerator, the raw association, and its denominator, the pooled SD
+        f"${pre.pooled_sd:.3g}$",
         formatting.format_p(pre.pvalue, pre.pvalue_floor),
         formatting.format_p(pre.pvalue_two_sided, pre.pvalue_floor),
         formatting.format_p(pre.pvalue_holm, formatting.adjusted_floor(pre.pvalue, pre.pvalue_floor, pre.pvalue_holm)),
+        "" if RULE.significant(pre.pvalue_holm) else "$1.1$",  # the detectable |d| beside a non-significant verdict
     ]
     coco = pick[pick.finetune_dataset == "coco"]
     assert len(coco) == 3
-    mark = formatting.stars(coco.pvalue_holm.max()) + ("\\dagger" if coco.effect_size.mean() <= -0.5 else "")
+    mark = RULE.stars(coco.pvalue_holm.max()) + ("\\dagger" if coco.effect_size.mean() <= -0.5 else "")
     spread = formatting.format_spread(coco.effect_size.min(), coco.effect_size.max())  # over the three seeds
     expected_d = formatting.format_number(coco.effect_size.mean(), mark=mark) + spread
-    assert first[8:13] == [
+    assert first[11:19] == [
         expected_d,
         formatting.format_interval(coco.ci_low.min(), coco.ci_high.max()),
+        f"${coco.mean_difference.mean():.3g}$",
+        f"${coco.pooled_sd.mean():.3g}$",
         formatting.format_p(coco.pvalue.max(), 1e-4),
         formatting.format_p(coco.pvalue_two_sided.max(), 1e-4),
         formatting.format_p(
             coco.pvalue_holm.max(), formatting.adjusted_floor(coco.pvalue.max(), 1e-4, coco.pvalue_holm.max())
         ),
+        "" if RULE.significant(coco.pvalue_holm.max()) else "$1.1$",
     ]
     assert rows[1][0] == ""  # the model name is printed once per block
     assert "Finetuned on \\texttt{coco}" in doc and "Finetuned on \\texttt{openimages}" in doc
@@ -184,13 +207,13 @@ def test_ieat_table_mean_effect_and_largest_p_over_seeds(summaries):
 
 def test_ieat_caption_says_how_the_p_values_were_computed(summaries):
     ieat = summaries["ieat"]
-    assert "$p$: one-sided Monte Carlo permutation p-value;" in tables.ieat_latex(ieat, "openimages")
+    assert "$p$: one-sided Monte Carlo permutation p-value;" in tables.ieat_latex(ieat, "openimages", alpha=0.05)
     two_sided = ieat.assign(alternative="two-sided", method=np.where(ieat.index % 2 == 0, "exact", "permutation"))
     assert "$p$: two-sided exact permutation/Monte Carlo permutation p-value;" in tables.ieat_latex(
-        two_sided, "openimages"
+        two_sided, "openimages", alpha=0.05
     )
     with pytest.raises(ValueError, match="iEAT summary.*alternative, method"):
-        tables.ieat_latex(ieat.drop(columns=["alternative", "method"]), "openimages")
+        tables.ieat_latex(ieat.drop(columns=["alternative", "method"]), "openimages", alpha=0.05)
 
 
 def test_finetune_table_mean_and_sample_sd_over_seeds(summaries):
@@ -221,21 +244,21 @@ def test_bad_input_names_what_is_wrong(summaries):
     with pytest.raises(
         ValueError, match=r"no rows with analysis_set='nope' \(present: analysis_set=\['coco', 'openimages'\]\)"
     ):
-        tables.ieat_latex(summaries["ieat"], "nope")
+        tables.ieat_latex(summaries["ieat"], "nope", alpha=0.05)
     with pytest.raises(ValueError, match="adjust must be one of"):
-        tables.bts_latex(summaries["bts"], "coco", "coco", adjust="bonferroni")
+        tables.bts_latex(summaries["bts"], "coco", "coco", adjust="bonferroni", alpha=0.05)
     with pytest.raises(ValueError, match="unknown metric_name"):
         tables.finetune_latex(summaries["finetune"].assign(metric_name="top1"), "coco")
     with pytest.raises(ValueError, match="missing column.*pvalue_holm"):
-        tables.ieat_latex(summaries["ieat"].drop(columns="pvalue_holm"), "coco")
+        tables.ieat_latex(summaries["ieat"].drop(columns="pvalue_holm"), "coco", alpha=0.05)
 
 
 @needs_latex
 def test_every_table_compiles_with_pdflatex(summaries, tmp_path):
     docs = {
         "analysis_set": tables.analysis_set_latex(summaries["stats"], "coco"),
-        "ieat": tables.ieat_latex(summaries["ieat"], "openimages"),
-        "bts": tables.bts_latex(summaries["bts"], "openimages", "coco", adjust="bh"),
+        "ieat": tables.ieat_latex(summaries["ieat"], "openimages", alpha=0.05),
+        "bts": tables.bts_latex(summaries["bts"], "openimages", "coco", adjust="bh", alpha=0.05),
         "finetune_coco": tables.finetune_latex(summaries["finetune"], "coco"),
         "finetune_oi": tables.finetune_latex(summaries["finetune"], "openimages"),
     }
@@ -247,7 +270,7 @@ def test_every_table_compiles_with_pdflatex(summaries, tmp_path):
 
 @needs_latex
 def test_a_table_fragment_is_input_into_a_papers_own_table(summaries, tmp_path):
-    doc = tables.ieat_latex(summaries["ieat"], "openimages")
+    doc = tables.ieat_latex(summaries["ieat"], "openimages", alpha=0.05)
     fragment = tables.latex_fragment(doc)
     assert fragment.startswith("% Table fragment") and "\\documentclass" not in fragment
     assert all(line.startswith("%") for line in fragment.split("\\begin{tabular}")[0].splitlines())
@@ -265,6 +288,58 @@ def test_make_tables_script_runs_standalone(summaries, tmp_path):
     out = tmp_path / "bts.tex"
     run(module.main, None, ["--kind", "bts", "--summary", summaries["paths"]["bts"], "--analysis_set", "coco",
                             "--dataset", "openimages", "--document", str(out)])  # fmt: skip
-    assert out.read_text() == tables.bts_latex(summaries["bts"], "coco", "openimages")
+    assert out.read_text() == tables.bts_latex(summaries["bts"], "coco", "openimages", alpha=0.05)
     with pytest.raises(ValueError, match="kind must be"):
         run(module.main, None, ["--kind", "plot", "--summary", summaries["paths"]["bts"], "--document", str(out)])
+
+
+def test_over_several_seeds_the_interval_is_labelled_a_range_over_seeds_never_a_ci(summaries):
+    ieat = summaries["ieat"]
+    doc = tables.ieat_latex(ieat, "openimages", alpha=0.05)
+    header = [line for line in tables.tabular_of(doc).splitlines() if line.startswith("Model")][0].split("&")
+    # pretrained and openimages (one seed each) have a CI; coco's three seeds a range of the seeds' CIs
+    assert [c.strip() for c in header if "CI" in c] == ["CI", "CI range", "CI"]
+    assert "a range over seeds, not a confidence interval" in doc and "95\\% CI" not in doc
+    frame = tables.ieat_frame(ieat, "openimages", alpha=0.05)
+    coco, single = frame[frame.stage == "ft-coco"], frame[frame.stage != "ft-coco"]
+    assert coco[["ci_low", "ci_high"]].isna().all().all() and coco[["ci_seeds_min", "ci_seeds_max"]].notna().all().all()
+    assert single[["ci_seeds_min", "ci_seeds_max"]].isna().all().all() and single["ci_low"].notna().all()
+    html = html_table(frame, table_id="ieat")
+    assert '<th scope="col">range over seeds of the CIs</th>' in html and "95% CI" not in html
+    headline = headline_table(ieat, summaries["bts"].iloc[:0], {}, alpha=0.05)
+    several = headline["stage"].str.contains("3 seeds")
+    assert headline.loc[several, "ci_low"].isna().all() and headline.loc[several, "ci_seeds_min"].notna().all()
+    assert headline.loc[~several, "ci_seeds_min"].isna().all()
+
+
+def test_beside_d_its_numerator_and_sd_and_beside_a_non_significant_verdict_the_detectable_effect(summaries):
+    ieat = summaries["ieat"].copy()
+    ieat.loc[ieat.index[0], "pvalue_holm"] = 0.001  # resnet18 pretrained car-random on coco: significant
+    frame = tables.ieat_frame(ieat, "coco", alpha=0.01)
+    first = frame.iloc[0]
+    assert first["verdict"] == "significant" and np.isnan(first["detectable_d"])
+    assert first["mean_difference"] == pytest.approx(ieat.loc[ieat.index[0], "mean_difference"])
+    assert first["pooled_sd"] == pytest.approx(0.05)
+    quiet = frame[frame["verdict"].str.startswith("not significant")]
+    assert len(quiet) and (quiet["detectable_d"] == 1.1).all()  # what the test could have detected at these sizes
+    assert set(frame.loc[frame.seeds > 1, "verdict"]) <= {"significant in every seed", "not significant in some seed"}
+    doc = tables.ieat_latex(ieat, "coco", alpha=0.01)
+    assert "$|d|_{80}$" in doc and "80\\% power at these set sizes" in doc
+    with pytest.raises(ValueError, match="iEAT summary: missing column.*mean_difference"):
+        tables.ieat_frame(ieat.drop(columns="mean_difference"), "coco", alpha=0.01)
+
+
+def test_the_scratch_reference_is_a_row_beside_the_finetuned_ones(summaries):
+    ieat = summaries["ieat"]
+    scratch = rd.scratch_ieat(ieat)
+    doc = tables.ieat_latex(ieat, "coco", alpha=0.05, scratch=scratch)
+    titles = re.findall(r"\\multicolumn\{8\}\{c\}\{([^&]*)\}(?: &|\s*\\\\)", doc)
+    assert titles == ["Pretrained", "Finetuned on \\texttt{coco}", "Finetuned on \\texttt{openimages}",
+                      "Trained on \\texttt{coco} alone (scratch)", "Trained on \\texttt{openimages} alone (scratch)"]  # fmt: skip
+    assert "the scratch reference network" in doc
+    assert len(data_rows(doc)[0]) == 3 + 8 * 5
+    frame = tables.ieat_frame(ieat, "coco", alpha=0.05, scratch=scratch)
+    rows = frame[frame.stage == "scratch-coco"].set_index("model")
+    expected = scratch[(scratch.analysis_set == "coco") & (scratch.finetune_dataset == "coco")].set_index("model")
+    assert rows["d"].to_dict() == pytest.approx(expected["effect_size"].to_dict())
+    assert "scratch" not in " ".join(tables.ieat_frame(ieat, "coco", alpha=0.05)["stage"])

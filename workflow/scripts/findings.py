@@ -2,7 +2,7 @@
 
 Standalone: python workflow/scripts/findings.py --ieat results/summary/ieat.csv --bts results/summary/bts.csv
 --tests '{"synthetic": [{"name": "t", "X": "person_a", "Y": "person_b", "A": "surfboard", "B": "car"}]}'
---alpha 0.01 --findings findings.rst --html findings.html
+--alpha 0.01 --findings findings.rst --html findings.html [--ieat_scratch results/summary/ieat_scratch.csv]
 [--curves results/finetune/D/M/seed0/curve.csv ...] [--scratch results/scratch/D/M/seed0/metrics.json ...]
 [--attribution results/summary/attribution.csv]
 [--ieat_change results/summary/ieat_change.csv --ieat_seeds results/summary/ieat_seeds.csv
@@ -64,6 +64,7 @@ def main(
     adjust: str = "holm",
     layers: list | str | None = None,
     trajectory: list | str | None = None,
+    ieat_scratch: list | str | None = None,
 ) -> None:
     bts_table = pd.read_csv(bts, keep_default_na=False, na_values=[""])
     text = describe_findings(
@@ -75,6 +76,7 @@ def main(
         change=_read(ieat_change),
         seeds=_read(ieat_seeds),
         similarity_change=_read(similarity_change),
+        scratch=_read(ieat_scratch if isinstance(ieat_scratch, str) else next(iter(ieat_scratch or []), None)),
     )
     paths = [attribution] if isinstance(attribution, str) else list(attribution or [])
     extra = [

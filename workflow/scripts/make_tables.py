@@ -4,7 +4,8 @@ for the HTML report and for downloads).
 
 --kind and the summary table it reads (--summary):
   analysis_set  Tables 5/6  results/summary/analysis_sets.csv     with --analysis_set
-  ieat          Tables 2/9  results/summary/ieat.csv              with --analysis_set
+  ieat          Tables 2/9  results/summary/ieat.csv              with --analysis_set [--scratch
+                            results/summary/ieat_scratch.csv: the scratch reference's rows]
   bts           Tables 3/4  results/summary/bts.csv               with --analysis_set and --dataset (finetuned on)
   finetune      Tables 7/8  results/summary/finetune_metrics.csv  with --dataset
   layers                    results/summary/layer_profile.csv     with --analysis_set
@@ -14,7 +15,9 @@ Snakemake: rules table_<kind> (rules/tables.smk, one for each table artefact).
 Standalone, for a reviewer:
 python workflow/scripts/make_tables.py --kind bts --summary results/summary/bts.csv
     --analysis_set coco --dataset coco --document out/bts_coco_ft-coco.tex
-    [--fragment out/bts_coco_ft-coco_tabular.tex --csv out/bts_coco_ft-coco.csv] [--adjust holm|bh]
+    [--fragment out/bts_coco_ft-coco_tabular.tex --csv out/bts_coco_ft-coco.csv] [--adjust holm|bh] [--alpha 0.01]
+
+--alpha and --adjust: the run's significance rule (analysis.ieat.alpha, report.p_adjust) of the marks.
 """
 
 import logging
@@ -26,6 +29,7 @@ from biastransfer.report.layer_report import PROFILE_REQUIRED, layer_frame, laye
 from biastransfer.report.tables import (
     FINETUNE_COLUMNS,
     IEAT_COLUMNS,
+    IEAT_PARTS,
     analysis_set_frame,
     analysis_set_latex,
     bts_frame,
@@ -49,13 +53,13 @@ KINDS = {
         lambda s, o: analysis_set_frame(s, o["analysis_set"]),
     ),
     "ieat": (
-        IEAT_COLUMNS,
-        lambda s, o: ieat_latex(s, o["analysis_set"], adjust=o["adjust"]),
-        lambda s, o: ieat_frame(s, o["analysis_set"], adjust=o["adjust"]),
+        IEAT_COLUMNS + IEAT_PARTS,
+        lambda s, o: ieat_latex(s, o["analysis_set"], alpha=o["alpha"], adjust=o["adjust"], scratch=o["scratch"]),
+        lambda s, o: ieat_frame(s, o["analysis_set"], alpha=o["alpha"], adjust=o["adjust"], scratch=o["scratch"]),
     ),
     "bts": (
         BTS_COLUMNS,
-        lambda s, o: bts_latex(s, o["analysis_set"], o["dataset"], adjust=o["adjust"]),
+        lambda s, o: bts_latex(s, o["analysis_set"], o["dataset"], alpha=o["alpha"], adjust=o["adjust"]),
         lambda s, o: bts_frame(s, o["analysis_set"], o["dataset"], adjust=o["adjust"]),
     ),
     "finetune": (
@@ -79,14 +83,18 @@ def main(
     analysis_set: str = "",
     dataset: str = "",
     adjust: str = "holm",
+    alpha: float = 0.05,
     fragment: str = "",
     csv: str = "",
+    scratch: list | None = None,
 ) -> None:
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
     required, text_of, rows_of = KINDS[kind]
     table = read_summary(summary, required)
-    options = {"analysis_set": analysis_set, "dataset": dataset, "adjust": adjust}
+    scratch = [scratch] if isinstance(scratch, str) else list(scratch or [])  # none, or the scratch iEAT summary
+    options = {"analysis_set": analysis_set, "dataset": dataset, "adjust": adjust, "alpha": alpha,
+               "scratch": read_summary(scratch[0], IEAT_COLUMNS + IEAT_PARTS) if scratch else None}  # fmt: skip
     text, rows = text_of(table, options), rows_of(table, options)
     write_text(document, text)
     if fragment:

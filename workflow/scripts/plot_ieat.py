@@ -2,7 +2,7 @@
 
 Snakemake: rule plot_ieat (rules/report.smk). Standalone, for a reviewer:
 python workflow/scripts/plot_ieat.py --ieat results/summary/ieat.csv
-    --png out/ieat_heatmap.png --pdf out/ieat_heatmap.pdf [--adjust holm|bh]
+    --png out/ieat_heatmap.png --pdf out/ieat_heatmap.pdf --alpha 0.01 [--adjust holm|bh]
 """
 
 import logging
@@ -16,10 +16,10 @@ from biastransfer.scripting import run
 log = logging.getLogger(__name__)
 
 
-def main(ieat: str, png: str, pdf: str, adjust: str = "holm") -> None:
+def main(ieat: str, png: str, pdf: str, alpha: float, adjust: str = "holm") -> None:
     stem = figure_stem(png, pdf)
     table = read_summary(ieat, IEAT_COLUMNS)
-    written = save_figure(ieat_heatmap(table, adjust=adjust), stem)
+    written = save_figure(ieat_heatmap(table, alpha=alpha, adjust=adjust), stem)
     log.info("%d iEAT rows -> %s", len(table), ", ".join(map(str, written)))
 
 

@@ -7,7 +7,7 @@ python workflow/scripts/plot_similarity.py --similarity results/summary/similari
     --intra_png out/intra.png --intra_pdf out/intra.pdf --inter_png out/inter.png
     --inter_pdf out/inter.pdf --rank_png out/rank.png --rank_pdf out/rank.pdf --person_png out/person.png
     --person_pdf out/person.pdf
-    --adjust holm [--control_class random] [--lists '{"intra": [...], "inter": [[p, q], ...]}']
+    --alpha 0.01 --adjust holm [--control_class random] [--lists '{"intra": [...], "inter": [[p, q], ...]}']
 
 ``lists`` (the analysis set's ``bts`` section) restricts the figures to the classes and pairs the
 BTS ranks; without it every class and pair in the summary is drawn. ``change`` may be empty (no
@@ -54,6 +54,7 @@ def main(
     person_pdf: str,
     analysis_set: str,
     model: str,
+    alpha: float,
     adjust: str,
     control_class: str | None = None,
     lists: dict | None = None,
@@ -64,10 +65,10 @@ def main(
     where = dict(analysis_set=analysis_set, model=model, lists=lists)
     figures = {
         figure_stem(intra_png, intra_pdf): intra_figure(
-            sims, scores, changes, control_class=control_class, adjust=adjust, **where
+            sims, scores, changes, control_class=control_class, alpha=alpha, adjust=adjust, **where
         ),
         figure_stem(inter_png, inter_pdf): inter_figure(
-            sims, scores, changes, control_class=control_class, adjust=adjust, **where
+            sims, scores, changes, control_class=control_class, alpha=alpha, adjust=adjust, **where
         ),
         figure_stem(rank_png, rank_pdf): rank_figure(sims, scores, **where),
         figure_stem(person_png, person_pdf): person_figure(sims, analysis_set=analysis_set, model=model),

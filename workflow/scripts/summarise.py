@@ -2,7 +2,9 @@
 
 One family per report table: BTS p-values are adjusted within each (analysis set, finetune dataset,
 seed) across models and both kinds (the pooled rows are one BTS table); iEAT p-values within each
-analysis set across models, stages and tests (one iEAT table). Stars, findings and verdicts all read
+analysis set across models, stages and tests (one iEAT table); the scratch reference networks' iEATs
+(ieat_scratch, shown beside the finetuned rows) within each analysis set as a family of their own, so
+that they leave the finetuning study's p-values as they are. Stars, findings and verdicts all read
 these adjusted p-values. The trajectory tables (one per analysis set, model and finetune dataset) are
 only concatenated: their p-values describe single epochs, not a reported family.
 
@@ -18,7 +20,7 @@ from biastransfer.scripting import run
 from biastransfer.stats.results import add_adjusted_pvalues
 
 log = logging.getLogger(__name__)
-SUMMARIES = ("similarity", "bts", "ieat", "trajectory", "layer_profile")
+SUMMARIES = ("similarity", "bts", "ieat", "ieat_scratch", "trajectory", "layer_profile")
 
 
 def main(summary: str, tables: list, table: str) -> None:
@@ -27,7 +29,7 @@ def main(summary: str, tables: list, table: str) -> None:
     frame = pd.concat([pd.read_csv(p, keep_default_na=False, na_values=[""]) for p in tables], ignore_index=True)
     if summary == "bts":
         frame = add_adjusted_pvalues(frame, by=["analysis_set", "finetune_dataset", "seed"])
-    elif summary == "ieat":
+    elif summary in ("ieat", "ieat_scratch"):
         frame = add_adjusted_pvalues(frame, by=["analysis_set"])
     write_csv(table, frame)
     log.info("%s: %d rows from %d tables", table, len(frame), len(tables))

@@ -21,13 +21,12 @@ from matplotlib.figure import Figure
 from scipy.stats import rankdata
 
 from biastransfer.report.formatting import (
-    ADJUSTMENTS,
+    Significance,
     model_label,
     ordered_groups,
     p_text,
     require_columns,
     stage_group,
-    stars,
 )
 from biastransfer.report.style import STAGE_COLOURS, STAGE_MARKERS, paper_figure, paper_style, save_figure, stage_words  # noqa: F401
 from biastransfer.stats.results import pair_key
@@ -122,7 +121,8 @@ def pooled_bts(bts: pd.DataFrame, *, analysis_set: str, model: str, kind: str) -
     return rows.set_index("finetune_dataset")
 
 
-def _bts_text(bts_rows: pd.DataFrame, groups: Sequence[str], adjust: str | None) -> str:
+def _bts_text(bts_rows: pd.DataFrame, groups: Sequence[str], rule: Significance) -> str:
+    """Each finetuning dataset's pooled BTS with its p, marked by the run's rule, and the rule's legend."""
     parts = []
     for group in groups:
         if group == "pretrained":
@@ -131,10 +131,10 @@ def _bts_text(bts_rows: pd.DataFrame, groups: Sequence[str], adjust: str | None)
         if dataset not in bts_rows.index:
             raise ValueError(f"BTS summary: no pooled row for finetune dataset {dataset!r}")
         r = bts_rows.loc[dataset]
-        mark = stars(r[ADJUSTMENTS[adjust]]) if adjust else ""
         floor = float(r["pvalue_floor"]) if "pvalue_floor" in r else None
-        parts.append(f"{dataset}: BTS ρ = {r['statistic']:.3f}{mark} ({p_text(float(r['pvalue']), floor)})")
-    return "; ".join(parts)
+        parts.append(f"{dataset}: BTS ρ = {r['statistic']:.3f}{rule.stars(r[rule.column])} "
+                     f"({p_text(float(r['pvalue']), floor)}, {'' if rule.significant(r[rule.column]) else 'not '}significant)")  # fmt: skip
+    return "; ".join(parts) + (f"\n{rule.legend()}" if parts else "")
 
 
 def key_label(key: str) -> str:
@@ -164,13 +164,13 @@ def _offsets(n: int, width: float = 0.7) -> np.ndarray:
     return (np.arange(n) - (n - 1) / 2) * (width / max(n, 1))
 
 
-def _similarity_figure(similarity, bts, change, *, analysis_set, model, kind, control_class, adjust, lists) -> Figure:
+def _similarity_figure(similarity, bts, change, *, analysis_set, model, kind, control_class, rule, lists) -> Figure:
     table = similarity_by_stage(
         similarity, analysis_set=analysis_set, model=model, kind=kind, items=(lists or {}).get(kind)
     )
     groups = list(table["group"].cat.categories)
     keys = list(table["key"].cat.categories)
-    bts_line = _bts_text(pooled_bts(bts, analysis_set=analysis_set, model=model, kind=kind), groups, adjust)
+    bts_line = _bts_text(pooled_bts(bts, analysis_set=analysis_set, model=model, kind=kind), groups, rule)
     deltas = change_by_seed(change, analysis_set=analysis_set, model=model, kind=kind, keys=keys)
     rows = similarity[
         (similarity["analysis_set"] == analysis_set) & (similarity["model"] == model) & (similarity["kind"] == kind)
@@ -241,19 +241,20 @@ def _similarity_figure(similarity, bts, change, *, analysis_set, model, kind, co
 
 
 def intra_figure(similarity: pd.DataFrame, bts: pd.DataFrame, change: pd.DataFrame | None = None, *, analysis_set: str,
-                 model: str, control_class: str = "random", adjust: str | None = "holm",
+                 model: str, alpha: float, adjust: str = "holm", control_class: str = "random",
                  lists: Mapping[str, Sequence] | None = None) -> Figure:  # fmt: skip
-    """Intra-class similarity per class before and after finetuning, and its change (paper Fig. 2); BTS in the title."""
+    """Intra-class similarity per class before and after finetuning, and its change (paper Fig. 2); BTS in the
+    title, marked by the run's significance rule (``alpha``, ``adjust``)."""
     return _similarity_figure(similarity, bts, change, analysis_set=analysis_set, model=model, kind="intra",
-                              control_class=control_class, adjust=adjust, lists=lists)  # fmt: skip
+                              control_class=control_class, rule=Significance(alpha, adjust), lists=lists)  # fmt: skip
 
 
 def inter_figure(similarity: pd.DataFrame, bts: pd.DataFrame, change: pd.DataFrame | None = None, *, analysis_set: str,
-                 model: str, control_class: str = "random", adjust: str | None = "holm",
+                 model: str, alpha: float, adjust: str = "holm", control_class: str = "random",
                  lists: Mapping[str, Sequence] | None = None) -> Figure:  # fmt: skip
     """Inter-class similarity per configured pair before and after finetuning, and its change (paper Fig. 3)."""
     return _similarity_figure(similarity, bts, change, analysis_set=analysis_set, model=model, kind="inter",
-                              control_class=control_class, adjust=adjust, lists=lists)  # fmt: skip
+                              control_class=control_class, rule=Significance(alpha, adjust), lists=lists)  # fmt: skip
 
 
 def rank_figure(similarity: pd.DataFrame, bts: pd.DataFrame, *, analysis_set: str, model: str,

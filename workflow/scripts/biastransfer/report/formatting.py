@@ -1,7 +1,8 @@
 """Formatting shared by tables, figures, findings and the comparison with the paper.
 
-Model labels, significance marks, p-values and numbers as LaTeX, the summary CSV reader, and the
-stage groups (``pretrained`` or ``ft-{dataset}``) that every report groups rows by.
+Model labels, the run's significance rule (:class:`Significance`: every verdict, star and legend), p-values
+and numbers as LaTeX, the summary CSV reader, and the stage groups (``pretrained`` or ``ft-{dataset}``)
+that every report groups rows by.
 """
 
 from __future__ import annotations
@@ -9,7 +10,8 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 import pandas as pd
 
@@ -22,9 +24,6 @@ MODEL_LABELS = {
     "moco_r50_v1": "MoCo ResNet50",
     "simclr_r50_v1": "SimCLR ResNet50",
 }
-
-#: Significance marks: one star per threshold the p-value is below.
-SIGNIFICANCE_LEVELS = (0.05, 0.01, 0.001)
 
 #: Columns that hold names, never numbers (read as strings; empty cells become "").
 LABEL_COLUMNS = (
@@ -80,25 +79,63 @@ def require_columns(frame: pd.DataFrame, required: Iterable[str], *, where: str)
 
 
 def stage_group(stage: str, finetune_dataset: str) -> str:
-    """``pretrained``, or ``ft-{dataset}`` for any seed finetuned on ``dataset``."""
+    """``pretrained``, ``ft-{dataset}`` for any seed finetuned on ``dataset``, or ``scratch-{dataset}`` for
+    any seed of the reference network trained on ``dataset`` alone."""
     if stage == "pretrained":
         return "pretrained"
     if not finetune_dataset:
         raise ValueError(f"stage {stage!r} has no finetune_dataset")
-    return f"ft-{finetune_dataset}"
+    return f"{'scratch' if stage.startswith('scratch-') else 'ft'}-{finetune_dataset}"
 
 
 def ordered_groups(groups: Iterable[str]) -> list[str]:
-    """``pretrained`` first, then the finetuned groups in order of first appearance."""
+    """``pretrained`` first, then the finetuned groups, then the scratch references, each in order of first
+    appearance."""
     unique = list(dict.fromkeys(groups))
-    return sorted(unique, key=lambda g: g != "pretrained")
+    return sorted(unique, key=lambda g: (g != "pretrained", g.startswith("scratch-")))
 
 
-def stars(p: float, levels: Sequence[float] = SIGNIFICANCE_LEVELS) -> str:
-    """One ``*`` per level that ``p`` is below (``""`` for NaN)."""
-    if p is None or math.isnan(p):
-        return ""
-    return "*" * sum(p < level for level in levels)
+@dataclass(frozen=True)
+class Significance:
+    """The run's one significance rule (``analysis.ieat.alpha``, ``report.p_adjust``): a result is
+    significant when its p, ``adjust``-adjusted within its table, is below ``alpha``. Every verdict, star
+    and legend of the report reads it, so a star always means "significant" and no star "not significant"."""
+
+    alpha: float
+    adjust: str = "holm"
+
+    def __post_init__(self):
+        if not (isinstance(self.alpha, (int, float)) and 0 < self.alpha < 1):
+            raise ValueError(f"alpha must be in (0, 1), got {self.alpha}")
+        if self.adjust not in ADJUSTMENTS:
+            raise ValueError(f"adjust must be one of {sorted(ADJUSTMENTS)}, not {self.adjust!r}")
+
+    @property
+    def column(self) -> str:
+        """The summary column of the adjusted p-values."""
+        return ADJUSTMENTS[self.adjust]
+
+    @property
+    def levels(self) -> tuple[float, float, float]:
+        """The star thresholds: alpha (one star: significant), alpha / 10 and alpha / 100."""
+        return self.alpha, self.alpha / 10, self.alpha / 100
+
+    def significant(self, p_adjusted: float) -> bool:
+        """Whether an adjusted p is below alpha (False for a missing p)."""
+        return p_adjusted is not None and not math.isnan(p_adjusted) and p_adjusted < self.alpha
+
+    def stars(self, p_adjusted: float) -> str:
+        """One ``*`` per level of :attr:`levels` that the adjusted p is below (``""``: not significant)."""
+        return "*" * sum(self.significant(p_adjusted) and p_adjusted < level for level in self.levels)
+
+    def legend(self, *, latex: bool = False) -> str:
+        """The rule in words, for a caption (``latex``) or a figure's title."""
+        a, b, c = (f"{level:g}" for level in self.levels)
+        if latex:
+            return (f"*/**/***: {ADJUSTMENT_NAMES[self.adjust]}-adjusted $p<{a}$/${b}$/${c}$; no mark: not "
+                    f"significant at $\\alpha={a}$")  # fmt: skip
+        words = ADJUSTMENT_NAMES[self.adjust].replace("--", "-")
+        return f"*/**/***: {words}-adjusted p < {a}/{b}/{c}; no mark: not significant at alpha = {a}"
 
 
 def at_floor(p: float, floor: float | None) -> bool:

@@ -2,8 +2,10 @@
 seeds) and every pooled BTS verdict, each with its estimate, interval, seed range and adjusted p; for a
 test with a known answer (``role: planted`` or ``control`` in the config), the answer and whether it held.
 
-Verdicts follow the findings and the tables: significant means adjusted p < alpha, over seeds the
-largest p (so "significant in k of n seeds" counts the seeds). An effect of |d| >= 0.5 against the tested
+Verdicts follow the findings and the tables (the run's one rule, report.formatting.Significance):
+significant means adjusted p < alpha, over seeds the largest p (so "significant in k of n seeds" counts
+the seeds), and over several seeds the interval is the range of the seeds' intervals (``ci_seeds_min`` /
+``ci_seeds_max``), never a CI. An effect of |d| >= 0.5 against the tested
 direction is named in the verdict with its two-sided p (report.formatting.OPPOSITE_EFFECT). Known answers
 are what the data were built to show, so they are read in the pretrained network only:
 
@@ -21,14 +23,15 @@ import numpy as np
 import pandas as pd
 
 from biastransfer.report.findings.prose import estimate
-from biastransfer.report.formatting import ADJUSTMENTS, adjusted_floor, opposite_direction, p_text
+from biastransfer.report.formatting import Significance, adjusted_floor, opposite_direction, p_text
 from biastransfer.report.tables import ieat_by_stage
 
 #: The adjustments in words for HTML.
 ADJUSTMENT_WORDS = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
 
-HEADLINE_COLUMNS = ("measure", "test", "model", "stage", "estimate", "estimate_min", "estimate_max",
-                    "ci_low", "ci_high", "p", "p_two_sided", "p_floor", "p_adjusted", "verdict", "known_answer", "held")  # fmt: skip
+HEADLINE_COLUMNS = ("measure", "test", "model", "stage", "estimate", "estimate_min", "estimate_max", "ci_low",
+                    "ci_high", "ci_seeds_min", "ci_seeds_max", "p", "p_two_sided", "p_floor", "p_adjusted", "verdict",
+                    "known_answer", "held")  # fmt: skip
 
 
 def _stage(group: str, n_seeds: int) -> str:
@@ -52,7 +55,8 @@ def ieat_headline(
     ieat: pd.DataFrame, tests: Mapping[str, Sequence[Mapping]], alpha: float, adjust: str = "holm"
 ) -> pd.DataFrame:
     """One row per (analysis set, test, model, stage group) of the iEAT summary."""
-    adj_col = ADJUSTMENTS[adjust]
+    rule = Significance(alpha, adjust)
+    adj_col = rule.column
     roles = {(a, spec["name"]): spec.get("role", "exploratory") for a, specs in tests.items() for spec in specs}
     seeds = ieat.assign(
         group=[
@@ -60,12 +64,15 @@ def ieat_headline(
         ]
     )
     hits = (
-        (seeds[adj_col] < alpha).groupby([seeds["analysis_set"], seeds["model"], seeds["group"], seeds["test"]]).sum()
+        seeds[adj_col]
+        .map(rule.significant)
+        .groupby([seeds["analysis_set"], seeds["model"], seeds["group"], seeds["test"]])
+        .sum()
     )
     rows = []
     for r in ieat_by_stage(ieat).itertuples(index=False):
         pretrained = r.group == "pretrained"
-        significant = bool(getattr(r, adj_col) < alpha)
+        significant = rule.significant(getattr(r, adj_col))
         n_hits = int(hits[(r.analysis_set, r.model, r.group, r.test)])
         verdict = (
             ("significant" if significant else "not significant")
@@ -75,25 +82,28 @@ def ieat_headline(
         if opposite_direction(r.effect_size, r.alternative):
             verdict += f"; opposite direction (|d| >= 0.5), two-sided {p_text(r.pvalue_two_sided, r.pvalue_floor)}"
         known, held = _known(roles.get((r.analysis_set, r.test), "exploratory"), pretrained, r, significant, alpha)
-        spread = (np.nan, np.nan) if pretrained or r.n_seeds < 2 else (r.effect_min, r.effect_max)
+        several = not pretrained and r.n_seeds > 1
+        spread = (r.effect_min, r.effect_max) if several else (np.nan, np.nan)
+        interval = (np.nan, np.nan, r.ci_low, r.ci_high) if several else (r.ci_low, r.ci_high, np.nan, np.nan)
         rows.append(dict(measure="iEAT d", model=r.model, stage=_stage(r.group, r.n_seeds),
                          test=f"{r.analysis_set}: {r.test} (X {r.X}, Y {r.Y}, A {r.A}, B {r.B}; {r.alternative})",
-                         estimate=r.effect_size, estimate_min=spread[0], estimate_max=spread[1], ci_low=r.ci_low,
-                         ci_high=r.ci_high, p=r.pvalue, p_two_sided=r.pvalue_two_sided, p_floor=r.pvalue_floor,
+                         estimate=r.effect_size, estimate_min=spread[0], estimate_max=spread[1],
+                         **dict(zip(("ci_low", "ci_high", "ci_seeds_min", "ci_seeds_max"), interval)), p=r.pvalue, p_two_sided=r.pvalue_two_sided, p_floor=r.pvalue_floor,
                          p_adjusted=getattr(r, adj_col), verdict=verdict, known_answer=known, held=held))  # fmt: skip
     return pd.DataFrame(rows, columns=HEADLINE_COLUMNS)
 
 
 def bts_headline(bts: pd.DataFrame, alpha: float, adjust: str = "holm") -> pd.DataFrame:
     """One row per pooled BTS (analysis set, model, finetuning dataset, intra or inter)."""
-    adj_col = ADJUSTMENTS[adjust]
+    rule = Significance(alpha, adjust)
+    adj_col = rule.column
     seeds = bts[bts["seed"].astype(str) != "pooled"]
     rows = []
     for r in bts[bts["seed"].astype(str) == "pooled"].itertuples(index=False):
         same = seeds[(seeds["analysis_set"] == r.analysis_set) & (seeds["model"] == r.model)
                      & (seeds["finetune_dataset"] == r.finetune_dataset) & (seeds["kind"] == r.kind)]["statistic"]  # fmt: skip
         p_adj = float(getattr(r, adj_col))
-        verdict = "significant" if p_adj < alpha else "not significant"
+        verdict = "significant" if rule.significant(p_adj) else "not significant"
         scratch = float(getattr(r, "scratch_statistic", np.nan))
         if not np.isnan(scratch):
             verdict += f"; rho(scratch, finetuned) = {scratch:.2f}" + (
@@ -112,10 +122,7 @@ def bts_headline(bts: pd.DataFrame, alpha: float, adjust: str = "holm") -> pd.Da
 def headline_table(ieat: pd.DataFrame, bts: pd.DataFrame, tests: Mapping[str, Sequence[Mapping]], alpha: float,
              adjust: str = "holm") -> pd.DataFrame:  # fmt: skip
     """The landing page's table: the iEAT rows, then the BTS rows."""
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
-    if adjust not in ADJUSTMENTS:
-        raise ValueError(f"adjust must be one of {sorted(ADJUSTMENTS)}, not {adjust!r}")
+    Significance(alpha, adjust)  # ValueError for an alpha outside (0, 1) or an unknown adjustment
     return pd.concat([ieat_headline(ieat, tests, alpha, adjust), bts_headline(bts, alpha, adjust)], ignore_index=True)
 
 

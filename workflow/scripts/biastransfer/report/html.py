@@ -150,6 +150,11 @@ def _text(value, digits: int = 3) -> str:
     return f"{number:.{digits}g}"
 
 
+#: Headers of column pairs that are not their stem's words: an interval of one network, or a range over seeds
+#: of the seeds' intervals (never called a CI).
+_PAIR_HEADERS = {"ci": "CI", "ci_seeds": "range over seeds of the CIs"}
+
+
 def _columns(frame: pd.DataFrame) -> list[tuple[str, tuple[str, ...]]]:
     """(header, source columns) in order: pairs merged, floors hidden."""
     names = list(frame.columns)
@@ -161,7 +166,7 @@ def _columns(frame: pd.DataFrame) -> list[tuple[str, tuple[str, ...]]]:
         for low, high, label in (("_low", "_high", ""), ("_min", "_max", " range")):
             if name.endswith(low) and name.removesuffix(low) + high in names:
                 stem = name.removesuffix(low)
-                header = ("CI" if stem == "ci" else stem.replace("_", " ")) + label
+                header = _PAIR_HEADERS.get(stem, stem.replace("_", " ") + label)
                 out.append((header, (name, stem + high)))
                 used |= {name, stem + high}
                 break

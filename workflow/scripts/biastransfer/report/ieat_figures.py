@@ -15,14 +15,13 @@ from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 
 from biastransfer.report.formatting import (
-    ADJUSTMENTS,
     OPPOSITE_EFFECT,
+    Significance,
     model_label,
     opposite_direction,
     ordered_groups,
     p_text,
     require_columns,
-    stars,
 )
 from biastransfer.report.style import paper_figure, paper_style, stage_words
 from biastransfer.report.tables import ieat_by_stage
@@ -59,16 +58,16 @@ def _compact(label: str, width: int = 12) -> str:
     return "\n".join(([f"{prefix}:"] if prefix else []) + [line.replace("\u00a0", " ") for line in lines])
 
 
-def ieat_heatmap(ieat: pd.DataFrame, *, adjust: str = "holm") -> Figure:
+def ieat_heatmap(ieat: pd.DataFrame, *, alpha: float, adjust: str = "holm") -> Figure:
     """iEAT effect sizes: one panel per stage group (stacked), rows = models, columns = concept pairs.
 
-    A cell holds the effect size (mean over seeds for finetuned groups) with one star per level
-    (0.05, 0.01, 0.001) that its adjusted p-value, the largest over seeds, is below, and a dagger
-    when |d| >= 0.5 against a one-sided test's direction (which its p cannot detect). Blank cells:
-    the test was not run for that model and stage. The colour bar spans the panels' full height.
+    A cell holds the effect size (mean over seeds for finetuned groups) with the stars of the run's
+    significance rule (:class:`~biastransfer.report.formatting.Significance`: none unless its adjusted
+    p-value, the largest over seeds, is below ``alpha``), and a dagger when |d| >= 0.5 against a one-sided
+    test's direction (which its p cannot detect). Blank cells: the test was not run for that model and
+    stage. The colour bar spans the panels' full height.
     """
-    if adjust not in ADJUSTMENTS:
-        raise ValueError(f"adjust must be one of {sorted(ADJUSTMENTS)}, not {adjust!r}")
+    rule = Significance(alpha, adjust)
     agg = ieat_by_stage(ieat)
     groups = ordered_groups(agg["group"])
     models = list(dict.fromkeys(agg["model"]))
@@ -96,7 +95,7 @@ def ieat_heatmap(ieat: pd.DataFrame, *, adjust: str = "holm") -> Figure:
                         r = index.loc[key]
                         values[i, j] = r["effect_size"]
                         flag = "†" if opposite_direction(r["effect_size"], r["alternative"]) else ""
-                        ax.text(j, i, f"{r['effect_size']:.2f}{stars(r[ADJUSTMENTS[adjust]])}{flag}", ha="center", va="center", fontsize=7,
+                        ax.text(j, i, f"{r['effect_size']:.2f}{rule.stars(r[rule.column])}{flag}", ha="center", va="center", fontsize=7,
                                 color="white" if abs(r["effect_size"]) > 0.6 * limit else "black")  # fmt: skip
             image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, norm=norm, aspect="auto")
             ax.set_xticks(range(len(columns)), labels, rotation=0 if wrapped else 30, ha="center" if wrapped else "right",
@@ -108,8 +107,8 @@ def ieat_heatmap(ieat: pd.DataFrame, *, adjust: str = "holm") -> Figure:
             image, ax=axes[:, 0].tolist(), label="iEAT effect size d", fraction=0.04, aspect=8 * len(groups), pad=0.01
         )
         fig.suptitle(f"iEAT effect sizes d ({targets}); finetuned: d is the mean over seeds\n"
-                     f"*/**/***: {adjust}-adjusted p < 0.05/0.01/0.001 (largest over seeds); "
-                     f"†: |d| ≥ {OPPOSITE_EFFECT:g} against the tested direction")  # fmt: skip
+                     f"{rule.legend()}\n"
+                     f"finetuned: the largest p over seeds; †: |d| ≥ {OPPOSITE_EFFECT:g} against the tested direction")  # fmt: skip
     return fig
 
 

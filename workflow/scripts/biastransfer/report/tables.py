@@ -5,11 +5,15 @@ its own with ``pdflatex``; :func:`tabular_of` pulls the ``tabular`` back out for
 The helpers that turn the summary CSVs into per-stage rows (:func:`read_summary`,
 :func:`stage_group`, :func:`ieat_by_stage`) are shared with ``figures`` and ``compare``.
 
-Seeds: finetuned rows are grouped by finetuning dataset (``ft-{dataset}``). An iEAT effect size is
-the mean over seeds; its p-values are the largest over seeds, so a mark means "significant in every
-seed", and its interval runs from the lowest to the highest bound of the seeds' intervals. BTS rows
-use the ``pooled`` seed (finetuned similarities averaged over seeds first, as the paper does). Each
-table is one family of the multiple-comparison adjustment (rules/analysis.smk, summarise).
+Seeds: finetuned rows are grouped by finetuning dataset (``ft-{dataset}``), the scratch reference's by
+its training dataset (``scratch-{dataset}``: the target data alone). An iEAT effect size is the mean over
+seeds; its p-values are the largest over seeds, so a mark means "significant in every seed", and over
+several seeds its "interval" is a range over seeds, from the lowest to the highest bound of the seeds'
+intervals (never called a CI). Beside d: its numerator (the raw association, the mean difference of
+the scores s) and denominator (their pooled SD), and where it is not significant the smallest |d| the
+test detects with 80% power at its set sizes. BTS rows use the ``pooled`` seed (finetuned similarities
+averaged over seeds first, as the paper does). Each table is one family of the multiple-comparison
+adjustment (rules/analysis.smk, summarise); marks follow the run's one rule (formatting.Significance).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from biastransfer.report.formatting import (
     ADJUSTMENT_NAMES,
     ADJUSTMENTS,
     OPPOSITE_EFFECT,
-    SIGNIFICANCE_LEVELS,
+    Significance,
     adjusted_floor,
     format_interval,
     format_number,
@@ -37,12 +41,16 @@ from biastransfer.report.formatting import (
     ordered_groups,
     require_columns,
     stage_group,
-    stars,
 )
 
 IEAT_COLUMNS = ("analysis_set", "model", "stage", "finetune_dataset", "seed", "test", "X", "Y", "A", "B",
                 "effect_size", "ci_low", "ci_high", "pvalue", "pvalue_two_sided", "pvalue_floor", "alternative",
                 "pvalue_holm", "pvalue_bh")  # fmt: skip
+#: What the iEAT tables show beside d (results/ieat/*.csv carry them): its numerator and denominator, and the
+#: smallest |d| the test detects at its set sizes with this power.
+IEAT_PARTS = ("mean_difference", "pooled_sd", "detectable_d", "detectable_power")
+#: How ieat_by_stage combines each part over seeds.
+_PART_AGGREGATES = {"mean_difference": "mean", "pooled_sd": "mean", "detectable_d": "max", "detectable_power": "first"}
 
 
 def ieat_by_stage(ieat: pd.DataFrame) -> pd.DataFrame:
@@ -50,8 +58,9 @@ def ieat_by_stage(ieat: pd.DataFrame) -> pd.DataFrame:
 
     Columns: the keys, ``X, Y, A, B``, ``alternative``, ``effect_size`` (mean), ``effect_min``,
     ``effect_max``, ``ci_low`` (lowest), ``ci_high`` (highest), ``pvalue``, ``pvalue_two_sided``,
-    ``pvalue_floor``, ``pvalue_holm``, ``pvalue_bh`` (largest over seeds) and ``n_seeds``. Row order
-    follows the input's first appearance.
+    ``pvalue_floor``, ``pvalue_holm``, ``pvalue_bh`` (largest over seeds), ``n_seeds`` and, where the
+    summary has them, the :data:`IEAT_PARTS` (numerator and SD: means over seeds; detectable |d|: the
+    largest). Row order follows the input's first appearance.
     """
     require_columns(ieat, IEAT_COLUMNS, where="iEAT summary")
     if ieat.empty:
@@ -71,6 +80,7 @@ def ieat_by_stage(ieat: pd.DataFrame) -> pd.DataFrame:
         pvalue_holm=("pvalue_holm", "max"),
         pvalue_bh=("pvalue_bh", "max"),
         n_seeds=("seed", "size"),
+        **{part: (part, how) for part, how in _PART_AGGREGATES.items() if part in frame},
     )
     return out.reset_index()
 
@@ -177,24 +187,50 @@ def ci_words(rows: pd.DataFrame) -> str:
     return "/".join(f"{100 * level:g}\\%" for level in levels) or "a"
 
 
-def ieat_latex(ieat: pd.DataFrame, analysis_set: str, *, adjust: str = "holm") -> str:
-    """iEAT effect sizes and p-values, pretrained vs each finetuning dataset (paper Tables 2/9)."""
-    adj_col = _adjust_column(adjust)
-    subset = _subset(ieat, "iEAT summary", analysis_set=analysis_set)
+def with_scratch(ieat: pd.DataFrame, scratch: pd.DataFrame | None) -> pd.DataFrame:
+    """The iEAT summary with the scratch reference's rows (``results/summary/ieat_scratch.csv``) appended."""
+    if scratch is None or scratch.empty:
+        return ieat
+    require_columns(scratch, IEAT_COLUMNS + IEAT_PARTS, where="scratch iEAT summary")
+    return pd.concat([ieat, scratch], ignore_index=True)
+
+
+def _several(agg: pd.DataFrame, group: str) -> bool:
+    """Whether any row of a stage group has more than one seed (its interval is then a range over seeds)."""
+    return bool((agg.loc[agg["group"] == group, "n_seeds"] > 1).any())
+
+
+def _sig(x: float) -> str:
+    """A number with three significant digits as LaTeX math (``--`` for NaN)."""
+    return "--" if x is None or math.isnan(x) else f"${x:.3g}$"
+
+
+def _detectable(d: float) -> str:
+    return "$\\infty$" if math.isinf(d) else _sig(d)
+
+
+IEAT_CELLS = 8  # columns per stage group: d, CI, numerator, SD, p, p two-sided, adjusted p, detectable |d|
+
+
+def ieat_latex(
+    ieat: pd.DataFrame, analysis_set: str, *, alpha: float, adjust: str = "holm", scratch: pd.DataFrame | None = None
+) -> str:
+    """iEAT effect sizes and p-values, pretrained vs each finetuning dataset (paper Tables 2/9), and the
+    scratch reference network (the target data alone) where ``scratch`` has its rows."""
+    rule = Significance(alpha, adjust)
+    subset = _subset(with_scratch(ieat, scratch), "iEAT summary", analysis_set=analysis_set)
+    require_columns(subset, IEAT_PARTS, where="iEAT summary")
     p_words = ieat_pvalue_words(subset)
     agg = ieat_by_stage(subset)
     groups = ordered_groups(agg["group"])
-    n_cols = 5 * len(groups)
-    header1 = ["", "", ""] + [f"\\multicolumn{{5}}{{c}}{{{_group_title(g)}}}" for g in groups]
-    rules = "".join(f"\\cmidrule(lr){{{4 + 5 * i}-{8 + 5 * i}}}" for i in range(len(groups)))
-    header2 = ["Model", "Concept A", "Concept B"] + [
-        "$d$",
-        "CI",
-        "$p$",
-        "$p_{2}$",
-        f"$p_{{\\mathrm{{{ADJUSTMENT_NAMES[adjust][:4]}}}}}$",
-    ] * len(groups)
-    body = f"\\begin{{tabular}}{{lll{'r' * n_cols}}}\n\\toprule\n"
+    k, adj = IEAT_CELLS, ADJUSTMENT_NAMES[adjust][:4]
+    header1 = ["", "", ""] + [f"\\multicolumn{{{k}}}{{c}}{{{_group_title(g)}}}" for g in groups]
+    rules = "".join(f"\\cmidrule(lr){{{4 + k * i}-{3 + k * (i + 1)}}}" for i in range(len(groups)))
+    header2 = ["Model", "Concept A", "Concept B"]
+    for group in groups:
+        header2 += ["$d$", "CI range" if _several(agg, group) else "CI", "$\\Delta\\bar{s}$", "SD", "$p$", "$p_{2}$",
+                    f"$p_{{\\mathrm{{{adj}}}}}$", "$|d|_{80}$"]  # fmt: skip
+    body = f"\\begin{{tabular}}{{lll{'r' * k * len(groups)}}}\n\\toprule\n"
     body += _rows([header1]).rstrip("\n") + f"\n{rules}\n" + _rows([header2]) + "\\midrule\n"
     index = agg.set_index(["model", "X", "Y", "A", "B", "group"])
     tests = agg[["model", "X", "Y", "A", "B"]].drop_duplicates()
@@ -208,15 +244,18 @@ def ieat_latex(ieat: pd.DataFrame, analysis_set: str, *, adjust: str = "holm") -
             key = (model, x, y, a, b, group)
             if key in index.index:
                 r = index.loc[key]
-                mark = stars(r[adj_col]) + (
+                mark = rule.stars(r[rule.column]) + (
                     "\\dagger" if opposite_direction(r["effect_size"], r["alternative"]) else ""
                 )
                 spread = format_spread(r["effect_min"], r["effect_max"]) if r["n_seeds"] > 1 else ""
+                detectable = "" if rule.significant(r[rule.column]) else _detectable(r["detectable_d"])
                 row += [format_number(r["effect_size"], mark=mark) + spread, format_interval(r["ci_low"], r["ci_high"]),
+                        _sig(r["mean_difference"]), _sig(r["pooled_sd"]),
                         format_p(r["pvalue"], r["pvalue_floor"]), format_p(r["pvalue_two_sided"], r["pvalue_floor"]),
-                        format_p(r[adj_col], adjusted_floor(r["pvalue"], r["pvalue_floor"], r[adj_col]))]  # fmt: skip
+                        format_p(r[rule.column], adjusted_floor(r["pvalue"], r["pvalue_floor"], r[rule.column])),
+                        detectable]  # fmt: skip
             else:
-                row += ["--"] * 5
+                row += ["--"] * k
         cells.append(row)
         previous_model = model
     body += "".join("\\addlinespace\n" if r is None else _rows([r]) for r in cells)
@@ -225,29 +264,43 @@ def ieat_latex(ieat: pd.DataFrame, analysis_set: str, *, adjust: str = "holm") -
         sorted({f"$X$={latex_escape(x)}, $Y$={latex_escape(y)}" for x, y in zip(tests["X"], tests["Y"])})
     )
     n_seeds = int(agg.loc[agg["group"] != "pretrained", "n_seeds"].max()) if len(groups) > 1 else 1
+    power = float(agg["detectable_power"].iloc[0])
+    scratch_words = (
+        "Trained on a dataset alone: the scratch reference network (the architecture trained from random "
+        "initialisation on the target data with the finetuning recipe), its p adjusted across its own rows. "
+        if any(g.startswith("scratch-") for g in groups)
+        else ""
+    )
     caption = (
         f"iEAT on analysis set \\texttt{{{latex_escape(analysis_set)}}} ({targets}; attributes $A$, $B$ = concepts A, B). "
-        f"$d$: effect size; $p$: {p_words}; "
-        f"$p_{{\\mathrm{{{ADJUSTMENT_NAMES[adjust][:4]}}}}}$: {ADJUSTMENT_NAMES[adjust]}-adjusted across the table. "
-        f"Marks from the adjusted p: {_marks_legend()}. "
+        f"$d$: effect size, $\\Delta\\bar{{s}}/\\mathrm{{SD}}$: the raw association $\\Delta\\bar{{s}}$ (mean $s$ over $X$ "
+        f"minus over $Y$) over the pooled SD of $s$, so a change of $d$ can come from either; $p$: {p_words}; "
+        f"$p_{{\\mathrm{{{adj}}}}}$: {ADJUSTMENT_NAMES[adjust]}-adjusted across the table. "
+        f"Marks from the adjusted p: {rule.legend(latex=True)}. "
         f"CI: {ci_words(subset)} bootstrap interval of $d$ (images resampled within $X$, $Y$, $A$, $B$); "
-        f"$p_{{2}}$: two-sided p-value. "
+        f"$p_{{2}}$: two-sided p-value. $|d|_{{80}}$, beside a result that is not significant: the smallest $|d|$ the "
+        f"test detects with {100 * power:.0f}\\% power at these set sizes ($\\infty$: none), so not significant is not "
+        f"no association. "
         f"$\\dagger$: $|d| \\geq {OPPOSITE_EFFECT:g}$ in the direction opposite to the one tested, which the "
         f"one-sided $p$ cannot detect (read $p_{{2}}$). A $p$ written $\\leq$ is at its method's floor (and its adjusted $p$ an upper bound). "
-        f"Finetuned columns: $d$ is the mean over up to {n_seeds} seed(s) (small: the smallest to the largest $d$ "
-        f"of the seeds), p-values the largest over seeds, "
-        f"CI from the lowest to the highest bound of the seeds' intervals."
+        f"{scratch_words}"
+        f"Columns of several seeds: $d$, $\\Delta\\bar{{s}}$ and SD are means over up to {n_seeds} seed(s) (small: "
+        f"the smallest to the largest $d$ of the seeds), p-values and $|d|_{{80}}$ the largest over seeds; CI range: "
+        f"from the lowest to the highest bound of the seeds' intervals, a range over seeds, not a confidence interval."
     )
-    return standalone_document(body, caption, landscape=len(groups) > 2)
+    return standalone_document(body, caption, landscape=len(groups) > 1)
 
 
 BTS_PVALUE_WORDS = {"permutation": "permutation p-value (exact over all $n!$ orderings for $n \\leq 8$)",
                     "asymptotic": "Student-t approximation (scipy), as in the paper"}  # fmt: skip
 
 
-def bts_latex(bts: pd.DataFrame, analysis_set: str, finetune_dataset: str, *, adjust: str = "holm") -> str:
+def bts_latex(
+    bts: pd.DataFrame, analysis_set: str, finetune_dataset: str, *, alpha: float, adjust: str = "holm"
+) -> str:
     """Bias transfer scores (Spearman rho) for intra- and inter-class similarities (Tables 3/4)."""
-    adj_col = _adjust_column(adjust)
+    rule = Significance(alpha, adjust)
+    adj_col = rule.column
     require_columns(bts, ("analysis_set", "model", "finetune_dataset", "seed", "kind", "statistic", "ci_low", "ci_high",
                           "ci_level", "pvalue", "pvalue_floor", "pvalue_method", "n", adj_col), where="BTS summary")  # fmt: skip
     rows = _subset(bts, "BTS summary", analysis_set=analysis_set, finetune_dataset=finetune_dataset, seed="pooled")
@@ -269,7 +322,7 @@ def bts_latex(bts: pd.DataFrame, analysis_set: str, finetune_dataset: str, *, ad
         for kind in kinds:
             if (model, kind) in index.index:
                 r = index.loc[(model, kind)]
-                row += [format_number(r["statistic"], mark=stars(r[adj_col])) + spread.get((model, kind), ""),
+                row += [format_number(r["statistic"], mark=rule.stars(r[adj_col])) + spread.get((model, kind), ""),
                         format_interval(r["ci_low"], r["ci_high"]),
                         format_p(r["pvalue"], r["pvalue_floor"]),
                         format_p(r[adj_col], adjusted_floor(r["pvalue"], r["pvalue_floor"], r[adj_col])), f"{int(r['n'])}"]  # fmt: skip
@@ -285,7 +338,7 @@ def bts_latex(bts: pd.DataFrame, analysis_set: str, finetune_dataset: str, *, ad
         f"CI: {ci_words(rows)} bootstrap interval of $r_{{\\mathrm{{BTS}}}}$ (images resampled within classes, both "
         f"rankings recomputed on the same images); $p$: {BTS_PVALUE_WORDS.get(rows['pvalue_method'].iloc[0], rows['pvalue_method'].iloc[0])}, "
         f"two-sided; a $p$ written $\\leq$ is at its method's floor; "
-        f"$p_{{\\mathrm{{{adj}}}}}$: {ADJUSTMENT_NAMES[adjust]}-adjusted across the table. Marks from the adjusted p: {_marks_legend()}."
+        f"$p_{{\\mathrm{{{adj}}}}}$: {ADJUSTMENT_NAMES[adjust]}-adjusted across the table. Marks from the adjusted p: {rule.legend(latex=True)}."
     )
     return standalone_document(body, caption)
 
@@ -365,27 +418,41 @@ def _adjust_column(adjust: str) -> str:
 def _group_title(group: str) -> str:
     if group == "pretrained":
         return "Pretrained"
+    if group.startswith("scratch-"):
+        return f"Trained on \\texttt{{{latex_escape(group.removeprefix('scratch-'))}}} alone (scratch)"
     return f"Finetuned on \\texttt{{{latex_escape(group.removeprefix('ft-'))}}}"
-
-
-def _marks_legend() -> str:
-    return ", ".join(f"{'*' * (i + 1)}~$p<{level:g}$" for i, level in enumerate(SIGNIFICANCE_LEVELS))
 
 
 # The same tables as CSV (numbers, not LaTeX) for the HTML report and for downloads; columns follow
 # report.html's conventions (X_low/X_high: an interval, X_min/X_max: the range over seeds).
 
 
-def ieat_frame(ieat: pd.DataFrame, analysis_set: str, *, adjust: str = "holm") -> pd.DataFrame:
-    """The iEAT table's rows: per model, test and stage group, mean d with its range over seeds."""
-    agg = ieat_by_stage(_subset(ieat, "iEAT summary", analysis_set=analysis_set))
+def ieat_frame(
+    ieat: pd.DataFrame, analysis_set: str, *, alpha: float, adjust: str = "holm", scratch: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """The iEAT table's rows: per model, test and stage group (the scratch reference's too, where ``scratch``
+    has its rows), mean d with its range over seeds; its numerator (``mean_difference``) and denominator
+    (``pooled_sd``); the interval of one network (``ci_low``/``ci_high``) or, over several seeds, the range of
+    the seeds' intervals (``ci_seeds_min``/``ci_seeds_max``); the verdict by the run's rule and, where not
+    significant, the smallest detectable |d| (``detectable_d``)."""
+    rule = Significance(alpha, adjust)
+    subset = _subset(with_scratch(ieat, scratch), "iEAT summary", analysis_set=analysis_set)
+    require_columns(subset, IEAT_PARTS, where="iEAT summary")
+    agg = ieat_by_stage(subset)
+    several = agg["n_seeds"] > 1
+    significant = agg[rule.column].map(rule.significant)
     return pd.DataFrame({
         "model": agg["model"], "stage": agg["group"], "test": agg["test"], "X": agg["X"], "Y": agg["Y"],
         "A": agg["A"], "B": agg["B"], "alternative": agg["alternative"], "seeds": agg["n_seeds"],
-        "d": agg["effect_size"], "d_min": agg["effect_min"].where(agg["n_seeds"] > 1),
-        "d_max": agg["effect_max"].where(agg["n_seeds"] > 1), "ci_low": agg["ci_low"], "ci_high": agg["ci_high"],
+        "d": agg["effect_size"], "d_min": agg["effect_min"].where(several), "d_max": agg["effect_max"].where(several),
+        "mean_difference": agg["mean_difference"], "pooled_sd": agg["pooled_sd"],
+        "ci_low": agg["ci_low"].mask(several), "ci_high": agg["ci_high"].mask(several),
+        "ci_seeds_min": agg["ci_low"].where(several), "ci_seeds_max": agg["ci_high"].where(several),
         "p": agg["pvalue"], "p_two_sided": agg["pvalue_two_sided"], "p_floor": agg["pvalue_floor"],
-        f"p_{adjust}": agg[_adjust_column(adjust)],
+        f"p_{adjust}": agg[rule.column],
+        "verdict": [("significant" if hit else "not significant") + ((" in every seed" if hit else " in some seed") if many else "")
+                    for hit, many in zip(significant, several)],
+        "detectable_d": agg["detectable_d"].mask(significant),
     })  # fmt: skip
 
 
