@@ -134,9 +134,16 @@ def change_figure(change: pd.DataFrame) -> Figure:
         return fig
     rows = change.reset_index(drop=True)
     several = rows["analysis_set"].nunique() > 1 or rows["model"].nunique() > 1
-    labels = ["\n".join(textwrap.wrap((f"{r.analysis_set}/{model_label(r.model)}, " if several else "")
-                                       + f"{r.finetune_dataset} seed {r.seed}: {r.test}", 44))
-              for r in rows.itertuples()]  # fmt: skip (wrapped: a long label would widen the figure past its page)
+    labels = [
+        "\n".join(
+            textwrap.wrap(
+                (f"{r.analysis_set}/{model_label(r.model)}, " if several else "")
+                + f"{r.finetune_dataset} seed {r.seed}: {r.test}",
+                44,
+            )
+        )
+        for r in rows.itertuples()
+    ]  # fmt: skip (wrapped: a long label would widen the figure past its page)
     y = np.arange(len(rows))[::-1]
     with paper_style():
         fig, ax = paper_figure("double", 1.1 + 0.14 * sum(label.count("\n") + 1 for label in labels) + 0.06 * len(rows))
