@@ -6,6 +6,7 @@ from types import SimpleNamespace
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 
 from biastransfer import config as cfg  # noqa: E402
+from biastransfer.check_cache import passed_check  # noqa: E402
 from biastransfer.data.cache import CacheSetting  # noqa: E402
 from biastransfer.gpus import books_gpu  # noqa: E402
 from biastransfer.models.resolve import model_spec  # noqa: E402
@@ -17,7 +18,8 @@ from biastransfer.zoo import embed_settings, read_status  # noqa: E402
 # the schema checks keys and types and fills every default (after what a later --configfile removed with
 # null), so rules read config[...] without defaults of their own (results/summary/config.yaml shows them
 # all); then the cross-references of the filled config are checked, every problem named at once, and a
-# run with layer profiles resolves each model's layers on a network without weights (torch only then).
+# run with layer profiles resolves each model's layers on a network without weights (torch only then,
+# and only until that check has passed once for these models: biastransfer.check_cache).
 NON_INTEGERS = non_integer_problems(
     config, Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml"
 )
@@ -26,9 +28,18 @@ if NON_INTEGERS:
 cfg.fill_defaults(config)
 cfg.check_config(config)
 if config["analysis"]["layers"]["enabled"]:
-    from biastransfer.models.layers import layer_problems
 
-    LAYER_PROBLEMS = layer_problems(config)
+    def _layer_problems():
+        from biastransfer.models.layers import layer_problems
+
+        return layer_problems(config)
+
+    LAYER_PROBLEMS = passed_check(
+        "layers",
+        {"models": config["models"], "layers": config["analysis"]["layers"]},
+        _layer_problems,
+        code="models",
+    )
     if LAYER_PROBLEMS:
         raise ValueError("invalid configuration:\n  " + "\n  ".join(LAYER_PROBLEMS))
 

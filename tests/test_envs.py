@@ -53,8 +53,21 @@ def library_files(module: str) -> list[Path]:
     return files
 
 
+def lazy_exports(package: str) -> dict[str, str]:
+    """``{name: module}`` of a package that loads its public names on first use (its ``_EXPORTS`` dict, as in
+    biastransfer.stats); empty for any other package."""
+    init = SCRIPTS.joinpath(*package.split("."), "__init__.py")
+    if not init.is_file():
+        return {}
+    for node in ast.parse(init.read_text()).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "_EXPORTS" for t in node.targets):
+            return ast.literal_eval(node.value)
+    return {}
+
+
 def imported_modules(node: ast.AST, path: Path) -> list[str]:
-    """Dotted names an import statement in ``path`` loads (``from p import m`` may load submodule p.m)."""
+    """Dotted names an import statement in ``path`` loads (``from p import m`` may load submodule p.m, and a
+    name of a lazy package its defining module)."""
     if isinstance(node, ast.Import):
         return [a.name for a in node.names]
     if not isinstance(node, ast.ImportFrom):
@@ -72,6 +85,8 @@ def imported_modules(node: ast.AST, path: Path) -> list[str]:
             if SCRIPTS.joinpath(*base.split("."), a.name).with_suffix(".py").is_file()
             or (SCRIPTS.joinpath(*base.split("."), a.name) / "__init__.py").is_file()
         ]
+        lazy = lazy_exports(base)
+        names += [f"{base}.{lazy[a.name] or a.name}" for a in node.names if a.name in lazy]
     return names
 
 
@@ -95,6 +110,8 @@ def third_party_imports(path: Path, seen: set[Path]) -> set[str]:
 def test_the_import_walk_follows_subpackages():
     """A stats script reaches scipy through ``biastransfer.stats``' __init__; a torch script reaches torch."""
     assert "scipy" in third_party_imports(SCRIPTS / "bts.py", set())
+    lazy = ast.parse("from biastransfer.stats import bias_transfer_score").body[0]  # a name of a lazy package
+    assert "biastransfer.stats.bts" in imported_modules(lazy, SCRIPTS / "bts.py")
     assert "torch" in third_party_imports(SCRIPTS / "embed.py", set())
     assert "PIL" in third_party_imports(SCRIPTS / "synthetic_dataset.py", set())
     with pytest.raises(AssertionError, match="no module"):

@@ -6,6 +6,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -43,8 +44,8 @@ def test_each_subpackage_exports_its_documented_list_and_nothing_else(package):
     assert len(pkg.__all__) == len(set(pkg.__all__)), f"biastransfer.{package}.__all__ repeats a name"
     for name in pkg.__all__:
         assert getattr(pkg, name).__doc__, f"biastransfer.{package}.{name} has no docstring"
-    public = sorted(n for n in vars(pkg) if not n.startswith("_") and not isinstance(getattr(pkg, n), type(pkg)))
-    modules = {n for n in vars(pkg) if isinstance(getattr(pkg, n), type(pkg))}
+    public = sorted(n for n in vars(pkg) if not n.startswith("_") and not isinstance(getattr(pkg, n), ModuleType))
+    modules = {n for n in vars(pkg) if isinstance(getattr(pkg, n), ModuleType)}
     assert set(public) <= set(pkg.__all__), (
         f"biastransfer.{package} has names beyond __all__: {set(public) - set(pkg.__all__)}"
     )

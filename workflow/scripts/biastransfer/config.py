@@ -301,8 +301,8 @@ def analysis_set_problems(config: Mapping) -> list[str]:
 
 
 def _ieat_role_problems(where: str, test: Mapping) -> list[str]:
-    """A class in two roles of one iEAT test (``biastransfer.stats.results.ieat_role_problems``)."""
-    from biastransfer.stats.results import ieat_role_problems
+    """A class in two roles of one iEAT test (``biastransfer.stats._validation.ieat_role_problems``)."""
+    from biastransfer.stats._validation import ieat_role_problems
 
     return [f"{where}: {problem}" for problem in ieat_role_problems(test)]
 

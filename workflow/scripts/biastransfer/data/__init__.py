@@ -1,6 +1,7 @@
 """Datasets (never torch).
 
-The curated public API (docs/api.md); everything else stays in its module.
+The curated public API (docs/api.md); everything else stays in its module. Names load on
+first use (biastransfer._lazy).
 
 - The dataset kinds as modules (their functions share names): :mod:`coco`, :mod:`openimages`, :mod:`synthetic`
 - Analysis-set manifests: :func:`read_manifest`, :func:`write_manifest`, :func:`validate_manifest`,
@@ -10,29 +11,27 @@ The curated public API (docs/api.md); everything else stays in its module.
 - Errors: :class:`ChecksumError`, :class:`DownloadError`, :class:`UserDataError`
 """
 
-from biastransfer.data import coco, openimages, synthetic
-from biastransfer.data.download import ChecksumError, Download, DownloadError, fetch
-from biastransfer.data.leakage import check_no_leakage
-from biastransfer.data.manifest import read_manifest, validate_manifest, verify_files, write_manifest
-from biastransfer.data.splits import read_split, write_split
-from biastransfer.data.user import UserDataError, analysis_set_manifest, read_table
+from biastransfer._lazy import lazy_namespace as _lazy_namespace
 
-__all__ = [
-    "coco",
-    "openimages",
-    "synthetic",
-    "read_manifest",
-    "write_manifest",
-    "validate_manifest",
-    "verify_files",
-    "analysis_set_manifest",
-    "read_table",
-    "read_split",
-    "write_split",
-    "check_no_leakage",
-    "fetch",
-    "Download",
-    "ChecksumError",
-    "DownloadError",
-    "UserDataError",
-]
+#: Each public name and the module of this package that defines it, in the order docs/api.md lists them.
+_EXPORTS = {
+    "coco": None,
+    "openimages": None,
+    "synthetic": None,
+    "read_manifest": "manifest",
+    "write_manifest": "manifest",
+    "validate_manifest": "manifest",
+    "verify_files": "manifest",
+    "analysis_set_manifest": "user",
+    "read_table": "user",
+    "read_split": "splits",
+    "write_split": "splits",
+    "check_no_leakage": "leakage",
+    "fetch": "download",
+    "Download": "download",
+    "ChecksumError": "download",
+    "DownloadError": "download",
+    "UserDataError": "user",
+}
+__all__ = list(_EXPORTS)
+_lazy_namespace(__name__, _EXPORTS)

@@ -1,6 +1,7 @@
 """Models (torch, timm, open_clip).
 
-The curated public API (docs/api.md); everything else stays in its module.
+The curated public API (docs/api.md); everything else stays in its module. Names load on
+first use (biastransfer._lazy).
 
 - The paper's models and their pretrained configs: :data:`REGISTRY` of :class:`ModelSpec` (with its
   :class:`Preprocess`); any timm / open_clip model or checkpoint from a config entry: :func:`model_spec`,
@@ -12,32 +13,27 @@ The curated public API (docs/api.md); everything else stays in its module.
 - Embeddings: :func:`extract_features`, :func:`embed_batches`, on :func:`torch_device`
 """
 
-from biastransfer.models.checkpoints import load_backbone_from_checkpoint, save_checkpoint
-from biastransfer.models.device import torch_device
-from biastransfer.models.extractors import FeatureExtractor, create_backbone, create_classifier
-from biastransfer.models.features import embed_batches, extract_features
-from biastransfer.models.layers import default_layers, layer_extractor, resolve_layers
-from biastransfer.models.registry import REGISTRY
-from biastransfer.models.resolve import model_spec, resolve_spec
-from biastransfer.models.spec import ModelSpec, Preprocess
-from biastransfer.models.weights import resolve_weights
+from biastransfer._lazy import lazy_namespace as _lazy_namespace
 
-__all__ = [
-    "REGISTRY",
-    "ModelSpec",
-    "Preprocess",
-    "model_spec",
-    "resolve_spec",
-    "create_backbone",
-    "create_classifier",
-    "FeatureExtractor",
-    "default_layers",
-    "resolve_layers",
-    "layer_extractor",
-    "resolve_weights",
-    "save_checkpoint",
-    "load_backbone_from_checkpoint",
-    "extract_features",
-    "embed_batches",
-    "torch_device",
-]
+#: Each public name and the module of this package that defines it, in the order docs/api.md lists them.
+_EXPORTS = {
+    "REGISTRY": "registry",
+    "ModelSpec": "spec",
+    "Preprocess": "spec",
+    "model_spec": "resolve",
+    "resolve_spec": "resolve",
+    "create_backbone": "extractors",
+    "create_classifier": "extractors",
+    "FeatureExtractor": "extractors",
+    "default_layers": "layers",
+    "resolve_layers": "layers",
+    "layer_extractor": "layers",
+    "resolve_weights": "weights",
+    "save_checkpoint": "checkpoints",
+    "load_backbone_from_checkpoint": "checkpoints",
+    "extract_features": "features",
+    "embed_batches": "features",
+    "torch_device": "device",
+}
+__all__ = list(_EXPORTS)
+_lazy_namespace(__name__, _EXPORTS)

@@ -1,6 +1,7 @@
 """Reporting on a run's summary tables (matplotlib and pandas; never torch).
 
-The curated public API (docs/api.md); everything else stays in its module.
+The curated public API (docs/api.md); everything else stays in its module. Names load on
+first use (biastransfer._lazy).
 
 - The paper's tables as LaTeX documents: :func:`ieat_latex`, :func:`bts_latex`, :func:`finetune_latex`,
   :func:`analysis_set_latex`, and a document's ``tabular`` for ``\\input``: :func:`latex_fragment`
@@ -11,32 +12,28 @@ The curated public API (docs/api.md); everything else stays in its module.
 - The static HTML report: :func:`headline_table`, :func:`write_site`
 """
 
-from biastransfer.report.compare import PaperComparison, compare_to_paper, read_reference
-from biastransfer.report.figures import inter_figure, intra_figure, rank_figure
-from biastransfer.report.findings import describe_findings
-from biastransfer.report.headline import headline_table
-from biastransfer.report.ieat_figures import change_figure, ieat_heatmap
-from biastransfer.report.site import write_site
-from biastransfer.report.style import paper_style, save_figure
-from biastransfer.report.tables import analysis_set_latex, bts_latex, finetune_latex, ieat_latex, latex_fragment
+from biastransfer._lazy import lazy_namespace as _lazy_namespace
 
-__all__ = [
-    "ieat_latex",
-    "bts_latex",
-    "finetune_latex",
-    "analysis_set_latex",
-    "latex_fragment",
-    "intra_figure",
-    "inter_figure",
-    "rank_figure",
-    "ieat_heatmap",
-    "change_figure",
-    "paper_style",
-    "save_figure",
-    "describe_findings",
-    "read_reference",
-    "compare_to_paper",
-    "PaperComparison",
-    "headline_table",
-    "write_site",
-]
+#: Each public name and the module of this package that defines it, in the order docs/api.md lists them.
+_EXPORTS = {
+    "ieat_latex": "tables",
+    "bts_latex": "tables",
+    "finetune_latex": "tables",
+    "analysis_set_latex": "tables",
+    "latex_fragment": "tables",
+    "intra_figure": "figures",
+    "inter_figure": "figures",
+    "rank_figure": "figures",
+    "ieat_heatmap": "ieat_figures",
+    "change_figure": "ieat_figures",
+    "paper_style": "style",
+    "save_figure": "style",
+    "describe_findings": "findings",
+    "read_reference": "compare",
+    "compare_to_paper": "compare",
+    "PaperComparison": "compare",
+    "headline_table": "headline",
+    "write_site": "site",
+}
+__all__ = list(_EXPORTS)
+_lazy_namespace(__name__, _EXPORTS)

@@ -1,6 +1,7 @@
 """Statistics on row-wise embeddings (numpy, scipy and pandas; never torch).
 
-The curated public API (docs/api.md); everything else stays in its module.
+The curated public API (docs/api.md); everything else stays in its module. Names load on
+first use (biastransfer._lazy).
 
 - Similarities: :func:`intra_class_similarity`, :func:`inter_class_similarity`, :func:`class_similarities`
 - Bias Transfer Score: :func:`bias_transfer_score`, and whether it shows retention against a network trained
@@ -20,57 +21,40 @@ The curated public API (docs/api.md); everything else stays in its module.
   :class:`SeedsResult`, :class:`NetworkComparison`, :class:`RetentionResult`, :class:`AmplificationResult`
 """
 
-from biastransfer.stats.amplification import (
-    AmplificationResult,
-    bias_amplification,
-    bias_amplifications,
-    predict_at_base_rate,
-    predict_at_threshold,
-)
-from biastransfer.stats.attribution import NetworkComparison, compare_networks, detectable_shift, min_pvalue
-from biastransfer.stats.bootstrap import ChangeResult, ieat_change
-from biastransfer.stats.bts import BTSResult, RetentionResult, bias_transfer_score, retention_difference
-from biastransfer.stats.change_tables import change_from_spread
-from biastransfer.stats.ieat import IEATResult, association_scores, detectable_effect_size, ieat
-from biastransfer.stats.multitest import adjust_pvalues
-from biastransfer.stats.results import bts_table, ieat_table, similarity_table
-from biastransfer.stats.seeds import SeedsResult, combined_ieat
-from biastransfer.stats.similarity import (
-    SimilarityResult,
-    class_similarities,
-    inter_class_similarity,
-    intra_class_similarity,
-)
+from biastransfer._lazy import lazy_namespace as _lazy_namespace
 
-__all__ = [
-    "intra_class_similarity",
-    "inter_class_similarity",
-    "class_similarities",
-    "bias_transfer_score",
-    "retention_difference",
-    "ieat",
-    "association_scores",
-    "ieat_change",
-    "change_from_spread",
-    "combined_ieat",
-    "detectable_effect_size",
-    "compare_networks",
-    "detectable_shift",
-    "min_pvalue",
-    "adjust_pvalues",
-    "bias_amplification",
-    "bias_amplifications",
-    "predict_at_threshold",
-    "predict_at_base_rate",
-    "similarity_table",
-    "ieat_table",
-    "bts_table",
-    "SimilarityResult",
-    "BTSResult",
-    "IEATResult",
-    "ChangeResult",
-    "SeedsResult",
-    "NetworkComparison",
-    "RetentionResult",
-    "AmplificationResult",
-]
+#: Each public name and the module of this package that defines it, in the order docs/api.md lists them.
+_EXPORTS = {
+    "intra_class_similarity": "similarity",
+    "inter_class_similarity": "similarity",
+    "class_similarities": "similarity",
+    "bias_transfer_score": "bts",
+    "retention_difference": "bts",
+    "ieat": "ieat",
+    "association_scores": "ieat",
+    "ieat_change": "bootstrap",
+    "change_from_spread": "change_tables",
+    "combined_ieat": "seeds",
+    "detectable_effect_size": "ieat",
+    "compare_networks": "attribution",
+    "detectable_shift": "attribution",
+    "min_pvalue": "attribution",
+    "adjust_pvalues": "multitest",
+    "bias_amplification": "amplification",
+    "bias_amplifications": "amplification",
+    "predict_at_threshold": "amplification",
+    "predict_at_base_rate": "amplification",
+    "similarity_table": "results",
+    "ieat_table": "results",
+    "bts_table": "results",
+    "SimilarityResult": "similarity",
+    "BTSResult": "bts",
+    "IEATResult": "ieat",
+    "ChangeResult": "bootstrap",
+    "SeedsResult": "seeds",
+    "NetworkComparison": "attribution",
+    "RetentionResult": "bts",
+    "AmplificationResult": "amplification",
+}
+__all__ = list(_EXPORTS)
+_lazy_namespace(__name__, _EXPORTS)

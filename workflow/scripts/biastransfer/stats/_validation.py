@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -88,3 +89,16 @@ class Result:
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+
+def ieat_role_problems(test: Mapping) -> list[str]:
+    """Each pair of roles of an iEAT ``{X, Y, A, B}`` given the same class: X = Y or A = B makes d 0/0,
+    and a target set among the attributes (X = A, ...) measures its association with itself."""
+    roles = ("X", "Y", "A", "B")
+    return [
+        f"{one} and {other} are both {test[one]!r} "
+        + ("(the effect size would be 0/0)" if {one, other} in ({"X", "Y"}, {"A", "B"}) else "(a class takes one role)")
+        for i, one in enumerate(roles)
+        for other in roles[i + 1 :]
+        if test[one] == test[other]
+    ]

@@ -14,6 +14,7 @@ import pandas as pd
 
 from biastransfer.embeddings import EmbeddingTable
 from biastransfer.stages import parse_stage, stage_kind
+from biastransfer.stats._validation import ieat_role_problems
 from biastransfer.stats.bootstrap import BOOTSTRAP
 from biastransfer.stats.bts import bias_transfer_score, retention_difference
 from biastransfer.stats.ieat import PERMUTATIONS, ieat
@@ -179,19 +180,6 @@ def scratch_columns(
             **pd.DataFrame(retention, index=vs_finetuned.index),
         }
     )
-
-
-def ieat_role_problems(test: Mapping) -> list[str]:
-    """Each pair of roles of an iEAT ``{X, Y, A, B}`` given the same class: X = Y or A = B makes d 0/0,
-    and a target set among the attributes (X = A, ...) measures its association with itself."""
-    roles = ("X", "Y", "A", "B")
-    return [
-        f"{one} and {other} are both {test[one]!r} "
-        + ("(the effect size would be 0/0)" if {one, other} in ({"X", "Y"}, {"A", "B"}) else "(a class takes one role)")
-        for i, one in enumerate(roles)
-        for other in roles[i + 1 :]
-        if test[one] == test[other]
-    ]
 
 
 def ieat_table(

@@ -1,6 +1,7 @@
 """Training and finetuning (torch).
 
-The curated public API (docs/api.md); everything else stays in its module.
+The curated public API (docs/api.md); everything else stays in its module. Names load on
+first use (biastransfer._lazy).
 
 - Hyper-parameters and results: :class:`TrainConfig`, :class:`TrainResult`
 - The resumable loop: :func:`train_classifier`, :func:`evaluate`; the workflow's training job: :func:`run_training`
@@ -9,23 +10,20 @@ The curated public API (docs/api.md); everything else stays in its module.
 - Embeddings after chosen epochs: :class:`TrajectoryWriter`
 """
 
-from biastransfer.train.config import TrainConfig, TrainResult
-from biastransfer.train.data import make_loader
-from biastransfer.train.lars import LARS
-from biastransfer.train.loop import evaluate, train_classifier
-from biastransfer.train.metrics import mean_average_precision, validation_metric
-from biastransfer.train.run import run_training
-from biastransfer.train.trajectory import TrajectoryWriter
+from biastransfer._lazy import lazy_namespace as _lazy_namespace
 
-__all__ = [
-    "TrainConfig",
-    "TrainResult",
-    "train_classifier",
-    "evaluate",
-    "run_training",
-    "make_loader",
-    "LARS",
-    "mean_average_precision",
-    "validation_metric",
-    "TrajectoryWriter",
-]
+#: Each public name and the module of this package that defines it, in the order docs/api.md lists them.
+_EXPORTS = {
+    "TrainConfig": "config",
+    "TrainResult": "config",
+    "train_classifier": "loop",
+    "evaluate": "loop",
+    "run_training": "run",
+    "make_loader": "data",
+    "LARS": "lars",
+    "mean_average_precision": "metrics",
+    "validation_metric": "metrics",
+    "TrajectoryWriter": "trajectory",
+}
+__all__ = list(_EXPORTS)
+_lazy_namespace(__name__, _EXPORTS)
