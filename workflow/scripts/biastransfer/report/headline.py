@@ -58,22 +58,11 @@ def ieat_headline(
     rule = Significance(alpha, adjust)
     adj_col = rule.column
     roles = {(a, spec["name"]): spec.get("role", "exploratory") for a, specs in tests.items() for spec in specs}
-    seeds = ieat.assign(
-        group=[
-            "pretrained" if s == "pretrained" else f"ft-{d}" for s, d in zip(ieat["stage"], ieat["finetune_dataset"])
-        ]
-    )
-    hits = (
-        seeds[adj_col]
-        .map(rule.significant)
-        .groupby([seeds["analysis_set"], seeds["model"], seeds["group"], seeds["test"]])
-        .sum()
-    )
     rows = []
-    for r in ieat_by_stage(ieat).itertuples(index=False):
+    for r in ieat_by_stage(ieat, rule).itertuples(index=False):
         pretrained = r.group == "pretrained"
         significant = rule.significant(getattr(r, adj_col))
-        n_hits = int(hits[(r.analysis_set, r.model, r.group, r.test)])
+        n_hits = int(r.n_significant)
         verdict = (
             ("significant" if significant else "not significant")
             if pretrained

@@ -53,14 +53,15 @@ IEAT_PARTS = ("mean_difference", "pooled_sd", "detectable_d", "detectable_power"
 _PART_AGGREGATES = {"mean_difference": "mean", "pooled_sd": "mean", "detectable_d": "max", "detectable_power": "first"}
 
 
-def ieat_by_stage(ieat: pd.DataFrame) -> pd.DataFrame:
+def ieat_by_stage(ieat: pd.DataFrame, significance: Significance | None = None) -> pd.DataFrame:
     """One row per (analysis set, model, stage group, test): mean effect size, largest p over seeds.
 
     Columns: the keys, ``X, Y, A, B``, ``alternative``, ``effect_size`` (mean), ``effect_min``,
     ``effect_max``, ``ci_low`` (lowest), ``ci_high`` (highest), ``pvalue``, ``pvalue_two_sided``,
     ``pvalue_floor``, ``pvalue_holm``, ``pvalue_bh`` (largest over seeds), ``n_seeds`` and, where the
     summary has them, the :data:`IEAT_PARTS` (numerator and SD: means over seeds; detectable |d|: the
-    largest). Row order follows the input's first appearance.
+    largest); with a ``significance`` rule, ``n_significant``, the seeds significant by it. Row order follows
+    the input's first appearance.
     """
     require_columns(ieat, IEAT_COLUMNS, where="iEAT summary")
     if ieat.empty:
@@ -68,6 +69,10 @@ def ieat_by_stage(ieat: pd.DataFrame) -> pd.DataFrame:
     frame = ieat.copy()
     frame["group"] = [stage_group(s, f) for s, f in zip(frame["stage"], frame["finetune_dataset"])]
     keys = ["analysis_set", "model", "group", "test", "X", "Y", "A", "B", "alternative"]
+    counts = {}
+    if significance is not None:
+        frame["_significant"] = frame[significance.column].map(significance.significant)
+        counts["n_significant"] = ("_significant", "sum")
     out = frame.groupby(keys, sort=False).agg(
         effect_size=("effect_size", "mean"),
         effect_min=("effect_size", "min"),
@@ -81,6 +86,7 @@ def ieat_by_stage(ieat: pd.DataFrame) -> pd.DataFrame:
         pvalue_bh=("pvalue_bh", "max"),
         n_seeds=("seed", "size"),
         **{part: (part, how) for part, how in _PART_AGGREGATES.items() if part in frame},
+        **counts,
     )
     return out.reset_index()
 
@@ -438,9 +444,9 @@ def ieat_frame(
     rule = Significance(alpha, adjust)
     subset = _subset(with_scratch(ieat, scratch), "iEAT summary", analysis_set=analysis_set)
     require_columns(subset, IEAT_PARTS, where="iEAT summary")
-    agg = ieat_by_stage(subset)
+    agg = ieat_by_stage(subset, rule)
     several = agg["n_seeds"] > 1
-    significant = agg[rule.column].map(rule.significant)
+    significant = agg[rule.column].map(rule.significant)  # in every seed
     return pd.DataFrame({
         "model": agg["model"], "stage": agg["group"], "test": agg["test"], "X": agg["X"], "Y": agg["Y"],
         "A": agg["A"], "B": agg["B"], "alternative": agg["alternative"], "seeds": agg["n_seeds"],
@@ -450,8 +456,8 @@ def ieat_frame(
         "ci_seeds_min": agg["ci_low"].where(several), "ci_seeds_max": agg["ci_high"].where(several),
         "p": agg["pvalue"], "p_two_sided": agg["pvalue_two_sided"], "p_floor": agg["pvalue_floor"],
         f"p_{adjust}": agg[rule.column],
-        "verdict": [("significant" if hit else "not significant") + ((" in every seed" if hit else " in some seed") if many else "")
-                    for hit, many in zip(significant, several)],
+        "verdict": [f"significant in {k} of {n} seeds" if n > 1 else ("significant" if hit else "not significant")
+                    for hit, k, n in zip(significant, agg["n_significant"], agg["n_seeds"])],
         "detectable_d": agg["detectable_d"].mask(significant),
     })  # fmt: skip
 
