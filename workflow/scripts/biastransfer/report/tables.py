@@ -1,15 +1,13 @@
 """LaTeX tables (booktabs) of a run's results, laid out like the paper's Tables 2-9.
 
-Every ``*_table`` function returns a complete document (``article`` + ``booktabs``) that compiles on
-its own with ``pdflatex``; :func:`tabular_of` pulls the ``tabular`` back out for inclusion elsewhere.
-The helpers that turn the summary CSVs into per-stage rows (:func:`read_summary`,
-:func:`stage_group`, :func:`ieat_by_stage`) are shared with ``figures`` and ``compare``.
+Every ``*_latex`` function returns a document (``article`` + ``booktabs``) that compiles alone with ``pdflatex``;
+:func:`tabular_of` pulls its ``tabular`` out. The per-stage helpers (:func:`read_summary`, :func:`stage_group`,
+:func:`ieat_by_stage`) serve ``figures``, ``headline`` and ``compare`` too.
 
 Seeds: finetuned rows are grouped by finetuning dataset (``ft-{dataset}``), the scratch reference's by
 its training dataset (``scratch-{dataset}``: the target data alone). An iEAT effect size is the mean over
 seeds; its p-values are the largest over seeds, so a mark means "significant in every seed", and over
-several seeds its "interval" is a range over seeds, from the lowest to the highest bound of the seeds'
-intervals (never called a CI). Beside d: its numerator (the raw association, the mean difference of
+several seeds its "interval" is the range of the seeds' intervals (never called a CI). Beside d: its numerator (the raw association, the mean difference of
 the scores s) and denominator (their pooled SD), and where it is not significant the smallest |d| the
 test detects with 80% power at its set sizes. BTS rows use the ``pooled`` seed (finetuned similarities
 averaged over seeds first, as the paper does). Each table is one family of the multiple-comparison
@@ -60,8 +58,7 @@ def ieat_by_stage(ieat: pd.DataFrame, significance: Significance | None = None) 
     ``effect_max``, ``ci_low`` (lowest), ``ci_high`` (highest), ``pvalue``, ``pvalue_two_sided``,
     ``pvalue_floor``, ``pvalue_holm``, ``pvalue_bh`` (largest over seeds), ``n_seeds`` and, where the
     summary has them, the :data:`IEAT_PARTS` (numerator and SD: means over seeds; detectable |d|: the
-    largest); with a ``significance`` rule, ``n_significant``, the seeds significant by it. Row order follows
-    the input's first appearance.
+    largest); with a ``significance`` rule, ``n_significant`` (seeds significant by it). In input order.
     """
     require_columns(ieat, IEAT_COLUMNS, where="iEAT summary")
     if ieat.empty:
@@ -69,10 +66,8 @@ def ieat_by_stage(ieat: pd.DataFrame, significance: Significance | None = None) 
     frame = ieat.copy()
     frame["group"] = [stage_group(s, f) for s, f in zip(frame["stage"], frame["finetune_dataset"])]
     keys = ["analysis_set", "model", "group", "test", "X", "Y", "A", "B", "alternative"]
-    counts = {}
     if significance is not None:
         frame["_significant"] = frame[significance.column].map(significance.significant)
-        counts["n_significant"] = ("_significant", "sum")
     out = frame.groupby(keys, sort=False).agg(
         effect_size=("effect_size", "mean"),
         effect_min=("effect_size", "min"),
@@ -86,7 +81,7 @@ def ieat_by_stage(ieat: pd.DataFrame, significance: Significance | None = None) 
         pvalue_bh=("pvalue_bh", "max"),
         n_seeds=("seed", "size"),
         **{part: (part, how) for part, how in _PART_AGGREGATES.items() if part in frame},
-        **counts,
+        **({"n_significant": ("_significant", "sum")} if significance is not None else {}),
     )
     return out.reset_index()
 
