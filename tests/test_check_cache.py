@@ -49,7 +49,7 @@ def test_the_key_follows_the_library_source_and_the_package_versions(cache, monk
     key = check_cache.check_key("layers", {"m": 1}, "models")
     assert key == check_cache.check_key("layers", {"m": 1}, "models")
     assert key != check_cache.check_key("layers", {"m": 1}, "stats")  # another subpackage's code
-    monkeypatch.setattr(check_cache, "_installed", lambda name: "0.0" if name == "timm" else None)
+    monkeypatch.setattr(check_cache, "installed_version", lambda name: "0.0" if name == "timm" else None)
     assert key != check_cache.check_key("layers", {"m": 1}, "models")
 
 

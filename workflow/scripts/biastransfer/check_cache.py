@@ -14,11 +14,11 @@ import hashlib
 import json
 import os
 from collections.abc import Callable
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from biastransfer import __version__
 from biastransfer.atomic import write_text
+from biastransfer.provenance import installed_version
 
 LIBRARY = Path(__file__).resolve().parent
 #: The packages whose versions join every key.
@@ -33,13 +33,6 @@ def cache_dir() -> Path:
     return Path(base) / "biastransfer" / "config-checks"
 
 
-def _installed(name: str) -> str | None:
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return None
-
-
 def check_key(name: str, inputs, code: str) -> str:
     """The key of check ``name`` on ``inputs``: their JSON, the library version, the sha256 of the library's
     ``code`` subpackage sources (e.g. ``models``) and the versions of :data:`PACKAGES`."""
@@ -51,7 +44,7 @@ def check_key(name: str, inputs, code: str) -> str:
         "inputs": inputs,
         "version": __version__,
         "code": source.hexdigest(),
-        "packages": {p: _installed(p) for p in PACKAGES},
+        "packages": {p: installed_version(p) for p in PACKAGES},
     }
     return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
 

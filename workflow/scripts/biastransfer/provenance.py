@@ -57,15 +57,17 @@ def workflow_provenance() -> dict[str, str]:
 #: The libraries a run's report names the versions of (as the job that builds the report sees them; each
 #: embeddings file records the versions of the job that wrote it).
 LIBRARIES = ("snakemake", "numpy", "scipy", "pandas", "pyarrow", "matplotlib", "torch", "timm", "open_clip_torch")
+MISSING = "not in this job's environment"
 #: The config sections whose settings decide the statistics (analysis.<name>).
 STATISTICS_SECTIONS = ("similarity", "ieat", "bts", "attribution", "trajectory")
 
 
-def _installed(name: str) -> str:
+def installed_version(name: str) -> str | None:
+    """The installed version of distribution ``name`` (package metadata, no import), or None."""
     try:
         return version(name)
     except PackageNotFoundError:
-        return "not in this job's environment"
+        return None
 
 
 def _settings(section: Mapping) -> str:
@@ -93,7 +95,7 @@ def run_record(config: Mapping, *, now: datetime | None = None) -> dict[str, str
         "report built (UTC)": (now or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M:%S"),
         "workflow": f"biastransfer {workflow['workflow_version']}, git commit {commit}",
         "Python": f"{platform.python_version()} on {platform.platform(terse=True)}",
-        "libraries": ", ".join(f"{name} {_installed(name)}" for name in LIBRARIES),
+        "libraries": ", ".join(f"{name} {installed_version(name) or MISSING}" for name in LIBRARIES),
         "finetuning": (
             f"on {', '.join(finetune['datasets'])}, seeds {', '.join(map(str, finetune['seeds']))}"
             if finetune["datasets"]

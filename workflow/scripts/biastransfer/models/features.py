@@ -18,7 +18,7 @@ from torch.utils.data import DataLoader, Dataset
 from biastransfer.images import load_rgb
 from biastransfer.models.device import bf16_autocast
 from biastransfer.models.spec import ModelSpec, Preprocess
-from biastransfer.provenance import workflow_provenance
+from biastransfer.provenance import installed_version, workflow_provenance
 
 
 class ImageFiles(Dataset):
@@ -158,8 +158,6 @@ def preprocessed_images(
 
 def library_versions() -> dict[str, str]:
     """Versions of the libraries that shape an embedding (read from package metadata, no imports)."""
-    from importlib.metadata import PackageNotFoundError, version
-
     versions = {"python": platform.python_version()}
     for key, dist in (
         ("torch", "torch"),
@@ -169,10 +167,7 @@ def library_versions() -> dict[str, str]:
         ("numpy", "numpy"),
         ("pillow", "pillow"),
     ):
-        try:
-            versions[key] = version(dist)
-        except PackageNotFoundError:
-            versions[key] = "not installed"
+        versions[key] = installed_version(dist) or "not installed"
     return versions
 
 
