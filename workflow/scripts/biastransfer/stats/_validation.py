@@ -91,6 +91,18 @@ class Result:
         return dataclasses.asdict(self)
 
 
+@dataclasses.dataclass(frozen=True)
+class IntervalResult(Result):
+    """An ``estimate`` with its two-sided ``level`` bootstrap interval from ``replicates`` draws of ``seed``."""
+
+    estimate: float
+    ci_low: float
+    ci_high: float
+    level: float
+    replicates: int
+    seed: int
+
+
 def ieat_role_problems(test: Mapping) -> list[str]:
     """Each pair of roles of an iEAT ``{X, Y, A, B}`` given the same class: X = Y or A = B makes d 0/0,
     and a target set among the attributes (X = A, ...) measures its association with itself."""

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from biastransfer.stats._validation import Result, check_choice, check_seed
+from biastransfer.stats._validation import IntervalResult, check_choice, check_seed
 from biastransfer.stats.bootstrap import BOOTSTRAP, check_level
 from biastransfer.stats.floors import check_replicates, too_few_to_resample
 
@@ -55,7 +55,7 @@ _BLOCK = 512  # replicates per matrix product; fixed, so a seed always gives the
 
 
 @dataclass(frozen=True)
-class AmplificationResult(Result):
+class AmplificationResult(IntervalResult):
     """Bias amplification ``estimate`` (``measure``: ``"directional"`` or ``"zhao"``) with a percentile interval.
 
     ``terms`` (|A| x |T|) are the per-(attribute, task) terms, ``terms_low`` / ``terms_high`` their intervals;
@@ -66,12 +66,6 @@ class AmplificationResult(Result):
     """
 
     measure: str
-    estimate: float
-    ci_low: float
-    ci_high: float
-    level: float
-    replicates: int
-    seed: int
     n_images: int
     n_seeds: int
     dropped: int
@@ -318,7 +312,7 @@ def bias_amplifications(
         low, high = _quantiles(estimates, level) if resample else (np.nan, np.nan)
         terms_low, terms_high = _quantiles(term_reps, level) if resample else (np.full((G, K), np.nan),) * 2
         results[m] = AmplificationResult(
-            m, float(estimate[0]), float(low), float(high), level, replicates, seed, n, S, int(dropped[0]),
+            float(estimate[0]), float(low), float(high), level, replicates, seed, m, n, S, int(dropped[0]),
             int(np.count_nonzero(~np.isfinite(estimates))) if resample else 0, *names, terms[0], terms_low,
             terms_high, selected[0], estimates, term_reps,
         )  # fmt: skip

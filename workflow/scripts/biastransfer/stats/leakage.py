@@ -34,7 +34,7 @@ from sklearn.model_selection import StratifiedKFold
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from biastransfer.stats._validation import Result, check_positive_int, check_seed
+from biastransfer.stats._validation import IntervalResult, check_positive_int, check_seed
 from biastransfer.stats.amplification import _counts, check_attributes, check_binary, resample_indices
 from biastransfer.stats.bootstrap import BOOTSTRAP, check_level, percentile_interval
 from biastransfer.stats.floors import check_replicates, too_few_to_resample
@@ -44,16 +44,10 @@ _BLOCK = 512
 
 
 @dataclass(frozen=True)
-class LeakageResult(Result):
+class LeakageResult(IntervalResult):
     """Cross-fitted attacker's held-out balanced accuracy (``estimate``) with a percentile interval over images;
     ``accuracy`` is the plain held-out accuracy and ``chance`` is ``1/|A|``."""
 
-    estimate: float
-    ci_low: float
-    ci_high: float
-    level: float
-    replicates: int
-    seed: int
     accuracy: float
     chance: float
     folds: int
@@ -63,17 +57,11 @@ class LeakageResult(Result):
 
 
 @dataclass(frozen=True)
-class LeakageAmplificationResult(Result):
+class LeakageAmplificationResult(IntervalResult):
     """``estimate = model.estimate - dataset.estimate`` (leakage amplification at matched F1) with a paired
     percentile interval; ``model_f1`` and ``dataset_f1`` are the mean per-class F1 against the ground truth of
     the model's predictions and of the perturbed labels (equal by construction)."""
 
-    estimate: float
-    ci_low: float
-    ci_high: float
-    level: float
-    replicates: int
-    seed: int
     model: LeakageResult
     dataset: LeakageResult
     model_f1: float
