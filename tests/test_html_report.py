@@ -125,6 +125,19 @@ def test_table_cells_merge_intervals_and_ranges_and_print_floor_p_values_as_boun
     assert 'class="sortable"' in html
 
 
+def test_numbers_print_the_decimals_their_interval_supports():
+    from biastransfer.report.html import interval_decimals
+
+    assert [interval_decimals(*e) for e in ((0.65, 1.6), (-1.0, 3.0), (0.9831, 0.9834), (0.5, 0.5))] == [2, 2, 5, 2]
+    frame = pd.DataFrame({"estimate": [0.98312, -0.84567, 0.123456], "estimate_min": [0.98301, -0.96, np.nan],
+                          "estimate_max": [0.98327, -0.78, np.nan], "ci_low": [0.86, np.nan, np.nan],
+                          "ci_high": [1.0, np.nan, np.nan]})  # fmt: skip
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", html_table(frame, table_id="t"))
+    # an estimate follows its CI, else its range; a narrow range is not rounded to one value
+    assert cells[:3] == ["0.98", "0.98301 to 0.98327", "[0.86, 1.00]"]
+    assert cells[3:5] == ["-0.85", "-0.96 to -0.78"] and cells[6] == "0.123"
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
     return report_site.build(tmp_path_factory.mktemp("site")).parent

@@ -5,8 +5,10 @@ tables that sort on a click (a few lines of inline JavaScript; no CDN, works off
 ``X_low``/``X_high`` merge into one interval column ``[low, high]``, ``X_min``/``X_max`` into a range
 ``low to high``, p-value columns (``p``, ``p_*``, ``pvalue*``) print a p at its method's floor
 (``p_floor`` or ``pvalue_floor``, which is not shown) as a bound, ``≤ floor``, and an adjusted p of a
-row whose raw p is at its floor as a bound too (formatting.adjusted_floor). Every cell sorts by its
-number where it has one.
+row whose raw p is at its floor as a bound too (formatting.adjusted_floor). An interval or range, and the
+estimate it belongs to (``X`` of ``X_low``/``X_high`` or ``X_min``/``X_max``; ``estimate`` or ``d`` of ``ci``),
+print the decimals that the interval supports (:func:`interval_decimals`): an estimate with a CI follows the
+CI, one without follows its range. Every cell sorts by its number where it has one.
 """
 
 from __future__ import annotations
@@ -176,12 +178,38 @@ def _columns(frame: pd.DataFrame) -> list[tuple[str, tuple[str, ...]]]:
     return out
 
 
+def interval_decimals(low: float, high: float) -> int:
+    """Decimals that show an interval's width to two significant digits: at least 2 (the findings' and the
+    LaTeX tables'), more for a narrow one (a range over seeds of SD 0.0003 is not "0.98 to 0.99"), at most 6."""
+    width = abs(high - low)
+    if not width or not math.isfinite(width):
+        return 2
+    return min(6, max(2, 1 - math.floor(math.log10(width))))
+
+
+def _pair(row: Mapping, low: str, high: str) -> tuple[float, float] | None:
+    ends = _number(row.get(low)), _number(row.get(high))
+    return None if any(e is None or math.isnan(e) for e in ends) else ends
+
+
+def _estimate_decimals(row: Mapping, name: str) -> int | None:
+    """The decimals of the interval (else the range) that column ``name`` of ``row`` is the estimate of."""
+    own = ("ci_low", "ci_high") if name in ("estimate", "d") else (f"{name}_low", f"{name}_high")
+    for low, high in (own, (f"{name}_min", f"{name}_max")):
+        ends = _pair(row, low, high)
+        if ends:
+            return interval_decimals(*ends)
+    return None
+
+
 def _cell(row: Mapping, sources: tuple[str, ...], floor: float | None) -> str:
     if len(sources) == 2:
-        low, high = (_number(row[s]) for s in sources)
-        if low is None or high is None or math.isnan(low) or math.isnan(high):
+        ends = _pair(row, *sources)
+        if ends is None:
             return '<td class="num" data-sort="NaN">–</td>'
-        text = f"[{low:.2f}, {high:.2f}]" if sources[0].endswith("_low") else f"{low:.2f} to {high:.2f}"
+        low, high = ends
+        k = interval_decimals(low, high)
+        text = f"[{low:.{k}f}, {high:.{k}f}]" if sources[0].endswith("_low") else f"{low:.{k}f} to {high:.{k}f}"
         return f'<td class="num" data-sort="{low!r}">{esc(text)}</td>'
     (name,) = sources
     value = row[name]
@@ -199,7 +227,8 @@ def _cell(row: Mapping, sources: tuple[str, ...], floor: float | None) -> str:
             bound = adjusted_floor(float(raw), floor, number) if _number(raw) is not None else None
         text = p_cell(number, bound)
     else:
-        text = _text(value)
+        decimals = _estimate_decimals(row, name)
+        text = _text(value) if decimals is None or math.isnan(number) else f"{number:.{decimals}f}"
     return f'<td class="num" data-sort="{number!r}">{esc(text)}</td>'
 
 
