@@ -141,13 +141,15 @@ def _planted_stages(seed=0, n=30, dim=16):
     }
 
 
-def _profile():
+PLANTED = {"name": "planted", "X": "x", "Y": "y", "A": "a", "B": "b", "role": "planted"}
+
+
+def _profile(tests=(PLANTED,)):
     info = {"shallow": {"depth": 1, "dim": 16, "pool": "avg"}, "deep": {"depth": 2, "dim": 16, "pool": "avg"}}
-    tests = [{"name": "planted", "X": "x", "Y": "y", "A": "a", "B": "b", "role": "planted"}]
     return layer_profile_table(
         _planted_stages(),
         info,
-        tests=tests,
+        tests=list(tests),
         lists={},
         ieat_options={
             "permutations": 2000,
@@ -177,9 +179,14 @@ def test_the_profile_finds_a_planted_association_at_its_layer_only():
 
 
 def test_the_findings_name_the_depth_at_which_it_appears():
-    text = "\n".join(describe_layers(_profile(), 0.01))
+    reverse = {**PLANTED, "name": "reversed", "X": "y", "Y": "x", "role": "control"}
+    text = "\n".join(describe_layers(_profile((PLANTED, reverse)), 0.01))
     assert "iEAT planted (planted), pretrained: appears at deep (depth 2 of 2)" in text
     assert "at shallower layers d runs from" in text
+    # the reversed pair's strong d < 0 is not significant in the tested direction, which is not "absent"
+    reversed_line = next(line for line in text.splitlines() if "iEAT reversed (control), pretrained" in line)
+    assert "at no profiled layer" in reversed_line and "interval excluding 0 but not significant" in reversed_line
+    assert "absent" not in text and "significant at no profiled layer, before or after finetuning" in text
     assert describe_layers(pd.DataFrame(), 0.01) == [] and describe_layers(None, 0.01) == []
 
 

@@ -7,6 +7,7 @@ import math
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -280,3 +281,23 @@ def test_small_zoo_report_builds_without_finetuning(small_zoo):
     run_snakemake("--configfile", small_zoo.parent / "zoo.yaml", "--report", report, cwd=small_zoo)
     files = {Path(n).name for n in zipfile.ZipFile(report).namelist()}
     assert {"report.html", "ranking.csv", "ranking.tex", "zoo_forest.png", "findings.html", "ieat_heatmap.png"} <= files
+
+
+def test_the_zoo_findings_count_significant_models_by_the_runs_one_rule():
+    from biastransfer.report.findings import describe_zoo
+
+    rows = [("m1", "cnn", 1.2, 0.6, 1.7, 1e-4, 0.003), ("m2", "cnn", 0.4, -0.2, 0.9, 0.02, 0.04),
+            ("m3", "vit", -0.8, -1.3, -0.2, 0.99, 1.0), ("m4", "vit", np.nan, np.nan, np.nan, np.nan, np.nan)]  # fmt: skip
+    ranking = pd.DataFrame(rows, columns=["model", "family", "effect_size", "ci_low", "ci_high", "pvalue",
+                                          "pvalue_adjusted"]).assign(
+        data="d", pvalue_floor=1e-4, adjust="holm", ci_level=0.95, analysis_set="s", test="t", X="x", Y="y",
+        A="a", B="b", alternative="greater")  # fmt: skip
+    status = pd.DataFrame({"model": ["m1", "m2", "m3", "m4", "m5"], "ok": [True] * 4 + [False],
+                           "error": [""] * 4 + ["weights not found\nmore"]})  # fmt: skip
+    text = describe_zoo(ranking, status, analysis_set="s", test="t", alpha=0.01)
+    # at alpha 0.01 only m1 is significant (m2's adjusted p 0.04 is not; m4's missing p counts as not)
+    assert "cnn (2 models): median d 0.80" in text and "1 with adjusted p < 0.01" in text
+    assert "s: t: 1 of 4 models have an interval above 0 and 1 below 0; 1 have adjusted p < 0.01" in text
+    assert "**m5**: weights not found" in text and "d is undefined (no spread of association scores) for: m4" in text
+    with pytest.raises(ValueError, match="alpha"):
+        describe_zoo(ranking, status, analysis_set="s", test="t", alpha=1.5)

@@ -1,8 +1,10 @@
 """Findings in words about layer profiles: at which depth each iEAT association appears, before and
 after finetuning, and at which depth finetuning keeps the similarity ranking (BTS).
 
-An association "appears" at a layer when its Holm-adjusted p (across the model's profiled layers) is
-below alpha and its bootstrap interval excludes 0 in the direction tested.
+An association "appears" at a layer when it is significant by the run's one rule
+(report.formatting.Significance: its p, adjusted across the model's profiled layers, below alpha). Not
+appearing is not absence: the test counts one direction, and the sentences give the interval of the
+largest |d| and every interval that excludes 0 without a significant test.
 """
 
 from __future__ import annotations
@@ -10,17 +12,15 @@ from __future__ import annotations
 import pandas as pd
 
 from biastransfer.report.findings.prose import estimate, interval, value_range
-from biastransfer.report.formatting import adjusted_floor, model_label, p_text
-
-_ADJUSTED = {"holm": "pvalue_holm", "bh": "pvalue_bh"}
+from biastransfer.report.formatting import ADJUSTMENT_NAMES, Significance, adjusted_floor, model_label, p_text
 
 
 def _title(text: str) -> list[str]:
     return [f"{text}\n{'-' * len(text)}\n"]
 
 
-def _significant(row, alpha: float, column: str) -> bool:
-    return bool(row[column] < alpha and (row["ci_low"] > 0 or row["ci_high"] < 0))
+def _significant(row, rule: Significance) -> bool:
+    return rule.significant(float(row[rule.column]))
 
 
 def _d_text(row, column: str) -> str:
@@ -32,13 +32,11 @@ def _d_text(row, column: str) -> str:
     )
 
 
-def _appearance(rows: pd.DataFrame, alpha: float, column: str, n_layers: int) -> str:
+def _appearance(rows: pd.DataFrame, rule: Significance, n_layers: int) -> str:
     """Where one test in one stage is significant, the shallowest such layer and the strongest layer."""
-    rows = rows.sort_values("depth")
-    hits = [r for _, r in rows.iterrows() if _significant(r, alpha, column)]
-    other = [
-        r for _, r in rows.iterrows() if (r["ci_low"] > 0 or r["ci_high"] < 0) and not _significant(r, alpha, column)
-    ]
+    rows, column = rows.sort_values("depth"), rule.column
+    hits = [r for _, r in rows.iterrows() if _significant(r, rule)]
+    other = [r for _, r in rows.iterrows() if (r["ci_low"] > 0 or r["ci_high"] < 0) and not _significant(r, rule)]
     strongest = rows.loc[rows["estimate"].abs().idxmax()]
     # an interval that excludes 0 without a significant test: the opposite direction of a one-sided test, or a weak effect
     note = (
@@ -64,25 +62,27 @@ def _appearance(rows: pd.DataFrame, alpha: float, column: str, n_layers: int) ->
     )
 
 
-def _first(rows: pd.DataFrame, alpha: float, column: str):
+def _first(rows: pd.DataFrame, rule: Significance):
     """The shallowest significant row of one test in one stage, or None."""
-    hits = [r for _, r in rows.sort_values("depth").iterrows() if _significant(r, alpha, column)]
+    hits = [r for _, r in rows.sort_values("depth").iterrows() if _significant(r, rule)]
     return hits[0] if hits else None
 
 
-def _movement(name: str, test: pd.DataFrame, alpha: float, column: str) -> list[str]:
+def _movement(name: str, test: pd.DataFrame, rule: Significance) -> list[str]:
     """Per finetuning dataset: did finetuning move the shallowest significant layer, seed by seed?"""
-    before = _first(test[test["stage"] == "pretrained"], alpha, column)
+    before = _first(test[test["stage"] == "pretrained"], rule)
     lines = []
     for dataset, ft in test[test["stage"] != "pretrained"].groupby("finetune_dataset", sort=False):
-        after = {seed: _first(s, alpha, column) for seed, s in ft.groupby("seed", sort=False)}
+        after = {seed: _first(s, rule) for seed, s in ft.groupby("seed", sort=False)}
         seeds = ", ".join(f"seed {seed} {'none' if r is None else r['layer']}" for seed, r in after.items())
         depths = [None if r is None else int(r["depth"]) for r in after.values()]
         if before is None:
             verdict = (
-                "absent before and after"
+                "significant at no profiled layer, before or after finetuning (in the tested direction; "
+                "whether finetuning changed d is the change test's question)"
                 if all(d is None for d in depths)
-                else f"absent before; finetuning made it appear in {sum(d is not None for d in depths)} of {len(depths)} seeds"
+                else f"significant at no profiled layer before; finetuning made it appear in "
+                f"{sum(d is not None for d in depths)} of {len(depths)} seeds"
             )
         else:
             d0 = int(before["depth"])
@@ -106,11 +106,11 @@ def describe_layers(profile: pd.DataFrame | None, alpha: float, *, adjust: str =
     finetuned seed), then the pooled BTS rho per layer. Empty when there is no profile."""
     if profile is None or profile.empty:
         return []
-    column = _ADJUSTED[adjust]
+    rule = Significance(alpha, adjust)
     lines = _title("Where in the network does the association live? (layer profiles)")
     lines.append(
-        f"An association appears at a layer when its {adjust.upper() if adjust == 'bh' else 'Holm'}-adjusted p "
-        f"across the model's profiled layers is below {alpha:g} and its bootstrap interval excludes 0.\n"
+        f"An association appears at a layer when its {ADJUSTMENT_NAMES[adjust].replace('--', '-')}-adjusted p "
+        f"across the model's profiled layers is below {alpha:g}, the run's significance rule.\n"
     )
     for (aset, model), m in profile.groupby(["analysis_set", "model"], sort=False):
         n_layers = m["layer"].nunique()
@@ -120,10 +120,8 @@ def describe_layers(profile: pd.DataFrame | None, alpha: float, *, adjust: str =
         for test, t in ieat.groupby("item", sort=False):
             role = t["role"].iloc[0] if "role" in t and isinstance(t["role"].iloc[0], str) and t["role"].iloc[0] else ""
             for stage, s in t.groupby("stage", sort=False):
-                lines.append(
-                    f"- iEAT {test}{f' ({role})' if role else ''}, {stage}: {_appearance(s, alpha, column, n_layers)}."
-                )
-            lines += _movement(test, t, alpha, column)
+                lines.append(f"- iEAT {test}{f' ({role})' if role else ''}, {stage}: {_appearance(s, rule, n_layers)}.")
+            lines += _movement(test, t, rule)
         bts = m[(m["measure"] == "bts") & (m["seed"].astype(str) == "pooled")]
         for (dataset, kind), b in bts.groupby(["finetune_dataset", "item"], sort=False):
             b = b.sort_values("depth")

@@ -1,7 +1,8 @@
 """The model zoo's findings in words (reStructuredText): which models failed, the ranking of the leading
 test, each family's spread, and for every test how many models show the association in each direction.
 
-Verdicts use the ranked table's adjusted p-values; a direction is called only where the interval of d
+Verdicts follow the run's one significance rule (report.formatting.Significance) on the ranked table's
+adjusted p-values; a direction is called only where the interval of d
 excludes 0. The ranking orders point estimates: two models whose intervals overlap are not shown to differ.
 """
 
@@ -11,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from biastransfer.report.findings.prose import estimate, value_range
-from biastransfer.report.formatting import ADJUSTMENT_NAMES, adjusted_floor, p_text
+from biastransfer.report.formatting import ADJUSTMENT_NAMES, Significance, adjusted_floor, p_text
 
 ZOO_SCOPE = (
     "Each row is one pretrained network's embeddings of the same images; no model was finetuned. The ranking "
@@ -43,7 +44,8 @@ def describe_zoo(
     lines += ["", ZOO_SCOPE, ""]
     if ranking.empty:
         return "\n".join(lines + ["No model passed its check: nothing was measured.", ""])
-    adjust = ADJUSTMENT_NAMES[ranking["adjust"].iloc[0]].replace("--", "-")
+    rule = Significance(alpha, ranking["adjust"].iloc[0])
+    adjust = ADJUSTMENT_NAMES[rule.adjust].replace("--", "-")
     level = f"{float(ranking['ci_level'].iloc[0]):.0%}"
     lead = ranking[(ranking["analysis_set"] == analysis_set) & (ranking["test"] == test)]
     if not lead.empty:
@@ -61,7 +63,7 @@ def describe_zoo(
             )
         lines.append("")
         for family, rows in lead.groupby("family", sort=True):
-            sig = int((rows["pvalue_adjusted"] < alpha).sum())
+            sig = int(rows["pvalue_adjusted"].map(rule.significant).sum())
             lines.append(
                 f"- {family} ({len(rows)} model{'s' if len(rows) != 1 else ''}): median d {rows['effect_size'].median():.2f}, range "
                 f"{value_range(rows['effect_size'].min(), rows['effect_size'].max())}; {sig} with adjusted p < {alpha:g}."
@@ -71,7 +73,7 @@ def describe_zoo(
     for (aset, name), rows in ranking.groupby(["analysis_set", "test"], sort=True):
         positive = int((rows["ci_low"] > 0).sum())
         negative = int((rows["ci_high"] < 0).sum())
-        sig = int((rows["pvalue_adjusted"] < alpha).sum())
+        sig = int(rows["pvalue_adjusted"].map(rule.significant).sum())
         alternative = rows["alternative"].iloc[0]
         top = rows.iloc[0]
         lines.append(
