@@ -143,6 +143,14 @@ def site(tmp_path_factory) -> Path:
     return report_site.build(tmp_path_factory.mktemp("site")).parent
 
 
+def test_a_table_without_rows_is_named_not_shown(site):
+    tables = (site / "tables.html").read_text()
+    assert "Not shown, without rows in this run: Ours vs published." in tables
+    assert 'id="table-comparison-with-the-paper' not in tables and "Comparison with the paper" not in tables
+    assert "Comparison with the paper" not in (site / "index.html").read_text()
+    assert not list((site / "files").rglob("paper_comparison.csv"))
+
+
 def test_every_page_and_every_link_of_the_report_resolves(site):
     pages = sorted(p.name for p in site.glob("*.html"))
     assert pages == ["figures.html", "findings.html", "index.html", "provenance.html", "tables.html"]

@@ -243,12 +243,17 @@ def write_site(folder: str | Path, *, run: Mapping, headline: pd.DataFrame, summ
                findings_rst: str, provenance: pd.DataFrame, items: Sequence[Mapping], config: Mapping,
                params: Mapping, snakemake_report: str = "../report.html",
                citation: Mapping | None = None, run_provenance: Mapping[str, str] | None = None) -> list[Path]:  # fmt: skip
-    """Write the report's pages and copy every item's files under ``folder``; return the pages."""
+    """Write the report's pages and copy every item's files under ``folder``; return the pages. A table
+    without rows in this run (the paper comparison of a run that shares no model with the paper) is named
+    on the tables page instead of shown."""
     _check_items(items)
     folder = Path(folder)
     blocks: dict[str, list[tuple[str, str]]] = {kind: [] for kind in KINDS}
-    shown = []
+    shown, empty = [], []
     for item in items:
+        if item["kind"] == "table" and pd.read_csv(item["files"]["csv"]).empty:
+            empty.append(item["title"])
+            continue
         files = {}
         for role, source in item["files"].items():
             target = Path("files") / _relative(source)
@@ -266,7 +271,13 @@ def write_site(folder: str | Path, *, run: Mapping, headline: pd.DataFrame, summ
             current="index.html",
         ),  # fmt: skip
         "findings.html": page("Findings", rst_to_html(findings_rst, part="html_body"), current="findings.html"),
-        "tables.html": page("Tables", "<h1>Tables</h1>" + _grouped(blocks["table"]), current="tables.html"),
+        "tables.html": page(
+            "Tables",
+            "<h1>Tables</h1>"
+            + (f"<p class=caption>Not shown, without rows in this run: {esc(', '.join(empty))}.</p>" if empty else "")
+            + _grouped(blocks["table"]),
+            current="tables.html",
+        ),
         "figures.html": page("Figures", "<h1>Figures</h1>" + _grouped(blocks["figure"]), current="figures.html"),
         "provenance.html": provenance_page(
             provenance,
