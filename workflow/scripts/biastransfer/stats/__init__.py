@@ -9,7 +9,9 @@ first use (biastransfer._lazy).
 - iEAT: :func:`ieat`, :func:`association_scores`, the change before and after finetuning :func:`ieat_change`,
   whether that change comes from the spread alone :func:`change_from_spread`, the seeds of one model combined
   :func:`combined_ieat`, and the smallest |d| a test of these set sizes detects :func:`detectable_effect_size`
-- Across networks: :func:`compare_networks`, :func:`detectable_shift`, :func:`min_pvalue`
+- Across networks: :func:`compare_networks`, :func:`detectable_shift`, :func:`min_pvalue`; the same models under
+  two conditions :func:`compare_paired`; claims about groups of models, Holm over the claims, with verdicts in
+  words :func:`claims_table`
 - Multiple testing: :func:`adjust_pvalues`
 - Prediction-level bias of a classifier: :func:`bias_amplification` (directional BiasAmp_{A->T} or Zhao et al.'s)
   and both at once :func:`bias_amplifications`, predictions from scores :func:`predict_at_threshold` and
@@ -18,7 +20,8 @@ first use (biastransfer._lazy).
 - Result tables (one row per result, as the workflow's CSVs): :func:`similarity_table`, :func:`ieat_table`,
   :func:`bts_table`
 - Result objects: :class:`SimilarityResult`, :class:`BTSResult`, :class:`IEATResult`, :class:`ChangeResult`,
-  :class:`SeedsResult`, :class:`NetworkComparison`, :class:`RetentionResult`, :class:`AmplificationResult`
+  :class:`SeedsResult`, :class:`NetworkComparison`, :class:`PairedComparison`, :class:`RetentionResult`,
+  :class:`AmplificationResult`
 """
 
 from biastransfer._lazy import lazy_namespace as _lazy_namespace
@@ -39,6 +42,8 @@ _EXPORTS = {
     "compare_networks": "attribution",
     "detectable_shift": "attribution",
     "min_pvalue": "attribution",
+    "compare_paired": "claims",
+    "claims_table": "claims",
     "adjust_pvalues": "multitest",
     "bias_amplification": "amplification",
     "bias_amplifications": "amplification",
@@ -53,6 +58,7 @@ _EXPORTS = {
     "ChangeResult": "bootstrap",
     "SeedsResult": "seeds",
     "NetworkComparison": "attribution",
+    "PairedComparison": "claims",
     "RetentionResult": "bts",
     "AmplificationResult": "amplification",
 }

@@ -1,0 +1,287 @@
+"""Claims about groups of models, tested with models as units: what the data support, and how many models it takes.
+
+A claim such as "supervised models retain their biases more than self-supervised ones" compares one value
+per model (seeds averaged within it) between two groups (:func:`compare_networks`: an exact permutation
+over the models' group labels), or, for "finetuning on dataset P changes d more than on dataset Q", the
+same models under two conditions (:func:`compare_paired`: an exact sign-flip test over the models'
+differences). Each claim has a direction; it is tested one-sided in that direction, and in the opposite
+direction to tell "contradicted". :func:`claims_table` adjusts the claims' p-values by Holm over the claims
+and words each verdict:
+
+- ``supported``: the adjusted p of the claimed direction is below alpha;
+- ``contradicted``: the adjusted p of the opposite direction is below alpha;
+- ``not testable with N models per group; at least M are needed``: the design's smallest p (its floor:
+  ``1 / C(n_a + n_b, n_a)`` for groups, ``1 / 2^n`` for pairs) is not below alpha, so no data could
+  support it;
+- ``not supported``: testable, neither direction significant; the detectable difference at the stated
+  power says how large a true difference the design would have found.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from biastransfer.stats._validation import Result, check_choice, check_positive_int, check_seed
+from biastransfer.stats.attribution import ALTERNATIVES, POWER_PARTITIONS, compare_networks, min_pvalue
+from biastransfer.stats.multitest import adjust_pvalues
+
+KINDS = ("groups", "paired")
+_OPPOSITE = {"greater": "less", "less": "greater"}
+_TIE_RTOL = 1e-11
+
+
+@dataclass(frozen=True)
+class PairedComparison(Result):
+    """Outcome of :func:`compare_paired` (``x - y`` per model): the sign-flip p over ``permutations`` flips
+    (``method`` exact or permutation), its floor ``min_pvalue``, the t interval of the mean difference at
+    ``level``, and the true mean difference, in SDs of the differences (``detectable_shift``) and in the
+    measure's units (``detectable_difference``), that the test detects with probability ``power``."""
+
+    n: int
+    mean_difference: float
+    sd_difference: float
+    ci_low: float
+    ci_high: float
+    level: float
+    pvalue: float
+    method: str
+    permutations: int
+    min_pvalue: float
+    alternative: str
+    alpha: float
+    power: float
+    detectable_shift: float
+    detectable_difference: float
+    seed: int
+
+
+def sign_flips(n: int, permutations: int = 100_000, seed: int = 0) -> tuple[np.ndarray, str]:
+    """Rows of +-1 signs for ``n`` pairs: all 2^n (``"exact"``) when there are at most ``permutations``, else
+    the observed signs (row 0, all +1) and ``permutations - 1`` random ones (``"permutation"``)."""
+    if 2**n <= permutations:
+        return np.array(list(itertools.product((1.0, -1.0), repeat=n))), "exact"
+    drawn = np.random.default_rng(seed).choice((1.0, -1.0), size=(permutations - 1, n))
+    return np.vstack([np.ones((1, n)), drawn]), "permutation"
+
+
+def min_paired_pvalue(n: int, alternative: str = "two-sided", permutations: int = 100_000) -> float:
+    """The smallest p the sign-flip test of ``n`` pairs can give (all flips, or the random ones)."""
+    if 2**n > permutations:
+        return 1.0 / permutations
+    return (2.0 if alternative == "two-sided" else 1.0) / 2**n
+
+
+def _extreme(sums: np.ndarray, observed: np.ndarray, tol: np.ndarray, alternative: str) -> np.ndarray:
+    if alternative == "greater":
+        return sums >= observed - tol
+    if alternative == "less":
+        return sums <= observed + tol
+    return np.abs(sums) >= np.abs(observed) - tol
+
+
+def paired_pvalues(differences, flips: np.ndarray, alternative: str = "two-sided") -> np.ndarray:
+    """Sign-flip p of the mean for each row of ``differences`` (data sets x pairs); ties count as extreme."""
+    d = np.atleast_2d(np.asarray(differences, dtype=np.float64))
+    observed = d.sum(axis=1, keepdims=True)
+    tol = _TIE_RTOL * np.abs(d).sum(axis=1, keepdims=True)
+    return _extreme(d @ flips.T, observed, tol, alternative).mean(axis=1)
+
+
+def paired_power(
+    n: int,
+    shift: float,
+    *,
+    alpha: float = 0.05,
+    alternative: str = "two-sided",
+    permutations: int = 100_000,
+    simulations: int = 2000,
+    seed: int = 0,
+) -> float:
+    """Probability that the sign-flip test of ``n`` normal differences of mean ``shift`` SDs rejects at ``alpha``."""
+    flips, _ = sign_flips(n, min(permutations, POWER_PARTITIONS), seed)
+    sign = -1.0 if alternative == "less" else 1.0
+    base = np.random.default_rng(seed).standard_normal((simulations, n)) + sign * shift
+    return float(np.mean(paired_pvalues(base, flips, alternative) <= alpha))
+
+
+def detectable_paired_shift(
+    n: int,
+    *,
+    alpha: float = 0.05,
+    target: float = 0.8,
+    alternative: str = "two-sided",
+    permutations: int = 100_000,
+    simulations: int = 2000,
+    seed: int = 0,
+) -> float:
+    """Smallest mean difference (in SDs of the differences, rounded up to 0.01) detected with probability
+    ``target``; ``inf`` when the design cannot reach ``alpha``."""
+    if min_paired_pvalue(n, alternative, permutations) > alpha:
+        return math.inf
+    options = dict(alpha=alpha, alternative=alternative, permutations=permutations, simulations=simulations, seed=seed)
+    low, high = 0.0, 1.0
+    while paired_power(n, high, **options) < target:
+        low, high = high, 2 * high
+        if high > 1e3:
+            return math.inf
+    while high - low > 0.01:
+        mid = (low + high) / 2
+        low, high = (low, mid) if paired_power(n, mid, **options) >= target else (mid, high)
+    return math.ceil(high * 100) / 100
+
+
+def compare_paired(
+    x,
+    y,
+    *,
+    alternative: str = "two-sided",
+    permutations: int = 100_000,
+    level: float = 0.95,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    simulations: int = 2000,
+    seed: int = 0,
+) -> PairedComparison:
+    """Compare the same models under two conditions (``x[i]`` and ``y[i]`` of model i) by their differences."""
+    check_choice(alternative, "alternative", ALTERNATIVES)
+    permutations, simulations = (
+        check_positive_int(permutations, "permutations"),
+        check_positive_int(simulations, "simulations"),
+    )
+    seed = check_seed(seed)
+    for name, value in (("level", level), ("alpha", alpha), ("power", power)):
+        if not 0 < value < 1:
+            raise ValueError(f"{name} must be in (0, 1), got {value}")
+    x, y = (np.asarray(v, dtype=np.float64) for v in (x, y))
+    if x.ndim != 1 or x.shape != y.shape:
+        raise ValueError(f"x and y must be 1-D of one value per model each, got shapes {x.shape} and {y.shape}")
+    if x.size < 2:
+        raise ValueError(f"{x.size} model(s) paired; at least 2 are needed")
+    if not (np.isfinite(x).all() and np.isfinite(y).all()):
+        raise ValueError("x or y contains a non-finite value")
+    d = x - y
+    flips, method = sign_flips(d.size, permutations, seed)
+    sd = float(d.std(ddof=1))
+    if sd > 0:
+        t = stats.t.ppf((1 + level) / 2, d.size - 1)
+        half = t * sd / math.sqrt(d.size)
+    else:
+        half = 0.0
+    shift = detectable_paired_shift(
+        d.size,
+        alpha=alpha,
+        target=power,
+        alternative=alternative,
+        permutations=permutations,
+        simulations=simulations,
+        seed=seed,
+    )
+    return PairedComparison(
+        n=d.size,
+        mean_difference=float(d.mean()),
+        sd_difference=sd,
+        ci_low=float(d.mean() - half),
+        ci_high=float(d.mean() + half),
+        level=level,
+        pvalue=float(paired_pvalues(d, flips, alternative)[0]),
+        method=method,
+        permutations=len(flips),
+        min_pvalue=min_paired_pvalue(d.size, alternative, permutations),
+        alternative=alternative,
+        alpha=alpha,
+        power=power,
+        detectable_shift=shift,
+        detectable_difference=shift * sd,
+        seed=seed,
+    )
+
+
+def models_needed(alpha: float, *, kind: str, alternative: str = "greater", permutations: int = 100_000) -> int:
+    """The fewest models per group (``kind="groups"``, equal groups) or paired models (``"paired"``) whose
+    test can give a p below ``alpha``."""
+    check_choice(kind, "kind", KINDS)
+    for n in range(2, 64):
+        floor = (
+            min_pvalue(n, n, alternative, permutations)
+            if kind == "groups"
+            else min_paired_pvalue(n, alternative, permutations)
+        )
+        if floor < alpha:
+            return n
+    raise ValueError(f"no design of up to 63 models reaches alpha = {alpha}")
+
+
+def _one_claim(claim: Mapping, options: Mapping) -> dict:
+    """Both one-sided tests of one claim: its direction and the opposite."""
+    name, kind, direction = claim["name"], claim["kind"], claim["direction"]
+    check_choice(kind, f"claim {name!r}: kind", KINDS)
+    check_choice(direction, f"claim {name!r}: direction", tuple(_OPPOSITE))
+    x, y = (np.asarray(claim[k], dtype=np.float64) for k in ("x", "y"))
+    test = compare_networks if kind == "groups" else compare_paired
+    claimed, opposite = (test(x, y, alternative=alt, **options) for alt in (direction, _OPPOSITE[direction]))
+    difference = claimed.difference if kind == "groups" else claimed.mean_difference
+    return {
+        "claim": name,
+        "kind": kind,
+        "measure": claim.get("measure", ""),
+        "direction": direction,
+        "n_x": int(x.size),
+        "n_y": int(y.size),
+        "difference": difference,
+        "ci_low": claimed.ci_low,
+        "ci_high": claimed.ci_high,
+        "level": claimed.level,
+        "p": claimed.pvalue,
+        "p_opposite": opposite.pvalue,
+        "p_floor": claimed.min_pvalue,
+        "method": claimed.method,
+        "detectable_difference": claimed.detectable_difference,
+        "models_needed": models_needed(
+            options["alpha"], kind=kind, alternative=direction, permutations=options["permutations"]
+        ),
+        "testable": claimed.min_pvalue < options["alpha"],
+    }
+
+
+def claim_verdict(row: Mapping, alpha: float, power: float = 0.8) -> str:
+    """A claim's verdict in words from its Holm-adjusted p-values (columns of :func:`claims_table`)."""
+    if not row["testable"]:
+        sizes = row["n_x"] if row["n_x"] == row["n_y"] or row["kind"] == "paired" else f"{row['n_x']} and {row['n_y']}"
+        unit = "models per group" if row["kind"] == "groups" else "paired models"
+        return f"not testable with {sizes} {unit}; at least {row['models_needed']} are needed"
+    if row["p_adjusted"] < alpha:
+        return "supported"
+    if row["p_opposite_adjusted"] < alpha:
+        return "contradicted"
+    return (
+        f"not supported (a true difference of {row['detectable_difference']:.2g} would be found with {power:.0%} power)"
+    )
+
+
+def claims_table(
+    claims: Sequence[Mapping],
+    *,
+    alpha: float = 0.05,
+    permutations: int = 100_000,
+    level: float = 0.95,
+    power: float = 0.8,
+    simulations: int = 2000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """One row per claim (``name``, ``kind`` groups or paired, ``direction`` greater or less for ``x - y``,
+    per-model values ``x`` and ``y``, optional ``measure``), Holm-adjusted over the claims, with its verdict."""
+    options = dict(permutations=permutations, level=level, alpha=alpha, power=power, simulations=simulations, seed=seed)
+    table = pd.DataFrame([_one_claim(c, options) for c in claims])
+    if table.empty:
+        return table
+    table["p_adjusted"] = adjust_pvalues(table["p"].to_numpy(), "holm")
+    table["p_opposite_adjusted"] = adjust_pvalues(table["p_opposite"].to_numpy(), "holm")
+    table["verdict"] = [claim_verdict(r, alpha, power) for r in table.to_dict("records")]
+    return table
