@@ -43,6 +43,7 @@ include: "rules/layers.smk"
 include: "rules/analysis.smk"
 include: "rules/trajectory.smk"
 include: "rules/attribution.smk"
+include: "rules/claims.smk"
 include: "rules/zoo.smk"
 include: "rules/tables.smk"
 

@@ -216,6 +216,7 @@ rule findings:
         similarity_change="results/summary/similarity_change.csv",
         layers=layer_profile_tables(),
         trajectory=trajectory_summary(),
+        claims=claims_summary(),
     output:
         **artefact_outputs("findings"),
         findings="results/summary/findings.rst",

@@ -7,6 +7,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 
 from biastransfer import config as cfg  # noqa: E402
 from biastransfer.check_cache import passed_check  # noqa: E402
+from biastransfer.claims import claims_on  # noqa: E402
 from biastransfer.data.cache import CacheSetting  # noqa: E402
 from biastransfer.gpus import books_gpu  # noqa: E402
 from biastransfer.models.resolve import model_spec  # noqa: E402
@@ -330,6 +331,11 @@ def trajectory_on():
 def trajectory_summary():
     """The trajectory summary table, when trajectories are on (the findings read it)."""
     return ["results/summary/trajectory.csv"] if trajectory_on() else []
+
+
+def claims_summary():
+    """The claims table, when claims.tests lists any (the findings read it)."""
+    return ["results/summary/claims.csv"] if claims_on(config) else []
 
 
 def trajectory_folders(wildcards):

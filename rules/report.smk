@@ -155,6 +155,7 @@ rule html_report:
         provenance="results/summary/provenance.csv",
         analysis_sets="results/summary/analysis_sets.csv",
         citation=os.path.join(workflow.basedir, "CITATION.cff"),
+        claims=claims_summary(),
     output:
         index="results/report/index.html",
         pages=[

@@ -97,6 +97,7 @@ def paper_mirror(mirror: Path, models: tuple = ("resnet18",), **counts) -> dict:
         config["datasets"][aset["dataset"]].update(mirror=str(mirror), checksums=ann)
     if models:
         config["models"] = {}
+        config.pop("claims")  # the paper's claims name all six models
     for name in models:
         path = write_weights(REGISTRY[name], apply_mirror(REGISTRY[name].weights, mirror))
         config["models"][name] = {"sha256": toy_mirror.sha256_of(path)}

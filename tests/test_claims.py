@@ -2,9 +2,12 @@
 brute force, the floors and the models a claim needs, planted and null groups, Holm over claims, bad input."""
 
 import itertools
+import re
 
 import numpy as np
+import pandas as pd
 import pytest
+from test_tables import compile_latex, needs_latex
 
 from biastransfer.stats.claims import (
     claims_table,
@@ -66,6 +69,10 @@ def test_planted_differences_are_supported_and_reversed_ones_contradicted():
     assert (table["p_adjusted"] >= table["p"]).all() and table.loc["retention", "method"] == "exact"
     reversed_claims = [{**c, "direction": "less"} for c in _claims(np.random.default_rng(3), 3.0, paired_shift=1.0)]
     assert list(claims_table(reversed_claims, alpha=0.05, **FAST)["verdict"]) == ["contradicted", "contradicted"]
+    # "x and y differ" is supported either way round, and has no opposite to contradict it
+    two_sided = [{**c, "direction": "two-sided"} for c in reversed_claims]
+    table = claims_table(two_sided, alpha=0.05, **FAST)
+    assert list(table["verdict"]) == ["supported", "supported"] and table["p_opposite"].isna().all()
 
 
 def test_too_few_models_are_not_testable_whatever_the_data():
@@ -73,12 +80,14 @@ def test_too_few_models_are_not_testable_whatever_the_data():
         {"name": "few", "kind": "groups", "direction": "greater", "x": [5.0, 6.0], "y": [0.0, 0.1]},
         {"name": "three", "kind": "groups", "direction": "greater", "x": [5.0, 6.0, 7.0], "y": [0.0, 0.1]},
         {"name": "pairs", "kind": "paired", "direction": "greater", "x": [5.0, 6.0, 7.0], "y": [0.0, 0.1, 0.2]},
+        {"name": "one", "kind": "groups", "direction": "greater", "x": [5.0], "y": [0.0, 0.1]},  # no test at all
     ]
     verdicts = list(claims_table(claims, alpha=0.05, **FAST)["verdict"])
     assert verdicts == [
         "not testable with 2 models per group; at least 4 are needed",
         "not testable with 3 and 2 models per group; at least 4 are needed",
         "not testable with 3 paired models; at least 5 are needed",
+        "not testable with 1 and 2 models per group; at least 4 are needed",
     ]
 
 
@@ -101,8 +110,174 @@ def test_bad_claims_are_named():
     with pytest.raises(ValueError, match="claim 'c': kind"):
         claims_table([{**good, "kind": "pairs"}])
     with pytest.raises(ValueError, match="claim 'c': direction"):
-        claims_table([{**good, "direction": "two-sided"}])
+        claims_table([{**good, "direction": "bigger"}])
     with pytest.raises(ValueError, match="shapes"):
         compare_paired([1.0, 2.0, 3.0], [1.0, 2.0])
     with pytest.raises(ValueError, match="non-finite"):
         compare_paired([1.0, np.nan, 3.0], [1.0, 2.0, 3.0])
+
+
+def _ieat_rows(model, test, d, *, stage="pretrained", dataset=None, seed=None, ci=(0.5, 1.5)):
+    return {"analysis_set": "s", "model": model, "stage": stage, "finetune_dataset": dataset, "seed": seed,
+            "test": test, "effect_size": d, "ci_low": ci[0], "ci_high": ci[1]}  # fmt: skip
+
+
+def _change_rows(model, test, delta, dataset, seed, p=0.5):
+    return {"analysis_set": "s", "model": model, "finetune_dataset": dataset, "seed": seed, "test": test,
+            "delta_d": delta, "pvalue_holm": p, "pvalue_bh": p}  # fmt: skip
+
+
+def _bts_rows(model, dataset, kind, values):
+    return [{"analysis_set": "s", "model": model, "finetune_dataset": dataset, "seed": seed, "kind": kind,
+             "statistic": v} for seed, v in zip(["0", "1", "pooled"], values)]  # fmt: skip
+
+
+def test_each_models_value_is_its_seeds_mean_with_their_range():
+    from biastransfer.stats.claim_measures import model_value
+
+    ieat = pd.DataFrame([_ieat_rows("m", "t", 0.2, ci=(-0.3, 0.7)), _ieat_rows("m", "u", 1.0, ci=(0.4, 1.6)),
+                         _ieat_rows("m", "t", 0.9, stage="ft-c-seed0", dataset="c", seed=0.0, ci=(0.3, 1.5)),
+                         _ieat_rows("m", "t", 0.1, stage="ft-c-seed1", dataset="c", seed=1.0, ci=(-0.4, 0.6)),
+                         _ieat_rows("m", "u", 1.1, stage="ft-c-seed0", dataset="c", seed=0.0),
+                         _ieat_rows("m", "u", 1.2, stage="ft-c-seed1", dataset="c", seed=1.0)])  # fmt: skip
+    change = pd.DataFrame([_change_rows("m", "t", 0.7, "c", 0), _change_rows("m", "t", -0.1, "c", 1),
+                           _change_rows("m", "u", 0.1, "c", 0), _change_rows("m", "u", 0.2, "c", 1, p=0.001)])  # fmt: skip
+    bts = pd.DataFrame(_bts_rows("m", "c", "intra", [0.8, 0.6, 0.75]))
+    summaries = {"ieat": ieat, "change": change, "bts": bts}
+    common = dict(analysis_set="s", model="m", dataset="c")
+    d = model_value("d", summaries, test="t", **common)
+    assert d == {"value": pytest.approx(0.5), "value_min": 0.1, "value_max": 0.9, "n_seeds": 2}
+    assert model_value("d", summaries, test="t", stage="pretrained", **common)["value"] == 0.2
+    # seed 0: (0.7 + 0.1) / 2; seed 1: (-0.1 + 0.2) / 2
+    assert model_value("change_d", summaries, **common)["value"] == pytest.approx((0.4 + 0.05) / 2)
+    assert model_value("abs_change_d", summaries, test="t", **common)["value"] == pytest.approx(0.4)
+    # t gains an association in seed 0 (interval now excludes 0); u's change is significant in seed 1
+    new = model_value("new_associations", summaries, alpha=0.05, **common)
+    assert new == {"value": 0.5, "value_min": 0.5, "value_max": 0.5, "n_seeds": 2}
+    assert model_value("bts_intra", summaries, **common) == {"value": 0.75, "value_min": 0.6, "value_max": 0.8,
+                                                              "n_seeds": 2}  # fmt: skip
+    with pytest.raises(ValueError, match="model 'other'.*no rows"):
+        model_value("d", summaries, test="t", **{**common, "model": "other"})
+
+
+def _arms_summaries(rng, n=5):
+    """Pretrained iEATs of two arms of n networks: the planted pair's d mirrored between arms, the control
+    pair's d alike in both (the controls overlay's planted and mirrored networks, simulated)."""
+    rows = []
+    for arm, sign in (("planted", 1), ("mirrored", -1)):
+        for i in range(n):
+            rows.append(_ieat_rows(f"{arm}{i}", "planted_pair", sign * 1.2 + rng.normal(0, 0.15)))
+            rows.append(_ieat_rows(f"{arm}{i}", "control_pair", rng.normal(0, 0.3)))
+    empty = pd.DataFrame(columns=["analysis_set", "model", "finetune_dataset", "seed", "kind", "statistic"])
+    return {"ieat": pd.DataFrame(rows), "change": empty, "bts": empty}, {
+        arm: [f"{arm}{i}" for i in range(n)] for arm in ("planted", "mirrored")
+    }
+
+
+def test_groups_from_the_control_arms_support_the_planted_pair_only():
+    from biastransfer.stats.claim_measures import claims_from_summaries
+
+    summaries, groups = _arms_summaries(np.random.default_rng(0))
+    claim = {"measure": "d", "analysis_set": "s", "stage": "pretrained", "compare": "groups", "x": "planted",
+             "y": "mirrored", "dataset": None, "models": [], "direction": "greater"}  # fmt: skip
+    claims = {"groups": groups, "alpha": 0.05, "permutations": 100_000, "level": 0.95, "power": 0.8,
+              "simulations": 300, "seed": 0,
+              "tests": [{**claim, "name": "planted", "test": "planted_pair"},
+                        {**claim, "name": "control", "test": "control_pair"}]}  # fmt: skip
+    table, values = claims_from_summaries(claims, summaries, datasets=[])
+    verdicts = dict(zip(table["claim"], table["verdict"]))
+    assert verdicts["planted"] == "supported" and not verdicts["control"].startswith(("supported", "contradicted"))
+    assert table.loc[table["claim"] == "planted", "p"].item() == pytest.approx(1 / 252)  # the exact floor, 5 vs 5
+    assert len(values) == 20 and set(values["side"]) == {"x", "y"}
+
+
+def _paper(edit):
+    import copy
+    from pathlib import Path
+
+    from biastransfer.config import check_config, read_configs
+
+    config = copy.deepcopy(read_configs([Path(__file__).parents[1] / "config" / "paper.yaml"]))
+    edit(config)
+    check_config(config)
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda c: c["claims"]["groups"]["self_supervised"].append("vit_huge"),
+         "claims.groups.self_supervised: unknown model 'vit_huge'"),
+        (lambda c: c["claims"]["groups"]["supervised_in1k"].append("moco_r50_v1"),
+         "claims.groups.self_supervised: model 'moco_r50_v1' is also in group 'supervised_in1k'"),
+        (lambda c: c["claims"]["tests"][0].update(x="supervised"),
+         "claims.tests.in21k_retains_more_coco.x: unknown group 'supervised'"),
+        (lambda c: c["claims"]["tests"][0].update(dataset="imagenet"),
+         "claims.tests.in21k_retains_more_coco.dataset: 'imagenet' is not in finetune.datasets"),
+        (lambda c: c["claims"]["tests"][0].update(measure="d"),
+         "claims.tests.in21k_retains_more_coco.test: measure d needs one iEAT test"),
+        (lambda c: c["claims"]["tests"][0].update(test="sports_vs_car"),
+         "claims.tests.in21k_retains_more_coco.test: 'sports_vs_car' is not an iEAT of analysis_sets.coco"),
+        (lambda c: c["analysis"]["ieat"].update(bootstrap=0),
+         "claims.tests.larger_dataset_more_new_associations.measure: new_associations needs the change of d"),
+        (lambda c: c["claims"]["tests"][4].update(x="coco"), "larger_dataset_more_new_associations: x and y are both"),
+        (lambda c: c["claims"]["tests"][4].update(models=["vision"]),
+         "claims.tests.larger_dataset_more_new_associations.models: unknown group 'vision'"),
+    ],
+)  # fmt: skip
+def test_a_bad_claim_is_named_before_any_job(edit, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        _paper(edit)
+
+
+def test_the_papers_claims_check():
+    _paper(lambda c: None)
+
+
+def _arms_table():
+    from biastransfer.stats.claim_measures import claims_from_summaries
+
+    summaries, groups = _arms_summaries(np.random.default_rng(0))
+    groups["few"] = ["planted0", "planted1"][:1]
+    groups["planted"] = groups["planted"][1:]
+    claim = {"measure": "d", "analysis_set": "s", "stage": "pretrained", "compare": "groups", "x": "planted",
+             "y": "mirrored", "dataset": None, "models": [], "direction": "greater", "test": "planted_pair"}  # fmt: skip
+    tests = [{**claim, "name": "planted_pair_mirrored"}, {**claim, "name": "one_model", "x": "few"},
+             {**claim, "name": "control_pair_differs", "test": "control_pair", "direction": "two-sided"}]  # fmt: skip
+    claims = {"groups": groups, "alpha": 0.05, "permutations": 100_000, "level": 0.95, "power": 0.8,
+              "simulations": 300, "seed": 0, "tests": tests}  # fmt: skip
+    return claims_from_summaries(claims, summaries, datasets=[])
+
+
+@needs_latex
+def test_the_claims_table_compiles_inside_its_page_and_the_figure_prints(tmp_path):
+    from biastransfer.report.claims import claims_figure, claims_frame, claims_latex
+    from biastransfer.report.style import print_size_problems
+
+    table, values = _arms_table()
+    compile_latex(claims_latex(table), tmp_path, "claims")
+    assert list(claims_frame(table).columns[:2]) == ["verdict", "claim"]
+    fig = claims_figure(values, table)
+    assert print_size_problems(fig) == [] and len([a for a in fig.axes if a.has_data()]) == 3
+
+
+def test_the_findings_word_every_claim_with_its_interval_and_floor():
+    from biastransfer.report.findings import describe_claims
+
+    table, _ = _arms_table()
+    text = "\n".join(describe_claims(table))
+    assert "**planted_pair_mirrored** (d: planted - mirrored > 0, on s; 4 and 5 models): supported." in text
+    assert "**one_model** (d: few - mirrored > 0, on s; 1 and 5 models): not testable with 1 and 5 models" in text
+    assert (
+        "control_pair_differs** (d: planted - mirrored ≠ 0" in text and "smallest attainable p 0.0079" in text
+    )  # 1 / C(9, 4)
+    assert describe_claims(None) == [] and describe_claims(table.iloc[:0]) == []
+
+
+def test_the_landing_page_counts_the_claims_verdicts():
+    from biastransfer.report.findings import claims_sentence
+
+    table, _ = _arms_table()
+    assert claims_sentence(table) == (
+        "Claims about groups of models, with models as units: of 3, 1 supported, 1 not testable with so few "
+        "models, 1 not supported (see the findings)."
+    )

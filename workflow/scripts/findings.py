@@ -8,6 +8,7 @@ Standalone: python workflow/scripts/findings.py --ieat results/summary/ieat.csv 
 [--ieat_change results/summary/ieat_change.csv --ieat_seeds results/summary/ieat_seeds.csv
 --similarity_change results/summary/similarity_change.csv] [--adjust holm]
 [--layers results/summary/layer_profile.csv] [--trajectory results/summary/trajectory.csv]
+[--claims results/summary/claims.csv]
 """
 
 import json
@@ -18,6 +19,7 @@ import pandas as pd
 from biastransfer.atomic import write_text
 from biastransfer.report.findings import (
     describe_attribution,
+    describe_claims,
     describe_convergence,
     describe_findings,
     describe_layers,
@@ -65,6 +67,7 @@ def main(
     layers: list | str | None = None,
     trajectory: list | str | None = None,
     ieat_scratch: list | str | None = None,
+    claims: list | str | None = None,
 ) -> None:
     bts_table = pd.read_csv(bts, keep_default_na=False, na_values=[""])
     text = describe_findings(
@@ -94,6 +97,7 @@ def main(
         *describe_trajectories(
             _read(trajectory if isinstance(trajectory, str) else next(iter(trajectory or []), None))
         ),
+        *describe_claims(_read(claims if isinstance(claims, str) else next(iter(claims or []), None))),
     ]
     if extra:
         text += "\n" + "\n".join(extra) + "\n"

@@ -11,7 +11,7 @@ python workflow/scripts/html_report.py --ieat results/summary/ieat.csv --bts res
 --shown '{"kind": "figure", "group": "iEAT", "title": "effect sizes", "caption": "workflow/report/ieat_heatmap.rst",
 "files": {"png": "results/figures/ieat_heatmap.png", "pdf": "results/figures/ieat_heatmap.pdf"}}'
 --index out/index.html --pages out/findings.html out/tables.html out/figures.html out/provenance.html --files out/files
---verdicts out/results.json --bundle out/report.zip
+--verdicts out/results.json --bundle out/report.zip [--claims results/summary/claims.csv: a line on the claims]
 """
 
 import json
@@ -23,6 +23,7 @@ import yaml
 
 from biastransfer.atomic import write_text
 from biastransfer.provenance import run_record
+from biastransfer.report.findings import claims_sentence
 from biastransfer.report.formatting import read_summary
 from biastransfer.report.headline import headline_summary, headline_table, verdicts_record
 from biastransfer.report.html import PAGES
@@ -83,6 +84,7 @@ def main(
     alpha: float = 0.05,
     adjust: str = "holm",
     snakemake_report: str = "../report.html",
+    claims: list | str | None = None,
 ) -> None:
     site = Path(index).parent
     expected = sorted(str(site / name) for name, _ in PAGES[1:]) + [str(site / "files")]
@@ -108,6 +110,9 @@ def main(
         alpha=alpha,
         adjust=adjust,
     )
+    claims = claims if isinstance(claims, str) else next(iter(claims or []), None)
+    if claims:
+        summary.append(claims_sentence(pd.read_csv(claims, keep_default_na=False, na_values=[""])))
     Path(site).mkdir(parents=True, exist_ok=True)
     pages = write_site(site, run=run_summary(config, sets, len(prov)), headline=table, summary=summary,
                        findings_rst=Path(findings).read_text(), provenance=prov, items=items, config=config,

@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from biastransfer.claims import claims_problems
+
 # stage names, for the rules (cfg.parse_stage, ...)
 from biastransfer.stages import PRETRAINED, finetuned_stage, parse_stage, scratch_stage, stage_kind  # noqa: F401
 from biastransfer.vocabulary import SYNTHETIC_CLASSES
@@ -389,6 +391,7 @@ SECTION_CHECKS = (
     attribution_problems,
     bootstrap_problems,
     zoo_problems,
+    claims_problems,
 )
 
 

@@ -9,7 +9,8 @@ direction to tell "contradicted". :func:`claims_table` adjusts the claims' p-val
 and words each verdict:
 
 - ``supported``: the adjusted p of the claimed direction is below alpha;
-- ``contradicted``: the adjusted p of the opposite direction is below alpha;
+- ``contradicted``: the adjusted p of the opposite direction is below alpha (a two-sided claim, "x and y
+  differ", has no opposite);
 - ``not testable with N models per group; at least M are needed``: the design's smallest p (its floor:
   ``1 / C(n_a + n_b, n_a)`` for groups, ``1 / 2^n`` for pairs) is not below alpha, so no data could
   support it;
@@ -33,7 +34,7 @@ from biastransfer.stats.attribution import ALTERNATIVES, POWER_PARTITIONS, compa
 from biastransfer.stats.multitest import adjust_pvalues
 
 KINDS = ("groups", "paired")
-_OPPOSITE = {"greater": "less", "less": "greater"}
+_OPPOSITE = {"greater": "less", "less": "greater", "two-sided": None}
 _TIE_RTOL = 1e-11
 
 
@@ -219,13 +220,18 @@ def models_needed(alpha: float, *, kind: str, alternative: str = "greater", perm
 
 
 def _one_claim(claim: Mapping, options: Mapping) -> dict:
-    """Both one-sided tests of one claim: its direction and the opposite."""
+    """The test of one claim in its direction, and (one-sided claims) in the opposite one."""
     name, kind, direction = claim["name"], claim["kind"], claim["direction"]
     check_choice(kind, f"claim {name!r}: kind", KINDS)
     check_choice(direction, f"claim {name!r}: direction", tuple(_OPPOSITE))
     x, y = (np.asarray(claim[k], dtype=np.float64) for k in ("x", "y"))
+    needed = models_needed(options["alpha"], kind=kind, alternative=direction, permutations=options["permutations"])
+    if min(x.size, y.size) < 2:  # no test at all: a verdict of "not testable", not an error
+        return _untestable(name, kind, claim.get("measure", ""), direction, x, y, options, needed)
     test = compare_networks if kind == "groups" else compare_paired
-    claimed, opposite = (test(x, y, alternative=alt, **options) for alt in (direction, _OPPOSITE[direction]))
+    claimed = test(x, y, alternative=direction, **options)
+    against = _OPPOSITE[direction]
+    p_opposite = test(x, y, alternative=against, **options).pvalue if against else math.nan
     difference = claimed.difference if kind == "groups" else claimed.mean_difference
     return {
         "claim": name,
@@ -239,15 +245,27 @@ def _one_claim(claim: Mapping, options: Mapping) -> dict:
         "ci_high": claimed.ci_high,
         "level": claimed.level,
         "p": claimed.pvalue,
-        "p_opposite": opposite.pvalue,
+        "p_opposite": p_opposite,
         "p_floor": claimed.min_pvalue,
         "method": claimed.method,
         "detectable_difference": claimed.detectable_difference,
-        "models_needed": models_needed(
-            options["alpha"], kind=kind, alternative=direction, permutations=options["permutations"]
-        ),
+        "models_needed": needed,
         "testable": claimed.min_pvalue < options["alpha"],
     }
+
+
+def _untestable(name, kind, measure, direction, x, y, options, needed) -> dict:
+    """The row of a claim with a group (or pair list) of fewer than 2 models: its difference, no test."""
+    floor = (
+        min_pvalue(x.size, y.size, direction, options["permutations"])
+        if kind == "groups"
+        else min_paired_pvalue(x.size, direction, options["permutations"])
+    )
+    difference = float(x.mean() - y.mean()) if x.size and y.size else math.nan
+    return {"claim": name, "kind": kind, "measure": measure, "direction": direction, "n_x": int(x.size),
+            "n_y": int(y.size), "difference": difference, "ci_low": math.nan, "ci_high": math.nan,
+            "level": options["level"], "p": math.nan, "p_opposite": math.nan, "p_floor": floor, "method": "none",
+            "detectable_difference": math.inf, "models_needed": needed, "testable": False}  # fmt: skip
 
 
 def claim_verdict(row: Mapping, alpha: float, power: float = 0.8) -> str:
@@ -275,7 +293,7 @@ def claims_table(
     simulations: int = 2000,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """One row per claim (``name``, ``kind`` groups or paired, ``direction`` greater or less for ``x - y``,
+    """One row per claim (``name``, ``kind`` groups or paired, ``direction`` greater, less or two-sided for ``x - y``,
     per-model values ``x`` and ``y``, optional ``measure``), Holm-adjusted over the claims, with its verdict."""
     options = dict(permutations=permutations, level=level, alpha=alpha, power=power, simulations=simulations, seed=seed)
     table = pd.DataFrame([_one_claim(c, options) for c in claims])

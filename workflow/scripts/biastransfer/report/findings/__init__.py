@@ -1,8 +1,10 @@
 """The run's findings in words (reStructuredText), one module per part of the run, all written with the
 numbers' wording of :mod:`~biastransfer.report.findings.prose`: the iEATs and BTS (:mod:`.ieat`), the
 layer profiles (:mod:`.layers`), the networks' convergence, the scratch reference and the attribution
-across networks (:mod:`.networks`), the trajectories (:mod:`.trajectory`) and the model zoo (:mod:`.zoo`)."""
+across networks (:mod:`.networks`), the trajectories (:mod:`.trajectory`), the model zoo (:mod:`.zoo`) and
+the claims about groups of models (:mod:`.claims`)."""
 
+from biastransfer.report.findings.claims import claims_sentence, describe_claims
 from biastransfer.report.findings.ieat import describe_findings
 from biastransfer.report.findings.layers import describe_layers
 from biastransfer.report.findings.networks import describe_attribution, describe_convergence, describe_reference
@@ -17,4 +19,6 @@ __all__ = [
     "describe_reference",
     "describe_trajectories",
     "describe_zoo",
+    "describe_claims",
+    "claims_sentence",
 ]

@@ -1,0 +1,70 @@
+# Claims about groups of models (config claims, docs/claims.md): each model one unit (its seeds averaged),
+# compared between model groups on one finetuning dataset or between two finetuning datasets, model by
+# model; exact permutation p-values over the models, Holm over the claims, verdicts in words.
+CLAIMS_ON = claims_on(config)
+
+table_artefact(
+    "claims",
+    "results/summary/claims.csv",
+    "results/tables/claims",
+    caption="table_claims.rst",
+    params={"alpha": config["claims"]["alpha"]},
+    section="Claims about groups of models",
+    title="Claims, tested with models as units",
+    instances=[{}] if CLAIMS_ON else [],
+)
+report_artefact(
+    "claims_figure",
+    "claims_figure.rst",
+    kind="figure",
+    section="Claims about groups of models",
+    title="Each model's value, by group",
+    files={ext: f"results/figures/claims.{ext}" for ext in ("png", "pdf")},
+    instances=[{}] if CLAIMS_ON else [],
+)
+
+
+rule claims:
+    input:
+        ieat="results/summary/ieat.csv",
+        change="results/summary/ieat_change.csv",
+        bts="results/summary/bts.csv",
+    output:
+        table="results/summary/claims.csv",
+        values="results/summary/claim_values.csv",
+    log:
+        "logs/claims.log",
+    benchmark:
+        "results/benchmarks/claims.tsv"
+    localrule: True
+    conda:
+        "../envs/stats.yaml"
+    threads: 1
+    resources:
+        **RESOURCES["plot"],
+    params:
+        claims=cfg.canonical(config["claims"]),
+        datasets=config["finetune"]["datasets"],
+        adjust=REPORT["p_adjust"],
+    script:
+        "../workflow/scripts/claims.py"
+
+
+rule plot_claims:
+    input:
+        table="results/summary/claims.csv",
+        values="results/summary/claim_values.csv",
+    output:
+        **artefact_outputs("claims_figure"),
+    log:
+        "logs/report/plot_claims.log",
+    benchmark:
+        "results/benchmarks/report/plot_claims.tsv"
+    localrule: True
+    conda:
+        "../envs/plot.yaml"
+    threads: 1
+    resources:
+        **RESOURCES["plot"],
+    script:
+        "../workflow/scripts/plot_claims.py"

@@ -1,0 +1,70 @@
+"""The config's ``claims`` section (claims about groups of models, docs/claims.md): what it names must exist,
+and each claim's measure must be one the run computes. Read at DAG-build time, so it imports nothing heavy."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+#: Measures read from the change of d (ieat_change.csv), which needs analysis.ieat.bootstrap > 0.
+CHANGE_MEASURES = ("change_d", "abs_change_d", "new_associations")
+IEAT_MEASURES = ("d", *CHANGE_MEASURES)
+
+
+def claims_on(config: Mapping) -> bool:
+    """Whether the run tests any claim."""
+    return bool(config["claims"]["tests"])
+
+
+def _test_problems(where: str, test: Mapping, config: Mapping) -> list[str]:
+    groups, datasets = config["claims"]["groups"], config["finetune"]["datasets"]
+    problems, measure = [], test["measure"]
+    aset = config["analysis_sets"].get(test["analysis_set"])
+    if aset is None:
+        return [f"{where}.analysis_set: unknown analysis set {test['analysis_set']!r}"]
+    names = [t["name"] for t in aset["ieat"]]
+    if measure in IEAT_MEASURES and not names:
+        problems.append(f"{where}.measure: {measure} needs iEATs, and analysis_sets.{test['analysis_set']} has none")
+    if test["test"] is not None and test["test"] not in names:
+        problems.append(f"{where}.test: {test['test']!r} is not an iEAT of analysis_sets.{test['analysis_set']}")
+    if measure == "d" and test["test"] is None:
+        problems.append(f"{where}.test: measure d needs one iEAT test")
+    pretrained_only = measure == "d" and test["stage"] == "pretrained"
+    if not pretrained_only and not datasets:
+        problems.append(f"{where}.measure: {measure} needs finetuning, and finetune.datasets is empty")
+    if measure in CHANGE_MEASURES and config["analysis"]["ieat"]["bootstrap"] == 0:
+        problems.append(f"{where}.measure: {measure} needs the change of d, which analysis.ieat.bootstrap: 0 turns off")
+    if test["compare"] == "groups":
+        for side in ("x", "y"):
+            if test[side] not in groups:
+                problems.append(f"{where}.{side}: unknown group {test[side]!r} (claims.groups: {', '.join(groups)})")
+        if test["dataset"] is not None and test["dataset"] not in datasets:
+            problems.append(f"{where}.dataset: {test['dataset']!r} is not in finetune.datasets")
+    else:
+        for side in ("x", "y"):
+            if test[side] not in datasets:
+                problems.append(f"{where}.{side}: {test[side]!r} is not in finetune.datasets")
+        problems += [f"{where}.models: unknown group {label!r}" for label in test["models"] if label not in groups]
+        if pretrained_only:
+            problems.append(f"{where}: a pretrained d is the same for every finetuning dataset; compare groups")
+    if test["x"] == test["y"]:
+        problems.append(f"{where}: x and y are both {test['x']!r}")
+    return problems
+
+
+def claims_problems(config: Mapping) -> list[str]:
+    """``claims``: groups name configured models, each in one group; every claim names defined groups,
+    datasets, sets and tests, and a measure this run computes."""
+    claims, problems, seen = config["claims"], [], {}
+    for label, models in claims["groups"].items():
+        for model in models:
+            if model not in config["models"]:
+                problems.append(f"claims.groups.{label}: unknown model {model!r}")
+            elif model in seen:
+                problems.append(f"claims.groups.{label}: model {model!r} is also in group {seen[model]!r}")
+            seen.setdefault(model, label)
+    names = [t["name"] for t in claims["tests"]]
+    if len(names) != len(set(names)):
+        problems.append(f"claims.tests: claim names must be unique, got {names}")
+    for test in claims["tests"]:
+        problems += _test_problems(f"claims.tests.{test['name']}", test, config)
+    return problems

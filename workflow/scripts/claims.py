@@ -1,0 +1,37 @@
+"""Test the config's claims about groups of models (claims.tests) with models as units.
+
+Snakemake: rule claims (rules/claims.smk). Standalone, for a reviewer:
+python workflow/scripts/claims.py --ieat results/summary/ieat.csv --change results/summary/ieat_change.csv
+    --bts results/summary/bts.csv --claims '{"groups": {...}, "tests": [...], "alpha": 0.05, ...}'
+    --datasets '["coco"]' --table out/claims.csv --values out/claim_values.csv [--adjust holm]
+(--claims: the filled config's claims section, e.g. from results/summary/config.yaml.)
+"""
+
+import logging
+
+import pandas as pd
+
+from biastransfer.atomic import write_csv
+from biastransfer.scripting import run
+from biastransfer.stats.claim_measures import claims_from_summaries
+
+log = logging.getLogger(__name__)
+
+
+def _read(path: str) -> pd.DataFrame:
+    return pd.read_csv(path, keep_default_na=False, na_values=[""])
+
+
+def main(ieat: str, change: str, bts: str, claims: dict, datasets: list, table: str, values: str,
+         adjust: str = "holm") -> None:  # fmt: skip
+    summaries = {"ieat": _read(ieat), "change": _read(change), "bts": _read(bts)}
+    result, per_model = claims_from_summaries(claims, summaries, datasets=datasets, adjust=adjust)
+    write_csv(values, per_model)
+    write_csv(table, result)
+    for row in result.itertuples():
+        log.info("%s: %s (difference %.3g, adjusted p %.3g, floor %.3g)", row.claim, row.verdict, row.difference,
+                 row.p_adjusted, row.p_floor)  # fmt: skip
+
+
+if __name__ == "__main__":
+    run(main, globals().get("snakemake"))
