@@ -281,3 +281,30 @@ def test_the_landing_page_counts_the_claims_verdicts():
         "Claims about groups of models, with models as units: of 3, 1 supported, 1 not testable with so few "
         "models, 1 not supported (see the findings)."
     )
+
+
+def test_the_claims_overlay_has_enough_models_in_every_group_to_test_the_papers_claims():
+    from pathlib import Path
+
+    from biastransfer.config import read_configs
+
+    root = Path(__file__).parents[1]
+    config = read_configs([root / "config" / "paper.yaml", root / "config" / "claims.yaml"])
+    groups = config["claims"]["groups"]
+    assert len(config["models"]) >= 18 and all(len(members) >= 4 for members in groups.values())
+    assert set(config["models"]) == {m for members in groups.values() for m in members}  # every model grouped
+    assert config["finetune"]["seeds"] == {"coco": [0, 1, 2], "openimages": [0]}
+    assert config["datasets"] == read_configs([root / "config" / "paper.yaml"])["datasets"]  # an overlay
+    for test in config["claims"]["tests"]:
+        sizes = (
+            [len(groups[test["x"]]), len(groups[test["y"]])]
+            if test["compare"] == "groups"
+            else [sum(len(m) for m in groups.values())]
+        )
+        kind = "groups" if test["compare"] == "groups" else "paired"
+        needed = models_needed(config["claims"]["alpha"] / len(config["claims"]["tests"]), kind=kind,
+                               alternative=test["direction"])  # fmt: skip
+        assert min(sizes) >= needed, (test["name"], sizes, needed)  # testable even at Holm's first step
+    for model in config["models"]:
+        for dataset in config["finetune"]["datasets"]:
+            assert model in config["finetune"]["overrides"] and dataset in config["finetune"]["overrides"][model]

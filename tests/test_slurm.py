@@ -33,6 +33,7 @@ import yaml
 from slurm_cluster import local_slurm_cluster, missing_binaries
 from zoo_toy import small_zoo_config
 
+from biastransfer.config import read_configs
 from biastransfer.provenance import RUN_DEPENDENT_FIELDS
 
 pytestmark = pytest.mark.slurm
@@ -196,20 +197,26 @@ def _profile_group_components() -> dict[str, int]:
     return {group: int(count) for group, count in (entry.split("=") for entry in entries)}
 
 
+PAPER = REPO / "config" / "paper.yaml"
+
+
 @pytest.mark.parametrize(
-    "configfile", [TINY, REPO / "config" / "config.yaml", REPO / "config" / "paper.yaml"], ids=["tiny", "demo", "paper"]
+    "configfiles",
+    [[TINY], [REPO / "config" / "config.yaml"], [PAPER], [PAPER, REPO / "config" / "claims.yaml"]],
+    ids=["tiny", "demo", "paper", "claims"],
 )
-def test_profile_plans_one_analysis_job_per_model(configfile, tmp_path):
-    """A dry run through the profile (no cluster needed): every job of a grouped rule is in its model's group,
-    and the profile's group-components makes each model's group one job (one ``Group job`` per model). With
-    finetuning the embeddings stay jobs of their own (without: test_zoo_model_is_one_slurm_job_on_one_gpu)."""
+def test_profile_plans_one_analysis_job_per_model(configfiles, tmp_path):
+    """A dry run through the profile (no cluster needed, no network): every job of a grouped rule is in its
+    model's group, and the profile's group-components makes each model's group one job (one ``Group job`` per
+    model). With finetuning the embeddings stay jobs of their own (without:
+    test_zoo_model_is_one_slurm_job_on_one_gpu). The claims overlay's 20 models plan like the paper's six."""
     pattern = re.search(r'^MODEL_STATS_GROUP = "(.+)"$', (REPO / "rules" / "common.smk").read_text(), re.M).group(1)
     assert _profile_group_components() == {pattern: 1000}
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")} | {"HF_HUB_OFFLINE": "1"}
-    result = _snakemake_dry_run(configfile, tmp_path, ["--profile", str(PROFILE)], env)
+    result = _snakemake_dry_run(configfiles, tmp_path, ["--profile", str(PROFILE)], env)
     log = result.stdout + result.stderr
     assert result.returncode == 0, log[-5000:]
-    models = yaml.safe_load(configfile.read_text())["models"]
+    models = read_configs(configfiles)["models"]
     assert sorted(_GROUP_HEADER.findall(log)) == sorted(pattern.format(model=model) for model in models)
     jobs = _logged_jobs(log)
     members = [job for job in jobs if job.group is not None]
@@ -220,7 +227,7 @@ def test_profile_plans_one_analysis_job_per_model(configfile, tmp_path):
 
 
 def _snakemake_dry_run(
-    configfile: Path, workdir: Path, args: list[str], env: dict[str, str]
+    configfiles: list[Path], workdir: Path, args: list[str], env: dict[str, str]
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [
@@ -231,7 +238,7 @@ def _snakemake_dry_run(
             "--snakefile",
             str(REPO / "Snakefile"),
             "--configfile",
-            str(configfile),
+            *map(str, configfiles),
             "--directory",
             str(workdir),
             *args,
@@ -240,7 +247,7 @@ def _snakemake_dry_run(
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=600,
     )
 
 
