@@ -83,11 +83,15 @@ def test_too_few_models_are_not_testable_whatever_the_data():
         {"name": "one", "kind": "groups", "direction": "greater", "x": [5.0], "y": [0.0, 0.1]},  # no test at all
     ]
     verdicts = list(claims_table(claims, alpha=0.05, **FAST)["verdict"])
+    # four claims: each is judged at alpha / 4 = 0.0125, Holm's first step (4 vs 4: 1/70; 5 vs 5: 1/252)
     assert verdicts == [
-        "not testable with 2 models per group; at least 4 are needed",
-        "not testable with 3 and 2 models per group; at least 4 are needed",
-        "not testable with 3 paired models; at least 5 are needed",
-        "not testable with 1 and 2 models per group; at least 4 are needed",
+        "not testable with 2 models per group; at least 5 are needed",
+        "not testable with 3 and 2 models per group; at least 5 are needed",
+        "not testable with 3 paired models; at least 7 are needed",
+        "not testable with 1 and 2 models per group; at least 5 are needed",
+    ]
+    assert list(claims_table(claims[:1], alpha=0.05, **FAST)["verdict"]) == [
+        "not testable with 2 models per group; at least 4 are needed"  # alone, at alpha itself
     ]
 
 

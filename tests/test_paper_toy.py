@@ -117,3 +117,19 @@ def test_the_html_report_builds_without_caption_errors(toy):
     snakemake("--cores", "1", "--configfile", PAPER, overlay, "--report", workdir / "report.html", cwd=workdir)
     html = (workdir / "report.html").read_text(errors="replace")
     assert "System Message" not in html and "clip_vit_b32" in html
+
+
+def test_the_papers_claims_are_not_testable_with_its_six_models(toy):
+    """Every claim of config/paper.yaml runs end to end and reads "not testable": one to two models per
+    group, or six paired models at Holm's level, cannot reach alpha = 0.05 whatever the data."""
+    workdir = toy[0]
+    claims = pd.read_csv(workdir / "results" / "summary" / "claims.csv")
+    config = yaml.safe_load(PAPER.read_text())["claims"]
+    assert list(claims["claim"]) == [t["name"] for t in config["tests"]]
+    assert claims["verdict"].str.startswith("not testable with").all(), claims[["claim", "verdict"]]
+    values = pd.read_csv(workdir / "results" / "summary" / "claim_values.csv")
+    assert set(values["model"]) == set(MODELS) and values["value"].notna().all()
+    assert (workdir / "results" / "figures" / "claims.pdf").stat().st_size > 0
+    index = (workdir / "results" / "report" / "index.html").read_text()
+    assert f"Claims about groups of models, with models as units: of {len(claims)}, " in index
+    assert "Claims about groups of models" in (workdir / "results" / "summary" / "findings.rst").read_text()

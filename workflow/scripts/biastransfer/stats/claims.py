@@ -12,10 +12,10 @@ and words each verdict:
 - ``contradicted``: the adjusted p of the opposite direction is below alpha (a two-sided claim, "x and y
   differ", has no opposite);
 - ``not testable with N models per group; at least M are needed``: the design's smallest p (its floor:
-  ``1 / C(n_a + n_b, n_a)`` for groups, ``1 / 2^n`` for pairs) is not below alpha, so no data could
-  support it;
-- ``not supported``: testable, neither direction significant; the detectable difference at the stated
-  power says how large a true difference the design would have found.
+  ``1 / C(n_a + n_b, n_a)`` for groups, ``1 / 2^n`` for pairs) is not below ``alpha / m`` for ``m`` claims,
+  Holm's first step, so no data could make it significant on its own;
+- ``not supported``: testable, neither direction significant; the detectable difference (at ``alpha / m``
+  and the stated power) says how large a true difference the design would have found.
 """
 
 from __future__ import annotations
@@ -270,14 +270,14 @@ def _untestable(name, kind, measure, direction, x, y, options, needed) -> dict:
 
 def claim_verdict(row: Mapping, alpha: float, power: float = 0.8) -> str:
     """A claim's verdict in words from its Holm-adjusted p-values (columns of :func:`claims_table`)."""
-    if not row["testable"]:
-        sizes = row["n_x"] if row["n_x"] == row["n_y"] or row["kind"] == "paired" else f"{row['n_x']} and {row['n_y']}"
-        unit = "models per group" if row["kind"] == "groups" else "paired models"
-        return f"not testable with {sizes} {unit}; at least {row['models_needed']} are needed"
     if row["p_adjusted"] < alpha:
         return "supported"
     if row["p_opposite_adjusted"] < alpha:
         return "contradicted"
+    if not row["testable"]:
+        sizes = row["n_x"] if row["n_x"] == row["n_y"] or row["kind"] == "paired" else f"{row['n_x']} and {row['n_y']}"
+        unit = "models per group" if row["kind"] == "groups" else "paired models"
+        return f"not testable with {sizes} {unit}; at least {row['models_needed']} are needed"
     return (
         f"not supported (a true difference of {row['detectable_difference']:.2g} would be found with {power:.0%} power)"
     )
@@ -295,7 +295,9 @@ def claims_table(
 ) -> pd.DataFrame:
     """One row per claim (``name``, ``kind`` groups or paired, ``direction`` greater, less or two-sided for ``x - y``,
     per-model values ``x`` and ``y``, optional ``measure``), Holm-adjusted over the claims, with its verdict."""
-    options = dict(permutations=permutations, level=level, alpha=alpha, power=power, simulations=simulations, seed=seed)
+    # each claim's own level, Holm's first step: its floor and detectable difference are judged against it
+    each = alpha / max(len(claims), 1)
+    options = dict(permutations=permutations, level=level, alpha=each, power=power, simulations=simulations, seed=seed)
     table = pd.DataFrame([_one_claim(c, options) for c in claims])
     if table.empty:
         return table
