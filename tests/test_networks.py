@@ -88,7 +88,7 @@ def test_controls_dag_plans_the_attribution(tmp_path):
         "-n", "--configfile", ROOT / "config/config.yaml", ROOT / "config/controls.yaml", cwd=tmp_path, timeout=300
     )
     jobs = planned_jobs(done.stdout)
-    assert jobs["pretrain"] == 15 and jobs["attribution"] == 1 and "train_scratch" not in jobs
+    assert jobs["pretrain"] == 15 and jobs["attribution"] == 1 and jobs["claims"] == 1 and "train_scratch" not in jobs
 
 
 def test_attribution_script_writes_one_row_per_pair(tmp_path):
