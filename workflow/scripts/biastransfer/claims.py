@@ -51,17 +51,24 @@ def _test_problems(where: str, test: Mapping, config: Mapping) -> list[str]:
     return problems
 
 
+def model_group_problems(where: str, groups: Mapping[str, list], models: Mapping) -> list[str]:
+    """Groups of models (``{label: [models]}`` at key ``where``) that name an unknown model, or one model twice."""
+    problems, seen = [], {}
+    for label, members in groups.items():
+        for model in members:
+            if model not in models:
+                problems.append(f"{where}.{label}: unknown model {model!r}")
+            elif model in seen:
+                problems.append(f"{where}.{label}: model {model!r} is also in group {seen[model]!r}")
+            seen.setdefault(model, label)
+    return problems
+
+
 def claims_problems(config: Mapping) -> list[str]:
     """``claims``: groups name configured models, each in one group; every claim names defined groups,
     datasets, sets and tests, and a measure this run computes."""
-    claims, problems, seen = config["claims"], [], {}
-    for label, models in claims["groups"].items():
-        for model in models:
-            if model not in config["models"]:
-                problems.append(f"claims.groups.{label}: unknown model {model!r}")
-            elif model in seen:
-                problems.append(f"claims.groups.{label}: model {model!r} is also in group {seen[model]!r}")
-            seen.setdefault(model, label)
+    claims = config["claims"]
+    problems = model_group_problems("claims.groups", claims["groups"], config["models"])
     names = [t["name"] for t in claims["tests"]]
     if len(names) != len(set(names)):
         problems.append(f"claims.tests: claim names must be unique, got {names}")

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from biastransfer.claims import claims_problems
+from biastransfer.claims import claims_problems, model_group_problems
 
 # stage names, for the rules (cfg.parse_stage, ...)
 from biastransfer.stages import PRETRAINED, finetuned_stage, parse_stage, scratch_stage, stage_kind  # noqa: F401
@@ -370,14 +370,7 @@ def attribution_problems(config: Mapping) -> list[str]:
         stage = spec["stage"]
         if stage != PRETRAINED and stage[len("ft-") :] not in config["finetune"]["datasets"]:
             problems.append(f"{where}.stage: {stage!r} names no dataset in finetune.datasets")
-        seen: dict[str, str] = {}
-        for label, models in spec["groups"].items():
-            for model in models:
-                if model not in config["models"]:
-                    problems.append(f"{where}.groups.{label}: unknown model {model!r}")
-                elif model in seen:
-                    problems.append(f"{where}.groups.{label}: model {model!r} is also in group {seen[model]!r}")
-                seen.setdefault(model, label)
+        problems += model_group_problems(f"{where}.groups", spec["groups"], config["models"])
     return problems
 
 

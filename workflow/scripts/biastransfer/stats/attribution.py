@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -182,15 +182,34 @@ def detectable_shift(
     if min_pvalue(n_a, n_b, alternative, permutations) > alpha:
         return math.inf
     sim = _simulation(n_a, n_b, permutations, simulations, seed)
+    return smallest_shift(lambda shift: _power(sim, shift, alpha, alternative), target)
+
+
+def smallest_shift(power_at: Callable[[float], float], target: float) -> float:
+    """The smallest shift, rounded up to 0.01, whose ``power_at(shift)`` (increasing) reaches ``target``: doubling
+    from 1, then bisection; ``inf`` past 1000."""
     low, high = 0.0, 1.0
-    while _power(sim, high, alpha, alternative) < target:
+    while power_at(high) < target:
         low, high = high, 2 * high
         if high > 1e3:
             return math.inf
     while high - low > 0.01:
         mid = (low + high) / 2
-        low, high = (low, mid) if _power(sim, mid, alpha, alternative) >= target else (mid, high)
+        low, high = (low, mid) if power_at(mid) >= target else (mid, high)
     return math.ceil(high * 100) / 100
+
+
+def check_test_options(alternative: str, permutations, simulations, seed, **probabilities) -> tuple[int, int, int]:
+    """``(permutations, simulations, seed)`` checked, and each named probability (level, alpha, power) in (0, 1)."""
+    check_choice(alternative, "alternative", ALTERNATIVES)
+    for name, value in probabilities.items():
+        if not 0 < value < 1:
+            raise ValueError(f"{name} must be in (0, 1), got {value}")
+    return (
+        check_positive_int(permutations, "permutations"),
+        check_positive_int(simulations, "simulations"),
+        check_seed(seed),
+    )
 
 
 def compare_networks(
@@ -206,13 +225,9 @@ def compare_networks(
     seed: int = 0,
 ) -> NetworkComparison:
     """Compare the values of networks in group ``a`` with those in group ``b`` (one value per network)."""
-    check_choice(alternative, "alternative", ALTERNATIVES)
-    permutations = check_positive_int(permutations, "permutations")
-    simulations = check_positive_int(simulations, "simulations")
-    seed = check_seed(seed)
-    for name, value in (("level", level), ("alpha", alpha), ("power", power)):
-        if not 0 < value < 1:
-            raise ValueError(f"{name} must be in (0, 1), got {value}")
+    permutations, simulations, seed = check_test_options(
+        alternative, permutations, simulations, seed, level=level, alpha=alpha, power=power
+    )
     a, b = _values(a, "a"), _values(b, "b")
     parts, method = partitions(a.size, b.size, permutations, seed)
     pvalue = float(permutation_pvalues(np.concatenate([a, b]), a.size, parts, alternative)[0])

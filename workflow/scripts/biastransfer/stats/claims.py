@@ -29,8 +29,14 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from biastransfer.stats._validation import Result, check_choice, check_positive_int, check_seed
-from biastransfer.stats.attribution import ALTERNATIVES, POWER_PARTITIONS, compare_networks, min_pvalue
+from biastransfer.stats._validation import Result, check_choice
+from biastransfer.stats.attribution import (
+    POWER_PARTITIONS,
+    check_test_options,
+    compare_networks,
+    min_pvalue,
+    smallest_shift,
+)
 from biastransfer.stats.multitest import adjust_pvalues
 
 KINDS = ("groups", "paired")
@@ -127,15 +133,7 @@ def detectable_paired_shift(
     if min_paired_pvalue(n, alternative, permutations) > alpha:
         return math.inf
     options = dict(alpha=alpha, alternative=alternative, permutations=permutations, simulations=simulations, seed=seed)
-    low, high = 0.0, 1.0
-    while paired_power(n, high, **options) < target:
-        low, high = high, 2 * high
-        if high > 1e3:
-            return math.inf
-    while high - low > 0.01:
-        mid = (low + high) / 2
-        low, high = (low, mid) if paired_power(n, mid, **options) >= target else (mid, high)
-    return math.ceil(high * 100) / 100
+    return smallest_shift(lambda shift: paired_power(n, shift, **options), target)
 
 
 def compare_paired(
@@ -151,15 +149,9 @@ def compare_paired(
     seed: int = 0,
 ) -> PairedComparison:
     """Compare the same models under two conditions (``x[i]`` and ``y[i]`` of model i) by their differences."""
-    check_choice(alternative, "alternative", ALTERNATIVES)
-    permutations, simulations = (
-        check_positive_int(permutations, "permutations"),
-        check_positive_int(simulations, "simulations"),
+    permutations, simulations, seed = check_test_options(
+        alternative, permutations, simulations, seed, level=level, alpha=alpha, power=power
     )
-    seed = check_seed(seed)
-    for name, value in (("level", level), ("alpha", alpha), ("power", power)):
-        if not 0 < value < 1:
-            raise ValueError(f"{name} must be in (0, 1), got {value}")
     x, y = (np.asarray(v, dtype=np.float64) for v in (x, y))
     if x.ndim != 1 or x.shape != y.shape:
         raise ValueError(f"x and y must be 1-D of one value per model each, got shapes {x.shape} and {y.shape}")
