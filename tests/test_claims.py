@@ -262,6 +262,11 @@ def test_the_claims_table_compiles_inside_its_page_and_the_figure_prints(tmp_pat
     assert list(claims_frame(table).columns[:2]) == ["verdict", "claim"]
     fig = claims_figure(values, table)
     assert print_size_problems(fig) == [] and len([a for a in fig.axes if a.has_data()]) == 3
+    # six claims with the paper's long names and verdicts still print at full size on one page width
+    long = {c: f"{c}_with_a_name_as_long_as_the_papers_{i}" for i, c in enumerate(table["claim"])}
+    six = pd.concat([table, table.assign(claim=table["claim"] + "_again")]).replace({"claim": long})
+    six_values = pd.concat([values, values.assign(claim=values["claim"] + "_again")]).replace({"claim": long})
+    assert print_size_problems(claims_figure(six_values, six)) == []
 
 
 def test_the_findings_word_every_claim_with_its_interval_and_floor():

@@ -4,6 +4,7 @@ model's value by group (results/summary/claims.csv and claim_values.csv; the wor
 from __future__ import annotations
 
 import math
+import textwrap
 
 import numpy as np
 import pandas as pd
@@ -71,8 +72,9 @@ def claims_figure(values: pd.DataFrame, table: pd.DataFrame):
             ax.set_xticks([0, 1], [str(row["x"]), str(row["y"])])
             ax.set_xlim(-0.6, 1.6)
             ax.set_ylabel(str(row["measure"]))
-            ax.set_title(f"{name}: {row['verdict'].split(';')[0].split(' (')[0]}", fontsize=7)
+            verdict = row["verdict"].split(";")[0].split(" (")[0]
+            ax.set_title(textwrap.fill(f"{name}: {verdict}", 48), fontsize=7)
         for ax in list(axes.flat)[len(claims) :]:
             ax.axis("off")
-        fig.suptitle("Claims: each model's value (bar: its seeds' range), line: the group's mean", fontsize=7)
+        fig.suptitle("Each model's value (bar: its seeds' range); line: the side's mean", fontsize=7)
     return fig
