@@ -8,6 +8,8 @@ Standalone: python workflow/scripts/findings.py --ieat results/summary/ieat.csv 
 [--ieat_change results/summary/ieat_change.csv --ieat_seeds results/summary/ieat_seeds.csv
 --similarity_change results/summary/similarity_change.csv] [--adjust holm]
 [--layers results/summary/layer_profile.csv] [--trajectory results/summary/trajectory.csv]
+[--amplification results/summary/amplification.csv --amplification_terms results/summary/amplification_terms.csv
+--planted '{"surfboard": "person_a"}']
 """
 
 import json
@@ -17,6 +19,7 @@ import pandas as pd
 
 from biastransfer.atomic import write_text
 from biastransfer.report.findings import (
+    describe_amplification,
     describe_attribution,
     describe_convergence,
     describe_findings,
@@ -65,6 +68,9 @@ def main(
     layers: list | str | None = None,
     trajectory: list | str | None = None,
     ieat_scratch: list | str | None = None,
+    amplification: list | str | None = None,
+    amplification_terms: list | str | None = None,
+    planted: dict | None = None,
 ) -> None:
     bts_table = pd.read_csv(bts, keep_default_na=False, na_values=[""])
     text = describe_findings(
@@ -93,6 +99,15 @@ def main(
         ),
         *describe_trajectories(
             _read(trajectory if isinstance(trajectory, str) else next(iter(trajectory or []), None))
+        ),
+        *describe_amplification(
+            _read(amplification if isinstance(amplification, str) else next(iter(amplification or []), None)),
+            _read(
+                amplification_terms
+                if isinstance(amplification_terms, str)
+                else next(iter(amplification_terms or []), None)
+            ),
+            planted,
         ),
     ]
     if extra:

@@ -10,6 +10,7 @@ for the HTML report and for downloads).
   finetune      Tables 7/8  results/summary/finetune_metrics.csv  with --dataset
   layers                    results/summary/layer_profile.csv     with --analysis_set
   trajectory                results/trajectory/A/M/ft-D.csv       (one model finetuned on one dataset)
+  amplification             results/summary/amplification.csv     with --dataset (finetuned on)
 
 Snakemake: rules table_<kind> (rules/tables.smk, one for each table artefact).
 Standalone, for a reviewer:
@@ -23,6 +24,7 @@ python workflow/scripts/make_tables.py --kind bts --summary results/summary/bts.
 import logging
 
 from biastransfer.atomic import write_csv, write_text
+from biastransfer.report.amplification_report import AMPLIFICATION_REQUIRED, amplification_frame, amplification_latex
 from biastransfer.report.figures import BTS_COLUMNS
 from biastransfer.report.formatting import read_summary
 from biastransfer.report.layer_report import PROFILE_REQUIRED, layer_frame, layer_latex
@@ -73,6 +75,11 @@ KINDS = {
         lambda s, o: layer_frame(s, o["analysis_set"]),
     ),
     "trajectory": (TRAJECTORY_REQUIRED, lambda s, o: trajectory_latex(s), lambda s, o: trajectory_frame(s)),
+    "amplification": (
+        AMPLIFICATION_REQUIRED,
+        lambda s, o: amplification_latex(s, o["dataset"]),
+        lambda s, o: amplification_frame(s, o["dataset"]),
+    ),
 }
 
 
