@@ -74,7 +74,7 @@ def main(
             {
                 "image_id": frame["image_id"],
                 "attribute": frame["figure"],
-                "source": [SOURCE if f is not None else None for f in frame["figure"]],
+                "source": [None if pd.isna(f) else SOURCE for f in frame["figure"]],
             }
         ),
     )

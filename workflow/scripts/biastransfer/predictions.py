@@ -52,7 +52,7 @@ def _check(path, ids: np.ndarray, classes: Sequence[str], scores: np.ndarray) ->
     if bad.any():
         row, col = np.argwhere(bad)[0]
         raise ValueError(
-            f"{path}: score {scores[row, col]!r} of image {str(ids[row])!r}, class {classes[col]!r} is not in [0, 1]"
+            f"{path}: score {float(scores[row, col])!r} of image {str(ids[row])!r}, class {classes[col]!r} is not in [0, 1]"
         )
 
 

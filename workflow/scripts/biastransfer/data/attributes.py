@@ -12,7 +12,6 @@ left out of the tasks whose bias is measured). Every kind of dataset writes this
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,11 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from biastransfer.atomic import atomic_path
+from biastransfer.data.splits import read_tagged, write_tagged
 
-METADATA_KEY = b"biastransfer"
 COLUMNS = ("image_id", "attribute", "source")
 
 
@@ -54,7 +51,7 @@ class Attributes:
                 f"{where}: image {missing[0]!r} has no row in the attribute file of {self.dataset}/{self.split} "
                 f"({len(missing)} image(s) without one); are they from another split?"
             )
-        return np.asarray([known[i] for i in image_ids], dtype=object)
+        return np.asarray([None if pd.isna(known[i]) else known[i] for i in image_ids], dtype=object)
 
 
 def check_attributes(attrs: Attributes, *, where: str) -> None:
@@ -99,29 +96,22 @@ def write_attributes(path: str | os.PathLike, attrs: Attributes) -> None:
             "source": pa.array([None if pd.isna(v) else str(v) for v in attrs.frame["source"]], pa.string()),
         }
     )
-    meta = {
-        "dataset": attrs.dataset,
-        "split": attrs.split,
-        "split_sha256": attrs.split_sha256,
-        "attributes": list(attrs.attributes),
-        "attribute_classes": list(attrs.attribute_classes),
-    }
-    table = table.replace_schema_metadata({METADATA_KEY: json.dumps(meta).encode()})
-    with atomic_path(path) as tmp:
-        pq.write_table(table, tmp, compression="zstd")
+    write_tagged(
+        path,
+        table,
+        {
+            "dataset": attrs.dataset,
+            "split": attrs.split,
+            "split_sha256": attrs.split_sha256,
+            "attributes": list(attrs.attributes),
+            "attribute_classes": list(attrs.attribute_classes),
+        },
+    )
 
 
 def read_attributes(path: str | os.PathLike) -> Attributes:
     """Read and validate an attribute file; errors name the file."""
-    try:
-        table = pq.read_table(path)
-    except (OSError, pa.ArrowInvalid) as exc:
-        raise ValueError(f"{path}: not a readable attribute file ({exc})") from exc
-    raw = (table.schema.metadata or {}).get(METADATA_KEY)
-    if not raw:
-        raise ValueError(f"{path}: no 'biastransfer' metadata with the attribute values")
-    meta = json.loads(raw)
-    frame = pd.DataFrame({c: table.column(c).to_pylist() for c in COLUMNS if c in table.column_names})
+    frame, meta = read_tagged(path, COLUMNS, what="attribute file", holding="the attribute values")
     attrs = Attributes(
         meta.get("dataset", ""),
         meta.get("split", ""),

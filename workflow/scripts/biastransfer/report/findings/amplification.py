@@ -20,14 +20,10 @@ WORDS = {
 }
 
 
-def verdict(
-    low: float,
-    high: float,
-    *,
-    more: str = "amplifies",
-    less: str = "reduces",
-    neither: str = "neither amplifies nor reduces (the interval holds 0)",
-) -> str:
+NEITHER = "neither amplifies nor reduces (the interval holds 0)"
+
+
+def verdict(low: float, high: float, *, more: str = "amplifies", less: str = "reduces", neither: str = NEITHER) -> str:
     """``more`` when the interval lies above 0, ``less`` below 0, else ``neither``."""
     if low is None or high is None or math.isnan(float(low)) or math.isnan(float(high)):
         return "cannot be judged (no interval)"
