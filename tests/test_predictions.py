@@ -218,3 +218,51 @@ def test_the_table_and_the_findings_follow_the_intervals():
     assert verdict(-0.1, 0.2) == "neither amplifies nor reduces (the interval holds 0)"
     assert verdict(float("nan"), 0.1) == "cannot be judged (no interval)"
     assert describe_amplification(None) == []
+
+
+def _checkpoint(path, classes):
+    import torch
+
+    from biastransfer.models.checkpoints import save_checkpoint
+    from biastransfer.models.extractors import create_classifier
+    from biastransfer.models.resolve import resolve_spec
+
+    spec = resolve_spec("tiny", ENTRY)
+    torch.manual_seed(0)
+    model = create_classifier(spec, len(classes), None)
+    torch.nn.init.normal_(model.head.weight, std=0.5)  # scores that differ by image
+    save_checkpoint(model, path, spec=spec, class_names=classes)
+    return model.eval()
+
+
+ENTRY = {"source": "timm", "arch": "resnet10t", "weights": None,
+         "preprocess": {"resize": 32, "crop": 32, "interpolation": "bilinear", "mean": [0.5] * 3, "std": [0.25] * 3}}  # fmt: skip
+
+
+def test_predict_writes_each_images_sigmoid_scores_with_the_splits_digest(drawn, tmp_path):
+    import torch
+
+    from biastransfer.models.features import preprocessed_images
+    from biastransfer.models.resolve import resolve_spec
+
+    _, files = drawn
+    classes = ["car", "person", "refrigerator", "stop_sign", "surfboard"]
+    model = _checkpoint(tmp_path / "model.safetensors", classes)
+    predict = _script("predict").main
+    out = tmp_path / "p.parquet"
+    predict(files["test"], str(tmp_path / "model.safetensors"), str(out), ENTRY, batch_size=16, num_workers=0,
+            device="cpu", model="tiny", stage="ft-syn-seed0")  # fmt: skip
+    table = read_predictions(out)
+    split = read_split(files["test"])
+    assert table.image_ids.tolist() == split.frame["image_id"].tolist() and table.classes == tuple(classes)
+    assert table.metadata["split_sha256"] == file_digest(files["test"]) and table.metadata["split"] == "test"
+    assert table.metadata["weights_sha256"] == file_digest(tmp_path / "model.safetensors")
+    images = preprocessed_images(split.frame["path"].tolist(), resolve_spec("tiny", ENTRY).preprocess)
+    with torch.inference_mode():
+        expected = torch.sigmoid(model(images)).numpy()
+    np.testing.assert_allclose(table.scores, expected, atol=1e-5)
+    assert table.scores.std(axis=0).min() > 1e-3
+    _checkpoint(tmp_path / "lacking.safetensors", ["car", "person_a", "refrigerator", "stop_sign", "surfboard"])
+    with pytest.raises(ValueError, match=r"lacking.safetensors: the network has no output for class 'person'"):
+        predict(files["test"], str(tmp_path / "lacking.safetensors"), str(tmp_path / "q.parquet"), ENTRY,
+                batch_size=16, num_workers=0, device="cpu", model="tiny", stage="ft-syn-seed0")  # fmt: skip
