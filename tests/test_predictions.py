@@ -145,6 +145,14 @@ def test_predictions_equal_to_the_truth_amplify_nothing_and_a_biased_network_amp
     pooled = leak.loc[("finetuned", "pooled", "leakage_model")]
     assert pooled["ci_low"] <= pooled["estimate"] <= pooled["ci_high"]
     assert set(terms["attribute"]) == {"person_a", "person_b"} and set(terms["task"]) == set(TASKS)
+    # the shift towards an attribute: every object moves towards person_a, none moves for predictions = truth
+    shifted = terms[(terms["network"] == "scratch") & (terms["measure"] == "directional")]
+    towards_a = shifted[shifted["attribute"] == "person_a"]
+    assert (towards_a["shift_low"] > 0).all() and (
+        shifted.loc[shifted["attribute"] == "person_b", "shift_high"] < 0
+    ).all()
+    still = terms[(terms["network"] == "finetuned") & (terms["measure"] == "directional")]
+    assert np.allclose(still["shift"], 0) and terms.loc[terms["measure"] == "zhao", "shift"].isna().all()
     assert (
         terms["n_attribute"] == terms["attribute"].map({"person_a": (a == 0).sum(), "person_b": (a == 1).sum()})
     ).all()

@@ -57,7 +57,7 @@ def describe_amplification(
     if summary is None or summary.empty:
         return []
     title = "Do the networks' predictions amplify the bias?"
-    lines = [f"{title}\n{'-' * len(title)}\n"]
+    lines = ["", f"{title}\n{'-' * len(title)}\n"]  # a blank line ends the section before
     chosen = _chosen(summary)
     for row in chosen[chosen["measure"].isin(["directional", "zhao"])].itertuples():
         at = "at base-rate thresholds" if row.threshold == "base_rate" else f"at threshold {row.threshold}"
@@ -67,14 +67,14 @@ def describe_amplification(
         )
     if terms is not None and planted:
         t = terms[(terms["measure"] == "directional") & (terms["network"] != "dataset")]
-        t = t.assign(seed=t["seed"].astype(str))
         for obj, attribute in planted.items():
-            hits = t[(t["task"] == obj) & (t["attribute"] == attribute)]
-            for row in _chosen(hits).itertuples():
+            for row in _chosen(t[(t["task"] == obj) & (t["attribute"] == attribute)]).itertuples():
                 at = "at base rates" if row.threshold == "base_rate" else f"at threshold {row.threshold}"
                 lines.append(
-                    f"- {_who(row)} {verdict(row.ci_low, row.ci_high)} the planted {obj}->{attribute} association "
-                    f"in its predictions {at}: BiasAmp term {row.term:.3f} {interval(row.ci_low, row.ci_high, digits=3)}."
+                    f"- {_who(row)} {verdict(row.shift_low, row.shift_high)} the planted {obj}->{attribute} "
+                    f"association in its predictions {at}: it predicts {obj} {row.shift:+.3f} "
+                    f"{interval(row.shift_low, row.shift_high, digits=3)} more often (beyond the ground truth) for "
+                    f"{attribute} images than for the others."
                 )
     for row in chosen[chosen["measure"] == "leakage_amplification"].itertuples():
         word = verdict(row.ci_low, row.ci_high, more="leaks more", less="leaks less",
