@@ -90,7 +90,12 @@ def main(
         networks.setdefault((stage_kind(stage), str(meta.get("model", ""))), {})[seed] = network_scores(
             path, ev, ids, digest
         )
-    tables = [prediction_bias(ev, networks, options) for ev, _, _, networks in datasets.values()]
+    tables = []
+    for ev, _, _, networks in datasets.values():
+        try:
+            tables.append(prediction_bias(ev, networks, options))
+        except ValueError as err:  # e.g. an attribute with fewer images than the attacker's folds
+            raise ValueError(f"test split of {ev.dataset} ({ev.per_attribute}): {err}") from err
     write_csv(summary, pd.concat([t[0] for t in tables], ignore_index=True)[list(COLUMNS)])
     write_csv(terms, pd.concat([t[1] for t in tables], ignore_index=True)[list(TERM_COLUMNS)])
     log.info("bias amplification and leakage of %d prediction files -> %s", len(predictions), summary)
