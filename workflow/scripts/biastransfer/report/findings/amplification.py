@@ -72,9 +72,9 @@ def describe_amplification(
                 at = "at base rates" if row.threshold == "base_rate" else f"at threshold {row.threshold}"
                 lines.append(
                     f"- {_who(row)} {verdict(row.shift_low, row.shift_high)} the planted {obj}->{attribute} "
-                    f"association in its predictions {at}: it predicts {obj} {row.shift:+.3f} "
-                    f"{interval(row.shift_low, row.shift_high, digits=3)} more often (beyond the ground truth) for "
-                    f"{attribute} images than for the others."
+                    f"association in its predictions {at}: shift towards {attribute} {row.shift:+.3f} "
+                    f"{interval(row.shift_low, row.shift_high, digits=3)} (how much more often, beyond the ground "
+                    f"truth, it predicts {obj} for {attribute} images than for the others)."
                 )
     for row in chosen[chosen["measure"] == "leakage_amplification"].itertuples():
         word = verdict(row.ci_low, row.ci_high, more="leaks more", less="leaks less",
