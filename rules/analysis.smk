@@ -217,6 +217,8 @@ rule findings:
         layers=layer_profile_tables(),
         trajectory=trajectory_summary(),
         claims=claims_summary(),
+        amplification=amplification_summary(),
+        amplification_terms=amplification_summary("amplification_terms"),
     output:
         **artefact_outputs("findings"),
         findings="results/summary/findings.rst",
@@ -233,6 +235,7 @@ rule findings:
     params:
         **SIGNIFICANCE,
         tests=cfg.canonical({a: s["ieat"] for a, s in config["analysis_sets"].items()}),
+        planted=planted_associations(),
     script:
         "../workflow/scripts/findings.py"
 

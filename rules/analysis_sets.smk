@@ -61,7 +61,8 @@ rule check_leakage:
             for d in cfg.training_datasets(config)
             if config["datasets"][d]["kind"] in ("synthetic", "table")
             for split in ("train", "val")
-        ],
+        ]
+        + [path("split", dataset=d, split="test") for d in PREDICTED_DATASETS],
     script:
         "../workflow/scripts/check_leakage.py"
 

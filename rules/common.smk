@@ -127,12 +127,13 @@ def stage_weights(wildcards):
 
 
 def leakage_inputs(wildcards):
-    """Every training split of every dataset a model is trained on, checked against an analysis set."""
+    """Every training split of every dataset a model is trained on, and every test split the networks'
+    predictions are measured on, checked against an analysis set."""
     return [
         path("split", dataset=dataset, split=split)
         for dataset in cfg.training_datasets(config)
         for split in ("train", "val")
-    ]
+    ] + [path("split", dataset=d, split="test") for d in PREDICTED_DATASETS]
 
 
 def finetuned_similarity_tables(wildcards):
@@ -310,10 +311,62 @@ def analysis_targets():
         "results/summary/provenance.csv",
         "results/summary/config.yaml",
         *attribution_targets(),
+        *amplification_summary(),
         *layer_profile_tables(),
         *trajectory_summary(),
         *model_analyses_done(config["models"]),
     ]
+
+
+# Predictions on the evaluation split (rules/predictions.smk)
+# The finetuning datasets with a test split: the synthetic kind (real kinds: not yet), unless n_test is 0.
+PREDICTED_DATASETS = [
+    d
+    for d in config["finetune"]["datasets"]
+    if config["datasets"][d]["kind"] == "synthetic"
+    and config["datasets"][d]["n_test"] > 0
+]
+
+
+def test_split_of_stage(wildcards):
+    """The test split of the dataset a finetuned or scratch stage was trained on."""
+    return path("split", dataset=cfg.parse_stage(wildcards.stage)[0], split="test")
+
+
+def prediction_files():
+    """Every finetuned and scratch network's predictions on its dataset's test split."""
+    return [
+        path("predictions", model=m, stage=stage)
+        for d in PREDICTED_DATASETS
+        for m in config["models"]
+        for stage in [
+            *(cfg.finetuned_stage(d, s) for s in cfg.finetune_seeds(config, d)),
+            *(cfg.scratch_stage(d, s) for s in cfg.reference_seeds(config, d)),
+        ]
+    ]
+
+
+def amplification_summary(name="amplification"):
+    """The prediction-level summary or its terms (for the findings; none without a dataset with a test
+    split)."""
+    return [f"results/summary/{name}.csv"] if PREDICTED_DATASETS else []
+
+
+def planted_associations():
+    """{object: figure} of the co-occurrences planted in the models' synthetic pretraining data (P(person_a)
+    above 0.5: person_a, below: person_b), whose terms the findings read out (empty without any).
+    """
+    planted = {}
+    for m in config["models"].values():
+        data = config["datasets"].get(m.get("pretrain", {}).get("dataset"), {})
+        for obj, p in (
+            data.get("cooccurrence", {}).items()
+            if data.get("kind") == "synthetic"
+            else ()
+        ):
+            if p != 0.5:
+                planted[obj] = "person_a" if p > 0.5 else "person_b"
+    return dict(sorted(planted.items()))
 
 
 def all_targets():

@@ -19,8 +19,15 @@ rule synthetic_dataset:
     resources:
         mem_mb=1000,
         runtime=20,
+    # less the test split's size (rule synthetic_test_split): resizing it redraws no training scene
     params:
-        spec=lambda wildcards: cfg.canonical(config["datasets"][wildcards.synthetic]),
+        spec=lambda wildcards: cfg.canonical(
+            {
+                k: v
+                for k, v in config["datasets"][wildcards.synthetic].items()
+                if k != "n_test"
+            }
+        ),
     script:
         "../workflow/scripts/synthetic_dataset.py"
 
@@ -51,3 +58,30 @@ rule synthetic_analysis_set:
         seed=lambda wildcards: config["analysis_sets"][wildcards.synthetic_set]["seed"],
     script:
         "../workflow/scripts/synthetic_analysis_set.py"
+
+
+# The evaluation split of a synthetic dataset (datasets.<name>.n_test fresh scenes, its own seed stream)
+# and each image's protected attribute (the drawn figure): what the networks' predictions are measured on
+# (rules/predictions.smk). A rule of its own, so that adding or resizing it redraws no training scene.
+rule synthetic_test_split:
+    input:
+        train=path("split", dataset="{synthetic}", split="train"),
+        val=path("split", dataset="{synthetic}", split="val"),
+    output:
+        images=directory("results/data/{synthetic}/test_images"),
+        test=path("split", dataset="{synthetic}", split="test"),
+        attributes=path("attributes", dataset="{synthetic}", split="test"),
+    log:
+        "logs/synthetic_test_split/{synthetic}.log",
+    benchmark:
+        "results/benchmarks/synthetic_test_split/{synthetic}.tsv"
+    localrule: True
+    conda:
+        "../envs/data.yaml"
+    threads: 1
+    resources:
+        **RESOURCES["plot"],
+    params:
+        spec=lambda wildcards: cfg.canonical(config["datasets"][wildcards.synthetic]),
+    script:
+        "../workflow/scripts/synthetic_test_split.py"

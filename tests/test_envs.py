@@ -19,6 +19,7 @@ CONDA_NAMES = {
     "yaml": {"pyyaml"},
     "open_clip": {"open-clip-torch"},
     "matplotlib": {"matplotlib", "matplotlib-base"},
+    "sklearn": {"scikit-learn"},
 }
 PROVIDED = {"snakemake"}  # the running Snakemake injects itself into every script
 

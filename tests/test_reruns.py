@@ -53,6 +53,8 @@ def drop_bts_pair(conf):
 # The change of each statistic from pretrained to finetuned (rules/analysis.smk): one job per pair; a
 # rewritten analysis table also reruns its model's marker, model_analyses (it runs no code).
 CHANGE = {"change": 1, "summarise_change": 1, "plot_change": 1, "model_analyses": 1}
+# The finetuned networks' predictions on the test split, and what reads them (rules/predictions.smk).
+PREDICTIONS = {"predict": SEEDS, "amplification": 1, "table_amplification": 1}
 # Every edit also reruns effective_config (its output is the config), html_report (the static report shows
 # the findings, which every edit here reruns) and the target rule `all`.
 EDITS = {
@@ -113,6 +115,7 @@ EDITS = {
             "compare_paper": 1,
             "plot_curves": 1,
             **CHANGE,
+            **PREDICTIONS,
         },
     ),
 }
@@ -173,6 +176,7 @@ NEW_MODEL = {
     "table_bts": 1,
     "compare_paper": 1,
     **CHANGE,
+    **PREDICTIONS,  # the new model's finetuned networks score the test split too
 }
 # Model keys the layer profile alone reads, and `pool` with the default layer (not pooled there).
 NETWORK_EDITS = {
@@ -286,6 +290,7 @@ OWN_EDITS = {
             "plot_ieat": 1,
             "table_ieat": 1,
             "table_bts": 1,
+            **PREDICTIONS,  # scored at the embedding batch size
         },
     ),
 }

@@ -54,7 +54,7 @@ LOCAL_CLUSTER_OPTIONS = [
 ]
 # The GPU requests profiles/slurm/config.yaml makes for the first attempt: (cpus per GPU, MB, minutes);
 # embed asks for its CPUs as threads (--cpus-per-task), so that a group holding it gets the group's CPUs.
-PROFILE_GPU_RULES = {"finetune": (8, 32000, 720), "embed": (None, 16000, 120)}
+PROFILE_GPU_RULES = {"finetune": (8, 32000, 720), "embed": (None, 16000, 120), "predict": (None, 16000, 120)}
 
 SLURM_TOOLS = ("sbatch", "squeue", "sacct", "sacctmgr", "scontrol", "sinfo", "scancel", "srun")
 

@@ -211,6 +211,43 @@ def test_the_paper_dag_plans_without_network(tmp_path):
     # three seeds on COCO, one on Open Images, as the paper
     assert jobs["finetune"] == 6 * (3 + 1) and jobs["embed"] == 2 * 6 * (1 + 3 + 1)
     assert jobs["fetch_weights"] == 6 and jobs["download_dataset"] == 2
+    # no test split for COCO or Open Images yet (only the synthetic kind writes one), so no predictions
+    assert not {"predict", "amplification", "table_amplification"} & set(jobs), jobs
+
+
+def test_the_demo_dag_scores_every_trained_network_on_the_test_split(tmp_path):
+    """One test split of the finetuning dataset; each finetuned seed and the scratch reference score it; one
+    job measures them all and one table shows them."""
+    done = snakemake("-n", "--cores", "1", cwd=tmp_path)
+    jobs = planned_jobs(done.stdout)
+    assert jobs["synthetic_test_split"] == 1 and jobs["predict"] == len(MODELS) * (3 + 1)
+    assert jobs["amplification"] == 1 and jobs["table_amplification"] == 1
+    assert "results/predictions/democnn/scratch-synthetic_target-seed0.parquet" in done.stdout
+
+
+def test_the_predictions_and_their_bias_follow_the_documented_formats(demo_run):
+    out = demo_run / "results"
+    path = out / "predictions" / "democnn" / "ft-synthetic_target-seed2.parquet"
+    meta = json.loads(pq.read_schema(path).metadata[b"biastransfer"])
+    split = out / "splits" / "synthetic_target" / "test.parquet"
+    assert meta["split"] == "test" and meta["split_sha256"] == hashlib.sha256(split.read_bytes()).hexdigest()
+    assert meta["classes"] == ["car", "person", "refrigerator", "stop_sign", "surfboard"]
+    assert re.fullmatch("[0-9a-f]{64}", meta["weights_sha256"]) and meta["stage"] == "ft-synthetic_target-seed2"
+    scores = pd.read_parquet(path)
+    assert len(scores) == 300 and scores[meta["classes"]].stack().between(0, 1).all()
+    summary = pd.read_csv(out / "summary" / "amplification.csv", keep_default_na=False)
+    fine = summary[summary["network"] == "finetuned"]
+    assert set(fine["seed"]) == {"0", "1", "2", "pooled"} and set(fine["threshold"]) == {"0.5", "base_rate"}
+    assert set(summary.loc[summary["network"] == "scratch", "seed"]) == {"0"}
+    for measure in ("directional", "zhao", "leakage_model", "leakage_amplification", "leakage_dataset"):
+        rows = summary[summary["measure"] == measure]
+        assert not rows.empty and (rows["ci_low"].astype(float) < rows["ci_high"].astype(float)).all(), measure
+    assert (summary["replicates"] == 1000).all() and summary["n_excluded"].gt(0).all()
+    terms = pd.read_csv(out / "summary" / "amplification_terms.csv")
+    assert set(terms["task"]) == {"car", "refrigerator", "stop_sign", "surfboard"}
+    assert (out / "tables" / "amplification_synthetic_target.tex").is_file()
+    findings = (out / "summary" / "findings.rst").read_text()
+    assert "the planted surfboard->person_a association" in findings
 
 
 def test_the_controls_overlay_trains_five_networks_per_arm(tmp_path):

@@ -13,10 +13,9 @@ from biastransfer.hashing import config_hash, file_digest
 from biastransfer.models.checkpoints import finetune_origin
 from biastransfer.models.device import torch_device
 from biastransfer.models.extractors import create_backbone
-from biastransfer.models.features import embedding_provenance, embedding_runtime, extract_features, undersized_images
+from biastransfer.models.features import embedding_provenance, run_on_images
 from biastransfer.models.resolve import model_spec
 from biastransfer.models.weights import weights_file_and_sha256
-from biastransfer.progress import Progress
 from biastransfer.scripting import run
 from biastransfer.stages import parse_stage
 
@@ -46,30 +45,17 @@ def main(
     verify_files(images, ".")
     backbone = create_backbone(spec, weights)
     dev = torch_device(device)
-    runtime = embedding_runtime(dev, amp)
-    paths = images["path"].tolist()
-    small = undersized_images(paths, spec.preprocess.crop)
-    if small:
-        shown = ", ".join(f"{p} ({w}x{h})" for p, w, h in small[:5]) + (", ..." if len(small) > 5 else "")
-        log.warning(
-            "%d of %d images are smaller than the %d-pixel crop of %s and are upscaled: %s",
-            len(small),
-            len(paths),
-            spec.preprocess.crop,
-            spec.name,
-            shown,
-        )
-    log.info("embedding %d images of %s with %s (%s) on %s, %s", len(images), manifest, spec.name, stage, dev, runtime)
-    progress = Progress(f"embedding {manifest} with {spec.name} ({stage})", len(paths), unit="images")
-    features = extract_features(
+    log.info("embedding %d images of %s with %s (%s) on %s", len(images), manifest, spec.name, stage, dev)
+    features, runtime = run_on_images(
         backbone,
-        paths,
-        spec.preprocess,
+        images["path"].tolist(),
+        spec,
+        what=f"embedding {manifest} with {spec.name} ({stage})",
         batch_size=batch_size,
         num_workers=num_workers,
         device=dev,
-        progress=progress.update,
-        **runtime,
+        amp=amp,
+        log=log.warning,
     )
     meta = embedding_provenance(
         spec,

@@ -9,6 +9,8 @@ Standalone: python workflow/scripts/findings.py --ieat results/summary/ieat.csv 
 --similarity_change results/summary/similarity_change.csv] [--adjust holm]
 [--layers results/summary/layer_profile.csv] [--trajectory results/summary/trajectory.csv]
 [--claims results/summary/claims.csv]
+[--amplification results/summary/amplification.csv --amplification_terms results/summary/amplification_terms.csv
+--planted '{"surfboard": "person_a"}']
 """
 
 import json
@@ -18,6 +20,7 @@ import pandas as pd
 
 from biastransfer.atomic import write_text
 from biastransfer.report.findings import (
+    describe_amplification,
     describe_attribution,
     describe_claims,
     describe_convergence,
@@ -50,6 +53,11 @@ def _read(path: str | None) -> pd.DataFrame | None:
     return frame if len(frame.columns) > 1 else None
 
 
+def _read_one(value: list | str | None) -> pd.DataFrame | None:
+    """The table of an optional input: a path, or a list of none or one path (a rule's optional input)."""
+    return _read(value if isinstance(value, str) else next(iter(value or []), None))
+
+
 def main(
     ieat: str,
     bts: str,
@@ -68,6 +76,9 @@ def main(
     trajectory: list | str | None = None,
     ieat_scratch: list | str | None = None,
     claims: list | str | None = None,
+    amplification: list | str | None = None,
+    amplification_terms: list | str | None = None,
+    planted: dict | None = None,
 ) -> None:
     bts_table = pd.read_csv(bts, keep_default_na=False, na_values=[""])
     text = describe_findings(
@@ -79,7 +90,7 @@ def main(
         change=_read(ieat_change),
         seeds=_read(ieat_seeds),
         similarity_change=_read(similarity_change),
-        scratch=_read(ieat_scratch if isinstance(ieat_scratch, str) else next(iter(ieat_scratch or []), None)),
+        scratch=_read_one(ieat_scratch),
     )
     paths = [attribution] if isinstance(attribution, str) else list(attribution or [])
     extra = [
@@ -91,13 +102,10 @@ def main(
         ),
         *describe_reference(bts_table),
         *describe_attribution(pd.concat([pd.read_csv(p) for p in paths]) if paths else None),
-        *describe_layers(
-            _read(layers if isinstance(layers, str) else next(iter(layers or []), None)), alpha, adjust=adjust
-        ),
-        *describe_trajectories(
-            _read(trajectory if isinstance(trajectory, str) else next(iter(trajectory or []), None))
-        ),
-        *describe_claims(_read(claims if isinstance(claims, str) else next(iter(claims or []), None))),
+        *describe_layers(_read_one(layers), alpha, adjust=adjust),
+        *describe_trajectories(_read_one(trajectory)),
+        *describe_amplification(_read_one(amplification), _read_one(amplification_terms), planted),
+        *describe_claims(_read_one(claims)),
     ]
     if extra:
         text += "\n" + "\n".join(extra) + "\n"

@@ -11,6 +11,7 @@ for the HTML report and for downloads).
   layers                    results/summary/layer_profile.csv     with --analysis_set
   trajectory                results/trajectory/A/M/ft-D.csv       (one model finetuned on one dataset)
   claims                    results/summary/claims.csv            (the claims about groups of models)
+  amplification             results/summary/amplification.csv     with --dataset (finetuned on)
 
 Snakemake: rules table_<kind> (rules/tables.smk, one for each table artefact).
 Standalone, for a reviewer:
@@ -24,6 +25,7 @@ python workflow/scripts/make_tables.py --kind bts --summary results/summary/bts.
 import logging
 
 from biastransfer.atomic import write_csv, write_text
+from biastransfer.report.amplification_report import AMPLIFICATION_REQUIRED, amplification_frame, amplification_latex
 from biastransfer.report.claims import CLAIMS_REQUIRED, claims_frame, claims_latex
 from biastransfer.report.figures import BTS_COLUMNS
 from biastransfer.report.formatting import read_summary
@@ -76,6 +78,11 @@ KINDS = {
     ),
     "trajectory": (TRAJECTORY_REQUIRED, lambda s, o: trajectory_latex(s), lambda s, o: trajectory_frame(s)),
     "claims": (CLAIMS_REQUIRED, lambda s, o: claims_latex(s), lambda s, o: claims_frame(s)),
+    "amplification": (
+        AMPLIFICATION_REQUIRED,
+        lambda s, o: amplification_latex(s, o["dataset"]),
+        lambda s, o: amplification_frame(s, o["dataset"]),
+    ),
 }
 
 

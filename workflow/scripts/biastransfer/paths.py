@@ -13,6 +13,7 @@ PATHS = {
     "manifest": "results/analysis_sets/{analysis_set}/manifest.parquet",
     "selection": "results/analysis_sets/{analysis_set}/selection.parquet",
     "split": "results/splits/{dataset}/{split}.parquet",
+    "attributes": "results/splits/{dataset}/{split}_attributes.parquet",
     "image_cache": "results/cache/{dataset}/{setting}/{split}.json",
     "leakage_check": "results/checks/leakage/{analysis_set}.ok",
     "pretrain_run": "results/pretrain/{model}/{file}",
@@ -27,6 +28,7 @@ PATHS = {
     "trajectory_settings": "results/trajectory/settings/{model}/ft-{dataset}.json",
     "layer_embeddings": "results/layers/{analysis_set}/{model}/embeddings/{stage}",
     "layer_profile": "results/layers/{analysis_set}/{model}/profile.csv",
+    "predictions": "results/predictions/{model}/{stage}.parquet",
     "analyses_done": "results/checks/analyses/{model}.done",
 }
 

@@ -39,23 +39,34 @@ def write_split(path: str | os.PathLike, split: Split) -> None:
             "labels": pa.array([list(map(str, v)) for v in split.frame["labels"]], type=pa.list_(pa.string())),
         }
     )
-    meta = {"dataset": split.dataset, "split": split.name, "classes": list(split.classes)}
+    write_tagged(path, table, {"dataset": split.dataset, "split": split.name, "classes": list(split.classes)})
+
+
+def write_tagged(path: str | os.PathLike, table: pa.Table, meta: dict) -> None:
+    """Write ``table`` atomically (Parquet, zstd) with ``meta`` as its ``biastransfer`` JSON metadata (the
+    split and attribute files)."""
     table = table.replace_schema_metadata({METADATA_KEY: json.dumps(meta).encode()})
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp, compression="zstd")
 
 
-def read_split(path: str | os.PathLike) -> Split:
-    """Read and validate a split; errors name the file."""
+def read_tagged(path: str | os.PathLike, columns, *, what: str, holding: str) -> tuple[pd.DataFrame, dict]:
+    """``(frame of the present ``columns``, metadata)`` of a file :func:`write_tagged` wrote; ValueError naming
+    the file when it is not a readable ``what`` or has no metadata (with ``holding``)."""
     try:
         table = pq.read_table(path)
     except (OSError, pa.ArrowInvalid) as exc:
-        raise ValueError(f"{path}: not a readable split file ({exc})") from exc
+        raise ValueError(f"{path}: not a readable {what} ({exc})") from exc
     raw = (table.schema.metadata or {}).get(METADATA_KEY)
     if not raw:
-        raise ValueError(f"{path}: no 'biastransfer' metadata with the class list")
-    meta = json.loads(raw)
-    frame = pd.DataFrame({c: table.column(c).to_pylist() for c in COLUMNS if c in table.column_names})
+        raise ValueError(f"{path}: no 'biastransfer' metadata with {holding}")
+    frame = pd.DataFrame({c: table.column(c).to_pylist() for c in columns if c in table.column_names})
+    return frame, json.loads(raw)
+
+
+def read_split(path: str | os.PathLike) -> Split:
+    """Read and validate a split; errors name the file."""
+    frame, meta = read_tagged(path, COLUMNS, what="split file", holding="the class list")
     split = Split(meta.get("dataset", ""), meta.get("split", ""), tuple(meta.get("classes", ())), frame)
     check_split(split, where=str(path))
     return split

@@ -208,13 +208,29 @@ def generate_split(
     rng: np.random.Generator,
     image_dir: str | os.PathLike,
 ) -> pd.DataFrame:
-    """Draw ``n`` training scenes, save them, and return the split rows (image_id, path, labels)."""
+    """Draw ``n`` scenes, save them, and return the split rows (image_id, path, labels) with the drawn
+    ``figure`` of each (person_a, person_b or None: the protected attribute, whatever the labels say)."""
     scenes = distribution.sample(n, rng)
     ids = [f"{dataset}-{split}-{i:06d}" for i in range(n)]
     paths = write_images(scenes, ids, image_dir, rng, size)
     return pd.DataFrame(
-        {"image_id": ids, "path": [str(p) for p in paths], "labels": [s.labels(label_groups) for s in scenes]}
+        {
+            "image_id": ids,
+            "path": [str(p) for p in paths],
+            "labels": [s.labels(label_groups) for s in scenes],
+            "figure": [s.person for s in scenes],
+        }
     )
+
+
+#: The test split's own seed stream: spawned from the dataset's seed, so it draws none of the train and
+#: val scenes and adding it changes none of them.
+TEST_STREAM = 1
+
+
+def evaluation_rng(seed: int) -> np.random.Generator:
+    """The generator of a dataset's test split (:data:`TEST_STREAM` of its ``seed``)."""
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(TEST_STREAM,)))
 
 
 def class_list(label_groups: bool) -> tuple[str, ...]:

@@ -193,3 +193,40 @@ def embedding_provenance(spec: ModelSpec, weights_sha256: str | None, **extra) -
     }
     meta.update(extra)
     return meta
+
+
+def run_on_images(
+    model: torch.nn.Module,
+    paths: Sequence[str | Path],
+    spec: ModelSpec,
+    *,
+    what: str,
+    batch_size: int,
+    num_workers: int,
+    device: torch.device,
+    amp: bool,
+    log: Callable[..., None],
+) -> tuple[np.ndarray, dict]:
+    """``(outputs, runtime)``: ``model`` (an extractor or a classifier) on the images at ``paths``, batched,
+    as the embed and predict rules run it, with a warning for images smaller than the crop and progress
+    lines for ``what``; ``runtime`` is :func:`embedding_runtime`'s (for the provenance)."""
+    runtime = embedding_runtime(device, amp)
+    small = undersized_images(paths, spec.preprocess.crop)
+    if small:
+        shown = ", ".join(f"{p} ({w}x{h})" for p, w, h in small[:5]) + (", ..." if len(small) > 5 else "")
+        log("%d of %d images are smaller than the %d-pixel crop of %s and are upscaled: %s",
+            len(small), len(paths), spec.preprocess.crop, spec.name, shown)  # fmt: skip
+    from biastransfer.progress import Progress
+
+    progress = Progress(what, len(paths), unit="images")
+    outputs = extract_features(
+        model,
+        paths,
+        spec.preprocess,
+        batch_size=batch_size,
+        num_workers=num_workers,
+        device=device,
+        progress=progress.update,
+        **runtime,
+    )
+    return outputs, runtime

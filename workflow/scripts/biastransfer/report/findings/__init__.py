@@ -1,9 +1,10 @@
 """The run's findings in words (reStructuredText), one module per part of the run, all written with the
 numbers' wording of :mod:`~biastransfer.report.findings.prose`: the iEATs and BTS (:mod:`.ieat`), the
 layer profiles (:mod:`.layers`), the networks' convergence, the scratch reference and the attribution
-across networks (:mod:`.networks`), the trajectories (:mod:`.trajectory`), the model zoo (:mod:`.zoo`) and
-the claims about groups of models (:mod:`.claims`)."""
+across networks (:mod:`.networks`), the trajectories (:mod:`.trajectory`), the networks' predictions
+(:mod:`.amplification`), the model zoo (:mod:`.zoo`) and the claims about groups of models (:mod:`.claims`)."""
 
+from biastransfer.report.findings.amplification import describe_amplification
 from biastransfer.report.findings.claims import claims_sentence, describe_claims
 from biastransfer.report.findings.ieat import describe_findings
 from biastransfer.report.findings.layers import describe_layers
@@ -12,6 +13,7 @@ from biastransfer.report.findings.trajectory import describe_trajectories
 from biastransfer.report.findings.zoo import describe_zoo
 
 __all__ = [
+    "describe_amplification",
     "describe_findings",
     "describe_layers",
     "describe_attribution",

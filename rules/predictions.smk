@@ -1,0 +1,70 @@
+# From embeddings to predictions: every finetuned network and every scratch reference network scores the
+# test split of the dataset it was trained on (rule synthetic_test_split; per-image sigmoid scores of every
+# class, with provenance), and one job measures how the predictions amplify the dataset's bias: bias
+# amplification A -> T (directional, Zhao et al.) at a threshold and at base rates, and leakage, with
+# bootstrap intervals (analysis.predictions; docs/statistics.md). Only datasets with a test split: the
+# synthetic kind with n_test > 0 (PREDICTED_DATASETS, rules/common.smk).
+table_artefact(
+    "amplification",
+    "results/summary/amplification.csv",
+    "results/tables/amplification_{dataset}",
+    caption="table_amplification.rst",
+    section="Prediction-level bias",
+    title="Bias amplification and leakage of the predictions, finetuned on {dataset}",
+    instances=combinations(dataset=PREDICTED_DATASETS),
+)
+
+
+rule predict:
+    input:
+        split=test_split_of_stage,
+        weights=stage_weights,
+    output:
+        predictions=path("predictions"),
+    log:
+        "logs/predict/{model}/{stage}.log",
+    benchmark:
+        "results/benchmarks/predict/{model}/{stage}.tsv"
+    wildcard_constraints:
+        stage=r"(ft|scratch)-[A-Za-z0-9_]+-seed[0-9]+",
+    conda:
+        "../envs/torch.yaml"
+    threads: config["analysis"]["embed"]["num_workers"] + 1
+    resources:
+        mem_mb=embed_mem_mb,
+        runtime=lambda wildcards, attempt: 30 * attempt,
+        gpu=EMBED_GPUS,
+    params:
+        entry=lambda wildcards: cfg.canonical(network_entry(wildcards.model)),
+        batch_size=embed_batch_size,
+        num_workers=config["analysis"]["embed"]["num_workers"],
+        device=config["analysis"]["embed"]["device"],
+        amp=config["analysis"]["embed"]["amp"],
+    script:
+        "../workflow/scripts/predict.py"
+
+
+rule amplification:
+    input:
+        splits=[path("split", dataset=d, split="test") for d in PREDICTED_DATASETS],
+        attributes=[
+            path("attributes", dataset=d, split="test") for d in PREDICTED_DATASETS
+        ],
+        predictions=prediction_files(),
+    output:
+        summary="results/summary/amplification.csv",
+        terms="results/summary/amplification_terms.csv",
+    log:
+        "logs/amplification.log",
+    benchmark:
+        "results/benchmarks/amplification.tsv"
+    localrule: True
+    conda:
+        "../envs/stats.yaml"
+    threads: 1
+    resources:
+        **RESOURCES["stats"],
+    params:
+        settings=cfg.canonical(config["analysis"]["predictions"]),
+    script:
+        "../workflow/scripts/amplification.py"

@@ -1,0 +1,276 @@
+"""From embeddings to predictions: the synthetic test split and its attribute file, the predictions format,
+the predict and amplification scripts' cores, the summary's table and findings (no Snakemake here)."""
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from report_site import script as _script
+
+from biastransfer.data import synthetic
+from biastransfer.data.attributes import Attributes, read_attributes, write_attributes
+from biastransfer.data.leakage import check_no_leakage
+from biastransfer.data.splits import Split, read_split, write_split
+from biastransfer.hashing import file_digest
+from biastransfer.predictions import read_predictions, write_predictions
+from biastransfer.report.amplification_report import amplification_frame, amplification_latex
+from biastransfer.report.findings.amplification import describe_amplification, verdict
+from biastransfer.stats.prediction_bias import Evaluation, Settings, prediction_bias
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC = {"kind": "synthetic", "size": 24, "n_train": 30, "n_val": 10, "n_test": 80, "label_groups": False,
+        "p_person": 0.8, "p_object": 0.85, "cooccurrence": {}, "p_occluded": 0, "seed": 5}  # fmt: skip
+TASKS = ("car", "refrigerator", "stop_sign", "surfboard")
+
+
+@pytest.fixture(scope="module")
+def drawn(tmp_path_factory):
+    """A small synthetic dataset's train/val splits, its test split and attribute file."""
+    root = tmp_path_factory.mktemp("syn")
+    files = {k: str(root / f"{k}.parquet") for k in ("train", "val", "test", "attributes")}
+    _script("synthetic_dataset").main({k: v for k, v in SPEC.items() if k != "n_test"}, str(root / "images"),
+                                      files["train"], files["val"], synthetic="syn")  # fmt: skip
+    _script("synthetic_test_split").main(SPEC, files["train"], files["val"], str(root / "test_images"),
+                                         files["test"], files["attributes"], synthetic="syn")  # fmt: skip
+    return root, files
+
+
+def test_the_test_split_is_fresh_scenes_with_their_drawn_figure(drawn):
+    root, files = drawn
+    test, attrs = read_split(files["test"]), read_attributes(files["attributes"])
+    assert test.name == "test" and len(test.frame) == SPEC["n_test"] and test.classes == synthetic.class_list(False)
+    train_ids = set(read_split(files["train"]).frame["image_id"]) | set(read_split(files["val"]).frame["image_id"])
+    assert not train_ids & set(test.frame["image_id"])
+    train_hashes = {file_digest(p) for f in ("train", "val") for p in read_split(files[f]).frame["path"]}
+    assert not train_hashes & {file_digest(p) for p in test.frame["path"]}
+    assert attrs.split == "test" and attrs.split_sha256 == file_digest(files["test"])
+    assert attrs.attributes == ("person_a", "person_b") and attrs.attribute_classes == ("person",)
+    # the figure is the attribute: an image labelled person has one, any other has none (and no source)
+    merged = test.frame.merge(attrs.frame, on="image_id")
+    has_person = merged["labels"].map(lambda labels: "person" in labels)
+    assert (merged["attribute"].notna() == has_person).all() and (merged["source"].notna() == has_person).all()
+    counts = attrs.counts()
+    assert counts[None] == (~has_person).sum() > 0 and counts["person_a"] > 5 and counts["person_b"] > 5
+
+
+def test_the_test_split_has_its_own_seed_stream(drawn, tmp_path):
+    """Redrawn from the same seed it is the same; its scenes are not the train split's first scenes."""
+    _, files = drawn
+    again = _script("synthetic_test_split").draw_test_split(SPEC, str(tmp_path / "again"), "syn")[1]
+    first = read_split(files["test"]).frame
+    assert again["labels"].tolist() == first["labels"].tolist()
+    assert [file_digest(p) for p in again["path"]] == [file_digest(p) for p in first["path"]]
+    train = synthetic.SceneDistribution(0.8, 0.85, {}, 0).sample(SPEC["n_test"], np.random.default_rng(SPEC["seed"]))
+    assert [s.labels(False) for s in train] != first["labels"].tolist()
+
+
+def test_a_test_image_in_a_training_split_is_an_error():
+    frame = pd.DataFrame({"image_id": ["t1", "t2"], "sha256": ["aa", "bb"]})
+    with pytest.raises(
+        ValueError, match=r"(?s)test images leak.*split 'train': 1 image\(s\) with a test image's sha256"
+    ):
+        check_no_leakage(frame, {"train": pd.DataFrame({"image_id": ["x"], "sha256": ["bb"]})}, what="test")
+
+
+def _attrs(values, attributes=("person_a", "person_b")):
+    ids = [f"i{k}" for k in range(len(values))]
+    frame = pd.DataFrame({"image_id": ids, "attribute": values, "source": [v and "drawn" for v in values]})
+    return Attributes("d", "test", "0" * 64, attributes, ("person",), frame)
+
+
+def test_attribute_files_are_checked(tmp_path):
+    path = tmp_path / "a.parquet"
+    write_attributes(path, _attrs(["person_a", None, "person_b"]))
+    back = read_attributes(path)
+    assert (
+        back.of(["i0", "i1", "i2"], where="w").tolist() == ["person_a", None, "person_b"] and back.counts()[None] == 1
+    )
+    with pytest.raises(ValueError, match=r"image 'i1' has attribute 'woman', not one of person_a, person_b"):
+        write_attributes(path, _attrs(["person_a", "woman", "person_b"]))
+    with pytest.raises(ValueError, match=r"no image has attribute 'person_b'"):
+        write_attributes(path, _attrs(["person_a", None]))
+    with pytest.raises(ValueError, match=r"where.parquet: image 'other-7' has no row in the attribute file of d/test"):
+        back.of(["i0", "other-7"], where="where.parquet")
+
+
+def test_prediction_files_round_trip_and_name_what_is_wrong(tmp_path):
+    path = tmp_path / "p.parquet"
+    scores = np.array([[0.1, 0.9], [0.5, 0.0]])
+    write_predictions(path, ["a", "b"], ["car", "person"], scores, {"split": "test", "stage": "ft-d-seed0"})
+    table = read_predictions(path)
+    assert table.classes == ("car", "person") and table.metadata["stage"] == "ft-d-seed0"
+    np.testing.assert_allclose(table.scores, scores, rtol=1e-6)
+    with pytest.raises(ValueError, match=r"p.parquet: the network predicts no class 'surfboard'"):
+        table.columns(["car", "surfboard"], where=str(path))
+    with pytest.raises(ValueError, match=r"score 1.5 of image 'b', class 'person' is not in \[0, 1\]"):
+        write_predictions(path, ["a", "b"], ["car", "person"], [[0.1, 0.9], [0.5, 1.5]], {})
+
+
+def test_predict_refuses_a_network_that_lacks_a_class_of_the_split():
+    check = _script("predict").check_classes
+    check(("car", "person"), ["car", "person", "extra"], "w.safetensors")
+    with pytest.raises(ValueError, match=r"w.safetensors: the network has no output for class 'person'"):
+        check(("car", "person"), ["car", "person_a"], "w.safetensors")
+
+
+def _evaluation(n=400, seed=0):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 2, n)
+    truth = (rng.random((n, len(TASKS))) < np.where(a[:, None] == 0, 0.6, 0.2)).astype(np.int8)
+    return Evaluation("d", ("person_a", "person_b"), TASKS, np.eye(2, dtype=np.int8)[a], truth, 7), a
+
+
+SETTINGS = Settings(bootstrap=200, folds=3)
+
+
+def _towards(ev, a, group):
+    """Scores that rank every image of ``group`` above every other image, true positives first within each."""
+    return 0.3 * ev.truth + 0.5 * (a[:, None] == group) + 0.1
+
+
+def test_predictions_equal_to_the_truth_amplify_nothing_and_a_biased_network_amplifies():
+    ev, a = _evaluation()
+    exact = {0: ev.truth * 0.8 + 0.1, 1: ev.truth * 0.7 + 0.15}
+    # pushes every object towards person_a, with which the ground truth already pairs it
+    biased = {0: _towards(ev, a, 0)}
+    summary, terms = prediction_bias(ev, {("finetuned", "m"): exact, ("scratch", "m"): biased}, SETTINGS)
+    fine = summary[(summary["network"] == "finetuned") & summary["measure"].isin(["directional", "zhao"])]
+    assert set(fine["seed"]) == {"0", "1", "pooled"} and set(fine["threshold"]) == {"0.5", "base_rate"}
+    assert np.allclose(fine["estimate"], 0) and (fine["n_images"] == 400).all() and (fine["n_excluded"] == 7).all()
+    amp = summary[(summary["network"] == "scratch") & (summary["measure"] == "directional")]
+    assert (amp["estimate"] > 0).all() and (amp["ci_low"] > 0).all() and set(amp["seed"]) == {"0"}
+    leak = summary.set_index(["network", "seed", "measure"])
+    assert leak.loc[("dataset", "", "leakage_dataset"), "estimate"] > 0.6  # the labels alone give a away
+    pooled = leak.loc[("finetuned", "pooled", "leakage_model")]
+    assert pooled["ci_low"] <= pooled["estimate"] <= pooled["ci_high"]
+    assert set(terms["attribute"]) == {"person_a", "person_b"} and set(terms["task"]) == set(TASKS)
+    # the shift towards an attribute: every object moves towards person_a, none moves for predictions = truth
+    shifted = terms[(terms["network"] == "scratch") & (terms["measure"] == "directional")]
+    towards_a = shifted[shifted["attribute"] == "person_a"]
+    assert (towards_a["shift_low"] > 0).all() and (
+        shifted.loc[shifted["attribute"] == "person_b", "shift_high"] < 0
+    ).all()
+    still = terms[(terms["network"] == "finetuned") & (terms["measure"] == "directional")]
+    assert np.allclose(still["shift"], 0) and terms.loc[terms["measure"] == "zhao", "shift"].isna().all()
+    assert (
+        terms["n_attribute"] == terms["attribute"].map({"person_a": (a == 0).sum(), "person_b": (a == 1).sum()})
+    ).all()
+
+
+def _write_inputs(tmp_path, ev, a, scores, *, classes=TASKS, split_sha=None):
+    ids = [f"d-test-{i:06d}" for i in range(len(a))] + ["d-test-nofigure"]
+    labels = [[t for t, on in zip(TASKS, row) if on] + ["person"] for row in ev.truth] + [["car"]]
+    split = tmp_path / "test.parquet"
+    write_split(
+        split, Split("d", "test", (*TASKS, "person"), pd.DataFrame({"image_id": ids, "path": ids, "labels": labels}))
+    )
+    values = [("person_a", "person_b")[k] for k in a] + [None]
+    attrs = Attributes("d", "test", file_digest(split), ("person_a", "person_b"), ("person",),
+                       pd.DataFrame({"image_id": ids, "attribute": values, "source": [v and "drawn" for v in values]}))  # fmt: skip
+    write_attributes(tmp_path / "attrs.parquet", attrs)
+    pred = tmp_path / "ft-d-seed0.parquet"
+    full = np.vstack([scores, np.full((1, len(classes)), 0.5)])
+    meta = {"split": "test", "split_sha256": split_sha or file_digest(split), "stage": "ft-d-seed0", "model": "m"}
+    write_predictions(pred, ids, classes, full, meta)
+    return split, tmp_path / "attrs.parquet", pred
+
+
+def test_the_amplification_script_writes_every_measure_and_checks_its_inputs(tmp_path):
+    ev, a = _evaluation(n=120)
+    split, attrs, pred = _write_inputs(tmp_path, ev, a, ev.truth * 0.9)
+    main = _script("amplification").main
+    out = {"summary": str(tmp_path / "s.csv"), "terms": str(tmp_path / "t.csv")}
+    main([str(split)], [str(attrs)], [str(pred)], settings={"bootstrap": 100, "folds": 3}, **out)
+    summary = pd.read_csv(out["summary"], keep_default_na=False)
+    assert set(summary["measure"]) == {"directional", "zhao", "leakage_model", "leakage_dataset_matched",
+                                       "leakage_amplification", "leakage_dataset"}  # fmt: skip
+    assert set(summary["n_images"]) == {120} and set(summary["n_excluded"]) == {1}
+    assert summary["images_per_attribute"].iloc[0] == f"person_a={(a == 0).sum()}; person_b={(a == 1).sum()}"
+    assert (pd.read_csv(out["terms"])["task"].isin(TASKS)).all()
+    # a prediction file of another split, a class the network lacks, an image without an attribute row
+    (tmp_path / "o").mkdir()
+    _, _, other = _write_inputs(tmp_path / "o", ev, a, ev.truth * 0.9, split_sha="f" * 64)
+    with pytest.raises(
+        ValueError, match=r"ft-d-seed0.parquet: predictions of split None/test .*not of the test split of d"
+    ):
+        main([str(split)], [str(attrs)], [str(other)], **out)
+    (tmp_path / "c").mkdir()
+    _, _, lacking = _write_inputs(tmp_path / "c", ev, a, ev.truth[:, :3] * 0.9, classes=TASKS[:3])
+    lacking_meta = read_predictions(lacking).metadata | {"split_sha256": file_digest(split)}
+    table = read_predictions(lacking)
+    write_predictions(lacking, table.image_ids, table.classes, table.scores, lacking_meta)
+    with pytest.raises(ValueError, match=r"the network predicts no class 'surfboard'"):
+        main([str(split)], [str(attrs)], [str(lacking)], **out)
+    frame = read_attributes(attrs)
+    short = Attributes("d", "test", frame.split_sha256, frame.attributes, frame.attribute_classes, frame.frame.iloc[1:])
+    write_attributes(attrs, short)
+    with pytest.raises(ValueError, match=r"test.parquet: image 'd-test-000000' has no row in the attribute file"):
+        main([str(split)], [str(attrs)], [str(pred)], **out)
+
+
+def test_the_table_and_the_findings_follow_the_intervals():
+    ev, a = _evaluation(n=200)
+    biased, against = {0: _towards(ev, a, 0)}, {0: _towards(ev, a, 1)}
+    summary, terms = prediction_bias(ev, {("finetuned", "m"): biased, ("scratch", "m"): against}, SETTINGS)
+    frame = amplification_frame(summary, "d")
+    assert len(frame) == len(summary)
+    latex = amplification_latex(summary, "d")
+    assert "BiasAmp" in latex and "base rate" in latex and "leakage (ground truth)" in latex
+    with pytest.raises(ValueError, match="no rows for dataset 'other'"):
+        amplification_frame(summary, "other")
+    text = "\n".join(describe_amplification(summary, terms, {"surfboard": "person_a"}))
+    assert "Finetuned m (d, seed 0) amplifies the attribute-object bias" in text
+    assert "Scratch m (d, seed 0) reduces the attribute-object bias" in text
+    assert "amplifies the planted surfboard->person_a association" in text
+    assert verdict(-0.1, 0.2) == "neither amplifies nor reduces (the interval holds 0)"
+    assert verdict(float("nan"), 0.1) == "cannot be judged (no interval)"
+    assert describe_amplification(None) == []
+
+
+def _checkpoint(path, classes):
+    import torch
+
+    from biastransfer.models.checkpoints import save_checkpoint
+    from biastransfer.models.extractors import create_classifier
+    from biastransfer.models.resolve import resolve_spec
+
+    spec = resolve_spec("tiny", ENTRY)
+    torch.manual_seed(0)
+    model = create_classifier(spec, len(classes), None)
+    torch.nn.init.normal_(model.head.weight, std=0.5)  # scores that differ by image
+    save_checkpoint(model, path, spec=spec, class_names=classes)
+    return model.eval()
+
+
+ENTRY = {"source": "timm", "arch": "resnet10t", "weights": None,
+         "preprocess": {"resize": 32, "crop": 32, "interpolation": "bilinear", "mean": [0.5] * 3, "std": [0.25] * 3}}  # fmt: skip
+
+
+def test_predict_writes_each_images_sigmoid_scores_with_the_splits_digest(drawn, tmp_path):
+    import torch
+
+    from biastransfer.models.features import preprocessed_images
+    from biastransfer.models.resolve import resolve_spec
+
+    _, files = drawn
+    classes = ["car", "person", "refrigerator", "stop_sign", "surfboard"]
+    model = _checkpoint(tmp_path / "model.safetensors", classes)
+    predict = _script("predict").main
+    out = tmp_path / "p.parquet"
+    predict(files["test"], str(tmp_path / "model.safetensors"), str(out), ENTRY, batch_size=16, num_workers=0,
+            device="cpu", model="tiny", stage="ft-syn-seed0")  # fmt: skip
+    table = read_predictions(out)
+    split = read_split(files["test"])
+    assert table.image_ids.tolist() == split.frame["image_id"].tolist() and table.classes == tuple(classes)
+    assert table.metadata["split_sha256"] == file_digest(files["test"]) and table.metadata["split"] == "test"
+    assert table.metadata["weights_sha256"] == file_digest(tmp_path / "model.safetensors")
+    images = preprocessed_images(split.frame["path"].tolist(), resolve_spec("tiny", ENTRY).preprocess)
+    with torch.inference_mode():
+        expected = torch.sigmoid(model(images)).numpy()
+    np.testing.assert_allclose(table.scores, expected, atol=1e-5)
+    assert table.scores.std(axis=0).min() > 1e-3
+    _checkpoint(tmp_path / "lacking.safetensors", ["car", "person_a", "refrigerator", "stop_sign", "surfboard"])
+    with pytest.raises(ValueError, match=r"lacking.safetensors: the network has no output for class 'person'"):
+        predict(files["test"], str(tmp_path / "lacking.safetensors"), str(tmp_path / "q.parquet"), ENTRY,
+                batch_size=16, num_workers=0, device="cpu", model="tiny", stage="ft-syn-seed0")  # fmt: skip

@@ -1,0 +1,80 @@
+"""Prediction-level bias in the report: a LaTeX table per finetuning dataset of the amplification summary
+(results/summary/amplification.csv, docs/formats.md), and its rows for the HTML report."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from biastransfer.report.formatting import format_interval, format_number, latex_escape, model_label, require_columns
+from biastransfer.report.tables import standalone_document
+
+AMPLIFICATION_REQUIRED = ("network", "model", "dataset", "seed", "measure", "threshold", "estimate", "ci_low",
+                          "ci_high", "level", "replicates", "n_images", "n_excluded", "images_per_attribute")  # fmt: skip
+
+#: The measures' words in the table, in its row order.
+MEASURE_WORDS = {
+    "directional": "BiasAmp$_{A\\to T}$",
+    "zhao": "Zhao et al.",
+    "leakage_model": "leakage (model)",
+    "leakage_dataset_matched": "leakage (labels at matched F1)",
+    "leakage_amplification": "leakage amplification",
+    "leakage_dataset": "leakage (ground truth)",
+}
+
+
+def _rows(summary: pd.DataFrame, dataset: str) -> pd.DataFrame:
+    require_columns(summary, AMPLIFICATION_REQUIRED, where="amplification summary")
+    rows = summary[summary["dataset"].astype(str) == dataset]
+    if rows.empty:
+        raise ValueError(f"amplification summary: no rows for dataset {dataset!r}")
+    return rows
+
+
+def amplification_frame(summary: pd.DataFrame, dataset: str) -> pd.DataFrame:
+    """The table's rows: every estimate with its interval, per network, model, seed, measure and threshold."""
+    return _rows(summary, dataset)[list(AMPLIFICATION_REQUIRED)].reset_index(drop=True)
+
+
+def _cell(row: pd.Series) -> str:
+    return (
+        f"{format_number(float(row['estimate']), 3)} {format_interval(float(row['ci_low']), float(row['ci_high']), 3)}"
+    )
+
+
+def amplification_latex(summary: pd.DataFrame, dataset: str) -> str:
+    """A LaTeX document: per network family and model (seeds pooled where there are several), each measure at
+    the threshold and at base rates, with its interval; the dataset's own leakage last."""
+    rows = _rows(summary, dataset).fillna({"threshold": ""})
+    rows = rows.assign(threshold=rows["threshold"].astype(str), seed=rows["seed"].astype(str))
+    thresholds = [t for t in dict.fromkeys(rows["threshold"]) if t not in ("", "base_rate")]
+    columns = [*thresholds, "base_rate"]
+    header = ["Network", "Seeds", "Measure", *(f"at {latex_escape(t)}" if t != "base_rate" else "at base rate"
+                                              for t in columns)]  # fmt: skip
+    body = []
+    for (network, model), m in rows[rows["network"] != "dataset"].groupby(["network", "model"], sort=False):
+        pooled = m[m["seed"] == "pooled"]
+        chosen = pooled if not pooled.empty else m[m["seed"] == m["seed"].iloc[0]]
+        seeds = "pooled" if not pooled.empty else f"seed {chosen['seed'].iloc[0]}"
+        for measure, words in MEASURE_WORDS.items():
+            at = chosen[chosen["measure"] == measure]
+            if at.empty:
+                continue
+            cells = []
+            for t in columns:
+                hit = at[at["threshold"] == t]
+                cells.append(_cell(hit.iloc[0]) if not hit.empty else "--")
+            body.append([f"{latex_escape(network)} {model_label(model)}", seeds, words, *cells])
+    for _, row in rows[rows["network"] == "dataset"].iterrows():
+        body.append(["dataset", "--", MEASURE_WORDS["leakage_dataset"], _cell(row), *(["--"] * (len(columns) - 1))])
+    lines = ["\\begin{tabular}{lll" + "r" * len(columns) + "}", "\\toprule", " & ".join(header) + " \\\\",
+             "\\midrule", *(" & ".join(r) + " \\\\" for r in body), "\\bottomrule", "\\end{tabular}"]  # fmt: skip
+    first = rows.iloc[0]
+    caption = (
+        f"Prediction-level bias of the networks trained on {latex_escape(dataset)}, on its test split "
+        f"({int(first['n_images'])} images with an attribute: {latex_escape(str(first['images_per_attribute']))}; "
+        f"{int(first['n_excluded'])} without one left out). Bias amplification A$\\to$T and leakage of the "
+        f"attribute, each with its {float(first['level']):.0%} percentile bootstrap interval over images "
+        f"({int(first['replicates'])} replicates); positive amplification: predictions push each object towards "
+        "the attribute it co-occurs with."
+    ).replace("%", "\\%")
+    return standalone_document("\n".join(lines) + "\n", caption)
