@@ -42,7 +42,7 @@ def test_without_a_gpu_or_cpu_flag_it_says_what_to_do(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_every_step_runs_on_cpu(tmp_path):
-    """The device tests are collected, the tiny workflow runs twice (eager and compile: true)."""
+    """The device tests are collected, the tiny workflow's device jobs run twice (eager and compile: true)."""
     done = subprocess.run(
         [sys.executable, ROOT / "benchmarks" / "gpu_check.py", tmp_path, "--cpu"], capture_output=True, text=True
     )

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from biastransfer.stats._validation import Result, check_choice, check_positive_int, check_seed
 from biastransfer.stats.multitest import adjust_pvalues
@@ -231,6 +230,8 @@ def compare_networks(
     a, b = _values(a, "a"), _values(b, "b")
     parts, method = partitions(a.size, b.size, permutations, seed)
     pvalue = float(permutation_pvalues(np.concatenate([a, b]), a.size, parts, alternative)[0])
+    from scipy import stats  # here, not at the top: every iEAT job imports detectable_shift from this module
+
     welch_p = stats.ttest_ind(a, b, equal_var=False, alternative=alternative).pvalue
     ci = stats.ttest_ind(a, b, equal_var=False).confidence_interval(level)  # two-sided interval
     pooled_sd = math.sqrt(((a.size - 1) * a.var(ddof=1) + (b.size - 1) * b.var(ddof=1)) / (a.size + b.size - 2))

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+from scipy import special  # the normal and t quantiles scipy.stats itself uses, without its import cost
 
 from biastransfer.stats._validation import Result, as_embeddings, check_same_dims, check_seed
 from biastransfer.stats.floors import check_replicates, too_few_to_resample
@@ -97,10 +97,10 @@ def bias_corrected_interval(
     if finite.size == 0 or not np.isfinite(estimate):
         return float("nan"), float("nan")
     below = (np.count_nonzero(finite < estimate) + 0.5 * np.count_nonzero(finite == estimate)) / finite.size
-    z0 = stats.norm.ppf(np.clip(below, 0.5 / finite.size, 1 - 0.5 / finite.size))
-    z = z0 + stats.norm.ppf([(1 - level) / 2, (1 + level) / 2])
+    z0 = special.ndtri(np.clip(below, 0.5 / finite.size, 1 - 0.5 / finite.size))
+    z = z0 + special.ndtri([(1 - level) / 2, (1 + level) / 2])
     with np.errstate(invalid="ignore", divide="ignore"):
-        probs = stats.norm.cdf(z0 + z / (1 - acceleration * z))
+        probs = special.ndtr(z0 + z / (1 - acceleration * z))
     # past the pole 1 - a z = 0 (or at a level that rounds to 1) an end goes to the extreme replicate
     probs = np.where(np.isfinite(probs) & (1 - acceleration * z > 0), probs, [0.0, 1.0])
     low, high = np.quantile(finite, probs)
@@ -111,7 +111,7 @@ def expanded_level(level: float, n: int) -> float:
     """The percentile level that widens a bootstrap interval for a sample of n (Hesterberg 2015, "expanded
     percentile"): ``2 Phi(sqrt(n / (n - 1)) t_{n-1, (1 + level) / 2}) - 1``, which undoes the bootstrap's
     too-narrow spread (divisor n, normal tails) at small n and tends to ``level`` as n grows."""
-    return float(2 * stats.norm.cdf(np.sqrt(n / (n - 1)) * stats.t.ppf((1 + level) / 2, n - 1)) - 1)
+    return float(2 * special.ndtr(np.sqrt(n / (n - 1)) * special.stdtrit(n - 1, (1 + level) / 2)) - 1)
 
 
 def bootstrap_pvalue(replicates: np.ndarray) -> float:
@@ -242,7 +242,7 @@ def ieat_changes(
         raise ValueError("ieat_changes needs the pretrained network and at least one more")
     rng = np.random.default_rng(seed)
     reps = {sets: ieat_replicates(blocks, replicates, rng, sets) for sets in (_TARGETS, _ATTRIBUTES, _ALL_SETS)}
-    z = stats.norm.ppf((1 + level) / 2)
+    z = special.ndtri((1 + level) / 2)
     before = blocks[0].observed()
     results = []
     for i in range(1, len(blocks)):
@@ -250,7 +250,7 @@ def ieat_changes(
         se = float(np.sqrt(max(2 * (v[_TARGETS] + v[_ATTRIBUTES]) - v[_ALL_SETS], v[_TARGETS], v[_ATTRIBUTES])))
         after = blocks[i].observed()
         delta = after - before
-        p = float(2 * stats.norm.sf(abs(delta) / se)) if se > 0 else float(delta == 0)
+        p = float(2 * special.ndtr(-abs(delta) / se)) if se > 0 else float(delta == 0)
         if too_few_to_resample(blocks[0].sizes.values(), level):
             se = p = math.nan
         results.append(ChangeResult(before, after, delta, se, delta - z * se, delta + z * se, p, 0.0, level,

@@ -13,7 +13,6 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from biastransfer.stats._validation import Result, check_choice, check_positive_int, check_seed
 from biastransfer.stats.bootstrap import check_level, percentile_interval
@@ -71,6 +70,7 @@ def bias_transfer_score(
         raise ValueError(f"the Bias Transfer Score needs at least 3 keys, got {len(keys)}: {list(keys)}")
     x = _values(before, keys, "before")
     y = _values(after, keys, "after")
+    from scipy import stats  # here, not at the top: the similarity and iEAT jobs import this module too
 
     if pvalue == "asymptotic":
         res = stats.spearmanr(x, y, alternative=alternative)
@@ -182,6 +182,8 @@ def retention_difference(
 
 def _spearman(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Spearman's rho of every row of x against the same row of y (midranks; NaN where a row is all tied)."""
+    from scipy import stats
+
     rx, ry = stats.rankdata(x, axis=1), stats.rankdata(y, axis=1)
     rx, ry = rx - rx.mean(axis=1, keepdims=True), ry - ry.mean(axis=1, keepdims=True)
     scale = np.sqrt(np.sum(rx * rx, axis=1) * np.sum(ry * ry, axis=1))

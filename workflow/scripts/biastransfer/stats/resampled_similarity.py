@@ -20,7 +20,6 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy import stats
 
 from biastransfer.stats._validation import as_embeddings, check_positive_int, check_same_dims, check_seed
 from biastransfer.stats.bootstrap import (
@@ -164,6 +163,8 @@ def _bilinear(wp: np.ndarray, up: np.ndarray, wq: np.ndarray, uq: np.ndarray) ->
 
 def _spearman_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Spearman's rho of x[r] against y[r] for every row r (NaN where either row is all tied)."""
+    from scipy import stats  # here, not at the top: the similarity jobs import this module without ranking
+
     rx = stats.rankdata(x, axis=1)
     ry = stats.rankdata(y, axis=1)
     rx -= rx.mean(axis=1, keepdims=True)
