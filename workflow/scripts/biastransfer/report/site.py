@@ -245,21 +245,21 @@ def write_site(folder: str | Path, *, run: Mapping, headline: pd.DataFrame, summ
                citation: Mapping | None = None, run_provenance: Mapping[str, str] | None = None) -> list[Path]:  # fmt: skip
     """Write the report's pages and copy every item's files under ``folder``; return the pages. A table
     without rows in this run (the paper comparison of a run that shares no model with the paper) is named
-    on the tables page instead of shown."""
+    on the tables page instead of shown (its files are still copied, into the report's bundle)."""
     _check_items(items)
     folder = Path(folder)
     blocks: dict[str, list[tuple[str, str]]] = {kind: [] for kind in KINDS}
     shown, empty = [], []
     for item in items:
-        if item["kind"] == "table" and pd.read_csv(item["files"]["csv"]).empty:
-            empty.append(item["title"])
-            continue
         files = {}
         for role, source in item["files"].items():
             target = Path("files") / _relative(source)
             (folder / target).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, folder / target)
             files[role] = target.as_posix()
+        if item["kind"] == "table" and pd.read_csv(item["files"]["csv"]).empty:
+            empty.append(item["title"])
+            continue
         shown.append({**item, "files": files})
         if item["kind"] != "page":
             caption = render_caption(item["caption"], config, item.get("wildcards", {}), params)
