@@ -51,6 +51,16 @@ def test_arguments_come_from_the_command_line():
     assert out == ("t.csv", ["a", "b"], {"k": 2}, 4, 1)
 
 
+def test_a_list_given_as_one_json_array_is_that_list():
+    tests = '[{"name": "t", "X": "man", "Y": "woman"}, {"name": "u", "X": "car"}]'
+    out = run(demo_main, None, ["--table", "t.csv", "--values", tests, "--options", "{}", "--count", "1"])
+    assert out[1] == [{"name": "t", "X": "man", "Y": "woman"}, {"name": "u", "X": "car"}]
+    out = run(demo_main, None, ["--table", "t.csv", "--values", '{"a": 1}', '{"b": 2}', "--options", "{}", "--count", "1"])
+    assert out[1] == [{"a": 1}, {"b": 2}]
+    with pytest.raises(SystemExit):
+        run(demo_main, None, ["--table", "t.csv", "--values", "[1, 2", "--options", "{}", "--count", "1"])
+
+
 def failing_main(table: str, error: str):
     raise {"ValueError": ValueError, "OSError": OSError, "KeyError": KeyError}[error](
         f"{table}: line 3: class 'x' is not in the class list"

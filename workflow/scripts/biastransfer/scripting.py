@@ -4,8 +4,8 @@ Each script in ``workflow/scripts`` defines ``main(...)`` whose parameter names 
 inputs, outputs, params and (where it needs them) wildcards, and ends with
 ``run(main, globals().get("snakemake"))``. Under Snakemake the arguments come from the ``snakemake``
 object and logging goes to ``snakemake.log[0]``; run by hand, ``python workflow/scripts/<name>.py
---help`` lists the same arguments (lists take several values, mappings take JSON) and logging goes to
-the terminal. The handoff is strict: a name given twice, a name ``main`` does not take, or a required
+--help`` lists the same arguments (lists take several values or one JSON array, mappings take JSON)
+and logging goes to the terminal. The handoff is strict: a name given twice, a name ``main`` does not take, or a required
 parameter nobody gives stops the job naming rule, name and script (``handoff_problems``;
 tests/test_scripting.py checks every rule of the workflow).
 """
@@ -121,13 +121,24 @@ def _from_snakemake(main: Callable, smk: Any) -> dict[str, Any]:
     return {n: available[n] for n in wanted if n in available}
 
 
+def _list_item(text: str) -> Any:
+    """One value of a list argument: a JSON array or object (``'[{"X": "man"}]'``) is parsed, anything else
+    is the string itself."""
+    if text.lstrip()[:1] in ("[", "{"):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as err:
+            raise argparse.ArgumentTypeError(f"not JSON: {text!r} ({err})") from None
+    return text
+
+
 def _argument_type(annotation: Any) -> tuple[Callable, str | None]:
     """(converter, nargs) for a parameter annotation; ``X | None`` is treated as ``X``; a bare bool flag is true."""
     if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
         annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
     base = typing.get_origin(annotation) or annotation
     if base in (list, tuple, abc.Sequence):
-        return str, "+"
+        return _list_item, "+"
     if base is bool:
         return json.loads, "?"
     if base in (dict, abc.Mapping):
@@ -154,6 +165,9 @@ def _from_command_line(main: Callable, argv: list[str] | None) -> dict[str, Any]
         )
     parser.add_argument("--log", default=None, help="write the log to this file instead of the terminal")
     args = vars(parser.parse_args(argv))
+    for name, value in args.items():  # one JSON array given for a list is that list
+        if isinstance(value, list) and len(value) == 1 and isinstance(value[0], list):
+            args[name] = value[0]
     _setup_logging(args.pop("log"))
     return args
 
