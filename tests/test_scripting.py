@@ -55,7 +55,9 @@ def test_a_list_given_as_one_json_array_is_that_list():
     tests = '[{"name": "t", "X": "man", "Y": "woman"}, {"name": "u", "X": "car"}]'
     out = run(demo_main, None, ["--table", "t.csv", "--values", tests, "--options", "{}", "--count", "1"])
     assert out[1] == [{"name": "t", "X": "man", "Y": "woman"}, {"name": "u", "X": "car"}]
-    out = run(demo_main, None, ["--table", "t.csv", "--values", '{"a": 1}', '{"b": 2}', "--options", "{}", "--count", "1"])
+    out = run(
+        demo_main, None, ["--table", "t.csv", "--values", '{"a": 1}', '{"b": 2}', "--options", "{}", "--count", "1"]
+    )
     assert out[1] == [{"a": 1}, {"b": 2}]
     with pytest.raises(SystemExit):
         run(demo_main, None, ["--table", "t.csv", "--values", "[1, 2", "--options", "{}", "--count", "1"])
