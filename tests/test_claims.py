@@ -269,6 +269,30 @@ def test_the_claims_table_compiles_inside_its_page_and_the_figure_prints(tmp_pat
     assert print_size_problems(claims_figure(six_values, six)) == []
 
 
+def test_the_figure_joins_each_model_across_the_datasets_of_a_paired_claim():
+    from biastransfer.report.claims import claims_figure
+
+    models = ["m1", "m2", "m3"]
+    values = pd.DataFrame(
+        [{"claim": c, "side": side, "label": d, "model": m, "dataset": d, "value": v, "value_min": v - 0.1,
+          "value_max": v + 0.1, "n_seeds": 2}
+         for c in ("paired", "grouped") for side, d in (("x", "coco"), ("y", "openimages"))
+         for m, v in zip(models, (0.2, 0.5, 0.9))]
+    )  # fmt: skip
+    table = pd.DataFrame(
+        [{"claim": c, "kind": k, "x": "coco", "y": "openimages", "measure": "d", "verdict": "not supported"}
+         for c, k in (("paired", "paired"), ("grouped", "groups"))]
+    )  # fmt: skip
+    paired, grouped = claims_figure(values, table).axes[:2]
+    joins = [
+        line for line in paired.lines if len(line.get_xdata()) == 2 and line.get_xdata()[0] < 0.5 < line.get_xdata()[1]
+    ]
+    assert len(joins) == 3 and sorted(line.get_ydata()[0] for line in joins) == [0.2, 0.5, 0.9]
+    assert not [
+        line for line in grouped.lines if len(line.get_xdata()) == 2 and line.get_xdata()[0] < 0.5 < line.get_xdata()[1]
+    ]
+
+
 def test_the_findings_word_every_claim_with_its_interval_and_floor():
     from biastransfer.report.findings import describe_claims
 

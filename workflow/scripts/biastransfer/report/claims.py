@@ -54,7 +54,8 @@ def claims_latex(table: pd.DataFrame) -> str:
 
 
 def claims_figure(values: pd.DataFrame, table: pd.DataFrame):
-    """One panel per claim: each model's value (seeds' mean, their range as a bar) by side, the sides' means."""
+    """One panel per claim: each model's value (seeds' mean, their range as a bar) by side, the sides' means;
+    in a claim across datasets a line joins each model's two values (the pairs its test compares)."""
     require_columns(values, VALUES_REQUIRED, where="claim values")
     claims = list(dict.fromkeys(table["claim"]))
     with paper_style():
@@ -62,13 +63,22 @@ def claims_figure(values: pd.DataFrame, table: pd.DataFrame):
         fig, axes = paper_figure("double", 1.9 * rows, nrows=rows, ncols=2, squeeze=False)
         for ax, name in zip(axes.flat, claims):
             row = table[table["claim"] == name].iloc[0]
+            of_claim = values[values["claim"] == name]
+            models = list(dict.fromkeys(of_claim["model"]))
+            offset = dict(zip(models, np.linspace(-0.15, 0.15, len(models)) if len(models) > 1 else [0.0]))
+            sides = {}
             for i, side in enumerate(("x", "y")):
-                part = values[(values["claim"] == name) & (values["side"] == side)]
-                x = np.full(len(part), float(i)) + np.linspace(-0.15, 0.15, len(part)) if len(part) > 1 else [float(i)]
+                part = of_claim[of_claim["side"] == side]
+                x = i + part["model"].map(offset).to_numpy(dtype=float)
                 err = [part["value"] - part["value_min"], part["value_max"] - part["value"]]
                 ax.errorbar(x, part["value"], yerr=err, fmt="o", ms=3, color=STAGE_COLOURS[(i + 1) % len(STAGE_COLOURS)],
-                            elinewidth=0.7, capsize=1.5)  # fmt: skip
-                ax.hlines(part["value"].mean(), i - 0.3, i + 0.3, color="black", linewidth=1.2)
+                            elinewidth=0.7, capsize=1.5, zorder=3)  # fmt: skip
+                ax.hlines(part["value"].mean(), i - 0.3, i + 0.3, color="black", linewidth=1.2, zorder=4)
+                sides[side] = dict(zip(part["model"], zip(x, part["value"])))
+            if row["kind"] == "paired":
+                for model in set(sides["x"]) & set(sides["y"]):
+                    (x0, y0), (x1, y1) = sides["x"][model], sides["y"][model]
+                    ax.plot([x0, x1], [y0, y1], color="0.6", linewidth=0.6, zorder=2)
             ax.set_xticks([0, 1], [str(row["x"]), str(row["y"])])
             ax.set_xlim(-0.6, 1.6)
             ax.set_ylabel(str(row["measure"]))
@@ -76,5 +86,7 @@ def claims_figure(values: pd.DataFrame, table: pd.DataFrame):
             ax.set_title(textwrap.fill(f"{name}: {verdict}", 48), fontsize=7)
         for ax in list(axes.flat)[len(claims) :]:
             ax.axis("off")
-        fig.suptitle("Each model's value (bar: its seeds' range); line: the side's mean", fontsize=7)
+        fig.suptitle(
+            "Each model's value (bar: its seeds' range); black line: the side's mean; grey line: a pair", fontsize=7
+        )
     return fig
