@@ -15,53 +15,15 @@ results/predictions/M/ft-D-seed1.parquet --summary amplification.csv --terms amp
 
 import logging
 
-import numpy as np
 import pandas as pd
 
 from biastransfer.atomic import write_csv
-from biastransfer.data.attributes import read_attributes
-from biastransfer.data.splits import read_split
-from biastransfer.hashing import file_digest
-from biastransfer.predictions import read_predictions
+from biastransfer.predictions import network_scores, read_evaluation, read_predictions
 from biastransfer.scripting import run
 from biastransfer.stages import parse_stage, stage_kind
-from biastransfer.stats.prediction_bias import COLUMNS, TERM_COLUMNS, Evaluation, Settings, prediction_bias
+from biastransfer.stats.prediction_bias import COLUMNS, TERM_COLUMNS, Settings, prediction_bias
 
 log = logging.getLogger(__name__)
-
-
-def evaluation(split_path: str, attributes_path: str) -> tuple[Evaluation, np.ndarray, str]:
-    """``(evaluation, image ids, split digest)`` of one dataset's test split and attribute file."""
-    split, attrs = read_split(split_path), read_attributes(attributes_path)
-    digest = file_digest(split_path)
-    if attrs.split_sha256 != digest:
-        raise ValueError(f"{attributes_path}: describes another version of the split than {split_path} (sha256 "
-                         f"{attrs.split_sha256[:12]} recorded, {digest[:12]} now)")  # fmt: skip
-    ids = split.frame["image_id"].astype(str).to_numpy()
-    values = attrs.of(ids, where=split_path)
-    keep = np.asarray([v is not None for v in values])
-    tasks = tuple(c for c in split.classes if c not in attrs.attribute_classes)
-    labels = split.frame["labels"].to_numpy()[keep]
-    truth = np.asarray([[t in set(row) for t in tasks] for row in labels], dtype=np.int8)
-    onehot = np.asarray([[v == a for a in attrs.attributes] for v in values[keep]], dtype=np.int8)
-    ev = Evaluation(split.dataset, attrs.attributes, tasks, onehot, truth, int((~keep).sum()))
-    return ev, ids[keep], digest
-
-
-def network_scores(path: str, ev: Evaluation, ids: np.ndarray, digest: str) -> np.ndarray:
-    """The scores of ``ev.tasks`` for the images ``ids`` (in that order) from one prediction file."""
-    table = read_predictions(path)
-    meta = table.metadata
-    if meta.get("split_sha256") != digest or meta.get("split") != "test":
-        raise ValueError(
-            f"{path}: predictions of split {meta.get('dataset')}/{meta.get('split')} (sha256 "
-            f"{str(meta.get('split_sha256'))[:12]}), not of the test split of {ev.dataset} ({digest[:12]})"
-        )
-    rows = {i: r for r, i in enumerate(table.image_ids)}
-    missing = [i for i in ids if i not in rows]
-    if missing:
-        raise ValueError(f"{path}: no prediction for image {missing[0]!r} of {ev.dataset}/test")
-    return table.columns(ev.tasks, where=path)[[rows[i] for i in ids]]
 
 
 def main(
@@ -75,7 +37,7 @@ def main(
     options = Settings(**(settings or {}))
     datasets = {}
     for split_path, attributes_path in zip(splits, attributes):
-        ev, ids, digest = evaluation(split_path, attributes_path)
+        ev, ids, digest = read_evaluation(split_path, attributes_path)
         datasets[ev.dataset] = (ev, ids, digest, {})
         log.info("%s: %d images (%s), %d without an attribute left out; tasks %s", ev.dataset, len(ids),
                  ev.per_attribute, ev.n_excluded, ", ".join(ev.tasks))  # fmt: skip

@@ -1,0 +1,168 @@
+"""The link across levels: does a network's embedding-level association predict what its predictions do?
+
+An iEAT ``(X, Y, A, B)`` is *linked* to a finetuning dataset when one of its pairs is the dataset's protected
+attributes and the other two of its tasks (:func:`linked_test`). A positive d says the first target goes with
+the first attribute set (X with A and Y with B). Its prediction-level counterpart (:func:`association_contrast`)
+is how much more the network's predictions move the first object towards the first attribute than they move the
+second object: ``shift(a1, o1) - shift(a1, o2)``, with ``shift`` the per-term shift of
+:func:`~biastransfer.stats.amplification.attribute_shift`, and its percentile bootstrap interval over images
+(the amplification job's resamples: the same seed draws the same images). Positive: the predictions act on the
+association the iEAT measures.
+
+Across networks, :func:`rank_correlation` is Spearman's rho between the two measures with a Fisher-z interval
+of Bonett & Wright's variance ``(1 + rho^2 / 2) / (n - 3)`` (Psychometrika 65, 2000). Where rho is exactly +-1,
+z is infinite: the interval is then the one of the nearest rho one swap of adjacent ranks gives,
+``1 - 12 / (n (n^2 - 1))``, closed at +-1, so a perfect agreement among few networks keeps the width its n
+allows. A verdict
+needs an interval that could exclude 0: fewer networks than :func:`min_networks` (6 at 95%) are too few to tell.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+
+import numpy as np
+
+from biastransfer.stats._validation import IntervalResult, Result
+from biastransfer.stats.amplification import _quantiles, attribute_shifts, bias_amplifications
+from biastransfer.stats.bootstrap import BOOTSTRAP, check_level
+
+#: The verdicts of :func:`rank_correlation` (the ``too few`` one is followed by the numbers).
+TOGETHER = "the embedding-level and prediction-level measures rank the networks alike"
+OPPOSITE = "the embedding-level and prediction-level measures rank the networks in opposite orders"
+UNRELATED = "no rank correlation between the levels can be told (the interval holds 0)"
+TOO_FEW = "too few networks to tell"
+
+
+@dataclass(frozen=True)
+class RankCorrelation(Result):
+    """Spearman's ``estimate`` over ``n`` networks with its Fisher-z (Bonett-Wright) ``level`` interval;
+    ``min_n``: the fewest networks whose interval could exclude 0; ``verdict`` in words."""
+
+    estimate: float
+    ci_low: float
+    ci_high: float
+    level: float
+    n: int
+    min_n: int
+    verdict: str
+
+
+@dataclass(frozen=True)
+class ContrastResult(IntervalResult):
+    """The shift of ``first`` minus that of ``second`` towards ``attribute`` (mean over ``n_seeds``), with its
+    percentile bootstrap interval over ``n_images`` images."""
+
+    attribute: str
+    first: str
+    second: str
+    n_images: int
+    n_seeds: int
+
+
+def _ranks(values: np.ndarray) -> np.ndarray:
+    """Ranks 1..n, ties given their mean rank."""
+    order = np.argsort(values, kind="stable")
+    ranks = np.empty(len(values))
+    ranks[order] = np.arange(1, len(values) + 1)
+    unique, inverse = np.unique(values, return_inverse=True)
+    if len(unique) < len(values):
+        ranks = (np.bincount(inverse, weights=ranks) / np.bincount(inverse))[inverse]
+    return ranks
+
+
+def spearman(x, y) -> float:
+    """Spearman's rho of two equal-length sequences (NaN when either is constant)."""
+    rx, ry = _ranks(np.asarray(x, dtype=float)), _ranks(np.asarray(y, dtype=float))
+    rx, ry = rx - rx.mean(), ry - ry.mean()
+    scale = math.sqrt(float(rx @ rx) * float(ry @ ry))
+    return float(rx @ ry / scale) if scale > 0 else math.nan
+
+
+def spearman_interval(rho: float, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Fisher-z interval of a Spearman rho over ``n`` pairs with Bonett & Wright's variance (NaN below n = 4)."""
+    if n < 4 or math.isnan(rho):
+        return math.nan, math.nan
+    edge = 1 - 12 / (n * (n * n - 1))  # one swap of adjacent ranks: a finite z for rho = +-1
+    r = max(-edge, min(edge, rho))
+    half = NormalDist().inv_cdf((1 + level) / 2) * math.sqrt((1 + r * r / 2) / (n - 3))
+    z = math.atanh(r)
+    low, high = math.tanh(z - half), math.tanh(z + half)
+    return (low, 1.0) if rho >= edge else (-1.0, high) if rho <= -edge else (low, high)
+
+
+def min_networks(level: float = 0.95) -> int:
+    """The fewest networks whose interval excludes 0 for a perfect rank agreement: below it, no data can."""
+    level = check_level(level)
+    n = 4
+    while spearman_interval(1.0, n, level)[0] <= 0:
+        n += 1
+    return n
+
+
+def rank_correlation(x: Sequence[float], y: Sequence[float], level: float = 0.95) -> RankCorrelation:
+    """Spearman's rho between two measures of the same networks, its interval, and a verdict in words."""
+    level = check_level(level)
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(f"x and y must be 1-D of the same length, got shapes {x.shape} and {y.shape}")
+    keep = np.isfinite(x) & np.isfinite(y)
+    x, y, n, need = x[keep], y[keep], int(keep.sum()), min_networks(level)
+    rho = spearman(x, y) if n >= 2 else math.nan
+    low, high = spearman_interval(rho, n, level)
+    if n < need:
+        verdict = f"{TOO_FEW} ({n} networks; a {level:.0%} interval could exclude 0 from {need} on)"
+    elif math.isnan(rho):
+        verdict = "no rank correlation defined (one measure is the same for every network)"
+    elif low > 0:
+        verdict = TOGETHER
+    elif high < 0:
+        verdict = OPPOSITE
+    else:
+        verdict = UNRELATED
+    return RankCorrelation(rho, low, high, level, n, need, verdict)
+
+
+def linked_test(test: Mapping, attributes: Sequence[str], tasks: Sequence[str]) -> tuple[str, str, str] | None:
+    """``(first attribute, first object, second object)`` of an iEAT ``{X, Y, A, B}`` whose one pair is among
+    ``attributes`` and the other among ``tasks`` (so that d > 0 pairs the first attribute with the first
+    object), or None when it is not linked."""
+    attributes, tasks = set(attributes), set(tasks)
+    if {test["X"], test["Y"]} <= attributes and {test["A"], test["B"]} <= tasks:
+        return test["X"], test["A"], test["B"]
+    if {test["A"], test["B"]} <= attributes and {test["X"], test["Y"]} <= tasks:
+        return test["A"], test["X"], test["Y"]
+    return None
+
+
+def association_contrast(
+    attributes,
+    truth,
+    predictions,
+    *,
+    attribute: str,
+    first: str,
+    second: str,
+    attribute_names: Sequence[str],
+    task_names: Sequence[str],
+    replicates: int = BOOTSTRAP,
+    level: float = 0.95,
+    seed: int = 0,
+) -> ContrastResult:
+    """``shift(attribute, first) - shift(attribute, second)`` of the predictions (one n x |T| 0/1 matrix, or one
+    per seed: the mean over seeds) with its percentile bootstrap interval (:mod:`.amplification`'s resamples)."""
+    names, tasks = list(attribute_names), list(task_names)
+    for value, pool, what in ((attribute, names, "attribute"), (first, tasks, "task"), (second, tasks, "task")):
+        if value not in pool:
+            raise ValueError(f"{what} {value!r} is not one of {', '.join(pool)}")
+    result = bias_amplifications(attributes, truth, predictions, measures=["directional"], attribute_names=names,
+                                 task_names=tasks, replicates=replicates, level=level, seed=seed)["directional"]  # fmt: skip
+    observed, reps = attribute_shifts(result)
+    a, i, j = names.index(attribute), tasks.index(first), tasks.index(second)
+    estimate, draws = observed[a, i] - observed[a, j], reps[:, a, i] - reps[:, a, j]
+    low, high = _quantiles(draws, result.level) if np.isfinite(draws).any() else (math.nan, math.nan)
+    return ContrastResult(float(estimate), float(low), float(high), result.level, result.replicates, result.seed,
+                          attribute, first, second, result.n_images, result.n_seeds)  # fmt: skip
