@@ -10,6 +10,7 @@ embeddings (preprocessing, library versions, workflow commit: biastransfer.model
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,7 +23,10 @@ from biastransfer.data.attributes import read_attributes
 from biastransfer.data.splits import read_split
 from biastransfer.embeddings import _check_unique, _open, _strings
 from biastransfer.hashing import file_digest
+from biastransfer.stages import parse_stage, stage_kind
 from biastransfer.stats.amplification import Evaluation
+
+log = logging.getLogger(__name__)
 
 METADATA_KEY = b"biastransfer"
 
@@ -134,3 +138,31 @@ def network_scores(path: str, ev: Evaluation, ids: np.ndarray, digest: str) -> n
     if missing:
         raise ValueError(f"{path}: no prediction for image {missing[0]!r} of {ev.dataset}/test")
     return table.columns(ev.tasks, where=path)[[rows[i] for i in ids]]
+
+
+def evaluations_and_scores(splits, attributes, predictions) -> dict[str, tuple[Evaluation, dict]]:
+    """``{dataset: (evaluation, {(network, model): {seed: scores}})}`` of the test splits and attribute files
+    (in the same order) and the prediction files of the networks trained on them (matched by their stage)."""
+    splits = [splits] if isinstance(splits, str) else list(splits)
+    attributes = [attributes] if isinstance(attributes, str) else list(attributes)
+    predictions = [predictions] if isinstance(predictions, str) else list(predictions)
+    if len(splits) != len(attributes):
+        raise ValueError(f"{len(splits)} test splits but {len(attributes)} attribute files")
+    datasets = {}
+    for split_path, attributes_path in zip(splits, attributes):
+        ev, ids, digest = read_evaluation(split_path, attributes_path)
+        datasets[ev.dataset] = (ev, ids, digest, {})
+        log.info("%s: %d images (%s), %d without an attribute left out; tasks %s", ev.dataset, len(ids),
+                 ev.per_attribute, ev.n_excluded, ", ".join(ev.tasks))  # fmt: skip
+    for path in predictions:
+        meta = read_predictions(path).metadata
+        stage = str(meta.get("stage", ""))
+        dataset, seed = parse_stage(stage)
+        if dataset not in datasets:
+            raise ValueError(f"{path}: stage {stage!r} is of no dataset whose test split was given "
+                             f"({', '.join(datasets)})")  # fmt: skip
+        ev, ids, digest, networks = datasets[dataset]
+        networks.setdefault((stage_kind(stage), str(meta.get("model", ""))), {})[seed] = network_scores(
+            path, ev, ids, digest
+        )
+    return {name: (ev, networks) for name, (ev, _, _, networks) in datasets.items()}

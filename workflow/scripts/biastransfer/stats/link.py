@@ -166,3 +166,105 @@ def association_contrast(
     low, high = _quantiles(draws, result.level) if np.isfinite(draws).any() else (math.nan, math.nan)
     return ContrastResult(float(estimate), float(low), float(high), result.level, result.replicates, result.seed,
                           attribute, first, second, result.n_images, result.n_seeds)  # fmt: skip
+
+
+#: The link table's columns: the iEAT and the network, its embedding-level d (pretrained, its own, the change),
+#: the prediction-level terms of the two objects towards the first attribute and their contrast.
+_TERM_PARTS = [f"{m}_{o}{b}" for m in ("directional", "shift", "zhao") for o in ("first", "second")
+               for b in ("", "_low", "_high")]  # fmt: skip
+LINK_COLUMNS = (
+    "analysis_set", "test", "role", "dataset", "network", "model", "seed", "attribute", "first", "second",
+    "threshold", "d_pretrained", "d_pretrained_low", "d_pretrained_high", "d", "d_low", "d_high", "delta_d",
+    "delta_low", "delta_high", *_TERM_PARTS, "contrast", "contrast_low", "contrast_high", "level", "n_images",
+)  # fmt: skip
+CORRELATION_COLUMNS = (
+    "analysis_set", "test", "role", "dataset", "embedding", "prediction", "networks", "n", "estimate", "ci_low",
+    "ci_high", "level", "min_n", "method", "verdict",
+)  # fmt: skip
+#: The embedding-level measure each correlation reads, and which networks have it.
+EMBEDDING_MEASURES = {"d": "every network's own iEAT d", "delta_d": "the finetuned networks' change of d"}
+METHOD = "Spearman; Fisher z, Bonett-Wright variance"
+
+
+def _stage(network: str, dataset: str, seed: str) -> str:
+    return f"{'ft' if network == 'finetuned' else 'scratch'}-{dataset}-seed{seed}"
+
+
+def link_table(
+    tests: Mapping[str, Sequence[Mapping]],
+    evaluations: Mapping[str, tuple[Sequence[str], Sequence[str]]],
+    contrasts: Mapping[tuple, ContrastResult],
+    ieat,
+    change,
+    terms,
+    threshold: str,
+):
+    """One row per linked iEAT of ``tests`` ({analysis set: iEATs}) and network with a contrast; ``evaluations``
+    gives each dataset's (attributes, tasks), ``contrasts`` {(dataset, network, model, seed, attribute, first,
+    second): result}, and ``ieat`` (every stage's iEATs), ``change`` and ``terms`` are the summaries (the terms
+    read at ``threshold``). A seed ``pooled`` row has the predictions pooled over seeds and no per-seed d."""
+    import pandas as pd
+
+    by_stage = ieat.assign(stage=ieat["stage"].astype(str)).set_index(["analysis_set", "model", "stage", "test"])
+    deltas = change.assign(seed=change["seed"].astype(int).astype(str)).set_index(
+        ["analysis_set", "model", "finetune_dataset", "seed", "test"]
+    )
+    chosen = terms[terms["threshold"].astype(str) == threshold].assign(seed=lambda f: f["seed"].astype(str))
+    chosen = chosen.set_index(["dataset", "network", "model", "seed", "measure", "attribute", "task"])
+
+    def pick(frame, key, columns):
+        return frame.loc[key, columns].tolist() if key in frame.index else [math.nan] * len(columns)
+
+    rows = []
+    for analysis_set, listed in tests.items():
+        for test in listed:
+            for dataset, (attributes, tasks) in evaluations.items():
+                link = linked_test(test, attributes, tasks)
+                if link is None:
+                    continue
+                attribute, first, second = link
+                for key, result in contrasts.items():
+                    if key[0] != dataset or key[4:] != link:
+                        continue
+                    _, network, model, seed = key[:4]
+                    row = {"analysis_set": analysis_set, "test": test["name"], "role": test.get("role", ""),
+                           "dataset": dataset, "network": network, "model": model, "seed": seed,
+                           "attribute": attribute, "first": first, "second": second, "threshold": threshold}  # fmt: skip
+                    ci = ["effect_size", "ci_low", "ci_high"]
+                    row |= dict(zip(("d_pretrained", "d_pretrained_low", "d_pretrained_high"),
+                                    pick(by_stage, (analysis_set, model, "pretrained", test["name"]), ci)))  # fmt: skip
+                    own = (analysis_set, model, _stage(network, dataset, seed), test["name"])
+                    row |= dict(zip(("d", "d_low", "d_high"), pick(by_stage, own, ci)))
+                    moved = (analysis_set, model, dataset, seed, test["name"])
+                    row |= dict(zip(("delta_d", "delta_low", "delta_high"),
+                                    pick(deltas, moved, ["delta_d", "ci_low", "ci_high"]) if network == "finetuned"
+                                    else [math.nan] * 3))  # fmt: skip
+                    for measure, columns in (("directional", ["term", "ci_low", "ci_high"]),
+                                             ("shift", ["shift", "shift_low", "shift_high"]),
+                                             ("zhao", ["term", "ci_low", "ci_high"])):  # fmt: skip
+                        for which, obj in (("first", first), ("second", second)):
+                            at = (dataset, network, model, seed, "zhao" if measure == "zhao" else "directional",
+                                  attribute, obj)  # fmt: skip
+                            row |= dict(zip([f"{measure}_{which}{b}" for b in ("", "_low", "_high")],
+                                            pick(chosen, at, columns)))  # fmt: skip
+                    row |= {"contrast": result.estimate, "contrast_low": result.ci_low,
+                            "contrast_high": result.ci_high, "level": result.level, "n_images": result.n_images}  # fmt: skip
+                    rows.append(row)
+    return pd.DataFrame(rows, columns=list(LINK_COLUMNS))
+
+
+def correlation_table(table, level: float = 0.95):
+    """Per linked iEAT and dataset, the rank correlation over the per-seed networks of each
+    :data:`EMBEDDING_MEASURES` with the contrast."""
+    import pandas as pd
+
+    rows = []
+    networks = table[table["seed"].astype(str) != "pooled"]
+    for (analysis_set, test, dataset), part in networks.groupby(["analysis_set", "test", "dataset"], sort=False):
+        for embedding, words in EMBEDDING_MEASURES.items():
+            result = rank_correlation(part[embedding], part["contrast"], level)
+            rows.append({"analysis_set": analysis_set, "test": test, "role": part["role"].iloc[0], "dataset": dataset,
+                         "embedding": embedding, "prediction": "contrast", "networks": words, "n": result.n,
+                         "estimate": result.estimate, "ci_low": result.ci_low, "ci_high": result.ci_high,
+                         "level": result.level, "min_n": result.min_n, "method": METHOD, "verdict": result.verdict})  # fmt: skip
+    return pd.DataFrame(rows, columns=list(CORRELATION_COLUMNS))
