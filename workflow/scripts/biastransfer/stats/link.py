@@ -206,7 +206,7 @@ def link_table(
     import pandas as pd
 
     by_stage = ieat.assign(stage=ieat["stage"].astype(str)).set_index(["analysis_set", "model", "stage", "test"])
-    deltas = change.assign(seed=change["seed"].astype(int).astype(str)).set_index(
+    deltas = change.assign(seed=change["seed"].map(lambda v: str(int(float(v))))).set_index(
         ["analysis_set", "model", "finetune_dataset", "seed", "test"]
     )
     chosen = terms[terms["threshold"].astype(str) == threshold].assign(seed=lambda f: f["seed"].astype(str))
