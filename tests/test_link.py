@@ -15,6 +15,9 @@ from biastransfer.data.attributes import Attributes, write_attributes
 from biastransfer.data.splits import Split, write_split
 from biastransfer.hashing import file_digest
 from biastransfer.predictions import write_predictions
+from biastransfer.report.findings import describe_link, link_sentences
+from biastransfer.report.findings.amplification import verdict
+from biastransfer.report.link_report import link_frame, link_latex
 from biastransfer.stats.link import (
     TOGETHER,
     TOO_FEW,
@@ -61,6 +64,7 @@ def test_independent_measures_over_many_networks_give_an_interval_that_holds_0()
     assert covered >= 0.9 and all(v for h, v in held if h)
 
 
+@pytest.mark.filterwarnings("ignore:An input array is constant")
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 2**31), st.integers(4, 40), st.booleans())
 def test_spearman_matches_scipy_and_its_interval_holds_it(seed, n, ties):
@@ -176,7 +180,10 @@ def _summaries(tmp_path, stages):
     return paths
 
 
-def test_the_link_script_puts_each_networks_levels_side_by_side(tmp_path):
+@pytest.fixture(scope="module")
+def linked(tmp_path_factory):
+    """The link script's table and correlations for three finetuned seeds and a scratch network of model m."""
+    tmp_path = tmp_path_factory.mktemp("link")
     a, A, T = _data(n=120)
     rng = np.random.default_rng(2)
     stages = {f"ft-d-seed{k}": 0.2 + 0.4 * k for k in range(3)} | {"scratch-d-seed0": -0.5, "pretrained": 0.9}
@@ -190,6 +197,11 @@ def test_the_link_script_puts_each_networks_levels_side_by_side(tmp_path):
     out = {"table": str(tmp_path / "link.csv"), "correlation": str(tmp_path / "corr.csv")}
     _script("link").main(paths["ieat"], paths["change"], paths["terms"], [str(split)], [str(attrs)],
                          [str(p) for p in preds], tests, settings={"bootstrap": 200}, **out)  # fmt: skip
+    return out
+
+
+def test_the_link_script_puts_each_networks_levels_side_by_side(linked):
+    out = linked
     table = pd.read_csv(out["table"], keep_default_na=False, na_values=[""])
     assert set(table["test"]) == {"t"}  # refrigerator is no task of d: not linked
     assert sorted(zip(table["network"], table["seed"].astype(str))) == [
@@ -224,3 +236,30 @@ def test_the_correlation_table_reads_the_networks_not_the_pooled_rows():
                          "delta_d": [*range(7), np.nan], "contrast": [*(0.1 * k for k in range(7)), -5.0]})  # fmt: skip
     corr = correlation_table(rows).set_index("embedding")
     assert corr.loc["d", "n"] == 7 and corr.loc["d", "estimate"] == 1 and corr.loc["d", "verdict"] == TOGETHER
+
+
+def test_the_report_shows_the_link_as_a_table_a_figure_and_in_words(linked, tmp_path):
+    table = pd.read_csv(linked["table"], keep_default_na=False, na_values=[""])
+    corr = pd.read_csv(linked["correlation"])
+    assert len(link_frame(table, "d")) == 5 and link_frame(table, "other").empty
+    latex = link_latex(table, corr, "d")
+    assert "Spearman rho = " in latex and "too few networks to tell" in latex and "95\\% interval" in latex
+    assert "no iEAT of this run" in link_latex(table, corr, "other")
+    main = _script("make_tables").main
+    main("link", linked["table"], str(tmp_path / "t.tex"), dataset="d", correlation=linked["correlation"],
+         csv=str(tmp_path / "t.csv"))  # fmt: skip
+    assert len(pd.read_csv(tmp_path / "t.csv")) == 5
+    _script("plot_link").main(
+        linked["table"], linked["correlation"], "d", str(tmp_path / "f.png"), str(tmp_path / "f.pdf")
+    )
+    assert (tmp_path / "f.png").stat().st_size > 0
+    text = "\n".join(describe_link(table, corr))
+    fine = table[(table["network"] == "finetuned") & (table["seed"] == "pooled")].iloc[0]
+    assert (
+        f"Finetuned m (d, 3 seeds pooled) {verdict(fine['contrast_low'], fine['contrast_high'])} the t association"
+        in text
+    )
+    assert "Scratch m (d, seed 0)" in text and "d 0.20 to 1.00 over its seeds (pretrained d = 0.90)" in text
+    assert text.count("too few networks to tell") == 2 and describe_link(None, None) == []
+    lines = link_sentences(table)
+    assert len(lines) == 1 and lines[0].startswith("Predictions of m finetuned on d (3 seeds pooled): ")

@@ -87,10 +87,11 @@ def link_latex(table: pd.DataFrame, correlation: pd.DataFrame, dataset: str) -> 
         f"predictions on the test split of {latex_escape(dataset)}: the shift of the first and second object "
         "towards the first attribute (how much more often, beyond the ground truth, the network predicts the object "
         "for that attribute's images than for the others) and their contrast (first minus second, positive: the "
-        f"predictions act on the association $d > 0$ measures), each with its {level:.0%} interval. "
+        f"predictions act on the association $d > 0$ measures), each with its {level:.0%}".replace("%", "\\%")
+        + " interval. "
         + latex_escape("; ".join(notes))
         + ". The correlation's interval is Fisher's z with Bonett and Wright's variance."
-    ).replace("%", "\\%")
+    )
     return standalone_document("\n".join(lines) + "\n", caption)
 
 
