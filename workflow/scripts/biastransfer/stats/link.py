@@ -25,10 +25,11 @@ from dataclasses import dataclass
 from statistics import NormalDist
 
 import numpy as np
+import pandas as pd
 
 from biastransfer.stats._validation import IntervalResult, Result
-from biastransfer.stats.amplification import _quantiles, attribute_shifts, bias_amplifications
-from biastransfer.stats.bootstrap import BOOTSTRAP, check_level
+from biastransfer.stats.amplification import attribute_shifts, bias_amplifications
+from biastransfer.stats.bootstrap import BOOTSTRAP, check_level, percentile_interval
 
 #: The verdicts of :func:`rank_correlation` (the ``too few`` one is followed by the numbers).
 TOGETHER = "the embedding-level and prediction-level measures rank the networks alike"
@@ -163,7 +164,7 @@ def association_contrast(
     observed, reps = attribute_shifts(result)
     a, i, j = names.index(attribute), tasks.index(first), tasks.index(second)
     estimate, draws = observed[a, i] - observed[a, j], reps[:, a, i] - reps[:, a, j]
-    low, high = _quantiles(draws, result.level) if np.isfinite(draws).any() else (math.nan, math.nan)
+    low, high = percentile_interval(draws, result.level)
     return ContrastResult(float(estimate), float(low), float(high), result.level, result.replicates, result.seed,
                           attribute, first, second, result.n_images, result.n_seeds)  # fmt: skip
 
@@ -203,8 +204,6 @@ def link_table(
     gives each dataset's (attributes, tasks), ``contrasts`` {(dataset, network, model, seed, attribute, first,
     second): result}, and ``ieat`` (every stage's iEATs), ``change`` and ``terms`` are the summaries (the terms
     read at ``threshold``). A seed ``pooled`` row has the predictions pooled over seeds and no per-seed d."""
-    import pandas as pd
-
     by_stage = ieat.assign(stage=ieat["stage"].astype(str)).set_index(["analysis_set", "model", "stage", "test"])
     deltas = change.assign(seed=change["seed"].map(lambda v: str(int(float(v))))).set_index(
         ["analysis_set", "model", "finetune_dataset", "seed", "test"]
@@ -256,8 +255,6 @@ def link_table(
 def correlation_table(table, level: float = 0.95):
     """Per linked iEAT and dataset, the rank correlation over the per-seed networks of each
     :data:`EMBEDDING_MEASURES` with the contrast."""
-    import pandas as pd
-
     rows = []
     networks = table[table["seed"].astype(str) != "pooled"]
     for (analysis_set, test, dataset), part in networks.groupby(["analysis_set", "test", "dataset"], sort=False):
