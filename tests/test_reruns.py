@@ -264,6 +264,7 @@ SET_STATISTICS = {
     "compare_paper": 1,
     "plot_similarity": 1,
     **CHANGE,
+    **LINK,  # it reads the iEATs and their change
 }
 # The layer profile of one model, pretrained and finetuned.
 PROFILE = {
