@@ -13,8 +13,8 @@ Across networks, :func:`rank_correlation` is Spearman's rho between the two meas
 of Bonett & Wright's variance ``(1 + rho^2 / 2) / (n - 3)`` (Psychometrika 65, 2000). Where rho is exactly +-1,
 z is infinite: the interval is then the one of the nearest rho one swap of adjacent ranks gives,
 ``1 - 12 / (n (n^2 - 1))``, closed at +-1, so a perfect agreement among few networks keeps the width its n
-allows. A verdict
-needs an interval that could exclude 0: fewer networks than :func:`min_networks` (6 at 95%) are too few to tell.
+allows. A verdict needs an interval that could exclude 0: fewer networks than :func:`min_networks` (6 at 95%)
+are too few to tell.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from biastransfer.stats.amplification import attribute_shifts, bias_amplificatio
 from biastransfer.stats.bootstrap import BOOTSTRAP, check_level, percentile_interval
 
 #: The verdicts of :func:`rank_correlation` (the ``too few`` one is followed by the numbers).
-TOGETHER = "the embedding-level and prediction-level measures rank the networks alike"
-OPPOSITE = "the embedding-level and prediction-level measures rank the networks in opposite orders"
+TOGETHER = "across networks the embedding-level and prediction-level measures rise together (rho above 0)"
+OPPOSITE = "across networks the prediction-level measure falls as the embedding-level one rises (rho below 0)"
 UNRELATED = "no rank correlation between the levels can be told (the interval holds 0)"
 TOO_FEW = "too few networks to tell"
 
