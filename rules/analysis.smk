@@ -219,6 +219,8 @@ rule findings:
         claims=claims_summary(),
         amplification=amplification_summary(),
         amplification_terms=amplification_summary("amplification_terms"),
+        link=link_summary(),
+        link_correlation=link_summary("link_correlation"),
     output:
         **artefact_outputs("findings"),
         findings="results/summary/findings.rst",

@@ -312,6 +312,7 @@ def analysis_targets():
         "results/summary/config.yaml",
         *attribution_targets(),
         *amplification_summary(),
+        *link_summary(),
         *layer_profile_tables(),
         *trajectory_summary(),
         *model_analyses_done(config["models"]),
@@ -348,6 +349,12 @@ def prediction_files():
 
 def amplification_summary(name="amplification"):
     """The prediction-level summary or its terms (for the findings; none without a dataset with a test
+    split)."""
+    return [f"results/summary/{name}.csv"] if PREDICTED_DATASETS else []
+
+
+def link_summary(name="link"):
+    """The link across levels' table or its correlations (rules/link.smk; none without a dataset with a test
     split)."""
     return [f"results/summary/{name}.csv"] if PREDICTED_DATASETS else []
 

@@ -156,6 +156,7 @@ rule html_report:
         analysis_sets="results/summary/analysis_sets.csv",
         citation=os.path.join(workflow.basedir, "CITATION.cff"),
         claims=claims_summary(),
+        link=link_summary(),
     output:
         index="results/report/index.html",
         pages=[

@@ -450,7 +450,8 @@ def test_report_rules_run_and_the_report_builds(tmp_path):
         'import os\nimport sys\n\nsys.path.insert(0, "workflow/scripts")\n\n'
         "from biastransfer import config as cfg  # noqa: E402\nfrom biastransfer.paths import path  # noqa: E402\n\n"
         'RESOURCES = {"small": {"mem_mb": 500}, "plot": {"mem_mb": 1000}}\n\n\n'
-        "claims_summary = lambda: []  # rules/common.smk's: no claims in this config\n\n\n"
+        "claims_summary = lambda: []  # rules/common.smk's: no claims in this config\n"
+        'link_summary = lambda name="link": []  # nor predictions\n\n\n'
         'configfile: "config.yaml"\n\n\nreport: "workflow/report/workflow.rst"\n\n\n'
         'include: "rules/artefacts.smk"\ninclude: "rules/report.smk"\ninclude: "rules/tables.smk"\n\n\n'
         'rule all:\n    input:\n        ARTEFACTS.targets(),\n        "results/report/index.html",\n'

@@ -55,6 +55,8 @@ def drop_bts_pair(conf):
 CHANGE = {"change": 1, "summarise_change": 1, "plot_change": 1, "model_analyses": 1}
 # The finetuned networks' predictions on the test split, and what reads them (rules/predictions.smk).
 PREDICTIONS = {"predict": SEEDS, "amplification": 1, "table_amplification": 1}
+# The link across levels reads the iEATs, their change and the predictions (rules/link.smk).
+LINK = {"link": 1, "plot_link": 1, "table_link": 1}
 # Every edit also reruns effective_config (its output is the config), html_report (the static report shows
 # the findings, which every edit here reruns) and the target rule `all`.
 EDITS = {
@@ -69,11 +71,21 @@ EDITS = {
             "compare_paper": 1,
             "plot_similarity": 1,
             **CHANGE,
+            **LINK,
         },  # the similarity figures draw the rewritten change table
     ),
     "a BTS list changed": (
         drop_bts_pair,
-        {"bts": 1, "summarise": 1, "findings": 1, "plot_similarity": 1, "table_bts": 1, "compare_paper": 1, **CHANGE},
+        {
+            "bts": 1,
+            "summarise": 1,
+            "findings": 1,
+            "plot_similarity": 1,
+            "table_bts": 1,
+            "compare_paper": 1,
+            **CHANGE,
+            **LINK,
+        },  # fmt: skip
     ),
     "a report option": (
         lambda c: c.setdefault("report", {}).update(p_adjust="bh"),
@@ -93,6 +105,7 @@ EDITS = {
             "table_bts": 1,
             "compare_paper": 1,
             "model_analyses": 1,
+            **LINK,
         },
     ),
     "a finetune epoch count": (
@@ -116,6 +129,7 @@ EDITS = {
             "plot_curves": 1,
             **CHANGE,
             **PREDICTIONS,
+            **LINK,
         },
     ),
 }
@@ -177,6 +191,7 @@ NEW_MODEL = {
     "compare_paper": 1,
     **CHANGE,
     **PREDICTIONS,  # the new model's finetuned networks score the test split too
+    **LINK,
 }
 # Model keys the layer profile alone reads, and `pool` with the default layer (not pooled there).
 NETWORK_EDITS = {
@@ -249,6 +264,7 @@ SET_STATISTICS = {
     "compare_paper": 1,
     "plot_similarity": 1,
     **CHANGE,
+    **LINK,  # it reads the iEATs and their change
 }
 # The layer profile of one model, pretrained and finetuned.
 PROFILE = {

@@ -212,7 +212,7 @@ def test_the_paper_dag_plans_without_network(tmp_path):
     assert jobs["finetune"] == 6 * (3 + 1) and jobs["embed"] == 2 * 6 * (1 + 3 + 1)
     assert jobs["fetch_weights"] == 6 and jobs["download_dataset"] == 2
     # no test split for COCO or Open Images yet (only the synthetic kind writes one), so no predictions
-    assert not {"predict", "amplification", "table_amplification"} & set(jobs), jobs
+    assert not {"predict", "amplification", "table_amplification", "link", "plot_link"} & set(jobs), jobs
 
 
 def test_the_demo_dag_scores_every_trained_network_on_the_test_split(tmp_path):
@@ -222,6 +222,7 @@ def test_the_demo_dag_scores_every_trained_network_on_the_test_split(tmp_path):
     jobs = planned_jobs(done.stdout)
     assert jobs["synthetic_test_split"] == 1 and jobs["predict"] == len(MODELS) * (3 + 1)
     assert jobs["amplification"] == 1 and jobs["table_amplification"] == 1
+    assert jobs["link"] == jobs["plot_link"] == jobs["table_link"] == 1
     assert "results/predictions/democnn/scratch-synthetic_target-seed0.parquet" in done.stdout
 
 
@@ -248,6 +249,27 @@ def test_the_predictions_and_their_bias_follow_the_documented_formats(demo_run):
     assert (out / "tables" / "amplification_synthetic_target.tex").is_file()
     findings = (out / "summary" / "findings.rst").read_text()
     assert "the planted surfboard->person_a association" in findings
+    # the link across levels: both iEATs (their objects are tasks), every finetuned seed and the scratch network
+    link = pd.read_csv(out / "summary" / "link.csv", keep_default_na=False, na_values=[""])
+    assert set(zip(link["network"], link["seed"].astype(str))) == {
+        ("finetuned", "0"),
+        ("finetuned", "1"),
+        ("finetuned", "2"),
+        ("finetuned", "pooled"),
+        ("scratch", "0"),
+    }
+    assert set(link["test"]) == {"surfboard_vs_car", "refrigerator_vs_stop_sign"} and set(link["first"]) == {
+        "surfboard", "refrigerator"}  # fmt: skip
+    shift = terms[(terms["measure"] == "directional") & (terms["threshold"] == "0.5") & (terms["task"] == "surfboard")
+                  & (terms["attribute"] == "person_a")].set_index(["network", "seed"])["shift"]  # fmt: skip
+    mine = link[link["test"] == "surfboard_vs_car"].set_index(["network", "seed"])["shift_first"]
+    assert (mine - shift.loc[mine.index]).abs().max() < 1e-12
+    assert (link["contrast_low"] <= link["contrast"]).all() and (link["contrast"] <= link["contrast_high"]).all()
+    corr = pd.read_csv(out / "summary" / "link_correlation.csv")
+    assert set(corr.loc[corr["embedding"] == "d", "n"]) == {4} and corr["verdict"].str.startswith("too few").all()
+    assert (out / "figures" / "link_synthetic_target.png").is_file()
+    assert "Predictions of democnn finetuned on synthetic_target (3 seeds pooled)" in (
+        demo_run / "results" / "report" / "index.html").read_text()  # fmt: skip
 
 
 def test_the_controls_overlay_trains_five_networks_per_arm(tmp_path):

@@ -10,7 +10,7 @@ Standalone: python workflow/scripts/findings.py --ieat results/summary/ieat.csv 
 [--layers results/summary/layer_profile.csv] [--trajectory results/summary/trajectory.csv]
 [--claims results/summary/claims.csv]
 [--amplification results/summary/amplification.csv --amplification_terms results/summary/amplification_terms.csv
---planted '{"surfboard": "person_a"}']
+--planted '{"surfboard": "person_a"}'] [--link results/summary/link.csv --link_correlation results/summary/link_correlation.csv]
 """
 
 import json
@@ -26,6 +26,7 @@ from biastransfer.report.findings import (
     describe_convergence,
     describe_findings,
     describe_layers,
+    describe_link,
     describe_reference,
     describe_trajectories,
 )
@@ -79,6 +80,8 @@ def main(
     amplification: list | str | None = None,
     amplification_terms: list | str | None = None,
     planted: dict | None = None,
+    link: list | str | None = None,
+    link_correlation: list | str | None = None,
 ) -> None:
     bts_table = pd.read_csv(bts, keep_default_na=False, na_values=[""])
     text = describe_findings(
@@ -105,6 +108,7 @@ def main(
         *describe_layers(_read_one(layers), alpha, adjust=adjust),
         *describe_trajectories(_read_one(trajectory)),
         *describe_amplification(_read_one(amplification), _read_one(amplification_terms), planted),
+        *describe_link(_read_one(link), _read_one(link_correlation)),
         *describe_claims(_read_one(claims)),
     ]
     if extra:

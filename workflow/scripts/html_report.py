@@ -12,6 +12,7 @@ python workflow/scripts/html_report.py --ieat results/summary/ieat.csv --bts res
 "files": {"png": "results/figures/ieat_heatmap.png", "pdf": "results/figures/ieat_heatmap.pdf"}}'
 --index out/index.html --pages out/findings.html out/tables.html out/figures.html out/provenance.html --files out/files
 --verdicts out/results.json --bundle out/report.zip [--claims results/summary/claims.csv: a line on the claims]
+[--link results/summary/link.csv: a line per finetuned model on whether its predictions act on the linked iEATs]
 """
 
 import json
@@ -23,7 +24,7 @@ import yaml
 
 from biastransfer.atomic import write_text
 from biastransfer.provenance import run_record
-from biastransfer.report.findings import claims_sentence
+from biastransfer.report.findings import claims_sentence, link_sentences
 from biastransfer.report.formatting import read_summary
 from biastransfer.report.headline import headline_summary, headline_table, verdicts_record
 from biastransfer.report.html import PAGES
@@ -85,6 +86,7 @@ def main(
     adjust: str = "holm",
     snakemake_report: str = "../report.html",
     claims: list | str | None = None,
+    link: list | str | None = None,
 ) -> None:
     site = Path(index).parent
     expected = sorted(str(site / name) for name, _ in PAGES[1:]) + [str(site / "files")]
@@ -113,6 +115,9 @@ def main(
     claims = claims if isinstance(claims, str) else next(iter(claims or []), None)
     if claims:
         summary.append(claims_sentence(pd.read_csv(claims, keep_default_na=False, na_values=[""])))
+    link = link if isinstance(link, str) else next(iter(link or []), None)
+    if link:
+        summary += link_sentences(pd.read_csv(link, keep_default_na=False, na_values=[""]))
     Path(site).mkdir(parents=True, exist_ok=True)
     pages = write_site(site, run=run_summary(config, sets, len(prov)), headline=table, summary=summary,
                        findings_rst=Path(findings).read_text(), provenance=prov, items=items, config=config,

@@ -12,6 +12,8 @@ for the HTML report and for downloads).
   trajectory                results/trajectory/A/M/ft-D.csv       (one model finetuned on one dataset)
   claims                    results/summary/claims.csv            (the claims about groups of models)
   amplification             results/summary/amplification.csv     with --dataset (finetuned on)
+  link                      results/summary/link.csv              with --dataset and --correlation
+                            results/summary/link_correlation.csv
 
 Snakemake: rules table_<kind> (rules/tables.smk, one for each table artefact).
 Standalone, for a reviewer:
@@ -30,6 +32,7 @@ from biastransfer.report.claims import CLAIMS_REQUIRED, claims_frame, claims_lat
 from biastransfer.report.figures import BTS_COLUMNS
 from biastransfer.report.formatting import read_summary
 from biastransfer.report.layer_report import PROFILE_REQUIRED, layer_frame, layer_latex
+from biastransfer.report.link_report import CORRELATION_REQUIRED, LINK_REQUIRED, link_frame, link_latex
 from biastransfer.report.tables import (
     FINETUNE_COLUMNS,
     IEAT_COLUMNS,
@@ -83,6 +86,11 @@ KINDS = {
         lambda s, o: amplification_latex(s, o["dataset"]),
         lambda s, o: amplification_frame(s, o["dataset"]),
     ),
+    "link": (
+        LINK_REQUIRED,
+        lambda s, o: link_latex(s, o["correlation"], o["dataset"]),
+        lambda s, o: link_frame(s, o["dataset"]),
+    ),
 }
 
 
@@ -97,6 +105,7 @@ def main(
     fragment: str = "",
     csv: str = "",
     scratch: list | None = None,
+    correlation: str = "",
 ) -> None:
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
@@ -104,7 +113,8 @@ def main(
     table = read_summary(summary, required)
     scratch = [scratch] if isinstance(scratch, str) else list(scratch or [])  # none, or the scratch iEAT summary
     options = {"analysis_set": analysis_set, "dataset": dataset, "adjust": adjust, "alpha": alpha,
-               "scratch": read_summary(scratch[0], IEAT_COLUMNS + IEAT_PARTS) if scratch else None}  # fmt: skip
+               "scratch": read_summary(scratch[0], IEAT_COLUMNS + IEAT_PARTS) if scratch else None,
+               "correlation": read_summary(correlation, CORRELATION_REQUIRED) if correlation else None}  # fmt: skip
     text, rows = text_of(table, options), rows_of(table, options)
     write_text(document, text)
     if fragment:

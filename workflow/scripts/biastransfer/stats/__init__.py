@@ -17,11 +17,14 @@ first use (biastransfer._lazy).
   and both at once :func:`bias_amplifications`, predictions from scores :func:`predict_at_threshold` and
   :func:`predict_at_base_rate` (attribute leakage is in :mod:`biastransfer.stats.leakage`, not re-exported here:
   it needs scikit-learn, which the workflow's stats env does not carry)
+- The link across levels: the rank correlation of two measures over networks, with an interval and a verdict
+  that says when there are too few networks :func:`rank_correlation`, and the prediction-level counterpart of an
+  iEAT's association :func:`association_contrast`
 - Result tables (one row per result, as the workflow's CSVs): :func:`similarity_table`, :func:`ieat_table`,
   :func:`bts_table`
 - Result objects: :class:`SimilarityResult`, :class:`BTSResult`, :class:`IEATResult`, :class:`ChangeResult`,
   :class:`SeedsResult`, :class:`NetworkComparison`, :class:`PairedComparison`, :class:`RetentionResult`,
-  :class:`AmplificationResult`
+  :class:`AmplificationResult`, :class:`RankCorrelation`, :class:`ContrastResult`
 """
 
 from biastransfer._lazy import lazy_namespace as _lazy_namespace
@@ -49,6 +52,8 @@ _EXPORTS = {
     "bias_amplifications": "amplification",
     "predict_at_threshold": "amplification",
     "predict_at_base_rate": "amplification",
+    "rank_correlation": "link",
+    "association_contrast": "link",
     "similarity_table": "results",
     "ieat_table": "results",
     "bts_table": "results",
@@ -61,6 +66,8 @@ _EXPORTS = {
     "PairedComparison": "claims",
     "RetentionResult": "bts",
     "AmplificationResult": "amplification",
+    "RankCorrelation": "link",
+    "ContrastResult": "link",
 }
 __all__ = list(_EXPORTS)
 _lazy_namespace(__name__, _EXPORTS)

@@ -97,6 +97,24 @@ class AmplificationResult(IntervalResult):
         )
 
 
+@dataclass(frozen=True)
+class Evaluation:
+    """One dataset's evaluation images: one-hot ``attributes`` (n x |A|) and ground-truth ``truth``
+    (n x |T|) of the measured ``tasks``; ``n_excluded`` images had no attribute and are not among them."""
+
+    dataset: str
+    attribute_names: tuple[str, ...]
+    tasks: tuple[str, ...]
+    attributes: np.ndarray
+    truth: np.ndarray
+    n_excluded: int
+
+    @property
+    def per_attribute(self) -> str:
+        counts = self.attributes.sum(axis=0).astype(int)
+        return "; ".join(f"{a}={n}" for a, n in zip(self.attribute_names, counts))
+
+
 def check_binary(value, name: str) -> np.ndarray:
     """``value`` as a 2-D float64 array of 0s and 1s (bools allowed), or ValueError naming ``name``."""
     try:
@@ -325,3 +343,27 @@ def bias_amplification(
     """One bias amplification measure (``"directional"``: Wang & Russakovsky's BiasAmp_{A->T}; ``"zhao"``:
     Zhao et al. 2017) with a bootstrap interval over images (options of :func:`bias_amplifications`)."""
     return bias_amplifications(attributes, truth, predictions, measures=[measure], **options)[measure]
+
+
+def attribute_shifts(result: AmplificationResult) -> tuple[np.ndarray, np.ndarray]:
+    """``(shift, replicates)`` of a directional result: the observed |A| x |T| shifts of :func:`attribute_shift`
+    and theirs in every replicate (R x |A| x |T|), drawn with the same images."""
+    sign = np.where(result.selected, 1.0, -1.0)
+    deltas = [result.terms * sign, result.replicate_terms * sign]
+    G = deltas[0].shape[-2]
+    observed, replicates = (d - (d.sum(axis=-2, keepdims=True) - d) / (G - 1) for d in deltas)
+    return observed, replicates
+
+
+def attribute_shift(result: AmplificationResult) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(shift, low, high)`` (|A| x |T|) of a directional result: how much more the predictions over-predict
+    task t for attribute a than for the other attributes, ``delta_at - mean_{a' != a} delta_a't`` with
+    ``delta_at = P(That=t | a) - P(T=t | a)``, and its percentile interval from the same replicates. Unlike the
+    term it does not depend on the ground truth's direction ``y_at`` (noise where t and a are near independent),
+    and a network that over-predicts t for everyone shifts nothing: positive, the predictions move t towards a."""
+    observed, replicates = attribute_shifts(result)
+    finite = np.isfinite(replicates).any(axis=0)
+    with np.errstate(invalid="ignore"):
+        q = [(1 - result.level) / 2, (1 + result.level) / 2]
+        low, high = np.nanquantile(replicates, q, axis=0) if finite.all() else (np.full(observed.shape, np.nan),) * 2
+    return observed, low, high

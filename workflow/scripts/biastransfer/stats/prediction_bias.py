@@ -17,7 +17,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from biastransfer.stats.amplification import bias_amplifications, predict_at_base_rate, predict_at_threshold
+from biastransfer.stats.amplification import (
+    Evaluation,
+    attribute_shift,
+    bias_amplifications,
+    predict_at_base_rate,
+    predict_at_threshold,
+)
 from biastransfer.stats.bootstrap import percentile_interval
 from biastransfer.stats.leakage import leakage, leakage_amplification
 
@@ -31,41 +37,6 @@ TERM_COLUMNS = (
     "network", "model", "dataset", "seed", "measure", "threshold", "attribute", "task", "n_attribute", "selected",
     "term", "ci_low", "ci_high", "level", "shift", "shift_low", "shift_high",
 )  # fmt: skip
-
-
-def attribute_shift(result) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(shift, low, high)`` (|A| x |T|) of a directional result: how much more the predictions over-predict
-    task t for attribute a than for the other attributes, ``delta_at - mean_{a' != a} delta_a't`` with
-    ``delta_at = P(That=t | a) - P(T=t | a)``, and its percentile interval from the same replicates. Unlike the
-    term it does not depend on the ground truth's direction ``y_at`` (noise where t and a are near independent),
-    and a network that over-predicts t for everyone shifts nothing: positive, the predictions move t towards a."""
-    sign = np.where(result.selected, 1.0, -1.0)
-    deltas = [result.terms * sign, result.replicate_terms * sign]
-    G = deltas[0].shape[-2]
-    shifts = [d - (d.sum(axis=-2, keepdims=True) - d) / (G - 1) for d in deltas]
-    finite = np.isfinite(shifts[1]).any(axis=0)
-    with np.errstate(invalid="ignore"):
-        q = [(1 - result.level) / 2, (1 + result.level) / 2]
-        low, high = np.nanquantile(shifts[1], q, axis=0) if finite.all() else (np.full(shifts[0].shape, np.nan),) * 2
-    return shifts[0], low, high
-
-
-@dataclass(frozen=True)
-class Evaluation:
-    """One dataset's evaluation images: one-hot ``attributes`` (n x |A|) and ground-truth ``truth``
-    (n x |T|) of the measured ``tasks``; ``n_excluded`` images had no attribute and are not among them."""
-
-    dataset: str
-    attribute_names: tuple[str, ...]
-    tasks: tuple[str, ...]
-    attributes: np.ndarray
-    truth: np.ndarray
-    n_excluded: int
-
-    @property
-    def per_attribute(self) -> str:
-        counts = self.attributes.sum(axis=0).astype(int)
-        return "; ".join(f"{a}={n}" for a, n in zip(self.attribute_names, counts))
 
 
 @dataclass(frozen=True)
