@@ -22,11 +22,16 @@ of them) is refused with a ValueError naming the object and the attribute.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+
+from biastransfer.data.attributes import Attributes
+from biastransfer.data.splits import Split, read_tagged, write_tagged
 
 METHODS = ("subsample", "reweight")
 TARGETS = ("independent", "reversed")
@@ -255,3 +260,47 @@ def rebalance(
         ignore_index=True,
     )
     return Rebalanced(method, keep, weights, table)
+
+
+WEIGHT_COLUMNS = ("image_id", "weight")
+
+
+def intervene(split: Split, attrs: Attributes, spec: Mapping, name: str) -> tuple[Split, pd.DataFrame, pd.DataFrame]:
+    """The intervention ``name`` (a ``kind: intervention`` entry ``spec``) on a training ``split`` with its
+    attribute file: ``(the new training split, its sample weights (image_id, weight), the co-occurrence
+    table)``; a subsample's split holds the images kept, each of weight 1."""
+    ids = split.frame["image_id"].astype(str).tolist()
+    codes = attribute_codes(list(attrs.of(ids, where=f"training split of {split.dataset}")), attrs.attributes)
+    labels = Labels.from_lists(split.frame["labels"], split.classes)
+    try:
+        out = rebalance(labels, codes, attrs.attributes, spec["objects"], target=spec["target"],
+                        method=spec["method"], seed=spec["seed"])  # fmt: skip
+    except ValueError as err:
+        raise ValueError(f"intervention {name!r} on the training split of {split.dataset!r}: {err}") from err
+    frame = split.frame.loc[out.keep, ["image_id", "path", "labels"]].reset_index(drop=True)
+    weights = pd.DataFrame({"image_id": frame["image_id"].astype(str), "weight": out.weights[out.keep]})
+    table = out.table.assign(dataset=name, source=split.dataset, method=spec["method"])
+    return Split(name, split.name, split.classes, frame), weights, table
+
+
+def write_weights(path: str | os.PathLike, weights: pd.DataFrame, *, dataset: str, split_sha256: str) -> None:
+    """Write sample weights (image_id, weight) of a training split atomically, tagged with its digest."""
+    if (weights["weight"] < 0).any() or not np.isfinite(weights["weight"]).all():
+        raise ValueError(f"{path}: sample weights must be finite and non-negative")
+    table = pa.table({"image_id": pa.array(weights["image_id"].tolist(), pa.string()),
+                      "weight": pa.array(weights["weight"].to_numpy(np.float64), pa.float64())})  # fmt: skip
+    write_tagged(path, table, {"dataset": dataset, "split": "train", "split_sha256": split_sha256})
+
+
+def read_weights(path: str | os.PathLike, image_ids: Sequence[str], split_sha256: str) -> np.ndarray:
+    """The weight of each of ``image_ids`` from a weights file of the split with digest ``split_sha256``;
+    ValueError naming the file when it is of another split or misses an image."""
+    frame, meta = read_tagged(path, WEIGHT_COLUMNS, what="sample weights file", holding="the split digest")
+    if meta.get("split_sha256") != split_sha256:
+        raise ValueError(f"{path}: the weights of another version of the training split (sha256 "
+                         f"{str(meta.get('split_sha256'))[:12]} recorded, {split_sha256[:12]} now)")  # fmt: skip
+    known = dict(zip(frame["image_id"], frame["weight"]))
+    missing = [i for i in image_ids if i not in known]
+    if missing:
+        raise ValueError(f"{path}: no weight for image {missing[0]!r} ({len(missing)} image(s) without one)")
+    return np.asarray([known[i] for i in image_ids], dtype=np.float64)
