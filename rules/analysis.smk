@@ -219,6 +219,7 @@ rule findings:
         claims=claims_summary(),
         amplification=amplification_summary(),
         amplification_terms=amplification_summary("amplification_terms"),
+        intervention=intervention_summary(),
     output:
         **artefact_outputs("findings"),
         findings="results/summary/findings.rst",

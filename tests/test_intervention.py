@@ -87,3 +87,67 @@ def test_config_problems_are_named(spec, message):
     problems = intervention_problems(config(**spec))
     assert len(problems) == 1 and message in problems[0]
     assert intervention_problems(config(**{"from": "syn"})) == []
+
+
+SPEC = {"kind": "synthetic", "size": 16, "n_train": 80, "n_val": 10, "label_groups": True, "p_person": 0.9,
+        "p_object": 0.9, "cooccurrence": {"surfboard": 0.9}, "p_occluded": 0.5, "seed": 3}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def drawn(tmp_path_factory):
+    """A small synthetic dataset's splits and its training split's attribute file."""
+    from report_site import script
+
+    root = tmp_path_factory.mktemp("syn")
+    files = {k: str(root / f"{k}.parquet") for k in ("train", "val", "attributes")}
+    script("synthetic_dataset").main(SPEC, str(root / "images"), files["train"], files["val"], synthetic="syn")
+    script("synthetic_train_attributes").main(SPEC, files["train"], files["attributes"], synthetic="syn")
+    return root, files
+
+
+def test_the_training_attribute_is_the_drawn_figure(drawn, tmp_path):
+    from report_site import script
+
+    from biastransfer.data.attributes import read_attributes
+    from biastransfer.data.splits import read_split
+    from biastransfer.hashing import file_digest
+
+    _, files = drawn
+    split, attrs = read_split(files["train"]), read_attributes(files["attributes"])
+    assert attrs.split == "train" and attrs.split_sha256 == file_digest(files["train"])
+    figures = [next((g for g in ("person_a", "person_b") if g in labels), None) for labels in split.frame["labels"]]
+    assert list(attrs.of(split.frame["image_id"].tolist(), where="t")) == figures  # labelled groups: the figure
+    with pytest.raises(ValueError, match="image 'syn-train-0000"):
+        script("synthetic_train_attributes").main(SPEC | {"seed": 4}, files["train"], str(tmp_path / "a.parquet"))
+
+
+@pytest.mark.parametrize("target, method", [("independent", "subsample"), ("reversed", "reweight")])
+def test_the_intervention_scripts_write_its_splits_weights_and_table(drawn, tmp_path, target, method):
+    import pandas as pd
+    from report_site import script
+
+    from biastransfer.data.rebalance import read_weights
+    from biastransfer.data.splits import read_split
+    from biastransfer.hashing import file_digest
+
+    _, files = drawn
+    out = {k: str(tmp_path / f"{k}.parquet") for k in ("train", "val", "weights")}
+    spec = {"kind": "intervention", "from": "syn", "objects": ["surfboard"], "target": target, "method": method,
+            "seed": 1}  # fmt: skip
+    script("intervention").main(files["train"], files["attributes"], files["val"], spec, "fix", out["train"],
+                                out["val"], out["weights"], str(tmp_path / "c.csv"))  # fmt: skip
+    source, train, val = read_split(files["train"]), read_split(out["train"]), read_split(out["val"])
+    assert train.dataset == val.dataset == "fix" and train.classes == source.classes
+    assert val.frame.equals(read_split(files["val"]).frame)
+    weights = read_weights(out["weights"], train.frame["image_id"].tolist(), file_digest(out["train"]))
+    table = pd.read_csv(tmp_path / "c.csv")
+    after = table[table["when"] == "after"].set_index("attribute")
+    if method == "subsample":
+        assert len(train.frame) < len(source.frame) and (weights == 1).all()
+        assert abs(after.loc["person_a", "images"] - after["target"].iloc[0] * after["images"].sum()) <= 1
+    else:
+        assert train.frame.equals(source.frame) and weights.sum() == pytest.approx(len(source.frame))
+        before = table[table["when"] == "before"].set_index("attribute")["share"]
+        assert after.loc["person_a", "share"] == pytest.approx(before["person_b"])  # the skew mirrored
+    with pytest.raises(ValueError, match="weights of another version"):
+        read_weights(out["weights"], train.frame["image_id"].tolist(), "0" * 64)

@@ -10,7 +10,7 @@ Standalone: python workflow/scripts/findings.py --ieat results/summary/ieat.csv 
 [--layers results/summary/layer_profile.csv] [--trajectory results/summary/trajectory.csv]
 [--claims results/summary/claims.csv]
 [--amplification results/summary/amplification.csv --amplification_terms results/summary/amplification_terms.csv
---planted '{"surfboard": "person_a"}']
+--planted '{"surfboard": "person_a"}'] [--intervention results/summary/intervention.csv]
 """
 
 import json
@@ -25,6 +25,7 @@ from biastransfer.report.findings import (
     describe_claims,
     describe_convergence,
     describe_findings,
+    describe_interventions,
     describe_layers,
     describe_reference,
     describe_trajectories,
@@ -79,6 +80,7 @@ def main(
     amplification: list | str | None = None,
     amplification_terms: list | str | None = None,
     planted: dict | None = None,
+    intervention: list | str | None = None,
 ) -> None:
     bts_table = pd.read_csv(bts, keep_default_na=False, na_values=[""])
     text = describe_findings(
@@ -105,6 +107,7 @@ def main(
         *describe_layers(_read_one(layers), alpha, adjust=adjust),
         *describe_trajectories(_read_one(trajectory)),
         *describe_amplification(_read_one(amplification), _read_one(amplification_terms), planted),
+        *describe_interventions(_read_one(intervention)),
         *describe_claims(_read_one(claims)),
     ]
     if extra:

@@ -12,6 +12,7 @@ for the HTML report and for downloads).
   trajectory                results/trajectory/A/M/ft-D.csv       (one model finetuned on one dataset)
   claims                    results/summary/claims.csv            (the claims about groups of models)
   amplification             results/summary/amplification.csv     with --dataset (finetuned on)
+  intervention              results/summary/intervention.csv      with --dataset (the intervention)
 
 Snakemake: rules table_<kind> (rules/tables.smk, one for each table artefact).
 Standalone, for a reviewer:
@@ -29,6 +30,7 @@ from biastransfer.report.amplification_report import AMPLIFICATION_REQUIRED, amp
 from biastransfer.report.claims import CLAIMS_REQUIRED, claims_frame, claims_latex
 from biastransfer.report.figures import BTS_COLUMNS
 from biastransfer.report.formatting import read_summary
+from biastransfer.report.intervention_report import INTERVENTION_REQUIRED, intervention_frame, intervention_latex
 from biastransfer.report.layer_report import PROFILE_REQUIRED, layer_frame, layer_latex
 from biastransfer.report.tables import (
     FINETUNE_COLUMNS,
@@ -82,6 +84,11 @@ KINDS = {
         AMPLIFICATION_REQUIRED,
         lambda s, o: amplification_latex(s, o["dataset"]),
         lambda s, o: amplification_frame(s, o["dataset"]),
+    ),
+    "intervention": (
+        INTERVENTION_REQUIRED,
+        lambda s, o: intervention_latex(s, o["dataset"]),
+        lambda s, o: intervention_frame(s, o["dataset"]),
     ),
 }
 

@@ -93,3 +93,64 @@ def intervention_table(
     frame = pd.DataFrame(rows, columns=[c for c in COLUMNS if c != "verdict"])
     frame["verdict"] = [verdict(r, alpha) for r in frame.to_dict("records")]
     return frame
+
+
+#: The intervention summary's columns (results/summary/intervention.csv, docs/formats.md).
+SUMMARY_COLUMNS = ("intervention", "from", "analysis_set", "model", "level", "name", "role", "threshold", "unit",
+                   "seed", "n", "untouched", "untouched_low", "untouched_high", "intervened", "intervened_low",
+                   "intervened_high", "delta", "ci_low", "ci_high", "ci_level", "pvalue", "min_pvalue", "method",
+                   "verdict")  # fmt: skip
+#: The prediction-level measures set side by side (rows of results/summary/amplification.csv).
+PREDICTION_MEASURES = ("directional", "zhao", "leakage_model", "leakage_amplification")
+
+
+def embedding_rows(table: pd.DataFrame, intervention: str, source: str, analysis_set: str, model: str) -> pd.DataFrame:
+    """An :func:`intervention_table` in the summary's columns (``level`` embedding, ``name`` the test)."""
+    return pd.DataFrame({
+        "intervention": intervention, "from": source, "analysis_set": analysis_set, "model": model,
+        "level": "embedding", "name": table["test"], "role": table["role"], "threshold": "", "unit": table["unit"],
+        "seed": table["seed"].astype(str), "n": table["n"], "untouched": table["d_untouched"],
+        "untouched_low": np.nan, "untouched_high": np.nan, "intervened": table["d_intervened"],
+        "intervened_low": np.nan, "intervened_high": np.nan, "delta": table["delta_d"], "ci_low": table["ci_low"],
+        "ci_high": table["ci_high"], "ci_level": table["ci_level"], "pvalue": table["pvalue"],
+        "min_pvalue": table["min_pvalue"], "method": table["method"], "verdict": table["verdict"],
+    }, columns=list(SUMMARY_COLUMNS))  # fmt: skip
+
+
+def side_by_side(low_u: float, high_u: float, low_i: float, high_i: float, zero_u: bool) -> str:
+    """Two networks' intervals of one prediction-level measure in words (each its own bootstrap: no paired
+    interval of the difference, so only disjoint intervals count as a difference)."""
+    if high_i < low_u:
+        text = "lower after the intervention (the intervals do not overlap)"
+    elif low_i > high_u:
+        text = "higher after the intervention (the intervals do not overlap)"
+    else:
+        text = "no difference shown (the intervals overlap)"
+    zero_i = low_i <= 0 <= high_i
+    if zero_u != zero_i:
+        text += "; the interval contains 0 " + ("after the intervention only" if zero_i else "before it only")
+    return text
+
+
+def prediction_rows(amplification: pd.DataFrame, intervention: str, source: str) -> pd.DataFrame:
+    """The finetuned networks' prediction-level measures (:data:`PREDICTION_MEASURES`) on the intervention and
+    on ``source``, matched by model, seed, measure and threshold, side by side (``level`` prediction)."""
+    finetuned = amplification[(amplification["network"] == "finetuned")
+                              & amplification["measure"].isin(PREDICTION_MEASURES)]  # fmt: skip
+    finetuned = finetuned.assign(threshold=finetuned["threshold"].fillna("").astype(str),
+                                 seed=finetuned["seed"].astype(str))  # fmt: skip
+    keys = ["model", "seed", "measure", "threshold"]
+    both = finetuned[finetuned["dataset"] == source].merge(
+        finetuned[finetuned["dataset"] == intervention], on=keys, suffixes=("_u", "_i")
+    )
+    return pd.DataFrame({
+        "intervention": intervention, "from": source, "analysis_set": "", "model": both["model"],
+        "level": "prediction", "name": both["measure"], "role": "", "threshold": both["threshold"],
+        "unit": "images", "seed": both["seed"], "n": both["n_images_i"], "untouched": both["estimate_u"],
+        "untouched_low": both["ci_low_u"], "untouched_high": both["ci_high_u"], "intervened": both["estimate_i"],
+        "intervened_low": both["ci_low_i"], "intervened_high": both["ci_high_i"],
+        "delta": both["estimate_i"] - both["estimate_u"], "ci_low": np.nan, "ci_high": np.nan,
+        "ci_level": both["level_i"], "pvalue": np.nan, "min_pvalue": np.nan, "method": "side by side",
+        "verdict": [side_by_side(a, b, c, d, a <= 0 <= b) for a, b, c, d in
+                    zip(both["ci_low_u"], both["ci_high_u"], both["ci_low_i"], both["ci_high_i"])],
+    }, columns=list(SUMMARY_COLUMNS))  # fmt: skip
