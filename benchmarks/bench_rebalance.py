@@ -75,7 +75,9 @@ def main(argv: list[str] | None = None) -> int:
         objects = [f"class{i:03d}" for i in range(10, 10 + n_objects)]  # common, but not the commonest
         for method in ("subsample", "reweight"):
             median, peak, out = timed(
-                lambda: rebalance(labels, codes, ATTRS, objects, target="independent", method=method, seed=0),
+                lambda objects=objects, method=method: rebalance(
+                    labels, codes, ATTRS, objects, target="independent", method=method, seed=0
+                ),
                 args.repeats,
             )
             shown = out.table[out.table["when"] == "after"]

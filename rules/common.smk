@@ -344,7 +344,9 @@ def compared_seeds(intervention):
 
 # The interventions compared with their untouched finetuning: both finetuned, with a seed in common.
 COMPARED_INTERVENTIONS = [
-    d for d in INTERVENTIONS if d in config["finetune"]["datasets"] and compared_seeds(d)
+    d
+    for d in INTERVENTIONS
+    if d in config["finetune"]["datasets"] and compared_seeds(d)
 ]
 
 

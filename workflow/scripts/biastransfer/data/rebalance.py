@@ -118,9 +118,7 @@ def _object_rows(labels: Labels, objects: Sequence[str]) -> dict[str, np.ndarray
     return out
 
 
-def _targets(
-    rows: Mapping[str, np.ndarray], codes: np.ndarray, k: int, target: str | float
-) -> dict[str, np.ndarray]:
+def _targets(rows: Mapping[str, np.ndarray], codes: np.ndarray, k: int, target: str | float) -> dict[str, np.ndarray]:
     """The targeted share per attribute value of each object."""
     if target != "independent" and k != 2:
         raise ValueError(f"target {target!r} needs two attribute values, the split has {k}")
@@ -141,7 +139,9 @@ def _check_reachable(rows, codes, targets, attributes) -> None:
     for obj, r in rows.items():
         counts = np.bincount(codes[r][codes[r] >= 0], minlength=len(attributes))
         if counts.sum() == 0:
-            raise ValueError(f"object {obj!r}: no image of the split shows it with an attribute, so no target is reachable")
+            raise ValueError(
+                f"object {obj!r}: no image of the split shows it with an attribute, so no target is reachable"
+            )
         for a, (n, t) in enumerate(zip(counts, targets[obj])):
             if t > 0 and n == 0:
                 raise ValueError(
@@ -256,7 +256,10 @@ def rebalance(
         keep, weights = np.ones(n, dtype=bool), _reweight(rows, codes, targets, attributes, n)
         after = weights
     table = pd.concat(
-        [_table(rows, codes, targets, attributes, ones, "before"), _table(rows, codes, targets, attributes, after, "after")],
+        [
+            _table(rows, codes, targets, attributes, ones, "before"),
+            _table(rows, codes, targets, attributes, after, "after"),
+        ],
         ignore_index=True,
     )
     return Rebalanced(method, keep, weights, table)

@@ -110,7 +110,9 @@ def run_training(
         caches = [None, None]
     weights = None
     if sample_weights is not None:
-        weights = read_weights(sample_weights, train_split.frame["image_id"].astype(str).tolist(), origin["train_sha256"])
+        weights = read_weights(
+            sample_weights, train_split.frame["image_id"].astype(str).tolist(), origin["train_sha256"]
+        )
         origin["sample_weights_sha256"] = file_digest(sample_weights)
         if (weights == 1).all():
             weights = None
