@@ -350,23 +350,18 @@ COMPARED_INTERVENTIONS = [
 ]
 
 
-def intervention_inputs(wildcards):
-    """The training split, its attribute file and the validation split of an intervention's `from`."""
-    source = config["datasets"][wildcards.intervention]["from"]
-    return {
-        "train": path("split", dataset=source, split="train"),
-        "attributes": path("attributes", dataset=source, split="train"),
-        "val": path("split", dataset=source, split="val"),
-    }
+def intervention_source_file(name, split):
+    """The input function of one file (``split`` or ``attributes``) of the ``split`` split of an
+    intervention's `from`: what it rebalances, or what it takes untouched."""
 
+    def source_file(wildcards):
+        return path(
+            name,
+            dataset=config["datasets"][wildcards.intervention]["from"],
+            split=split,
+        )
 
-def intervention_test_inputs(wildcards):
-    """The test split and its attribute file of an intervention's `from`."""
-    source = config["datasets"][wildcards.intervention]["from"]
-    return {
-        "test": path("split", dataset=source, split="test"),
-        "attributes": path("attributes", dataset=source, split="test"),
-    }
+    return source_file
 
 
 def finetune_sample_weights(wildcards):

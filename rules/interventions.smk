@@ -23,7 +23,9 @@ table_artefact(
 # Local: a few seconds of table work, less than a cluster job's start-up.
 rule intervention:
     input:
-        unpack(intervention_inputs),
+        train=intervention_source_file("split", "train"),
+        attributes=intervention_source_file("attributes", "train"),
+        val=intervention_source_file("split", "val"),
     output:
         train_out=path("split", dataset="{intervention}", split="train"),
         val_out=path("split", dataset="{intervention}", split="val"),
@@ -47,7 +49,8 @@ rule intervention:
 
 rule intervention_test_split:
     input:
-        unpack(intervention_test_inputs),
+        test=intervention_source_file("split", "test"),
+        attributes=intervention_source_file("attributes", "test"),
     output:
         test_out=path("split", dataset="{intervention}", split="test"),
         attributes_out=path("attributes", dataset="{intervention}", split="test"),
