@@ -151,3 +151,45 @@ def test_the_intervention_scripts_write_its_splits_weights_and_table(drawn, tmp_
         assert after.loc["person_a", "share"] == pytest.approx(before["person_b"])  # the skew mirrored
     with pytest.raises(ValueError, match="weights of another version"):
         read_weights(out["weights"], train.frame["image_id"].tolist(), "0" * 64)
+
+
+def amplification_rows():
+    """Two finetuned networks' directional amplification on the same test split: untouched and intervened."""
+    import pandas as pd
+
+    base = {"network": "finetuned", "model": "m", "seed": "pooled", "measure": "directional", "threshold": "0.5",
+            "level": 0.95, "replicates": 100, "n_images": 50, "n_excluded": 3, "images_per_attribute": "a: 25"}  # fmt: skip
+    return pd.DataFrame([
+        base | {"dataset": "syn", "estimate": 0.05, "ci_low": 0.02, "ci_high": 0.08},
+        base | {"dataset": "fix", "estimate": 0.0, "ci_low": -0.01, "ci_high": 0.01},
+        base | {"dataset": "fix", "network": "scratch", "estimate": 9.0, "ci_low": 8.0, "ci_high": 10.0},
+    ])  # fmt: skip
+
+
+def test_prediction_measures_side_by_side_and_the_report():
+    import pandas as pd
+
+    from biastransfer.report.findings.intervention import describe_interventions
+    from biastransfer.report.intervention_report import intervention_frame, intervention_latex
+    from biastransfer.stats.intervention import SUMMARY_COLUMNS, embedding_rows, prediction_rows
+
+    rows = prediction_rows(amplification_rows(), "fix", "syn")
+    assert len(rows) == 1  # the scratch network is not an intervened finetuning
+    row = rows.iloc[0]
+    assert (row["untouched"], row["intervened"], row["delta"]) == (0.05, 0.0, -0.05)
+    assert row["verdict"] == ("lower after the intervention (the intervals do not overlap); the interval "
+                              "contains 0 after the intervention only")  # fmt: skip
+    u, i = tables(0.8, 0.0)
+    emb = embedding_rows(intervention_table(u, i, TEST, bootstrap=200, permutations=1000), "fix", "syn", "set", "m")
+    summary = pd.concat([emb, rows], ignore_index=True)
+    assert list(summary.columns) == list(SUMMARY_COLUMNS)
+    assert len(intervention_frame(summary, "fix")) == 5
+    latex = intervention_latex(summary, "fix")
+    assert "iEAT planted on set" in latex and "directional at 0.5" in latex and "seeds as units" in latex
+    with pytest.raises(ValueError, match="no rows for intervention 'other'"):
+        intervention_frame(summary, "other")
+    text = "\n".join(describe_interventions(summary))
+    assert "Intervention **fix** against the untouched finetuning on **syn**" in text
+    assert "m, iEAT planted (planted) on set" in text and "the intervention lowered d" in text
+    assert "BiasAmp A->T at threshold 0.5 (seeds pooled): 0.050 [0.020, 0.080] untouched" in text
+    assert describe_interventions(None) == []
