@@ -682,9 +682,10 @@ RESOURCES = {
 }
 
 
-# The many small per-model analysis jobs (similarity, ieat, bts, change, trajectory, layer_profile of one
-# model, over all analysis sets and stages) share one job group per model. Local runs ignore groups; on a
-# cluster profiles/slurm's `group-components` makes each model's group one job (profiles/slurm/README.md).
+# The many small per-model analysis jobs (similarity, ieat, bts, change, trajectory, layer_profile and
+# intervention_change of one model, over all analysis sets and stages) share one job group per model.
+# Local runs ignore groups; on a cluster profiles/slurm's `group-components` makes each model's group one
+# job (profiles/slurm/README.md).
 # model_analyses (rules/analysis.smk), in the group too, reads every one of them, so that the group is
 # one connected set of jobs, which a SLURM job runs side by side (unconnected parts run one after another).
 MODEL_STATS_GROUP = "stats_{model}"
@@ -741,6 +742,11 @@ def model_analysis_tables(wildcards):
         ]
     if config["analysis"]["layers"]["enabled"]:
         tables += [path("layer_profile", analysis_set=a, model=m) for a in sets]
+    tables += [
+        path("intervention_change", dataset=d, analysis_set=a, model=m)
+        for d in COMPARED_INTERVENTIONS
+        for a in sets
+    ]
     return tables
 
 

@@ -78,6 +78,8 @@ rule intervention_change:
         "logs/intervention_change/{intervention}/{analysis_set}/{model}.log",
     benchmark:
         "results/benchmarks/intervention_change/{intervention}/{analysis_set}/{model}.tsv"
+    group:
+        MODEL_STATS_GROUP
     conda:
         "../envs/stats.yaml"
     threads: 1
