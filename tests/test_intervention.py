@@ -79,7 +79,7 @@ def config(**spec):
     "spec, message",
     [
         ({"from": "nowhere"}, "datasets.fix.from: unknown dataset 'nowhere'"),
-        ({"from": "coco"}, "'coco' is a coco dataset, whose training split has no per-image attribute file"),
+        ({"from": "coco"}, "'coco' (kind coco): its training split has no per-image attribute file"),
         ({"from": "syn", "objects": ["boat"]}, "datasets.fix.objects: 'boat' is not an object"),
     ],
 )

@@ -341,8 +341,8 @@ def intervention_problems(config: Mapping) -> list[str]:
             problems.append(f"{where}.from: unknown dataset {spec['from']!r}")
         elif source["kind"] not in INTERVENABLE:
             problems.append(
-                f"{where}.from: {spec['from']!r} is a {source['kind']} dataset, whose training split has no "
-                f"per-image attribute file here (an intervention takes a dataset of kind {', '.join(INTERVENABLE)})"
+                f"{where}.from: {spec['from']!r} (kind {source['kind']}): its training split has no per-image "
+                f"attribute file here (an intervention takes a dataset of kind {', '.join(INTERVENABLE)})"
             )
         else:
             unknown = [o for o in spec["objects"] if o not in SYNTHETIC_OBJECTS]
