@@ -221,6 +221,7 @@ rule findings:
         amplification_terms=amplification_summary("amplification_terms"),
         link=link_summary(),
         link_correlation=link_summary("link_correlation"),
+        intervention=intervention_summary(),
     output:
         **artefact_outputs("findings"),
         findings="results/summary/findings.rst",

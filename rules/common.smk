@@ -313,19 +313,108 @@ def analysis_targets():
         *attribution_targets(),
         *amplification_summary(),
         *link_summary(),
+        *intervention_summary(),
         *layer_profile_tables(),
         *trajectory_summary(),
         *model_analyses_done(config["models"]),
     ]
 
 
+# Interventions on the finetuning data (rules/interventions.smk): datasets of kind intervention, each the
+# training split of its `from` dataset rebalanced; its validation and test splits are those of `from`.
+INTERVENTIONS = [
+    d for d, s in config["datasets"].items() if s["kind"] == "intervention"
+]
+
+
+def evaluated_dataset(dataset):
+    """The dataset whose test split a dataset's networks are measured on: its own, or an intervention's
+    `from`."""
+    spec = config["datasets"][dataset]
+    return spec["from"] if spec["kind"] == "intervention" else dataset
+
+
+def compared_seeds(intervention):
+    """The finetuning seeds an intervention shares with its untouched dataset (both finetuned)."""
+    source = config["datasets"][intervention]["from"]
+    if source not in config["finetune"]["datasets"]:
+        return []
+    theirs = set(cfg.finetune_seeds(config, source))
+    return [s for s in cfg.finetune_seeds(config, intervention) if s in theirs]
+
+
+# The interventions compared with their untouched finetuning: both finetuned, with a seed in common.
+COMPARED_INTERVENTIONS = [
+    d
+    for d in INTERVENTIONS
+    if d in config["finetune"]["datasets"] and compared_seeds(d)
+]
+
+
+def intervention_source_file(name, split):
+    """The input function of one file (``split`` or ``attributes``) of the ``split`` split of an
+    intervention's `from`: what it rebalances, or what it takes untouched."""
+
+    def source_file(wildcards):
+        return path(
+            name,
+            dataset=config["datasets"][wildcards.intervention]["from"],
+            split=split,
+        )
+
+    return source_file
+
+
+def finetune_sample_weights(wildcards):
+    """An intervention's sample weights (a finetuning input; its digest joins the resume key), else none."""
+    if wildcards.dataset in INTERVENTIONS:
+        return {"sample_weights": path("sample_weights", dataset=wildcards.dataset)}
+    return {}
+
+
+def intervention_embeddings(which):
+    """The input function of the embeddings of every compared seed of the untouched (``which`` untouched) or
+    the intervened networks of one model on one analysis set."""
+
+    def embeddings(wildcards):
+        dataset = wildcards.intervention
+        if which == "untouched":
+            dataset = config["datasets"][dataset]["from"]
+        return [
+            path(
+                "embeddings",
+                analysis_set=wildcards.analysis_set,
+                model=wildcards.model,
+                stage=cfg.finetuned_stage(dataset, s),
+            )
+            for s in compared_seeds(wildcards.intervention)
+        ]
+
+    return embeddings
+
+
+def intervention_changes():
+    """Every compared intervention's comparison table, per analysis set and model."""
+    return [
+        path("intervention_change", dataset=d, analysis_set=a, model=m)
+        for d in COMPARED_INTERVENTIONS
+        for a, m in all_pairs()
+    ]
+
+
+def intervention_summary():
+    """The interventions' summary (for the findings; none without a compared intervention)."""
+    return ["results/summary/intervention.csv"] if COMPARED_INTERVENTIONS else []
+
+
 # Predictions on the evaluation split (rules/predictions.smk)
-# The finetuning datasets with a test split: the synthetic kind (real kinds: not yet), unless n_test is 0.
+# The finetuning datasets with a test split: the synthetic kind (real kinds: not yet), unless n_test is 0,
+# and the interventions on one.
 PREDICTED_DATASETS = [
     d
     for d in config["finetune"]["datasets"]
-    if config["datasets"][d]["kind"] == "synthetic"
-    and config["datasets"][d]["n_test"] > 0
+    if config["datasets"][evaluated_dataset(d)]["kind"] == "synthetic"
+    and config["datasets"][evaluated_dataset(d)]["n_test"] > 0
 ]
 
 
@@ -600,9 +689,10 @@ RESOURCES = {
 }
 
 
-# The many small per-model analysis jobs (similarity, ieat, bts, change, trajectory, layer_profile of one
-# model, over all analysis sets and stages) share one job group per model. Local runs ignore groups; on a
-# cluster profiles/slurm's `group-components` makes each model's group one job (profiles/slurm/README.md).
+# The many small per-model analysis jobs (similarity, ieat, bts, change, trajectory, layer_profile and
+# intervention_change of one model, over all analysis sets and stages) share one job group per model.
+# Local runs ignore groups; on a cluster profiles/slurm's `group-components` makes each model's group one
+# job (profiles/slurm/README.md).
 # model_analyses (rules/analysis.smk), in the group too, reads every one of them, so that the group is
 # one connected set of jobs, which a SLURM job runs side by side (unconnected parts run one after another).
 MODEL_STATS_GROUP = "stats_{model}"
@@ -659,6 +749,11 @@ def model_analysis_tables(wildcards):
         ]
     if config["analysis"]["layers"]["enabled"]:
         tables += [path("layer_profile", analysis_set=a, model=m) for a in sets]
+    tables += [
+        path("intervention_change", dataset=d, analysis_set=a, model=m)
+        for d in COMPARED_INTERVENTIONS
+        for a in sets
+    ]
     return tables
 
 

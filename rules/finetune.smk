@@ -9,6 +9,7 @@ rule finetune:
     input:
         leakage_checks(),
         unpack(finetune_cache),
+        unpack(finetune_sample_weights),
         **trajectory_io("input"),
         weights=pretrained_weights,
         train=path("split", split="train"),

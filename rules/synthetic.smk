@@ -85,3 +85,32 @@ rule synthetic_test_split:
         spec=lambda wildcards: cfg.canonical(config["datasets"][wildcards.synthetic]),
     script:
         "../workflow/scripts/synthetic_test_split.py"
+
+
+# The protected attribute of each training image of a synthetic dataset (the drawn figure, from the
+# generator's own draws): what an intervention (kind intervention, rules/interventions.smk) rebalances.
+rule synthetic_train_attributes:
+    input:
+        train=path("split", dataset="{synthetic}", split="train"),
+    output:
+        attributes=path("attributes", dataset="{synthetic}", split="train"),
+    log:
+        "logs/synthetic_train_attributes/{synthetic}.log",
+    benchmark:
+        "results/benchmarks/synthetic_train_attributes/{synthetic}.tsv"
+    localrule: True
+    conda:
+        "../envs/data.yaml"
+    threads: 1
+    resources:
+        **RESOURCES["small"],
+    params:
+        spec=lambda wildcards: cfg.canonical(
+            {
+                k: v
+                for k, v in config["datasets"][wildcards.synthetic].items()
+                if k != "n_test"
+            }
+        ),
+    script:
+        "../workflow/scripts/synthetic_train_attributes.py"

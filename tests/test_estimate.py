@@ -50,6 +50,15 @@ def by_family(table):
     return {r["family"]: r for _, r in table.iterrows()}
 
 
+def test_an_intervention_trains_on_its_sources_images_and_downloads_none(costs):
+    conf = config()
+    conf["datasets"]["fix"] = {"kind": "intervention", "from": "coco", "objects": ["car"]}
+    conf["finetune"]["datasets"] = ["coco", "fix"]
+    rows = by_family(estimate(conf, costs))
+    assert rows["download"]["images"] == 115  # coco's images once
+    assert rows["finetune"]["images"] == 2 * 2 * 2 * 110  # both datasets: seeds x epochs x (train + val)
+
+
 def test_counts_and_hours_are_the_hand_computed_ones(costs):
     rows = by_family(estimate(config(), costs))
     assert set(rows) == {"download", "finetune", "embed"}  # no cache with finetune.cache off

@@ -267,6 +267,23 @@ def test_sampler_order_and_augmentation_seeds_depend_only_on_seed_and_epoch():
     assert list(a) != list(b) and sorted(i for i, _ in b) == list(range(10))
 
 
+def test_weighted_sampler_draws_by_weight_seeded_and_never_a_zero_weight():
+    weights = np.array([0.0, 1.0, 3.0, 0.0])
+    a, b = EpochSampler(4, seed=2, weights=weights), EpochSampler(4, seed=2, weights=weights)
+    assert list(a) == list(b) and len(list(a)) == 4
+    drawn = []
+    for epoch in range(1, 301):
+        a.set_epoch(epoch)
+        drawn += [i for i, _ in a]
+    counts = np.bincount(drawn, minlength=4)
+    assert counts[0] == counts[3] == 0
+    assert 2.5 < counts[2] / counts[1] < 3.5  # 900 draws of image 2 expected, 300 of image 1
+    seeds = [s for _, s in a]
+    assert len(set(seeds)) == 4  # each draw its own augmentation seed, even of a repeated image
+    with pytest.raises(ValueError, match="sample weights"):
+        EpochSampler(3, seed=0, weights=np.zeros(3))
+
+
 @pytest.mark.slow  # about 12 s of CPU (make test-fast leaves it out)
 def test_gpu_settings_degrade_to_plain_fp32_on_cpu(data):
     cpu = torch.device("cpu")

@@ -274,12 +274,16 @@ def test_the_predictions_and_their_bias_follow_the_documented_formats(demo_run):
 
 def test_the_controls_overlay_trains_five_networks_per_arm(tmp_path):
     """Planted, none and mirrored arms of five initialisations each (the demo's democnn is one of them),
-    one finetuning seed each, and one attribution job comparing the arms."""
+    one finetuning seed each on the target and on its intervention, one attribution job comparing the
+    arms, and each network's intervened finetuning compared with its untouched one."""
     configs = [str(ROOT / "config" / name) for name in ("config.yaml", "controls.yaml")]
     done = snakemake("-n", "--cores", "1", "--configfile", *configs, cwd=tmp_path)
     jobs = planned_jobs(done.stdout)
-    assert jobs["pretrain"] == 15 and jobs["finetune"] == 15 and jobs["synthetic_dataset"] == 4
-    assert jobs["embed"] == 15 * 2 and jobs["ieat"] == 15 * 2 and jobs["attribution"] == 1
+    assert jobs["pretrain"] == 15 and jobs["finetune"] == 15 * 2 and jobs["synthetic_dataset"] == 4
+    assert jobs["embed"] == 15 * 3 and jobs["ieat"] == 15 * 3 and jobs["attribution"] == 1
+    assert jobs["intervention"] == jobs["intervention_test_split"] == jobs["synthetic_train_attributes"] == 1
+    assert jobs["intervention_change"] == 15 and jobs["intervention_summary"] == jobs["table_intervention"] == 1
+    assert jobs["predict"] == 15 * 2 and jobs["amplification"] == 1
 
 
 @pytest.mark.parametrize(

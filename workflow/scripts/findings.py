@@ -11,6 +11,7 @@ Standalone: python workflow/scripts/findings.py --ieat results/summary/ieat.csv 
 [--claims results/summary/claims.csv]
 [--amplification results/summary/amplification.csv --amplification_terms results/summary/amplification_terms.csv
 --planted '{"surfboard": "person_a"}'] [--link results/summary/link.csv --link_correlation results/summary/link_correlation.csv]
+[--intervention results/summary/intervention.csv]
 """
 
 import json
@@ -25,6 +26,7 @@ from biastransfer.report.findings import (
     describe_claims,
     describe_convergence,
     describe_findings,
+    describe_interventions,
     describe_layers,
     describe_link,
     describe_reference,
@@ -82,6 +84,7 @@ def main(
     planted: dict | None = None,
     link: list | str | None = None,
     link_correlation: list | str | None = None,
+    intervention: list | str | None = None,
 ) -> None:
     bts_table = pd.read_csv(bts, keep_default_na=False, na_values=[""])
     text = describe_findings(
@@ -109,6 +112,7 @@ def main(
         *describe_trajectories(_read_one(trajectory)),
         *describe_amplification(_read_one(amplification), _read_one(amplification_terms), planted),
         *describe_link(_read_one(link), _read_one(link_correlation)),
+        *describe_interventions(_read_one(intervention)),
         *describe_claims(_read_one(claims)),
     ]
     if extra:

@@ -10,6 +10,7 @@ set of the settings file, written by trajectory_settings.py, after its epochs in
 batches of the training batch size: the memory training needed is enough, and analysis.embed.batch_size
 reruns no training; the settings' amp false: without bf16 autocast)
 [--train_cache T.json --val_cache V.json] (read the splits' decoded-once caches instead of the image files)
+[--sample_weights W.parquet] (an intervention's sample weights of the train split: drawn with replacement)
 """
 
 import json
@@ -49,6 +50,7 @@ def main(
     trajectory: list | None = None,
     train_cache: str | None = None,
     val_cache: str | None = None,
+    sample_weights: str | None = None,
 ) -> None:
     if bool(train_cache) != bool(val_cache):
         raise ValueError("give both --train_cache and --val_cache, or neither")
@@ -106,6 +108,7 @@ def main(
         init_weights_sha256=init_sha256,
         trajectory=writer,
         cache=(train_cache, val_cache) if train_cache else None,
+        sample_weights=sample_weights,
     )
 
 

@@ -14,6 +14,7 @@ for the HTML report and for downloads).
   amplification             results/summary/amplification.csv     with --dataset (finetuned on)
   link                      results/summary/link.csv              with --dataset and --correlation
                             results/summary/link_correlation.csv
+  intervention              results/summary/intervention.csv      with --dataset (the intervention)
 
 Snakemake: rules table_<kind> (rules/tables.smk, one for each table artefact).
 Standalone, for a reviewer:
@@ -31,6 +32,7 @@ from biastransfer.report.amplification_report import AMPLIFICATION_REQUIRED, amp
 from biastransfer.report.claims import CLAIMS_REQUIRED, claims_frame, claims_latex
 from biastransfer.report.figures import BTS_COLUMNS
 from biastransfer.report.formatting import read_summary
+from biastransfer.report.intervention_report import INTERVENTION_REQUIRED, intervention_frame, intervention_latex
 from biastransfer.report.layer_report import PROFILE_REQUIRED, layer_frame, layer_latex
 from biastransfer.report.link_report import CORRELATION_REQUIRED, LINK_REQUIRED, link_frame, link_latex
 from biastransfer.report.tables import (
@@ -90,6 +92,11 @@ KINDS = {
         LINK_REQUIRED,
         lambda s, o: link_latex(s, o["correlation"], o["dataset"]),
         lambda s, o: link_frame(s, o["dataset"]),
+    ),
+    "intervention": (
+        INTERVENTION_REQUIRED,
+        lambda s, o: intervention_latex(s, o["dataset"]),
+        lambda s, o: intervention_frame(s, o["dataset"]),
     ),
 }
 

@@ -19,7 +19,7 @@ from biastransfer.claims import claims_problems, model_group_problems
 
 # stage names, for the rules (cfg.parse_stage, ...)
 from biastransfer.stages import PRETRAINED, finetuned_stage, parse_stage, scratch_stage, stage_kind  # noqa: F401
-from biastransfer.vocabulary import SYNTHETIC_CLASSES
+from biastransfer.vocabulary import SYNTHETIC_CLASSES, SYNTHETIC_OBJECTS
 from biastransfer.zoo import zoo_problems
 
 
@@ -323,6 +323,37 @@ def user_data_problems(config: Mapping) -> list[str]:
     return problems
 
 
+#: Dataset kinds whose training split has a per-image attribute file, so that an intervention can take them.
+INTERVENABLE = ("synthetic",)
+
+
+def intervention_problems(config: Mapping) -> list[str]:
+    """``datasets`` of kind intervention: ``from`` names a dataset of a kind with a training attribute file
+    (:data:`INTERVENABLE`), its objects are classes of that dataset, and only finetuning reads its sample
+    weights (a reweighting is no pretraining dataset)."""
+    datasets, problems = config["datasets"], []
+    pretrained_on = {m["pretrain"]["dataset"] for m in config["models"].values() if "pretrain" in m}
+    for name, spec in datasets.items():
+        if spec["kind"] != "intervention":
+            continue
+        where, source = f"datasets.{name}", datasets.get(spec["from"])
+        if source is None:
+            problems.append(f"{where}.from: unknown dataset {spec['from']!r}")
+        elif source["kind"] not in INTERVENABLE:
+            problems.append(
+                f"{where}.from: {spec['from']!r} (kind {source['kind']}): its training split has no per-image "
+                f"attribute file here (an intervention takes a dataset of kind {', '.join(INTERVENABLE)})"
+            )
+        else:
+            unknown = [o for o in spec["objects"] if o not in SYNTHETIC_OBJECTS]
+            if unknown:
+                problems.append(f"{where}.objects: {unknown[0]!r} is not an object of the synthetic scenes "
+                                f"({', '.join(SYNTHETIC_OBJECTS)})")  # fmt: skip
+        if spec["method"] == "reweight" and name in pretrained_on:
+            problems.append(f"{where}: a reweighting's sample weights are read by finetuning only, not pretraining")
+    return problems
+
+
 def bootstrap_problems(config: Mapping) -> list[str]:
     """Bootstrap counts (``analysis.{ieat,bts,trajectory}.bootstrap``) other than 0 below the floor that
     their interval level needs (``biastransfer.stats.floors``). Reads the config with the schema's defaults."""
@@ -377,6 +408,7 @@ def attribution_problems(config: Mapping) -> list[str]:
 #: The per-section checks of ``check_config``, in the order of the config's sections.
 SECTION_CHECKS = (
     user_data_problems,
+    intervention_problems,
     model_problems,
     finetune_problems,
     analysis_set_problems,

@@ -94,14 +94,16 @@ def estimate(config: Mapping, costs: Path = COSTS) -> pd.DataFrame:
     cache_on = ft.get("cache") in (True, "on")
     datasets = list(ft.get("datasets") or [])
     rows = []
-    splits = {d: split_images(d, config["datasets"][d], facts) for d in datasets}
+    # an intervention trains on (at most) its source's images, which its source downloads
+    entry = {d: config["datasets"][config["datasets"][d].get("from", d)] for d in datasets}
+    splits = {d: split_images(d, entry[d], facts) for d in datasets}
     analysis = {a: analysis_images(s) for a, s in config["analysis_sets"].items()}
     analysis_bytes = 0.0
     for a, s in config["analysis_sets"].items():
         kind = config["datasets"].get(s.get("dataset"), {}).get("kind")
         per = facts[(facts["kind"] == kind) & (facts["split"] == "val")]["bytes_per_image"]
         analysis_bytes += analysis[a] * (float(per.iloc[0]) if len(per) else 64 * 64 * 1.5)
-    real = [d for d in datasets if config["datasets"][d]["kind"] != "synthetic"]
+    real = [d for d in datasets if config["datasets"][d]["kind"] not in ("synthetic", "intervention")]
     download_images = sum(n for d in real for n, _ in splits[d].values()) + sum(analysis.values())
     download_bytes = sum(n * b for d in real for n, b in splits[d].values()) + analysis_bytes
     costs = {m: model_cost(m, e, models_table) for m, e in config["models"].items()}
@@ -122,7 +124,7 @@ def estimate(config: Mapping, costs: Path = COSTS) -> pd.DataFrame:
             for d in datasets
         }
         for d, setting in settings:
-            row = inputs.loc[INPUT_SIZE.get(config["datasets"][d]["kind"], "640x480")]
+            row = inputs.loc[INPUT_SIZE.get(entry[d]["kind"], "640x480")]
             n = sum(k for k, _ in splits[d].values())
             rows.append(
                 {
@@ -137,7 +139,7 @@ def estimate(config: Mapping, costs: Path = COSTS) -> pd.DataFrame:
     for m, c in costs.items():
         images = cpu = gpu = disk = 0.0
         for d in datasets:
-            row = inputs.loc[INPUT_SIZE.get(config["datasets"][d]["kind"], "640x480")]
+            row = inputs.loc[INPUT_SIZE.get(entry[d]["kind"], "640x480")]
             decode = row["cache_s_per_image"] if cache_on else row["files_s_per_image"]
             epochs = finetune_params(config, m, d)["epochs"]
             runs = len(finetune_seeds(config, d))

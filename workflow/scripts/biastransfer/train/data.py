@@ -92,11 +92,19 @@ class EpochSampler(Sampler):
     """A shuffled order per epoch that depends only on (seed, epoch); yields ``(index, item_seed)``.
 
     The workflow keeps one loader (and its persistent workers) for the whole run and calls
-    :meth:`set_epoch` before each epoch, as with ``DistributedSampler``.
+    :meth:`set_epoch` before each epoch, as with ``DistributedSampler``. With ``weights`` (an
+    intervention's sample weights, one per image), each epoch draws ``n`` images with replacement,
+    image ``i`` with probability ``weights[i] / sum(weights)``; each draw has its own item seed.
     """
 
-    def __init__(self, n: int, seed: int):
+    def __init__(self, n: int, seed: int, weights: np.ndarray | None = None):
         self.n, self.seed, self.epoch = n, seed, 1
+        self.weights = None
+        if weights is not None:
+            weights = torch.as_tensor(np.asarray(weights, dtype=np.float64))
+            if weights.shape != (n,) or not torch.isfinite(weights).all() or (weights < 0).any() or weights.sum() <= 0:
+                raise ValueError(f"sample weights: {n} finite non-negative weights, not all 0, are needed")
+            self.weights = weights
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
@@ -106,7 +114,11 @@ class EpochSampler(Sampler):
 
     def __iter__(self) -> Iterator[tuple[int, int]]:
         base = epoch_seed(self.seed, self.epoch)
-        order = torch.randperm(self.n, generator=torch.Generator().manual_seed(base)).tolist()
+        generator = torch.Generator().manual_seed(base)
+        if self.weights is not None:
+            drawn = torch.multinomial(self.weights, self.n, replacement=True, generator=generator).tolist()
+            return iter([(i, (base * 1_000_003 + j) % 2**62) for j, i in enumerate(drawn)])
+        order = torch.randperm(self.n, generator=generator).tolist()
         return iter([(i, (base * 1_000_003 + i) % 2**62) for i in order])
 
 

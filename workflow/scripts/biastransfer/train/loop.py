@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch import nn
 from torch.utils.data import DataLoader
@@ -178,6 +179,7 @@ def train_classifier(
     log: Callable[[str], None] = print,
     device: str | torch.device = "cpu",
     after_epoch: Callable[[int, nn.Module], None] | None = None,
+    sample_weights: np.ndarray | None = None,
 ) -> TrainResult:
     """Train ``model`` (logits for ``train_set.classes``) and keep the best epoch by validation metric.
 
@@ -188,6 +190,8 @@ def train_classifier(
     with FloatingPointError. ``after_epoch(epoch, model)`` runs after each epoch's validation, before
     its resume state is saved (so an epoch whose state was saved has had its call), with the model in
     eval mode; what it does with the torch random state does not reach training (each epoch reseeds).
+    ``sample_weights``: one per training image, drawn by :class:`EpochSampler` with replacement (an
+    intervention by reweighting); their digest belongs in ``identity``.
     """
     device = torch.device(device)
     rt = Runtime.resolve(cfg, device)
@@ -220,7 +224,7 @@ def train_classifier(
     step_model = torch.compile(model) if rt.compile else model
     if cfg.compile and not rt.compile:
         log("compile is only used on CUDA; running eagerly")
-    sampler = EpochSampler(len(train_set), cfg.seed)
+    sampler = EpochSampler(len(train_set), cfg.seed, sample_weights)
     loader = make_loader(train_set, cfg, device, sampler=sampler, drop_last=len(train_set) > cfg.batch_size)
     # Validation workers live only while validation runs (the training workers then wait for the next
     # epoch), so that no more than num_workers decode at any time.

@@ -12,6 +12,7 @@ import torch
 
 from biastransfer.atomic import write_csv, write_text
 from biastransfer.data.cache import CacheSetting, ImageCache
+from biastransfer.data.rebalance import read_weights
 from biastransfer.data.splits import read_split
 from biastransfer.hashing import file_digest
 from biastransfer.models.checkpoints import save_checkpoint
@@ -60,6 +61,7 @@ def run_training(
     init_weights_sha256: str | None = None,
     trajectory: TrajectoryWriter | None = None,
     cache: tuple[str, str] | None = None,
+    sample_weights: str | None = None,
 ) -> dict:
     """Train ``build(classes)`` on the ``train`` split, validate on ``val``; return the metrics written.
 
@@ -74,6 +76,9 @@ def run_training(
     moves them into its output folders once the run's other outputs are written. ``cache``: the index
     files of the train and val splits' decoded-once caches (:mod:`biastransfer.data.cache`), checked
     against the splits and read instead of the image files; the cache setting joins the resume key.
+    ``sample_weights``: an intervention's weights file of the ``train`` split
+    (:func:`~biastransfer.data.rebalance.read_weights`); a file of weights all 1 (a subsample) trains as
+    without one. Its digest joins the resume key and the metrics.
     """
     train_config(hyper, seed, num_workers)  # bad hyper-parameters fail before the splits are read
     torch.set_num_threads(max(1, threads))
@@ -103,6 +108,14 @@ def run_training(
         origin["cache"] = setting.name
     else:
         caches = [None, None]
+    weights = None
+    if sample_weights is not None:
+        weights = read_weights(
+            sample_weights, train_split.frame["image_id"].astype(str).tolist(), origin["train_sha256"]
+        )
+        origin["sample_weights_sha256"] = file_digest(sample_weights)
+        if (weights == 1).all():
+            weights = None
     torch.manual_seed(seed)  # the new head (and a from-scratch model) start from seeded weights
     model = build(train_split.classes)
     pre = spec.preprocess
@@ -122,6 +135,7 @@ def run_training(
         log=log,
         device=device,
         after_epoch=trajectory,
+        sample_weights=weights,
     )
     model.load_state_dict(result.best_state)
     metrics = {

@@ -1,0 +1,120 @@
+# Interventions on the finetuning data (datasets of kind intervention; docs/finetuning.md): the training
+# split of `from` rebalanced with respect to each image's protected attribute beside a list of objects,
+# finetuned like any dataset, then compared with the untouched finetuning on the same networks and images:
+# the paired change of d per seed (images as units) and over seeds (seeds as units), and the
+# prediction-level measures side by side (results/summary/intervention.csv and its table).
+
+
+wildcard_constraints:
+    intervention=names_pattern(INTERVENTIONS),
+
+
+table_artefact(
+    "intervention",
+    "results/summary/intervention.csv",
+    "results/tables/intervention_{dataset}",
+    caption="table_intervention.rst",
+    section="Interventions",
+    title="The intervention {dataset} against the untouched finetuning",
+    instances=combinations(dataset=COMPARED_INTERVENTIONS),
+)
+
+
+# Local: a few seconds of table work, less than a cluster job's start-up.
+rule intervention:
+    input:
+        train=intervention_source_file("split", "train"),
+        attributes=intervention_source_file("attributes", "train"),
+        val=intervention_source_file("split", "val"),
+    output:
+        train_out=path("split", dataset="{intervention}", split="train"),
+        val_out=path("split", dataset="{intervention}", split="val"),
+        weights=path("sample_weights", dataset="{intervention}"),
+        cooccurrence=path("cooccurrence", dataset="{intervention}"),
+    log:
+        "logs/intervention/{intervention}.log",
+    benchmark:
+        "results/benchmarks/intervention/{intervention}.tsv"
+    localrule: True
+    conda:
+        "../envs/data.yaml"
+    threads: 1
+    resources:
+        **RESOURCES["stats"],
+    params:
+        spec=lambda wildcards: cfg.canonical(config["datasets"][wildcards.intervention]),
+    script:
+        "../workflow/scripts/intervention.py"
+
+
+rule intervention_test_split:
+    input:
+        test=intervention_source_file("split", "test"),
+        attributes=intervention_source_file("attributes", "test"),
+    output:
+        test_out=path("split", dataset="{intervention}", split="test"),
+        attributes_out=path("attributes", dataset="{intervention}", split="test"),
+    log:
+        "logs/intervention_test_split/{intervention}.log",
+    benchmark:
+        "results/benchmarks/intervention_test_split/{intervention}.tsv"
+    localrule: True
+    conda:
+        "../envs/data.yaml"
+    threads: 1
+    resources:
+        **RESOURCES["small"],
+    script:
+        "../workflow/scripts/intervention_test_split.py"
+
+
+rule intervention_change:
+    input:
+        untouched=intervention_embeddings("untouched"),
+        intervened=intervention_embeddings("intervened"),
+    output:
+        table=path("intervention_change", dataset="{intervention}"),
+    log:
+        "logs/intervention_change/{intervention}/{analysis_set}/{model}.log",
+    benchmark:
+        "results/benchmarks/intervention_change/{intervention}/{analysis_set}/{model}.tsv"
+    group:
+        MODEL_STATS_GROUP
+    conda:
+        "../envs/stats.yaml"
+    threads: 1
+    resources:
+        **RESOURCES["stats"],
+    params:
+        tests=lambda wildcards: cfg.canonical(
+            config["analysis_sets"][wildcards.analysis_set]["ieat"]
+        ),
+        bootstrap=config["analysis"]["ieat"]["bootstrap"],
+        ci_level=config["analysis"]["ieat"]["ci_level"],
+        seed=config["analysis"]["ieat"]["seed"],
+        permutations=config["analysis"]["ieat"]["permutations"],
+        alpha=config["analysis"]["ieat"]["alpha"],
+    script:
+        "../workflow/scripts/intervention_change.py"
+
+
+rule intervention_summary:
+    input:
+        changes=intervention_changes(),
+        amplification=amplification_summary(),
+    output:
+        summary="results/summary/intervention.csv",
+    log:
+        "logs/intervention_summary.log",
+    benchmark:
+        "results/benchmarks/intervention_summary.tsv"
+    localrule: True
+    conda:
+        "../envs/stats.yaml"
+    threads: 1
+    resources:
+        **RESOURCES["gather"],
+    params:
+        sources={d: config["datasets"][d]["from"] for d in COMPARED_INTERVENTIONS},
+    script:
+        "../workflow/scripts/intervention_summary.py"

@@ -1,0 +1,195 @@
+"""The intervention comparison (biastransfer.stats.intervention): planted moves found, null data not, and the
+verdicts in words; the intervention's config checks."""
+
+import numpy as np
+import pytest
+
+from biastransfer.config import intervention_problems
+from biastransfer.embeddings import EmbeddingTable
+from biastransfer.stats.ieat import ieat
+from biastransfer.stats.intervention import direction, intervention_table
+
+TEST = [{"name": "planted", "X": "x", "Y": "y", "A": "a", "B": "b", "role": "planted"}]
+DIMS, N = 8, 30
+
+
+def network(rng, pull: float) -> EmbeddingTable:
+    """An analysis set's embeddings: x images ``pull`` towards a's direction, y towards b's."""
+    e = np.eye(DIMS)
+    means = {"x": 0.3 * e[2] + pull * e[0], "y": 0.3 * e[2] + pull * e[1], "a": e[0], "b": e[1]}
+    ids, classes, rows = [], [], []
+    for cls, mean in means.items():
+        for i in range(N):
+            ids.append(f"{cls}{i}")
+            classes.append(cls)
+            rows.append(mean + 0.5 * rng.normal(size=DIMS))
+    return EmbeddingTable(np.array(ids), np.array(classes), np.array(rows, dtype=np.float32))
+
+
+def tables(untouched_pull, intervened_pull, seeds=(0, 1, 2)):
+    rng = np.random.default_rng(7)
+    return ({s: network(rng, untouched_pull) for s in seeds}, {s: network(rng, intervened_pull) for s in seeds})
+
+
+def test_a_planted_move_is_found_per_seed_and_over_seeds():
+    u, i = tables(0.8, 0.0)
+    out = intervention_table(u, i, TEST, bootstrap=400, seed=0, permutations=1000)
+    per_seed = out[out["unit"] == "images"]
+    assert len(per_seed) == 3 and (per_seed["ci_high"] < 0).all()
+    first = u[0]
+    d = ieat(*(first.of_class(c) for c in "xyab"), bootstrap=0).effect_size
+    assert per_seed["d_untouched"].iloc[0] == pytest.approx(d, abs=1e-6)
+    seeds = out[out["unit"] == "seeds"].iloc[0]
+    assert seeds["n"] == 3 and seeds["ci_high"] < 0 and seeds["delta_d"] == pytest.approx(per_seed["delta_d"].mean())
+    assert seeds["min_pvalue"] == 0.25  # 2 / 2^3, two-sided
+    assert seeds["verdict"].startswith("the intervention lowered d")
+    assert "cannot go below 0.25 with 3 seeds" in seeds["verdict"]
+
+
+def test_no_move_on_null_data():
+    u, i = tables(0.5, 0.5)
+    out = intervention_table(u, i, TEST, bootstrap=400, seed=0, permutations=1000)
+    assert (out["ci_low"] < 0).all() and (out["ci_high"] > 0).all()
+    assert out["verdict"].str.startswith("no change of d shown").all()
+
+
+def test_one_seed_is_not_tested_over_seeds_and_seeds_must_match():
+    u, i = tables(0.8, 0.0, seeds=(4,))
+    out = intervention_table(u, i, TEST, bootstrap=400)
+    assert out[out["unit"] == "seeds"]["verdict"].iloc[0] == "not tested (fewer than 2 seeds)"
+    with pytest.raises(ValueError, match=r"untouched seeds \[4\] and intervened seeds \[5\]"):
+        intervention_table(u, {5: i[4]}, TEST, bootstrap=400)
+
+
+@pytest.mark.parametrize("low, high, word", [(-0.3, -0.1, "lowered"), (0.1, 0.2, "raised"), (-0.1, 0.2, "unchanged"),
+                                             (np.nan, np.nan, "untested")])  # fmt: skip
+def test_direction(low, high, word):
+    assert direction(low, high) == word
+
+
+def config(**spec):
+    return {
+        "models": {},
+        "datasets": {"syn": {"kind": "synthetic"}, "coco": {"kind": "coco"},
+                     "fix": {"kind": "intervention", "objects": ["surfboard"], "method": "subsample"} | spec},
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ({"from": "nowhere"}, "datasets.fix.from: unknown dataset 'nowhere'"),
+        ({"from": "coco"}, "'coco' (kind coco): its training split has no per-image attribute file"),
+        ({"from": "syn", "objects": ["boat"]}, "datasets.fix.objects: 'boat' is not an object"),
+    ],
+)
+def test_config_problems_are_named(spec, message):
+    problems = intervention_problems(config(**spec))
+    assert len(problems) == 1 and message in problems[0]
+    assert intervention_problems(config(**{"from": "syn"})) == []
+
+
+SPEC = {"kind": "synthetic", "size": 16, "n_train": 80, "n_val": 10, "label_groups": True, "p_person": 0.9,
+        "p_object": 0.9, "cooccurrence": {"surfboard": 0.9}, "p_occluded": 0.5, "seed": 3}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def drawn(tmp_path_factory):
+    """A small synthetic dataset's splits and its training split's attribute file."""
+    from report_site import script
+
+    root = tmp_path_factory.mktemp("syn")
+    files = {k: str(root / f"{k}.parquet") for k in ("train", "val", "attributes")}
+    script("synthetic_dataset").main(SPEC, str(root / "images"), files["train"], files["val"], synthetic="syn")
+    script("synthetic_train_attributes").main(SPEC, files["train"], files["attributes"], synthetic="syn")
+    return root, files
+
+
+def test_the_training_attribute_is_the_drawn_figure(drawn, tmp_path):
+    from report_site import script
+
+    from biastransfer.data.attributes import read_attributes
+    from biastransfer.data.splits import read_split
+    from biastransfer.hashing import file_digest
+
+    _, files = drawn
+    split, attrs = read_split(files["train"]), read_attributes(files["attributes"])
+    assert attrs.split == "train" and attrs.split_sha256 == file_digest(files["train"])
+    figures = [next((g for g in ("person_a", "person_b") if g in labels), None) for labels in split.frame["labels"]]
+    assert list(attrs.of(split.frame["image_id"].tolist(), where="t")) == figures  # labelled groups: the figure
+    with pytest.raises(ValueError, match="image 'syn-train-0000"):
+        script("synthetic_train_attributes").main(SPEC | {"seed": 4}, files["train"], str(tmp_path / "a.parquet"))
+
+
+@pytest.mark.parametrize("target, method", [("independent", "subsample"), ("reversed", "reweight")])
+def test_the_intervention_scripts_write_its_splits_weights_and_table(drawn, tmp_path, target, method):
+    import pandas as pd
+    from report_site import script
+
+    from biastransfer.data.rebalance import read_weights
+    from biastransfer.data.splits import read_split
+    from biastransfer.hashing import file_digest
+
+    _, files = drawn
+    out = {k: str(tmp_path / f"{k}.parquet") for k in ("train", "val", "weights")}
+    spec = {"kind": "intervention", "from": "syn", "objects": ["surfboard"], "target": target, "method": method,
+            "seed": 1}  # fmt: skip
+    script("intervention").main(files["train"], files["attributes"], files["val"], spec, "fix", out["train"],
+                                out["val"], out["weights"], str(tmp_path / "c.csv"))  # fmt: skip
+    source, train, val = read_split(files["train"]), read_split(out["train"]), read_split(out["val"])
+    assert train.dataset == val.dataset == "fix" and train.classes == source.classes
+    assert val.frame.equals(read_split(files["val"]).frame)
+    weights = read_weights(out["weights"], train.frame["image_id"].tolist(), file_digest(out["train"]))
+    table = pd.read_csv(tmp_path / "c.csv")
+    after = table[table["when"] == "after"].set_index("attribute")
+    if method == "subsample":
+        assert len(train.frame) < len(source.frame) and (weights == 1).all()
+        assert abs(after.loc["person_a", "images"] - after["target"].iloc[0] * after["images"].sum()) <= 1
+    else:
+        assert train.frame.equals(source.frame) and weights.sum() == pytest.approx(len(source.frame))
+        before = table[table["when"] == "before"].set_index("attribute")["share"]
+        assert after.loc["person_a", "share"] == pytest.approx(before["person_b"])  # the skew mirrored
+    with pytest.raises(ValueError, match="weights of another version"):
+        read_weights(out["weights"], train.frame["image_id"].tolist(), "0" * 64)
+
+
+def amplification_rows():
+    """Two finetuned networks' directional amplification on the same test split: untouched and intervened."""
+    import pandas as pd
+
+    base = {"network": "finetuned", "model": "m", "seed": "pooled", "measure": "directional", "threshold": "0.5",
+            "level": 0.95, "replicates": 100, "n_images": 50, "n_excluded": 3, "images_per_attribute": "a: 25"}  # fmt: skip
+    return pd.DataFrame([
+        base | {"dataset": "syn", "estimate": 0.05, "ci_low": 0.02, "ci_high": 0.08},
+        base | {"dataset": "fix", "estimate": 0.0, "ci_low": -0.01, "ci_high": 0.01},
+        base | {"dataset": "fix", "network": "scratch", "estimate": 9.0, "ci_low": 8.0, "ci_high": 10.0},
+    ])  # fmt: skip
+
+
+def test_prediction_measures_side_by_side_and_the_report():
+    import pandas as pd
+
+    from biastransfer.report.findings.intervention import describe_interventions
+    from biastransfer.report.intervention_report import intervention_frame, intervention_latex
+    from biastransfer.stats.intervention import SUMMARY_COLUMNS, embedding_rows, prediction_rows
+
+    rows = prediction_rows(amplification_rows(), "fix", "syn")
+    assert len(rows) == 1  # the scratch network is not an intervened finetuning
+    row = rows.iloc[0]
+    assert (row["untouched"], row["intervened"], row["delta"]) == (0.05, 0.0, -0.05)
+    assert row["verdict"] == ("lower after the intervention (the intervals do not overlap); the interval "
+                              "contains 0 after the intervention only")  # fmt: skip
+    u, i = tables(0.8, 0.0)
+    emb = embedding_rows(intervention_table(u, i, TEST, bootstrap=200, permutations=1000), "fix", "syn", "set", "m")
+    summary = pd.concat([emb, rows], ignore_index=True)
+    assert list(summary.columns) == list(SUMMARY_COLUMNS)
+    assert len(intervention_frame(summary, "fix")) == 5
+    latex = intervention_latex(summary, "fix")
+    assert "iEAT planted on set" in latex and "directional at 0.5" in latex and "seeds as units" in latex
+    with pytest.raises(ValueError, match="no rows for intervention 'other'"):
+        intervention_frame(summary, "other")
+    text = "\n".join(describe_interventions(summary))
+    assert "Intervention **fix** against the untouched finetuning on **syn**" in text
+    assert "m, iEAT planted (planted) on set" in text and "the intervention lowered d" in text
+    assert "BiasAmp A->T at threshold 0.5 (seeds pooled): 0.050 [0.020, 0.080] untouched" in text
+    assert describe_interventions(None) == []

@@ -1,0 +1,45 @@
+"""An intervention against the untouched finetuning, for one model on one analysis set: the same images in
+the networks finetuned on ``from`` and on the intervention with the same seeds (biastransfer.stats.intervention).
+
+One row per iEAT and seed (the paired change of d, images as units) and one per iEAT over the seeds (seeds as
+units), each with its interval, p-value and verdict in words.
+
+Standalone: python workflow/scripts/intervention_change.py --untouched ft-S-seed0.parquet ft-S-seed1.parquet
+--intervened ft-I-seed0.parquet ft-I-seed1.parquet --tests '[{"name": "t", "X": "person_a", "Y": "person_b",
+"A": "surfboard", "B": "car"}]' --bootstrap 2000 --ci_level 0.95 --seed 0 --permutations 100000 --alpha 0.05
+--table out.csv
+"""
+
+from pathlib import Path
+
+from biastransfer.atomic import write_csv
+from biastransfer.embeddings import read_embeddings
+from biastransfer.scripting import run
+from biastransfer.stages import parse_stage
+from biastransfer.stats.intervention import intervention_table
+
+
+def by_seed(paths: list) -> tuple[str, dict]:
+    """``(dataset, {seed: embeddings})`` of finetuned stages' embedding files of one dataset."""
+    paths = [paths] if isinstance(paths, str) else list(paths)
+    stages = [parse_stage(Path(p).stem) for p in paths]
+    datasets = {d for d, _ in stages}
+    if len(datasets) != 1:
+        raise ValueError(f"{', '.join(paths)}: embeddings of networks finetuned on {sorted(map(str, datasets))}, "
+                         "not on one dataset")  # fmt: skip
+    return datasets.pop(), {s: read_embeddings(p) for (_, s), p in zip(stages, paths)}
+
+
+def main(untouched: list, intervened: list, tests: list, bootstrap: int, ci_level: float, seed: int,
+         permutations: int, alpha: float, table: str) -> None:  # fmt: skip
+    if bootstrap < 1:
+        raise ValueError("analysis.ieat.bootstrap is 0: the per-seed change of d needs bootstrap replicates")
+    _, before = by_seed(untouched)
+    _, after = by_seed(intervened)
+    frame = intervention_table(before, after, tests, bootstrap=bootstrap, ci_level=ci_level, seed=seed,
+                               permutations=permutations, alpha=alpha)  # fmt: skip
+    write_csv(table, frame)
+
+
+if __name__ == "__main__":
+    run(main, globals().get("snakemake"))

@@ -1,0 +1,36 @@
+"""Every intervention against its untouched finetuning in one table (results/summary/intervention.csv,
+docs/formats.md): the embedding-level comparisons of every analysis set and model, and the prediction-level
+measures of the same networks side by side (from results/summary/amplification.csv, when there is one).
+
+Standalone: python workflow/scripts/intervention_summary.py
+--changes results/interventions/I/synthetic/democnn.csv --sources '{"I": "S"}'
+[--amplification results/summary/amplification.csv] --summary results/summary/intervention.csv
+"""
+
+from pathlib import Path
+
+import pandas as pd
+
+from biastransfer.atomic import write_csv
+from biastransfer.scripting import run
+from biastransfer.stats.intervention import embedding_rows, prediction_rows
+
+
+def main(changes: list, sources: dict, summary: str, amplification: list | str | None = None) -> None:
+    changes = [changes] if isinstance(changes, str) else list(changes)
+    frames = []
+    for path in changes:  # results/interventions/{intervention}/{analysis_set}/{model}.csv
+        intervention, analysis_set, model = Path(path).parts[-3], Path(path).parts[-2], Path(path).stem
+        if intervention not in sources:
+            raise ValueError(f"{path}: intervention {intervention!r} is not one of {', '.join(sources)}")
+        table = pd.read_csv(path, keep_default_na=False, na_values=[""], dtype={"seed": str, "role": str})
+        frames.append(embedding_rows(table, intervention, sources[intervention], analysis_set, model))
+    amplification = [amplification] if isinstance(amplification, str) else list(amplification or [])
+    if amplification:
+        amp = pd.read_csv(amplification[0], keep_default_na=False, na_values=[""], dtype={"seed": str})
+        frames += [prediction_rows(amp, i, s) for i, s in sources.items()]
+    write_csv(summary, pd.concat(frames, ignore_index=True))
+
+
+if __name__ == "__main__":
+    run(main, globals().get("snakemake"))
