@@ -43,6 +43,28 @@ def change_rows(run_tables):
     return read_summary(run_tables["paths"]["similarity_change"], figures.SIMILARITY_CHANGE_COLUMNS)
 
 
+def test_the_similarity_figures_fit_a_page_with_four_finetuning_datasets(run_tables):
+    """A run with interventions finetunes on more datasets than the paper's two: the title gets a line per
+    dataset and the legend one column, so the figure keeps a page's width and readable type."""
+
+    def more(frame):
+        copies = [frame]
+        for name in ("coco_rebalanced_independent", "coco_rebalanced_reversed"):
+            rows = frame[frame["finetune_dataset"] == "coco"].copy()
+            rows["finetune_dataset"] = name
+            if "stage" in rows:
+                rows["stage"] = rows["stage"].str.replace("ft-coco-", f"ft-{name}-", regex=False)
+            copies.append(rows)
+        return pd.concat(copies, ignore_index=True)
+
+    sims, bts, change = (more(t) for t in (run_tables["similarity"], run_tables["bts"], change_rows(run_tables)))
+    where = dict(analysis_set="coco", model="resnet18", alpha=0.05)
+    for build in (figures.intra_figure, figures.inter_figure):
+        fig = build(sims, bts, change, **where)
+        assert len(fig.axes[0].get_legend().get_texts()) == 5
+        assert style.print_size_problems(fig) == [], build.__name__
+
+
 def test_intra_figure_shows_levels_with_se_intervals_and_seed_points_and_the_change_with_its_interval(run_tables):
     sims, bts, change = run_tables["similarity"], run_tables["bts"], change_rows(run_tables)
     fig = figures.intra_figure(sims, bts, change, alpha=0.05, analysis_set="coco", model="resnet18")

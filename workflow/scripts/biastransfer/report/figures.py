@@ -134,7 +134,8 @@ def _bts_text(bts_rows: pd.DataFrame, groups: Sequence[str], rule: Significance)
         floor = float(r["pvalue_floor"]) if "pvalue_floor" in r else None
         parts.append(f"{dataset}: BTS ρ = {r['statistic']:.3f}{rule.stars(r[rule.column])} "
                      f"({p_text(float(r['pvalue']), floor)}, {'' if rule.significant(r[rule.column]) else 'not '}significant)")  # fmt: skip
-    return "; ".join(parts) + (f"\n{rule.legend()}" if parts else "")
+    # a line each beyond two finetuning datasets, so that the title fits a page
+    return ("; " if len(parts) <= 2 else "\n").join(parts) + (f"\n{rule.legend()}" if parts else "")
 
 
 def key_label(key: str) -> str:
@@ -181,7 +182,8 @@ def _similarity_figure(similarity, bts, change, *, analysis_set, model, kind, co
     x = np.arange(len(keys))
     shift = _offsets(len(groups))
     with paper_style():
-        fig, (top, bottom) = paper_figure("double", 4.4, nrows=2, sharex=True, height_ratios=[1.1, 1])
+        extra = 0.6 * max(0, len(groups) - 3)  # the title's and legend's lines of a third finetuning dataset on
+        fig, (top, bottom) = paper_figure("double", 4.4 + extra, nrows=2, sharex=True, height_ratios=[1.1, 1])
         for i, group in enumerate(groups):
             colour, marker = STAGE_COLOURS[i % len(STAGE_COLOURS)], STAGE_MARKERS[i % len(STAGE_MARKERS)]
             part = table[table["group"] == group].set_index("key").loc[keys]
@@ -227,7 +229,8 @@ def _similarity_figure(similarity, bts, change, *, analysis_set, model, kind, co
         bottom.set_xticks(x, [key_label(k) for k in keys], rotation=35 if kind == "inter" or len(keys) > 8 else 0,
                           ha="right" if kind == "inter" or len(keys) > 8 else "center")  # fmt: skip
         bottom.set_xlim(-0.6, len(keys) - 0.4)
-        top.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncols=2, borderaxespad=0.2)
+        # two columns fit a page for the pretrained network and up to two finetuning datasets
+        top.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncols=2 if len(groups) <= 3 else 1, borderaxespad=0.2)
         bottom.legend(loc="best", ncols=1)
         shaded = (
             f"; shaded: the {control_class} control"
