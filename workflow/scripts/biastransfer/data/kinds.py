@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
 from biastransfer.atomic import atomic_path
 from biastransfer.data import coco, openimages
@@ -33,6 +34,24 @@ class GenderWords:
     male: Sequence[str]
     female: Sequence[str]
     punctuation: str = "space"
+    name: str = "gender words"
+
+
+def read_gender_words(path: str | Path, name: str | None) -> GenderWords:
+    """The word lists called ``name`` (the file's ``default`` when None) in a gender-words file
+    (resources/gender_words.yaml); ValueError naming the file and the list."""
+    data = yaml.safe_load(Path(path).read_text())
+    name = name or data["default"]
+    if name not in data["lists"]:
+        raise ValueError(f"{path}: gender_words.list: unknown list {name!r}; known: {sorted(data['lists'])}")
+    entry = data["lists"][name]
+    log.info("gender words %r from %s (%s)", name, path, " ".join(entry["source"].split()))
+    return GenderWords(entry["male"], entry["female"], entry.get("punctuation", "space"), name)
+
+
+def evaluation(dataset: Mapping) -> dict:
+    """A dataset's ``evaluation`` options (its evaluation split; docs/datasets.md), empty when not set."""
+    return dict(dataset.get("evaluation") or {})
 
 
 def unzip(archive: Path, into: Path, members: tuple = ()) -> int:
@@ -122,22 +141,53 @@ class Coco:
             **options,
         )
 
+    def _val2017(self, dataset: Mapping, name: str, exclude: set[str]) -> Split:
+        inst = coco.load_instances(Path(dataset["root"]) / "annotations" / "instances_val2017.json")
+        return coco.make_split(
+            inst,
+            dataset=name,
+            name="val",
+            root=Path(dataset["root"]),
+            exclude=exclude,
+            drop_unlabeled=dataset.get("drop_unlabeled", False),
+        )
+
+    def _holdout(self, dataset: Mapping, name: str, exclude: set[str]) -> tuple[Split, Split]:
+        opts = evaluation(dataset)
+        return coco.holdout(
+            self._val2017(dataset, name, exclude), float(opts.get("holdout", 0)), seed=int(opts.get("seed", 0))
+        )
+
     def make_splits(self, dataset: Mapping, name: str, exclude: set[str]) -> tuple[Split, Split]:
-        root = Path(dataset["root"])
-        out = []
-        for split, source in (("train", "train2017"), ("val", "val2017")):
-            inst = coco.load_instances(root / "annotations" / f"instances_{source}.json")
-            out.append(
-                coco.make_split(
-                    inst,
-                    dataset=name,
-                    name=split,
-                    root=root,
-                    exclude=exclude,
-                    drop_unlabeled=dataset.get("drop_unlabeled", False),
-                )
-            )
-        return out[0], out[1]
+        inst = coco.load_instances(Path(dataset["root"]) / "annotations" / "instances_train2017.json")
+        train = coco.make_split(
+            inst,
+            dataset=name,
+            name="train",
+            root=Path(dataset["root"]),
+            exclude=exclude,
+            drop_unlabeled=dataset.get("drop_unlabeled", False),
+        )
+        return train, self._holdout(dataset, name, exclude)[0]
+
+    def test_split(self, dataset: Mapping, name: str, exclude: set[str]) -> Split:
+        """val2017 less the analysis images: all of it (then also the model-selection split) or its
+        seeded ``evaluation.holdout``."""
+        return self._holdout(dataset, name, exclude)[1]
+
+    def attribute_classes(self, split: Split, values: tuple) -> tuple[str, ...]:
+        """The person category: left out of the measured tasks."""
+        return tuple(c for c in split.classes if c == coco.DEFAULT_CURATION["person_category"])
+
+    def test_attributes(self, dataset: Mapping, split: Split, words: GenderWords | None) -> tuple[tuple, pd.DataFrame]:
+        """(attribute values, frame) of the evaluation split from the val2017 captions and ``words``."""
+        if words is None:
+            raise ValueError("a COCO evaluation split needs gender word lists (evaluation.gender_words)")
+        captions = coco.load_captions(Path(dataset["root"]) / "annotations" / "captions_val2017.json")
+        frame = coco.caption_attributes(
+            split.frame["image_id"], captions, words.male, words.female, punctuation=words.punctuation, words=words.name
+        )
+        return coco.ATTRIBUTES, frame
 
 
 class OpenImages:
@@ -191,6 +241,33 @@ class OpenImages:
                 )
             )
         return out[0], out[1]
+
+    def test_split(self, dataset: Mapping, name: str, exclude: set[str]) -> Split:
+        """The V4 test split (human-verified labels) less ``exclude``, or a seeded ``evaluation.subset`` of it."""
+        opts, classes = evaluation(dataset), self._classes(dataset)
+        return openimages.make_split(
+            self._labels(dataset, "test", classes),
+            classes,
+            dataset=name,
+            name="test",
+            source_split="test",
+            root=Path(dataset["root"]),
+            exclude=exclude,
+            subset=opts.get("subset"),
+            seed=int(opts.get("seed", 0)),
+        )
+
+    def attribute_classes(self, split: Split, values: tuple) -> tuple[str, ...]:
+        """The person labels (Person, Man, Woman, Boy, Girl, Human face): left out of the measured tasks."""
+        person = set(openimages.DEFAULT_CURATION["person_labels"])
+        return tuple(c for c in split.classes if c in person)
+
+    def test_attributes(self, dataset: Mapping, split: Split, words: GenderWords | None) -> tuple[tuple, pd.DataFrame]:
+        """(attribute values, frame) of the evaluation split: MIAP boxes first, then the gender labels."""
+        classes = self._classes(dataset)
+        labels = self._labels(dataset, "test", classes)
+        miap = openimages.load_miap(Path(dataset["root"]) / "annotations" / openimages.MIAP_FILE)
+        return openimages.ATTRIBUTES, openimages.image_attributes(split.frame["image_id"], labels, classes, miap)
 
 
 KINDS = {"coco": Coco(), "openimages": OpenImages(), "table": Table()}
