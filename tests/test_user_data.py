@@ -30,12 +30,10 @@ from biastransfer.data.user import (
     UserDataError,
     analysis_set_manifest,
     config_problems,
-    has_test_split,
-    table_attributes,
     table_splits,
-    table_test_split,
     val_draw,
 )
+from biastransfer.data.user_evaluation import has_test_split, table_attributes, table_test_split
 from biastransfer.hashing import file_digest
 
 EXAMPLE = ROOT / "config" / "examples" / "own_images.yaml"

@@ -423,12 +423,6 @@ def _is_test(frame: pd.DataFrame) -> np.ndarray:
     return frame["split"].astype(str).map(_SPLIT_NAMES).eq("test").to_numpy()
 
 
-def has_test_split(dataset: Mapping) -> bool:
-    """Whether a ``kind: table`` dataset's table has rows with ``split: test`` (an evaluation split)."""
-    frame = read_table(dataset["table"])
-    return bool(_is_test(frame).any())
-
-
 def table_splits(dataset: Mapping, name: str, exclude: set[str] = frozenset()) -> tuple[Split, Split]:
     """Train and validation splits of a ``kind: table`` dataset: the table's ``split`` column (train,
     val or validation; test rows are the evaluation split, :func:`table_test_split`) or a seeded draw of
@@ -450,50 +444,6 @@ def table_splits(dataset: Mapping, name: str, exclude: set[str] = frozenset()) -
             raise UserDataError(where, [f"no images in the {split} split"])
         out.append(Split(name, split, classes, part))
     return out[0], out[1]
-
-
-#: Where a table dataset's attribute comes from (the attribute file's ``source`` column).
-TABLE_ATTRIBUTE_SOURCE = "the table's attribute column"
-
-
-def table_test_split(dataset: Mapping, name: str, exclude: set[str] = frozenset()) -> Split:
-    """The evaluation split of a ``kind: table`` dataset: its rows with ``split: test`` (which need an
-    ``attribute`` column, see :func:`table_attributes`), less the image ids in ``exclude``."""
-    frame, rows, classes, where = _checked_rows(dataset, name)
-    if "attribute" not in frame.columns:
-        raise UserDataError(where, ["rows with split 'test' need an 'attribute' column (empty: no attribute)"])
-    mask = _is_test(frame) & ~rows["image_id"].isin(exclude).to_numpy()
-    part = rows.loc[mask, ["image_id", "path", "labels"]].reset_index(drop=True)
-    if part.empty:
-        raise UserDataError(where, ["no rows with split 'test' (outside the analysis sets)"])
-    return Split(name, "test", classes, part)
-
-
-def table_attributes(dataset: Mapping, name: str, image_ids) -> pd.DataFrame:
-    """(image_id, attribute, source) of the ``image_ids`` of a table dataset's evaluation split from its
-    ``attribute`` column; an empty cell is no attribute (counted and excluded). UserDataError naming the
-    table and the image for an id the table does not list with split test."""
-    where = f"dataset {name} table {dataset['table']}"
-    frame = read_table(dataset["table"])
-    _missing_columns(frame, ("path", "attribute"), where)
-    raw = frame["path"].astype(str).str.strip()
-    ids = frame["image_id"].astype(str) if "image_id" in frame.columns else raw
-    test = _is_test(frame)
-    values = dict(zip(ids[test], frame["attribute"][test]))
-    missing = [i for i in map(str, image_ids) if i not in values]
-    if missing:
-        raise UserDataError(
-            where, [f"image {i!r} of the evaluation split has no row with split 'test'" for i in missing[:20]]
-        )
-    rows = []
-    for image_id in map(str, image_ids):
-        value = values[image_id]
-        value = None if value is None or (isinstance(value, float) and np.isnan(value)) else str(value).strip()
-        if value:
-            rows.append((image_id, value, TABLE_ATTRIBUTE_SOURCE))
-        else:
-            rows.append((image_id, None, "the table's attribute column is empty; excluded"))
-    return pd.DataFrame(rows, columns=["image_id", "attribute", "source"], dtype=object)
 
 
 def val_draw(n: int, fraction: float, seed: int) -> np.ndarray:
@@ -521,15 +471,3 @@ class Table:
 
     def make_splits(self, dataset: Mapping, name: str, exclude: set[str]) -> tuple[Split, Split]:
         return table_splits(dataset, name, exclude)
-
-    def test_split(self, dataset: Mapping, name: str, exclude: set[str]) -> Split:
-        return table_test_split(dataset, name, exclude)
-
-    def attribute_classes(self, split: Split, values: tuple) -> tuple[str, ...]:
-        """The classes named like an attribute value (e.g. a ``woman`` label): left out of the measured tasks."""
-        return tuple(c for c in split.classes if c in set(values))
-
-    def test_attributes(self, dataset: Mapping, split: Split, words) -> tuple[tuple, pd.DataFrame]:
-        """(the sorted attribute values, frame) of the evaluation split from the table's attribute column."""
-        frame = table_attributes(dataset, split.dataset, split.frame["image_id"])
-        return tuple(sorted(frame["attribute"].dropna().unique())), frame
