@@ -169,6 +169,10 @@ rule fetch_split_images:
 rule real_test_split:
     input:
         "results/data/{real}/annotations.ok",
+        # ordering only: the finetuning splits' images are fetched first, so that two fetch jobs never
+        # write the same file (COCO's evaluation images are val2017's)
+        ancient(path("split", dataset="{real}", split="train")),
+        ancient(path("split", dataset="{real}", split="val")),
         selections=selections_of,
         train="results/data/{real}/splits/train.parquet",
         val="results/data/{real}/splits/val.parquet",
