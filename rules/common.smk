@@ -9,7 +9,7 @@ from biastransfer import config as cfg  # noqa: E402
 from biastransfer.check_cache import passed_check  # noqa: E402
 from biastransfer.claims import claims_on  # noqa: E402
 from biastransfer.data.cache import CacheSetting  # noqa: E402
-from biastransfer.data.user_evaluation import has_test_split as table_has_test_split  # noqa: E402
+from biastransfer.data import user_evaluation  # noqa: E402
 from biastransfer.gpus import books_gpu  # noqa: E402
 from biastransfer.models.resolve import model_spec  # noqa: E402
 from biastransfer.paths import path  # noqa: E402
@@ -327,7 +327,7 @@ def has_test_split(dataset):
     if dataset["kind"] == "synthetic":
         return dataset["n_test"] > 0
     if dataset["kind"] == "table":
-        return table_has_test_split(dataset)
+        return user_evaluation.has_test_split(dataset)
     return cfg.evaluated(dataset)
 
 
