@@ -62,7 +62,13 @@ rule check_leakage:
             if config["datasets"][d]["kind"] in ("synthetic", "table")
             for split in ("train", "val")
         ]
-        + [path("split", dataset=d, split="test") for d in PREDICTED_DATASETS],
+        + [
+            path("split", dataset=d, split="test")
+            for d in PREDICTED_DATASETS
+            if config["datasets"][d]["kind"] in ("synthetic", "table")
+        ],
+        # each evaluation split is checked against its dataset's training splits too
+        evaluation=evaluation_disjoint(),
     script:
         "../workflow/scripts/check_leakage.py"
 

@@ -9,6 +9,7 @@ from biastransfer import config as cfg  # noqa: E402
 from biastransfer.check_cache import passed_check  # noqa: E402
 from biastransfer.claims import claims_on  # noqa: E402
 from biastransfer.data.cache import CacheSetting  # noqa: E402
+from biastransfer.data import user_evaluation  # noqa: E402
 from biastransfer.gpus import books_gpu  # noqa: E402
 from biastransfer.models.resolve import model_spec  # noqa: E402
 from biastransfer.paths import path  # noqa: E402
@@ -408,14 +409,57 @@ def intervention_summary():
 
 
 # Predictions on the evaluation split (rules/predictions.smk)
-# The finetuning datasets with a test split: the synthetic kind (real kinds: not yet), unless n_test is 0,
-# and the interventions on one.
+# The finetuning datasets with a test split: synthetic with n_test > 0 (rules/synthetic.smk), COCO and
+# Open Images with evaluation.enabled, a table with `split: test` rows (rules/real_data.smk), and the
+# interventions on one of them (their test split is their source's, rules/interventions.smk).
+def has_test_split(dataset):
+    """Whether a dataset entry has an evaluation split."""
+    if dataset["kind"] == "synthetic":
+        return dataset["n_test"] > 0
+    if dataset["kind"] == "table":
+        return user_evaluation.has_test_split(dataset)
+    return cfg.evaluated(dataset)
+
+
 PREDICTED_DATASETS = [
     d
     for d in config["finetune"]["datasets"]
-    if config["datasets"][evaluated_dataset(d)]["kind"] == "synthetic"
-    and config["datasets"][evaluated_dataset(d)]["n_test"] > 0
+    if has_test_split(config["datasets"][evaluated_dataset(d)])
 ]
+PREDICTED_REAL_DATASETS = [
+    d
+    for d in PREDICTED_DATASETS
+    if config["datasets"][d]["kind"] not in ("synthetic", "intervention")
+]
+
+
+def test_attribute_inputs(wildcards):
+    """The published evaluation split of a real dataset and (COCO) the gender-word list."""
+    dataset = dataset_of(wildcards)
+    inputs = {"test": path("split", dataset=wildcards.real, split="test")}
+    if dataset["kind"] == "coco":
+        # no schema default: the shipped list's path depends on where the workflow lives
+        inputs["gender_words"] = dataset["evaluation"]["gender_words"].get(
+            "file", os.path.join(workflow.basedir, "resources", "gender_words.yaml")
+        )
+    return inputs
+
+
+def evaluation_disjoint():
+    """{evaluation split: the training splits of its dataset it must share no image with}: train and val,
+    but for a COCO evaluation split without a hold-out, which is its model-selection split.
+    """
+    return {
+        path("split", dataset=d, split="test"): [
+            path("split", dataset=d, split=s)
+            for s in (
+                ("train",)
+                if cfg.evaluation_is_val(config["datasets"][d])
+                else ("train", "val")
+            )
+        ]
+        for d in PREDICTED_DATASETS
+    }
 
 
 def test_split_of_stage(wildcards):

@@ -3,7 +3,8 @@
 # class, with provenance), and one job measures how the predictions amplify the dataset's bias: bias
 # amplification A -> T (directional, Zhao et al.) at a threshold and at base rates, and leakage, with
 # bootstrap intervals (analysis.predictions; docs/statistics.md). Only datasets with a test split: the
-# synthetic kind with n_test > 0 (PREDICTED_DATASETS, rules/common.smk).
+# synthetic kind with n_test > 0, COCO and Open Images with evaluation.enabled, a table with `split: test`
+# rows (PREDICTED_DATASETS, rules/common.smk; the real kinds' split: rules/real_data.smk).
 table_artefact(
     "amplification",
     "results/summary/amplification.csv",

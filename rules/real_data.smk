@@ -1,5 +1,6 @@
 # Real datasets (config `kind: coco | openimages`, and `kind: table` for your own images listed in a table):
-# downloads, analysis sets (`source: paper | curated`) and finetuning splits. They write the same files
+# downloads, analysis sets (`source: paper | curated`), finetuning splits and the evaluation split with
+# each image's protected attribute (rules/predictions.smk measures the networks' predictions on it). They write the same files
 # as the synthetic rules in rules/synthetic.smk; wildcard constraints keep each rule to the datasets and
 # analysis sets of its kind. Only the `localrule`s below touch the network.
 
@@ -130,7 +131,8 @@ rule make_splits:
         mem_mb=8000,
         runtime=60,
     params:
-        dataset=dataset_of,
+        # less the evaluation options that leave train and val as they are (cfg.split_spec)
+        dataset=lambda wildcards: cfg.split_spec(dataset_of(wildcards)),
         name=lambda wildcards: wildcards.real,
     script:
         "../workflow/scripts/make_splits.py"
@@ -145,7 +147,7 @@ rule fetch_split_images:
         "logs/fetch_split_images/{real}/{split}.log",
     wildcard_constraints:
         real=names_pattern(REAL_DATASETS),
-        split="train|val",
+        split="train|val|test",
     retries: 2
     localrule: True
     conda:
@@ -155,7 +157,71 @@ rule fetch_split_images:
         mem_mb=4000,
         runtime=1440,
     params:
-        dataset=dataset_of,
+        dataset=lambda wildcards: cfg.download_spec(dataset_of(wildcards)),
         workers=lambda wildcards: dataset_of(wildcards)["workers"],
     script:
         "../workflow/scripts/fetch_split_images.py"
+
+
+# The evaluation split (COCO val2017 less the analysis images, or its seeded hold-out; the Open Images V4
+# test split; a table's `split: test` rows), checked disjoint from training; fetched and published by
+# fetch_split_images like the finetuning splits.
+rule real_test_split:
+    input:
+        "results/data/{real}/annotations.ok",
+        # ordering only: the finetuning splits' images are fetched first, so that two fetch jobs never
+        # write the same file (COCO's evaluation images are val2017's)
+        ancient(path("split", dataset="{real}", split="train")),
+        ancient(path("split", dataset="{real}", split="val")),
+        selections=selections_of,
+        train="results/data/{real}/splits/train.parquet",
+        val="results/data/{real}/splits/val.parquet",
+    output:
+        test="results/data/{real}/splits/test.parquet",
+    log:
+        "logs/real_test_split/{real}.log",
+    benchmark:
+        "results/benchmarks/real_test_split/{real}.tsv"
+    wildcard_constraints:
+        real=names_pattern(PREDICTED_REAL_DATASETS),
+    conda:
+        "../envs/data.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    params:
+        dataset=lambda wildcards: cfg.evaluation_spec(dataset_of(wildcards)),
+        name=lambda wildcards: wildcards.real,
+    script:
+        "../workflow/scripts/real_test_split.py"
+
+
+# Each evaluation image's protected attribute and its source: COCO captions (the gender-word list), Open
+# Images MIAP boxes else its Man/Boy/Woman/Girl labels, a table's attribute column.
+rule real_test_attributes:
+    input:
+        "results/data/{real}/annotations.ok",
+        unpack(test_attribute_inputs),
+    output:
+        attributes=path("attributes", dataset="{real}", split="test"),
+    log:
+        "logs/real_test_attributes/{real}.log",
+    benchmark:
+        "results/benchmarks/real_test_attributes/{real}.tsv"
+    wildcard_constraints:
+        real=names_pattern(PREDICTED_REAL_DATASETS),
+    conda:
+        "../envs/data.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    params:
+        dataset=lambda wildcards: cfg.evaluation_spec(dataset_of(wildcards)),
+        words_list=lambda wildcards: dataset_of(wildcards)
+        .get("evaluation", {})
+        .get("gender_words", {})
+        .get("list"),
+    script:
+        "../workflow/scripts/real_test_attributes.py"

@@ -190,12 +190,11 @@ def test_punctuation_follows_the_word_lists_source():
 
 
 def test_the_shipped_word_lists_name_their_tokenisation():
-    import sys
     from pathlib import Path
 
+    from biastransfer.data.kinds import read_gender_words
+
     root = Path(__file__).resolve().parents[1]
-    sys.path.insert(0, str(root / "workflow" / "scripts"))
-    from curate_analysis_set import read_gender_words
 
     words = read_gender_words(str(root / "resources" / "gender_words.yaml"), None)
     assert words.punctuation == "delete" and "men" in words.male
@@ -381,3 +380,45 @@ def test_scripts_end_to_end_through_a_mirror(tree, monkeypatch):
     with pytest.raises(Exception, match="car.txt: sha256 mismatch"):
         with FileServer(files) as srv:
             download_paper_lists.main(bad, "lists2", "lists2/ok", mirror=srv.url)
+
+
+def test_caption_attributes_need_captions_that_agree(tmp_path):
+    """Five images of a captions JSON: man words only (one caption neutral), woman words only, both
+    (disagree), no gender word, and no caption at all; only the first two get an attribute."""
+    captions = [
+        (1, "A man rides a wave."), (1, "Someone on a surfboard"), (2, "two women at a table"),
+        (3, "a man and his dog"), (3, "A woman walks a dog"), (4, "a dog on a couch"),
+    ]  # fmt: skip
+    data = {"images": [{"id": i} for i in range(1, 6)],
+            "annotations": [{"image_id": i, "id": k, "caption": c} for k, (i, c) in enumerate(captions)]}  # fmt: skip
+    (tmp_path / "captions_val2017.json").write_text(json.dumps(data))
+    caps = coco.load_captions(tmp_path / "captions_val2017.json")
+    got = coco.caption_attributes(
+        ["1", "2", "3", "4", "5"], caps, ["man", "men"], ["woman", "women"], punctuation="delete", words="w"
+    )
+    assert got["attribute"].tolist() == ["man", "woman", None, None, None]
+    assert got["source"].tolist() == [
+        "COCO captions: man words only (w)",
+        "COCO captions: woman words only (w)",
+        "COCO captions disagree: man and woman words (w); excluded",
+        "COCO captions: no gender word (w); excluded",
+        "COCO captions: no caption (w); excluded",
+    ]
+
+
+def test_the_val2017_holdout_is_seeded_and_disjoint():
+    from biastransfer.data.splits import Split
+
+    frame = pd.DataFrame({"image_id": [str(i) for i in range(20)], "path": [f"{i}.jpg" for i in range(20)],
+                          "labels": [["person"]] * 20})  # fmt: skip
+    val2017 = Split("coco", "val", ("person",), frame)
+    val, test = coco.holdout(val2017, 0.25, seed=3)
+    assert (val.name, test.name, len(val.frame), len(test.frame)) == ("val", "test", 15, 5)
+    assert set(val.frame["image_id"]).isdisjoint(test.frame["image_id"])
+    assert set(val.frame["image_id"]) | set(test.frame["image_id"]) == set(frame["image_id"])
+    assert coco.holdout(val2017, 0.25, seed=3)[1].frame.equals(test.frame)
+    assert coco.holdout(val2017, 0.25, seed=4)[1].frame["image_id"].tolist() != test.frame["image_id"].tolist()
+    whole_val, whole_test = coco.holdout(val2017, 0, seed=3)
+    assert whole_val is val2017 and whole_test.frame.equals(frame) and whole_test.name == "test"
+    with pytest.raises(ValueError, match="holdout 0.01 of 20 val2017 images holds out 0"):
+        coco.holdout(val2017, 0.01, seed=0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -9,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from biastransfer.estimate import estimate, format_estimate, wall_hours
+from biastransfer.estimate import estimate, format_estimate, predict_share, wall_hours
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL_ROW = {"source": "torchvision", "arch": "resnet50", "crop": 224, "params_m": 25.0, "embed_dim": 2048}
@@ -61,7 +62,7 @@ def test_an_intervention_trains_on_its_sources_images_and_downloads_none(costs):
 
 def test_counts_and_hours_are_the_hand_computed_ones(costs):
     rows = by_family(estimate(config(), costs))
-    assert set(rows) == {"download", "finetune", "embed"}  # no cache with finetune.cache off
+    assert set(rows) == {"download", "finetune", "embed", "predict"}  # no cache with finetune.cache off
     # 110 split images + 5 analysis images; bytes: 100 x 1000 + 10 x 2000 + 5 x 2000 + 25 M params x 4 bytes
     assert rows["download"]["images"] == 115
     assert rows["download"]["download_bytes"] == pytest.approx(100_000 + 20_000 + 10_000 + 100e6)
@@ -75,6 +76,24 @@ def test_counts_and_hours_are_the_hand_computed_ones(costs):
     assert embed["images"] == 3 * 5  # pretrained + 2 finetuned stages, 5 images each
     assert embed["gpu_h"] == pytest.approx(15 * 0.1 / 3600)
     assert embed["disk_bytes"] == 15 * 2048 * 4
+    predict = rows["predict"]  # 2 finetuned networks x the 10 val2017 images (the evaluation split), one forward each
+    assert predict["images"] == 20 and predict["gpu_h"] == pytest.approx(20 * 0.1 / 3600)
+    assert predict["cpu_h"] == pytest.approx(20 * 0.01 / 3600) and predict["disk_bytes"] == 20 * 80 * 4
+
+
+def test_the_predictions_share_of_a_finetuning_epoch(costs):
+    share = predict_share(config(), costs).iloc[0]
+    # one network: 10 forwards of 0.1 s against one epoch of 100 steps of 0.5 s and 10 val forwards of 0.1 s
+    assert (share["test_images"], share["predict_s"], share["epoch_s"]) == (10, pytest.approx(1.0), pytest.approx(51.0))
+    assert share["share"] == pytest.approx(1 / 51)
+    held = config()
+    held["datasets"]["coco"]["evaluation"] = {"holdout": 0.5}
+    assert predict_share(held, costs).iloc[0]["test_images"] == 5
+    held["datasets"]["coco"]["evaluation"] = {"enabled": False}
+    assert "predict" not in by_family(estimate(held, costs))
+    assert "at most 2.0% of one finetuning epoch (resnet50 on coco, 10 images" in format_estimate(
+        estimate(config(), costs), 1, 1, predict_share(config(), costs)
+    )
 
 
 def test_the_cache_is_built_once_and_read_every_epoch(costs):
@@ -126,3 +145,6 @@ def test_the_command_line_prints_the_paper_estimate():
         env={"PYTHONPATH": str(ROOT / "workflow" / "scripts"), "PATH": "/usr/bin:/bin"},
     ).stdout  # fmt: skip
     assert "image_cache" in out and "finetune" in out and "wall time with 4 GPU(s) and 64 cores" in out
+    assert re.search(
+        r"predictions of one network on its evaluation split: at most \d\.\d% of one finetuning epoch", out
+    )

@@ -166,3 +166,50 @@ def test_paper_lists_splits_and_leakage(files):
     full = oi.make_split(labels, classes, dataset="openimages", name="val", source_split="validation", root="OI")
     with pytest.raises(ValueError, match=f"split 'val': 3 analysis image id.*{ids[0]}"):
         check_no_leakage(manifest, {"val": full.frame})
+
+
+MIAP_HEADER = (
+    "ImageID,LabelName,Confidence,XMin,XMax,YMin,YMax,IsOccluded,IsTruncated,IsGroupOf,IsDepictionOf,IsInside,"
+    "GenderPresentation,AgePresentation"
+)
+
+
+def test_miap_boxes_take_precedence_over_the_gender_labels(tmp_path):
+    """Four test images: a Masculine box against a Woman label (MIAP wins), Woman and Girl labels without a
+    box, boxes of both presentations, and an Unknown box beside a Man label (MIAP decides: none)."""
+    (tmp_path / "classes.csv").write_text("".join(f"{m},{n}\n" for m, n in CLASSES))
+    ids = [f"{k:016x}" for k in range(4)]
+    labels = {
+        ids[0]: [("Woman", 1), ("Car", 1)],
+        ids[1]: [("Woman", 1), ("Girl", 1), ("Man", 0)],
+        ids[2]: [("Person", 1)],
+        ids[3]: [("Man", 1)],
+    }
+    lines = ["ImageID,Source,LabelName,Confidence"]
+    lines += [f"{i},verification,{M[n]},{c}" for i, ls in labels.items() for n, c in ls]
+    (tmp_path / "test-labels.csv").write_text("\n".join(lines) + "\n")
+    boxes = [(ids[0], "Predominantly Masculine"), (ids[2], "Predominantly Masculine"),
+             (ids[2], "Predominantly Feminine"), (ids[3], "Unknown")]  # fmt: skip
+    box_line = "{},/m/01g317,1,0.1,0.5,0.1,0.9,0,0,0,0,0,{},Middle"
+    (tmp_path / "miap.csv").write_text("\n".join([MIAP_HEADER, *(box_line.format(*b) for b in boxes)]) + "\n")
+    classes = oi.load_classes(tmp_path / "classes.csv")
+    got = oi.image_attributes(
+        ids, oi.load_labels(tmp_path / "test-labels.csv", classes), classes, oi.load_miap(tmp_path / "miap.csv")
+    )
+    assert got["image_id"].tolist() == ids
+    assert got["attribute"].tolist() == ["man", "woman", None, None]
+    assert got["source"].tolist() == [
+        "MIAP boxes: man only",
+        "labels Man/Boy/Woman/Girl: woman only",
+        "MIAP boxes: both man and woman; excluded",
+        "MIAP boxes: every gender presentation Unknown; excluded",
+    ]
+
+
+def test_a_bad_miap_file_is_named_with_its_line(tmp_path):
+    (tmp_path / "m.csv").write_text(MIAP_HEADER + "\nabc,/m/01g317,1,0,1,0,1,0,0,0,0,0,Masculine,Young\n")
+    with pytest.raises(ValueError, match=r"m\.csv: line 2: GenderPresentation 'Masculine' is not one of"):
+        oi.load_miap(tmp_path / "m.csv")
+    (tmp_path / "n.csv").write_text("ImageID,LabelName\nabc,/m/01g317\n")
+    with pytest.raises(ValueError, match=r"n\.csv: missing column\(s\) \['GenderPresentation'\]"):
+        oi.load_miap(tmp_path / "n.csv")

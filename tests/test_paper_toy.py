@@ -130,6 +130,40 @@ def test_every_rule_of_the_paper_dag_ran(toy):
     assert any(p.endswith("BiT-M-R50x1.npz") for p in requested), "the weights came over HTTP"
 
 
+def test_every_network_is_scored_on_its_datasets_evaluation_split_with_attributes_from_the_real_sources(toy):
+    """COCO: val2017 less the analysis images, captions (two toy images without an agreeing caption pair,
+    and the finetuning images' neutral captions, excluded); Open Images: its test split, MIAP boxes before
+    the gender labels; the leakage check records both; amplification measures every finetuned network."""
+    from biastransfer.data.attributes import read_attributes
+    from biastransfer.hashing import file_digest
+    from biastransfer.predictions import read_predictions
+
+    workdir = toy[0]
+    sources = {"coco": {"COCO captions"}, "openimages": {"MIAP boxes", "labels Man/Boy/Woman/Girl"}}
+    summary = pd.read_csv(workdir / "results" / "summary" / "amplification.csv")
+    for dataset, seeds in TEST_SEEDS.items():
+        split = workdir / "results" / "splits" / dataset / "test.parquet"
+        attrs = read_attributes(workdir / "results" / "splits" / dataset / "test_attributes.parquet")
+        assert attrs.split_sha256 == file_digest(split) and attrs.attributes == ("man", "woman")
+        counts = attrs.counts()
+        assert counts["man"] == counts["woman"] == 5 and counts[None] >= 2, (dataset, counts)
+        given = attrs.frame.dropna(subset=["attribute"])["source"]
+        assert {x.split(":")[0] for x in given} == sources[dataset], dataset
+        for model in MODELS:
+            for seed in seeds:
+                meta = read_predictions(
+                    workdir / "results" / "predictions" / model / f"ft-{dataset}-seed{seed}.parquet"
+                )
+                assert meta.metadata["split_sha256"] == file_digest(split) and meta.metadata["split"] == "test"
+            rows = summary[(summary["dataset"] == dataset) & (summary["model"] == model)]
+            assert {"directional", "zhao"} <= set(rows["measure"]), (dataset, model)
+        assert (summary.loc[summary["dataset"] == dataset, "n_excluded"] == counts[None]).all()
+    for aset in ("coco", "openimages"):
+        ok = (workdir / "results" / "checks" / "leakage" / f"{aset}.ok").read_text()
+        assert "evaluation split results/splits/coco/test.parquet" in ok
+        assert "evaluation split results/splits/openimages/test.parquet" in ok
+
+
 def test_the_html_report_builds_without_caption_errors(toy):
     workdir, overlay, _ = toy
     snakemake("--cores", "1", "--configfile", PAPER, overlay, "--report", workdir / "report.html", cwd=workdir)

@@ -67,6 +67,11 @@ def test_coco_mirror_parses_and_its_lists_select_their_classes(tmp_path):
     pd.testing.assert_series_equal(
         curated[curated["class"] != "random"].set_index("image_id")["class"].sort_index(), listed
     )
+    # the evaluation images (val2017 outside the lists) have captions that agree on man or woman, but two
+    val_ids = set(inst["val2017"].images["id"].astype(str)) - set(sel["image_id"])
+    got = coco.caption_attributes(sorted(val_ids), caps, words["male"], words["female"], punctuation="delete")
+    assert got["attribute"].value_counts().to_dict() == {"man": 5, "woman": 5}
+    assert got["source"].str.contains("disagree").sum() == 1
 
 
 def test_openimages_mirror_parses_with_real_mids(tmp_path):
@@ -104,6 +109,15 @@ def test_openimages_mirror_parses_with_real_mids(tmp_path):
     assert {
         i: listed.get(i) for i in picked["image_id"] if picked.set_index("image_id").loc[i, "class"] != "random"
     } == {i: c for i, c in zip(picked["image_id"], picked["class"]) if c != "random"}
+    # the test split's labels and MIAP boxes give the planned attributes: MIAP first, then the labels
+    test = oi.load_labels(local["test-annotations-human-imagelabels-boxable.csv"], classes)
+    ids = sorted(set(test["image_id"]))
+    attrs = oi.image_attributes(ids, test, classes, oi.load_miap(local[oi.MIAP_FILE])).set_index("image_id")
+    assert len(ids) == 12 and attrs["attribute"].value_counts().to_dict() == {"man": 5, "woman": 5}
+    assert attrs["source"].str.startswith("MIAP").sum() == 6 and attrs["source"].str.startswith("labels").sum() == 6
+    first = toy_mirror._oi_id("test", 0)  # a Masculine box beside a Woman label
+    assert attrs.loc[first, "attribute"] == "man" and "Woman" in set(test.loc[test["image_id"] == first, "mid"].map(
+        dict(zip(classes["mid"], classes["name"]))))  # fmt: skip
 
 
 @pytest.mark.parametrize("name", ["resnet18", "moco_r50_v1", "simclr_r50_v1"])

@@ -11,6 +11,7 @@ import runpy
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -32,6 +33,7 @@ from biastransfer.data.user import (
     table_splits,
     val_draw,
 )
+from biastransfer.data.user_evaluation import has_test_split, table_attributes, table_test_split
 from biastransfer.hashing import file_digest
 
 EXAMPLE = ROOT / "config" / "examples" / "own_images.yaml"
@@ -391,3 +393,61 @@ def test_a_bad_file_stops_the_workflow_before_any_training_or_embedding(tmp_path
     assert "data/own_images/analysis/car/broken.jpg: not a readable image" in log
     assert not (tmp_path / "results" / "analysis_sets" / "own" / "manifest.parquet").exists()
     assert not (tmp_path / "results" / "pretrain").exists() and not (tmp_path / "results" / "embeddings").exists()
+
+
+def test_a_table_datasets_test_rows_are_its_evaluation_split_with_their_attribute(tmp_path):
+    split = ["val", "val", "train", "train", "train", "train", "test", "test", "test", "test"]
+    attribute = ["", "", "", "", "", "", "man", "woman", "", "man"]
+    spec = {**dataset_table(tmp_path, split=split, attribute=attribute), "classes": ["a", "b"]}
+    assert has_test_split(spec) and not has_test_split(dataset_table(tmp_path / "no", n=4))
+    train, val = table_splits(spec, "own")
+    test = table_test_split(spec, "own", exclude={"imgs/a/9.png"})
+    assert (len(train.frame), len(val.frame), test.name) == (4, 2, "test")
+    assert test.frame["image_id"].tolist() == [f"imgs/a/{i}.png" for i in (6, 7, 8)]
+    got = table_attributes(spec, "own", test.frame["image_id"])
+    assert got["attribute"].tolist() == ["man", "woman", None]
+    assert got["source"].tolist()[-1] == "the table's attribute column is empty; excluded"
+    with pytest.raises(
+        UserDataError, match=r"image 'imgs/a/2.png' of the evaluation split has no row with split 'test'"
+    ):
+        table_attributes(spec, "own", ["imgs/a/2.png"])
+    no_column = {**dataset_table(tmp_path / "nc", split=split), "classes": ["a", "b"]}
+    with pytest.raises(UserDataError, match="rows with split 'test' need an 'attribute' column"):
+        table_test_split(no_column, "own")
+
+
+def test_the_leakage_check_records_each_evaluation_split_and_fails_on_a_training_image(tmp_path):
+    entry = folder(tmp_path)
+    analysis_set_manifest(entry, tmp_path / "m.parquet")
+    split = ["train"] * 4 + ["val", "val"] + ["test"] * 4
+    spec = {**dataset_table(tmp_path / "ds", split=split, attribute=[""] * 6 + ["x", "y"] * 2), "classes": ["a", "b"]}
+    train, val = table_splits(spec, "own")
+    write_split(tmp_path / "train.parquet", train)
+    write_split(tmp_path / "val.parquet", val)
+    write_split(tmp_path / "test.parquet", table_test_split(spec, "own"))
+    main = runpy.run_path(str(ROOT / "workflow" / "scripts" / "check_leakage.py"))["main"]
+    splits = [str(tmp_path / f"{s}.parquet") for s in ("train", "val", "test")]
+    evaluation = {splits[2]: splits[:2]}
+    main(
+        manifest=str(tmp_path / "m.parquet"),
+        splits=splits,
+        ok=str(tmp_path / "ok"),
+        hash_files=False,
+        evaluation=evaluation,
+    )
+    assert (
+        f"evaluation split {splits[2]}: 4 images, in none of {splits[0]} (4), {splits[1]} (2)"
+        in (tmp_path / "ok").read_text()
+    )
+    leaky = table_test_split(spec, "own")
+    write_split(tmp_path / "test.parquet", replace(leaky, frame=pd.concat([leaky.frame, train.frame.iloc[:1]])))
+    with pytest.raises(
+        ValueError, match=rf"split '{splits[0]}': 1 evaluation \({splits[2]}\) image id\(s\): imgs/a/0.png"
+    ):
+        main(
+            manifest=str(tmp_path / "m.parquet"),
+            splits=splits,
+            ok=str(tmp_path / "ok2"),
+            hash_files=False,
+            evaluation=evaluation,
+        )

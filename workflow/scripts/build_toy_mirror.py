@@ -75,12 +75,13 @@ def main(
     per_class: int = 3,
     train_images: int = 16,
     val_images: int = 8,
+    test_images: int = 12,
     batch_size: int = 4,
     seed: int = 0,
 ) -> None:
     cfg = read_configs([config])
     root = Path(mirror).resolve()
-    counts = dict(per_class=per_class, n_train=train_images, n_val=val_images, size=size)
+    counts = dict(per_class=per_class, n_train=train_images, n_val=val_images, n_test=test_images, size=size)
     lists, checksums = {}, {}
     for name, aset in cfg["analysis_sets"].items():
         kind = cfg["datasets"][aset["dataset"]]["kind"]

@@ -1,10 +1,13 @@
-"""Fail the run if any analysis image appears in a training or validation split.
+"""Fail the run if any analysis image appears in a training, validation or evaluation split, or an
+evaluation image in a training split of its dataset.
 
 Images are compared by id and also by the sha256 of their files (the same picture under another id) in
 the splits ``hash_files`` names (true: every split, false: none); a split's files are hashed only when
-its rows do not record a sha256 already.
+its rows do not record a sha256 already. ``evaluation`` maps each evaluation (test) split to the training
+splits it must share no image with (every split it names is one of ``splits``); the ok file records each.
 Standalone: python workflow/scripts/check_leakage.py --manifest M.parquet --splits a/train.parquet
-a/val.parquet --ok leakage.ok [--hash_files false | --hash_files '["a/train.parquet"]']
+a/val.parquet a/test.parquet --ok leakage.ok [--hash_files false | --hash_files '["a/train.parquet"]']
+[--evaluation '{"a/test.parquet": ["a/train.parquet", "a/val.parquet"]}']
 """
 
 import logging
@@ -19,7 +22,7 @@ from biastransfer.scripting import run
 log = logging.getLogger(__name__)
 
 
-def main(manifest: str, splits: list, ok: str, hash_files: bool | list = True) -> None:
+def main(manifest: str, splits: list, ok: str, hash_files: bool | list = True, evaluation: dict | None = None) -> None:
     analysis = read_manifest(manifest)
     hashed = set(splits) if hash_files is True else set(hash_files or ())
     frames = {}
@@ -29,8 +32,17 @@ def main(manifest: str, splits: list, ok: str, hash_files: bool | list = True) -
             frame = frame.assign(sha256=[file_digest(p) for p in frame["path"]])
         frames[path] = frame
     check_no_leakage(analysis, frames)
+    lines = []
+    for test, training in (evaluation or {}).items():
+        unknown = [p for p in (test, *training) if p not in frames]
+        if unknown:
+            raise ValueError(f"evaluation: {unknown[0]} is not one of the splits checked")
+        check_no_leakage(frames[test], {p: frames[p] for p in training}, what=f"evaluation ({test})")
+        lines.append(f"evaluation split {test}: {len(frames[test])} images, in none of "
+                     f"{', '.join(f'{p} ({len(frames[p])})' for p in training)}")  # fmt: skip
     n = sum(len(f) for f in frames.values())
-    write_text(ok, f"{len(analysis)} analysis images of {manifest} are in none of {n} split images\n")
+    write_text(ok, "\n".join([f"{len(analysis)} analysis images of {manifest} are in none of {n} split images",
+                              *lines]) + "\n")  # fmt: skip
     log.info("no leakage: %d analysis images vs %d split images in %d splits", len(analysis), n, len(frames))
 
 

@@ -12,24 +12,11 @@ python workflow/scripts/curate_analysis_set.py --dataset '{"kind": "coco", "root
 import logging
 from pathlib import Path
 
-import yaml
-
 from biastransfer.atomic import atomic_path
-from biastransfer.data.kinds import GenderWords, kind_of
+from biastransfer.data.kinds import kind_of, read_gender_words
 from biastransfer.scripting import run
 
 log = logging.getLogger(__name__)
-
-
-def read_gender_words(path: str, name: str | None) -> GenderWords:
-    """The word lists called ``name`` (the file's ``default`` when None) in a gender-words file."""
-    data = yaml.safe_load(Path(path).read_text())
-    name = name or data["default"]
-    if name not in data["lists"]:
-        raise ValueError(f"{path}: curation.gender_words.list: unknown list {name!r}; known: {sorted(data['lists'])}")
-    entry = data["lists"][name]
-    log.info("gender words %r from %s (%s)", name, path, " ".join(entry["source"].split()))
-    return GenderWords(entry["male"], entry["female"], entry.get("punctuation", "space"))
 
 
 def main(

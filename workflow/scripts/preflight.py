@@ -17,7 +17,7 @@ import sys
 from biastransfer.atomic import atomic_path
 from biastransfer.config import read_configs
 from biastransfer.estimate import estimate as cost_estimate
-from biastransfer.estimate import format_estimate
+from biastransfer.estimate import format_estimate, predict_share
 from biastransfer.preflight import MISMATCH, MISSING, preflight, summary
 from biastransfer.scripting import run
 
@@ -31,7 +31,7 @@ def main(configfile: list, table: str | None = None, estimate: bool = False, gpu
         if table:
             with atomic_path(table) as tmp:
                 costs.to_csv(tmp, index=False)
-        print(format_estimate(costs, gpus, cores))
+        print(format_estimate(costs, gpus, cores, predict_share(config)))
         return
     result = preflight(config)
     if table:

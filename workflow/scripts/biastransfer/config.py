@@ -89,7 +89,7 @@ def training_datasets(config: Mapping) -> list[str]:
 ANALYSIS_ONLY = ("ieat", "bts")
 # Keys of a COCO or Open Images entry that shape its splits (or only the download speed), not the
 # annotation files a download job fetches.
-SPLIT_ONLY = ("seed", "train_subset", "val_subset", "drop_unlabeled", "verified_only", "workers")
+SPLIT_ONLY = ("seed", "train_subset", "val_subset", "drop_unlabeled", "verified_only", "workers", "evaluation")
 
 
 def selection_spec(analysis_set: Mapping) -> dict[str, Any]:
@@ -191,6 +191,35 @@ def download_spec(dataset: Mapping) -> dict[str, Any]:
     if dataset["kind"] not in ("coco", "openimages"):
         return canonical(dataset)
     return canonical({k: v for k, v in dataset.items() if k not in SPLIT_ONLY})
+
+
+def evaluated(dataset: Mapping) -> bool:
+    """Whether a COCO or Open Images dataset has an evaluation split (``evaluation.enabled``)."""
+    return dataset["kind"] in ("coco", "openimages") and (dataset.get("evaluation") or {}).get("enabled", True)
+
+
+def evaluation_is_val(dataset: Mapping) -> bool:
+    """Whether a dataset's evaluation split is its model-selection (val) split: COCO without a hold-out."""
+    return dataset["kind"] == "coco" and not (dataset.get("evaluation") or {}).get("holdout", 0)
+
+
+def split_spec(dataset: Mapping) -> dict[str, Any]:
+    """A dataset's entry as its train / val splits depend on it: less its ``evaluation`` options, but for
+    a COCO hold-out (which leaves the held-out images out of val), so that turning the evaluation on or
+    off, or an Open Images subset, redraws no finetuning split."""
+    entry = {k: v for k, v in dataset.items() if k != "evaluation"}
+    if dataset["kind"] == "coco" and not evaluation_is_val(dataset):
+        entry["evaluation"] = {k: dataset["evaluation"][k] for k in ("holdout", "seed")}
+    return canonical(entry)
+
+
+def evaluation_spec(dataset: Mapping) -> dict[str, Any]:
+    """A dataset's entry as its evaluation split and attributes depend on it: less what shapes only the
+    finetuning splits or the download (subsets of train and val, their seed, mirror, checksums, workers)."""
+    ignored = {"workers", "mirror", "checksums", "images", "train_subset", "val_subset"}
+    if dataset["kind"] == "openimages":
+        ignored.add("seed")
+    return canonical({k: v for k, v in dataset.items() if k not in ignored})
 
 
 def check_config(config: Mapping) -> None:

@@ -12,9 +12,12 @@ resnet50's figure scaled by its parameter count (``about.params_m``), marked ``s
 
 Families: ``download`` (images of the splits and analysis sets, weights), ``image_cache`` (one build
 per dataset and resize setting), ``finetune`` (training steps, validation forwards, and the input
-pipeline's CPU work), ``embed`` (every analysis image through every stage). Wall time for ``gpus``
+pipeline's CPU work), ``embed`` (every analysis image through every stage), ``predict`` (every
+evaluation image through every finetuned and scratch network: one forward pass and one decode of the
+original each; :func:`predict_share` compares it with one finetuning epoch). Wall time for ``gpus``
 GPUs and ``cores`` cores: the cache builds on all cores, then each finetuning family is bound by its
-GPU work over the GPUs or its input pipeline over the cores, whichever is longer, then the embeddings.
+GPU work over the GPUs or its input pipeline over the cores, whichever is longer, then the embeddings
+and the predictions.
 Downloads are not timed (they depend on the network).
 """
 
@@ -25,7 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from biastransfer.config import finetune_params, finetune_seeds
+from biastransfer.config import evaluation_is_val, finetune_params, finetune_seeds, reference_seeds
 from biastransfer.data.cache import CacheSetting
 
 COSTS = Path(__file__).resolve().parents[3] / "resources" / "costs"
@@ -53,6 +56,48 @@ def split_images(name: str, dataset: Mapping, facts: pd.DataFrame) -> dict[str, 
         subset = dataset.get(f"{split}_subset")
         out[split] = (min(n, subset) if subset else n, float(rows.loc[split, "bytes_per_image"]))
     return out
+
+
+def evaluation_images(name: str, dataset: Mapping, facts: pd.DataFrame) -> tuple[int, float, bool]:
+    """(images, bytes per image, whether they are downloaded beyond the finetuning splits) of a dataset's
+    evaluation split: synthetic ``n_test``; COCO val2017 (its ``evaluation.holdout``, an upper bound:
+    the analysis images are left out); Open Images its test split (or ``evaluation.subset``); none when
+    ``evaluation.enabled`` is false."""
+    opts = dataset.get("evaluation") or {}
+    kind = dataset["kind"]
+    if kind == "synthetic":
+        return dataset.get("n_test", 300), dataset.get("size", 64) ** 2 * 1.5, False
+    if not opts.get("enabled", True):
+        return 0, 0.0, False
+    rows = facts[facts["kind"] == kind].set_index("split")
+    if kind == "coco":
+        n, per = int(rows.loc["val", "images"]), float(rows.loc["val", "bytes_per_image"])
+        return (n if evaluation_is_val(dataset) else round(opts["holdout"] * n)), per, False
+    if "test" not in rows.index:
+        raise ValueError(
+            f"dataset {name!r}: no test-split image count for kind {kind!r} in resources/costs/datasets.csv"
+        )
+    n = int(rows.loc["test", "images"])
+    return min(n, opts.get("subset") or n), float(rows.loc["test", "bytes_per_image"]), True
+
+
+def predict_share(config: Mapping, costs: Path = COSTS) -> pd.DataFrame:
+    """Per model and finetuning dataset: the compute of one network's predictions on the evaluation split
+    against one finetuning epoch (training steps on train, forwards on val), both from the measured
+    per-image figures (``share`` = predict / epoch)."""
+    models_table, _, facts = _tables(costs)
+    rows = []
+    for m, entry in config["models"].items():
+        c = model_cost(m, entry, models_table)
+        for d in (config.get("finetune") or {}).get("datasets") or []:
+            entry = config["datasets"][config["datasets"][d].get("from", d)]  # an intervention: its source's
+            splits = split_images(d, entry, facts)
+            n_test = evaluation_images(d, entry, facts)[0]
+            epoch = splits["train"][0] * c["train_s_per_image"] + splits["val"][0] * c["embed_s_per_image"]
+            predict = n_test * c["embed_s_per_image"]
+            rows.append({"model": m, "dataset": d, "test_images": n_test, "predict_s": predict, "epoch_s": epoch,
+                         "share": predict / epoch, "basis": c["basis"]})  # fmt: skip
+    return pd.DataFrame(rows, columns=["model", "dataset", "test_images", "predict_s", "epoch_s", "share", "basis"])
 
 
 def analysis_images(analysis_set: Mapping) -> int:
@@ -104,8 +149,12 @@ def estimate(config: Mapping, costs: Path = COSTS) -> pd.DataFrame:
         per = facts[(facts["kind"] == kind) & (facts["split"] == "val")]["bytes_per_image"]
         analysis_bytes += analysis[a] * (float(per.iloc[0]) if len(per) else 64 * 64 * 1.5)
     real = [d for d in datasets if config["datasets"][d]["kind"] not in ("synthetic", "intervention")]
+    tests = {d: evaluation_images(d, entry[d], facts) for d in datasets}  # an intervention's: its source's
+    extra = [tests[d] for d in real if tests[d][2]]  # evaluation images outside the finetuning splits
     download_images = sum(n for d in real for n, _ in splits[d].values()) + sum(analysis.values())
+    download_images += sum(n for n, _, _ in extra)
     download_bytes = sum(n * b for d in real for n, b in splits[d].values()) + analysis_bytes
+    download_bytes += sum(n * b for n, b, _ in extra)
     costs = {m: model_cost(m, e, models_table) for m, e in config["models"].items()}
     weights_bytes = sum(4e6 * c["params_m"] for c in costs.values())
     rows.append(
@@ -173,8 +222,39 @@ def estimate(config: Mapping, costs: Path = COSTS) -> pd.DataFrame:
                 "basis": c["basis"],
             }
         )
+        networks = {d: len(finetune_seeds(config, d)) + len(_reference_seeds(config, d)) for d in datasets}
+        n = sum(networks[d] * tests[d][0] for d in datasets)
+        if n:
+            decode = sum(
+                networks[d] * tests[d][0] * inputs.loc[INPUT_SIZE.get(config["datasets"][d]["kind"], "640x480"),
+                                                       "files_s_per_image"] for d in datasets
+            )  # fmt: skip
+            rows.append(
+                {
+                    "family": "predict",
+                    "model": m,
+                    "images": n,
+                    "disk_bytes": sum(
+                        networks[d] * tests[d][0] * 4 * _classes(config["datasets"][d]) for d in datasets
+                    ),
+                    "cpu_h": decode / 3600,
+                    "gpu_h": n * c["embed_s_per_image"] / 3600,
+                    "basis": c["basis"],
+                }
+            )
     table = pd.DataFrame(rows, columns=COLUMNS).fillna({"download_bytes": 0, "disk_bytes": 0, "cpu_h": 0, "gpu_h": 0})
     return table.fillna({"basis": "", "model": ""})
+
+
+def _classes(dataset: Mapping) -> int:
+    """Classes a network of the dataset scores (one float32 each per image): COCO's 80 categories, Open
+    Images' 601 boxable classes, a synthetic dataset's at most 6 labels, a table's listed classes."""
+    return {"coco": 80, "openimages": 601, "synthetic": 6}.get(dataset["kind"], len(dataset.get("classes") or []))
+
+
+def _reference_seeds(config: Mapping, dataset: str) -> list[int]:
+    """The scratch reference seeds of a dataset (none in a config without ``analysis.bts``)."""
+    return reference_seeds(config, dataset) if "bts" in (config.get("analysis") or {}) else []
 
 
 def _preprocess(name: str, entry: Mapping):
@@ -190,7 +270,7 @@ def wall_hours(table: pd.DataFrame, gpus: int, cores: int) -> dict[str, float | 
     out: dict[str, float | None] = {}
     if (table["family"] == "image_cache").any():
         out["image_cache"] = table.loc[table["family"] == "image_cache", "cpu_h"].sum() / cores
-    for family in ("finetune", "embed"):
+    for family in ("finetune", "embed", "predict"):
         rows = table[table["family"] == family]
         if rows.empty:
             continue
@@ -209,8 +289,9 @@ def _size(n: float) -> str:
     return ""
 
 
-def format_estimate(table: pd.DataFrame, gpus: int, cores: int) -> str:
-    """The estimate as a fixed-width text table, per family and model, with totals and wall time."""
+def format_estimate(table: pd.DataFrame, gpus: int, cores: int, shares: pd.DataFrame | None = None) -> str:
+    """The estimate as a fixed-width text table, per family and model, with totals and wall time (and the
+    largest share of one finetuning epoch that one network's predictions take, from :func:`predict_share`)."""
     lines = [
         f"{'family':12s} {'model':44s} {'images':>14s} {'download':>10s} {'disk':>10s} {'CPU-h':>9s} "
         f"{'GPU-h':>9s}  basis"
@@ -232,8 +313,8 @@ def format_estimate(table: pd.DataFrame, gpus: int, cores: int) -> str:
     total = table[["download_bytes", "disk_bytes", "cpu_h", "gpu_h"]].sum()
     lines.append(
         f"total: download {_size(total['download_bytes'])}, disk {_size(total['disk_bytes'])}, "
-        f"{total['cpu_h']:.1f} CPU-h of decoding and cache building, {total['gpu_h']:.1f} h of finetuning and "
-        "embedding compute"
+        f"{total['cpu_h']:.1f} CPU-h of decoding and cache building, {total['gpu_h']:.1f} h of finetuning, "
+        "embedding and prediction compute"
     )
     if (table["basis"] != "gpu").any():
         lines.append(
@@ -243,4 +324,10 @@ def format_estimate(table: pd.DataFrame, gpus: int, cores: int) -> str:
     wall = wall_hours(table, gpus, cores)
     parts = [f"{k} {'unknown (no GPU figure)' if v is None else f'{v:.1f} h'}" for k, v in wall.items()]
     lines.append(f"wall time with {gpus} GPU(s) and {cores} cores: " + ", ".join(parts))
+    if shares is not None and len(shares):
+        top = shares.loc[shares["share"].idxmax()]
+        lines.append(
+            f"predictions of one network on its evaluation split: at most {top['share']:.1%} of one finetuning "
+            f"epoch ({top['model']} on {top['dataset']}, {top['test_images']:,} images; {top['basis']} figures)"
+        )
     return "\n".join(lines)

@@ -2,7 +2,7 @@
 
 For each real dataset (COCO, Open Images): its annotation files (with their checksums), the authors'
 analysis-set lists (sha256 pinned in the config), and, once the annotation files and lists can be read
-(in the data root or a folder mirror), every image of the finetuning splits and analysis sets; for each
+(in the data root or a folder mirror), every image of the finetuning and evaluation splits and analysis sets; for each
 model: its weights file (checksum from the registry or the config). A file is looked for where the run
 keeps it (the dataset root, ``results/data/paper_lists``, the weights ``cache_dir``), then in a folder
 mirror (``<mirror>/<host>/<path>``, see :mod:`biastransfer.data.download`). Nothing is downloaded: a
@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from biastransfer.config import evaluated
 from biastransfer.data import coco, openimages
 from biastransfer.data.download import apply_mirror, is_remote
 from biastransfer.data.kinds import kind_of, pinned
@@ -133,14 +134,20 @@ def _annotations_view(name: str, dataset: Mapping, found: Mapping[Path, Path], s
     return {**dataset, "root": str(tmp)}
 
 
-def image_needs(name: str, dataset: Mapping, view: Mapping, selections: Iterable[pd.DataFrame]) -> list[Need]:
-    """Every image of the dataset's finetuning splits and of the given analysis selections."""
+def image_needs(
+    name: str, dataset: Mapping, view: Mapping, selections: Iterable[pd.DataFrame], *, evaluation: bool = False
+) -> list[Need]:
+    """Every image of the dataset's finetuning splits (and its evaluation split, with ``evaluation``) and of
+    the given analysis selections."""
     kind = kind_of(dataset)
     root, vroot = Path(dataset["root"]), Path(view["root"])
     selections = list(selections)
     exclude = set().union(*(set(s["image_id"].astype(str)) for s in selections)) if selections else set()
     needs = {}
-    for split in kind.make_splits(view, name, exclude):
+    splits = list(kind.make_splits(view, name, exclude))
+    if evaluation:
+        splits.append(kind.test_split(view, name, exclude))
+    for split in splits:
         for path in split.frame["path"]:
             rel = Path(path).relative_to(vroot).as_posix()
             needs[rel] = Need(f"{name}: images", root / rel, f"{kind.image_base_url}/{rel}")
@@ -216,7 +223,8 @@ def _preflight(config: Mapping, scratch: Path) -> pd.DataFrame:
             )
             continue
         sels = [kind_of(view).paper_selection(view, lists) for lists in selections]
-        rows += [check(n, mirror) for n in image_needs(name, dataset, view, sels)]
+        evaluation = name in config["finetune"]["datasets"] and evaluated(dataset)
+        rows += [check(n, mirror) for n in image_needs(name, dataset, view, sels, evaluation=evaluation)]
     mirror = config["weights"]["mirror"]
     rows += [check(n, mirror) for n in weights_needs(config)]
     return pd.DataFrame(rows, columns=list(COLUMNS))

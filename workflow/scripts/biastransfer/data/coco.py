@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from biastransfer.data.curation import SELECTION_COLUMNS, check_class_names, draw
+from biastransfer.data.curation import SELECTION_COLUMNS, check_class_names, class_rng, draw
 from biastransfer.data.splits import Split
 
 BASE_URL = "http://images.cocodataset.org"
@@ -163,6 +163,27 @@ PUNCTUATION = {
 }
 
 
+def _gender_hits(
+    captions: pd.DataFrame, male: Iterable[str], female: Iterable[str], punctuation: str
+) -> tuple[set, set]:
+    """(images with a male word in some caption, images with a female word in some caption)."""
+    male, female = frozenset(w.lower() for w in male), frozenset(w.lower() for w in female)
+    if not male or not female or male & female:
+        raise ValueError("gender word lists must be non-empty and disjoint")
+    if punctuation not in PUNCTUATION:
+        raise ValueError(f"punctuation must be one of {', '.join(PUNCTUATION)}, got {punctuation!r}")
+    table = PUNCTUATION[punctuation]
+    has_m: set = set()
+    has_f: set = set()
+    for image_id, caption in zip(captions["image_id"].tolist(), captions["caption"].tolist()):
+        words = set(str(caption).lower().translate(table).split())
+        if words & male:
+            has_m.add(image_id)
+        if words & female:
+            has_f.add(image_id)
+    return has_m, has_f
+
+
 def caption_gender(
     captions: pd.DataFrame, male: Iterable[str], female: Iterable[str], *, punctuation: str = "space"
 ) -> pd.Series:
@@ -170,23 +191,44 @@ def caption_gender(
     caption has a female word, ``"woman"`` the reverse; images with both or neither are left out.
     Words are matched after lower-casing and deleting punctuation or replacing it by spaces
     (``punctuation``, see :data:`PUNCTUATION`)."""
-    male, female = frozenset(w.lower() for w in male), frozenset(w.lower() for w in female)
-    if not male or not female or male & female:
-        raise ValueError("gender word lists must be non-empty and disjoint")
-    if punctuation not in PUNCTUATION:
-        raise ValueError(f"punctuation must be one of {', '.join(PUNCTUATION)}, got {punctuation!r}")
-    table = PUNCTUATION[punctuation]
-    has_m: dict[int, bool] = {}
-    has_f: dict[int, bool] = {}
-    for image_id, caption in zip(captions["image_id"].tolist(), captions["caption"].tolist()):
-        words = set(str(caption).lower().translate(table).split())
-        if words & male:
-            has_m[image_id] = True
-        if words & female:
-            has_f[image_id] = True
-    labels = {i: "man" for i in has_m if i not in has_f}
-    labels.update({i: "woman" for i in has_f if i not in has_m})
+    has_m, has_f = _gender_hits(captions, male, female, punctuation)
+    labels = {i: "man" for i in has_m - has_f}
+    labels.update({i: "woman" for i in has_f - has_m})
     return pd.Series(labels, dtype=object, name="gender").sort_index()
+
+
+#: The attribute values of a COCO evaluation split (caption_attributes), in this order.
+ATTRIBUTES = ("man", "woman")
+
+
+def caption_attributes(
+    image_ids: Iterable[str],
+    captions: pd.DataFrame,
+    male: Iterable[str],
+    female: Iterable[str],
+    *,
+    punctuation: str = "space",
+    words: str = "gender words",
+) -> pd.DataFrame:
+    """The protected attribute of each of ``image_ids`` from its captions (the rule of :func:`caption_gender`):
+    a frame (image_id, attribute, source) with ``man`` / ``woman`` where the captions agree and a null
+    attribute, with the reason in ``source``, where they hold words of both or of neither (``words``:
+    the word list's name, recorded in ``source``)."""
+    has_m, has_f = _gender_hits(captions, male, female, punctuation)
+    captioned = set(captions["image_id"].tolist())
+    rows = []
+    for image_id in image_ids:
+        key = int(image_id)
+        m, f = key in has_m, key in has_f
+        if m != f:
+            g = "man" if m else "woman"
+            rows.append((str(image_id), g, f"COCO captions: {g} words only ({words})"))
+        elif m:
+            rows.append((str(image_id), None, f"COCO captions disagree: man and woman words ({words}); excluded"))
+        else:
+            why = "no gender word" if key in captioned else "no caption"
+            rows.append((str(image_id), None, f"COCO captions: {why} ({words}); excluded"))
+    return pd.DataFrame(rows, columns=["image_id", "attribute", "source"], dtype=object)
 
 
 def image_path(root: str | Path, split: str, image_id: int) -> str:
@@ -431,3 +473,28 @@ def make_split(
     if drop_unlabeled:
         frame = frame[frame["labels"].map(len) > 0].reset_index(drop=True)
     return Split(dataset, name, inst.class_names, frame)
+
+
+def holdout(split: Split, fraction: float, *, seed: int) -> tuple[Split, Split]:
+    """(the model-selection part, the held-out evaluation part) of a val2017 split: ``round(fraction * n)``
+    images drawn uniformly (seeded by ``seed`` and the dataset's name) into the second, the rest in the
+    first, both in the split's order; ``fraction`` 0 gives the whole split as both (the evaluation split is
+    then also the model-selection split)."""
+    n = len(split.frame)
+    if not 0 <= fraction < 1:
+        raise ValueError(f"evaluation.holdout must be in [0, 1), got {fraction}")
+    if fraction == 0:
+        return split, Split(split.dataset, "test", split.classes, split.frame)
+    k = round(fraction * n)
+    if not 1 <= k < n:
+        raise ValueError(
+            f"{split.dataset}: evaluation.holdout {fraction} of {n} val2017 images holds out {k}; "
+            "at least one image must be held out and one kept for model selection"
+        )
+    held = np.zeros(n, dtype=bool)
+    held[class_rng(seed, f"{split.dataset}/test").choice(n, size=k, replace=False)] = True
+    frame = split.frame.reset_index(drop=True)
+    return (
+        Split(split.dataset, split.name, split.classes, frame[~held].reset_index(drop=True)),
+        Split(split.dataset, "test", split.classes, frame[held].reset_index(drop=True)),
+    )

@@ -19,6 +19,8 @@ from biastransfer.data.curation import SELECTION_COLUMNS, check_class_names, cla
 from biastransfer.data.splits import Split
 
 ANN_URL = "https://storage.googleapis.com/openimages/2018_04"
+MIAP_URL = "https://storage.googleapis.com/openimages/open_images_extended_miap"
+MIAP_FILE = "open_images_extended_miap_boxes_test.csv"
 IMAGE_URL = "https://open-images-dataset.s3.amazonaws.com"
 # V4 boxable files used by the paper's loader. V4 publishes no checksum for these: the download records
 # the sha256 on first fetch. The V5 copies (same names under /v5/) have published md5s, noted in docs.
@@ -32,6 +34,15 @@ FILES = {
         f"{ANN_URL}/validation/validation-annotations-human-imagelabels-boxable.csv",
         None,
     ),
+    # the evaluation split: the test split's human-verified labels (V4 publishes no checksum; the V5 copy
+    # of this name has md5 207ed0ce2755ad5a689c8eb6eeb039bf, 32,055,857 bytes)
+    "test-annotations-human-imagelabels-boxable.csv": (
+        f"{ANN_URL}/test/test-annotations-human-imagelabels-boxable.csv",
+        None,
+    ),
+    # MIAP (Schumann et al. 2021): per-person boxes with a perceived gender presentation, for 22,590 test
+    # images (no checksum published either; the download records its sha256)
+    MIAP_FILE: (f"{MIAP_URL}/{MIAP_FILE}", None),
 }
 MIDS = {  # docs/sources.md §4, from class-descriptions-boxable
     "Man": "/m/04yx4",
@@ -296,3 +307,72 @@ def make_split(
         }
     )
     return Split(dataset, name, tuple(classes["name"]), frame)
+
+
+# --------------------------------------------------------------------------- the evaluation split's attribute
+
+#: The attribute values of an Open Images evaluation split (image_attributes), in this order.
+ATTRIBUTES = ("man", "woman")
+#: MIAP's GenderPresentation values (Schumann et al. 2021) and the attribute each gives (None: unknown).
+PRESENTATION = {"Predominantly Masculine": "man", "Predominantly Feminine": "woman", "Unknown": None}
+#: The image-level labels that give the attribute where an image has no MIAP box.
+GENDER_LABELS = {"Man": "man", "Boy": "man", "Woman": "woman", "Girl": "woman"}
+MIAP_COLUMNS = ("ImageID", "GenderPresentation")
+
+
+def load_miap(path: str | Path) -> pd.DataFrame:
+    """MIAP person boxes as (image_id, presentation); a missing column or an unknown GenderPresentation
+    raises ValueError naming the file and the line."""
+    path = Path(path)
+    try:
+        df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: not a readable MIAP box CSV ({exc})") from exc
+    missing = [c for c in MIAP_COLUMNS if c not in df.columns]
+    if missing:
+        raise ValueError(f"{path}: missing column(s) {missing}; expected a MIAP box file with {list(MIAP_COLUMNS)}")
+    bad = ~df["GenderPresentation"].isin(PRESENTATION)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"{path}: line {row + 2}: GenderPresentation {df['GenderPresentation'].iloc[row]!r} is not one of "
+            f"{', '.join(PRESENTATION)}"
+        )
+    return pd.DataFrame({"image_id": df["ImageID"].to_numpy(), "presentation": df["GenderPresentation"].to_numpy()})
+
+
+def _agreement(values: set, what: str) -> tuple[str | None, str]:
+    """(attribute or None, source) from the attribute values one image's boxes or labels give."""
+    if len(values) == 1:
+        value = next(iter(values))
+        return value, f"{what}: {value} only"
+    return None, f"{what}: both man and woman; excluded"
+
+
+def image_attributes(image_ids, labels: pd.DataFrame, classes: pd.DataFrame, miap: pd.DataFrame) -> pd.DataFrame:
+    """The protected attribute of each of ``image_ids``: from its MIAP boxes where it has any (every box
+    with a known presentation agrees: ``man`` / ``woman``; presentations that disagree or are all Unknown:
+    none), else from its human-verified Man / Boy and Woman / Girl labels (``load_labels`` output; one
+    side only: that attribute; both or neither: none). A frame (image_id, attribute, source), the reason
+    in ``source`` for an image without one."""
+    names = dict(zip(classes["mid"], classes["name"]))
+    labelled = labels.assign(name=labels["mid"].map(names))
+    by_label = (
+        labelled[labelled["name"].isin(GENDER_LABELS)]
+        .groupby("image_id")["name"]
+        .agg(lambda n: {GENDER_LABELS[x] for x in n})
+    )
+    by_box = miap.groupby("image_id")["presentation"].agg(lambda p: {PRESENTATION[x] for x in p} - {None})
+    rows = []
+    for image_id in map(str, image_ids):
+        if image_id in by_box.index:
+            found = by_box[image_id]
+            if not found:
+                rows.append((image_id, None, "MIAP boxes: every gender presentation Unknown; excluded"))
+                continue
+            rows.append((image_id, *_agreement(found, "MIAP boxes")))
+        elif image_id in by_label.index:
+            rows.append((image_id, *_agreement(by_label[image_id], "labels Man/Boy/Woman/Girl")))
+        else:
+            rows.append((image_id, None, "no MIAP box and no Man/Boy/Woman/Girl label; excluded"))
+    return pd.DataFrame(rows, columns=["image_id", "attribute", "source"], dtype=object)

@@ -182,8 +182,28 @@ def sha256_of(path: str | Path) -> str:
 # --------------------------------------------------------------------------- COCO 2017
 
 
-def _coco_plan(classes, per_class: int, n_train: int, n_val: int, objects: Mapping[str, str]):
-    """(split, image id, [(category, area fraction)], captions, analysis class or None)."""
+#: Captions of the toy evaluation images by what they say of the person: agreeing man / woman words, both, or none.
+_TEST_CAPTIONS = {
+    "man": ["a man next to a {noun}.", "A man with a {noun} and a dog"],
+    "woman": ["a woman next to a {noun}.", "A woman with a {noun} and a dog"],
+    "both": ["a man next to a {noun}.", "a woman with a dog"],
+    "none": ["someone next to a {noun} and a dog"],
+}
+
+
+def _test_kind(k: int, n_test: int) -> str:
+    """What evaluation image ``k`` of ``n_test`` shows: man and woman by turns, the last two both and neither."""
+    if k == n_test - 1:
+        return "none"
+    if k == n_test - 2:
+        return "both"
+    return ("man", "woman")[k % 2]
+
+
+def _coco_plan(classes, per_class: int, n_train: int, n_val: int, objects: Mapping[str, str], n_test: int = 0):
+    """(split, image id, [(category, area fraction)], captions, analysis class or None). The ``n_test``
+    val2017 images of the evaluation split show a person, an object and a dog (three categories: no
+    curation rule picks them) with captions that agree on man or woman, but for the last two (both, neither)."""
     plan, next_id = [], {"val2017": 100, "train2017": 500_000}
 
     def add(split, cats, caps, cls):
@@ -213,6 +233,11 @@ def _coco_plan(classes, per_class: int, n_train: int, n_val: int, objects: Mappi
                 _COCO_TRAIN_LABELS[(3 * k + 1) % len(_COCO_TRAIN_LABELS)],
             }
             add(split, [(c, 0.15) for c in sorted(picks)], ["people and things"], None)
+    nouns = sorted(objects.values())
+    for k in range(n_test):
+        noun = nouns[k % len(nouns)]
+        caps = [c.format(noun=noun) for c in _TEST_CAPTIONS[_test_kind(k, n_test)]]
+        add("val2017", [("person", 0.2), (noun, 0.15), ("dog", 0.1)], caps, None)
     return plan
 
 
@@ -225,9 +250,11 @@ def build_coco(
     per_class: int = 3,
     n_train: int = 16,
     n_val: int = 8,
+    n_test: int = 12,
     size: int = 48,
 ) -> tuple[dict[str, str], dict[str, str]]:
-    """Write the COCO annotation zip, images and paper lists.
+    """Write the COCO annotation zip, images and paper lists (``n_test``: the evaluation images, see
+    ``_coco_plan``).
 
     Returns (``{class: sha256}`` of the lists, ``{file name: sha256}`` of the annotation zip).
     """
@@ -237,7 +264,7 @@ def build_coco(
         {"id": i, "name": n, "supercategory": next(s for lo, s in reversed(_SUPER) if i >= lo)}
         for i, n in COCO_CATEGORIES
     ]
-    plan = _coco_plan(classes, per_class, n_train, n_val, objects)
+    plan = _coco_plan(classes, per_class, n_train, n_val, objects, n_test)
     files, lists = {}, {c: [] for c in classes}
     for split in coco.SPLITS:
         images, anns, caps = [], [], []
@@ -312,6 +339,12 @@ def _write_lists(mirror: Path, base_url: str, lists: Mapping[str, list]) -> dict
 # --------------------------------------------------------------------------- Open Images V4
 
 
+_MIAP_HEADER = (
+    "ImageID,LabelName,Confidence,XMin,XMax,YMin,YMax,IsOccluded,IsTruncated,IsGroupOf,IsDepictionOf,IsInside,"
+    "GenderPresentation,AgePresentation\n"
+)
+
+
 def _oi_id(split: str, k: int) -> str:
     return hashlib.sha1(f"{split}/{k}".encode()).hexdigest()[:16]
 
@@ -326,16 +359,21 @@ def build_openimages(
     per_class: int = 3,
     n_train: int = 16,
     n_val: int = 8,
+    n_test: int = 12,
     size: int = 48,
 ) -> tuple[dict[str, str], dict[str, str]]:
-    """Write the Open Images label files, images and paper lists.
+    """Write the Open Images label files (the test split's too), MIAP boxes, images and paper lists.
+
+    The ``n_test`` test images show a person and an object; their attribute comes from MIAP boxes for
+    the first four (the first with a Woman label that its Masculine box overrides), from a Man or Woman
+    label for the rest, but for the last two: MIAP boxes of both presentations, and one Unknown box.
 
     Returns (``{class: sha256}`` of the lists, ``{file name: sha256}`` of the annotation files).
     """
     display = list(oi.MIDS)
-    rows = {"train": [], "validation": []}
+    rows = {"train": [], "validation": [], "test": []}
     lists = {c: [] for c in classes}
-    plan = []
+    plan, boxes = [], []
     for k, cls in enumerate(c for c in classes for _ in range(per_class)):
         obj, gender = _parts(cls, objects)
         labels = ([objects[obj]] if obj else []) + ([genders[gender], "Person"] if gender else [])
@@ -346,6 +384,20 @@ def build_openimages(
         for k in range(n):
             picks = {_OI_TRAIN_LABELS[k % len(_OI_TRAIN_LABELS)], _OI_TRAIN_LABELS[(2 * k + 3) % len(_OI_TRAIN_LABELS)]}
             plan.append((split, _oi_id(split, k), sorted(picks), None))
+    presentation = {"man": ["Predominantly Masculine"], "woman": ["Predominantly Feminine"]}
+    for k in range(n_test):
+        image_id, kind = _oi_id("test", k), _test_kind(k, n_test)
+        labels = ["Person", _OI_TRAIN_LABELS[1 + k % (len(_OI_TRAIN_LABELS) - 1)]]
+        if kind in ("man", "woman") and k >= 4:
+            labels.append(genders[kind])
+        elif k == 0:
+            labels.append(genders["woman"])  # MIAP's Masculine box decides, not this label
+        miap = {
+            "both": ["Predominantly Masculine", "Predominantly Feminine"],
+            "none": ["Unknown"],
+        }.get(kind, presentation.get(kind) if k < 4 else [])
+        boxes += [(image_id, p) for p in miap]
+        plan.append(("test", image_id, sorted(set(labels)), None))
     for n, (split, image_id, labels, cls) in enumerate(plan):
         rows[split] += [f"{image_id},verification,{oi.MIDS[name]},1" for name in labels]
         # a verified-absent label: Confidence 0 must not count as a positive
@@ -358,6 +410,10 @@ def build_openimages(
     for name, (url, _) in oi.FILES.items():
         if name.startswith("class-descriptions"):
             data = "".join(f"{mid},{disp}\n" for disp, mid in oi.MIDS.items())
+        elif name == oi.MIAP_FILE:
+            data = _MIAP_HEADER + "".join(
+                f"{i},{oi.MIDS['Person']},1,0.1,0.6,0.2,0.9,0,0,0,0,0,{p},Middle\n" for i, p in boxes
+            )
         else:
             split = name.split("-", 1)[0]
             data = "ImageID,Source,LabelName,Confidence\n" + "\n".join(rows[split]) + "\n"

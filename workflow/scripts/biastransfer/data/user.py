@@ -35,7 +35,7 @@ REASON = "listed by the user"
 _SOURCE_SPLIT = "user"
 _ANALYSIS_COLUMNS = ("path", "class")
 _DATASET_COLUMNS = ("path", "labels")
-_SPLIT_NAMES = {"train": "train", "val": "val", "validation": "val"}
+_SPLIT_NAMES = {"train": "train", "val": "val", "validation": "val", "test": "test"}
 _BLOCK = 1 << 20
 
 
@@ -374,10 +374,9 @@ def _check_image(path: str) -> tuple[str | None]:
     return (_image_problem(head, path),)
 
 
-def table_splits(dataset: Mapping, name: str, exclude: set[str] = frozenset()) -> tuple[Split, Split]:
-    """Train and validation splits of a ``kind: table`` dataset: the table's ``split`` column (train,
-    val or validation) or a seeded draw of ``val_fraction``; the class order is ``classes`` or the
-    sorted labels. Rows whose image id is in ``exclude`` are dropped."""
+def _checked_rows(dataset: Mapping, name: str) -> tuple[pd.DataFrame, pd.DataFrame, tuple[str, ...], str]:
+    """(the table, its rows with resolved paths and label lists, the class order, how errors name it) of a
+    ``kind: table`` dataset; UserDataError naming every bad row or file."""
     where = f"dataset {name} table {dataset['table']}"
     frame = read_table(dataset["table"])
     _missing_columns(frame, _DATASET_COLUMNS, where)
@@ -414,6 +413,23 @@ def table_splits(dataset: Mapping, name: str, exclude: set[str] = frozenset()) -
     problems += _file_problems(rows[rows["path"] != ""], [why for (why,), p in zip(checked, rows["path"]) if p])
     if problems:
         raise UserDataError(where, problems)
+    return frame, rows, classes, where
+
+
+def _is_test(frame: pd.DataFrame) -> np.ndarray:
+    """The rows of a dataset table in its evaluation split (``split: test``)."""
+    if "split" not in frame.columns:
+        return np.zeros(len(frame), dtype=bool)
+    return frame["split"].astype(str).map(_SPLIT_NAMES).eq("test").to_numpy()
+
+
+def table_splits(dataset: Mapping, name: str, exclude: set[str] = frozenset()) -> tuple[Split, Split]:
+    """Train and validation splits of a ``kind: table`` dataset: the table's ``split`` column (train,
+    val or validation; test rows are the evaluation split, :func:`table_test_split`) or a seeded draw of
+    ``val_fraction``; the class order is ``classes`` or the sorted labels. Rows whose image id is in
+    ``exclude`` are dropped."""
+    frame, rows, classes, where = _checked_rows(dataset, name)
+    test = _is_test(frame)
     if "split" in frame.columns:
         is_val = frame["split"].astype(str).map(_SPLIT_NAMES).eq("val").to_numpy()
     else:
@@ -422,7 +438,7 @@ def table_splits(dataset: Mapping, name: str, exclude: set[str] = frozenset()) -
     if (~keep).any():
         log.info("%s: %d analysis image(s) left out of the splits", where, int((~keep).sum()))
     out = []
-    for split, mask in (("train", ~is_val & keep), ("val", is_val & keep)):
+    for split, mask in (("train", ~is_val & ~test & keep), ("val", is_val & keep)):
         part = rows.loc[mask, ["image_id", "path", "labels"]].reset_index(drop=True)
         if part.empty:
             raise UserDataError(where, [f"no images in the {split} split"])
