@@ -19,8 +19,8 @@ own confusion counts against the ground truth, so their per-class F1 (and mean F
 flipping randomly chosen, attribute-blind true positives and negatives. Its interval resamples the two
 held-out correctness vectors jointly (the same images for both).
 
-This module needs scikit-learn, so ``biastransfer.stats`` does not re-export it (the workflow's stats env,
-envs/stats.yaml, does not carry scikit-learn; a rule that uses this module needs an env that does).
+This module needs scikit-learn (envs/stats.yaml carries it for rule amplification), so ``biastransfer.stats``
+does not re-export it: the other statistics jobs never import it.
 """
 
 from __future__ import annotations
