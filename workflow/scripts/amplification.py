@@ -18,7 +18,7 @@ import logging
 import pandas as pd
 
 from biastransfer.atomic import write_csv
-from biastransfer.predictions import evaluations_and_scores
+from biastransfer.evaluation import evaluations_and_scores
 from biastransfer.scripting import run
 from biastransfer.stats.prediction_bias import COLUMNS, TERM_COLUMNS, Settings, prediction_bias
 

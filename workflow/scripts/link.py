@@ -19,7 +19,7 @@ import logging
 import pandas as pd
 
 from biastransfer.atomic import write_csv
-from biastransfer.predictions import evaluations_and_scores
+from biastransfer.evaluation import evaluations_and_scores
 from biastransfer.report.formatting import read_summary
 from biastransfer.scripting import run
 from biastransfer.stats.amplification import predict_at_threshold
