@@ -6,9 +6,11 @@ not from a list. ``make test-fast`` deselects them (``-m "not slow and not slurm
 Snakemake subprocess that a test still starts is an error naming the test, so the tier cannot grow slow.
 """
 
+import contextlib
 import inspect
 import itertools
 import os
+import shutil
 import subprocess
 import sys
 import types
@@ -37,6 +39,17 @@ def run_snakemake(*args, cwd, check=True, timeout=1500) -> subprocess.CompletedP
             f"snakemake {' '.join(map(str, args))} failed:\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
         )
     return done
+
+
+@contextlib.contextmanager
+def scratch(tmp_path_factory, name: str):
+    """A folder for a module fixture's run, removed when the fixture ends: the paper toy run (4 GB) and the
+    zoo (1 GB) would otherwise fill a small disk for the rest of the session."""
+    root = tmp_path_factory.mktemp(name)
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,7 @@ import sys
 import pandas as pd
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import ROOT, scratch
 from conftest import run_snakemake as snakemake
 from loopback import FileServer
 
@@ -68,14 +68,14 @@ def served(overlay, url, out):
 @pytest.fixture(scope="module")
 def toy(tmp_path_factory):
     """(workdir, overlay, server) after a complete run of the paper's DAG over loopback HTTP."""
-    root = tmp_path_factory.mktemp("paper_toy")
-    mirror, overlay = build_mirror(root)
-    with FileServer(root=mirror) as server:
-        http = served(overlay, server.url, root / "http.yaml")
-        workdir = root / "run"
-        workdir.mkdir()
-        snakemake("--cores", "2", "--configfile", PAPER, http, cwd=workdir, timeout=3600)
-        yield workdir, http, server
+    with scratch(tmp_path_factory, "paper_toy") as root:
+        mirror, overlay = build_mirror(root)
+        with FileServer(root=mirror) as server:
+            http = served(overlay, server.url, root / "http.yaml")
+            workdir = root / "run"
+            workdir.mkdir()
+            snakemake("--cores", "2", "--configfile", PAPER, http, cwd=workdir, timeout=3600)
+            yield workdir, http, server
 
 
 def test_every_target_of_rule_all_exists_and_a_second_call_has_nothing_to_do(toy):

@@ -30,6 +30,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from conftest import scratch
 from slurm_cluster import local_slurm_cluster, missing_binaries
 from zoo_toy import small_zoo_config
 
@@ -339,31 +340,31 @@ def zoo_run(slurm_cluster, tmp_path_factory):
     """A pretrained-only audit through the profile: two models of the small zoo (tests/zoo_toy.py), one of
     them broken, on two analysis sets. Started in the background by demo_runs, which asks for it first, so
     that both runs share the wait for their jobs."""
-    root = tmp_path_factory.mktemp("zoo")
-    config = small_zoo_config(root, models=["resnet18", "broken_tag"])
-    config["analysis_sets"]["synthetic2"] = {**config["analysis_sets"]["synthetic"], "seed": 15}
-    configfile = root / "zoo.yaml"
-    configfile.write_text(yaml.safe_dump(config, sort_keys=False))
-    workdir = root / "run"
-    workdir.mkdir()
-    command = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--snakefile",
-        str(REPO / "Snakefile"),
-        "--configfile",
-        str(configfile),
-        "--directory",
-        str(workdir),
-        "--profile",
-        str(PROFILE),
-        *LOCAL_CLUSTER_OPTIONS,
-        "--slurm-keep-successful-logs",
-    ]
-    env = {**slurm_cluster.env, "HF_HUB_OFFLINE": "1"}
-    with _started(command, workdir, env, root / "zoo.log") as process:
-        yield BackgroundRun(workdir, process, root / "zoo.log")
+    with scratch(tmp_path_factory, "zoo") as root:
+        config = small_zoo_config(root, models=["resnet18", "broken_tag"])
+        config["analysis_sets"]["synthetic2"] = {**config["analysis_sets"]["synthetic"], "seed": 15}
+        configfile = root / "zoo.yaml"
+        configfile.write_text(yaml.safe_dump(config, sort_keys=False))
+        workdir = root / "run"
+        workdir.mkdir()
+        command = [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "--snakefile",
+            str(REPO / "Snakefile"),
+            "--configfile",
+            str(configfile),
+            "--directory",
+            str(workdir),
+            "--profile",
+            str(PROFILE),
+            *LOCAL_CLUSTER_OPTIONS,
+            "--slurm-keep-successful-logs",
+        ]
+        env = {**slurm_cluster.env, "HF_HUB_OFFLINE": "1"}
+        with _started(command, workdir, env, root / "zoo.log") as process:
+            yield BackgroundRun(workdir, process, root / "zoo.log")
 
 
 def _run_id(snakemake_log: str) -> str:

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import ROOT, run_snakemake
+from conftest import ROOT, run_snakemake, scratch
 from test_tables import compile_latex, needs_latex
 from zoo_toy import BROKEN, SMALL_ZOO, small_zoo_config
 
@@ -223,13 +223,13 @@ def test_a_status_record_is_checked(tmp_path):
 
 @pytest.fixture(scope="module")
 def small_zoo(tmp_path_factory):
-    root = tmp_path_factory.mktemp("zoo")
-    config = root / "zoo.yaml"
-    config.write_text(yaml.safe_dump(small_zoo_config(root), sort_keys=False))
-    work = root / "work"
-    work.mkdir()
-    run_snakemake("--cores", "2", "--configfile", config, cwd=work)
-    return work
+    with scratch(tmp_path_factory, "zoo") as root:
+        config = root / "zoo.yaml"
+        config.write_text(yaml.safe_dump(small_zoo_config(root), sort_keys=False))
+        work = root / "work"
+        work.mkdir()
+        run_snakemake("--cores", "2", "--configfile", config, cwd=work)
+        yield work
 
 
 @pytest.mark.slow
