@@ -5,6 +5,11 @@ the classifier's output order (each a sigmoid score in [0, 1]). File-level metad
 holds a JSON object: ``classes`` (the column order), ``dataset``, ``split``, ``split_sha256`` (the digest of
 the split file the images come from), ``weights_sha256``, ``stage``, ``model`` and the provenance of the
 embeddings (preprocessing, library versions, workflow commit: biastransfer.models.features).
+
+Rule ``predict`` writes, from the same forward pass, the network's embedding of the same images (its
+penultimate features, the input of its classifier head) beside the scores: the embeddings format
+(:mod:`biastransfer.embeddings`) with ``class`` the split's name (an evaluation image has labels, not one
+class) and the predictions' metadata (less ``classes``), rows in the predictions' order.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,7 +26,7 @@ import pyarrow as pa
 from biastransfer.atomic import atomic_path
 from biastransfer.data.attributes import read_attributes
 from biastransfer.data.splits import read_split
-from biastransfer.embeddings import _check_unique, _open, _strings
+from biastransfer.embeddings import _check_unique, _open, _strings, read_embeddings, read_metadata
 from biastransfer.hashing import file_digest
 from biastransfer.stages import parse_stage, stage_kind
 from biastransfer.stats.amplification import Evaluation
@@ -140,29 +145,91 @@ def network_scores(path: str, ev: Evaluation, ids: np.ndarray, digest: str) -> n
     return table.columns(ev.tasks, where=path)[[rows[i] for i in ids]]
 
 
-def evaluations_and_scores(splits, attributes, predictions) -> dict[str, tuple[Evaluation, dict]]:
-    """``{dataset: (evaluation, {(network, model): {seed: scores}})}`` of the test splits and attribute files
-    (in the same order) and the prediction files of the networks trained on them (matched by their stage)."""
+def read_evaluations(splits, attributes) -> dict[str, tuple[Evaluation, np.ndarray, str]]:
+    """``{dataset: (evaluation, image ids, split digest)}`` of the test splits and attribute files (in the
+    same order; see :func:`read_evaluation`)."""
     splits = [splits] if isinstance(splits, str) else list(splits)
     attributes = [attributes] if isinstance(attributes, str) else list(attributes)
-    predictions = [predictions] if isinstance(predictions, str) else list(predictions)
     if len(splits) != len(attributes):
         raise ValueError(f"{len(splits)} test splits but {len(attributes)} attribute files")
     datasets = {}
     for split_path, attributes_path in zip(splits, attributes):
         ev, ids, digest = read_evaluation(split_path, attributes_path)
-        datasets[ev.dataset] = (ev, ids, digest, {})
+        datasets[ev.dataset] = (ev, ids, digest)
         log.info("%s: %d images (%s), %d without an attribute left out; tasks %s", ev.dataset, len(ids),
                  ev.per_attribute, ev.n_excluded, ", ".join(ev.tasks))  # fmt: skip
+    return datasets
+
+
+def _network_of(path, meta: dict, datasets: Mapping) -> tuple[str, tuple[str, str], int]:
+    """``(dataset, (network, model), seed)`` of a prediction file's metadata."""
+    stage = str(meta.get("stage", ""))
+    dataset, seed = parse_stage(stage)
+    if dataset not in datasets:
+        raise ValueError(f"{path}: stage {stage!r} is of no dataset whose test split was given "
+                         f"({', '.join(datasets)})")  # fmt: skip
+    return dataset, (stage_kind(stage), str(meta.get("model", ""))), seed
+
+
+def scores_by_network(datasets: Mapping, predictions) -> dict[str, dict[tuple[str, str], dict[int, np.ndarray]]]:
+    """``{dataset: {(network, model): {seed: scores}}}`` of the prediction files (matched to the
+    :func:`read_evaluations` ``datasets`` by their stage)."""
+    predictions = [predictions] if isinstance(predictions, str) else list(predictions)
+    out = {name: {} for name in datasets}
     for path in predictions:
-        meta = read_predictions(path).metadata
-        stage = str(meta.get("stage", ""))
-        dataset, seed = parse_stage(stage)
-        if dataset not in datasets:
-            raise ValueError(f"{path}: stage {stage!r} is of no dataset whose test split was given "
-                             f"({', '.join(datasets)})")  # fmt: skip
-        ev, ids, digest, networks = datasets[dataset]
-        networks.setdefault((stage_kind(stage), str(meta.get("model", ""))), {})[seed] = network_scores(
-            path, ev, ids, digest
-        )
-    return {name: (ev, networks) for name, (ev, _, _, networks) in datasets.items()}
+        dataset, key, seed = _network_of(path, read_predictions(path).metadata, datasets)
+        ev, ids, digest = datasets[dataset]
+        out[dataset].setdefault(key, {})[seed] = network_scores(path, ev, ids, digest)
+    return out
+
+
+def evaluations_and_scores(splits, attributes, predictions) -> dict[str, tuple[Evaluation, dict]]:
+    """``{dataset: (evaluation, {(network, model): {seed: scores}})}`` of the test splits and attribute files
+    (in the same order) and the prediction files of the networks trained on them (matched by their stage)."""
+    datasets = read_evaluations(splits, attributes)
+    scores = scores_by_network(datasets, predictions)
+    return {name: (ev, scores[name]) for name, (ev, _, _) in datasets.items()}
+
+
+#: Metadata an embedding file shares with the predictions of the same forward pass.
+SAME_NETWORK = ("model", "stage", "weights_sha256", "dataset", "split", "split_sha256")
+
+
+def check_embeddings(datasets: Mapping, predictions, embeddings) -> list[tuple[str, tuple[str, str], int, str]]:
+    """``[(dataset, (network, model), seed, embedding file)]`` of the embedding files written beside the
+    prediction files (the same order), each checked, before any attacker runs, to be of the same network and
+    split as its predictions (:data:`SAME_NETWORK`), valid (:func:`~biastransfer.embeddings.read_embeddings`)
+    and with the same images in the same order; errors name the file."""
+    predictions = [predictions] if isinstance(predictions, str) else list(predictions)
+    embeddings = [embeddings] if isinstance(embeddings, str) else list(embeddings)
+    if len(predictions) != len(embeddings):
+        raise ValueError(f"{len(predictions)} prediction files but {len(embeddings)} embedding files")
+    out = []
+    for pred, emb in zip(predictions, embeddings):
+        table, mine = read_predictions(pred), read_metadata(emb)
+        theirs, expected = table.metadata, table.image_ids
+        differ = [k for k in SAME_NETWORK if mine.get(k) != theirs.get(k)]
+        if differ:
+            shown = "; ".join(f"{k} {str(mine.get(k))[:16]!r}, not {str(theirs.get(k))[:16]!r}" for k in differ)
+            raise ValueError(f"{emb}: not the embedding of the network and split of {pred} ({shown})")
+        ids = read_embeddings(emb).image_ids
+        n = min(len(ids), len(expected))
+        if len(ids) != len(expected) or (ids[:n] != expected[:n]).any():
+            wrong = np.flatnonzero(ids[:n] != expected[:n])
+            row = int(wrong[0]) if len(wrong) else n
+            got = str(ids[row]) if row < len(ids) else "no image"
+            want = str(expected[row]) if row < len(expected) else "no image"
+            raise ValueError(f"{emb}: row {row} is {got!r} but {pred} has {want!r} there ({len(ids)} rows against "
+                             f"{len(expected)}; both come from one forward pass over the split, in its order)")  # fmt: skip
+        out.append((*_network_of(pred, theirs, datasets), emb))
+    return out
+
+
+def embedding_rows(path, ids: np.ndarray) -> np.ndarray:
+    """The (len(ids), d) embedding of the images ``ids`` (in that order) from one checked embedding file."""
+    table = read_embeddings(path)
+    rows = {i: r for r, i in enumerate(table.image_ids)}
+    missing = [i for i in ids if i not in rows]
+    if missing:
+        raise ValueError(f"{path}: no embedding of image {missing[0]!r}")
+    return table.embeddings[[rows[i] for i in ids]]
