@@ -6,8 +6,8 @@ holds a JSON object: ``classes`` (the column order), ``dataset``, ``split``, ``s
 the split file the images come from), ``weights_sha256``, ``stage``, ``model`` and the provenance of the
 embeddings (preprocessing, library versions, workflow commit: biastransfer.models.features).
 
-Rule ``predict`` writes, from the same forward pass, the network's embedding of the same images (its
-penultimate features, the input of its classifier head) beside the scores: the embeddings format
+Rule ``predict`` writes, from the same forward pass, the network's embedding of the same images (the input
+of its classifier head: the features ``embed`` writes at the model's layer) beside the scores: the embeddings format
 (:mod:`biastransfer.embeddings`) with ``class`` the split's name (an evaluation image has labels, not one
 class) and the predictions' metadata (less ``classes``), rows in the predictions' order.
 """
@@ -197,7 +197,7 @@ SAME_NETWORK = ("model", "stage", "weights_sha256", "dataset", "split", "split_s
 
 def check_embeddings(datasets: Mapping, predictions, embeddings) -> list[tuple[str, tuple[str, str], int, str]]:
     """``[(dataset, (network, model), seed, embedding file)]`` of the embedding files written beside the
-    prediction files (the same order), each checked, before any attacker runs, to be of the same network and
+    prediction files (the same order; those read by :func:`scores_by_network`), each checked, before any attacker runs, to be of the same network and
     split as its predictions (:data:`SAME_NETWORK`), valid (:func:`~biastransfer.embeddings.read_embeddings`)
     and with the same images in the same order; errors name the file."""
     predictions = [predictions] if isinstance(predictions, str) else list(predictions)
@@ -206,13 +206,13 @@ def check_embeddings(datasets: Mapping, predictions, embeddings) -> list[tuple[s
         raise ValueError(f"{len(predictions)} prediction files but {len(embeddings)} embedding files")
     out = []
     for pred, emb in zip(predictions, embeddings):
-        table, mine = read_predictions(pred), read_metadata(emb)
-        theirs, expected = table.metadata, table.image_ids
+        theirs, mine = read_metadata(pred), read_metadata(emb)
         differ = [k for k in SAME_NETWORK if mine.get(k) != theirs.get(k)]
         if differ:
             shown = "; ".join(f"{k} {str(mine.get(k))[:16]!r}, not {str(theirs.get(k))[:16]!r}" for k in differ)
             raise ValueError(f"{emb}: not the embedding of the network and split of {pred} ({shown})")
         ids = read_embeddings(emb).image_ids
+        expected = _strings(pred, _open(pred).read(columns=["image_id"]).column("image_id"), "image_id")
         n = min(len(ids), len(expected))
         if len(ids) != len(expected) or (ids[:n] != expected[:n]).any():
             wrong = np.flatnonzero(ids[:n] != expected[:n])

@@ -6,9 +6,10 @@ cross-fitted: K stratified, seeded folds, so every image gets a prediction from 
 The features are the ground-truth labels (*dataset leakage*), a model's predictions or scores (*model
 leakage*) or its embedding (*embedding leakage*); a wide embedding can first be projected on its leading
 ``components`` principal components, fitted inside each fold (the attacker then has the same capacity for
-networks of any width, and fewer weights than training images). Leakage is the held-out **balanced accuracy** (the mean over attributes of the share
-of that attribute's images recovered): Wang et al. report accuracy on attribute-balanced data, where the two
-agree, and on unbalanced data balanced accuracy keeps chance at ``1/|A|``. Plain accuracy is reported too.
+networks of any width, and fewer weights than training images). Leakage is the held-out **balanced
+accuracy** (the mean over attributes of the share of that attribute's images recovered): Wang et al. report
+accuracy on attribute-balanced data, where the two agree, and on unbalanced data balanced accuracy keeps
+chance at ``1/|A|``. Plain accuracy is reported too.
 
 The interval is a percentile bootstrap of the held-out correctness vector over images (one matrix product for
 all replicates, as in :mod:`~biastransfer.stats.amplification`): it carries the sampling of the evaluation
