@@ -467,10 +467,11 @@ def test_split_of_stage(wildcards):
     return path("split", dataset=cfg.parse_stage(wildcards.stage)[0], split="test")
 
 
-def prediction_files():
-    """Every finetuned and scratch network's predictions on its dataset's test split."""
+def prediction_files(name="predictions"):
+    """Every finetuned and scratch network's predictions on its dataset's test split (or, with name
+    prediction_embedding, its embedding of the same images), in one order."""
     return [
-        path("predictions", model=m, stage=stage)
+        path(name, model=m, stage=stage)
         for d in PREDICTED_DATASETS
         for m in config["models"]
         for stage in [

@@ -1,8 +1,9 @@
 # From embeddings to predictions: every finetuned network and every scratch reference network scores the
 # test split of the dataset it was trained on (rule synthetic_test_split; per-image sigmoid scores of every
-# class, with provenance), and one job measures how the predictions amplify the dataset's bias: bias
-# amplification A -> T (directional, Zhao et al.) at a threshold and at base rates, and leakage, with
-# bootstrap intervals (analysis.predictions; docs/statistics.md). Only datasets with a test split: the
+# class, with provenance, and from the same forward pass its embedding of each image), and one job measures
+# how the predictions amplify the dataset's bias: bias amplification A -> T (directional, Zhao et al.) at a
+# threshold and at base rates, and leakage from the labels, the scores and the embedding, with bootstrap
+# intervals (analysis.predictions; docs/statistics.md). Only datasets with a test split: the
 # synthetic kind with n_test > 0, COCO and Open Images with evaluation.enabled, a table with `split: test`
 # rows (PREDICTED_DATASETS, rules/common.smk; the real kinds' split: rules/real_data.smk).
 table_artefact(
@@ -22,6 +23,7 @@ rule predict:
         weights=stage_weights,
     output:
         predictions=path("predictions"),
+        embeddings=path("prediction_embedding"),
     log:
         "logs/predict/{model}/{stage}.log",
     benchmark:
@@ -52,6 +54,7 @@ rule amplification:
             path("attributes", dataset=d, split="test") for d in PREDICTED_DATASETS
         ],
         predictions=prediction_files(),
+        embeddings=prediction_files("prediction_embedding"),
     output:
         summary="results/summary/amplification.csv",
         terms="results/summary/amplification_terms.csv",

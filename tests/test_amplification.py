@@ -269,3 +269,37 @@ def test_leakage_bad_inputs_are_named():
         leakage(np.zeros((12, 2)), labels, folds=3)
     with pytest.raises(ValueError, match="attributes row 1 has no attribute"):
         leakage(np.zeros((2, 1)), [[1, 0], [0, 0]])
+
+
+def _embedding(rng, n, d, signal):
+    """n x d post-ReLU-like features of a few latent factors, the first shifted by ``signal`` for attribute 1."""
+    a = rng.integers(0, 2, n)
+    Z = rng.normal(size=(n, 8))
+    Z[:, 0] += signal * a
+    return np.maximum(Z @ rng.normal(size=(8, d)) + rng.normal(0, 0.5, (n, d)), 0), a
+
+
+@pytest.mark.parametrize("components", [None, 16])
+def test_an_embedding_that_carries_the_attribute_leaks_it_and_one_that_does_not_is_at_chance(components):
+    rng = np.random.default_rng(15)
+    carries, a = _embedding(rng, 400, 64, 1.5)
+    r = leakage(carries, a, replicates=200, seed=1, components=components)
+    assert r.estimate > 0.7 and r.ci_low > 0.5 and r.chance == 0.5
+    blind, a = _embedding(rng, 400, 64, 0.0)
+    r = leakage(blind, a, replicates=200, seed=1, components=components)
+    assert r.ci_low <= 0.5 <= r.ci_high
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.integers(2, 12), st.integers(0, 4), st.integers(0, 2**16))
+def test_as_many_components_as_features_or_more_leave_the_attacker_as_it_is(d, extra, seed):
+    rng = np.random.default_rng(seed)
+    labels = np.r_[np.zeros(20, int), np.ones(20, int)]
+    X = labels[:, None] * rng.normal(0, 1, d) + rng.normal(0, 1, (40, d))
+    plain = crossfit_predictions(X, labels, folds=3, seed=seed % 7)
+    np.testing.assert_array_equal(crossfit_predictions(X, labels, folds=3, seed=seed % 7, components=d + extra), plain)
+
+
+def test_a_projection_on_no_component_is_refused():
+    with pytest.raises(ValueError, match="components must be a positive int, got 0"):
+        leakage(np.zeros((20, 3)), np.tile([0, 1], 10), components=0)

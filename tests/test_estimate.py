@@ -76,9 +76,10 @@ def test_counts_and_hours_are_the_hand_computed_ones(costs):
     assert embed["images"] == 3 * 5  # pretrained + 2 finetuned stages, 5 images each
     assert embed["gpu_h"] == pytest.approx(15 * 0.1 / 3600)
     assert embed["disk_bytes"] == 15 * 2048 * 4
-    predict = rows["predict"]  # 2 finetuned networks x the 10 val2017 images (the evaluation split), one forward each
+    # 2 finetuned networks x the 10 val2017 images (the evaluation split), one forward each: scores and embedding
+    predict = rows["predict"]
     assert predict["images"] == 20 and predict["gpu_h"] == pytest.approx(20 * 0.1 / 3600)
-    assert predict["cpu_h"] == pytest.approx(20 * 0.01 / 3600) and predict["disk_bytes"] == 20 * 80 * 4
+    assert predict["cpu_h"] == pytest.approx(20 * 0.01 / 3600) and predict["disk_bytes"] == 20 * (80 + 2048) * 4
 
 
 def test_the_predictions_share_of_a_finetuning_epoch(costs):

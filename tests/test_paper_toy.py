@@ -156,7 +156,7 @@ def test_every_network_is_scored_on_its_datasets_evaluation_split_with_attribute
                 )
                 assert meta.metadata["split_sha256"] == file_digest(split) and meta.metadata["split"] == "test"
             rows = summary[(summary["dataset"] == dataset) & (summary["model"] == model)]
-            assert {"directional", "zhao"} <= set(rows["measure"]), (dataset, model)
+            assert {"directional", "zhao", "leakage_embedding"} <= set(rows["measure"]), (dataset, model)
         assert (summary.loc[summary["dataset"] == dataset, "n_excluded"] == counts[None]).all()
     for aset in ("coco", "openimages"):
         ok = (workdir / "results" / "checks" / "leakage" / f"{aset}.ok").read_text()

@@ -12,11 +12,12 @@ from biastransfer.data import synthetic
 from biastransfer.data.attributes import Attributes, read_attributes, write_attributes
 from biastransfer.data.leakage import check_no_leakage
 from biastransfer.data.splits import Split, read_split, write_split
+from biastransfer.embeddings import read_embeddings, write_embeddings
 from biastransfer.hashing import file_digest
 from biastransfer.predictions import read_predictions, write_predictions
 from biastransfer.report.amplification_report import amplification_frame, amplification_latex
 from biastransfer.report.findings.amplification import describe_amplification, verdict
-from biastransfer.stats.prediction_bias import Evaluation, Settings, prediction_bias
+from biastransfer.stats.prediction_bias import Evaluation, Settings, embedding_leakage, prediction_bias
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = {"kind": "synthetic", "size": 24, "n_train": 30, "n_val": 10, "n_test": 80, "label_groups": False,
@@ -158,7 +159,9 @@ def test_predictions_equal_to_the_truth_amplify_nothing_and_a_biased_network_amp
     ).all()
 
 
-def _write_inputs(tmp_path, ev, a, scores, *, classes=TASKS, split_sha=None):
+def _write_inputs(tmp_path, ev, a, scores, *, classes=TASKS, split_sha=None, embedding=None):
+    """A test split of ``ev`` (and one image without a figure), its attribute file, and one network's
+    predictions with its ``embedding`` (n x d; default: 3 columns that carry the attribute) beside them."""
     ids = [f"d-test-{i:06d}" for i in range(len(a))] + ["d-test-nofigure"]
     labels = [[t for t, on in zip(TASKS, row) if on] + ["person"] for row in ev.truth] + [["car"]]
     split = tmp_path / "test.parquet"
@@ -173,56 +176,110 @@ def _write_inputs(tmp_path, ev, a, scores, *, classes=TASKS, split_sha=None):
     full = np.vstack([scores, np.full((1, len(classes)), 0.5)])
     meta = {"split": "test", "split_sha256": split_sha or file_digest(split), "stage": "ft-d-seed0", "model": "m"}
     write_predictions(pred, ids, classes, full, meta)
-    return split, tmp_path / "attrs.parquet", pred
+    emb = tmp_path / "ft-d-seed0.embedding.parquet"
+    features = a[:, None] + np.random.default_rng(1).normal(0, 0.7, (len(a), 3)) if embedding is None else embedding
+    write_embeddings(emb, ids, ["test"] * len(ids), np.vstack([features, np.zeros((1, features.shape[1]))]), meta)
+    return split, tmp_path / "attrs.parquet", pred, emb
 
 
 def test_the_amplification_script_writes_every_measure_and_checks_its_inputs(tmp_path):
     ev, a = _evaluation(n=120)
-    split, attrs, pred = _write_inputs(tmp_path, ev, a, ev.truth * 0.9)
+    split, attrs, pred, emb = _write_inputs(tmp_path, ev, a, ev.truth * 0.9)
     main = _script("amplification").main
     out = {"summary": str(tmp_path / "s.csv"), "terms": str(tmp_path / "t.csv")}
-    main([str(split)], [str(attrs)], [str(pred)], settings={"bootstrap": 100, "folds": 3}, **out)
+    main([str(split)], [str(attrs)], [str(pred)], [str(emb)], settings={"bootstrap": 100, "folds": 3}, **out)
     summary = pd.read_csv(out["summary"], keep_default_na=False)
     assert set(summary["measure"]) == {"directional", "zhao", "leakage_model", "leakage_dataset_matched",
-                                       "leakage_amplification", "leakage_dataset"}  # fmt: skip
+                                       "leakage_amplification", "leakage_embedding", "leakage_dataset"}  # fmt: skip
+    leak = summary[summary["measure"] == "leakage_embedding"].iloc[0]
+    assert (leak["network"], leak["seed"], leak["threshold"]) == ("finetuned", "0", "") and leak["ci_low"] > 0.5
     assert set(summary["n_images"]) == {120} and set(summary["n_excluded"]) == {1}
     assert summary["images_per_attribute"].iloc[0] == f"person_a={(a == 0).sum()}; person_b={(a == 1).sum()}"
     assert (pd.read_csv(out["terms"])["task"].isin(TASKS)).all()
     # a prediction file of another split, a class the network lacks, an image without an attribute row
     (tmp_path / "o").mkdir()
-    _, _, other = _write_inputs(tmp_path / "o", ev, a, ev.truth * 0.9, split_sha="f" * 64)
+    _, _, other, other_emb = _write_inputs(tmp_path / "o", ev, a, ev.truth * 0.9, split_sha="f" * 64)
     with pytest.raises(
         ValueError, match=r"ft-d-seed0.parquet: predictions of split None/test .*not of the test split of d"
     ):
-        main([str(split)], [str(attrs)], [str(other)], **out)
+        main([str(split)], [str(attrs)], [str(other)], [str(emb)], **out)
+    # an embedding of another split, of another network, with its images in another order
+    with pytest.raises(ValueError, match=r"o/ft-d-seed0.embedding.parquet: not the embedding of the network and "
+                                         r"split of .*ft-d-seed0.parquet \(split_sha256 'ffff"):  # fmt: skip
+        main([str(split)], [str(attrs)], [str(pred)], [str(other_emb)], **out)
+    table = read_embeddings(emb)
+    write_embeddings(
+        other_emb, table.image_ids, table.classes, table.embeddings, table.metadata | {"stage": "ft-d-seed1"}
+    )
+    with pytest.raises(
+        ValueError, match=r"not the embedding of the network .*\(stage 'ft-d-seed1', not 'ft-d-seed0'\)"
+    ):
+        main([str(split)], [str(attrs)], [str(pred)], [str(other_emb)], **out)
+    order = np.r_[1, 0, 2 : len(table.image_ids)]
+    write_embeddings(other_emb, table.image_ids[order], table.classes, table.embeddings[order], table.metadata)
+    with pytest.raises(ValueError, match=r"ft-d-seed0.embedding.parquet: row 0 is 'd-test-000001' but .*ft-d-seed0"
+                                         r".parquet has 'd-test-000000' there"):  # fmt: skip
+        main([str(split)], [str(attrs)], [str(pred)], [str(other_emb)], **out)
+    with pytest.raises(ValueError, match=r"1 prediction files but 0 embedding files"):
+        main([str(split)], [str(attrs)], [str(pred)], [], **out)
     (tmp_path / "c").mkdir()
-    _, _, lacking = _write_inputs(tmp_path / "c", ev, a, ev.truth[:, :3] * 0.9, classes=TASKS[:3])
+    _, _, lacking, lacking_emb = _write_inputs(tmp_path / "c", ev, a, ev.truth[:, :3] * 0.9, classes=TASKS[:3])
     lacking_meta = read_predictions(lacking).metadata | {"split_sha256": file_digest(split)}
     table = read_predictions(lacking)
     write_predictions(lacking, table.image_ids, table.classes, table.scores, lacking_meta)
     with pytest.raises(ValueError, match=r"the network predicts no class 'surfboard'"):
-        main([str(split)], [str(attrs)], [str(lacking)], **out)
+        main([str(split)], [str(attrs)], [str(lacking)], [str(lacking_emb)], **out)
     frame = read_attributes(attrs)
     short = Attributes("d", "test", frame.split_sha256, frame.attributes, frame.attribute_classes, frame.frame.iloc[1:])
     write_attributes(attrs, short)
     with pytest.raises(ValueError, match=r"test.parquet: image 'd-test-000000' has no row in the attribute file"):
-        main([str(split)], [str(attrs)], [str(pred)], **out)
+        main([str(split)], [str(attrs)], [str(pred)], [str(emb)], **out)
+
+
+def test_embedding_leakage_rows_per_seed_and_pooled_follow_what_the_embedding_carries():
+    ev, a = _evaluation(n=200)
+    rng = np.random.default_rng(2)
+    carries = {s: a[:, None] + rng.normal(0, 0.8, (200, 4)) for s in (0, 1)}
+    blind = {0: rng.normal(0, 1, (200, 4))}
+    embedded = {("finetuned", "m"): {s: embedding_leakage(ev, f, SETTINGS) for s, f in carries.items()},
+                ("scratch", "m"): {s: embedding_leakage(ev, f, SETTINGS) for s, f in blind.items()}}  # fmt: skip
+    networks = {("finetuned", "m"): {0: ev.truth * 0.9, 1: ev.truth * 0.8}, ("scratch", "m"): {0: ev.truth * 0.9}}
+    summary, _ = prediction_bias(ev, networks, SETTINGS, embedded)
+    rows = summary[summary["measure"] == "leakage_embedding"].set_index(["network", "seed"])
+    assert sorted(rows.index) == [("finetuned", "0"), ("finetuned", "1"), ("finetuned", "pooled"), ("scratch", "0")]
+    assert (rows["threshold"] == "").all() and (rows.loc["finetuned", "ci_low"] > 0.5).all()
+    assert rows.loc[("finetuned", "pooled"), "estimate"] == pytest.approx(
+        np.mean([embedded[("finetuned", "m")][s].estimate for s in (0, 1)]))  # fmt: skip
+    assert rows.loc[("scratch", "0"), "ci_low"] <= 0.5 <= rows.loc[("scratch", "0"), "ci_high"]
+    with pytest.raises(ValueError, match=r"finetuned m: embeddings of seeds \[0\] but predictions of seeds \[0, 1\]"):
+        prediction_bias(ev, networks, SETTINGS, {("finetuned", "m"): {0: embedded[("finetuned", "m")][0]}})
 
 
 def test_the_table_and_the_findings_follow_the_intervals():
     ev, a = _evaluation(n=200)
     biased, against = {0: _towards(ev, a, 0)}, {0: _towards(ev, a, 1)}
-    summary, terms = prediction_bias(ev, {("finetuned", "m"): biased, ("scratch", "m"): against}, SETTINGS)
+    rng = np.random.default_rng(3)
+    embedded = {("finetuned", "m"): {0: embedding_leakage(ev, a[:, None] + rng.normal(0, 0.5, (200, 3)), SETTINGS)},
+                ("scratch", "m"): {0: embedding_leakage(ev, rng.normal(0, 1, (200, 3)), SETTINGS)}}  # fmt: skip
+    summary, terms = prediction_bias(ev, {("finetuned", "m"): biased, ("scratch", "m"): against}, SETTINGS, embedded)
     frame = amplification_frame(summary, "d")
     assert len(frame) == len(summary)
     latex = amplification_latex(summary, "d")
     assert "BiasAmp" in latex and "base rate" in latex and "leakage (ground truth)" in latex
+    fine = summary[(summary["measure"] == "leakage_embedding") & (summary["network"] == "finetuned")].iloc[0]
+    cell = f"${fine['estimate']:.3f}$ $[{fine['ci_low']:.3f}, {fine['ci_high']:.3f}]$"
+    assert f"finetuned m & seed 0 & leakage (embedding) & {cell} & -- \\\\" in latex  # no threshold: first column
     with pytest.raises(ValueError, match="no rows for dataset 'other'"):
         amplification_frame(summary, "other")
     text = "\n".join(describe_amplification(summary, terms, {"surfboard": "person_a"}))
     assert "Finetuned m (d, seed 0) amplifies the attribute-object bias" in text
     assert "Scratch m (d, seed 0) reduces the attribute-object bias" in text
     assert "amplifies the planted surfboard->person_a association" in text
+    assert "Finetuned m (d, seed 0): its embedding of the test images gives the attribute away beyond chance" in text
+    assert (
+        "Scratch m (d, seed 0): its embedding of the test images does not give the attribute away beyond chance "
+        "(the interval holds chance)" in text
+    ) and "(chance 0.500; from its scores: " in text
     assert verdict(-0.1, 0.2) == "neither amplifies nor reduces (the interval holds 0)"
     assert verdict(float("nan"), 0.1) == "cannot be judged (no interval)"
     assert describe_amplification(None) == []
@@ -247,9 +304,10 @@ ENTRY = {"source": "timm", "arch": "resnet10t", "weights": None,
          "preprocess": {"resize": 32, "crop": 32, "interpolation": "bilinear", "mean": [0.5] * 3, "std": [0.25] * 3}}  # fmt: skip
 
 
-def test_predict_writes_each_images_sigmoid_scores_with_the_splits_digest(drawn, tmp_path):
+def test_predict_writes_each_images_sigmoid_scores_and_embedding_from_one_forward_pass(drawn, tmp_path, monkeypatch):
     import torch
 
+    from biastransfer.models.extractors import FeatureExtractor
     from biastransfer.models.features import preprocessed_images
     from biastransfer.models.resolve import resolve_spec
 
@@ -257,9 +315,13 @@ def test_predict_writes_each_images_sigmoid_scores_with_the_splits_digest(drawn,
     classes = ["car", "person", "refrigerator", "stop_sign", "surfboard"]
     model = _checkpoint(tmp_path / "model.safetensors", classes)
     predict = _script("predict").main
-    out = tmp_path / "p.parquet"
-    predict(files["test"], str(tmp_path / "model.safetensors"), str(out), ENTRY, batch_size=16, num_workers=0,
-            device="cpu", model="tiny", stage="ft-syn-seed0")  # fmt: skip
+    out, emb = tmp_path / "p.parquet", tmp_path / "p.embedding.parquet"
+    calls, forward = [], FeatureExtractor.forward
+    monkeypatch.setattr(FeatureExtractor, "forward", lambda self, x: calls.append(len(x)) or forward(self, x))
+    predict(files["test"], str(tmp_path / "model.safetensors"), str(out), str(emb), ENTRY, batch_size=16,
+            num_workers=0, device="cpu", model="tiny", stage="ft-syn-seed0")  # fmt: skip
+    monkeypatch.undo()
+    assert calls == [16] * 5  # the 80 test images through the backbone once, in batches of 16
     table = read_predictions(out)
     split = read_split(files["test"])
     assert table.image_ids.tolist() == split.frame["image_id"].tolist() and table.classes == tuple(classes)
@@ -270,7 +332,15 @@ def test_predict_writes_each_images_sigmoid_scores_with_the_splits_digest(drawn,
         expected = torch.sigmoid(model(images)).numpy()
     np.testing.assert_allclose(table.scores, expected, atol=1e-5)
     assert table.scores.std(axis=0).min() > 1e-3
+    embedded = read_embeddings(emb)  # the embed rule's features at the same layer, beside the scores
+    assert embedded.image_ids.tolist() == table.image_ids.tolist() and set(embedded.classes) == {"test"}
+    with torch.inference_mode():
+        np.testing.assert_allclose(embedded.embeddings, model.backbone(images).numpy(), atol=1e-5)
+    assert embedded.metadata == {k: v for k, v in table.metadata.items() if k != "classes"} | {
+        "dim": model.backbone.embed_dim
+    }
     _checkpoint(tmp_path / "lacking.safetensors", ["car", "person_a", "refrigerator", "stop_sign", "surfboard"])
     with pytest.raises(ValueError, match=r"lacking.safetensors: the network has no output for class 'person'"):
-        predict(files["test"], str(tmp_path / "lacking.safetensors"), str(tmp_path / "q.parquet"), ENTRY,
-                batch_size=16, num_workers=0, device="cpu", model="tiny", stage="ft-syn-seed0")  # fmt: skip
+        predict(files["test"], str(tmp_path / "lacking.safetensors"), str(tmp_path / "q.parquet"),
+                str(tmp_path / "q.embedding.parquet"), ENTRY, batch_size=16, num_workers=0, device="cpu",
+                model="tiny", stage="ft-syn-seed0")  # fmt: skip

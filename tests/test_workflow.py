@@ -225,6 +225,7 @@ def test_the_demo_dag_scores_every_trained_network_on_the_test_split(tmp_path):
     assert jobs["amplification"] == 1 and jobs["table_amplification"] == 1
     assert jobs["link"] == jobs["plot_link"] == jobs["table_link"] == 1
     assert "results/predictions/democnn/scratch-synthetic_target-seed0.parquet" in done.stdout
+    assert "results/predictions/democnn/scratch-synthetic_target-seed0.embedding.parquet" in done.stdout
 
 
 def test_the_predictions_and_their_bias_follow_the_documented_formats(demo_run):
@@ -237,11 +238,20 @@ def test_the_predictions_and_their_bias_follow_the_documented_formats(demo_run):
     assert re.fullmatch("[0-9a-f]{64}", meta["weights_sha256"]) and meta["stage"] == "ft-synthetic_target-seed2"
     scores = pd.read_parquet(path)
     assert len(scores) == 300 and scores[meta["classes"]].stack().between(0, 1).all()
+    from biastransfer.embeddings import read_embeddings
+
+    # the same forward pass's embedding of the same images, in the embeddings format with the same provenance
+    embedded = read_embeddings(path.with_name("ft-synthetic_target-seed2.embedding.parquet"))
+    assert embedded.image_ids.tolist() == scores["image_id"].tolist() and set(embedded.classes) == {"test"}
+    assert {k: v for k, v in embedded.metadata.items() if k != "dim"} == {
+        k: v for k, v in meta.items() if k != "classes"
+    }
     summary = pd.read_csv(out / "summary" / "amplification.csv", keep_default_na=False)
     fine = summary[summary["network"] == "finetuned"]
     assert set(fine["seed"]) == {"0", "1", "2", "pooled"} and set(fine["threshold"]) == {"0.5", "base_rate"}
     assert set(summary.loc[summary["network"] == "scratch", "seed"]) == {"0"}
-    for measure in ("directional", "zhao", "leakage_model", "leakage_amplification", "leakage_dataset"):
+    for measure in ("directional", "zhao", "leakage_model", "leakage_amplification", "leakage_embedding",
+                    "leakage_dataset"):  # fmt: skip
         rows = summary[summary["measure"] == measure]
         assert not rows.empty and (rows["ci_low"].astype(float) < rows["ci_high"].astype(float)).all(), measure
     assert (summary["replicates"] == 1000).all() and summary["n_excluded"].gt(0).all()

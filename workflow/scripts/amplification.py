@@ -5,12 +5,17 @@ each image; images without one are counted and left out) and the prediction file
 scratch network trained on it (matched to the dataset by their metadata). A prediction file of another
 split (its recorded split digest is not the test split's), an image without a row in the attribute file or
 a measured class the network lacks is an error naming the file. The measured tasks are the split's classes
-less the attribute file's ``attribute_classes`` (the person labels).
+less the attribute file's ``attribute_classes`` (the person labels). Each network's embedding of the same
+images (written by predict beside its predictions, in the same order) gives its embedding leakage; an
+embedding file of another network or split, or with other images or another order than its predictions,
+is an error naming it, raised before any attacker runs.
 
 Standalone: python workflow/scripts/amplification.py --splits results/splits/D/test.parquet
 --attributes results/splits/D/test_attributes.parquet --predictions results/predictions/M/ft-D-seed0.parquet
-results/predictions/M/ft-D-seed1.parquet --summary amplification.csv --terms amplification_terms.csv
-[--settings '{"threshold": 0.5, "bootstrap": 1000, "ci_level": 0.95, "folds": 5, "seed": 0}']
+results/predictions/M/ft-D-seed1.parquet --embeddings results/predictions/M/ft-D-seed0.embedding.parquet
+results/predictions/M/ft-D-seed1.embedding.parquet --summary amplification.csv --terms amplification_terms.csv
+[--settings '{"threshold": 0.5, "bootstrap": 1000, "ci_level": 0.95, "folds": 5, "seed": 0,
+"embedding_components": 256}']
 """
 
 import logging
@@ -18,28 +23,48 @@ import logging
 import pandas as pd
 
 from biastransfer.atomic import write_csv
-from biastransfer.evaluation import evaluations_and_scores
+from biastransfer.evaluation import check_embeddings, embedding_rows, read_evaluations, scores_by_network
 from biastransfer.scripting import run
-from biastransfer.stats.prediction_bias import COLUMNS, TERM_COLUMNS, Settings, prediction_bias
+from biastransfer.stats.prediction_bias import COLUMNS, TERM_COLUMNS, Settings, embedding_leakage, prediction_bias
 
 log = logging.getLogger(__name__)
 
 
 def main(
-    splits: list, attributes: list, predictions: list, summary: str, terms: str, settings: dict | None = None
+    splits: list,
+    attributes: list,
+    predictions: list,
+    embeddings: list,
+    summary: str,
+    terms: str,
+    settings: dict | None = None,
 ) -> None:
     options = Settings(**(settings or {}))
-    datasets = evaluations_and_scores(splits, attributes, predictions)
+    datasets = read_evaluations(splits, attributes)
+    scores = scores_by_network(datasets, predictions)
+    embedded = {name: {} for name in datasets}
+    for dataset, key, seed, path in check_embeddings(datasets, predictions, embeddings):
+        ev, ids, _ = datasets[dataset]
+        embedded[dataset].setdefault(key, {})[seed] = _attacked(ev, embedding_rows(path, ids), options, path)
     tables = []
-    for ev, networks in datasets.values():
+    for name, (ev, _, _) in datasets.items():
         try:
-            tables.append(prediction_bias(ev, networks, options))
+            tables.append(prediction_bias(ev, scores[name], options, embedded[name]))
         except ValueError as err:  # e.g. an attribute with fewer images than the attacker's folds
             raise ValueError(f"test split of {ev.dataset} ({ev.per_attribute}): {err}") from err
     write_csv(summary, pd.concat([t[0] for t in tables], ignore_index=True)[list(COLUMNS)])
     write_csv(terms, pd.concat([t[1] for t in tables], ignore_index=True)[list(TERM_COLUMNS)])
-    files = sum(len(seeds) for _, networks in datasets.values() for seeds in networks.values())
-    log.info("bias amplification and leakage of %d prediction files -> %s", files, summary)
+    files = sum(len(seeds) for networks in scores.values() for seeds in networks.values())
+    log.info("bias amplification and leakage of %d prediction and embedding files -> %s", files, summary)
+
+
+def _attacked(ev, features, options: Settings, path: str):
+    """The embedding leakage of one file; its errors (e.g. an attribute with fewer images than the attacker's
+    folds) name the file and the split."""
+    try:
+        return embedding_leakage(ev, features, options)
+    except ValueError as err:
+        raise ValueError(f"{path} (test split of {ev.dataset}: {ev.per_attribute}): {err}") from err
 
 
 if __name__ == "__main__":

@@ -1,11 +1,13 @@
 """Score every image of an evaluation split with one trained classifier (finetuned or scratch reference).
 
 Per-image sigmoid scores of every class of the network, in the predictions format (biastransfer.predictions)
-with the provenance of the embeddings plus the split's digest. A network that lacks a class of the split is
-an error naming the class and the checkpoint.
+with the provenance of the embeddings plus the split's digest, and from the same forward pass the network's
+embedding of each image (its classifier's input: the features embed writes at the model's layer), in the
+embeddings format with the same metadata. A network that lacks a class of the split is an error naming the
+class and the checkpoint.
 
 Standalone: python workflow/scripts/predict.py --split results/splits/D/test.parquet
---weights results/finetune/D/M/seed0/model.safetensors --predictions P.parquet
+--weights results/finetune/D/M/seed0/model.safetensors --predictions P.parquet --embeddings E.parquet
 --entry '{"source": "workflow", "arch": "resnet18", "preprocess": {"resize": 64, "crop": 64}}'
 --batch_size 64 --num_workers 1 --device cpu [--amp false --model M --stage ft-D-seed0]
 """
@@ -15,9 +17,11 @@ import logging
 import numpy as np
 
 from biastransfer.data.splits import read_split
+from biastransfer.embeddings import write_embeddings
 from biastransfer.hashing import config_hash, file_digest
 from biastransfer.models.checkpoints import finetune_origin, load_classifier_from_checkpoint
 from biastransfer.models.device import torch_device
+from biastransfer.models.extractors import EmbeddingAndLogits
 from biastransfer.models.features import embedding_provenance, run_on_images
 from biastransfer.models.resolve import model_spec
 from biastransfer.predictions import write_predictions
@@ -40,6 +44,7 @@ def main(
     split: str,
     weights: str,
     predictions: str,
+    embeddings: str,
     entry: dict,
     batch_size: int,
     num_workers: int,
@@ -60,8 +65,9 @@ def main(
     dev = torch_device(device)
     paths = images.frame["path"].tolist()
     log.info("scoring %d images of %s with %s (%s) on %s", len(paths), split, spec.name, stage, dev)
-    logits, runtime = run_on_images(
-        network,
+    both = EmbeddingAndLogits(network)
+    outputs, runtime = run_on_images(
+        both,
         paths,
         spec,
         what=f"predicting {split} with {spec.name} ({stage})",
@@ -71,6 +77,7 @@ def main(
         amp=amp,
         log=log.warning,
     )
+    features, logits = both.split(outputs)
     scores = 1.0 / (1.0 + np.exp(-logits.astype(np.float64)))
     provenance = embedding_provenance(
         spec,
@@ -85,7 +92,9 @@ def main(
         **finetune_origin(weights),
     )
     write_predictions(predictions, images.frame["image_id"], classes, scores, provenance)
-    log.info("wrote %s: %d images x %d classes", predictions, *scores.shape)
+    write_embeddings(embeddings, images.frame["image_id"], [images.name] * len(paths), features, provenance)
+    log.info("wrote %s: %d images x %d classes, and %s: %d dimensions", predictions, *scores.shape, embeddings,
+             features.shape[1])  # fmt: skip
 
 
 if __name__ == "__main__":

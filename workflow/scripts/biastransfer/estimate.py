@@ -235,8 +235,9 @@ def estimate(config: Mapping, costs: Path = COSTS) -> pd.DataFrame:
                     "model": m,
                     "images": n,
                     "disk_bytes": sum(
-                        networks[d] * tests[d][0] * 4 * _classes(config["datasets"][d]) for d in datasets
-                    ),
+                        networks[d] * tests[d][0] * 4 * (_classes(config["datasets"][d]) + c.get("embed_dim", 2048))
+                        for d in datasets
+                    ),  # the scores and the embedding of each image
                     "cpu_h": decode / 3600,
                     "gpu_h": n * c["embed_s_per_image"] / 3600,
                     "basis": c["basis"],

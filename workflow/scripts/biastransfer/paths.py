@@ -32,6 +32,7 @@ PATHS = {
     "layer_embeddings": "results/layers/{analysis_set}/{model}/embeddings/{stage}",
     "layer_profile": "results/layers/{analysis_set}/{model}/profile.csv",
     "predictions": "results/predictions/{model}/{stage}.parquet",
+    "prediction_embedding": "results/predictions/{model}/{stage}.embedding.parquet",
     "analyses_done": "results/checks/analyses/{model}.done",
 }
 

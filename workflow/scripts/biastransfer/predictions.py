@@ -5,6 +5,11 @@ the classifier's output order (each a sigmoid score in [0, 1]). File-level metad
 holds a JSON object: ``classes`` (the column order), ``dataset``, ``split``, ``split_sha256`` (the digest of
 the split file the images come from), ``weights_sha256``, ``stage``, ``model`` and the provenance of the
 embeddings (preprocessing, library versions, workflow commit: biastransfer.models.features).
+
+Rule ``predict`` writes, from the same forward pass, the network's embedding of the same images (the input
+of its classifier head: the features ``embed`` writes at the model's layer) beside the scores: the embeddings format
+(:mod:`biastransfer.embeddings`) with ``class`` the split's name (an evaluation image has labels, not one
+class) and the predictions' metadata (less ``classes``), rows in the predictions' order.
 """
 
 from __future__ import annotations

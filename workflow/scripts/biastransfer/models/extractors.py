@@ -208,6 +208,30 @@ class Classifier(nn.Module):
         return self.head(self.backbone(x))
 
 
+class EmbeddingAndLogits(nn.Module):
+    """``forward(images) -> (N, embed_dim + num_classes)``: a classifier's embedding (its backbone's output, the
+    features ``embed`` writes at the same layer) and its logits, side by side from one forward pass;
+    :meth:`split` cuts them apart."""
+
+    def __init__(self, classifier: Classifier):
+        super().__init__()
+        self.classifier = classifier
+        self.features_dim = classifier.backbone.embed_dim
+        self.embed_dim = self.features_dim + classifier.num_classes
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        features = self.classifier.backbone(images)
+        return torch.cat([features, self.classifier.head(features)], dim=1)
+
+    def split(self, outputs) -> tuple:
+        """``(embedding, logits)`` of an ``(N, embed_dim)`` output of this module."""
+        if outputs.shape[1] != self.embed_dim:
+            raise ValueError(
+                f"outputs have {outputs.shape[1]} columns, not the embedding's and logits' {self.embed_dim}"
+            )
+        return outputs[:, : self.features_dim], outputs[:, self.features_dim :]
+
+
 def create_classifier(spec: ModelSpec, num_classes: int, weights_path: str | Path | None) -> Classifier:
     """A classifier for finetuning: the pretrained backbone and a fresh ``Linear(embed_dim, num_classes)``."""
     return Classifier(create_backbone(spec, weights_path), num_classes).eval()

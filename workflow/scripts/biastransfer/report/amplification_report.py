@@ -18,6 +18,7 @@ MEASURE_WORDS = {
     "leakage_model": "leakage (model)",
     "leakage_dataset_matched": "leakage (labels at matched F1)",
     "leakage_amplification": "leakage amplification",
+    "leakage_embedding": "leakage (embedding)",
     "leakage_dataset": "leakage (ground truth)",
 }
 
@@ -59,10 +60,10 @@ def amplification_latex(summary: pd.DataFrame, dataset: str) -> str:
             at = chosen[chosen["measure"] == measure]
             if at.empty:
                 continue
-            cells = []
-            for t in columns:
-                hit = at[at["threshold"] == t]
-                cells.append(_cell(hit.iloc[0]) if not hit.empty else "--")
+            if (at["threshold"] == "").all():  # a measure of no threshold (the embedding's): first column
+                cells = [_cell(at.iloc[0]), *(["--"] * (len(columns) - 1))]
+            else:
+                cells = [_cell(hit.iloc[0]) if not (hit := at[at["threshold"] == t]).empty else "--" for t in columns]
             body.append([f"{latex_escape(network)} {model_label(model)}", seeds, words, *cells])
     for _, row in rows[rows["network"] == "dataset"].iterrows():
         body.append(["dataset", "--", MEASURE_WORDS["leakage_dataset"], _cell(row), *(["--"] * (len(columns) - 1))])
@@ -75,6 +76,7 @@ def amplification_latex(summary: pd.DataFrame, dataset: str) -> str:
         f"{int(first['n_excluded'])} without one left out). Bias amplification A$\\to$T and leakage of the "
         f"attribute, each with its {float(first['level']):.0%} percentile bootstrap interval over images "
         f"({int(first['replicates'])} replicates); positive amplification: predictions push each object towards "
-        "the attribute it co-occurs with."
+        "the attribute it co-occurs with. Leakage is an attacker's held-out balanced accuracy (chance: 1 over the "
+        "number of attribute values); the embedding's and the ground truth's depend on no threshold."
     ).replace("%", "\\%")
     return standalone_document("\n".join(lines) + "\n", caption)

@@ -4,9 +4,12 @@ protected attribute from what a model outputs, and how much more than from label
 The attacker is scikit-learn's logistic regression on standardised features (Wang et al. use a small MLP),
 cross-fitted: K stratified, seeded folds, so every image gets a prediction from an attacker that never saw it.
 The features are the ground-truth labels (*dataset leakage*), a model's predictions or scores (*model
-leakage*) or an embedding. Leakage is the held-out **balanced accuracy** (the mean over attributes of the share
-of that attribute's images recovered): Wang et al. report accuracy on attribute-balanced data, where the two
-agree, and on unbalanced data balanced accuracy keeps chance at ``1/|A|``. Plain accuracy is reported too.
+leakage*) or its embedding (*embedding leakage*); a wide embedding can first be projected on its leading
+``components`` principal components, fitted inside each fold (the attacker then has the same capacity for
+networks of any width, and fewer weights than training images). Leakage is the held-out **balanced
+accuracy** (the mean over attributes of the share of that attribute's images recovered): Wang et al. report
+accuracy on attribute-balanced data, where the two agree, and on unbalanced data balanced accuracy keeps
+chance at ``1/|A|``. Plain accuracy is reported too.
 
 The interval is a percentile bootstrap of the held-out correctness vector over images (one matrix product for
 all replicates, as in :mod:`~biastransfer.stats.amplification`): it carries the sampling of the evaluation
@@ -29,6 +32,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+from sklearn.decomposition import PCA
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold
 from sklearn.pipeline import make_pipeline
@@ -91,13 +95,20 @@ def _features(value, name: str, n: int) -> np.ndarray:
     return X
 
 
-def crossfit_predictions(features, labels: np.ndarray, *, folds: int = FOLDS, seed: int = 0) -> np.ndarray:
+def crossfit_predictions(
+    features, labels: np.ndarray, *, folds: int = FOLDS, seed: int = 0, components: int | None = None
+) -> np.ndarray:
     """Held-out attacker predictions of ``labels``: each fold predicted by a logistic regression (on
-    standardised ``features``) fitted on the other folds (stratified, shuffled with ``seed``)."""
+    standardised ``features``) fitted on the other folds (stratified, shuffled with ``seed``). With
+    ``components`` below the number of features, the standardised features are first projected on that many
+    principal components (at most one per training image), fitted on the training folds only."""
     out = np.empty(len(labels), dtype=labels.dtype)
     splits = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed).split(features, labels)
     for train, test in splits:
-        attacker = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
+        steps = [StandardScaler()]
+        if components is not None and components < features.shape[1]:
+            steps.append(PCA(n_components=min(components, len(train)), random_state=seed))
+        attacker = make_pipeline(*steps, LogisticRegression(max_iter=1000))
         out[test] = attacker.fit(features[train], labels[train]).predict(features[test])
     return out
 
@@ -145,13 +156,25 @@ def _check(attributes, folds, replicates, level, seed):
 
 
 def leakage(
-    features, attributes, *, folds: int = FOLDS, replicates: int = BOOTSTRAP, level: float = 0.95, seed: int | None = 0
+    features,
+    attributes,
+    *,
+    folds: int = FOLDS,
+    replicates: int = BOOTSTRAP,
+    level: float = 0.95,
+    seed: int | None = 0,
+    components: int | None = None,
 ) -> LeakageResult:
     """Leakage of ``attributes`` (one-hot n x |A|, or n labels) from ``features`` (n x d: labels, scores or an
-    embedding): the cross-fitted attacker's held-out balanced accuracy with a bootstrap interval over images."""
+    embedding): the cross-fitted attacker's held-out balanced accuracy with a bootstrap interval over images
+    (``components``: see :func:`crossfit_predictions`)."""
     A, labels, folds, replicates, level, seed = _check(attributes, folds, replicates, level, seed)
+    if components is not None:
+        components = check_positive_int(components, "components")
     X = _features(features, "features", len(labels))
-    correct = (crossfit_predictions(X, labels, folds=folds, seed=seed) == labels).astype(np.float64)
+    correct = (crossfit_predictions(X, labels, folds=folds, seed=seed, components=components) == labels).astype(
+        np.float64
+    )
     reps = _bootstrap(A, [correct], replicates, level, seed)[0]
     return _leakage_result(A, correct, reps, level, replicates, seed, folds)
 

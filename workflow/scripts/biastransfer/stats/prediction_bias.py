@@ -5,8 +5,10 @@ seeds, every seed resampled with the same images): bias amplification A -> T (di
 :mod:`~biastransfer.stats.amplification`) of the labels predicted at a score threshold and at per-class
 base-rate thresholds, and the leakage of the attribute from the network's scores, the leakage of the
 ground-truth labels perturbed to the network's F1, and their difference (leakage amplification;
-:mod:`~biastransfer.stats.leakage`). The dataset's own leakage (from its ground-truth labels) is a row of
-its own. Needs scikit-learn (through the leakage module), so ``biastransfer.stats`` does not re-export it.
+:mod:`~biastransfer.stats.leakage`), and the leakage of the attribute from the network's embedding of the
+same images (its classifier's input, from the same forward pass). The dataset's own leakage (from its
+ground-truth labels) is a row of its own. Needs scikit-learn (through the leakage module), so
+``biastransfer.stats`` does not re-export it.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from biastransfer.stats.amplification import (
     predict_at_threshold,
 )
 from biastransfer.stats.bootstrap import percentile_interval
-from biastransfer.stats.leakage import leakage, leakage_amplification
+from biastransfer.stats.leakage import LeakageResult, leakage, leakage_amplification
 
 #: The summary's columns, in order.
 COLUMNS = (
@@ -41,13 +43,15 @@ TERM_COLUMNS = (
 
 @dataclass(frozen=True)
 class Settings:
-    """``analysis.predictions``: threshold, bootstrap replicates, interval level, attacker folds, seed."""
+    """``analysis.predictions``: threshold, bootstrap replicates, interval level, attacker folds, seed, and the
+    principal components the embedding attacker reads (0: the whole embedding)."""
 
     threshold: float = 0.5
     bootstrap: int = 1000
     ci_level: float = 0.95
     folds: int = 5
     seed: int = 0
+    embedding_components: int = 256
 
 
 def _row(ev: Evaluation, key: Mapping, measure: str, threshold: str, result, seeds: int, **values) -> dict:
@@ -64,6 +68,12 @@ def dataset_leakage(ev: Evaluation, settings: Settings) -> dict:
     result = leakage(ev.truth, ev.attributes, folds=settings.folds, replicates=settings.bootstrap,
                      level=settings.ci_level, seed=settings.seed)  # fmt: skip
     return _row(ev, {"network": "dataset", "model": "", "seed": ""}, "leakage_dataset", "", result, 0)
+
+
+def embedding_leakage(ev: Evaluation, features: np.ndarray, settings: Settings) -> LeakageResult:
+    """Leakage of the attribute from one network's embedding of ``ev``'s images (n x d, rows in its order)."""
+    return leakage(features, ev.attributes, folds=settings.folds, replicates=settings.bootstrap,
+                   level=settings.ci_level, seed=settings.seed, components=settings.embedding_components or None)  # fmt: skip
 
 
 class _Pooled:
@@ -96,11 +106,19 @@ def _amplification_rows(ev, key, label, preds, threshold, settings, nseeds):
 
 
 def network_rows(
-    ev: Evaluation, network: str, model: str, scores: Mapping[int, np.ndarray], settings: Settings
+    ev: Evaluation,
+    network: str,
+    model: str,
+    scores: Mapping[int, np.ndarray],
+    settings: Settings,
+    embedded: Mapping[int, LeakageResult] | None = None,
 ) -> tuple[list[dict], list[pd.DataFrame]]:
-    """Summary rows and term tables of one network family (``scores``: {seed: n x |T| scores of ev.tasks})."""
+    """Summary rows and term tables of one network family (``scores``: {seed: n x |T| scores of ev.tasks};
+    ``embedded``: {seed: :func:`embedding_leakage`} of the same seeds, or None for no embedding rows)."""
     key = {"network": network, "model": model}
     seeds = sorted(scores)
+    if embedded is not None and sorted(embedded) != seeds:
+        raise ValueError(f"{network} {model}: embeddings of seeds {sorted(embedded)} but predictions of seeds {seeds}")
     thresholds = {
         f"{settings.threshold:g}": {s: predict_at_threshold(scores[s], settings.threshold) for s in seeds},
         "base_rate": {s: predict_at_base_rate(scores[s], ev.truth) for s in seeds},
@@ -140,16 +158,27 @@ def network_rows(
                 got = [part(leaks[s]) for s in members]
                 result = _Pooled([g[0] for g in got], [g[1] for g in got], got[0][2])
             rows.append(_row(ev, {**key, "seed": label}, measure, threshold, result, len(members)))
+    if embedded is not None:
+        for label, members in groups:
+            got = [embedded[s] for s in members]
+            result = got[0] if len(got) == 1 else _Pooled([g.estimate for g in got],
+                                                          [g.replicate_estimates for g in got], got[0])  # fmt: skip
+            rows.append(_row(ev, {**key, "seed": label}, "leakage_embedding", "", result, len(members)))
     return rows, terms
 
 
 def prediction_bias(
-    ev: Evaluation, networks: Mapping[tuple[str, str], Mapping[int, np.ndarray]], settings: Settings
+    ev: Evaluation,
+    networks: Mapping[tuple[str, str], Mapping[int, np.ndarray]],
+    settings: Settings,
+    embedded: Mapping[tuple[str, str], Mapping[int, LeakageResult]] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``(summary, terms)`` of one dataset: its leakage row, then every ``{(network, model): {seed: scores}}``."""
+    """``(summary, terms)`` of one dataset: its leakage row, then every ``{(network, model): {seed: scores}}``
+    (with its embedding leakage rows where ``embedded`` has the same key)."""
     rows, terms = [dataset_leakage(ev, settings)], []
+    embedded = embedded or {}
     for (network, model), scores in networks.items():
-        r, t = network_rows(ev, network, model, scores, settings)
+        r, t = network_rows(ev, network, model, scores, settings, embedded.get((network, model)))
         rows += r
         terms += t
     summary = pd.DataFrame(rows, columns=list(COLUMNS))

@@ -1,8 +1,10 @@
 """Findings about the networks' predictions: whether they amplify the dataset's attribute-object bias
-(BiasAmp A -> T, Zhao et al.'s measure), its planted associations, and how much of the attribute leaks.
+(BiasAmp A -> T, Zhao et al.'s measure), its planted associations, and how much of the attribute leaks
+from their outputs and from their embedding.
 
 Every verdict follows the estimate's bootstrap interval, in both directions: an interval above 0 amplifies,
-one below 0 reduces, and one that holds 0 shows neither."""
+one below 0 reduces, and one that holds 0 shows neither; an embedding's leakage is judged against chance
+(1 / the number of attribute values) the same way."""
 
 from __future__ import annotations
 
@@ -82,6 +84,22 @@ def describe_amplification(
         lines.append(
             f"- {_who(row)} {word} of the attribute than labels of its own F1 do: leakage amplification "
             f"{row.estimate:.3f} {interval(row.ci_low, row.ci_high, row.level, 3)}."
+        )
+    scored = chosen[chosen["measure"] == "leakage_model"].set_index(["network", "model", "dataset"])
+    for row in chosen[chosen["measure"] == "leakage_embedding"].itertuples():
+        chance = 1 / len(str(row.images_per_attribute).split(";"))
+        word = verdict(row.ci_low - chance, row.ci_high - chance, more="gives the attribute away beyond chance",
+                       less="gives an attacker less than chance (the interval lies below it)",
+                       neither="does not give the attribute away beyond chance (the interval holds chance)")  # fmt: skip
+        key, beside = (row.network, row.model, row.dataset), ""
+        if key in scored.index:
+            scores = scored.loc[[key]].iloc[0]
+            beside = (
+                f"; from its scores: {scores['estimate']:.3f} {interval(scores['ci_low'], scores['ci_high'], digits=3)}"
+            )
+        lines.append(
+            f"- {_who(row)}: its embedding of the test images {word}: an attacker's balanced accuracy "
+            f"{row.estimate:.3f} {interval(row.ci_low, row.ci_high, row.level, 3)} (chance {chance:.3f}{beside})."
         )
     dataset = summary[summary["measure"] == "leakage_dataset"]
     for row in dataset.itertuples():
