@@ -124,7 +124,10 @@ def main(
         log.info("%s: %s (%.0f MB)", name, path, path.stat().st_size / 1e6)
     out = overlay_for(cfg, mirror_url or str(root), lists, checksums, weights, size, batch_size)
     Path(overlay).parent.mkdir(parents=True, exist_ok=True)
-    header = f"# Toy overlay for {config}: scale and location only (written by workflow/scripts/build_toy_mirror.py)\n"
+    header = (
+        f"# Toy overlay for {config}: scale and location, and every intervention on "
+        "(written by workflow/scripts/build_toy_mirror.py)\n"
+    )
     Path(overlay).write_text(header + yaml.safe_dump(out, sort_keys=False))
     log.info("wrote %s", overlay)
 
