@@ -230,8 +230,7 @@ rule real_test_attributes:
 rule coco_train_attributes:
     input:
         "results/data/{real}/annotations.ok",
-        split=path("split", dataset="{real}", split="train"),
-        gender_words=lambda wildcards: gender_words_file(dataset_of(wildcards)),
+        unpack(train_attribute_inputs),
     output:
         attributes=path("attributes", dataset="{real}", split="train"),
     log:
