@@ -194,9 +194,12 @@ def test_finetune_params_come_from_the_filled_defaults_then_the_overrides(demo):
 def test_paper_intervention_is_off_until_switched_on_and_trained_as_coco():
     """config/paper.yaml's coco_independent: switched off, it leaves no trace in the filled config; on, it is
     finetuned on coco's seeds with coco's per-model settings (Table 7), unless an override names it."""
-    off = cfg.fill_defaults(load("config/paper.yaml"))
+    off = load("config/paper.yaml")
+    off["finetune"]["overrides"]["resnet50"]["coco_independent"] = {"epochs": 3}
+    cfg.check_config(cfg.fill_defaults(off))
     assert "coco_independent" not in off["datasets"] and off["finetune"]["datasets"] == ["coco", "openimages"]
     assert off["finetune"]["seeds"] == {"coco": [0, 1, 2], "openimages": [0]}
+    assert set(off["finetune"]["overrides"]["resnet50"]) == {"coco", "openimages"}
     paper = load("config/paper.yaml")
     paper["datasets"]["coco_independent"]["enabled"] = True
     paper["finetune"]["overrides"]["resnet50"]["coco_independent"] = {"epochs": 3}
