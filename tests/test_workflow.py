@@ -233,6 +233,14 @@ def test_the_paper_dag_with_its_intervention_switched_on(tmp_path):
     for planned in ("results/splits/coco/train_attributes.parquet", "results/interventions/coco_independent/coco/resnet18.csv",
                     "results/predictions/clip_vit_b32/ft-coco_independent-seed2.parquet"):  # fmt: skip
         assert planned in done.stdout, planned
+    # an object that is no COCO category stops the run before any job, named
+    switch.write_text("datasets:\n  coco_independent: {enabled: true, objects: [refrigerator, fridge]}\n")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    done = snakemake("--cores", "1", "--configfile", str(ROOT / "config" / "paper.yaml"), switch, cwd=bad, check=False)
+    assert done.returncode != 0 and "datasets.coco_independent.objects: 'fridge' is not one of the COCO categories" in (
+        done.stderr + done.stdout)  # fmt: skip
+    assert not (bad / "results").exists()
 
 
 def test_the_demo_dag_scores_every_trained_network_on_the_test_split(tmp_path):
