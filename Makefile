@@ -31,7 +31,8 @@ controls: setup
 	@echo "Open results/report/index.html; results/report.html is Snakemake's report (rule graph, run times)"
 
 # The paper's own config (config/paper.yaml) end to end, offline, on a toy mirror of its datasets and weights
-# (workflow/scripts/build_toy_mirror.py; docs/datasets.md). Its overlay changes only scale and location.
+# (workflow/scripts/build_toy_mirror.py; docs/datasets.md). Its overlay changes only scale and location, and
+# switches the paper's intervention on.
 PAPER_TOY ?= paper-toy
 $(PAPER_TOY)/overlay.yaml: config/paper.yaml workflow/scripts/build_toy_mirror.py $(VENV)/.installed
 	$(PY) workflow/scripts/build_toy_mirror.py --config config/paper.yaml --mirror $(PAPER_TOY)/mirror --overlay $@

@@ -433,28 +433,58 @@ PREDICTED_REAL_DATASETS = [
 ]
 
 
+def gender_words_file(dataset):
+    """A COCO dataset's gender-word file (evaluation.gender_words.file; no schema default: the shipped
+    list's path depends on where the workflow lives)."""
+    return dataset["evaluation"]["gender_words"].get(
+        "file", os.path.join(workflow.basedir, "resources", "gender_words.yaml")
+    )
+
+
+def gender_words_list(dataset):
+    """The name of a COCO dataset's gender-word list (None: the file's default)."""
+    return dataset.get("evaluation", {}).get("gender_words", {}).get("list")
+
+
 def test_attribute_inputs(wildcards):
     """The published evaluation split of a real dataset and (COCO) the gender-word list."""
     dataset = dataset_of(wildcards)
-    inputs = {"test": path("split", dataset=wildcards.real, split="test")}
+    inputs = {"split": path("split", dataset=wildcards.real, split="test")}
     if dataset["kind"] == "coco":
-        # no schema default: the shipped list's path depends on where the workflow lives
-        inputs["gender_words"] = dataset["evaluation"]["gender_words"].get(
-            "file", os.path.join(workflow.basedir, "resources", "gender_words.yaml")
-        )
+        inputs["gender_words"] = gender_words_file(dataset)
     return inputs
+
+
+# The COCO datasets an intervention rebalances: their training split gets an attribute file
+# (rules/real_data.smk, coco_train_attributes).
+INTERVENED_COCO = sorted(
+    {
+        config["datasets"][d]["from"]
+        for d in INTERVENTIONS
+        if config["datasets"][config["datasets"][d]["from"]]["kind"] == "coco"
+    }
+)
+
+
+def train_attribute_inputs(wildcards):
+    """The published training split of a COCO dataset and its gender-word list."""
+    return {
+        "split": path("split", dataset=wildcards.real, split="train"),
+        "gender_words": gender_words_file(dataset_of(wildcards)),
+    }
 
 
 def evaluation_disjoint():
     """{evaluation split: the training splits of its dataset it must share no image with}: train and val,
-    but for a COCO evaluation split without a hold-out, which is its model-selection split.
+    but for a COCO evaluation split without a hold-out (an intervention's: its source's), which is its
+    model-selection split.
     """
     return {
         path("split", dataset=d, split="test"): [
             path("split", dataset=d, split=s)
             for s in (
                 ("train",)
-                if cfg.evaluation_is_val(config["datasets"][d])
+                if cfg.evaluation_is_val(config["datasets"][evaluated_dataset(d)])
                 else ("train", "val")
             )
         ]

@@ -42,7 +42,14 @@ rule intervention:
     resources:
         **RESOURCES["stats"],
     params:
-        spec=lambda wildcards: cfg.canonical(config["datasets"][wildcards.intervention]),
+        # less its switch (on, since it runs)
+        spec=lambda wildcards: cfg.canonical(
+            {
+                k: v
+                for k, v in config["datasets"][wildcards.intervention].items()
+                if k != "enabled"
+            }
+        ),
     script:
         "../workflow/scripts/intervention.py"
 

@@ -219,9 +219,37 @@ rule real_test_attributes:
         runtime=30,
     params:
         dataset=lambda wildcards: cfg.evaluation_spec(dataset_of(wildcards)),
-        words_list=lambda wildcards: dataset_of(wildcards)
-        .get("evaluation", {})
-        .get("gender_words", {})
-        .get("list"),
+        words_list=lambda wildcards: gender_words_list(dataset_of(wildcards)),
     script:
-        "../workflow/scripts/real_test_attributes.py"
+        "../workflow/scripts/real_attributes.py"
+
+
+# The attribute of each image of a COCO training split by the same caption rule (its train2017 captions,
+# the word list of its evaluation.gender_words): only for a COCO dataset an intervention rebalances
+# (rules/interventions.smk).
+rule coco_train_attributes:
+    input:
+        "results/data/{real}/annotations.ok",
+        unpack(train_attribute_inputs),
+    output:
+        attributes=path("attributes", dataset="{real}", split="train"),
+    log:
+        "logs/coco_train_attributes/{real}.log",
+    benchmark:
+        "results/benchmarks/coco_train_attributes/{real}.tsv"
+    wildcard_constraints:
+        real=names_pattern(INTERVENED_COCO),
+    conda:
+        "../envs/data.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    params:
+        # what the attributes depend on: where the captions are, not the splits' or evaluation's options
+        dataset=lambda wildcards: cfg.canonical(
+            {k: dataset_of(wildcards)[k] for k in ("kind", "root")}
+        ),
+        words_list=lambda wildcards: gender_words_list(dataset_of(wildcards)),
+    script:
+        "../workflow/scripts/real_attributes.py"

@@ -422,3 +422,48 @@ def test_the_val2017_holdout_is_seeded_and_disjoint():
     assert whole_val is val2017 and whole_test.frame.equals(frame) and whole_test.name == "test"
     with pytest.raises(ValueError, match="holdout 0.01 of 20 val2017 images holds out 0"):
         coco.holdout(val2017, 0.01, seed=0)
+
+
+def test_the_training_split_attributes_come_from_the_train2017_captions(tmp_path):
+    """The evaluation's caption rule on a training split (what an intervention on COCO rebalances): the
+    train2017 captions are read, not val2017's (which say the opposite of image 1 here); image 1 man words
+    only, 2 woman words only ("women," after deleting punctuation), 3 both, 4 none."""
+    from conftest import ROOT
+    from report_site import script
+
+    from biastransfer.data.attributes import read_attributes
+    from biastransfer.data.splits import Split, write_split
+    from biastransfer.hashing import file_digest
+
+    ann_dir = tmp_path / "coco" / "annotations"
+    ann_dir.mkdir(parents=True)
+    for source, captions in {
+        "train2017": [(1, "A man rides a wave."), (2, "two women, laughing"), (3, "a man and a woman"), (4, "a dog")],
+        "val2017": [(1, "a woman rides a wave")],
+    }.items():
+        data = {"images": [{"id": i} for i in range(1, 5)],
+                "annotations": [{"image_id": i, "id": k, "caption": c} for k, (i, c) in enumerate(captions)]}  # fmt: skip
+        (ann_dir / f"captions_{source}.json").write_text(json.dumps(data))
+    frame = pd.DataFrame({"image_id": ["1", "2", "3", "4"], "path": [f"{i}.jpg" for i in range(4)],
+                          "labels": [["person", "surfboard"], ["person"], ["person"], ["dog"]]})  # fmt: skip
+    write_split(tmp_path / "train.parquet", Split("coco", "train", ("person", "surfboard", "dog"), frame))
+    out = tmp_path / "train_attributes.parquet"
+    script("real_attributes").main(
+        {"kind": "coco", "root": str(tmp_path / "coco")}, str(tmp_path / "train.parquet"), str(out),
+        gender_words=str(ROOT / "resources" / "gender_words.yaml"), words_list="wang2021",
+    )  # fmt: skip
+    attrs = read_attributes(out)
+    assert (attrs.dataset, attrs.split, attrs.split_sha256) == (
+        "coco",
+        "train",
+        file_digest(tmp_path / "train.parquet"),
+    )
+    assert attrs.attributes == ("man", "woman") and attrs.attribute_classes == ("person",)
+    assert list(attrs.of(["1", "2", "3", "4"], where="t")) == ["man", "woman", None, None]
+    assert attrs.frame["source"].tolist()[2:] == [
+        "COCO captions disagree: man and woman words (wang2021); excluded",
+        "COCO captions: no gender word (wang2021); excluded",
+    ]
+    write_split(tmp_path / "val.parquet", Split("coco", "val", ("person", "surfboard", "dog"), frame))
+    with pytest.raises(ValueError, match="val.parquet: the val split of a coco dataset has no attribute rule"):
+        script("real_attributes").main({"kind": "coco", "root": "x"}, str(tmp_path / "val.parquet"), str(out))

@@ -191,6 +191,28 @@ def test_finetune_params_come_from_the_filled_defaults_then_the_overrides(demo):
     assert params["epochs"] == 3 and params["lr"] == 0.5 and params["batch_size"] == 32
 
 
+def test_paper_intervention_is_off_until_switched_on_and_trained_as_coco():
+    """config/paper.yaml's coco_independent: switched off, it leaves no trace in the filled config; on, it is
+    finetuned on coco's seeds with coco's per-model settings (Table 7), unless an override names it."""
+    off = load("config/paper.yaml")
+    off["finetune"]["overrides"]["resnet50"]["coco_independent"] = {"epochs": 3}
+    cfg.check_config(cfg.fill_defaults(off))
+    assert "coco_independent" not in off["datasets"] and off["finetune"]["datasets"] == ["coco", "openimages"]
+    assert off["finetune"]["seeds"] == {"coco": [0, 1, 2], "openimages": [0]}
+    assert set(off["finetune"]["overrides"]["resnet50"]) == {"coco", "openimages"}
+    paper = load("config/paper.yaml")
+    paper["datasets"]["coco_independent"]["enabled"] = True
+    paper["finetune"]["overrides"]["resnet50"]["coco_independent"] = {"epochs": 3}
+    on = cfg.fill_defaults(paper)
+    cfg.check_config(on)
+    assert on["finetune"]["datasets"][-1] == "coco_independent"
+    assert cfg.finetune_seeds(on, "coco_independent") == cfg.finetune_seeds(on, "coco")
+    for model in ("resnet18", "simclr_r50_v1"):
+        assert cfg.finetune_params(on, model, "coco_independent") == cfg.finetune_params(on, model, "coco")
+    assert cfg.finetune_params(on, "resnet18", "coco_independent")["lr"] == 0.1  # not the defaults' 0.01
+    assert cfg.finetune_params(on, "resnet50", "coco_independent")["epochs"] == 3
+
+
 @pytest.mark.parametrize(
     "edit, where",
     [

@@ -70,7 +70,7 @@ def test_direction(low, high, word):
 def config(**spec):
     return {
         "models": {},
-        "datasets": {"syn": {"kind": "synthetic"}, "coco": {"kind": "coco"},
+        "datasets": {"syn": {"kind": "synthetic"}, "coco": {"kind": "coco"}, "oi": {"kind": "openimages"},
                      "fix": {"kind": "intervention", "objects": ["surfboard"], "method": "subsample"} | spec},
     }  # fmt: skip
 
@@ -79,14 +79,20 @@ def config(**spec):
     "spec, message",
     [
         ({"from": "nowhere"}, "datasets.fix.from: unknown dataset 'nowhere'"),
-        ({"from": "coco"}, "'coco' (kind coco): its training split has no per-image attribute file"),
-        ({"from": "syn", "objects": ["boat"]}, "datasets.fix.objects: 'boat' is not an object"),
+        ({"from": "oi"}, "'oi' (kind openimages): its training split has no per-image attribute file"),
+        (
+            {"from": "syn", "objects": ["boat"]},
+            "datasets.fix.objects: 'boat' is not one of the objects of the synthetic",
+        ),
+        # COCO's category names: ``stop sign``, not the analysis set's ``stop_sign``
+        ({"from": "coco", "objects": ["car", "stop_sign"]}, "datasets.fix.objects: 'stop_sign' is not one of the COCO"),
     ],
 )
 def test_config_problems_are_named(spec, message):
     problems = intervention_problems(config(**spec))
     assert len(problems) == 1 and message in problems[0]
     assert intervention_problems(config(**{"from": "syn"})) == []
+    assert intervention_problems(config(**{"from": "coco", "objects": ["refrigerator", "stop sign"]})) == []
 
 
 SPEC = {"kind": "synthetic", "size": 16, "n_train": 80, "n_val": 10, "label_groups": True, "p_person": 0.9,

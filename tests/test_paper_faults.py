@@ -30,7 +30,8 @@ def served(tmp_path):
     config = paper_mirror(mirror, models=(), per_class=2)  # manifests need two images a class
     with FileServer(root=mirror) as server:
         for entry in config["datasets"].values():
-            entry["mirror"] = server.url
+            if "mirror" in entry:  # not an intervention
+                entry["mirror"] = server.url
         config["weights"]["mirror"] = server.url
         path = tmp_path / "toy.yaml"
         path.write_text(yaml.safe_dump(config))

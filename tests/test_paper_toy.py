@@ -50,14 +50,16 @@ def build_mirror(root):
 
 
 # One finetuning seed per dataset, a different one on each (see the module docstring); `make paper-toy` keeps two on COCO.
-TEST_SEEDS = {"coco": [1], "openimages": [0]}
+# The overlay switches paper.yaml's intervention on: it shares COCO's seed, so that the two are compared.
+TEST_SEEDS = {"coco": [1], "openimages": [0], "coco_independent": [1]}
 
 
 def served(overlay, url, out):
     """The overlay with every mirror pointing at ``url`` and the finetuning seeds cut to ``TEST_SEEDS``."""
     data = yaml.safe_load(overlay.read_text())
     for entry in data["datasets"].values():
-        entry["mirror"] = url
+        if "mirror" in entry:  # not an intervention's switch
+            entry["mirror"] = url
     data["weights"]["mirror"] = url
     assert set(data["finetune"]["seeds"]) == set(TEST_SEEDS), data["finetune"]["seeds"]
     data["finetune"]["seeds"] = TEST_SEEDS
@@ -140,6 +142,7 @@ def test_every_network_is_scored_on_its_datasets_evaluation_split_with_attribute
 
     workdir = toy[0]
     sources = {"coco": {"COCO captions"}, "openimages": {"MIAP boxes", "labels Man/Boy/Woman/Girl"}}
+    sources["coco_independent"] = sources["coco"]  # COCO's evaluation split under the intervention's name
     summary = pd.read_csv(workdir / "results" / "summary" / "amplification.csv")
     for dataset, seeds in TEST_SEEDS.items():
         split = workdir / "results" / "splits" / dataset / "test.parquet"
@@ -162,6 +165,35 @@ def test_every_network_is_scored_on_its_datasets_evaluation_split_with_attribute
         ok = (workdir / "results" / "checks" / "leakage" / f"{aset}.ok").read_text()
         assert "evaluation split results/splits/coco/test.parquet" in ok
         assert "evaluation split results/splits/openimages/test.parquet" in ok
+
+
+def test_the_intervention_rebalances_cocos_training_split_and_is_compared(toy):
+    """coco_independent: COCO's training split gets its caption attributes (the toy's 4 : 1 skews beside each
+    object, 16 images without an agreeing caption), the subsample keeps one man and one woman beside each of
+    refrigerator, surfboard and car (9 of 36 images dropped), and each model's intervened network is
+    compared with its untouched COCO network on both analysis sets and on the evaluation split."""
+    from biastransfer.data.attributes import read_attributes
+    from biastransfer.data.splits import read_split
+    from biastransfer.hashing import file_digest
+
+    workdir = toy[0]
+    splits = workdir / "results" / "splits"
+    attrs = read_attributes(splits / "coco" / "train_attributes.parquet")
+    assert attrs.split == "train" and attrs.split_sha256 == file_digest(splits / "coco" / "train.parquet")
+    assert attrs.counts() == {"man": 10, "woman": 10, None: 16}
+    assert len(read_split(splits / "coco_independent" / "train.parquet").frame) == 36 - 9
+    table = pd.read_csv(workdir / "results" / "interventions" / "coco_independent" / "cooccurrence.csv")
+    images = table.set_index(["when", "object", "attribute"])["images"]
+    assert images["before"].to_dict() == {("refrigerator", "man"): 1, ("refrigerator", "woman"): 4,
+                                          ("surfboard", "man"): 1, ("surfboard", "woman"): 4,
+                                          ("car", "man"): 4, ("car", "woman"): 1}  # fmt: skip
+    assert (images["after"] == 1).all() and (table["target"] == 0.5).all()
+    summary = pd.read_csv(workdir / "results" / "summary" / "intervention.csv")
+    embedding = summary[summary["level"] == "embedding"]
+    assert set(summary["intervention"]) == {"coco_independent"} and set(summary["from"]) == {"coco"}
+    assert set(embedding["model"]) == set(MODELS) and set(embedding["analysis_set"]) == {"coco", "openimages"}
+    assert set(summary.loc[summary["level"] == "prediction", "model"]) == set(MODELS)
+    assert summary["verdict"].notna().all()
 
 
 def test_the_html_report_builds_without_caption_errors(toy):

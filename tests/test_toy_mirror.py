@@ -10,8 +10,10 @@ from conftest import ROOT
 
 from biastransfer.data import coco, toy_mirror
 from biastransfer.data import openimages as oi
+from biastransfer.data.attributes import Attributes
 from biastransfer.data.download import apply_mirror
 from biastransfer.data.kinds import pinned
+from biastransfer.data.rebalance import intervene
 from biastransfer.models.extractors import create_backbone
 from biastransfer.models.registry import REGISTRY
 from biastransfer.models.toy_weights import write_weights
@@ -72,6 +74,22 @@ def test_coco_mirror_parses_and_its_lists_select_their_classes(tmp_path):
     got = coco.caption_attributes(sorted(val_ids), caps, words["male"], words["female"], punctuation="delete")
     assert got["attribute"].value_counts().to_dict() == {"man": 5, "woman": 5}
     assert got["source"].str.contains("disagree").sum() == 1
+    # the training split (train2017 less the analysis images) shows each object beside a person whose
+    # captions agree: four of one gender and one of the other, by turns in name order (an intervention's input)
+    train = coco.make_split(inst["train2017"], dataset="coco", name="train", root=root, exclude=sel["image_id"])
+    attrs = coco.caption_attributes(train.frame["image_id"], caps, words["male"], words["female"], punctuation="delete")
+    pairs = train.frame.assign(attribute=attrs["attribute"].to_numpy()).explode("labels").dropna(subset=["attribute"])
+    counts = pairs[pairs["labels"].isin(aset["curation"]["objects"].values())].groupby(["labels", "attribute"]).size()
+    assert counts.to_dict() == {("car", "man"): 4, ("car", "woman"): 1, ("refrigerator", "man"): 1,
+                                ("refrigerator", "woman"): 4, ("stop sign", "man"): 4, ("stop sign", "woman"): 1,
+                                ("surfboard", "man"): 1, ("surfboard", "woman"): 4}  # fmt: skip
+    assert attrs["attribute"].isna().sum() == 5  # the neutral captions of the five other training images
+    # config/paper.yaml's intervention reaches its target there: one man and one woman beside each object
+    spec = PAPER["datasets"]["coco_independent"]
+    table = intervene(train, Attributes("coco", "train", "-", coco.ATTRIBUTES, ("person",), attrs), spec, "fix")[2]
+    after = table[table["when"] == "after"].set_index(["object", "attribute"])
+    assert set(after.index.get_level_values(0)) == set(spec["objects"])
+    assert (after["images"] == 1).all() and (after["share"] == after["target"]).all() and (after["target"] == 0.5).all()
 
 
 def test_openimages_mirror_parses_with_real_mids(tmp_path):

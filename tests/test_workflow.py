@@ -214,6 +214,33 @@ def test_the_paper_dag_plans_without_network(tmp_path):
     # each dataset's evaluation split and attributes; every finetuned network scores its own dataset's
     assert jobs["real_test_split"] == jobs["real_test_attributes"] == 2 and jobs["fetch_split_images"] == 2 * 3
     assert jobs["predict"] == 6 * (3 + 1) and jobs["amplification"] == 1 and jobs["table_amplification"] == 2
+    # its COCO intervention is off: nothing of it is planned
+    assert not {"coco_train_attributes", "intervention", "intervention_change"} & set(jobs)
+
+
+def test_the_paper_dag_with_its_intervention_switched_on(tmp_path):
+    """coco_independent on: COCO's training split gets its caption attributes and is rebalanced once; every
+    model is finetuned on it with COCO's three seeds, embedded on both analysis sets, scored on COCO's
+    evaluation split, and compared with its untouched COCO finetuning per analysis set."""
+    switch = tmp_path / "on.yaml"
+    switch.write_text("datasets:\n  coco_independent: {enabled: true}\n")
+    done = snakemake("-n", "--cores", "1", "--configfile", str(ROOT / "config" / "paper.yaml"), switch, cwd=tmp_path)
+    jobs = planned_jobs(done.stdout)
+    assert jobs["coco_train_attributes"] == jobs["intervention"] == jobs["intervention_test_split"] == 1
+    assert jobs["finetune"] == 6 * (3 + 1 + 3) and jobs["embed"] == 2 * 6 * (1 + 3 + 1 + 3)
+    assert jobs["predict"] == 6 * (3 + 1 + 3) and jobs["real_test_attributes"] == 2
+    assert jobs["intervention_change"] == 2 * 6 and jobs["intervention_summary"] == jobs["table_intervention"] == 1
+    for planned in ("results/splits/coco/train_attributes.parquet", "results/interventions/coco_independent/coco/resnet18.csv",
+                    "results/predictions/clip_vit_b32/ft-coco_independent-seed2.parquet"):  # fmt: skip
+        assert planned in done.stdout, planned
+    # an object that is no COCO category stops the run before any job, named
+    switch.write_text("datasets:\n  coco_independent: {enabled: true, objects: [refrigerator, fridge]}\n")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    done = snakemake("--cores", "1", "--configfile", str(ROOT / "config" / "paper.yaml"), switch, cwd=bad, check=False)
+    assert done.returncode != 0 and "datasets.coco_independent.objects: 'fridge' is not one of the COCO categories" in (
+        done.stderr + done.stdout)  # fmt: skip
+    assert not (bad / "results").exists()
 
 
 def test_the_demo_dag_scores_every_trained_network_on_the_test_split(tmp_path):

@@ -7,7 +7,8 @@ source's file format at its registry URL path (biastransfer.models.toy_weights).
 the config (``snakemake --configfile config/paper.yaml <overlay>``), changes only scale and location: the
 mirror, image size, numbers of images, epochs, at most two seeds per dataset, batch size, CPU instead of
 GPU, and the checksums of the stand-in files; it also turns the trajectories and layer profiles off (they
-would double the embedding jobs).
+would double the embedding jobs) and every intervention on (config/paper.yaml ships its COCO intervention
+off; the mirror's COCO training images give it people beside its objects).
 ``mirror_url`` (for a mirror served over HTTP) replaces the folder in the overlay.
 Standalone: python workflow/scripts/build_toy_mirror.py --mirror toy/mirror --overlay toy/overlay.yaml
 """
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-from biastransfer.config import read_configs
+from biastransfer.config import fill_defaults, read_config_file
 from biastransfer.data import toy_mirror
 from biastransfer.data.download import apply_mirror
 from biastransfer.models.resolve import model_spec
@@ -31,8 +32,12 @@ log = logging.getLogger(__name__)
 def overlay_for(
     config: dict, mirror: str, lists: dict, checksums: dict, weights: dict, size: int, batch_size: int
 ) -> dict:
-    """The overlay config: location and scale only (see the module docstring)."""
-    datasets = {name: {"mirror": mirror, "workers": 2, "checksums": checksums[name]} for name in config["datasets"]}
+    """The overlay config: location and scale only, and every intervention on (see the module docstring)."""
+    datasets = {
+        name: {"enabled": True} if spec["kind"] == "intervention" else
+        {"mirror": mirror, "workers": 2, "checksums": checksums[name]}
+        for name, spec in config["datasets"].items()
+    }  # fmt: skip
     models = {}
     for name, (_path, sha256, md5, local) in weights.items():
         entry = {"sha256": sha256}
@@ -79,7 +84,12 @@ def main(
     batch_size: int = 4,
     seed: int = 0,
 ) -> None:
-    cfg = read_configs([config])
+    # the config with every intervention on, so that the overlay scales their finetuning too
+    raw = read_config_file(config)
+    for spec in raw["datasets"].values():
+        if spec.get("kind") == "intervention":
+            spec["enabled"] = True
+    cfg = fill_defaults(raw)
     root = Path(mirror).resolve()
     counts = dict(per_class=per_class, n_train=train_images, n_val=val_images, n_test=test_images, size=size)
     lists, checksums = {}, {}
@@ -114,7 +124,10 @@ def main(
         log.info("%s: %s (%.0f MB)", name, path, path.stat().st_size / 1e6)
     out = overlay_for(cfg, mirror_url or str(root), lists, checksums, weights, size, batch_size)
     Path(overlay).parent.mkdir(parents=True, exist_ok=True)
-    header = f"# Toy overlay for {config}: scale and location only (written by workflow/scripts/build_toy_mirror.py)\n"
+    header = (
+        f"# Toy overlay for {config}: scale and location, and every intervention on "
+        "(written by workflow/scripts/build_toy_mirror.py)\n"
+    )
     Path(overlay).write_text(header + yaml.safe_dump(out, sort_keys=False))
     log.info("wrote %s", overlay)
 

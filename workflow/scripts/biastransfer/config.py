@@ -19,7 +19,7 @@ from biastransfer.claims import claims_problems, model_group_problems
 
 # stage names, for the rules (cfg.parse_stage, ...)
 from biastransfer.stages import PRETRAINED, finetuned_stage, parse_stage, scratch_stage, stage_kind  # noqa: F401
-from biastransfer.vocabulary import SYNTHETIC_CLASSES, SYNTHETIC_OBJECTS
+from biastransfer.vocabulary import COCO_CLASSES, SYNTHETIC_CLASSES, SYNTHETIC_OBJECTS
 from biastransfer.zoo import zoo_problems
 
 
@@ -56,10 +56,13 @@ def scratch_stages(config: Mapping) -> list[str]:
 
 def finetune_params(config: Mapping, model: str, dataset: str) -> dict[str, Any]:
     """Training hyper-parameters for ``model`` on ``dataset``: ``finetune.defaults`` (which the schema
-    fills), then the config's overrides."""
+    fills), then ``finetune.overrides.<model>.<dataset>``; an intervention that it does not name takes its
+    ``from``'s, so that its networks are trained as the untouched ones they are compared with."""
     ft = config["finetune"]
-    override = ft["overrides"].get(model, {}).get(dataset, {})
-    return canonical({**ft["defaults"], **override})
+    per_model, spec = ft["overrides"].get(model, {}), config.get("datasets", {}).get(dataset, {})
+    if dataset not in per_model and spec.get("kind") == "intervention":
+        dataset = spec["from"]
+    return canonical({**ft["defaults"], **per_model.get(dataset, {})})
 
 
 def trajectory_epochs(config: Mapping, model: str, dataset: str) -> list[int]:
@@ -162,16 +165,32 @@ def drop_removed(config: dict) -> dict:
     return config
 
 
+def drop_switched_off(config: dict) -> dict:
+    """In place: remove each intervention switched off (``enabled: false``) from ``datasets`` and from what
+    ``finetune`` says of it (``datasets``, ``seeds``, ``overrides``), so that nothing reads it."""
+    off = [n for n, s in config["datasets"].items() if s["kind"] == "intervention" and not s["enabled"]]
+    ft = config.get("finetune", {})
+    for name in off:
+        del config["datasets"][name]
+        if name in ft.get("datasets", []):
+            ft["datasets"] = [d for d in ft["datasets"] if d != name]
+        if isinstance(ft.get("seeds"), dict):
+            ft["seeds"].pop(name, None)
+        for per_dataset in ft.get("overrides", {}).values():
+            per_dataset.pop(name, None)
+    return config
+
+
 def fill_defaults(config: dict) -> dict:
     """In place: ``drop_removed``, then check keys and types against ``SCHEMA`` and fill every default
     (Snakemake's ``validate``), so that readers need no defaults of their own; no two entries share one
-    default object."""
+    default object; then ``drop_switched_off``."""
     from snakemake.utils import validate
 
     drop_removed(config)
     validate(config, str(SCHEMA), set_default=True)
     config.update(json.loads(json.dumps(config)))
-    return config
+    return drop_switched_off(config)
 
 
 def read_configs(paths: Sequence[str | os.PathLike]) -> dict[str, Any]:
@@ -352,8 +371,10 @@ def user_data_problems(config: Mapping) -> list[str]:
     return problems
 
 
-#: Dataset kinds whose training split has a per-image attribute file, so that an intervention can take them.
-INTERVENABLE = ("synthetic",)
+#: Dataset kinds whose training split has a per-image attribute file, so that an intervention can take them,
+#: and the classes its objects are drawn from (a synthetic scene's objects, COCO's categories).
+INTERVENABLE = {"synthetic": ("objects of the synthetic scenes", SYNTHETIC_OBJECTS),
+                "coco": ("COCO categories", COCO_CLASSES)}  # fmt: skip
 
 
 def intervention_problems(config: Mapping) -> list[str]:
@@ -374,10 +395,10 @@ def intervention_problems(config: Mapping) -> list[str]:
                 f"attribute file here (an intervention takes a dataset of kind {', '.join(INTERVENABLE)})"
             )
         else:
-            unknown = [o for o in spec["objects"] if o not in SYNTHETIC_OBJECTS]
+            what, known = INTERVENABLE[source["kind"]]
+            unknown = [o for o in spec["objects"] if o not in known]
             if unknown:
-                problems.append(f"{where}.objects: {unknown[0]!r} is not an object of the synthetic scenes "
-                                f"({', '.join(SYNTHETIC_OBJECTS)})")  # fmt: skip
+                problems.append(f"{where}.objects: {unknown[0]!r} is not one of the {what} ({', '.join(known)})")
         if spec["method"] == "reweight" and name in pretrained_on:
             problems.append(f"{where}: a reweighting's sample weights are read by finetuning only, not pretraining")
     return problems

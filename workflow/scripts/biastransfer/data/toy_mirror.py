@@ -24,90 +24,9 @@ from PIL import Image
 from biastransfer.data import coco
 from biastransfer.data import openimages as oi
 from biastransfer.data.download import apply_mirror
+from biastransfer.vocabulary import COCO_CATEGORIES
 
-# COCO 2017's 80 categories (id, name); supercategory by id range (cocodataset.org "format-data").
-COCO_CATEGORIES = [
-    (1, "person"),
-    (2, "bicycle"),
-    (3, "car"),
-    (4, "motorcycle"),
-    (5, "airplane"),
-    (6, "bus"),
-    (7, "train"),
-    (8, "truck"),
-    (9, "boat"),
-    (10, "traffic light"),
-    (11, "fire hydrant"),
-    (13, "stop sign"),
-    (14, "parking meter"),
-    (15, "bench"),
-    (16, "bird"),
-    (17, "cat"),
-    (18, "dog"),
-    (19, "horse"),
-    (20, "sheep"),
-    (21, "cow"),
-    (22, "elephant"),
-    (23, "bear"),
-    (24, "zebra"),
-    (25, "giraffe"),
-    (27, "backpack"),
-    (28, "umbrella"),
-    (31, "handbag"),
-    (32, "tie"),
-    (33, "suitcase"),
-    (34, "frisbee"),
-    (35, "skis"),
-    (36, "snowboard"),
-    (37, "sports ball"),
-    (38, "kite"),
-    (39, "baseball bat"),
-    (40, "baseball glove"),
-    (41, "skateboard"),
-    (42, "surfboard"),
-    (43, "tennis racket"),
-    (44, "bottle"),
-    (46, "wine glass"),
-    (47, "cup"),
-    (48, "fork"),
-    (49, "knife"),
-    (50, "spoon"),
-    (51, "bowl"),
-    (52, "banana"),
-    (53, "apple"),
-    (54, "sandwich"),
-    (55, "orange"),
-    (56, "broccoli"),
-    (57, "carrot"),
-    (58, "hot dog"),
-    (59, "pizza"),
-    (60, "donut"),
-    (61, "cake"),
-    (62, "chair"),
-    (63, "couch"),
-    (64, "potted plant"),
-    (65, "bed"),
-    (67, "dining table"),
-    (70, "toilet"),
-    (72, "tv"),
-    (73, "laptop"),
-    (74, "mouse"),
-    (75, "remote"),
-    (76, "keyboard"),
-    (77, "cell phone"),
-    (78, "microwave"),
-    (79, "oven"),
-    (80, "toaster"),
-    (81, "sink"),
-    (82, "refrigerator"),
-    (84, "book"),
-    (85, "clock"),
-    (86, "vase"),
-    (87, "scissors"),
-    (88, "teddy bear"),
-    (89, "hair drier"),
-    (90, "toothbrush"),
-]
+# COCO's supercategories by category id range (cocodataset.org "format-data").
 _SUPER = [
     (1, "person"),
     (2, "vehicle"),
@@ -200,10 +119,17 @@ def _test_kind(k: int, n_test: int) -> str:
     return ("man", "woman")[k % 2]
 
 
+#: Training images per curation object that show a person beside it: all but one of one gender (man beside
+#: the first object in name order, woman beside the second, ...), so that an intervention to the split's
+#: overall ratio (even) has a skew to cut that exceeds the subsample's tolerance of one image.
+_TRAIN_PEOPLE = 5
+
+
 def _coco_plan(classes, per_class: int, n_train: int, n_val: int, objects: Mapping[str, str], n_test: int = 0):
     """(split, image id, [(category, area fraction)], captions, analysis class or None). The ``n_test``
     val2017 images of the evaluation split show a person, an object and a dog (three categories: no
-    curation rule picks them) with captions that agree on man or woman, but for the last two (both, neither)."""
+    curation rule picks them) with captions that agree on man or woman, but for the last two (both, neither);
+    train2017 has ``_TRAIN_PEOPLE`` such images per object, with a skewed gender (an intervention's input)."""
     plan, next_id = [], {"val2017": 100, "train2017": 500_000}
 
     def add(split, cats, caps, cls):
@@ -234,6 +160,11 @@ def _coco_plan(classes, per_class: int, n_train: int, n_val: int, objects: Mappi
             }
             add(split, [(c, 0.15) for c in sorted(picks)], ["people and things"], None)
     nouns = sorted(objects.values())
+    for i, noun in enumerate(nouns):
+        major, minor = ("man", "woman")[i % 2], ("woman", "man")[i % 2]
+        for gender in [major] * (_TRAIN_PEOPLE - 1) + [minor]:
+            caps = [f"{_WORDS[gender]} with a {noun} and a dog", f"A photo of {_WORDS[gender]}."]
+            add("train2017", [("person", 0.2), (noun, 0.15), ("dog", 0.1)], caps, None)
     for k in range(n_test):
         noun = nouns[k % len(nouns)]
         caps = [c.format(noun=noun) for c in _TEST_CAPTIONS[_test_kind(k, n_test)]]
@@ -253,8 +184,8 @@ def build_coco(
     n_test: int = 12,
     size: int = 48,
 ) -> tuple[dict[str, str], dict[str, str]]:
-    """Write the COCO annotation zip, images and paper lists (``n_test``: the evaluation images, see
-    ``_coco_plan``).
+    """Write the COCO annotation zip, images and paper lists (``n_test``: the evaluation images; the training
+    images with a person beside each object: see ``_coco_plan``).
 
     Returns (``{class: sha256}`` of the lists, ``{file name: sha256}`` of the annotation zip).
     """
