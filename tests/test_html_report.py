@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import report_site
 
-from biastransfer.report.headline import headline_summary, headline_table
+from biastransfer.report.headline import finetuning_phrase, headline_summary, headline_table
 from biastransfer.report.html import html_table
 
 TEST = {"name": "t", "X": "x", "Y": "y", "A": "a", "B": "b"}
@@ -87,6 +87,21 @@ def test_the_summary_says_what_was_run_each_known_answer_and_what_could_not_be_t
     assert "1 of 2 iEAT verdicts are not significant" not in text  # one seed of two is significant
     own = " ".join(headline_summary(table, synthetic=False, models=["m"], finetuned="x", alpha=0.01, adjust="bh"))
     assert "synthetic" not in own and "Benjamini-Hochberg" in own
+
+
+def test_the_first_sentence_counts_each_datasets_own_seeds():
+    def phrase(datasets, seeds):
+        return finetuning_phrase({"finetune": {"datasets": datasets, "seeds": seeds}})
+
+    assert phrase(["coco", "openimages"], {"coco": [0, 1, 2], "openimages": [0]}) == (
+        "finetuned on coco with 3 seeds, openimages with 1 seed"
+    )  # the paper's seeds: two datasets, not "2 seeds"
+    assert (
+        phrase(["a", "b"], {"a": [0, 1], "b": [3, 4]}) == phrase(["a", "b"], [0, 1]) == "finetuned on a, b with 2 seeds"
+    )
+    assert phrase([], [0, 1]) == "pretrained only"
+    named = {"finetune": {"datasets": ["coco", "openimages"], "seeds": {"coco": [0, 1, 2], "openimages": [0]}}}
+    assert finetuning_phrase(named, name_seeds=True) == "finetuned on coco with seeds 0, 1, 2, openimages with seed 0"
 
 
 def test_verdicts_over_seeds_count_the_significant_seeds_and_show_the_range():

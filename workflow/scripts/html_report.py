@@ -26,7 +26,7 @@ from biastransfer.atomic import write_text
 from biastransfer.provenance import run_record
 from biastransfer.report.findings import claims_sentence, link_sentences
 from biastransfer.report.formatting import read_summary
-from biastransfer.report.headline import headline_summary, headline_table, verdicts_record
+from biastransfer.report.headline import finetuning_phrase, headline_summary, headline_table, verdicts_record
 from biastransfer.report.html import PAGES
 from biastransfer.report.site import write_site, zip_site
 from biastransfer.report.tables import IEAT_COLUMNS
@@ -44,8 +44,7 @@ def run_summary(config: dict, analysis_sets: pd.DataFrame, n_embeddings: int) ->
         f"{name}: {len(part)} classes, {int(part['n'].sum())} images"
         for name, part in analysis_sets.groupby("analysis_set", sort=False)
     )
-    finetune = config["finetune"]
-    defaults = finetune["defaults"]
+    defaults = config["finetune"]["defaults"]
     tests = "; ".join(f"{a}: {t['name']} ({t['role']})"
                       for a, s in config["analysis_sets"].items() for t in s["ieat"])  # fmt: skip
     report, analysis = config["report"], config["analysis"]
@@ -54,8 +53,8 @@ def run_summary(config: dict, analysis_sets: pd.DataFrame, n_embeddings: int) ->
         "Models": models,
         "Analysis sets": sets,
         "Finetuning": (
-            f"on {', '.join(finetune['datasets'])} with seeds {', '.join(map(str, finetune['seeds']))}"
-            f" ({defaults['epochs']} epochs, lr {defaults['lr']}, {defaults['optimizer']})"
+            f"{finetuning_phrase(config, name_seeds=True)} ({defaults['epochs']} epochs, lr {defaults['lr']}, "
+            f"{defaults['optimizer']})"
         ),  # fmt: skip
         "BTS reference network": "trained from scratch on the target data"
         if reference == "scratch"
@@ -101,14 +100,11 @@ def main(
     prov = pd.read_csv(provenance, dtype=str, keep_default_na=False)
     sets = read_summary(analysis_sets, ("analysis_set", "class", "n"))
     params = {"adjust": adjust, "alpha": alpha, "control_class": config["report"]["control_class"]}
-    finetune = config["finetune"]
     summary = headline_summary(
         table,
         synthetic=any(s["source"] == "synthetic" for s in config["analysis_sets"].values()),
         models=list(config["models"]),
-        finetuned=f"finetuned on {', '.join(finetune['datasets'])} with {len(finetune['seeds'])} seeds"
-        if finetune["datasets"]
-        else "pretrained only",
+        finetuned=finetuning_phrase(config),
         alpha=alpha,
         adjust=adjust,
     )

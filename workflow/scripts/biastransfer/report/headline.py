@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from biastransfer.config import finetune_seeds
 from biastransfer.report.findings.prose import estimate
 from biastransfer.report.formatting import Significance, adjusted_floor, opposite_direction, p_text
 from biastransfer.report.tables import ieat_by_stage
@@ -125,6 +126,24 @@ def _numbers(row) -> str:
         f"{estimate('d', row['estimate'], row['ci_low'], row['ci_high'])}, "
         f"adjusted {p_text(float(row['p_adjusted']), adjusted_floor(row['p'], row['p_floor'], row['p_adjusted']))}"
     )
+
+
+def finetuning_phrase(config: Mapping, *, name_seeds: bool = False) -> str:
+    """What was finetuned: each dataset with its number of seeds (or, ``name_seeds``, the seeds themselves;
+    ``finetune.seeds`` may map datasets to their own), shared where they agree; "pretrained only" without any."""
+    per = {d: finetune_seeds(config, d) for d in config["finetune"]["datasets"]}
+    if not per:
+        return "pretrained only"
+
+    def seeds(s: list[int]) -> str:
+        if name_seeds:
+            return f"seed{'s' if len(s) != 1 else ''} {', '.join(map(str, s))}"
+        return f"{len(s)} seed{'s' if len(s) != 1 else ''}"
+
+    texts = {d: seeds(s) for d, s in per.items()}
+    if len(set(texts.values())) == 1:
+        return f"finetuned on {', '.join(per)} with {next(iter(texts.values()))}"
+    return "finetuned on " + ", ".join(f"{d} with {t}" for d, t in texts.items())
 
 
 def headline_summary(
