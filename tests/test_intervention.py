@@ -169,6 +169,8 @@ def amplification_rows():
         base | {"dataset": "syn", "estimate": 0.05, "ci_low": 0.02, "ci_high": 0.08},
         base | {"dataset": "fix", "estimate": 0.0, "ci_low": -0.01, "ci_high": 0.01},
         base | {"dataset": "fix", "network": "scratch", "estimate": 9.0, "ci_low": 8.0, "ci_high": 10.0},
+        *(base | {"dataset": d, "measure": "leakage_embedding", "threshold": None, "estimate": e, "ci_low": e - 0.1,
+                  "ci_high": e + 0.1} for d, e in (("syn", 0.7), ("fix", 0.6))),
     ])  # fmt: skip
 
 
@@ -179,8 +181,13 @@ def test_prediction_measures_side_by_side_and_the_report():
     from biastransfer.report.intervention_report import intervention_frame, intervention_latex
     from biastransfer.stats.intervention import SUMMARY_COLUMNS, embedding_rows, prediction_rows
 
-    rows = prediction_rows(amplification_rows(), "fix", "syn")
-    assert len(rows) == 1  # the scratch network is not an intervened finetuning
+    both = prediction_rows(amplification_rows(), "fix", "syn")
+    assert both["name"].tolist() == ["directional", "leakage_embedding"]  # the scratch network is no intervention
+    assert (
+        both["threshold"].tolist()[1] == ""
+        and both["verdict"].tolist()[1] == "no difference shown (the intervals overlap)"
+    )
+    rows = both[both["name"] == "directional"]
     row = rows.iloc[0]
     assert (row["untouched"], row["intervened"], row["delta"]) == (0.05, 0.0, -0.05)
     assert row["verdict"] == ("lower after the intervention (the intervals do not overlap); the interval "

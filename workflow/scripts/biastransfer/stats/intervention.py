@@ -101,7 +101,7 @@ SUMMARY_COLUMNS = ("intervention", "from", "analysis_set", "model", "level", "na
                    "intervened_high", "delta", "ci_low", "ci_high", "ci_level", "pvalue", "min_pvalue", "method",
                    "verdict")  # fmt: skip
 #: The prediction-level measures set side by side (rows of results/summary/amplification.csv).
-PREDICTION_MEASURES = ("directional", "zhao", "leakage_model", "leakage_amplification")
+PREDICTION_MEASURES = ("directional", "zhao", "leakage_model", "leakage_embedding", "leakage_amplification")
 
 
 def embedding_rows(table: pd.DataFrame, intervention: str, source: str, analysis_set: str, model: str) -> pd.DataFrame:
