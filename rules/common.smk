@@ -466,14 +466,6 @@ INTERVENED_COCO = sorted(
 )
 
 
-def train_attribute_inputs(wildcards):
-    """The published training split of a COCO dataset and its gender-word list."""
-    return {
-        "split": path("split", dataset=wildcards.real, split="train"),
-        "gender_words": gender_words_file(dataset_of(wildcards)),
-    }
-
-
 def evaluation_disjoint():
     """{evaluation split: the training splits of its dataset it must share no image with}: train and val,
     but for a COCO evaluation split without a hold-out (an intervention's: its source's), which is its

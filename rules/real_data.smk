@@ -230,7 +230,8 @@ rule real_test_attributes:
 rule coco_train_attributes:
     input:
         "results/data/{real}/annotations.ok",
-        unpack(train_attribute_inputs),
+        split=path("split", dataset="{real}", split="train"),
+        gender_words=lambda wildcards: gender_words_file(dataset_of(wildcards)),
     output:
         attributes=path("attributes", dataset="{real}", split="train"),
     log:
