@@ -455,23 +455,35 @@ def test_attribute_inputs(wildcards):
     return inputs
 
 
-# The COCO datasets an intervention rebalances: their training split gets an attribute file
-# (rules/real_data.smk, coco_train_attributes).
-INTERVENED_COCO = sorted(
+# The real datasets an intervention rebalances: their training split gets an attribute file
+# (rules/real_data.smk, real_train_attributes).
+INTERVENED_REAL = sorted(
     {
         config["datasets"][d]["from"]
         for d in INTERVENTIONS
-        if config["datasets"][config["datasets"][d]["from"]]["kind"] == "coco"
+        if config["datasets"][config["datasets"][d]["from"]]["kind"]
+        in ("coco", "openimages", "table")
     }
 )
 
 
 def train_attribute_inputs(wildcards):
-    """The published training split of a COCO dataset and its gender-word list."""
-    return {
-        "split": path("split", dataset=wildcards.real, split="train"),
-        "gender_words": gender_words_file(dataset_of(wildcards)),
-    }
+    """The published training split of a real dataset and (COCO) its gender-word list."""
+    dataset = dataset_of(wildcards)
+    inputs = {"split": path("split", dataset=wildcards.real, split="train")}
+    if dataset["kind"] == "coco":
+        inputs["gender_words"] = gender_words_file(dataset)
+    return inputs
+
+
+def train_attribute_spec(dataset):
+    """What a real dataset's training attributes depend on: where the captions (COCO) or labels (Open
+    Images, with verified_only) are, not the splits' or evaluation's options; a table's whole entry.
+    """
+    keys = {"coco": ("kind", "root"), "openimages": ("kind", "root", "verified_only")}
+    if dataset["kind"] not in keys:
+        return cfg.canonical(dataset)
+    return cfg.canonical({k: dataset[k] for k in keys[dataset["kind"]]})
 
 
 def evaluation_disjoint():

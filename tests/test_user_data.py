@@ -33,7 +33,7 @@ from biastransfer.data.user import (
     table_splits,
     val_draw,
 )
-from biastransfer.data.user_evaluation import has_test_split, table_attributes, table_test_split
+from biastransfer.data.user_evaluation import has_test_split, table_attributes, table_test_split, table_train_attributes
 from biastransfer.hashing import file_digest
 
 EXAMPLE = ROOT / "config" / "examples" / "own_images.yaml"
@@ -414,6 +414,38 @@ def test_a_table_datasets_test_rows_are_its_evaluation_split_with_their_attribut
     no_column = {**dataset_table(tmp_path / "nc", split=split), "classes": ["a", "b"]}
     with pytest.raises(UserDataError, match="rows with split 'test' need an 'attribute' column"):
         table_test_split(no_column, "own")
+
+
+def test_a_table_datasets_training_rows_give_the_attribute_an_intervention_rebalances(tmp_path):
+    """Every training row needs its attribute (the evaluation split may leave one empty): the attribute file
+    of the training split, then an empty cell and a missing column named with the table, line, image and
+    column, before any finetuning."""
+    from report_site import script
+
+    from biastransfer.data.attributes import read_attributes
+
+    split = ["val", "val", "train", "train", "train", "train", "test", "test", "test", "test"]
+    attribute = ["", "", "woman", "man", "man", "woman", "man", "", "", ""]
+    spec = {**dataset_table(tmp_path, split=split, attribute=attribute), "classes": ["a", "b"]}
+    train, _ = table_splits(spec, "own")
+    write_split(tmp_path / "train.parquet", train)
+    out = tmp_path / "train_attributes.parquet"
+    script("real_attributes").main(spec, str(tmp_path / "train.parquet"), str(out))
+    attrs = read_attributes(out)
+    assert (attrs.split, attrs.attributes, attrs.attribute_classes) == ("train", ("man", "woman"), ())
+    assert list(attrs.of(train.frame["image_id"], where="t")) == ["woman", "man", "man", "woman"]
+    assert set(attrs.frame["source"]) == {"the table's attribute column"}
+    attribute[3] = " "
+    gap = {**dataset_table(tmp_path / "gap", split=split, attribute=attribute), "classes": ["a", "b"]}
+    with pytest.raises(UserDataError) as err:
+        table_train_attributes(gap, "own", table_splits(gap, "own")[0].frame["image_id"])
+    assert str(err.value).startswith(f"dataset own table {tmp_path / 'gap' / 'd.csv'}: an intervention takes its")
+    assert err.value.problems == ["line 5 ('imgs/a/3.png'): image 'imgs/a/3.png': empty 'attribute' column"]
+    none = {**dataset_table(tmp_path / "none", split=split), "classes": ["a", "b"]}
+    with pytest.raises(UserDataError, match="missing column"):
+        table_train_attributes(none, "own", ["imgs/a/2.png"])
+    with pytest.raises(UserDataError, match=r"image 'imgs/a/7.png' of the training split has no training row"):
+        table_train_attributes(spec, "own", ["imgs/a/7.png"])
 
 
 def test_the_leakage_check_records_each_evaluation_split_and_fails_on_a_training_image(tmp_path):

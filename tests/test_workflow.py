@@ -215,7 +215,7 @@ def test_the_paper_dag_plans_without_network(tmp_path):
     assert jobs["real_test_split"] == jobs["real_test_attributes"] == 2 and jobs["fetch_split_images"] == 2 * 3
     assert jobs["predict"] == 6 * (3 + 1) and jobs["amplification"] == 1 and jobs["table_amplification"] == 2
     # its COCO intervention is off: nothing of it is planned
-    assert not {"coco_train_attributes", "intervention", "intervention_change"} & set(jobs)
+    assert not {"real_train_attributes", "intervention", "intervention_change"} & set(jobs)
 
 
 def test_the_paper_dag_with_its_intervention_switched_on(tmp_path):
@@ -226,7 +226,7 @@ def test_the_paper_dag_with_its_intervention_switched_on(tmp_path):
     switch.write_text("datasets:\n  coco_independent: {enabled: true}\n")
     done = snakemake("-n", "--cores", "1", "--configfile", str(ROOT / "config" / "paper.yaml"), switch, cwd=tmp_path)
     jobs = planned_jobs(done.stdout)
-    assert jobs["coco_train_attributes"] == jobs["intervention"] == jobs["intervention_test_split"] == 1
+    assert jobs["real_train_attributes"] == jobs["intervention"] == jobs["intervention_test_split"] == 1
     assert jobs["finetune"] == 6 * (3 + 1 + 3) and jobs["embed"] == 2 * 6 * (1 + 3 + 1 + 3)
     assert jobs["predict"] == 6 * (3 + 1 + 3) and jobs["real_test_attributes"] == 2
     assert jobs["intervention_change"] == 2 * 6 and jobs["intervention_summary"] == jobs["table_intervention"] == 1

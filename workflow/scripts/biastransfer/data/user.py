@@ -122,6 +122,15 @@ def config_problems(where: str, entry: Mapping, *, dataset: bool = False) -> lis
     ] + [f"{where}.classes: class {c!r} has no rows in {entry['table']}" for c in entry["classes"] if c not in present]
 
 
+def table_classes(entry: Mapping) -> tuple[str, ...]:
+    """The classes of a ``kind: table`` dataset: its ``classes``, else the labels its table lists (sorted)."""
+    if entry.get("classes"):
+        return tuple(entry["classes"])
+    frame = read_table(entry["table"])
+    _missing_columns(frame, _DATASET_COLUMNS, str(entry["table"]))
+    return tuple(sorted({x for ls in _label_lists(frame["labels"], entry.get("label_separator", "|")) for x in ls}))
+
+
 def _folder_entries(root: str | os.PathLike, classes: Sequence[str]) -> tuple[pd.DataFrame, list[str]]:
     """One row per image file in ``<root>/<class>/`` (hidden files skipped), and the problems found:
     a missing or empty class folder, a file without an image suffix, a nested folder."""
