@@ -243,6 +243,22 @@ def test_the_paper_dag_with_its_intervention_switched_on(tmp_path):
     assert not (bad / "results").exists()
 
 
+def test_the_paper_dag_with_its_open_images_intervention_switched_on(tmp_path):
+    """openimages_independent on: Open Images' training split gets its label attributes and is rebalanced
+    once; every model is finetuned on it with openimages' one seed and compared with its untouched one."""
+    switch = tmp_path / "on.yaml"
+    switch.write_text("datasets:\n  openimages_independent: {enabled: true}\n")
+    done = snakemake("-n", "--cores", "1", "--configfile", str(ROOT / "config" / "paper.yaml"), switch, cwd=tmp_path)
+    jobs = planned_jobs(done.stdout)
+    assert jobs["real_train_attributes"] == jobs["intervention"] == jobs["intervention_test_split"] == 1
+    assert jobs["finetune"] == 6 * (3 + 1 + 1) and jobs["predict"] == 6 * (3 + 1 + 1)
+    assert jobs["intervention_change"] == 2 * 6 and jobs["real_test_attributes"] == 2
+    for planned in ("results/splits/openimages/train_attributes.parquet",
+                    "results/predictions/resnet18/ft-openimages_independent-seed0.parquet"):  # fmt: skip
+        assert planned in done.stdout, planned
+    assert "results/splits/coco/train_attributes.parquet" not in done.stdout
+
+
 def test_the_demo_dag_scores_every_trained_network_on_the_test_split(tmp_path):
     """One test split of the finetuning dataset; each finetuned seed and the scratch reference score it; one
     job measures them all and one table shows them."""
