@@ -244,10 +244,15 @@ def test_the_paper_dag_with_its_intervention_switched_on(tmp_path):
 
 
 def test_the_paper_dag_with_its_open_images_intervention_switched_on(tmp_path):
-    """openimages_independent on: Open Images' training split gets its label attributes and is rebalanced
-    once; every model is finetuned on it with openimages' one seed and compared with its untouched one."""
+    """An intervention on Open Images (not in paper.yaml: the toy run switches every intervention there on)
+    added by an overlay: Open Images' training split gets its label attributes and is rebalanced once; every
+    model is finetuned on it with openimages' one seed and compared with its untouched one."""
     switch = tmp_path / "on.yaml"
-    switch.write_text("datasets:\n  openimages_independent: {enabled: true}\n")
+    switch.write_text(
+        "datasets:\n  openimages_independent: {kind: intervention, from: openimages, objects: [Car, Mammal]}\n"
+        "finetune:\n  datasets: [coco, openimages, openimages_independent]\n"
+        "  seeds: {coco: [0, 1, 2], openimages: [0], openimages_independent: [0]}\n"
+    )
     done = snakemake("-n", "--cores", "1", "--configfile", str(ROOT / "config" / "paper.yaml"), switch, cwd=tmp_path)
     jobs = planned_jobs(done.stdout)
     assert jobs["real_train_attributes"] == jobs["intervention"] == jobs["intervention_test_split"] == 1
