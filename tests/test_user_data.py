@@ -448,6 +448,37 @@ def test_a_table_datasets_training_rows_give_the_attribute_an_intervention_rebal
         table_train_attributes(spec, "own", ["imgs/a/7.png"])
 
 
+def test_an_intervention_on_a_table_runs_through_its_rules(tmp_path):
+    """The demo config plus a 24-row table (surfboards beside a man 10 : 2 on its 20 training rows) and an
+    intervention on it: only the intervention's training split is asked for, so the table is split and
+    published, its training rows get their attribute (real_train_attributes) and the surfboards are
+    subsampled to the split's overall ratio, 14 : 6."""
+    rows = []
+    for i in range(24):
+        image(tmp_path / f"imgs/{i}.png", i)
+        surf = i < 12
+        attribute = ("man" if i % 6 else "woman") if surf else ("woman" if i % 2 else "man")
+        rows.append(
+            (f"imgs/{i}.png", "surfboard|person" if surf else "car|person", "val" if i >= 20 else "train", attribute)
+        )
+    pd.DataFrame(rows, columns=["path", "labels", "split", "attribute"]).to_csv(tmp_path / "t.csv", index=False)
+    (tmp_path / "over.yaml").write_text(
+        "datasets:\n  tab: {kind: table, table: t.csv}\n"
+        "  tab_int: {kind: intervention, from: tab, objects: [surfboard], target: independent, method: subsample}\n"
+    )
+    target = "results/splits/tab_int/train.parquet"
+    done = run_snakemake("--cores", "1", "--configfile", ROOT / "config" / "config.yaml", "over.yaml", "--", target,
+                         cwd=tmp_path)  # fmt: skip
+    assert (
+        "rule real_train_attributes" in done.stdout + done.stderr and "rule finetune" not in done.stdout + done.stderr
+    )
+    table = pd.read_csv(tmp_path / "results" / "interventions" / "tab_int" / "cooccurrence.csv")
+    images = table.set_index(["when", "attribute"])["images"].to_dict()
+    assert images == {("before", "man"): 10, ("before", "woman"): 2, ("after", "man"): 4, ("after", "woman"): 2}
+    assert set(table["target"].round(6)) == {0.7, 0.3}
+    assert len(read_split(tmp_path / target).frame) == 20 - 6
+
+
 def test_the_leakage_check_records_each_evaluation_split_and_fails_on_a_training_image(tmp_path):
     entry = folder(tmp_path)
     analysis_set_manifest(entry, tmp_path / "m.parquet")
