@@ -86,7 +86,7 @@ def config(**spec):
         (
             {"from": "oi", "objects": ["Car", "surf board"]},
             "'surf board' is not one of the Open Images V4 boxable "
-            "classes (display names) of 'oi' (601 of them; close: Surfboard",
+            "classes (display names) (601 of them; close: Surfboard",
         ),
         (
             {"from": "syn", "objects": ["boat"]},
@@ -114,7 +114,7 @@ def test_an_intervention_on_a_table_needs_its_attribute_column_and_its_classes(t
     assert intervention_problems(cfg) == []
     cfg["datasets"]["fix"]["objects"] = ["cow"]
     assert intervention_problems(cfg) == [
-        "datasets.fix.objects: 'cow' is not one of the classes of the table of 'own' (cat, dog, man)"
+        "datasets.fix.objects: 'cow' is not one of the classes of the table (cat, dog, man)"
     ]
     cfg["datasets"]["own"]["classes"] = ["cat", "cow"]
     assert intervention_problems(cfg) == []

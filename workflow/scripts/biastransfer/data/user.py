@@ -122,13 +122,20 @@ def config_problems(where: str, entry: Mapping, *, dataset: bool = False) -> lis
     ] + [f"{where}.classes: class {c!r} has no rows in {entry['table']}" for c in entry["classes"] if c not in present]
 
 
-def table_classes(entry: Mapping) -> tuple[str, ...]:
-    """The classes of a ``kind: table`` dataset: its ``classes``, else the labels its table lists (sorted)."""
-    if entry.get("classes"):
-        return tuple(entry["classes"])
-    frame = read_table(entry["table"])
-    _missing_columns(frame, _DATASET_COLUMNS, str(entry["table"]))
-    return tuple(sorted({x for ls in _label_lists(frame["labels"], entry.get("label_separator", "|")) for x in ls}))
+def intervention_classes(where: str, entry: Mapping) -> tuple[tuple[str, ...] | None, list[str]]:
+    """(the classes of a ``kind: table`` dataset that an intervention takes: its ``classes``, else the labels
+    its table lists; the problems: no ``attribute`` column). None, no problem: an unreadable table, which
+    :func:`config_problems` names."""
+    try:
+        frame = read_table(entry["table"])
+        _missing_columns(frame, _DATASET_COLUMNS, str(entry["table"]))
+    except ValueError:
+        return None, []
+    if "attribute" not in frame.columns:
+        return None, [f"{where}: table {entry['table']} has no 'attribute' column (each training row's protected "
+                      "attribute, which an intervention rebalances)"]  # fmt: skip
+    labels = _label_lists(frame["labels"], entry.get("label_separator", "|"))
+    return tuple(entry.get("classes") or sorted({x for ls in labels for x in ls})), []
 
 
 def _folder_entries(root: str | os.PathLike, classes: Sequence[str]) -> tuple[pd.DataFrame, list[str]]:
