@@ -455,15 +455,32 @@ def test_attribute_inputs(wildcards):
     return inputs
 
 
-# The COCO datasets an intervention rebalances: their training split gets an attribute file
-# (rules/real_data.smk, coco_train_attributes).
-INTERVENED_COCO = sorted(
+# The real datasets an intervention rebalances: their training split gets an attribute file
+# (rules/real_data.smk, real_train_attributes).
+INTERVENED_REAL = sorted(
     {
         config["datasets"][d]["from"]
         for d in INTERVENTIONS
-        if config["datasets"][config["datasets"][d]["from"]]["kind"] == "coco"
+        if config["datasets"][config["datasets"][d]["from"]]["kind"]
+        in ("coco", "openimages", "table")
     }
 )
+
+
+def coco_gender_words(wildcards):
+    """A COCO dataset's gender-word file (its captions' attribute rule); none for other kinds."""
+    dataset = dataset_of(wildcards)
+    return gender_words_file(dataset) if dataset["kind"] == "coco" else []
+
+
+def train_attribute_spec(dataset):
+    """What a real dataset's training attributes depend on: where the captions (COCO) or labels (Open
+    Images, with verified_only) are, not the splits' or evaluation's options; a table's whole entry.
+    """
+    keys = {"coco": ("kind", "root"), "openimages": ("kind", "root", "verified_only")}
+    if dataset["kind"] not in keys:
+        return cfg.canonical(dataset)
+    return cfg.canonical({k: dataset[k] for k in keys[dataset["kind"]]})
 
 
 def evaluation_disjoint():

@@ -224,33 +224,33 @@ rule real_test_attributes:
         "../workflow/scripts/real_attributes.py"
 
 
-# The attribute of each image of a COCO training split by the same caption rule (its train2017 captions,
-# the word list of its evaluation.gender_words): only for a COCO dataset an intervention rebalances
-# (rules/interventions.smk).
-rule coco_train_attributes:
+# The attribute of each image of a training split, only for a dataset an intervention rebalances
+# (rules/interventions.smk): COCO by the evaluation's caption rule (its train2017 captions, the word list
+# of its evaluation.gender_words), Open Images by its human-verified Man/Boy/Woman/Girl labels (no MIAP
+# boxes: those of the training split are not downloaded), a table by its attribute column (every
+# training row needs one).
+rule real_train_attributes:
     input:
         "results/data/{real}/annotations.ok",
         split=path("split", dataset="{real}", split="train"),
-        gender_words=lambda wildcards: gender_words_file(dataset_of(wildcards)),
+        gender_words=coco_gender_words,
     output:
         attributes=path("attributes", dataset="{real}", split="train"),
     log:
-        "logs/coco_train_attributes/{real}.log",
+        "logs/real_train_attributes/{real}.log",
     benchmark:
-        "results/benchmarks/coco_train_attributes/{real}.tsv"
+        "results/benchmarks/real_train_attributes/{real}.tsv"
     wildcard_constraints:
-        real=names_pattern(INTERVENED_COCO),
+        real=names_pattern(INTERVENED_REAL),
     conda:
         "../envs/data.yaml"
     threads: 1
     resources:
-        mem_mb=4000,
-        runtime=30,
+        # make_splits' figures: Open Images' training labels are the file it reads
+        mem_mb=8000,
+        runtime=60,
     params:
-        # what the attributes depend on: where the captions are, not the splits' or evaluation's options
-        dataset=lambda wildcards: cfg.canonical(
-            {k: dataset_of(wildcards)[k] for k in ("kind", "root")}
-        ),
+        dataset=lambda wildcards: train_attribute_spec(dataset_of(wildcards)),
         words_list=lambda wildcards: gender_words_list(dataset_of(wildcards)),
     script:
         "../workflow/scripts/real_attributes.py"

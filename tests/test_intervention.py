@@ -2,6 +2,7 @@
 verdicts in words; the intervention's config checks."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from biastransfer.config import intervention_problems
@@ -71,6 +72,7 @@ def config(**spec):
     return {
         "models": {},
         "datasets": {"syn": {"kind": "synthetic"}, "coco": {"kind": "coco"}, "oi": {"kind": "openimages"},
+                     "other": {"kind": "intervention", "from": "syn", "objects": ["car"], "method": "subsample"},
                      "fix": {"kind": "intervention", "objects": ["surfboard"], "method": "subsample"} | spec},
     }  # fmt: skip
 
@@ -79,7 +81,13 @@ def config(**spec):
     "spec, message",
     [
         ({"from": "nowhere"}, "datasets.fix.from: unknown dataset 'nowhere'"),
-        ({"from": "oi"}, "'oi' (kind openimages): its training split has no per-image attribute file"),
+        ({"from": "other"}, "datasets.fix.from: 'other' (kind intervention): its training split has no per-image"),
+        # Open Images' display names, with the close ones named
+        (
+            {"from": "oi", "objects": ["Car", "surf board"]},
+            "'surf board' is not one of the Open Images V4 boxable "
+            "classes (display names) (601 of them; close: Surfboard",
+        ),
         (
             {"from": "syn", "objects": ["boat"]},
             "datasets.fix.objects: 'boat' is not one of the objects of the synthetic",
@@ -93,6 +101,28 @@ def test_config_problems_are_named(spec, message):
     assert len(problems) == 1 and message in problems[0]
     assert intervention_problems(config(**{"from": "syn"})) == []
     assert intervention_problems(config(**{"from": "coco", "objects": ["refrigerator", "stop sign"]})) == []
+    assert intervention_problems(config(**{"from": "oi", "objects": ["Refrigerator", "Stop sign"]})) == []
+
+
+def test_an_intervention_on_a_table_needs_its_attribute_column_and_its_classes(tmp_path):
+    table = tmp_path / "t.csv"
+    pd.DataFrame({"path": ["a.png", "b.png"], "labels": ["cat|man", "dog"], "attribute": ["m", "w"]}).to_csv(
+        table, index=False
+    )
+    cfg = config(**{"from": "own", "objects": ["cat"]})
+    cfg["datasets"]["own"] = {"kind": "table", "table": str(table)}
+    assert intervention_problems(cfg) == []
+    cfg["datasets"]["fix"]["objects"] = ["cow"]
+    assert intervention_problems(cfg) == [
+        "datasets.fix.objects: 'cow' is not one of the classes of the table (cat, dog, man)"
+    ]
+    cfg["datasets"]["own"]["classes"] = ["cat", "cow"]
+    assert intervention_problems(cfg) == []
+    pd.DataFrame({"path": ["a.png"], "labels": ["cat"]}).to_csv(table, index=False)
+    assert intervention_problems(cfg) == [
+        f"datasets.fix.from: table {table} has no 'attribute' column (each training row's protected attribute, "
+        "which an intervention rebalances)"
+    ]
 
 
 SPEC = {"kind": "synthetic", "size": 16, "n_train": 80, "n_val": 10, "label_groups": True, "p_person": 0.9,

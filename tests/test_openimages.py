@@ -213,3 +213,58 @@ def test_a_bad_miap_file_is_named_with_its_line(tmp_path):
     (tmp_path / "n.csv").write_text("ImageID,LabelName\nabc,/m/01g317\n")
     with pytest.raises(ValueError, match=r"n\.csv: missing column\(s\) \['GenderPresentation'\]"):
         oi.load_miap(tmp_path / "n.csv")
+
+
+def test_the_training_split_attributes_come_from_the_train_labels_only(tmp_path):
+    """What an intervention on Open Images rebalances: the training split's human-verified gender labels
+    (train-annotations-..., not the test file, which says the opposite of image 0), no MIAP boxes (none is
+    read: the test split's box file is absent); image 0 Man, 1 Girl, 2 Boy and Woman, 3 a verified-absent
+    Man only, 4 not labelled at all."""
+    from report_site import script
+
+    from biastransfer.data.attributes import read_attributes
+    from biastransfer.data.splits import write_split
+    from biastransfer.hashing import file_digest
+
+    ann = tmp_path / "oi" / "annotations"
+    ann.mkdir(parents=True)
+    (ann / "class-descriptions-boxable.csv").write_text("".join(f"{m},{n}\n" for m, n in CLASSES))
+    ids = [f"{k:016x}" for k in range(5)]
+    train = {ids[0]: [("Man", 1), ("Car", 1)], ids[1]: [("Girl", 1)], ids[2]: [("Boy", 1), ("Woman", 1)],
+             ids[3]: [("Man", 0), ("Car", 1)], ids[4]: [("Bicycle", 0)]}  # fmt: skip
+    for name, labels in (("train", train), ("test", {ids[0]: [("Woman", 1)]})):
+        lines = ["ImageID,Source,LabelName,Confidence"]
+        lines += [f"{i},verification,{M[n]},{c}" for i, ls in labels.items() for n, c in ls]
+        (ann / f"{name}-annotations-human-imagelabels-boxable.csv").write_text("\n".join(lines) + "\n")
+    classes = oi.load_classes(ann / "class-descriptions-boxable.csv")
+    labels = oi.load_labels(ann / "train-annotations-human-imagelabels-boxable.csv", classes)
+    split = oi.make_split(labels, classes, dataset="oi", name="train", source_split="train", root=tmp_path / "oi")
+    split = type(split)(split.dataset, split.name, split.classes,
+                        pd.concat([split.frame, pd.DataFrame({"image_id": [ids[4]], "path": ["x.jpg"], "labels": [[]]})],
+                                  ignore_index=True))  # fmt: skip
+    write_split(tmp_path / "train.parquet", split)
+    out = tmp_path / "train_attributes.parquet"
+    dataset = {"kind": "openimages", "root": str(tmp_path / "oi"), "verified_only": True}
+    script("real_attributes").main(dataset, str(tmp_path / "train.parquet"), str(out))
+    attrs = read_attributes(out)
+    assert (attrs.dataset, attrs.split, attrs.split_sha256) == ("oi", "train", file_digest(tmp_path / "train.parquet"))
+    assert attrs.attributes == ("man", "woman")
+    assert set(attrs.attribute_classes) == {"Man", "Woman", "Person", "Boy", "Girl", "Human face"}
+    assert list(attrs.of(ids, where="t")) == ["man", "woman", None, None, None]
+    assert attrs.frame["source"].tolist() == [
+        "labels Man/Boy/Woman/Girl: man only",
+        "labels Man/Boy/Woman/Girl: woman only",
+        "labels Man/Boy/Woman/Girl: both man and woman; excluded",
+        "no Man/Boy/Woman/Girl label; excluded",
+        "no Man/Boy/Woman/Girl label; excluded",
+    ]
+
+
+def test_the_shipped_boxable_class_names():
+    """The 601 display names an intervention's objects are checked against: unique, with every class the
+    loader and curation name (MIDS)."""
+    from biastransfer.vocabulary import OPENIMAGES_CLASSES
+
+    assert len(OPENIMAGES_CLASSES) == len(set(OPENIMAGES_CLASSES)) == 601
+    assert set(oi.MIDS) <= set(OPENIMAGES_CLASSES)
+    assert OPENIMAGES_CLASSES[0] == "Tortoise" and OPENIMAGES_CLASSES[-1] == "Helmet"

@@ -33,8 +33,9 @@ def test_a_complete_mirror_lists_every_file_as_ok(mirrored, tmp_path, monkeypatc
     groups = table.groupby("group").size().to_dict()
     assert groups["coco: paper lists"] == 13 and groups["openimages: paper lists"] == 16
     # analysis, train and val images; COCO's 12 evaluation images are in val2017, Open Images' in its test split;
-    # COCO's train2017 also has five images with a person beside each of its four curation objects
-    assert groups["coco: images"] == 13 + 3 + 2 + 12 + 4 * 5 and groups["openimages: images"] == 16 + 3 + 2 + 12
+    # COCO's train2017 and Open Images' train split also have five images with a person beside each of their
+    # four and five curation objects
+    assert groups["coco: images"] == 13 + 3 + 2 + 12 + 4 * 5 and groups["openimages: images"] == 16 + 3 + 2 + 12 + 5 * 5
     assert groups["openimages: annotations"] == 5, "class descriptions, train, validation and test labels, MIAP"
     assert groups["resnet18: weights"] == 1
 

@@ -115,6 +115,14 @@ def test_openimages_mirror_parses_with_real_mids(tmp_path):
         local["validation-annotations-human-imagelabels-boxable.csv"], classes, verified_only=False
     )
     assert len(negatives) > len(labels), "verified-absent labels are in the file and left out"
+    # the training split's people beside each curation object, 4 : 1 of one gender (an intervention's input)
+    train = oi.load_labels(local["train-annotations-human-imagelabels-boxable.csv"], classes)
+    split = oi.make_split(train, classes, dataset="oi", name="train", source_split="train", root=tmp_path)
+    attrs = oi.image_attributes(split.frame["image_id"], train, classes, None).set_index("image_id")["attribute"]
+    for i, name in enumerate(sorted(cur["objects"].values())):
+        beside = split.frame.loc[[name in ls for ls in split.frame["labels"]], "image_id"]
+        seen = attrs[beside].dropna().value_counts().to_dict()
+        assert seen == ({"man": 4, "woman": 1} if i % 2 == 0 else {"woman": 4, "man": 1}), (name, seen)
     # the curation rules pick each analysis image for the class it is listed in
     sizes = {c: 2 for c in aset["classes"]}
     options = {k: v for k, v in cur.items() if k != "sizes"}

@@ -33,7 +33,7 @@ from biastransfer.data.user import (
     table_splits,
     val_draw,
 )
-from biastransfer.data.user_evaluation import has_test_split, table_attributes, table_test_split
+from biastransfer.data.user_evaluation import has_test_split, table_attributes, table_test_split, table_train_attributes
 from biastransfer.hashing import file_digest
 
 EXAMPLE = ROOT / "config" / "examples" / "own_images.yaml"
@@ -414,6 +414,69 @@ def test_a_table_datasets_test_rows_are_its_evaluation_split_with_their_attribut
     no_column = {**dataset_table(tmp_path / "nc", split=split), "classes": ["a", "b"]}
     with pytest.raises(UserDataError, match="rows with split 'test' need an 'attribute' column"):
         table_test_split(no_column, "own")
+
+
+def test_a_table_datasets_training_rows_give_the_attribute_an_intervention_rebalances(tmp_path):
+    """Every training row needs its attribute (the evaluation split may leave one empty): the attribute file
+    of the training split, then an empty cell and a missing column named with the table, line, image and
+    column, before any finetuning."""
+    from report_site import script
+
+    from biastransfer.data.attributes import read_attributes
+
+    split = ["val", "val", "train", "train", "train", "train", "test", "test", "test", "test"]
+    attribute = ["", "", "woman", "man", "man", "woman", "man", "", "", ""]
+    spec = {**dataset_table(tmp_path, split=split, attribute=attribute), "classes": ["a", "b"]}
+    train, _ = table_splits(spec, "own")
+    write_split(tmp_path / "train.parquet", train)
+    out = tmp_path / "train_attributes.parquet"
+    script("real_attributes").main(spec, str(tmp_path / "train.parquet"), str(out))
+    attrs = read_attributes(out)
+    assert (attrs.split, attrs.attributes, attrs.attribute_classes) == ("train", ("man", "woman"), ())
+    assert list(attrs.of(train.frame["image_id"], where="t")) == ["woman", "man", "man", "woman"]
+    assert set(attrs.frame["source"]) == {"the table's attribute column"}
+    attribute[3] = " "
+    gap = {**dataset_table(tmp_path / "gap", split=split, attribute=attribute), "classes": ["a", "b"]}
+    with pytest.raises(UserDataError) as err:
+        table_train_attributes(gap, "own", table_splits(gap, "own")[0].frame["image_id"])
+    assert str(err.value).startswith(f"dataset own table {tmp_path / 'gap' / 'd.csv'}: an intervention takes its")
+    assert err.value.problems == ["line 5 ('imgs/a/3.png'): image 'imgs/a/3.png': empty 'attribute' column"]
+    none = {**dataset_table(tmp_path / "none", split=split), "classes": ["a", "b"]}
+    with pytest.raises(UserDataError, match="missing column"):
+        table_train_attributes(none, "own", ["imgs/a/2.png"])
+    with pytest.raises(UserDataError, match=r"image 'imgs/a/7.png' of the training split has no training row"):
+        table_train_attributes(spec, "own", ["imgs/a/7.png"])
+
+
+def test_an_intervention_on_a_table_runs_through_its_rules(tmp_path):
+    """The demo config plus a 24-row table (surfboards beside a man 10 : 2 on its 20 training rows) and an
+    intervention on it: only the intervention's training split is asked for, so the table is split and
+    published, its training rows get their attribute (real_train_attributes) and the surfboards are
+    subsampled to the split's overall ratio, 14 : 6."""
+    rows = []
+    for i in range(24):
+        image(tmp_path / f"imgs/{i}.png", i)
+        surf = i < 12
+        attribute = ("man" if i % 6 else "woman") if surf else ("woman" if i % 2 else "man")
+        rows.append(
+            (f"imgs/{i}.png", "surfboard|person" if surf else "car|person", "val" if i >= 20 else "train", attribute)
+        )
+    pd.DataFrame(rows, columns=["path", "labels", "split", "attribute"]).to_csv(tmp_path / "t.csv", index=False)
+    (tmp_path / "over.yaml").write_text(
+        "datasets:\n  tab: {kind: table, table: t.csv}\n"
+        "  tab_int: {kind: intervention, from: tab, objects: [surfboard], target: independent, method: subsample}\n"
+    )
+    target = "results/splits/tab_int/train.parquet"
+    done = run_snakemake("--cores", "1", "--configfile", ROOT / "config" / "config.yaml", "over.yaml", "--", target,
+                         cwd=tmp_path)  # fmt: skip
+    assert (
+        "rule real_train_attributes" in done.stdout + done.stderr and "rule finetune" not in done.stdout + done.stderr
+    )
+    table = pd.read_csv(tmp_path / "results" / "interventions" / "tab_int" / "cooccurrence.csv")
+    images = table.set_index(["when", "attribute"])["images"].to_dict()
+    assert images == {("before", "man"): 10, ("before", "woman"): 2, ("after", "man"): 4, ("after", "woman"): 2}
+    assert set(table["target"].round(6)) == {0.7, 0.3}
+    assert len(read_split(tmp_path / target).frame) == 20 - 6
 
 
 def test_the_leakage_check_records_each_evaluation_split_and_fails_on_a_training_image(tmp_path):

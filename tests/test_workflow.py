@@ -215,7 +215,7 @@ def test_the_paper_dag_plans_without_network(tmp_path):
     assert jobs["real_test_split"] == jobs["real_test_attributes"] == 2 and jobs["fetch_split_images"] == 2 * 3
     assert jobs["predict"] == 6 * (3 + 1) and jobs["amplification"] == 1 and jobs["table_amplification"] == 2
     # its COCO intervention is off: nothing of it is planned
-    assert not {"coco_train_attributes", "intervention", "intervention_change"} & set(jobs)
+    assert not {"real_train_attributes", "intervention", "intervention_change"} & set(jobs)
 
 
 def test_the_paper_dag_with_its_intervention_switched_on(tmp_path):
@@ -226,7 +226,7 @@ def test_the_paper_dag_with_its_intervention_switched_on(tmp_path):
     switch.write_text("datasets:\n  coco_independent: {enabled: true}\n")
     done = snakemake("-n", "--cores", "1", "--configfile", str(ROOT / "config" / "paper.yaml"), switch, cwd=tmp_path)
     jobs = planned_jobs(done.stdout)
-    assert jobs["coco_train_attributes"] == jobs["intervention"] == jobs["intervention_test_split"] == 1
+    assert jobs["real_train_attributes"] == jobs["intervention"] == jobs["intervention_test_split"] == 1
     assert jobs["finetune"] == 6 * (3 + 1 + 3) and jobs["embed"] == 2 * 6 * (1 + 3 + 1 + 3)
     assert jobs["predict"] == 6 * (3 + 1 + 3) and jobs["real_test_attributes"] == 2
     assert jobs["intervention_change"] == 2 * 6 and jobs["intervention_summary"] == jobs["table_intervention"] == 1
@@ -241,6 +241,27 @@ def test_the_paper_dag_with_its_intervention_switched_on(tmp_path):
     assert done.returncode != 0 and "datasets.coco_independent.objects: 'fridge' is not one of the COCO categories" in (
         done.stderr + done.stdout)  # fmt: skip
     assert not (bad / "results").exists()
+
+
+def test_the_paper_dag_with_its_open_images_intervention_switched_on(tmp_path):
+    """An intervention on Open Images (not in paper.yaml: the toy run switches every intervention there on)
+    added by an overlay: Open Images' training split gets its label attributes and is rebalanced once; every
+    model is finetuned on it with openimages' one seed and compared with its untouched one."""
+    switch = tmp_path / "on.yaml"
+    switch.write_text(
+        "datasets:\n  openimages_independent: {kind: intervention, from: openimages, objects: [Car, Mammal]}\n"
+        "finetune:\n  datasets: [coco, openimages, openimages_independent]\n"
+        "  seeds: {coco: [0, 1, 2], openimages: [0], openimages_independent: [0]}\n"
+    )
+    done = snakemake("-n", "--cores", "1", "--configfile", str(ROOT / "config" / "paper.yaml"), switch, cwd=tmp_path)
+    jobs = planned_jobs(done.stdout)
+    assert jobs["real_train_attributes"] == jobs["intervention"] == jobs["intervention_test_split"] == 1
+    assert jobs["finetune"] == 6 * (3 + 1 + 1) and jobs["predict"] == 6 * (3 + 1 + 1)
+    assert jobs["intervention_change"] == 2 * 6 and jobs["real_test_attributes"] == 2
+    for planned in ("results/splits/openimages/train_attributes.parquet",
+                    "results/predictions/resnet18/ft-openimages_independent-seed0.parquet"):  # fmt: skip
+        assert planned in done.stdout, planned
+    assert "results/splits/coco/train_attributes.parquet" not in done.stdout
 
 
 def test_the_demo_dag_scores_every_trained_network_on_the_test_split(tmp_path):

@@ -8,7 +8,7 @@ the config (``snakemake --configfile config/paper.yaml <overlay>``), changes onl
 mirror, image size, numbers of images, epochs, at most two seeds per dataset, batch size, CPU instead of
 GPU, and the checksums of the stand-in files; it also turns the trajectories and layer profiles off (they
 would double the embedding jobs) and every intervention on (config/paper.yaml ships its COCO intervention
-off; the mirror's COCO training images give it people beside its objects).
+off; the mirror's COCO and Open Images training images give an intervention people beside their objects).
 ``mirror_url`` (for a mirror served over HTTP) replaces the folder in the overlay.
 Standalone: python workflow/scripts/build_toy_mirror.py --mirror toy/mirror --overlay toy/overlay.yaml
 """

@@ -1,12 +1,13 @@
-"""The protected attribute of every image of a COCO, Open Images or table dataset's evaluation split, or of a
-COCO dataset's training split (what an intervention on it rebalances).
+"""The protected attribute of every image of a COCO, Open Images or table dataset's evaluation split, or of
+its training split (what an intervention on it rebalances).
 
 COCO: from the split's captions (val2017's for the evaluation split, train2017's for the training split)
 with the configured gender-word list (``man`` / ``woman`` where the captions agree; both or no gender words:
 none, counted and excluded); Open Images: its MIAP boxes' gender presentation where it has any, else its
-human-verified Man/Boy and Woman/Girl labels; a table: its ``attribute`` column. Every image of the split
-gets a row, with the attribute's source (or why it has none); the file records the split's name and
-digest (biastransfer.data.attributes).
+human-verified Man/Boy and Woman/Girl labels (the training split: the labels only); a table: its
+``attribute`` column (which every training row needs). Every image of the split gets a row, with the
+attribute's source (or why it has none); the file records the split's name and digest
+(biastransfer.data.attributes).
 Standalone: python workflow/scripts/real_attributes.py --dataset '{"kind": "coco", "root": "data/coco"}' \
     --split results/splits/coco/test.parquet --attributes results/splits/coco/test_attributes.parquet \
     [--gender_words resources/gender_words.yaml --words_list wang2021]
@@ -27,7 +28,7 @@ def main(
     dataset: dict, split: str, attributes: str, gender_words: str | None = None, words_list: str | None = None
 ) -> None:
     table, kind = read_split(split), kind_of(dataset)
-    rule = getattr(kind, f"{table.name}_attributes", None)  # test_attributes; COCO also train_attributes
+    rule = getattr(kind, f"{table.name}_attributes", None)  # test_attributes or train_attributes
     if rule is None:
         raise ValueError(f"{split}: the {table.name} split of a {dataset['kind']} dataset has no attribute rule here")
     words = read_gender_words(gender_words, words_list) if gender_words else None

@@ -8,6 +8,7 @@ refers to something defined, section by section.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import sys
@@ -19,7 +20,7 @@ from biastransfer.claims import claims_problems, model_group_problems
 
 # stage names, for the rules (cfg.parse_stage, ...)
 from biastransfer.stages import PRETRAINED, finetuned_stage, parse_stage, scratch_stage, stage_kind  # noqa: F401
-from biastransfer.vocabulary import COCO_CLASSES, SYNTHETIC_CLASSES, SYNTHETIC_OBJECTS
+from biastransfer.vocabulary import INTERVENABLE, SYNTHETIC_CLASSES
 from biastransfer.zoo import zoo_problems
 
 
@@ -371,15 +372,9 @@ def user_data_problems(config: Mapping) -> list[str]:
     return problems
 
 
-#: Dataset kinds whose training split has a per-image attribute file, so that an intervention can take them,
-#: and the classes its objects are drawn from (a synthetic scene's objects, COCO's categories).
-INTERVENABLE = {"synthetic": ("objects of the synthetic scenes", SYNTHETIC_OBJECTS),
-                "coco": ("COCO categories", COCO_CLASSES)}  # fmt: skip
-
-
 def intervention_problems(config: Mapping) -> list[str]:
     """``datasets`` of kind intervention: ``from`` names a dataset of a kind with a training attribute file
-    (:data:`INTERVENABLE`), its objects are classes of that dataset, and only finetuning reads its sample
+    (:data:`biastransfer.vocabulary.INTERVENABLE`), its objects are classes of that dataset, and only finetuning reads its sample
     weights (a reweighting is no pretraining dataset)."""
     datasets, problems = config["datasets"], []
     pretrained_on = {m["pretrain"]["dataset"] for m in config["models"].values() if "pretrain" in m}
@@ -396,9 +391,16 @@ def intervention_problems(config: Mapping) -> list[str]:
             )
         else:
             what, known = INTERVENABLE[source["kind"]]
-            unknown = [o for o in spec["objects"] if o not in known]
+            if known is None:  # a table: its classes, and the attribute column its training rows need
+                from biastransfer.data.user import intervention_classes
+
+                known, found = intervention_classes(f"{where}.from", source)
+                problems += found
+            unknown = [o for o in spec["objects"] if known is not None and o not in known]
             if unknown:
-                problems.append(f"{where}.objects: {unknown[0]!r} is not one of the {what} ({', '.join(known)})")
+                close = ", ".join(difflib.get_close_matches(unknown[0], known, cutoff=0.5)) or "none"
+                listed = ", ".join(known) if len(known) <= 80 else f"{len(known)} of them; close: {close}"
+                problems.append(f"{where}.objects: {unknown[0]!r} is not one of the {what} ({listed})")
         if spec["method"] == "reweight" and name in pretrained_on:
             problems.append(f"{where}: a reweighting's sample weights are read by finetuning only, not pretraining")
     return problems

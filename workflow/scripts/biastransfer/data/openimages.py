@@ -349,12 +349,13 @@ def _agreement(values: set, what: str) -> tuple[str | None, str]:
     return None, f"{what}: both man and woman; excluded"
 
 
-def image_attributes(image_ids, labels: pd.DataFrame, classes: pd.DataFrame, miap: pd.DataFrame) -> pd.DataFrame:
+def image_attributes(image_ids, labels: pd.DataFrame, classes: pd.DataFrame, miap: pd.DataFrame | None) -> pd.DataFrame:
     """The protected attribute of each of ``image_ids``: from its MIAP boxes where it has any (every box
     with a known presentation agrees: ``man`` / ``woman``; presentations that disagree or are all Unknown:
     none), else from its human-verified Man / Boy and Woman / Girl labels (``load_labels`` output; one
-    side only: that attribute; both or neither: none). A frame (image_id, attribute, source), the reason
-    in ``source`` for an image without one."""
+    side only: that attribute; both or neither: none); ``miap`` None: from the labels only (a training
+    split, whose MIAP boxes are not downloaded). A frame (image_id, attribute, source), the reason in
+    ``source`` for an image without one."""
     names = dict(zip(classes["mid"], classes["name"]))
     labelled = labels.assign(name=labels["mid"].map(names))
     by_label = (
@@ -362,7 +363,11 @@ def image_attributes(image_ids, labels: pd.DataFrame, classes: pd.DataFrame, mia
         .groupby("image_id")["name"]
         .agg(lambda n: {GENDER_LABELS[x] for x in n})
     )
-    by_box = miap.groupby("image_id")["presentation"].agg(lambda p: {PRESENTATION[x] for x in p} - {None})
+    if miap is None:
+        by_box, nothing = pd.Series(dtype=object), "no Man/Boy/Woman/Girl label; excluded"
+    else:
+        by_box = miap.groupby("image_id")["presentation"].agg(lambda p: {PRESENTATION[x] for x in p} - {None})
+        nothing = "no MIAP box and no Man/Boy/Woman/Girl label; excluded"
     rows = []
     for image_id in map(str, image_ids):
         if image_id in by_box.index:
@@ -374,5 +379,5 @@ def image_attributes(image_ids, labels: pd.DataFrame, classes: pd.DataFrame, mia
         elif image_id in by_label.index:
             rows.append((image_id, *_agreement(by_label[image_id], "labels Man/Boy/Woman/Girl")))
         else:
-            rows.append((image_id, None, "no MIAP box and no Man/Boy/Woman/Girl label; excluded"))
+            rows.append((image_id, None, nothing))
     return pd.DataFrame(rows, columns=["image_id", "attribute", "source"], dtype=object)

@@ -295,7 +295,8 @@ def build_openimages(
 ) -> tuple[dict[str, str], dict[str, str]]:
     """Write the Open Images label files (the test split's too), MIAP boxes, images and paper lists.
 
-    The ``n_test`` test images show a person and an object; their attribute comes from MIAP boxes for
+    The training split also has ``_TRAIN_PEOPLE`` images per curation object with a person of a skewed gender
+    beside it (see ``_coco_plan``). The ``n_test`` test images show a person and an object; their attribute comes from MIAP boxes for
     the first four (the first with a Woman label that its Masculine box overrides), from a Man or Woman
     label for the rest, but for the last two: MIAP boxes of both presentations, and one Unknown box.
 
@@ -315,6 +316,14 @@ def build_openimages(
         for k in range(n):
             picks = {_OI_TRAIN_LABELS[k % len(_OI_TRAIN_LABELS)], _OI_TRAIN_LABELS[(2 * k + 3) % len(_OI_TRAIN_LABELS)]}
             plan.append((split, _oi_id(split, k), sorted(picks), None))
+    # as COCO's (_coco_plan): _TRAIN_PEOPLE training images a curation object with a person of a skewed
+    # gender beside it (a Man or Woman label: the training split's attribute), an intervention's input
+    for i, obj in enumerate(sorted(objects.values())):
+        major, minor = ("man", "woman")[i % 2], ("woman", "man")[i % 2]
+        for j, gender in enumerate([major] * (_TRAIN_PEOPLE - 1) + [minor]):
+            plan.append(
+                ("train", _oi_id("train-people", _TRAIN_PEOPLE * i + j), sorted([obj, genders[gender], "Person"]), None)
+            )
     presentation = {"man": ["Predominantly Masculine"], "woman": ["Predominantly Feminine"]}
     for k in range(n_test):
         image_id, kind = _oi_id("test", k), _test_kind(k, n_test)

@@ -122,6 +122,22 @@ def config_problems(where: str, entry: Mapping, *, dataset: bool = False) -> lis
     ] + [f"{where}.classes: class {c!r} has no rows in {entry['table']}" for c in entry["classes"] if c not in present]
 
 
+def intervention_classes(where: str, entry: Mapping) -> tuple[tuple[str, ...] | None, list[str]]:
+    """(the classes of a ``kind: table`` dataset that an intervention takes: its ``classes``, else the labels
+    its table lists; the problems: no ``attribute`` column). None, no problem: an unreadable table, which
+    :func:`config_problems` names."""
+    try:
+        frame = read_table(entry["table"])
+        _missing_columns(frame, _DATASET_COLUMNS, str(entry["table"]))
+    except ValueError:
+        return None, []
+    if "attribute" not in frame.columns:
+        return None, [f"{where}: table {entry['table']} has no 'attribute' column (each training row's protected "
+                      "attribute, which an intervention rebalances)"]  # fmt: skip
+    labels = _label_lists(frame["labels"], entry.get("label_separator", "|"))
+    return tuple(entry.get("classes") or sorted({x for ls in labels for x in ls})), []
+
+
 def _folder_entries(root: str | os.PathLike, classes: Sequence[str]) -> tuple[pd.DataFrame, list[str]]:
     """One row per image file in ``<root>/<class>/`` (hidden files skipped), and the problems found:
     a missing or empty class folder, a file without an image suffix, a nested folder."""
