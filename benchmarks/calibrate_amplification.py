@@ -16,9 +16,10 @@ shift (:func:`~biastransfer.stats.amplification.attribute_shift`), each with its
    interval holds 0 in at least 90% of the datasets.
 
 Seed i draws its dataset with seed 1000 + i (planted) or 2000 + i (unbiased) and trains with seed i.
+``--workers`` trains that many networks at once, one core each (CPU seconds are summed over the networks).
 Writes benchmarks/results/amplification_calibration.json (a record; benchmarks/render_benchmarks.py renders
 it), with every estimate, the verdicts, and CPU and wall seconds.
-Run: PYTHONPATH=workflow/scripts nice -n 10 python benchmarks/calibrate_amplification.py [--datasets 20 --seeds 3]
+Run: PYTHONPATH=workflow/scripts nice -n 10 python benchmarks/calibrate_amplification.py [--datasets 20 --seeds 3 --workers 1]
 """
 
 from __future__ import annotations
@@ -29,9 +30,12 @@ for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUME
     os.environ[_var] = "1"
 
 import argparse  # noqa: E402
+import concurrent.futures  # noqa: E402
+import contextlib  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
 import math  # noqa: E402
+import multiprocessing  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
@@ -90,8 +94,20 @@ def measure(ev, scores, replicates: int) -> dict:
     return out
 
 
-def one_network(cooccurrence: dict, data_seed: int, train_seed: int, args, work: Path) -> dict:
-    """Draw one dataset, train a network on it from scratch, score its test split, measure the pair."""
+def one_network(cooccurrence: dict, data_seed: int, train_seed: int, args) -> dict:
+    """Draw one dataset, train a network on it from scratch, score its test split, measure the pair; with the
+    CPU seconds it took."""
+    import torch
+
+    torch.set_num_threads(1)
+    logging.getLogger().setLevel(logging.WARNING)
+    cpu = time.process_time()
+    with tempfile.TemporaryDirectory(prefix="calib_amp_") as folder:
+        return {**_trained(cooccurrence, data_seed, train_seed, args, Path(folder)),
+                "cpu_seconds": time.process_time() - cpu}  # fmt: skip
+
+
+def _trained(cooccurrence: dict, data_seed: int, train_seed: int, args, work: Path) -> dict:
     spec = {"kind": "synthetic", "size": args.size, "n_train": args.n_train, "n_val": args.n_val,
             "n_test": args.n_test, "label_groups": False, "p_person": 0.8, "p_object": 0.85,
             "cooccurrence": cooccurrence, "p_occluded": args.p_occluded, "seed": data_seed}  # fmt: skip
@@ -142,7 +158,8 @@ def figures(record: dict) -> list:
                 f"{_shown(r['base_rate']['term'])} / {_shown(r['base_rate']['shift'])}; "
                 f"{_shown(r['0.5']['term'])} / {_shown(r['0.5']['shift'])}",
             ])  # fmt: skip
-    rows += [["CPU seconds / wall seconds", f"{record['cpu_seconds']:.0f} / {record['wall_seconds']:.0f}"],
+    rows += [["CPU seconds (all networks, one core each) / wall seconds (networks trained at once)",
+              f"{record['cpu_seconds']:.0f} / {record['wall_seconds']:.0f} ({record['workers']})"],
              ["load average (1 min) before / after", record["load_average"]]]  # fmt: skip
     return rows
 
@@ -158,23 +175,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n-test", type=int, default=1000)
     parser.add_argument("--p-occluded", type=float, default=0.6)
     parser.add_argument("--replicates", type=int, default=1000)
+    parser.add_argument("--workers", type=int, default=1, help="networks trained at once, one core each")
     parser.add_argument("--json", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
-    import torch
-
-    torch.set_num_threads(1)
-    logging.getLogger().setLevel(logging.WARNING)
+    if min(args.seeds, args.datasets, args.workers) < 1:
+        parser.error("--seeds, --datasets and --workers must be at least 1")
     load_before = os.getloadavg()[0]
-    wall, cpu = time.perf_counter(), time.process_time()
+    wall = time.perf_counter()
+    jobs = [(part, (cooccurrence, base + i, i, args)) for part, n, cooccurrence, base in
+            (("planted", args.seeds, {TASK: 0.9}, 1000), ("unbiased", args.datasets, {}, 2000)) for i in range(n)]  # fmt: skip
     runs = {"planted": [], "unbiased": []}
-    for part, n, cooccurrence, base in (("planted", args.seeds, {TASK: 0.9}, 1000),
-                                        ("unbiased", args.datasets, {}, 2000)):  # fmt: skip
-        for i in range(n):
-            with tempfile.TemporaryDirectory(prefix="calib_amp_") as work:
-                runs[part].append(one_network(cooccurrence, base + i, i, args, Path(work)))
-            r = runs[part][-1]["base_rate"]
-            print(f"{part} {i}: term {_shown(r['term'])}, shift {_shown(r['shift'])} (base rates)", flush=True)
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    fork = multiprocessing.get_context("fork")
+    pool = concurrent.futures.ProcessPoolExecutor(args.workers, mp_context=fork) if args.workers > 1 else None
+    with pool or contextlib.nullcontext():
+        results = (pool.map if pool else map)(one_network, *zip(*(job for _, job in jobs)))
+        for (part, job), result in zip(jobs, results):
+            runs[part].append(result)
+            r = result["base_rate"]
+            print(f"{part} {job[2]}: term {_shown(r['term'])}, shift {_shown(r['shift'])} (base rates)", flush=True)
+    wall = time.perf_counter() - wall
+    cpu = sum(r["cpu_seconds"] for part in runs.values() for r in part)
     load_after = os.getloadavg()[0]
     holding = sum(r["base_rate"]["term"]["holds_0"] for r in runs["unbiased"])
     above = sum(r["base_rate"]["term"]["excludes_0_above"] for r in runs["planted"])
@@ -190,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": f"{os.cpu_count()} shared cores, threads pinned to 1, "
         + ("CPU loaded by other work" if max(load_before, load_after) > 1 else "CPU otherwise idle"),
         "settings": {
-            **{k: v for k, v in vars(args).items() if k != "json"},
+            **{k: v for k, v in vars(args).items() if k not in ("json", "workers")},
             "entry": ENTRY,
             "recipe": RECIPE,
             "pair": [ATTRIBUTE, TASK],
@@ -205,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         **runs,
         "cpu_seconds": cpu,
+        "workers": args.workers,
         "wall_seconds": wall,
         "load_average": f"{load_before:.2f} / {load_after:.2f}",
     }
