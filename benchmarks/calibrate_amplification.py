@@ -204,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.argv[1:] if argv is None else argv
     )
     record = {
-        "title": "Bias amplification on trained networks: the planted pair found, unbiased data not (issue 27)",
+        "title": "Bias amplification on trained networks: issue 27's known answers (a planted pair, unbiased datasets)",
         "command": command.strip(),
         "commit": commit,
         "machine": f"{os.cpu_count()} shared cores, threads pinned to 1, "

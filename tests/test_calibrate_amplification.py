@@ -39,4 +39,4 @@ def test_a_toy_calibration_writes_a_complete_record_that_renders(tmp_path):
     assert record["cpu_seconds"] > 0 and record["wall_seconds"] > 0
     assert all(len(f) == 2 for f in record["figures"]) and len(record["figures"]) == 2 + 4 + 3 + 2
     section = _module("render_benchmarks").section(out)
-    assert section.startswith("## Bias amplification on trained networks") and "| known answer 2" in section
+    assert section.startswith("## Bias amplification on trained networks: issue 27") and "| known answer 2" in section
