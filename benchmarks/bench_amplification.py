@@ -20,13 +20,12 @@ for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUME
     os.environ[_var] = "1"
 
 import argparse  # noqa: E402
-import json  # noqa: E402
 import statistics  # noqa: E402
-import subprocess  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
+from render_benchmarks import machine, short_commit, write_record  # noqa: E402  (benchmarks/)
 
 from biastransfer.stats import bias_amplifications  # noqa: E402
 from biastransfer.stats.amplification import _measure, design, resample_indices  # noqa: E402
@@ -87,7 +86,6 @@ def main(argv: list[str] | None = None) -> int:
             args.repeats,
         )
     load_after = os.getloadavg()[0]
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     d, z = result["directional"], result["zhao"]
     figures = [
         ["both bias amplification measures + intervals (5,000 x 80 x 2, 2,000 replicates), median", f"{amp:.2f} s"],
@@ -108,16 +106,11 @@ def main(argv: list[str] | None = None) -> int:
     record = {
         "title": "Prediction-level bias: bias amplification and leakage with bootstrap intervals, one core",
         "command": f"PYTHONPATH=workflow/scripts python benchmarks/bench_amplification.py --repeats {args.repeats}",
-        "commit": commit,
-        "machine": f"{os.cpu_count()} shared cores, threads pinned to 1, "
-        + ("CPU loaded by other work" if max(load_before, load_after) > 1 else "CPU otherwise idle")
-        + f" (load average {load_before:.1f} before, {load_after:.1f} after)",
+        "commit": short_commit(),
+        "machine": machine(load_before, load_after),
         "figures": figures,
     }
-    for what, value in figures:
-        print(f"{what}: {value}")
-    args.json.write_text(json.dumps(record, indent=2) + "\n")
-    print(f"wrote {args.json}")
+    write_record(record, args.json)
     return 0
 
 

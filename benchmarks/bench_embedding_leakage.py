@@ -21,14 +21,13 @@ for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUME
     os.environ[_var] = "1"
 
 import argparse  # noqa: E402
-import json  # noqa: E402
 import statistics  # noqa: E402
-import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
+from render_benchmarks import machine, short_commit, write_record  # noqa: E402  (benchmarks/)
 
 from biastransfer.embeddings import read_embeddings, write_embeddings  # noqa: E402
 from biastransfer.stats.amplification import Evaluation  # noqa: E402
@@ -81,7 +80,6 @@ def main(argv: list[str] | None = None) -> int:
         read, _ = timed(lambda: read_embeddings(path), args.repeats)
         size = path.stat().st_size
     load_after = os.getloadavg()[0]
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     what = f"{N:,} images x {DIM:,} features, {FOLDS} folds, {REPLICATES:,} bootstrap replicates"
     figures = [
         [f"embedding leakage on 256 principal components (the default; {what}), median", f"{pca:.2f} s"],
@@ -96,16 +94,11 @@ def main(argv: list[str] | None = None) -> int:
     record = {
         "title": "Embedding leakage: the cross-fitted attacker on a network's embedding of the test split, one core",
         "command": f"PYTHONPATH=workflow/scripts python benchmarks/bench_embedding_leakage.py --repeats {args.repeats}",
-        "commit": commit,
-        "machine": f"{os.cpu_count()} shared cores, threads pinned to 1, "
-        + ("CPU loaded by other work" if max(load_before, load_after) > 1 else "CPU otherwise idle")
-        + f" (load average {load_before:.1f} before, {load_after:.1f} after)",
+        "commit": short_commit(),
+        "machine": machine(load_before, load_after),
         "figures": figures,
     }
-    for name, value in figures:
-        print(f"{name}: {value}")
-    args.json.write_text(json.dumps(record, indent=2) + "\n")
-    print(f"wrote {args.json}")
+    write_record(record, args.json)
     return 0
 
 

@@ -16,16 +16,15 @@ Run: PYTHONPATH=workflow/scripts python benchmarks/bench_rebalance.py [--repeats
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import statistics
-import subprocess
 import time
 import tracemalloc
 from pathlib import Path
 
 import numpy as np
+from render_benchmarks import machine, short_commit, write_record  # benchmarks/
 
 from biastransfer.data.rebalance import Labels, rebalance
 
@@ -90,20 +89,14 @@ def main(argv: list[str] | None = None) -> int:
     load_after = os.getloadavg()[0]
     figures.append(["peak resident size of the whole benchmark process (data included)", f"{rss:.0f} MB"])
     figures.append(["load average (1 min) before / after", f"{load_before:.2f} / {load_after:.2f}"])
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     record = {
         "title": "Interventions: rebalancing 1.74M Open Images-sized training rows (601 classes, CSR labels)",
         "command": f"PYTHONPATH=workflow/scripts python benchmarks/bench_rebalance.py --repeats {args.repeats}",
-        "commit": commit,
-        "machine": f"{os.cpu_count()} shared cores, "
-        + ("CPU loaded by other work" if max(load_before, load_after) > 1 else "CPU otherwise idle")
-        + f" (load average {load_before:.1f} before, {load_after:.1f} after)",
+        "commit": short_commit(),
+        "machine": machine(load_before, load_after, pinned=False),
         "figures": figures,
     }
-    for what, value in figures:
-        print(f"{what}: {value}")
-    args.json.write_text(json.dumps(record, indent=2) + "\n")
-    print(f"wrote {args.json}")
+    write_record(record, args.json)
     return 0
 
 

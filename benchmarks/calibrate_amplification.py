@@ -36,7 +36,6 @@ import json  # noqa: E402
 import logging  # noqa: E402
 import math  # noqa: E402
 import multiprocessing  # noqa: E402
-import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
@@ -46,6 +45,7 @@ import predict  # noqa: E402  (workflow/scripts, the rules' own scripts)
 import pretrain  # noqa: E402
 import synthetic_dataset  # noqa: E402
 import synthetic_test_split  # noqa: E402
+from render_benchmarks import machine, short_commit, write_record  # noqa: E402  (benchmarks/)
 
 from biastransfer.evaluation import network_scores, read_evaluation  # noqa: E402
 from biastransfer.stats.amplification import (  # noqa: E402
@@ -199,16 +199,14 @@ def main(argv: list[str] | None = None) -> int:
     holding = sum(r["base_rate"]["term"]["holds_0"] for r in runs["unbiased"])
     above = sum(r["base_rate"]["term"]["excludes_0_above"] for r in runs["planted"])
     needed = math.ceil(0.9 * len(runs["unbiased"]))
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     command = "PYTHONPATH=workflow/scripts nice -n 10 python benchmarks/calibrate_amplification.py " + " ".join(
         sys.argv[1:] if argv is None else argv
     )
     record = {
         "title": "Bias amplification on trained networks: issue 27's known answers (a planted pair, unbiased datasets)",
         "command": command.strip(),
-        "commit": commit,
-        "machine": f"{os.cpu_count()} shared cores, threads pinned to 1, "
-        + ("CPU loaded by other work" if max(load_before, load_after) > 1 else "CPU otherwise idle"),
+        "commit": short_commit(),
+        "machine": machine(load_before, load_after),
         "settings": {
             **{k: v for k, v in vars(args).items() if k not in ("json", "workers")},
             "entry": ENTRY,
@@ -230,10 +228,7 @@ def main(argv: list[str] | None = None) -> int:
         "load_average": f"{load_before:.2f} / {load_after:.2f}",
     }
     record["figures"] = figures(record)
-    for what, value in record["figures"]:
-        print(f"{what}: {value}")
-    args.json.write_text(json.dumps(record, indent=2) + "\n")
-    print(f"wrote {args.json}")
+    write_record(record, args.json)
     return 0
 
 

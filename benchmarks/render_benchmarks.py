@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -73,6 +75,33 @@ def section(path: Path) -> str:
         lines = [f"## {title}", "", f"As written to {source}.", "", "| key | value |", "|---|---|"]
         lines += [f"| {key} | {value} |" for key, value in _flatten(data)]
     return "\n".join(lines) + "\n"
+
+
+def short_commit() -> str:
+    """The checkout's short commit, for a record's ``commit``."""
+    return subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO
+    ).stdout.strip()
+
+
+def machine(load_before: float, load_after: float, *, pinned: bool = True) -> str:
+    """A record's ``machine``: the cores, whether threads were pinned to 1, and whether other work shared them."""
+    return (
+        f"{os.cpu_count()} shared cores, " + ("threads pinned to 1, " if pinned else "")
+        + ("CPU loaded by other work" if max(load_before, load_after) > 1 else "CPU otherwise idle")
+        + f" (load average {load_before:.1f} before, {load_after:.1f} after)"
+    )  # fmt: skip
+
+
+def write_record(record: dict, path: Path) -> None:
+    """Print a record's figures and write it as JSON (a benchmark's result file; it must have RECORD_KEYS)."""
+    missing = RECORD_KEYS - set(record)
+    if missing:
+        raise ValueError(f"{path}: a record needs {sorted(missing)}")
+    for what, value in record["figures"]:
+        print(f"{what}: {value}")
+    path.write_text(json.dumps(record, indent=2) + "\n")
+    print(f"wrote {path}")
 
 
 def render(results: Path = RESULTS) -> str:

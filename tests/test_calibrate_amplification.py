@@ -14,7 +14,8 @@ def _module(name: str):
     return module
 
 
-def test_a_toy_calibration_writes_a_complete_record_that_renders(tmp_path):
+def test_a_toy_calibration_writes_a_complete_record_that_renders(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))  # as when run as a script: render_benchmarks beside it
     calibrate = _module("calibrate_amplification")
     out = tmp_path / "amplification_calibration.json"
     toy = ["--seeds", "1", "--datasets", "2", "--epochs", "1", "--n-train", "40", "--n-val", "16",
