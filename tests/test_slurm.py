@@ -278,7 +278,8 @@ def slurm_cluster():
     assert not [name for name, pid in pids.items() if _alive(pid)], "daemons left running after the cluster stopped"
 
 
-def _demo_command(workdir: Path, *args: str) -> list[str]:
+def _snakemake_command(workdir: Path, *args: str, configfile: Path = TINY) -> list[str]:
+    """The workflow on ``configfile`` (the tiny demo by default) in ``workdir``, with ``args``."""
     return [
         sys.executable,
         "-m",
@@ -286,7 +287,7 @@ def _demo_command(workdir: Path, *args: str) -> list[str]:
         "--snakefile",
         str(REPO / "Snakefile"),
         "--configfile",
-        str(TINY),
+        str(configfile),
         "--directory",
         str(workdir),
         *args,
@@ -347,21 +348,10 @@ def zoo_run(slurm_cluster, tmp_path_factory):
         configfile.write_text(yaml.safe_dump(config, sort_keys=False))
         workdir = root / "run"
         workdir.mkdir()
-        command = [
-            sys.executable,
-            "-m",
-            "snakemake",
-            "--snakefile",
-            str(REPO / "Snakefile"),
-            "--configfile",
-            str(configfile),
-            "--directory",
-            str(workdir),
-            "--profile",
-            str(PROFILE),
-            *LOCAL_CLUSTER_OPTIONS,
-            "--slurm-keep-successful-logs",
-        ]
+        command = _snakemake_command(
+            workdir, "--profile", str(PROFILE), *LOCAL_CLUSTER_OPTIONS, "--slurm-keep-successful-logs",
+            configfile=configfile,
+        )  # fmt: skip
         env = {**slurm_cluster.env, "HF_HUB_OFFLINE": "1"}
         with _started(command, workdir, env, root / "zoo.log") as process:
             yield BackgroundRun(workdir, process, root / "zoo.log")
@@ -388,13 +378,13 @@ def demo_runs(slurm_cluster, zoo_run, tmp_path_factory):
     for workdir in (local_dir, slurm_dir, failing_dir):
         workdir.mkdir()
     env = {**slurm_cluster.env, "HF_HUB_OFFLINE": "1"}
-    slurm_command = _demo_command(
+    slurm_command = _snakemake_command(
         slurm_dir, "--profile", str(PROFILE), *LOCAL_CLUSTER_OPTIONS, "--slurm-keep-successful-logs"
     )
     start = time.monotonic()
     with (
         _started(slurm_command, slurm_dir, env, root / "slurm.log") as slurm,
-        _started(_demo_command(local_dir, "--cores", "all"), local_dir, env, root / "local.log") as local,
+        _started(_snakemake_command(local_dir, "--cores", "all"), local_dir, env, root / "local.log") as local,
     ):
         assert local.wait(timeout=900) == 0, f"local run failed:\n{(root / 'local.log').read_text()[-5000:]}"
         local_s = time.monotonic() - start
@@ -406,7 +396,7 @@ def demo_runs(slurm_cluster, zoo_run, tmp_path_factory):
         target = "results/embeddings/synthetic/tinycnn/pretrained.parquet"
         # The target comes first: `--forcerun` takes every following word as a rule name.
         failing = subprocess.run(
-            _demo_command(
+            _snakemake_command(
                 failing_dir, target, "--profile", str(PROFILE), *LOCAL_CLUSTER_OPTIONS, "--forcerun", "embed"
             ),
             cwd=failing_dir,
