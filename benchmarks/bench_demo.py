@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from render_benchmarks import machine, short_commit, write_record
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -55,6 +57,7 @@ def main() -> None:
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--out", default=None, help="write the figures as a benchmarks/results record")
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
     walls: dict[str, list[float]] = {"baseline": [], "demo": []}
     cpus: dict[str, list[float]] = {"baseline": [], "demo": []}
     added: set[str] = set()
@@ -81,9 +84,9 @@ def main() -> None:
         record = {
             "title": f"The demo's wall time with and without {args.label}",
             "command": f"python benchmarks/bench_demo.py --repeats {args.repeats} --baseline '{args.baseline}'",
-            "commit": subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
-                                     text=True, check=True).stdout.strip(),  # fmt: skip
-            "machine": f"{os.cpu_count()} cores, snakemake --cores {args.cores}; runs alternated",
+            "commit": short_commit(),
+            "machine": f"{machine(load_before, os.getloadavg()[0], pinned=False)}, snakemake --cores {args.cores}; "
+            "runs alternated",
             "figures": [
                 ["demo, median wall", f"{median['demo']:.0f} s"],
                 [f"without {args.label}, median wall", f"{median['baseline']:.0f} s"],
@@ -94,7 +97,7 @@ def main() -> None:
                 ["runs (wall s)", "; ".join(f"{k}: {', '.join(f'{w:.0f}' for w in v)}" for k, v in walls.items())],
             ],
         }  # fmt: skip
-        Path(args.out).write_text(json.dumps(record, indent=2) + "\n")
+        write_record(record, Path(args.out))
 
 
 if __name__ == "__main__":
