@@ -23,7 +23,7 @@ from biastransfer.report.formatting import (
     p_text,
     require_columns,
 )
-from biastransfer.report.style import paper_figure, paper_style, stage_words
+from biastransfer.report.style import message_figure, paper_figure, paper_style, stage_words
 from biastransfer.report.tables import ieat_by_stage
 
 CHANGE_COLUMNS = ("analysis_set", "model", "finetune_dataset", "seed", "test", "delta_d", "ci_low", "ci_high",
@@ -120,17 +120,7 @@ def change_figure(change: pd.DataFrame) -> Figure:
     """
     require_columns(change, CHANGE_COLUMNS, where="iEAT change summary")
     if change.empty:  # no iEATs configured, or analysis.ieat.bootstrap = 0
-        with paper_style():
-            fig, ax = paper_figure("single", 1.0)
-            ax.axis("off")
-            ax.text(
-                0.5,
-                0.5,
-                "No iEAT changes: no iEATs configured,\nor analysis.ieat.bootstrap is 0",
-                ha="center",
-                va="center",
-            )
-        return fig
+        return message_figure("No iEAT changes: no iEATs configured,\nor analysis.ieat.bootstrap is 0")
     rows = change.reset_index(drop=True)
     several = rows["analysis_set"].nunique() > 1 or rows["model"].nunique() > 1
     labels = [

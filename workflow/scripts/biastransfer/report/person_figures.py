@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 
 from biastransfer.report.figures import SIMILARITY_LABEL, Z95, similarity_by_stage
 from biastransfer.report.formatting import model_label
-from biastransfer.report.style import OKABE_ITO, paper_figure, paper_style, stage_words
+from biastransfer.report.style import OKABE_ITO, message_figure, paper_figure, paper_style, stage_words
 from biastransfer.stats.results import pair_key
 
 PERSON_COLOURS = (OKABE_ITO["blue"], OKABE_ITO["vermillion"], OKABE_ITO["bluish_green"], OKABE_ITO["reddish_purple"])
@@ -53,17 +53,7 @@ def person_figure(similarity: pd.DataFrame, *, analysis_set: str, model: str) ->
     two persons before and after. A figure that says so when the analysis set has no such classes."""
     comparisons = person_pairs(similarity, analysis_set=analysis_set, model=model)
     if not comparisons:
-        with paper_style():
-            fig, ax = paper_figure("single", 1.0)
-            ax.axis("off")
-            ax.text(
-                0.5,
-                0.5,
-                f"Analysis set {analysis_set} has no\nobject+person classes ({{object}}_{{person}})",
-                ha="center",
-                va="center",
-            )
-        return fig
+        return message_figure(f"Analysis set {analysis_set} has no\nobject+person classes ({{object}}_{{person}})")
     persons = list(dict.fromkeys(c.removeprefix(f"{obj}_") for obj, pairs in comparisons.items() for c, _ in pairs))
     handles = {}
     ncols = min(3, len(comparisons))

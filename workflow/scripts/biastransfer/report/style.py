@@ -89,6 +89,15 @@ def paper_figure(width: str = "double", height: float = 2.6, **subplots) -> tupl
     return plt.subplots(figsize=(WIDTHS[width], height), layout="constrained", **subplots)
 
 
+def message_figure(message: str) -> Figure:
+    """A single-column figure that says ``message`` instead of a plot (a part of the run with nothing to show)."""
+    with paper_style():
+        fig, ax = paper_figure("single", 1.0)
+        ax.axis("off")
+        ax.text(0.5, 0.5, message, ha="center", va="center")
+    return fig
+
+
 def stage_words(stage: str, n_seeds: int | None = None) -> str:
     """A stage or stage group in words for titles and legends.
 
