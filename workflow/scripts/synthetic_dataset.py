@@ -20,12 +20,7 @@ log = logging.getLogger(__name__)
 
 def main(spec: dict, images: str, train: str, val: str, synthetic: str = "synthetic") -> None:
     name = synthetic
-    distribution = scenes.SceneDistribution(
-        p_person=spec["p_person"],
-        p_object=spec["p_object"],
-        cooccurrence=spec["cooccurrence"],
-        p_occluded=spec["p_occluded"],
-    )
+    distribution = scenes.spec_distribution(spec)
     label_groups = spec["label_groups"]
     classes = scenes.class_list(label_groups)
     rng = np.random.default_rng(spec["seed"])

@@ -17,7 +17,7 @@ import logging
 import pandas as pd
 
 from biastransfer.data import synthetic as scenes
-from biastransfer.data.attributes import Attributes, write_attributes
+from biastransfer.data.attributes import write_attributes
 from biastransfer.data.leakage import check_no_leakage
 from biastransfer.data.splits import Split, read_split, write_split
 from biastransfer.hashing import file_digest
@@ -25,18 +25,10 @@ from biastransfer.scripting import run
 
 log = logging.getLogger(__name__)
 
-#: Where the synthetic attribute comes from (the attribute file's ``source`` column).
-SOURCE = "synthetic scene: drawn figure"
-
 
 def draw_test_split(spec: dict, images: str, name: str) -> tuple[Split, pd.DataFrame]:
     """The test split (``spec['n_test']`` scenes) and its frame with each image's drawn ``figure``."""
-    distribution = scenes.SceneDistribution(
-        p_person=spec["p_person"],
-        p_object=spec["p_object"],
-        cooccurrence=spec["cooccurrence"],
-        p_occluded=spec["p_occluded"],
-    )
+    distribution = scenes.spec_distribution(spec)
     frame = scenes.generate_split(
         name,
         "test",
@@ -64,19 +56,8 @@ def main(
         what="test",
     )  # fmt: skip
     write_split(test, split)
-    attrs = Attributes(
-        synthetic,
-        "test",
-        file_digest(test),
-        scenes.GROUPS,
-        tuple(c for c in split.classes if c in (*scenes.GROUPS, scenes.PERSON_LABEL)),
-        pd.DataFrame(
-            {
-                "image_id": frame["image_id"],
-                "attribute": frame["figure"],
-                "source": [None if pd.isna(f) else SOURCE for f in frame["figure"]],
-            }
-        ),
+    attrs = scenes.figure_attributes(
+        synthetic, "test", file_digest(test), split.classes, frame["image_id"], frame["figure"]
     )
     write_attributes(attributes, attrs)
     log.info("%s/test: %d images, attributes %s (None: no figure, excluded)", synthetic, len(frame), attrs.counts())

@@ -13,28 +13,19 @@ python workflow/scripts/synthetic_train_attributes.py --spec '{"kind": "syntheti
 import logging
 
 import numpy as np
-import pandas as pd
 
 from biastransfer.data import synthetic as scenes
-from biastransfer.data.attributes import Attributes, write_attributes
+from biastransfer.data.attributes import write_attributes
 from biastransfer.data.splits import read_split
 from biastransfer.hashing import file_digest
 from biastransfer.scripting import run
 
 log = logging.getLogger(__name__)
 
-#: Where the synthetic attribute comes from (the attribute file's ``source`` column).
-SOURCE = "synthetic scene: drawn figure"
-
 
 def main(spec: dict, train: str, attributes: str, synthetic: str = "synthetic") -> None:
     split = read_split(train)
-    distribution = scenes.SceneDistribution(
-        p_person=spec["p_person"],
-        p_object=spec["p_object"],
-        cooccurrence=spec["cooccurrence"],
-        p_occluded=spec["p_occluded"],
-    )
+    distribution = scenes.spec_distribution(spec)
     drawn = distribution.sample(spec["n_train"], np.random.default_rng(spec["seed"]))
     if len(drawn) != len(split.frame):
         raise ValueError(f"{train}: {len(split.frame)} images, but the spec of {synthetic!r} draws {len(drawn)}")
@@ -42,20 +33,8 @@ def main(spec: dict, train: str, attributes: str, synthetic: str = "synthetic") 
         if sorted(labels) != scene.labels(spec["label_groups"]):
             raise ValueError(f"{train}: image {image_id!r} has labels {sorted(labels)}, but the spec of "
                              f"{synthetic!r} draws {scene.labels(spec['label_groups'])}; was it made with another spec?")  # fmt: skip
-    figures = [s.person for s in drawn]
-    attrs = Attributes(
-        synthetic,
-        "train",
-        file_digest(train),
-        scenes.GROUPS,
-        tuple(c for c in split.classes if c in (*scenes.GROUPS, scenes.PERSON_LABEL)),
-        pd.DataFrame(
-            {
-                "image_id": split.frame["image_id"],
-                "attribute": figures,
-                "source": [None if f is None else SOURCE for f in figures],
-            }
-        ),
+    attrs = scenes.figure_attributes(
+        synthetic, "train", file_digest(train), split.classes, split.frame["image_id"], (s.person for s in drawn)
     )
     write_attributes(attributes, attrs)
     log.info("%s/train: attributes %s (None: no figure)", synthetic, attrs.counts())

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image, ImageDraw
 
+from biastransfer.data.attributes import Attributes
 from biastransfer.hashing import file_digest
 from biastransfer.vocabulary import SYNTHETIC_CLASSES, SYNTHETIC_GROUPS, SYNTHETIC_OBJECTS
 
@@ -220,6 +221,38 @@ def generate_split(
             "labels": [s.labels(label_groups) for s in scenes],
             "figure": [s.person for s in scenes],
         }
+    )
+
+
+#: Where a synthetic scene's protected attribute comes from (an attribute file's ``source`` column).
+FIGURE_SOURCE = "synthetic scene: drawn figure"
+
+
+def spec_distribution(spec: Mapping) -> SceneDistribution:
+    """The scene distribution of a synthetic dataset's config entry (``p_person``, ``p_object``,
+    ``cooccurrence``, ``p_occluded``)."""
+    keys = ("p_person", "p_object", "cooccurrence", "p_occluded")
+    return SceneDistribution(**{k: spec[k] for k in keys})
+
+
+def figure_attributes(
+    dataset: str, split: str, split_sha256: str, classes: Sequence[str], image_ids, figures
+) -> Attributes:
+    """The attribute file of a synthetic split: each image's drawn figure (None: a scene without one)."""
+    figures = list(figures)
+    return Attributes(
+        dataset,
+        split,
+        split_sha256,
+        GROUPS,
+        tuple(c for c in classes if c in (*GROUPS, PERSON_LABEL)),
+        pd.DataFrame(
+            {
+                "image_id": list(image_ids),
+                "attribute": figures,
+                "source": [None if pd.isna(f) else FIGURE_SOURCE for f in figures],
+            }
+        ),
     )
 
 
