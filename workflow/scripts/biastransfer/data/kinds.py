@@ -144,12 +144,13 @@ class Coco:
             **options,
         )
 
-    def _val2017(self, dataset: Mapping, name: str, exclude: set[str]) -> Split:
-        inst = coco.load_instances(Path(dataset["root"]) / "annotations" / "instances_val2017.json")
+    def _split(self, dataset: Mapping, name: str, split: str, exclude: set[str]) -> Split:
+        """COCO's ``split`` (train or val) of 2017 as the split of that name, less ``exclude``."""
+        inst = coco.load_instances(Path(dataset["root"]) / "annotations" / f"instances_{split}2017.json")
         return coco.make_split(
             inst,
             dataset=name,
-            name="val",
+            name=split,
             root=Path(dataset["root"]),
             exclude=exclude,
             drop_unlabeled=dataset.get("drop_unlabeled", False),
@@ -158,20 +159,11 @@ class Coco:
     def _holdout(self, dataset: Mapping, name: str, exclude: set[str]) -> tuple[Split, Split]:
         opts = evaluation(dataset)
         return coco.holdout(
-            self._val2017(dataset, name, exclude), float(opts.get("holdout", 0)), seed=int(opts.get("seed", 0))
+            self._split(dataset, name, "val", exclude), float(opts.get("holdout", 0)), seed=int(opts.get("seed", 0))
         )
 
     def make_splits(self, dataset: Mapping, name: str, exclude: set[str]) -> tuple[Split, Split]:
-        inst = coco.load_instances(Path(dataset["root"]) / "annotations" / "instances_train2017.json")
-        train = coco.make_split(
-            inst,
-            dataset=name,
-            name="train",
-            root=Path(dataset["root"]),
-            exclude=exclude,
-            drop_unlabeled=dataset.get("drop_unlabeled", False),
-        )
-        return train, self._holdout(dataset, name, exclude)[0]
+        return self._split(dataset, name, "train", exclude), self._holdout(dataset, name, exclude)[0]
 
     def test_split(self, dataset: Mapping, name: str, exclude: set[str]) -> Split:
         """val2017 less the analysis images: all of it (then also the model-selection split) or its
