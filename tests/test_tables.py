@@ -344,3 +344,11 @@ def test_the_scratch_reference_is_a_row_beside_the_finetuned_ones(summaries):
     expected = scratch[(scratch.analysis_set == "coco") & (scratch.finetune_dataset == "coco")].set_index("model")
     assert rows["d"].to_dict() == pytest.approx(expected["effect_size"].to_dict())
     assert "scratch" not in " ".join(tables.ieat_frame(ieat, "coco", alpha=0.05)["stage"])
+
+
+def test_an_estimate_cell_shows_its_interval_only_when_it_has_one():
+    nan = float("nan")
+    assert formatting.estimate_cell(0.12345, -0.01, 0.2) == "$0.123$ $[-0.010, 0.200]$"
+    assert formatting.estimate_cell(0.5, 0.25, 0.75, 2) == "$0.50$ $[0.25, 0.75]$"
+    assert formatting.estimate_cell(0.5) == formatting.estimate_cell(0.5, nan, 0.7) == "$0.500$"
+    assert formatting.estimate_cell(nan, 0.1, 0.2) == "--"

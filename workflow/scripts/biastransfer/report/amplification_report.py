@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from biastransfer.report.formatting import format_interval, format_number, latex_escape, model_label, require_columns
+from biastransfer.report.formatting import estimate_cell, latex_escape, model_label, require_columns
 from biastransfer.report.tables import standalone_document
 
 AMPLIFICATION_REQUIRED = ("network", "model", "dataset", "seed", "measure", "threshold", "estimate", "ci_low",
@@ -37,9 +37,7 @@ def amplification_frame(summary: pd.DataFrame, dataset: str) -> pd.DataFrame:
 
 
 def _cell(row: pd.Series) -> str:
-    return (
-        f"{format_number(float(row['estimate']), 3)} {format_interval(float(row['ci_low']), float(row['ci_high']), 3)}"
-    )
+    return estimate_cell(row["estimate"], row["ci_low"], row["ci_high"])
 
 
 def amplification_latex(summary: pd.DataFrame, dataset: str) -> str:

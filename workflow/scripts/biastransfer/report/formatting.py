@@ -222,6 +222,13 @@ def format_interval(low: float, high: float, digits: int = 2) -> str:
     return f"$[{low:.{digits}f}, {high:.{digits}f}]$"
 
 
+def estimate_cell(value: float, low: float = math.nan, high: float = math.nan, digits: int = 3) -> str:
+    """An estimate and its interval in one LaTeX cell: ``--`` for a NaN estimate, the estimate alone when the
+    interval is NaN."""
+    cell, shown = format_number(float(value), digits), format_interval(float(low), float(high), digits)
+    return cell if "--" in (cell, shown) else f"{cell} {shown}"
+
+
 def format_spread(low: float, high: float, digits: int = 2) -> str:
     """The range over seeds, small, to follow an estimate in a LaTeX cell (``""`` when either end is NaN)."""
     if low is None or high is None or math.isnan(low) or math.isnan(high):

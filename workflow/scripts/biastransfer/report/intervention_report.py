@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from biastransfer.report.formatting import format_interval, format_number, latex_escape, model_label, require_columns
+from biastransfer.report.formatting import estimate_cell, latex_escape, model_label, require_columns
 from biastransfer.report.tables import standalone_document
 from biastransfer.stats.intervention import SUMMARY_COLUMNS
 
@@ -25,12 +25,6 @@ def intervention_frame(summary: pd.DataFrame, dataset: str) -> pd.DataFrame:
     return _rows(summary, dataset)[list(INTERVENTION_REQUIRED)].reset_index(drop=True)
 
 
-def _number(value, low=float("nan"), high=float("nan")) -> str:
-    cell = format_number(float(value), 3)
-    shown = format_interval(float(low), float(high), 3)
-    return cell if shown == "--" else f"{cell} {shown}"
-
-
 def intervention_latex(summary: pd.DataFrame, dataset: str) -> str:
     """A LaTeX document: d of the untouched and the intervened networks and the change over seeds (per seed
     when there is one), then the prediction-level measures side by side (seeds pooled where there are several)."""
@@ -45,12 +39,12 @@ def intervention_latex(summary: pd.DataFrame, dataset: str) -> str:
     body = []
     for r in embedding.itertuples():
         what = f"iEAT {latex_escape(r.name)} on {latex_escape(r.analysis_set)}"
-        body.append([model_label(r.model), what, _number(r.untouched), _number(r.intervened),
-                     _number(r.delta, r.ci_low, r.ci_high)])  # fmt: skip
+        body.append([model_label(r.model), what, estimate_cell(r.untouched), estimate_cell(r.intervened),
+                     estimate_cell(r.delta, r.ci_low, r.ci_high)])  # fmt: skip
     for r in prediction.itertuples():
         what = latex_escape(r.name + (f" at {r.threshold}" if r.threshold else ""))
-        body.append([model_label(r.model), what, _number(r.untouched, r.untouched_low, r.untouched_high),
-                     _number(r.intervened, r.intervened_low, r.intervened_high), _number(r.delta)])  # fmt: skip
+        body.append([model_label(r.model), what, estimate_cell(r.untouched, r.untouched_low, r.untouched_high),
+                     estimate_cell(r.intervened, r.intervened_low, r.intervened_high), estimate_cell(r.delta)])  # fmt: skip
     lines = ["\\begin{tabular}{llrrr}", "\\toprule", " & ".join(header) + " \\\\", "\\midrule",
              *(" & ".join(b) + " \\\\" for b in body), "\\bottomrule", "\\end{tabular}"]  # fmt: skip
     first = rows.iloc[0]

@@ -9,7 +9,7 @@ import textwrap
 
 import pandas as pd
 
-from biastransfer.report.formatting import format_interval, format_number, latex_escape, model_label, require_columns
+from biastransfer.report.formatting import estimate_cell, latex_escape, model_label, require_columns
 from biastransfer.report.style import STAGE_COLOURS, STAGE_MARKERS, paper_figure, paper_style
 from biastransfer.report.tables import standalone_document
 
@@ -33,8 +33,7 @@ def link_frame(table: pd.DataFrame, dataset: str) -> pd.DataFrame:
 
 
 def _cell(row, name: str, low: str, high: str) -> str:
-    value = float(row[name])
-    return "--" if math.isnan(value) else f"{format_number(value, 2)} {format_interval(row[low], row[high], 2)}"
+    return estimate_cell(row[name], row[low], row[high], 2)
 
 
 def correlation_words(row, short: bool = False) -> str:
