@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from biastransfer.report.formatting import estimate_cell, latex_escape, model_label, require_columns
+from biastransfer.report.formatting import estimate_cell, latex_escape, model_label, rows_where
 from biastransfer.report.tables import standalone_document
 
 AMPLIFICATION_REQUIRED = ("network", "model", "dataset", "seed", "measure", "threshold", "estimate", "ci_low",
@@ -24,11 +24,7 @@ MEASURE_WORDS = {
 
 
 def _rows(summary: pd.DataFrame, dataset: str) -> pd.DataFrame:
-    require_columns(summary, AMPLIFICATION_REQUIRED, where="amplification summary")
-    rows = summary[summary["dataset"].astype(str) == dataset]
-    if rows.empty:
-        raise ValueError(f"amplification summary: no rows for dataset {dataset!r}")
-    return rows
+    return rows_where(summary, AMPLIFICATION_REQUIRED, "dataset", dataset, where="amplification summary")
 
 
 def amplification_frame(summary: pd.DataFrame, dataset: str) -> pd.DataFrame:

@@ -78,6 +78,16 @@ def require_columns(frame: pd.DataFrame, required: Iterable[str], *, where: str)
         raise ValueError(f"{where}: missing column(s) {', '.join(missing)}")
 
 
+def rows_where(frame: pd.DataFrame, required: Iterable[str], column: str, value: str, *, where: str) -> pd.DataFrame:
+    """The rows of ``frame`` whose ``column`` is ``value``; ValueError naming ``where`` when ``frame`` lacks a
+    ``required`` column or has no such row."""
+    require_columns(frame, required, where=where)
+    rows = frame[frame[column].astype(str) == value]
+    if rows.empty:
+        raise ValueError(f"{where}: no rows for {column} {value!r}")
+    return rows
+
+
 def stage_group(stage: str, finetune_dataset: str) -> str:
     """``pretrained``, ``ft-{dataset}`` for any seed finetuned on ``dataset``, or ``scratch-{dataset}`` for
     any seed of the reference network trained on ``dataset`` alone."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from biastransfer.report.formatting import estimate_cell, latex_escape, model_label, require_columns
+from biastransfer.report.formatting import estimate_cell, latex_escape, model_label, rows_where
 from biastransfer.report.tables import standalone_document
 from biastransfer.stats.intervention import SUMMARY_COLUMNS
 
@@ -13,11 +13,7 @@ INTERVENTION_REQUIRED = SUMMARY_COLUMNS
 
 
 def _rows(summary: pd.DataFrame, intervention: str) -> pd.DataFrame:
-    require_columns(summary, INTERVENTION_REQUIRED, where="intervention summary")
-    rows = summary[summary["intervention"].astype(str) == intervention]
-    if rows.empty:
-        raise ValueError(f"intervention summary: no rows for intervention {intervention!r}")
-    return rows
+    return rows_where(summary, INTERVENTION_REQUIRED, "intervention", intervention, where="intervention summary")
 
 
 def intervention_frame(summary: pd.DataFrame, dataset: str) -> pd.DataFrame:
