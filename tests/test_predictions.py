@@ -280,6 +280,7 @@ def test_the_table_and_the_findings_follow_the_intervals():
         "Scratch m (d, seed 0): its embedding of the test images does not give the attribute away beyond chance "
         "(the interval holds chance)" in text
     ) and "(chance 0.500; from its scores: " in text
+    assert "not the network's training sample" in text  # a per-network interval says nothing of the recipe
     assert verdict(-0.1, 0.2) == "neither amplifies nor reduces (the interval holds 0)"
     assert verdict(float("nan"), 0.1) == "cannot be judged (no interval)"
     assert describe_amplification(None) == []

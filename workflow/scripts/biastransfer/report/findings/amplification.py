@@ -108,5 +108,9 @@ def describe_amplification(
             f"{row.estimate:.3f} {interval(row.ci_low, row.ci_high, row.level, 3)} (chance: 0.5 for two groups)."
         )
     lines += ["", "Measured on the test split's images with an attribute (results/summary/amplification.csv); each "
-              "verdict follows the percentile bootstrap interval over images: above 0 amplifies, below 0 reduces.", ""]  # fmt: skip
+              "verdict follows the percentile bootstrap interval over images: above 0 amplifies, below 0 reduces. "
+              "The interval covers the test images, not the network's training sample: a network trained on "
+              "unbiased scenes can amplify a chance skew of its own sample, so it says what this network does, "
+              "not whether its data or recipe makes networks amplify; that takes several seeds or networks as "
+              "units (docs/statistics.md, 'Validation on trained networks').", ""]  # fmt: skip
     return lines
