@@ -14,7 +14,8 @@ shift (:func:`~biastransfer.stats.amplification.attribute_shift`), each with its
    Known answer: the term is above 0 with its interval excluding 0, for every seed. At base rates the term
    cannot exceed about ``0.85 / 4 * 0.8 * (1 - planted) * p_occluded / P(person_a)`` (docs/statistics.md):
    0.022 at 90%, so the defaults train long enough to come near it (6 epochs on 3,000 scenes; 2 epochs on
-   1,200 did not) and test on enough images (8,000) for an interval narrower than it.
+   1,200 did not) and test on enough images (8,000) for an interval narrower than it. Answer 2 then fails:
+   no one recipe gives both (docs/statistics.md, "Validation on trained networks").
 2. Unbiased (``--datasets`` datasets, ``cooccurrence: {}``), the same recipe. Known answer: the term's
    interval holds 0 in at least 90% of the datasets.
 
