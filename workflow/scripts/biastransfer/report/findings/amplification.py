@@ -111,6 +111,6 @@ def describe_amplification(
               "verdict follows the percentile bootstrap interval over images: above 0 amplifies, below 0 reduces. "
               "The interval covers the test images, not the network's training sample: a network trained on "
               "unbiased scenes can amplify a chance skew of its own sample, so it says what this network does, "
-              "not whether its data or recipe makes networks amplify; that takes several seeds or networks as "
-              "units (docs/statistics.md, 'Validation on trained networks').", ""]  # fmt: skip
+              "not whether its data or recipe makes networks amplify; that takes networks trained on independently "
+              "drawn data as units (docs/statistics.md, 'Validation on trained networks').", ""]  # fmt: skip
     return lines
