@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from biastransfer.report.formatting import format_interval, format_number, latex_escape, model_label, require_columns
+from biastransfer.report.formatting import estimate_cell, latex_escape, model_label, require_columns
 from biastransfer.report.style import STAGE_COLOURS, STAGE_MARKERS, paper_figure, paper_style, stage_words
 from biastransfer.report.tables import standalone_document
 from biastransfer.stages import PRETRAINED
@@ -89,7 +89,7 @@ def profile_figure(profile: pd.DataFrame, *, analysis_set: str, model: str) -> F
 
 
 def _ieat_cell(g: pd.DataFrame) -> str:
-    return f"{format_number(float(g['estimate'].mean()), 2)} {format_interval(float(g['ci_low'].min()), float(g['ci_high'].max()))}"
+    return estimate_cell(g["estimate"].mean(), g["ci_low"].min(), g["ci_high"].max(), 2)
 
 
 def layer_latex(profile: pd.DataFrame, analysis_set: str) -> str:
@@ -116,12 +116,7 @@ def layer_latex(profile: pd.DataFrame, analysis_set: str) -> str:
                 cells = []
                 for d in datasets:
                     b = bts[(bts["item"] == kind) & (bts["finetune_dataset"].astype(str) == d)]
-                    cells.append(
-                        "--"
-                        if b.empty
-                        else f"{format_number(float(b['estimate'].iloc[0]), 2)} "
-                        f"{format_interval(float(b['ci_low'].iloc[0]), float(b['ci_high'].iloc[0]))}"
-                    )
+                    cells.append("--" if b.empty else estimate_cell(*b[["estimate", "ci_low", "ci_high"]].iloc[0], 2))
                 body.append([model_label(model), latex_escape(layer), f"BTS $\\rho$ {kind}", "--", *cells])
         body.append(None)
     lines = [
