@@ -25,7 +25,7 @@ from biastransfer.stats._validation import Result, check_choice, check_positive_
 from biastransfer.stats.multitest import adjust_pvalues
 
 ALTERNATIVES = ("two-sided", "greater", "less")
-_TIE_RTOL = 1e-11  # group sums closer than this (relative to sum |x|) count as ties
+TIE_RTOL = 1e-11  # sums closer than this (relative to the sum of |values|) count as ties (every permutation test)
 _BLOCK = 4_000_000  # (datasets x partitions x group size) entries gathered at once
 POWER_PARTITIONS = 5_000  # relabellings per simulated data set in power simulations (exact up to 7 vs 7)
 
@@ -94,20 +94,24 @@ def permutation_pvalues(values, n_a: int, parts: np.ndarray, alternative: str = 
     values = np.atleast_2d(np.asarray(values, dtype=np.float64))
     center = n_a * values.mean(axis=1, keepdims=True)  # mean of sum_a' over all relabellings
     observed = values[:, :n_a].sum(axis=1, keepdims=True) - center
-    tol = _TIE_RTOL * np.abs(values).sum(axis=1, keepdims=True)
+    tol = TIE_RTOL * np.abs(values).sum(axis=1, keepdims=True)
     out = np.empty(len(values))
     step = max(1, _BLOCK // (parts.size or 1))
     for start in range(0, len(values), step):
         rows = slice(start, start + step)
         sums = values[rows][:, parts].sum(axis=2) - center[rows]
-        if alternative == "greater":
-            extreme = sums >= observed[rows] - tol[rows]
-        elif alternative == "less":
-            extreme = sums <= observed[rows] + tol[rows]
-        else:
-            extreme = np.abs(sums) >= np.abs(observed[rows]) - tol[rows]
-        out[rows] = extreme.mean(axis=1)
+        out[rows] = as_extreme(sums, observed[rows], tol[rows], alternative).mean(axis=1)
     return out
+
+
+def as_extreme(sums: np.ndarray, observed: np.ndarray, tol: np.ndarray, alternative: str) -> np.ndarray:
+    """Which relabelled (centred) ``sums`` are at least as extreme as ``observed`` in the direction of
+    ``alternative``, ties within ``tol`` included."""
+    if alternative == "greater":
+        return sums >= observed - tol
+    if alternative == "less":
+        return sums <= observed + tol
+    return np.abs(sums) >= np.abs(observed) - tol
 
 
 def min_pvalue(n_a: int, n_b: int, alternative: str = "two-sided", permutations: int = 100_000) -> float:
@@ -154,15 +158,9 @@ def _power(sim: dict, shift, alpha, alternative) -> float:
     center = n_a * (base.mean(axis=1, keepdims=True) + shift * n_a / n)
     observed = base[:, :n_a].sum(axis=1, keepdims=True) + shift * n_a - center
     shifted_abs = np.abs(base[:, :n_a] + shift).sum(axis=1) + np.abs(base[:, n_a:]).sum(axis=1)
-    tol = _TIE_RTOL * shifted_abs[:, None]
+    tol = TIE_RTOL * shifted_abs[:, None]
     sums = sim["sums"] + shift * sim["overlap"] - center
-    if alternative == "greater":
-        extreme = sums >= observed - tol
-    elif alternative == "less":
-        extreme = sums <= observed + tol
-    else:
-        extreme = np.abs(sums) >= np.abs(observed) - tol
-    return float(np.mean(extreme.mean(axis=1) <= alpha))
+    return float(np.mean(as_extreme(sums, observed, tol, alternative).mean(axis=1) <= alpha))
 
 
 def detectable_shift(

@@ -32,6 +32,8 @@ from scipy import stats
 from biastransfer.stats._validation import Result, check_choice
 from biastransfer.stats.attribution import (
     POWER_PARTITIONS,
+    TIE_RTOL,
+    as_extreme,
     check_test_options,
     compare_networks,
     min_pvalue,
@@ -41,7 +43,6 @@ from biastransfer.stats.multitest import adjust_pvalues
 
 KINDS = ("groups", "paired")
 _OPPOSITE = {"greater": "less", "less": "greater", "two-sided": None}
-_TIE_RTOL = 1e-11
 
 
 @dataclass(frozen=True)
@@ -85,20 +86,12 @@ def min_paired_pvalue(n: int, alternative: str = "two-sided", permutations: int 
     return (2.0 if alternative == "two-sided" else 1.0) / 2**n
 
 
-def _extreme(sums: np.ndarray, observed: np.ndarray, tol: np.ndarray, alternative: str) -> np.ndarray:
-    if alternative == "greater":
-        return sums >= observed - tol
-    if alternative == "less":
-        return sums <= observed + tol
-    return np.abs(sums) >= np.abs(observed) - tol
-
-
 def paired_pvalues(differences, flips: np.ndarray, alternative: str = "two-sided") -> np.ndarray:
     """Sign-flip p of the mean for each row of ``differences`` (data sets x pairs); ties count as extreme."""
     d = np.atleast_2d(np.asarray(differences, dtype=np.float64))
     observed = d.sum(axis=1, keepdims=True)
-    tol = _TIE_RTOL * np.abs(d).sum(axis=1, keepdims=True)
-    return _extreme(d @ flips.T, observed, tol, alternative).mean(axis=1)
+    tol = TIE_RTOL * np.abs(d).sum(axis=1, keepdims=True)
+    return as_extreme(d @ flips.T, observed, tol, alternative).mean(axis=1)
 
 
 def paired_power(
