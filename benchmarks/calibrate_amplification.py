@@ -123,8 +123,8 @@ def _trained(cooccurrence: dict, data_seed: int, train_seed: int, args, work: Pa
     weights = str(work / "model.safetensors")
     pretrain.main(paths["train"], paths["val"], weights, str(work / "metrics.json"), ENTRY,
                   {**RECIPE, "epochs": args.epochs, "seed": train_seed}, "calib", "cpu", 0)  # fmt: skip
-    predict.main(paths["test"], weights, paths["pred"], paths["emb"], ENTRY, 64, 0, "cpu", model="calib",
-                 stage=f"scratch-{name}-seed{train_seed}", amp=False)  # fmt: skip
+    predict.main([paths["test"]], [weights], [paths["pred"]], [paths["emb"]], [name],
+                 [f"scratch-{name}-seed{train_seed}"], ENTRY, 64, 0, "cpu", model="calib", amp=False)  # fmt: skip
     ev, ids, digest = read_evaluation(paths["test"], paths["attributes"])
     scores = network_scores(paths["pred"], ev, ids, digest)
     val_map = json.loads((work / "metrics.json").read_text())["metric_value"]

@@ -112,19 +112,20 @@ def weights_origin(model):
     return pretrained_weights(SimpleNamespace(model=model))
 
 
+def trained_weights(model, stage):
+    """The checkpoint of one finetuned or scratch reference network."""
+    dataset, seed = cfg.parse_stage(stage)
+    root = "scratch" if cfg.stage_kind(stage) == "scratch" else "finetune"
+    return path(
+        f"{root}_run", dataset=dataset, model=model, seed=seed, file="model.safetensors"
+    )
+
+
 def stage_weights(wildcards):
     """Weights to embed with: the pretrained model, one finetuned checkpoint, or one scratch reference."""
-    dataset, seed = cfg.parse_stage(wildcards.stage)
-    if dataset is None:
+    if cfg.parse_stage(wildcards.stage)[0] is None:
         return pretrained_weights(wildcards)
-    root = "scratch" if cfg.stage_kind(wildcards.stage) == "scratch" else "finetune"
-    return path(
-        f"{root}_run",
-        dataset=dataset,
-        model=wildcards.model,
-        seed=seed,
-        file="model.safetensors",
-    )
+    return trained_weights(wildcards.model, wildcards.stage)
 
 
 def leakage_inputs(wildcards):
@@ -501,23 +502,38 @@ def evaluation_disjoint():
     }
 
 
-def test_split_of_stage(wildcards):
-    """The test split of the dataset a finetuned or scratch stage was trained on."""
-    return path("split", dataset=cfg.parse_stage(wildcards.stage)[0], split="test")
+def predicted_stages(dataset):
+    """The finetuned and scratch stages of a dataset with a test split, whose networks are scored on it."""
+    return [
+        *(cfg.finetuned_stage(dataset, s) for s in cfg.finetune_seeds(config, dataset)),
+        *(cfg.scratch_stage(dataset, s) for s in cfg.reference_seeds(config, dataset)),
+    ]
 
 
-def prediction_files(name="predictions"):
+def prediction_files(name="predictions", models=None):
     """Every finetuned and scratch network's predictions on its dataset's test split (or, with name
-    prediction_embedding, its embedding of the same images), in one order."""
+    prediction_embedding, its embedding of the same images), in one order; only ``models``' if given (a
+    list of names, or ["{model}"] for rule predict's outputs)."""
     return [
         path(name, model=m, stage=stage)
         for d in PREDICTED_DATASETS
-        for m in config["models"]
-        for stage in [
-            *(cfg.finetuned_stage(d, s) for s in cfg.finetune_seeds(config, d)),
-            *(cfg.scratch_stage(d, s) for s in cfg.reference_seeds(config, d)),
-        ]
+        for m in (models or config["models"])
+        for stage in predicted_stages(d)
     ]
+
+
+# The stages rule predict scores, dataset-major: prediction_files' order for one model.
+PREDICTED_STAGES = [s for d in PREDICTED_DATASETS for s in predicted_stages(d)]
+
+
+def predicted_weights(wildcards):
+    """The checkpoints of one model's networks that rule predict scores (PREDICTED_STAGES)."""
+    return [trained_weights(wildcards.model, stage) for stage in PREDICTED_STAGES]
+
+
+def predict_runtime(wildcards, attempt):
+    """Minutes for one model's predictions: 10 per network it scores, 20 more for the start."""
+    return (20 + 10 * len(PREDICTED_STAGES)) * attempt
 
 
 def amplification_summary(name="amplification"):

@@ -1,6 +1,7 @@
 # From embeddings to predictions: every finetuned network and every scratch reference network scores the
 # test split of the dataset it was trained on (rule synthetic_test_split; per-image sigmoid scores of every
-# class, with provenance, and from the same forward pass its embedding of each image), and one job measures
+# class, with provenance, and from the same forward pass its embedding of each image; one job per model,
+# which decodes each test image once for all of that model's networks of its dataset), and one job measures
 # how the predictions amplify the dataset's bias: bias amplification A -> T (directional, Zhao et al.) at a
 # threshold and at base rates, and leakage from the labels, the scores and the embedding, with bootstrap
 # intervals (analysis.predictions; docs/statistics.md). Only datasets with a test split: the
@@ -17,34 +18,38 @@ table_artefact(
 )
 
 
-rule predict:
-    input:
-        split=test_split_of_stage,
-        weights=stage_weights,
-    output:
-        predictions=path("predictions"),
-        embeddings=path("prediction_embedding"),
-    log:
-        "logs/predict/{model}/{stage}.log",
-    benchmark:
-        "results/benchmarks/predict/{model}/{stage}.tsv"
-    wildcard_constraints:
-        stage=r"(ft|scratch)-[A-Za-z0-9_]+-seed[0-9]+",
-    conda:
-        "../envs/torch.yaml"
-    threads: config["analysis"]["embed"]["num_workers"] + 1
-    resources:
-        mem_mb=embed_mem_mb,
-        runtime=lambda wildcards, attempt: 30 * attempt,
-        gpu=EMBED_GPUS,
-    params:
-        entry=lambda wildcards: cfg.canonical(network_entry(wildcards.model)),
-        batch_size=embed_batch_size,
-        num_workers=config["analysis"]["embed"]["num_workers"],
-        device=config["analysis"]["embed"]["device"],
-        amp=config["analysis"]["embed"]["amp"],
-    script:
-        "../workflow/scripts/predict.py"
+if PREDICTED_DATASETS:
+
+    rule predict:
+        input:
+            splits=[path("split", dataset=d, split="test") for d in PREDICTED_DATASETS],
+            weights=predicted_weights,
+        output:
+            predictions=prediction_files(models=["{model}"]),
+            embeddings=prediction_files("prediction_embedding", models=["{model}"]),
+        log:
+            "logs/predict/{model}.log",
+        benchmark:
+            "results/benchmarks/predict/{model}.tsv"
+        wildcard_constraints:
+            model=r"[^/]+",
+        conda:
+            "../envs/torch.yaml"
+        threads: config["analysis"]["embed"]["num_workers"] + 1
+        resources:
+            mem_mb=embed_mem_mb,
+            runtime=predict_runtime,
+            gpu=EMBED_GPUS,
+        params:
+            datasets=PREDICTED_DATASETS,
+            stages=PREDICTED_STAGES,
+            entry=lambda wildcards: cfg.canonical(network_entry(wildcards.model)),
+            batch_size=embed_batch_size,
+            num_workers=config["analysis"]["embed"]["num_workers"],
+            device=config["analysis"]["embed"]["device"],
+            amp=config["analysis"]["embed"]["amp"],
+        script:
+            "../workflow/scripts/predict.py"
 
 
 rule amplification:

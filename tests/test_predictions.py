@@ -286,7 +286,7 @@ def test_the_table_and_the_findings_follow_the_intervals():
     assert describe_amplification(None) == []
 
 
-def _checkpoint(path, classes):
+def _checkpoint(path, classes, seed=0):
     import torch
 
     from biastransfer.models.checkpoints import save_checkpoint
@@ -294,18 +294,20 @@ def _checkpoint(path, classes):
     from biastransfer.models.resolve import resolve_spec
 
     spec = resolve_spec("tiny", ENTRY)
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     model = create_classifier(spec, len(classes), None)
     torch.nn.init.normal_(model.head.weight, std=0.5)  # scores that differ by image
     save_checkpoint(model, path, spec=spec, class_names=classes)
     return model.eval()
 
 
+STAGES = ["ft-syn-seed0", "scratch-syn-seed0"]
 ENTRY = {"source": "timm", "arch": "resnet10t", "weights": None,
          "preprocess": {"resize": 32, "crop": 32, "interpolation": "bilinear", "mean": [0.5] * 3, "std": [0.25] * 3}}  # fmt: skip
 
 
 def test_predict_writes_each_images_sigmoid_scores_and_embedding_from_one_forward_pass(drawn, tmp_path, monkeypatch):
+    """Two networks of one dataset (a finetuned and a scratch one) score each batch side by side."""
     import torch
 
     from biastransfer.models.extractors import FeatureExtractor
@@ -314,34 +316,52 @@ def test_predict_writes_each_images_sigmoid_scores_and_embedding_from_one_forwar
 
     _, files = drawn
     classes = ["car", "person", "refrigerator", "stop_sign", "surfboard"]
-    model = _checkpoint(tmp_path / "model.safetensors", classes)
+    models = [_checkpoint(tmp_path / f"{stage}.safetensors", classes, seed) for seed, stage in enumerate(STAGES)]
     predict = _script("predict").main
-    out, emb = tmp_path / "p.parquet", tmp_path / "p.embedding.parquet"
+    out = [tmp_path / f"{stage}.parquet" for stage in STAGES]
+    emb = [tmp_path / f"{stage}.embedding.parquet" for stage in STAGES]
+    weights = [str(tmp_path / f"{stage}.safetensors") for stage in STAGES]
     calls, forward = [], FeatureExtractor.forward
     monkeypatch.setattr(FeatureExtractor, "forward", lambda self, x: calls.append(len(x)) or forward(self, x))
-    predict(files["test"], str(tmp_path / "model.safetensors"), str(out), str(emb), ENTRY, batch_size=16,
-            num_workers=0, device="cpu", model="tiny", stage="ft-syn-seed0")  # fmt: skip
+    predict([files["test"]], weights, [str(p) for p in out], [str(p) for p in emb], ["syn"], STAGES, ENTRY,
+            batch_size=16, num_workers=0, device="cpu", model="tiny")  # fmt: skip
     monkeypatch.undo()
-    assert calls == [16] * 5  # the 80 test images through the backbone once, in batches of 16
-    table = read_predictions(out)
+    assert calls == [16] * 10  # the 80 test images through each backbone once, in batches of 16
     split = read_split(files["test"])
-    assert table.image_ids.tolist() == split.frame["image_id"].tolist() and table.classes == tuple(classes)
-    assert table.metadata["split_sha256"] == file_digest(files["test"]) and table.metadata["split"] == "test"
-    assert table.metadata["weights_sha256"] == file_digest(tmp_path / "model.safetensors")
     images = preprocessed_images(split.frame["path"].tolist(), resolve_spec("tiny", ENTRY).preprocess)
-    with torch.inference_mode():
-        expected = torch.sigmoid(model(images)).numpy()
-    np.testing.assert_allclose(table.scores, expected, atol=1e-5)
-    assert table.scores.std(axis=0).min() > 1e-3
-    embedded = read_embeddings(emb)  # the embed rule's features at the same layer, beside the scores
-    assert embedded.image_ids.tolist() == table.image_ids.tolist() and set(embedded.classes) == {"test"}
-    with torch.inference_mode():
-        np.testing.assert_allclose(embedded.embeddings, model.backbone(images).numpy(), atol=1e-5)
-    assert embedded.metadata == {k: v for k, v in table.metadata.items() if k != "classes"} | {
-        "dim": model.backbone.embed_dim
-    }
+    for model, stage, weights_file, predicted, embedding in zip(models, STAGES, weights, out, emb):
+        table = read_predictions(predicted)
+        assert table.image_ids.tolist() == split.frame["image_id"].tolist() and table.classes == tuple(classes)
+        assert table.metadata["split_sha256"] == file_digest(files["test"]) and table.metadata["split"] == "test"
+        assert table.metadata["weights_sha256"] == file_digest(weights_file) and table.metadata["stage"] == stage
+        with torch.inference_mode():
+            expected = torch.sigmoid(model(images)).numpy()
+        np.testing.assert_allclose(table.scores, expected, atol=1e-5)
+        assert table.scores.std(axis=0).min() > 1e-3
+        embedded = read_embeddings(embedding)  # the embed rule's features at the same layer, beside the scores
+        assert embedded.image_ids.tolist() == table.image_ids.tolist() and set(embedded.classes) == {"test"}
+        with torch.inference_mode():
+            np.testing.assert_allclose(embedded.embeddings, model.backbone(images).numpy(), atol=1e-5)
+        assert embedded.metadata == {k: v for k, v in table.metadata.items() if k != "classes"} | {
+            "dim": model.backbone.embed_dim
+        }
+    assert not np.allclose(read_predictions(out[0]).scores, read_predictions(out[1]).scores)
+
+
+def test_predict_names_a_lacking_class_or_an_unmatched_stage_before_scoring(drawn, tmp_path, monkeypatch):
+    from biastransfer.models.extractors import FeatureExtractor
+
+    _, files = drawn
+    _checkpoint(tmp_path / "model.safetensors", ["car", "person", "refrigerator", "stop_sign", "surfboard"])
     _checkpoint(tmp_path / "lacking.safetensors", ["car", "person_a", "refrigerator", "stop_sign", "surfboard"])
+    monkeypatch.setattr(FeatureExtractor, "forward", lambda self, x: pytest.fail("an image was scored"))
+    predict = _script("predict").main
+    weights = [str(tmp_path / "model.safetensors"), str(tmp_path / "lacking.safetensors")]
+    outputs = dict(predictions=[str(tmp_path / f"{s}.parquet") for s in STAGES],
+                   embeddings=[str(tmp_path / f"{s}.embedding.parquet") for s in STAGES])  # fmt: skip
+    options = dict(entry=ENTRY, batch_size=16, num_workers=0, device="cpu", model="tiny")
     with pytest.raises(ValueError, match=r"lacking.safetensors: the network has no output for class 'person'"):
-        predict(files["test"], str(tmp_path / "lacking.safetensors"), str(tmp_path / "q.parquet"),
-                str(tmp_path / "q.embedding.parquet"), ENTRY, batch_size=16, num_workers=0, device="cpu",
-                model="tiny", stage="ft-syn-seed0")  # fmt: skip
+        predict([files["test"]], weights, **outputs, datasets=["syn"], stages=STAGES, **options)
+    with pytest.raises(ValueError, match=r"stage 'ft-other-seed0': its dataset 'other' is none of \['syn'\]"):
+        predict([files["test"]], weights, **outputs, datasets=["syn"], stages=["ft-other-seed0", STAGES[1]], **options)
+    assert not list(tmp_path.glob("*.parquet"))

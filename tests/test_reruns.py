@@ -53,8 +53,9 @@ def drop_bts_pair(conf):
 # The change of each statistic from pretrained to finetuned (rules/analysis.smk): one job per pair; a
 # rewritten analysis table also reruns its model's marker, model_analyses (it runs no code).
 CHANGE = {"change": 1, "summarise_change": 1, "plot_change": 1, "model_analyses": 1}
-# The finetuned networks' predictions on the test split, and what reads them (rules/predictions.smk).
-PREDICTIONS = {"predict": SEEDS, "amplification": 1, "table_amplification": 1}
+# The finetuned networks' predictions on the test split (one job per model), and what reads them
+# (rules/predictions.smk).
+PREDICTIONS = {"predict": 1, "amplification": 1, "table_amplification": 1}
 # The link across levels reads the iEATs, their change and the predictions (rules/link.smk).
 LINK = {"link": 1, "plot_link": 1, "table_link": 1}
 # Every edit also reruns effective_config (its output is the config), html_report (the static report shows

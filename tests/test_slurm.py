@@ -536,10 +536,10 @@ def test_each_models_small_analyses_ran_as_one_slurm_job(demo_runs, slurm_cluste
     submitted = _submissions(demo_runs.slurm_log)
     groups = [job for job in submitted if not job.isdigit()]
     singles = [job for job in logged if not job.local and job.group is None]
-    # 9 submissions (pretrain, 2 finetune, 3 embed, 2 predict, the group) instead of the 16 the same jobs
+    # 8 submissions (pretrain, 2 finetune, 3 embed, predict, the group) instead of the 15 the same jobs
     # took one by one.
-    assert (len(groups), len(submitted)) == (1, len(singles) + 1) == (1, 9)
-    assert Counter(job.rule for job in singles) == {"pretrain": 1, "finetune": 2, "embed": 3, "predict": 2}
+    assert (len(groups), len(submitted)) == (1, len(singles) + 1) == (1, 8)
+    assert Counter(job.rule for job in singles) == {"pretrain": 1, "finetune": 2, "embed": 3, "predict": 1}
 
     record = next(job for job in slurm_cluster.jobs() if job.job_id == submitted[groups[0]])
     assert record.comment == "rule_stats_tinycnn_bts_change_ieat_model_analyses_similarity", record

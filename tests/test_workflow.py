@@ -213,7 +213,8 @@ def test_the_paper_dag_plans_without_network(tmp_path):
     assert jobs["fetch_weights"] == 6 and jobs["download_dataset"] == 2
     # each dataset's evaluation split and attributes; every finetuned network scores its own dataset's
     assert jobs["real_test_split"] == jobs["real_test_attributes"] == 2 and jobs["fetch_split_images"] == 2 * 3
-    assert jobs["predict"] == 6 * (3 + 1) and jobs["amplification"] == 1 and jobs["table_amplification"] == 2
+    # one predict job per model, for its 3 + 1 networks
+    assert jobs["predict"] == 6 and jobs["amplification"] == 1 and jobs["table_amplification"] == 2
     # its COCO intervention is off: nothing of it is planned
     assert not {"real_train_attributes", "intervention", "intervention_change"} & set(jobs)
 
@@ -228,7 +229,7 @@ def test_the_paper_dag_with_its_intervention_switched_on(tmp_path):
     jobs = planned_jobs(done.stdout)
     assert jobs["real_train_attributes"] == jobs["intervention"] == jobs["intervention_test_split"] == 1
     assert jobs["finetune"] == 6 * (3 + 1 + 3) and jobs["embed"] == 2 * 6 * (1 + 3 + 1 + 3)
-    assert jobs["predict"] == 6 * (3 + 1 + 3) and jobs["real_test_attributes"] == 2
+    assert jobs["predict"] == 6 and jobs["real_test_attributes"] == 2
     assert jobs["intervention_change"] == 2 * 6 and jobs["intervention_summary"] == jobs["table_intervention"] == 1
     for planned in ("results/splits/coco/train_attributes.parquet", "results/interventions/coco_independent/coco/resnet18.csv",
                     "results/predictions/clip_vit_b32/ft-coco_independent-seed2.parquet"):  # fmt: skip
@@ -256,7 +257,7 @@ def test_the_paper_dag_with_its_open_images_intervention_switched_on(tmp_path):
     done = snakemake("-n", "--cores", "1", "--configfile", str(ROOT / "config" / "paper.yaml"), switch, cwd=tmp_path)
     jobs = planned_jobs(done.stdout)
     assert jobs["real_train_attributes"] == jobs["intervention"] == jobs["intervention_test_split"] == 1
-    assert jobs["finetune"] == 6 * (3 + 1 + 1) and jobs["predict"] == 6 * (3 + 1 + 1)
+    assert jobs["finetune"] == 6 * (3 + 1 + 1) and jobs["predict"] == 6
     assert jobs["intervention_change"] == 2 * 6 and jobs["real_test_attributes"] == 2
     for planned in ("results/splits/openimages/train_attributes.parquet",
                     "results/predictions/resnet18/ft-openimages_independent-seed0.parquet"):  # fmt: skip
@@ -265,11 +266,11 @@ def test_the_paper_dag_with_its_open_images_intervention_switched_on(tmp_path):
 
 
 def test_the_demo_dag_scores_every_trained_network_on_the_test_split(tmp_path):
-    """One test split of the finetuning dataset; each finetuned seed and the scratch reference score it; one
-    job measures them all and one table shows them."""
+    """One test split of the finetuning dataset; each finetuned seed and the scratch reference score it (one
+    job per model); one job measures them all and one table shows them."""
     done = snakemake("-n", "--cores", "1", cwd=tmp_path)
     jobs = planned_jobs(done.stdout)
-    assert jobs["synthetic_test_split"] == 1 and jobs["predict"] == len(MODELS) * (3 + 1)
+    assert jobs["synthetic_test_split"] == 1 and jobs["predict"] == len(MODELS)
     assert jobs["amplification"] == 1 and jobs["table_amplification"] == 1
     assert jobs["link"] == jobs["plot_link"] == jobs["table_link"] == 1
     assert "results/predictions/democnn/scratch-synthetic_target-seed0.parquet" in done.stdout
@@ -344,7 +345,7 @@ def test_the_controls_overlay_trains_five_networks_per_arm(tmp_path):
     assert jobs["embed"] == 15 * 3 and jobs["ieat"] == 15 * 3 and jobs["attribution"] == 1
     assert jobs["intervention"] == jobs["intervention_test_split"] == jobs["synthetic_train_attributes"] == 1
     assert jobs["intervention_change"] == 15 and jobs["intervention_summary"] == jobs["table_intervention"] == 1
-    assert jobs["predict"] == 15 * 2 and jobs["amplification"] == 1
+    assert jobs["predict"] == 15 and jobs["amplification"] == 1
 
 
 @pytest.mark.parametrize(

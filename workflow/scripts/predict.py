@@ -1,15 +1,20 @@
-"""Score every image of an evaluation split with one trained classifier (finetuned or scratch reference).
+"""Score every image of the evaluation splits with one model's trained classifiers (finetuned and scratch).
 
-Per-image sigmoid scores of every class of the network, in the predictions format (biastransfer.predictions)
-with the provenance of the embeddings plus the split's digest, and from the same forward pass the network's
-embedding of each image (its classifier's input: the features embed writes at the model's layer), in the
-embeddings format with the same metadata. A network that lacks a class of the split is an error naming the
-class and the checkpoint.
+For each stage (``stages[i]``, whose checkpoint is ``weights[i]``) the network scores the test split of the
+dataset it was trained on (``splits[j]`` of ``datasets[j]``): per-image sigmoid scores of every class, in
+the predictions format (biastransfer.predictions) with the provenance of the embeddings plus the split's
+digest, and from the same forward pass the network's embedding of each image (its classifier's input: the
+features embed writes at the model's layer), in the embeddings format with the same metadata. The networks
+of one dataset run side by side on each batch, so each image is read and decoded once for all of them. A
+network that lacks a class of the split is an error naming the class and the checkpoint, raised before any
+image is scored.
 
-Standalone: python workflow/scripts/predict.py --split results/splits/D/test.parquet
---weights results/finetune/D/M/seed0/model.safetensors --predictions P.parquet --embeddings E.parquet
+Standalone: python workflow/scripts/predict.py --splits results/splits/D/test.parquet
+--weights results/finetune/D/M/seed0/model.safetensors results/scratch/D/M/seed0/model.safetensors
+--predictions P0.parquet P1.parquet --embeddings E0.parquet E1.parquet --datasets D
+--stages ft-D-seed0 scratch-D-seed0
 --entry '{"source": "workflow", "arch": "resnet18", "preprocess": {"resize": 64, "crop": 64}}'
---batch_size 64 --num_workers 1 --device cpu [--amp false --model M --stage ft-D-seed0]
+--batch_size 64 --num_workers 1 --device cpu [--amp false --model M]
 """
 
 import logging
@@ -26,6 +31,7 @@ from biastransfer.models.features import embedding_provenance, run_on_images
 from biastransfer.models.resolve import model_spec
 from biastransfer.predictions import write_predictions
 from biastransfer.scripting import run
+from biastransfer.stages import parse_stage
 
 log = logging.getLogger(__name__)
 
@@ -41,60 +47,80 @@ def check_classes(split_classes, network_classes, weights: str) -> None:
 
 
 def main(
-    split: str,
-    weights: str,
-    predictions: str,
-    embeddings: str,
+    splits: list,
+    weights: list,
+    predictions: list,
+    embeddings: list,
+    datasets: list,
+    stages: list,
     entry: dict,
     batch_size: int,
     num_workers: int,
     device: str,
     model: str = "model",
-    stage: str = "",
     amp: bool = True,
     threads: int = 1,
 ) -> None:
     import torch
 
     torch.set_num_threads(max(1, threads))
-    images = read_split(split)
-    network, meta = load_classifier_from_checkpoint(weights)
-    classes = [str(c) for c in meta["class_names"]]
-    check_classes(images.classes, classes, weights)
+    sizes = {"splits": len(splits), "weights": len(weights), "predictions": len(predictions),
+             "embeddings": len(embeddings)}  # fmt: skip
+    if len(datasets) != sizes["splits"] or {len(stages)} != {sizes[k] for k in sizes if k != "splits"}:
+        raise ValueError(f"{len(datasets)} datasets and {len(stages)} stages for {sizes}: one split per dataset, "
+                         "one checkpoint, prediction and embedding file per stage")  # fmt: skip
+    split_of = dict(zip(datasets, splits))
     spec = model_spec(model, entry)
     dev = torch_device(device)
-    paths = images.frame["path"].tolist()
-    log.info("scoring %d images of %s with %s (%s) on %s", len(paths), split, spec.name, stage, dev)
-    both = EmbeddingAndLogits(network)
-    outputs, runtime = run_on_images(
-        both,
-        paths,
-        spec,
-        what=f"predicting {split} with {spec.name} ({stage})",
-        batch_size=batch_size,
-        num_workers=num_workers,
-        device=dev,
-        amp=amp,
-        log=log.warning,
-    )
-    features, logits = both.split(outputs)
-    scores = 1.0 / (1.0 + np.exp(-logits.astype(np.float64)))
-    provenance = embedding_provenance(
-        spec,
-        file_digest(weights),
-        stage=stage,
-        dataset=images.dataset,
-        split=images.name,
-        split_sha256=file_digest(split),
-        config_hash=config_hash(entry),
-        device=str(dev),
-        **runtime,
-        **finetune_origin(weights),
-    )
-    write_predictions(predictions, images.frame["image_id"], classes, scores, provenance)
-    write_embeddings(embeddings, images.frame["image_id"], [images.name] * len(paths), features, provenance)
-    log.info("wrote %s: %d images x %d classes, and %s: %d dimensions", predictions, *scores.shape, embeddings,
-             features.shape[1])  # fmt: skip
+    jobs = {}  # split -> [(stage, weights, network, classes, predictions, embeddings)]
+    for stage, weights_file, scores_out, embedding_out in zip(stages, weights, predictions, embeddings):
+        dataset = parse_stage(stage)[0]
+        if dataset not in split_of:
+            raise ValueError(f"stage {stage!r}: its dataset {dataset!r} is none of {datasets} (the test splits given)")
+        network, meta = load_classifier_from_checkpoint(weights_file)
+        jobs.setdefault(split_of[dataset], []).append(
+            (stage, weights_file, network, [str(c) for c in meta["class_names"]], scores_out, embedding_out)
+        )
+    for split, networks in jobs.items():
+        images = read_split(split)
+        for _, weights_file, _, classes, _, _ in networks:
+            check_classes(images.classes, classes, weights_file)
+        paths = images.frame["path"].tolist()
+        names = ", ".join(n[0] for n in networks)
+        log.info("scoring %d images of %s with %s (%s) on %s", len(paths), split, spec.name, names, dev)
+        both = EmbeddingAndLogits(*(n[2] for n in networks))
+        outputs, runtime = run_on_images(
+            both,
+            paths,
+            spec,
+            what=f"predicting {split} with {spec.name} ({names})",
+            batch_size=batch_size,
+            num_workers=num_workers,
+            device=dev,
+            amp=amp,
+            log=log.warning,
+        )
+        split_digest = file_digest(split)
+        for (stage, weights_file, _, classes, scores_out, embedding_out), (features, logits) in zip(
+            networks, both.split(outputs)
+        ):
+            scores = 1.0 / (1.0 + np.exp(-logits.astype(np.float64)))
+            provenance = embedding_provenance(
+                spec,
+                file_digest(weights_file),
+                stage=stage,
+                dataset=images.dataset,
+                split=images.name,
+                split_sha256=split_digest,
+                config_hash=config_hash(entry),
+                device=str(dev),
+                **runtime,
+                **finetune_origin(weights_file),
+            )
+            write_predictions(scores_out, images.frame["image_id"], classes, scores, provenance)
+            write_embeddings(embedding_out, images.frame["image_id"], [images.name] * len(paths), features, provenance)
+            log.info("wrote %s: %d images x %d classes, and %s: %d dimensions", scores_out, *scores.shape,
+                     embedding_out, features.shape[1])  # fmt: skip
 
 
 if __name__ == "__main__":

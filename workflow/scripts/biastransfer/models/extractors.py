@@ -209,27 +209,38 @@ class Classifier(nn.Module):
 
 
 class EmbeddingAndLogits(nn.Module):
-    """``forward(images) -> (N, embed_dim + num_classes)``: a classifier's embedding (its backbone's output, the
-    features ``embed`` writes at the same layer) and its logits, side by side from one forward pass;
-    :meth:`split` cuts them apart."""
+    """``forward(images) -> (N, sum of embed_dim + num_classes)``: each classifier's embedding (its backbone's
+    output, the features ``embed`` writes at the same layer) and its logits, side by side from one forward
+    pass over one batch for all of them; :meth:`split` cuts them apart."""
 
-    def __init__(self, classifier: Classifier):
+    def __init__(self, *classifiers: Classifier):
         super().__init__()
-        self.classifier = classifier
-        self.features_dim = classifier.backbone.embed_dim
-        self.embed_dim = self.features_dim + classifier.num_classes
+        if not classifiers:
+            raise ValueError("EmbeddingAndLogits needs at least one classifier")
+        self.classifiers = nn.ModuleList(classifiers)
+        self.widths = [(c.backbone.embed_dim, c.num_classes) for c in classifiers]
+        self.embed_dim = sum(f + n for f, n in self.widths)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
-        features = self.classifier.backbone(images)
-        return torch.cat([features, self.classifier.head(features)], dim=1)
+        outputs = []
+        for classifier in self.classifiers:
+            features = classifier.backbone(images)
+            outputs += [features, classifier.head(features)]
+        return torch.cat(outputs, dim=1)
 
-    def split(self, outputs) -> tuple:
-        """``(embedding, logits)`` of an ``(N, embed_dim)`` output of this module."""
+    def split(self, outputs) -> list[tuple]:
+        """``[(embedding, logits)]``, one per classifier, of an ``(N, embed_dim)`` output of this module."""
         if outputs.shape[1] != self.embed_dim:
             raise ValueError(
-                f"outputs have {outputs.shape[1]} columns, not the embedding's and logits' {self.embed_dim}"
+                f"outputs have {outputs.shape[1]} columns, not the embeddings' and logits' {self.embed_dim}"
             )
-        return outputs[:, : self.features_dim], outputs[:, self.features_dim :]
+        parts, start = [], 0
+        for features, classes in self.widths:
+            parts.append(
+                (outputs[:, start : start + features], outputs[:, start + features : start + features + classes])
+            )
+            start += features + classes
+        return parts
 
 
 def create_classifier(spec: ModelSpec, num_classes: int, weights_path: str | Path | None) -> Classifier:
