@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from biastransfer.report import compare
-from biastransfer.report.tables import tabular_of
+from biastransfer.report.latex import tabular_of
 from biastransfer.scripting import run
 
 ROOT = Path(__file__).resolve().parents[1]

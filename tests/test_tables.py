@@ -14,7 +14,7 @@ import pytest
 import report_data as rd
 from pdf_fonts import font_types
 
-from biastransfer.report import formatting, tables
+from biastransfer.report import formatting, latex, tables
 from biastransfer.report.figures import BTS_COLUMNS
 from biastransfer.report.headline import headline_table
 from biastransfer.report.html import html_table
@@ -70,7 +70,7 @@ def summaries(tmp_path_factory):
 
 def data_rows(document: str) -> list[list[str]]:
     """Cells of the rows between the header's \\midrule and \\bottomrule (rules and spacers dropped)."""
-    body = tables.tabular_of(document).split("\\midrule\n", 1)[1].split("\\bottomrule")[0]
+    body = latex.tabular_of(document).split("\\midrule\n", 1)[1].split("\\bottomrule")[0]
     return [
         [c.strip() for c in line.removesuffix("\\\\").split("&")] for line in body.splitlines() if line.endswith("\\\\")
     ]
@@ -271,7 +271,7 @@ def test_every_table_compiles_with_pdflatex(summaries, tmp_path):
 @needs_latex
 def test_a_table_fragment_is_input_into_a_papers_own_table(summaries, tmp_path):
     doc = tables.ieat_latex(summaries["ieat"], "openimages", alpha=0.05)
-    fragment = tables.latex_fragment(doc)
+    fragment = latex.latex_fragment(doc)
     assert fragment.startswith("% Table fragment") and "\\documentclass" not in fragment
     assert all(line.startswith("%") for line in fragment.split("\\begin{tabular}")[0].splitlines())
     (tmp_path / "ieat_tabular.tex").write_text(fragment)
@@ -296,7 +296,7 @@ def test_make_tables_script_runs_standalone(summaries, tmp_path):
 def test_over_several_seeds_the_interval_is_labelled_a_range_over_seeds_never_a_ci(summaries):
     ieat = summaries["ieat"]
     doc = tables.ieat_latex(ieat, "openimages", alpha=0.05)
-    header = [line for line in tables.tabular_of(doc).splitlines() if line.startswith("Model")][0].split("&")
+    header = [line for line in latex.tabular_of(doc).splitlines() if line.startswith("Model")][0].split("&")
     # pretrained and openimages (one seed each) have a CI; coco's three seeds a range of the seeds' CIs
     assert [c.strip() for c in header if "CI" in c] == ["CI", "CI range", "CI"]
     assert "a range over seeds, not a confidence interval" in doc and "95\\% CI" not in doc

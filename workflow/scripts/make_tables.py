@@ -33,6 +33,7 @@ from biastransfer.report.claims import CLAIMS_REQUIRED, claims_frame, claims_lat
 from biastransfer.report.figures import BTS_COLUMNS
 from biastransfer.report.formatting import read_summary
 from biastransfer.report.intervention_report import INTERVENTION_REQUIRED, intervention_frame, intervention_latex
+from biastransfer.report.latex import latex_fragment
 from biastransfer.report.layer_report import PROFILE_REQUIRED, layer_frame, layer_latex
 from biastransfer.report.link_report import CORRELATION_REQUIRED, LINK_REQUIRED, link_frame, link_latex
 from biastransfer.report.tables import (
@@ -47,7 +48,6 @@ from biastransfer.report.tables import (
     finetune_latex,
     ieat_frame,
     ieat_latex,
-    latex_fragment,
 )
 from biastransfer.report.trajectory import TRAJECTORY_REQUIRED, trajectory_frame, trajectory_latex
 from biastransfer.scripting import run

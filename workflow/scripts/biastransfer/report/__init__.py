@@ -20,7 +20,7 @@ _EXPORTS = {
     "bts_latex": "tables",
     "finetune_latex": "tables",
     "analysis_set_latex": "tables",
-    "latex_fragment": "tables",
+    "latex_fragment": "latex",
     "intra_figure": "figures",
     "inter_figure": "figures",
     "rank_figure": "figures",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from biastransfer.report.formatting import estimate_cell, latex_escape, model_label, rows_where
-from biastransfer.report.tables import standalone_document
+from biastransfer.report.latex import standalone_document, tabular
 
 AMPLIFICATION_REQUIRED = ("network", "model", "dataset", "seed", "measure", "threshold", "estimate", "ci_low",
                           "ci_high", "level", "replicates", "n_images", "n_excluded", "images_per_attribute")  # fmt: skip
@@ -61,8 +61,7 @@ def amplification_latex(summary: pd.DataFrame, dataset: str) -> str:
             body.append([f"{latex_escape(network)} {model_label(model)}", seeds, words, *cells])
     for _, row in rows[rows["network"] == "dataset"].iterrows():
         body.append(["dataset", "--", MEASURE_WORDS["leakage_dataset"], _cell(row), *(["--"] * (len(columns) - 1))])
-    lines = ["\\begin{tabular}{lll" + "r" * len(columns) + "}", "\\toprule", " & ".join(header) + " \\\\",
-             "\\midrule", *(" & ".join(r) + " \\\\" for r in body), "\\bottomrule", "\\end{tabular}"]  # fmt: skip
+    table = tabular("lll" + "r" * len(columns), header, body)
     first = rows.iloc[0]
     caption = (
         f"Prediction-level bias of the networks trained on {latex_escape(dataset)}, on its test split "
@@ -73,4 +72,4 @@ def amplification_latex(summary: pd.DataFrame, dataset: str) -> str:
         "the attribute it co-occurs with. Leakage is an attacker's held-out balanced accuracy (chance: 1 over the "
         "number of attribute values); the embedding's and the ground truth's depend on no threshold."
     ).replace("%", "\\%")
-    return standalone_document("\n".join(lines) + "\n", caption)
+    return standalone_document(table, caption)

@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 
 from biastransfer.report.formatting import format_interval, format_number, format_p, latex_escape, require_columns
+from biastransfer.report.latex import standalone_document, tabular
 from biastransfer.report.style import STAGE_COLOURS, paper_figure, paper_style
-from biastransfer.report.tables import _rows, standalone_document
 
 CLAIMS_REQUIRED = ("claim", "analysis_set", "measure", "kind", "x", "y", "direction", "n_x", "n_y", "difference",
                    "ci_low", "ci_high", "level", "p", "p_adjusted", "p_floor", "detectable_difference",
@@ -41,8 +41,7 @@ def claims_latex(table: pd.DataFrame) -> str:
         for r in table.itertuples()
     ]  # fmt: skip
     head = ["Claim", "Measure", "Claimed", "$n$", "Difference", "CI", "$p$", "$p$ (Holm)", "smallest $p$", "Verdict"]
-    body = "\\begin{tabular}{lllrrrrrrp{5cm}}\n\\toprule\n" + _rows([head]) + "\\midrule\n"
-    body += _rows(cells) + "\\bottomrule\n\\end{tabular}\n"
+    body = tabular("lllrrrrrrp{5cm}", head, cells)
     level = f"{float(table['level'].iloc[0]):.0%}".replace("%", "\\%") if len(table) else "95\\%"
     caption = (
         "Claims about groups of models, with models as units (each model's seeds averaged): the difference "

@@ -24,7 +24,8 @@ import numpy as np
 import pandas as pd
 
 from biastransfer.report.formatting import at_floor, format_p, latex_escape, require_columns
-from biastransfer.report.tables import finetune_summary, ieat_by_stage, standalone_document
+from biastransfer.report.latex import standalone_document
+from biastransfer.report.tables import finetune_summary, ieat_by_stage
 
 KEYS = ("table", "analysis_set", "finetune_dataset", "model", "measure", "stage", "concept_pair")
 JOIN_KEYS = KEYS[1:]

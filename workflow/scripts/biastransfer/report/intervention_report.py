@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from biastransfer.report.formatting import estimate_cell, latex_escape, model_label, rows_where
-from biastransfer.report.tables import standalone_document
+from biastransfer.report.latex import standalone_document, tabular
 from biastransfer.stats.intervention import SUMMARY_COLUMNS
 
 INTERVENTION_REQUIRED = SUMMARY_COLUMNS
@@ -41,8 +41,7 @@ def intervention_latex(summary: pd.DataFrame, dataset: str) -> str:
         what = latex_escape(r.name + (f" at {r.threshold}" if r.threshold else ""))
         body.append([model_label(r.model), what, estimate_cell(r.untouched, r.untouched_low, r.untouched_high),
                      estimate_cell(r.intervened, r.intervened_low, r.intervened_high), estimate_cell(r.delta)])  # fmt: skip
-    lines = ["\\begin{tabular}{llrrr}", "\\toprule", " & ".join(header) + " \\\\", "\\midrule",
-             *(" & ".join(b) + " \\\\" for b in body), "\\bottomrule", "\\end{tabular}"]  # fmt: skip
+    table = tabular("llrrr", header, body)
     first = rows.iloc[0]
     unit = "seeds as units (sign flips, t interval)" if many else "images as units (paired bootstrap)"
     caption = (
@@ -52,4 +51,4 @@ def intervention_latex(summary: pd.DataFrame, dataset: str) -> str:
         "prediction-level measures of the same networks on the same test split, each with its own bootstrap "
         "interval (side by side: no paired interval of their difference)."
     ).replace("%", "\\%")
-    return standalone_document("\n".join(lines) + "\n", caption)
+    return standalone_document(table, caption)

@@ -14,8 +14,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from biastransfer.report.formatting import estimate_cell, latex_escape, model_label, require_columns
+from biastransfer.report.latex import standalone_document
 from biastransfer.report.style import STAGE_COLOURS, STAGE_MARKERS, paper_figure, paper_style, stage_words
-from biastransfer.report.tables import standalone_document
 from biastransfer.stages import PRETRAINED
 
 PROFILE_REQUIRED = ("analysis_set", "model", "layer", "depth", "measure", "stage", "finetune_dataset", "seed",

@@ -10,8 +10,8 @@ import textwrap
 import pandas as pd
 
 from biastransfer.report.formatting import estimate_cell, latex_escape, model_label, require_columns
+from biastransfer.report.latex import standalone_document, tabular
 from biastransfer.report.style import STAGE_COLOURS, STAGE_MARKERS, paper_figure, paper_style
-from biastransfer.report.tables import standalone_document
 
 LINK_REQUIRED = ("analysis_set", "test", "role", "dataset", "network", "model", "seed", "attribute", "first",
                  "second", "threshold", "d_pretrained", "d_pretrained_low", "d_pretrained_high", "d", "d_low",
@@ -78,8 +78,7 @@ def link_latex(table: pd.DataFrame, correlation: pd.DataFrame, dataset: str) -> 
         )
     if not body:
         body.append(["\\multicolumn{9}{l}{no iEAT of this run has its objects among the dataset's tasks}"])
-    lines = ["\\begin{tabular}{lll" + "r" * 6 + "}", "\\toprule", " & ".join(header) + " \\\\", "\\midrule",
-             *(" & ".join(r) + " \\\\" for r in body), "\\bottomrule", "\\end{tabular}"]  # fmt: skip
+    table = tabular("lll" + "r" * 6, header, body)
     level = float(rows["level"].iloc[0]) if len(rows) else 0.95
     caption = (
         f"Each linked iEAT's effect size $d$ (pretrained, the network's own, and the change) beside its network's "
@@ -91,7 +90,7 @@ def link_latex(table: pd.DataFrame, correlation: pd.DataFrame, dataset: str) -> 
         + latex_escape("; ".join(notes))
         + ". The correlation's interval is Fisher's z with Bonett and Wright's variance."
     )
-    return standalone_document("\n".join(lines) + "\n", caption)
+    return standalone_document(table, caption)
 
 
 def link_figure(table: pd.DataFrame, correlation: pd.DataFrame, dataset: str):

@@ -1,7 +1,7 @@
 """LaTeX tables (booktabs) of a run's results, laid out like the paper's Tables 2-9.
 
 Every ``*_latex`` function returns a document (``article`` + ``booktabs``) that compiles alone with ``pdflatex``;
-:func:`tabular_of` pulls its ``tabular`` out. The per-stage helpers (:func:`read_summary`, :func:`stage_group`,
+:func:`~biastransfer.report.latex.tabular_of` pulls its ``tabular`` out. The per-stage helpers (:func:`read_summary`, :func:`stage_group`,
 :func:`ieat_by_stage`) serve ``figures``, ``headline`` and ``compare`` too.
 
 Seeds: finetuned rows are grouped by finetuning dataset (``ft-{dataset}``), the scratch reference's by
@@ -17,8 +17,6 @@ adjustment (rules/analysis.smk, summarise); marks follow the run's one rule (for
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -40,6 +38,7 @@ from biastransfer.report.formatting import (
     require_columns,
     stage_group,
 )
+from biastransfer.report.latex import standalone_document, table_rows, tabular
 
 IEAT_COLUMNS = ("analysis_set", "model", "stage", "finetune_dataset", "seed", "test", "X", "Y", "A", "B",
                 "effect_size", "ci_low", "ci_high", "pvalue", "pvalue_two_sided", "pvalue_floor", "alternative",
@@ -86,60 +85,6 @@ def ieat_by_stage(ieat: pd.DataFrame, significance: Significance | None = None) 
     return out.reset_index()
 
 
-#: Vector (Type 1) fonts only: T1-encoded Latin Modern where the lmodern package is installed; otherwise
-#: the default OT1 Computer Modern, whose Type 1 outlines come with TeX itself (T1 without lmodern or
-#: cm-super would print bitmap Type 3 fonts).
-VECTOR_FONTS = "\\IfFileExists{lmodern.sty}{\\usepackage[T1]{fontenc}\\usepackage{lmodern}}{}"
-
-
-def standalone_document(body: str, caption: str, *, landscape: bool = False) -> str:
-    """Wrap a ``tabular`` (or ``longtable``) in a minimal document that compiles with ``pdflatex``; a
-    ``tabular`` wider than the text is scaled down to fit the page (a ``longtable`` breaks across pages)."""
-    orientation = ",landscape" if landscape else ""
-    if "longtable" in body:
-        float_open, float_close, caption_line = "", "", ""
-    else:
-        float_open = "\\begin{table}[ht]\n\\centering\n"
-        float_close = "\\end{table}\n"
-        caption_line = f"\\caption*{{{caption}}}\n"
-        body = f"\\resizebox{{\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi}}{{!}}{{%\n{body.rstrip()}}}\n"
-    return (
-        "\\documentclass[10pt]{article}\n"
-        f"\\usepackage[margin=1.5cm{orientation}]{{geometry}}\n"
-        f"{VECTOR_FONTS}\n"
-        "\\usepackage{booktabs}\n"
-        "\\usepackage{longtable}\n"
-        "\\usepackage{caption}\n"
-        "\\usepackage{graphicx}\n"
-        "\\pagestyle{empty}\n"
-        "\\begin{document}\n"
-        f"{float_open}{caption_line}{body}{float_close}"
-        "\\end{document}\n"
-    )
-
-
-def latex_fragment(document: str) -> str:
-    """The ``tabular`` of a document made here, for ``\\input`` into a paper's own ``table``: its caption
-    as a comment on top (every line a comment), then the environment (needs ``booktabs``)."""
-    match = re.search(r"^\\caption\*\{(.*)\}$", document, flags=re.M)
-    caption = match.group(1) if match else ""
-    notes = ["Table fragment for \\input{...} inside a table environment; needs \\usepackage{booktabs}."]
-    notes += [f"Caption: {caption}"] if caption else []
-    return "".join(f"% {line}\n" for note in notes for line in note.splitlines()) + tabular_of(document) + "\n"
-
-
-def tabular_of(document: str) -> str:
-    """The ``tabular`` or ``longtable`` environment inside a document made here."""
-    match = re.search(r"\\begin\{(tabular|longtable)\}.*?\\end\{\1\}", document, flags=re.S)
-    if match is None:
-        raise ValueError("no tabular or longtable environment in the document")
-    return match.group(0)
-
-
-def _rows(cells: Iterable[Sequence[str]]) -> str:
-    return "".join(" & ".join(row) + " \\\\\n" for row in cells)
-
-
 def _subset(frame: pd.DataFrame, where: str, **equal: str) -> pd.DataFrame:
     mask = np.ones(len(frame), dtype=bool)
     for col, value in equal.items():
@@ -160,7 +105,7 @@ def analysis_set_latex(stats: pd.DataFrame, analysis_set: str) -> str:
         dup = rows.loc[rows["class"].duplicated(), "class"].iloc[0]
         raise ValueError(f"analysis-set statistics: class {dup!r} listed twice for {analysis_set!r}")
     body = "\\begin{tabular}{lr}\n\\toprule\nClass & $n$ \\\\\n\\midrule\n"
-    body += _rows((latex_escape(c), f"{int(n)}") for c, n in zip(rows["class"], rows["n"]))
+    body += table_rows((latex_escape(c), f"{int(n)}") for c, n in zip(rows["class"], rows["n"]))
     body += f"\\midrule\nTotal & {int(rows['n'].sum())} \\\\\n\\bottomrule\n\\end{{tabular}}\n"
     caption = f"Analysis set \\texttt{{{latex_escape(analysis_set)}}}: classes and number of images $n$."
     return standalone_document(body, caption)
@@ -232,7 +177,7 @@ def ieat_latex(
         header2 += ["$d$", "CI range" if _several(agg, group) else "CI", "$\\Delta\\bar{s}$", "SD", "$p$", "$p_{2}$",
                     f"$p_{{\\mathrm{{{adj}}}}}$", "$|d|_{80}$"]  # fmt: skip
     body = f"\\begin{{tabular}}{{lll{'r' * k * len(groups)}}}\n\\toprule\n"
-    body += _rows([header1]).rstrip("\n") + f"\n{rules}\n" + _rows([header2]) + "\\midrule\n"
+    body += table_rows([header1]).rstrip("\n") + f"\n{rules}\n" + table_rows([header2]) + "\\midrule\n"
     index = agg.set_index(["model", "X", "Y", "A", "B", "group"])
     tests = agg[["model", "X", "Y", "A", "B"]].drop_duplicates()
     previous_model = None
@@ -259,7 +204,7 @@ def ieat_latex(
                 row += ["--"] * k
         cells.append(row)
         previous_model = model
-    body += "".join("\\addlinespace\n" if r is None else _rows([r]) for r in cells)
+    body += "".join("\\addlinespace\n" if r is None else table_rows([r]) for r in cells)
     body += "\\bottomrule\n\\end{tabular}\n"
     targets = ", ".join(
         sorted({f"$X$={latex_escape(x)}, $Y$={latex_escape(y)}" for x, y in zip(tests["X"], tests["Y"])})
@@ -312,7 +257,7 @@ def bts_latex(
     rules = "".join(f"\\cmidrule(lr){{{2 + 5 * i}-{6 + 5 * i}}}" for i in range(len(kinds)))
     header2 = ["Model"] + ["$r_{\\mathrm{BTS}}$", "CI", "$p$", f"$p_{{\\mathrm{{{adj}}}}}$", "$n$"] * len(kinds)
     body = f"\\begin{{tabular}}{{l{'r' * 5 * len(kinds)}}}\n\\toprule\n"
-    body += _rows([header1]).rstrip("\n") + f"\n{rules}\n" + _rows([header2]) + "\\midrule\n"
+    body += table_rows([header1]).rstrip("\n") + f"\n{rules}\n" + table_rows([header2]) + "\\midrule\n"
     index = rows.set_index(["model", "kind"])
     if index.index.duplicated().any():
         model, kind = index.index[index.index.duplicated()][0]
@@ -330,7 +275,7 @@ def bts_latex(
             else:
                 row += ["--"] * 5
         cells.append(row)
-    body += _rows(cells) + "\\bottomrule\n\\end{tabular}\n"
+    body += table_rows(cells) + "\\bottomrule\n\\end{tabular}\n"
     caption = (
         f"Bias transfer scores on analysis set \\texttt{{{latex_escape(analysis_set)}}} for models finetuned on "
         f"\\texttt{{{latex_escape(finetune_dataset)}}}: Spearman $r_{{\\mathrm{{BTS}}}}$ between pretrained and finetuned "
@@ -400,9 +345,8 @@ def finetune_latex(metrics: pd.DataFrame, dataset: str) -> str:
         cells.append([latex_escape(model_label(r.model)), f"{r.epochs:g}", f"{r.lr:g}", f"{r.batch_size:g}",
                       latex_escape(r.optimizer), latex_escape(r.scheduler),
                       latex_escape(metric_names[r.metric_name]), value, f"{r.n_seeds}"])  # fmt: skip
-    body = "\\begin{tabular}{lrrrllllr}\n\\toprule\n"
-    body += _rows([["Model", "Epochs", "Learning rate", "Batch", "Optimizer", "Scheduler", "Metric", "Value", "Seeds"]])
-    body += "\\midrule\n" + _rows(cells) + "\\bottomrule\n\\end{tabular}\n"
+    head = ["Model", "Epochs", "Learning rate", "Batch", "Optimizer", "Scheduler", "Metric", "Value", "Seeds"]
+    body = tabular("lrrrllllr", head, cells)
     caption = (
         f"Finetuning on \\texttt{{{latex_escape(dataset)}}}: settings and the validation metric at the best epoch, "
         "mean $\\pm$ sample standard deviation over seeds (no $\\pm$ for a single seed)."

@@ -14,8 +14,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from biastransfer.report.formatting import latex_escape, model_label, require_columns
+from biastransfer.report.latex import standalone_document, tabular
 from biastransfer.report.style import OKABE_ITO, paper_figure, paper_style
-from biastransfer.report.tables import _rows, standalone_document
 
 TRAJECTORY_REQUIRED = (
     "analysis_set",
@@ -131,8 +131,7 @@ def trajectory_latex(frame: pd.DataFrame) -> str:
     head = ["Epoch", *(f"$d$ {latex_escape(t)}" for t in tests), *(f"$\\rho$ {k}" for k in kinds)]
     head += [f"val.\\ {latex_escape(metric[4:])}"] if metric else []
     head.append("best for seeds")
-    body = "\\begin{tabular}{l" + "r" * (len(head) - 2) + "l}\n\\toprule\n" + _rows([head]) + "\\midrule\n"
-    body += _rows(cells) + "\\bottomrule\n\\end{tabular}\n"
+    body = tabular("l" + "r" * (len(head) - 2) + "l", head, cells)
     caption = (
         f"{latex_escape(model_label(model))} finetuned on \\texttt{{{latex_escape(dataset)}}}, analysis set "
         f"\\texttt{{{latex_escape(analysis_set)}}}: iEAT effect size $d$ of each test, BTS $\\rho$ (pooled over "

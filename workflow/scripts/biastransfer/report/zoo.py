@@ -23,8 +23,8 @@ from biastransfer.report.formatting import (
     latex_escape,
     require_columns,
 )
+from biastransfer.report.latex import standalone_document
 from biastransfer.report.style import OKABE_ITO, paper_figure, paper_style
-from biastransfer.report.tables import standalone_document
 
 ZOO_INPUT_COLUMNS = (
     "analysis_set",
