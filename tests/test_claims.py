@@ -220,7 +220,7 @@ def _paper(edit):
         (lambda c: c["claims"]["tests"][0].update(measure="d"),
          "claims.tests.in21k_retains_more_coco.test: measure d needs one iEAT test"),
         (lambda c: c["claims"]["tests"][0].update(test="sports_vs_car"),
-         "claims.tests.in21k_retains_more_coco.test: 'sports_vs_car' is not an iEAT of analysis_sets.coco"),
+         "claims.tests.in21k_retains_more_coco.test: 'sports_vs_car' is not an iEAT test of analysis_sets.coco"),
         (lambda c: c["analysis"]["ieat"].update(bootstrap=0),
          "claims.tests.larger_dataset_more_new_associations.measure: new_associations needs the change of d"),
         (lambda c: c["claims"]["tests"][4].update(x="coco"), "larger_dataset_more_new_associations: x and y are both"),

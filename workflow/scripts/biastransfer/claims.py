@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from biastransfer.references import ieat_reference_problems
+
 #: Measures read from the change of d (ieat_change.csv), which needs analysis.ieat.bootstrap > 0.
 CHANGE_MEASURES = ("change_d", "abs_change_d", "new_associations")
 IEAT_MEASURES = ("d", *CHANGE_MEASURES)
@@ -17,15 +19,12 @@ def claims_on(config: Mapping) -> bool:
 
 def _test_problems(where: str, test: Mapping, config: Mapping) -> list[str]:
     groups, datasets = config["claims"]["groups"], config["finetune"]["datasets"]
-    problems, measure = [], test["measure"]
-    aset = config["analysis_sets"].get(test["analysis_set"])
-    if aset is None:
-        return [f"{where}.analysis_set: unknown analysis set {test['analysis_set']!r}"]
-    names = [t["name"] for t in aset["ieat"]]
-    if measure in IEAT_MEASURES and not names:
-        problems.append(f"{where}.measure: {measure} needs iEATs, and analysis_sets.{test['analysis_set']} has none")
-    if test["test"] is not None and test["test"] not in names:
-        problems.append(f"{where}.test: {test['test']!r} is not an iEAT of analysis_sets.{test['analysis_set']}")
+    measure = test["measure"]
+    problems = ieat_reference_problems(where, config, test["analysis_set"], test["test"])
+    if test["analysis_set"] not in config["analysis_sets"]:
+        return problems
+    if measure in IEAT_MEASURES and not config["analysis_sets"][test["analysis_set"]]["ieat"]:
+        problems.insert(0, f"{where}.measure: {measure} needs iEATs, and analysis_sets.{test['analysis_set']} has none")
     if measure == "d" and test["test"] is None:
         problems.append(f"{where}.test: measure d needs one iEAT test")
     pretrained_only = measure == "d" and test["stage"] == "pretrained"

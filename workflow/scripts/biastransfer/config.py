@@ -19,6 +19,7 @@ from typing import Any
 from biastransfer.claims import claims_problems, model_group_problems
 
 # stage names, for the rules (cfg.parse_stage, ...)
+from biastransfer.references import ieat_reference_problems
 from biastransfer.stages import PRETRAINED, finetuned_stage, parse_stage, scratch_stage, stage_kind  # noqa: F401
 from biastransfer.vocabulary import INTERVENABLE, SYNTHETIC_CLASSES
 from biastransfer.zoo import zoo_problems
@@ -443,13 +444,7 @@ def attribution_problems(config: Mapping) -> list[str]:
             problems.append(f"analysis.attribution.{option}: must be in (0, 1), got {attribution[option]}")
     for spec in attribution["comparisons"]:
         where = f"analysis.attribution.comparisons.{spec['name']}"
-        aset = config["analysis_sets"].get(spec["analysis_set"])
-        if aset is None:
-            problems.append(f"{where}.analysis_set: unknown analysis set {spec['analysis_set']!r}")
-        elif spec["test"] not in [t["name"] for t in aset["ieat"]]:
-            problems.append(
-                f"{where}.test: {spec['test']!r} is not an iEAT test of analysis_sets.{spec['analysis_set']}"
-            )
+        problems += ieat_reference_problems(where, config, spec["analysis_set"], spec["test"])
         stage = spec["stage"]
         if stage != PRETRAINED and stage[len("ft-") :] not in config["finetune"]["datasets"]:
             problems.append(f"{where}.stage: {stage!r} names no dataset in finetune.datasets")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from biastransfer.atomic import write_text
 from biastransfer.provenance import workflow_provenance
+from biastransfer.references import ieat_reference_problems
 
 STATUS_FORMAT = "biastransfer-zoo-status/1"
 #: biastransfer.models.weights.WEIGHTS_RECORD_FORMAT (not imported: that would import torch at DAG time)
@@ -69,13 +70,7 @@ def zoo_problems(config: Mapping) -> list[str]:
         ]
     problems = []
     rank = zoo["rank_by"]
-    aset = config["analysis_sets"].get(rank["analysis_set"])
-    if aset is None:
-        problems.append(f"zoo.rank_by.analysis_set: unknown analysis set {rank['analysis_set']!r}")
-    elif rank["test"] not in [t["name"] for t in aset["ieat"]]:
-        problems.append(
-            f"zoo.rank_by.test: {rank['test']!r} is not an iEAT test of analysis_sets.{rank['analysis_set']}"
-        )
+    problems += ieat_reference_problems("zoo.rank_by", config, rank["analysis_set"], rank["test"])
     if config["finetune"]["datasets"]:
         problems.append("finetune.datasets: a zoo audit is pretrained-only; set it to []")
     for name, entry in config["models"].items():
