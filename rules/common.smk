@@ -522,7 +522,7 @@ def prediction_files(name="predictions", models=None):
     ]
 
 
-# The stages rule predict scores, dataset-major: prediction_files' order for one model.
+# The stages that rule predict scores, dataset-major (prediction_files' order for one model).
 PREDICTED_STAGES = [s for d in PREDICTED_DATASETS for s in predicted_stages(d)]
 
 
