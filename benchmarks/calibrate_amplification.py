@@ -19,11 +19,18 @@ shift (:func:`~biastransfer.stats.amplification.attribute_shift`), each with its
 2. Unbiased (``--datasets`` datasets, ``cooccurrence: {}``), the same recipe. Known answer: the term's
    interval holds 0 in at least 90% of the datasets.
 
+3. ``--coverage K`` (K >= 2): does one network's interval mean what it says? Each network scores K disjoint
+   test splits of ``--n-test`` images (drawn as one), and each split's interval of the term at base rates is
+   checked against the same network's term on the other K - 1 splits. A calibrated interval holds it in about
+   ``expected_coverage(K)`` of cases (92% for K = 5: the reference has its own sampling error). Answers 1 and
+   2 are then measured on the first split alone, as without ``--coverage``.
+
 Seed i draws its dataset with seed 1000 + i (planted) or 2000 + i (unbiased) and trains with seed i.
 ``--workers`` trains that many networks at once, one core each (CPU seconds are summed over the networks).
 Writes benchmarks/results/amplification_calibration.json (a record; benchmarks/render_benchmarks.py renders
 it), with every estimate, the verdicts, and CPU and wall seconds.
 Run: PYTHONPATH=workflow/scripts nice -n 10 python benchmarks/calibrate_amplification.py [--datasets 20 --seeds 3 --workers 1]
+     [--coverage 5 --json benchmarks/results/amplification_coverage.json]
 """
 
 from __future__ import annotations
@@ -36,15 +43,18 @@ for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUME
 import argparse  # noqa: E402
 import concurrent.futures  # noqa: E402
 import contextlib  # noqa: E402
+import dataclasses  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
 import math  # noqa: E402
 import multiprocessing  # noqa: E402
+import statistics  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+import numpy as np  # noqa: E402
 import predict  # noqa: E402  (workflow/scripts, the rules' own scripts)
 import pretrain  # noqa: E402
 import synthetic_dataset  # noqa: E402
@@ -113,7 +123,7 @@ def one_network(cooccurrence: dict, data_seed: int, train_seed: int, args) -> di
 
 def _trained(cooccurrence: dict, data_seed: int, train_seed: int, args, work: Path) -> dict:
     spec = {"kind": "synthetic", "size": args.size, "n_train": args.n_train, "n_val": args.n_val,
-            "n_test": args.n_test, "label_groups": False, "p_person": 0.8, "p_object": 0.85,
+            "n_test": args.n_test * max(1, args.coverage), "label_groups": False, "p_person": 0.8, "p_object": 0.85,
             "cooccurrence": cooccurrence, "p_occluded": args.p_occluded, "seed": data_seed}  # fmt: skip
     name = f"calib{data_seed}"
     paths = {k: str(work / f"{k}.parquet") for k in ("train", "val", "test", "attributes", "pred", "emb")}
@@ -127,12 +137,42 @@ def _trained(cooccurrence: dict, data_seed: int, train_seed: int, args, work: Pa
                  [f"scratch-{name}-seed{train_seed}"], ENTRY, 64, 0, "cpu", model="calib", amp=False)  # fmt: skip
     ev, ids, digest = read_evaluation(paths["test"], paths["attributes"])
     scores = network_scores(paths["pred"], ev, ids, digest)
+    parts = np.array_split(np.arange(len(scores)), max(1, args.coverage))  # the drawn order: iid parts
+    checks = coverage(ev, scores, parts, args.replicates) if args.coverage else {}
+    ev, scores = _rows(ev, parts[0]), scores[parts[0]]  # the known answers: on --n-test images, as without it
     val_map = json.loads((work / "metrics.json").read_text())["metric_value"]
     sizes = dict(zip(ev.attribute_names, ev.attributes.sum(axis=0).astype(int).tolist()))
     return {"data_seed": data_seed, "train_seed": train_seed, "val_mAP": val_map, "images_per_attribute": sizes,
             "truth_rate": {a: float(ev.truth[ev.attributes[:, i] == 1, ev.tasks.index(TASK)].mean())
                            for i, a in enumerate(ev.attribute_names)},
-            **measure(ev, scores, args.replicates)}  # fmt: skip
+            **measure(ev, scores, args.replicates), **checks}  # fmt: skip
+
+
+def _rows(ev, rows: np.ndarray):
+    """The evaluation images ``rows`` (indices) of ``ev``."""
+    return dataclasses.replace(ev, attributes=ev.attributes[rows], truth=ev.truth[rows])
+
+
+def coverage(ev, scores, parts: list, replicates: int) -> dict:
+    """Does one network's interval cover its own term? For each part of its test images (disjoint, each about
+    --n-test images): the pair's term at base rates with its interval, and the same network's term on all
+    the other parts (its reference: the network fixed, other images), and whether the interval holds it."""
+    checks = []
+    for i, rows in enumerate(parts):
+        rest = np.concatenate([p for j, p in enumerate(parts) if j != i])
+        term = measure(_rows(ev, rows), scores[rows], replicates)["base_rate"]["term"]
+        reference = measure(_rows(ev, rest), scores[rest], replicates)["base_rate"]["term"]["estimate"]
+        covers = None if None in (term["ci_low"], reference) else term["ci_low"] <= reference <= term["ci_high"]
+        checks.append({"term": term, "reference": reference, "covers": covers})
+    return {"coverage": checks}
+
+
+def expected_coverage(parts: int, level: float = 0.95) -> float:
+    """How often a calibrated normal interval at ``level`` from one of ``parts`` equal test splits holds the
+    network's term on the other ``parts - 1``: that reference has its own sampling error, with ``1 / (parts - 1)``
+    of the interval's variance."""
+    z = statistics.NormalDist().inv_cdf((1 + level) / 2)
+    return 2 * statistics.NormalDist().cdf(z / math.sqrt(1 + 1 / (parts - 1))) - 1
 
 
 def _shown(r: dict) -> str:
@@ -147,7 +187,8 @@ def figures(record: dict) -> list:
     v = record["verdicts"]
     rows = [["known answer 1 (planted, term at base rates above 0, interval excluding 0, every seed)",
              v["answer_1"]],
-            ["known answer 2 (unbiased, term's interval at base rates holds 0 in >= 90% of datasets)", v["answer_2"]]]  # fmt: skip
+            ["known answer 2 (unbiased, term's interval at base rates holds 0 in >= 90% of datasets)", v["answer_2"]],
+            ["the term's interval at base rates, for a fixed network: coverage of its own term", v["coverage"]]]  # fmt: skip
     for threshold in ("base_rate", "0.5"):
         for what in ("term", "shift"):
             planted = sum(r[threshold][what]["excludes_0_above"] for r in record["planted"])
@@ -180,11 +221,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--p-occluded", type=float, default=0.6)
     parser.add_argument("--planted", type=float, default=0.9, help="P(person_a beside a surfboard) when planted")
     parser.add_argument("--replicates", type=int, default=1000)
+    parser.add_argument("--coverage", type=int, default=0,
+                        help="K >= 2: each network also scores K - 1 more test splits of --n-test images; each "
+                        "split's interval is checked against the network's term on the others")  # fmt: skip
     parser.add_argument("--workers", type=int, default=1, help="networks trained at once, one core each")
     parser.add_argument("--json", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
-    if min(args.seeds, args.workers) < 1 or args.datasets < 0:
-        parser.error("--seeds and --workers must be at least 1, --datasets at least 0")
+    if min(args.seeds, args.workers) < 1 or args.datasets < 0 or args.coverage == 1 or args.coverage < 0:
+        parser.error("--seeds and --workers must be at least 1, --datasets at least 0, --coverage 0 or at least 2")
     load_before = os.getloadavg()[0]
     wall = time.perf_counter()
     jobs = [(part, (cooccurrence, base + i, i, args)) for part, n, cooccurrence, base in
@@ -204,12 +248,14 @@ def main(argv: list[str] | None = None) -> int:
     holding = sum(r["base_rate"]["term"]["holds_0"] for r in runs["unbiased"])
     above = sum(r["base_rate"]["term"]["excludes_0_above"] for r in runs["planted"])
     needed = math.ceil(0.9 * len(runs["unbiased"]))
+    checks = [c["covers"] for part in runs.values() for r in part for c in r.get("coverage", [])]
     command = "PYTHONPATH=workflow/scripts nice -n 10 python benchmarks/calibrate_amplification.py " + " ".join(
         sys.argv[1:] if argv is None else argv
     )
     record = {
         "title": "Bias amplification on trained networks: issue 27's known answers "
-        f"(a pair planted at {args.planted:.0%}, unbiased datasets)",
+        f"(a pair planted at {args.planted:.0%}, unbiased datasets"
+        + (", and each network's interval against its own term)" if args.coverage else ")"),
         "command": command.strip(),
         "commit": short_commit(),
         "machine": machine(load_before, load_after),
@@ -229,6 +275,14 @@ def main(argv: list[str] | None = None) -> int:
                 + f": {holding} of {len(runs['unbiased'])} unbiased datasets' term intervals hold 0 ({needed} needed)"
                 if runs["unbiased"]
                 else "not measured in this run (--datasets 0)"
+            ),
+            "coverage": (
+                f"{sum(c is True for c in checks)} of {len(checks)} intervals (one per network and test split) hold "
+                f"the network's own term on its other test splits; a calibrated 95% interval would in about "
+                f"{expected_coverage(args.coverage):.0%}"
+                + (f"; {sum(c is None for c in checks)} undefined" if None in checks else "")
+                if checks
+                else "not measured in this run (--coverage 0)"
             ),
         },
         **runs,

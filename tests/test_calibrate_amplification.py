@@ -24,9 +24,17 @@ def test_a_toy_calibration_writes_a_complete_record_that_renders(tmp_path, monke
     alone = json.loads(out.read_text())  # the planted arm alone, at another co-occurrence
     assert alone["unbiased"] == [] and alone["verdicts"]["answer_2"] == "not measured in this run (--datasets 0)"
     assert alone["settings"]["planted_cooccurrence"] == {"surfboard": 0.8} and "planted at 80%" in alone["title"]
-    toy += ["--datasets", "2"]
+    assert alone["verdicts"]["coverage"] == "not measured in this run (--coverage 0)"
+    toy += ["--datasets", "2", "--coverage", "2"]
     assert calibrate.main(toy) == 0
     record = json.loads(out.read_text())
+    for r in record["planted"] + record["unbiased"]:  # two test splits of 60 images each, each checked
+        assert len(r["coverage"]) == 2 and all(set(c) == {"term", "reference", "covers"} for c in r["coverage"])
+        assert sum(r["images_per_attribute"].values()) <= 60  # the answers: on the first split alone
+    assert record["verdicts"]["coverage"].endswith("a calibrated 95% interval would in about 83%") or (
+        "undefined" in record["verdicts"]["coverage"]
+    )
+    assert abs(calibrate.expected_coverage(5) - 0.92) < 0.005 and abs(calibrate.expected_coverage(1e9) - 0.95) < 1e-3
     assert record["settings"]["datasets"] == 2 and record["settings"]["pair"] == ["person_a", "surfboard"]
     assert [r["data_seed"] for r in record["planted"]] == [1000]
     assert [r["data_seed"] for r in record["unbiased"]] == [2000, 2001]
@@ -43,6 +51,6 @@ def test_a_toy_calibration_writes_a_complete_record_that_renders(tmp_path, monke
     assert record["verdicts"]["answer_1"].startswith(("holds: ", "fails: "))
     assert record["verdicts"]["answer_2"].endswith("(2 needed)")
     assert record["cpu_seconds"] > 0 and record["wall_seconds"] > 0
-    assert all(len(f) == 2 for f in record["figures"]) and len(record["figures"]) == 2 + 4 + 3 + 2
+    assert all(len(f) == 2 for f in record["figures"]) and len(record["figures"]) == 3 + 4 + 3 + 2
     section = _module("render_benchmarks").section(out)
     assert section.startswith("## Bias amplification on trained networks: issue 27") and "| known answer 2" in section
