@@ -20,8 +20,8 @@ shift (:func:`~biastransfer.stats.amplification.attribute_shift`), each with its
    interval holds 0 in at least 90% of the datasets.
 
 3. ``--coverage K`` (K >= 2): does one network's interval mean what it says? Each network scores K disjoint
-   test splits of ``--n-test`` images (drawn as one), and each split's interval of the term at base rates is
-   checked against the same network's term on the other K - 1 splits. A calibrated interval holds it in about
+   test splits of ``--n-test`` images (drawn as one), and each split's intervals of the term and the shift at
+   base rates are checked against the same network's term and shift on the other K - 1 splits. A calibrated interval holds it in about
    ``expected_coverage(K)`` of cases (92% for K = 5: the reference has its own sampling error). Answers 1 and
    2 are then measured on the first split alone, as without ``--coverage``.
 
@@ -160,10 +160,18 @@ def coverage(ev, scores, parts: list, replicates: int) -> dict:
     checks = []
     for i, rows in enumerate(parts):
         rest = np.concatenate([p for j, p in enumerate(parts) if j != i])
-        term = measure(_rows(ev, rows), scores[rows], replicates)["base_rate"]["term"]
-        reference = measure(_rows(ev, rest), scores[rest], replicates)["base_rate"]["term"]["estimate"]
-        covers = None if None in (term["ci_low"], reference) else term["ci_low"] <= reference <= term["ci_high"]
-        checks.append({"term": term, "reference": reference, "covers": covers})
+        own = measure(_rows(ev, rows), scores[rows], replicates)["base_rate"]
+        other = measure(_rows(ev, rest), scores[rest], replicates)["base_rate"]
+        check = {"y_at": own["y_at"], "reference_y_at": other["y_at"]}
+        for what in ("term", "shift"):
+            interval, reference = own[what], other[what]["estimate"]
+            held = (
+                None
+                if None in (interval["ci_low"], reference)
+                else interval["ci_low"] <= reference <= interval["ci_high"]
+            )
+            check[what] = {**interval, "reference": reference, "covers": held}
+        checks.append(check)
     return {"coverage": checks}
 
 
@@ -173,6 +181,22 @@ def expected_coverage(parts: int, level: float = 0.95) -> float:
     of the interval's variance."""
     z = statistics.NormalDist().inv_cdf((1 + level) / 2)
     return 2 * statistics.NormalDist().cdf(z / math.sqrt(1 + 1 / (parts - 1))) - 1
+
+
+def coverage_verdict(checks: list, parts: int) -> str:
+    """How many of the intervals hold their network's own term and shift (the term's misses split by whether
+    the test split's direction ``y_at`` differed from the other splits')."""
+    if not checks:
+        return "not measured in this run (--coverage 0)"
+    held = {what: sum(c[what]["covers"] is True for c in checks) for what in ("term", "shift")}
+    flipped = sum(c["term"]["covers"] is False and c["y_at"] != c["reference_y_at"] for c in checks)
+    undefined = sum(c[what]["covers"] is None for c in checks for what in ("term", "shift"))
+    return (
+        f"term: {held['term']} of {len(checks)} intervals (one per network and test split) hold the network's own "
+        f"term on its other test splits ({flipped} of the misses with the opposite direction y_at there); shift: "
+        f"{held['shift']} of {len(checks)}; a calibrated 95% interval would in about {expected_coverage(parts):.0%}"
+        + (f"; {undefined} undefined" if undefined else "")
+    )
 
 
 def _shown(r: dict) -> str:
@@ -248,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     holding = sum(r["base_rate"]["term"]["holds_0"] for r in runs["unbiased"])
     above = sum(r["base_rate"]["term"]["excludes_0_above"] for r in runs["planted"])
     needed = math.ceil(0.9 * len(runs["unbiased"]))
-    checks = [c["covers"] for part in runs.values() for r in part for c in r.get("coverage", [])]
+    checks = [c for part in runs.values() for r in part for c in r.get("coverage", [])]
     command = "PYTHONPATH=workflow/scripts nice -n 10 python benchmarks/calibrate_amplification.py " + " ".join(
         sys.argv[1:] if argv is None else argv
     )
@@ -276,14 +300,7 @@ def main(argv: list[str] | None = None) -> int:
                 if runs["unbiased"]
                 else "not measured in this run (--datasets 0)"
             ),
-            "coverage": (
-                f"{sum(c is True for c in checks)} of {len(checks)} intervals (one per network and test split) hold "
-                f"the network's own term on its other test splits; a calibrated 95% interval would in about "
-                f"{expected_coverage(args.coverage):.0%}"
-                + (f"; {sum(c is None for c in checks)} undefined" if None in checks else "")
-                if checks
-                else "not measured in this run (--coverage 0)"
-            ),
+            "coverage": coverage_verdict(checks, args.coverage),
         },
         **runs,
         "cpu_seconds": cpu,
