@@ -247,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replicates", type=int, default=1000)
     parser.add_argument("--coverage", type=int, default=0,
                         help="K >= 2: each network also scores K - 1 more test splits of --n-test images; each "
-                        "split's interval is checked against the network's term on the others")  # fmt: skip
+                        "split's intervals are checked against the network's term and shift on the others")  # fmt: skip
     parser.add_argument("--workers", type=int, default=1, help="networks trained at once, one core each")
     parser.add_argument("--json", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
