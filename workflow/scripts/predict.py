@@ -81,10 +81,12 @@ def main(
         jobs.setdefault(split_of[dataset], []).append(
             (stage, weights_file, network, [str(c) for c in meta["class_names"]], scores_out, embedding_out)
         )
-    for split, networks in jobs.items():
-        images = read_split(split)
+    read = {split: read_split(split) for split in jobs}
+    for split, networks in jobs.items():  # every network against its split before any image is scored
         for _, weights_file, _, classes, _, _ in networks:
-            check_classes(images.classes, classes, weights_file)
+            check_classes(read[split].classes, classes, weights_file)
+    for split, networks in jobs.items():
+        images = read[split]
         paths = images.frame["path"].tolist()
         names = ", ".join(n[0] for n in networks)
         log.info("scoring %d images of %s with %s (%s) on %s", len(paths), split, spec.name, names, dev)
