@@ -363,14 +363,15 @@ def test_predict_names_a_lacking_class_or_an_unmatched_stage_before_scoring(draw
     options = dict(entry=ENTRY, batch_size=16, num_workers=0, device="cpu", model="tiny")
     with pytest.raises(ValueError, match=r"lacking.safetensors: the network has no output for class 'person'"):
         predict([files["test"]], weights, **outputs, datasets=["syn"], stages=STAGES, **options)
-    other = (
-        tmp_path / "other" / "test.parquet"
-    )  # a second dataset's split: its network is checked before the first scores
+    # a second dataset's split: its network is checked before the first dataset's networks score
+    other = tmp_path / "other" / "test.parquet"
     other.parent.mkdir()
     shutil.copyfile(files["test"], other)
     with pytest.raises(ValueError, match=r"lacking.safetensors: the network has no output for class 'person'"):
         predict([files["test"], str(other)], weights, **outputs, datasets=["syn", "other"],
                 stages=["ft-syn-seed0", "ft-other-seed0"], **options)  # fmt: skip
+    with pytest.raises(ValueError, match=r"2 stages for 1 checkpoints, 2 prediction and 2 embedding files"):
+        predict([files["test"]], weights[:1], **outputs, datasets=["syn"], stages=STAGES, **options)
     with pytest.raises(ValueError, match=r"stage 'ft-other-seed0': its dataset 'other' is none of \['syn'\]"):
         predict([files["test"]], weights, **outputs, datasets=["syn"], stages=["ft-other-seed0", STAGES[1]], **options)
     assert not list(tmp_path.glob("*.parquet"))

@@ -18,6 +18,7 @@ Standalone: python workflow/scripts/predict.py --splits results/splits/D/test.pa
 """
 
 import logging
+from typing import NamedTuple
 
 import numpy as np
 
@@ -34,6 +35,17 @@ from biastransfer.scripting import run
 from biastransfer.stages import parse_stage
 
 log = logging.getLogger(__name__)
+
+
+class Network(NamedTuple):
+    """One network rule predict scores: its stage, checkpoint, loaded classifier, classes and output files."""
+
+    stage: str
+    weights: str
+    classifier: object
+    classes: list
+    predictions: str
+    embeddings: str
 
 
 def check_classes(split_classes, network_classes, weights: str) -> None:
@@ -64,33 +76,34 @@ def main(
     import torch
 
     torch.set_num_threads(max(1, threads))
-    sizes = {"splits": len(splits), "weights": len(weights), "predictions": len(predictions),
-             "embeddings": len(embeddings)}  # fmt: skip
-    if len(datasets) != sizes["splits"] or {len(stages)} != {sizes[k] for k in sizes if k != "splits"}:
-        raise ValueError(f"{len(datasets)} datasets and {len(stages)} stages for {sizes}: one split per dataset, "
-                         "one checkpoint, prediction and embedding file per stage")  # fmt: skip
+    if len(datasets) != len(splits) or not len(stages) == len(weights) == len(predictions) == len(embeddings):
+        raise ValueError(f"{len(splits)} splits for {len(datasets)} datasets, and {len(stages)} stages for "
+                         f"{len(weights)} checkpoints, {len(predictions)} prediction and {len(embeddings)} "
+                         "embedding files: one split per dataset, one of each file per stage")  # fmt: skip
     split_of = dict(zip(datasets, splits))
     spec = model_spec(model, entry)
     dev = torch_device(device)
-    jobs = {}  # split -> [(stage, weights, network, classes, predictions, embeddings)]
+    by_split: dict[str, list[Network]] = {}
     for stage, weights_file, scores_out, embedding_out in zip(stages, weights, predictions, embeddings):
         dataset = parse_stage(stage)[0]
         if dataset not in split_of:
             raise ValueError(f"stage {stage!r}: its dataset {dataset!r} is none of {datasets} (the test splits given)")
-        network, meta = load_classifier_from_checkpoint(weights_file)
-        jobs.setdefault(split_of[dataset], []).append(
-            (stage, weights_file, network, [str(c) for c in meta["class_names"]], scores_out, embedding_out)
+        classifier, meta = load_classifier_from_checkpoint(weights_file)
+        classes = [str(c) for c in meta["class_names"]]
+        by_split.setdefault(split_of[dataset], []).append(
+            Network(stage, weights_file, classifier, classes, scores_out, embedding_out)
         )
-    read = {split: read_split(split) for split in jobs}
-    for split, networks in jobs.items():  # every network against its split before any image is scored
-        for _, weights_file, _, classes, _, _ in networks:
-            check_classes(read[split].classes, classes, weights_file)
-    for split, networks in jobs.items():
+    read = {split: read_split(split) for split in by_split}
+    for split, networks in by_split.items():  # every network against its split before any image is scored
+        for n in networks:
+            check_classes(read[split].classes, n.classes, n.weights)
+    entry_hash = config_hash(entry)
+    for split, networks in by_split.items():
         images = read[split]
         paths = images.frame["path"].tolist()
-        names = ", ".join(n[0] for n in networks)
+        names = ", ".join(n.stage for n in networks)
         log.info("scoring %d images of %s with %s (%s) on %s", len(paths), split, spec.name, names, dev)
-        both = EmbeddingAndLogits(*(n[2] for n in networks))
+        both = EmbeddingAndLogits(*(n.classifier for n in networks))
         outputs, runtime = run_on_images(
             both,
             paths,
@@ -103,26 +116,24 @@ def main(
             log=log.warning,
         )
         split_digest = file_digest(split)
-        for (stage, weights_file, _, classes, scores_out, embedding_out), (features, logits) in zip(
-            networks, both.split(outputs)
-        ):
+        for n, (features, logits) in zip(networks, both.split(outputs)):
             scores = 1.0 / (1.0 + np.exp(-logits.astype(np.float64)))
             provenance = embedding_provenance(
                 spec,
-                file_digest(weights_file),
-                stage=stage,
+                file_digest(n.weights),
+                stage=n.stage,
                 dataset=images.dataset,
                 split=images.name,
                 split_sha256=split_digest,
-                config_hash=config_hash(entry),
+                config_hash=entry_hash,
                 device=str(dev),
                 **runtime,
-                **finetune_origin(weights_file),
+                **finetune_origin(n.weights),
             )
-            write_predictions(scores_out, images.frame["image_id"], classes, scores, provenance)
-            write_embeddings(embedding_out, images.frame["image_id"], [images.name] * len(paths), features, provenance)
-            log.info("wrote %s: %d images x %d classes, and %s: %d dimensions", scores_out, *scores.shape,
-                     embedding_out, features.shape[1])  # fmt: skip
+            write_predictions(n.predictions, images.frame["image_id"], n.classes, scores, provenance)
+            write_embeddings(n.embeddings, images.frame["image_id"], [images.name] * len(paths), features, provenance)
+            log.info("wrote %s: %d images x %d classes, and %s: %d dimensions", n.predictions, *scores.shape,
+                     n.embeddings, features.shape[1])  # fmt: skip
 
 
 if __name__ == "__main__":
