@@ -31,7 +31,7 @@ from biastransfer.stats._validation import (
     check_same_dims,
     check_seed,
 )
-from biastransfer.stats.attribution import detectable_shift
+from biastransfer.stats.attribution import TIE_RTOL, detectable_shift
 from biastransfer.stats.bootstrap import BOOTSTRAP, check_level, ieat_ci
 
 ALTERNATIVES = ("greater", "less", "two-sided")
@@ -39,7 +39,6 @@ METHODS = ("auto", "exact", "permutation", "normal")
 MAX_EXACT_PARTITIONS = 50_000_000
 PERMUTATIONS = 100_000  # default partitions drawn when they cannot all be enumerated (also the schema's)
 _CHUNK = 1 << 14  # partitions per vectorised block; fixed, so a seed always gives the same draws
-_TIE_RTOL = 1e-11  # partition sums closer than this (relative to sum |s|) count as ties
 POWER = 0.8  # the power at which detectable_d is stated
 
 
@@ -209,7 +208,7 @@ def partition_pvalues(
     """
     observed = sum(s[:n].sum() for s, n in zip(scores, sizes_x))
     center = sum(n * s.mean() for s, n in zip(scores, sizes_x))  # mean over all partitions
-    tol = _TIE_RTOL * sum(np.abs(s).sum() for s in scores)
+    tol = TIE_RTOL * sum(np.abs(s).sum() for s in scores)
     n_partitions = math.prod(math.comb(s.size, n) for s, n in zip(scores, sizes_x))
     if method == "auto":
         method = "exact" if n_partitions <= permutations and len(scores) == 1 else "permutation"
