@@ -9,6 +9,7 @@ import pytest
 from scipy import stats
 
 from biastransfer.stats.attribution import (
+    Design,
     attribution_table,
     compare_networks,
     detectable_shift,
@@ -46,7 +47,7 @@ def test_exact_pvalue_equals_brute_force(sizes, alternative):
         a, b = rng.normal(0.7, 1, sizes[0]), rng.normal(0, 1, sizes[1])
         if rep == 3:  # ties: integer values
             a, b = np.round(a), np.round(b)
-        result = compare_networks(a, b, alternative=alternative, simulations=50)
+        result = compare_networks(a, b, Design(alternative=alternative, simulations=50))
         assert result.method == "exact" and result.permutations == math.comb(sum(sizes), sizes[0])
         assert result.pvalue == pytest.approx(brute_force_p(a, b, alternative), abs=1e-12)
 
@@ -54,20 +55,20 @@ def test_exact_pvalue_equals_brute_force(sizes, alternative):
 def test_monte_carlo_pvalue_agrees_with_exact_and_counts_the_observed_relabelling():
     rng = np.random.default_rng(3)
     a, b = rng.normal(1, 1, 7), rng.normal(0, 1, 7)
-    exact = compare_networks(a, b, simulations=50).pvalue
-    mc = compare_networks(a, b, permutations=2000, simulations=50)
+    exact = compare_networks(a, b, Design(simulations=50)).pvalue
+    mc = compare_networks(a, b, Design(permutations=2000, simulations=50))
     assert mc.method == "permutation" and mc.permutations == 2000
     assert mc.pvalue == pytest.approx(exact, abs=4 * math.sqrt(exact * (1 - exact) / 2000) + 1e-3)
-    separated = compare_networks(np.arange(7) + 100.0, np.arange(7.0), permutations=500, simulations=50)
+    separated = compare_networks(np.arange(7) + 100.0, np.arange(7.0), Design(permutations=500, simulations=50))
     assert separated.pvalue >= 1 / 500 and separated.min_pvalue == 1 / 500
 
 
 @pytest.mark.parametrize("n_a,n_b,expected", [(2, 2, 1 / 3), (4, 4, 2 / 70), (5, 5, 2 / 252), (3, 5, 1 / 56)])
 def test_the_smallest_attainable_pvalue_is_that_of_separated_groups(n_a, n_b, expected):
     assert min_pvalue(n_a, n_b) == pytest.approx(expected)
-    assert compare_networks(np.arange(n_a) + 50.0, np.arange(float(n_b)), simulations=50).pvalue == pytest.approx(
-        expected
-    )
+    assert compare_networks(
+        np.arange(n_a) + 50.0, np.arange(float(n_b)), Design(simulations=50)
+    ).pvalue == pytest.approx(expected)
     assert min_pvalue(n_a, n_b, "greater") == pytest.approx(1 / math.comb(n_a + n_b, n_a))
 
 
@@ -94,14 +95,14 @@ def test_detects_a_planted_difference_and_states_its_power():
 
 
 def test_two_networks_per_group_cannot_reject():
-    result = compare_networks([1.27, 0.78], [-1.74, -1.68], simulations=50)
+    result = compare_networks([1.27, 0.78], [-1.74, -1.68], Design(simulations=50))
     assert result.min_pvalue == pytest.approx(1 / 3) and result.pvalue == pytest.approx(1 / 3)
     assert result.detectable_shift == math.inf == detectable_shift(2, 2)
 
 
 def test_welch_interval_and_pvalue_are_scipys():
     a, b = np.array([1.2, 0.8, 1.5, 0.9]), np.array([-0.7, -0.9, -0.2, -1.1, -0.5])
-    result = compare_networks(a, b, level=0.9, simulations=50)
+    result = compare_networks(a, b, Design(level=0.9, simulations=50))
     welch = stats.ttest_ind(a, b, equal_var=False)
     ci = welch.confidence_interval(0.9)
     assert (result.ci_low, result.ci_high) == pytest.approx((ci.low, ci.high))
@@ -151,7 +152,7 @@ def test_attribution_table_compares_every_pair_of_groups():
         "test": "t",
         "groups": {"planted": ["p0", "p1", "p2"], "none": ["n0", "n1", "n2"], "mirrored": ["m0", "m1", "m2"]},
     }
-    table = attribution_table(ieat, [spec, {**spec, "name": "after", "stage": "ft-x"}], simulations=50)
+    table = attribution_table(ieat, [spec, {**spec, "name": "after", "stage": "ft-x"}], Design(simulations=50))
     assert list(zip(table["group_a"], table["group_b"]))[:3] == [
         ("planted", "none"),
         ("planted", "mirrored"),

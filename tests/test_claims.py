@@ -3,12 +3,14 @@ brute force, the floors and the models a claim needs, planted and null groups, H
 
 import itertools
 import re
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 import pytest
 from test_tables import compile_latex, needs_latex
 
+from biastransfer.stats.attribution import Design
 from biastransfer.stats.claims import (
     claims_table,
     compare_paired,
@@ -18,7 +20,7 @@ from biastransfer.stats.claims import (
     sign_flips,
 )
 
-FAST = dict(simulations=300)
+FAST = Design(simulations=300)
 
 
 def test_sign_flip_pvalues_match_brute_force():
@@ -46,7 +48,7 @@ def test_floors_and_the_models_a_claim_needs():
 def test_paired_interval_and_detectable_difference():
     x = np.array([1.0, 1.4, 0.9, 1.6, 1.2, 1.1])
     y = x - np.array([0.5, 0.7, 0.4, 0.9, 0.6, 0.5])
-    r = compare_paired(x, y, alternative="greater", **FAST)
+    r = compare_paired(x, y, replace(FAST, alternative="greater"))
     assert r.method == "exact" and r.permutations == 64 and r.pvalue == 1 / 64 == r.min_pvalue
     assert r.ci_low < r.mean_difference < r.ci_high and r.mean_difference == pytest.approx(0.6)
     assert 0 < r.detectable_difference < np.inf and r.detectable_shift > 0
@@ -64,14 +66,14 @@ def _claims(rng, shift, n=6, paired_shift=0.0, pairs=8):
 
 def test_planted_differences_are_supported_and_reversed_ones_contradicted():
     rng = np.random.default_rng(3)
-    table = claims_table(_claims(rng, shift=3.0, paired_shift=1.0), alpha=0.05, **FAST).set_index("claim")
+    table = claims_table(_claims(rng, shift=3.0, paired_shift=1.0), FAST).set_index("claim")
     assert list(table["verdict"]) == ["supported", "supported"]
     assert (table["p_adjusted"] >= table["p"]).all() and table.loc["retention", "method"] == "exact"
     reversed_claims = [{**c, "direction": "less"} for c in _claims(np.random.default_rng(3), 3.0, paired_shift=1.0)]
-    assert list(claims_table(reversed_claims, alpha=0.05, **FAST)["verdict"]) == ["contradicted", "contradicted"]
+    assert list(claims_table(reversed_claims, FAST)["verdict"]) == ["contradicted", "contradicted"]
     # "x and y differ" is supported either way round, and has no opposite to contradict it
     two_sided = [{**c, "direction": "two-sided"} for c in reversed_claims]
-    table = claims_table(two_sided, alpha=0.05, **FAST)
+    table = claims_table(two_sided, FAST)
     assert list(table["verdict"]) == ["supported", "supported"] and table["p_opposite"].isna().all()
 
 
@@ -82,7 +84,7 @@ def test_too_few_models_are_not_testable_whatever_the_data():
         {"name": "pairs", "kind": "paired", "direction": "greater", "x": [5.0, 6.0, 7.0], "y": [0.0, 0.1, 0.2]},
         {"name": "one", "kind": "groups", "direction": "greater", "x": [5.0], "y": [0.0, 0.1]},  # no test at all
     ]
-    verdicts = list(claims_table(claims, alpha=0.05, **FAST)["verdict"])
+    verdicts = list(claims_table(claims, FAST)["verdict"])
     # four claims: each is judged at alpha / 4 = 0.0125, Holm's first step (4 vs 4: 1/70; 5 vs 5: 1/252)
     assert verdicts == [
         "not testable with 2 models per group; at least 5 are needed",
@@ -90,7 +92,7 @@ def test_too_few_models_are_not_testable_whatever_the_data():
         "not testable with 3 paired models; at least 7 are needed",
         "not testable with 1 and 2 models per group; at least 5 are needed",
     ]
-    assert list(claims_table(claims[:1], alpha=0.05, **FAST)["verdict"]) == [
+    assert list(claims_table(claims[:1], FAST)["verdict"]) == [
         "not testable with 2 models per group; at least 4 are needed"  # alone, at alpha itself
     ]
 
@@ -98,9 +100,7 @@ def test_too_few_models_are_not_testable_whatever_the_data():
 def test_without_a_true_difference_a_claim_is_rarely_supported():
     """Groups drawn from one distribution: supported in at most 8% of 50 seeded runs at alpha 0.05, and
     contradicted as rarely; a testable claim that is not supported states its detectable difference."""
-    tables = [
-        claims_table(_claims(np.random.default_rng(100 + i), 0.0), alpha=0.05, simulations=100) for i in range(50)
-    ]
+    tables = [claims_table(_claims(np.random.default_rng(100 + i), 0.0), Design(simulations=100)) for i in range(50)]
     verdicts = np.array([list(t["verdict"]) for t in tables])
     for column in range(2):
         assert np.mean(verdicts[:, column] == "supported") <= 0.08

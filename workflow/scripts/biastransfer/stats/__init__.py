@@ -11,7 +11,7 @@ first use (biastransfer._lazy).
   :func:`combined_ieat`, and the smallest |d| a test of these set sizes detects :func:`detectable_effect_size`
 - Across networks: :func:`compare_networks`, :func:`detectable_shift`, :func:`min_pvalue`; the same models under
   two conditions :func:`compare_paired`; claims about groups of models, Holm over the claims, with verdicts in
-  words :func:`claims_table`
+  words :func:`claims_table`; how each of these is tested and powered: :class:`Design`
 - Multiple testing: :func:`adjust_pvalues`
 - Prediction-level bias of a classifier: :func:`bias_amplification` (directional BiasAmp_{A->T} or Zhao et al.'s)
   and both at once :func:`bias_amplifications`, predictions from scores :func:`predict_at_threshold` and
@@ -47,6 +47,7 @@ _EXPORTS = {
     "min_pvalue": "attribution",
     "compare_paired": "claims",
     "claims_table": "claims",
+    "Design": "attribution",
     "adjust_pvalues": "multitest",
     "bias_amplification": "amplification",
     "bias_amplifications": "amplification",

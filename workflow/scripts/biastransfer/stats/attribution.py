@@ -31,6 +31,40 @@ POWER_PARTITIONS = 5_000  # relabellings per simulated data set in power simulat
 
 
 @dataclass(frozen=True)
+class Design(Result):
+    """How a comparison across networks (or models) is tested and powered, checked when made: the
+    ``alternative``, at most ``permutations`` relabellings (all of them when there are no more), the
+    interval's ``level``, and the power analysis: the true difference found with probability ``power`` at
+    ``alpha``, from ``simulations`` simulated data sets. ``seed`` seeds the random relabellings and the
+    simulations (``None``: fresh entropy, then recorded)."""
+
+    alternative: str = "two-sided"
+    permutations: int = 100_000
+    level: float = 0.95
+    alpha: float = 0.05
+    power: float = 0.8
+    simulations: int = 2000
+    seed: int | None = 0
+
+    def __post_init__(self):
+        check_choice(self.alternative, "alternative", ALTERNATIVES)
+        for name in ("level", "alpha", "power"):
+            if not 0 < getattr(self, name) < 1:
+                raise ValueError(f"{name} must be in (0, 1), got {getattr(self, name)}")
+        object.__setattr__(self, "permutations", check_positive_int(self.permutations, "permutations"))
+        object.__setattr__(self, "simulations", check_positive_int(self.simulations, "simulations"))
+        object.__setattr__(self, "seed", check_seed(self.seed))
+
+    def tested(self, pvalue: float, method: str, permutations: int, floor: float, shift: float, sd: float) -> dict:
+        """The fields every comparison reports beside its estimate: its p-value (``method``, over ``permutations``
+        relabellings) and floor, this design's settings, and the detectable ``shift`` in SDs and, times ``sd``, in
+        the measure's units."""
+        return dict(pvalue=pvalue, method=method, permutations=permutations, min_pvalue=floor, level=self.level,
+                    alternative=self.alternative, alpha=self.alpha, power=self.power, detectable_shift=shift,
+                    detectable_difference=shift * sd, seed=self.seed)  # fmt: skip
+
+
+@dataclass(frozen=True)
 class NetworkComparison(Result):
     """Outcome of :func:`compare_networks` (group a minus group b).
 
@@ -122,28 +156,19 @@ def min_pvalue(n_a: int, n_b: int, alternative: str = "two-sided", permutations:
     return (2.0 if alternative == "two-sided" and n_a == n_b else 1.0) / count
 
 
-def power(
-    n_a: int,
-    n_b: int,
-    shift: float,
-    *,
-    alpha: float = 0.05,
-    alternative: str = "two-sided",
-    permutations: int = 100_000,
-    simulations: int = 2000,
-    seed: int = 0,
-) -> float:
-    """Probability that the permutation test rejects at ``alpha`` when group a's mean exceeds group b's
-    by ``shift`` between-network SDs (normal networks; simulated with common random numbers)."""
-    return _power(_simulation(n_a, n_b, permutations, simulations, seed), shift, alpha, alternative)
+def power(n_a: int, n_b: int, shift: float, design: Design | None = None) -> float:
+    """Probability that the permutation test of ``design`` rejects at its ``alpha`` when group a's mean exceeds
+    group b's by ``shift`` between-network SDs (normal networks; simulated with common random numbers)."""
+    design = design or Design()
+    return _power(_simulation(n_a, n_b, design), shift, design.alpha, design.alternative)
 
 
-def _simulation(n_a, n_b, permutations, simulations, seed) -> dict:
+def _simulation(n_a: int, n_b: int, design: Design) -> dict:
     """Standard normal draws shared by every shift, with their sums over the relabellings (at most
     POWER_PARTITIONS). Shifting group a by ``t`` adds ``t`` times the relabelling's overlap with group a
     to every sum, so one matrix product serves every shift."""
-    parts, _ = partitions(n_a, n_b, min(permutations, POWER_PARTITIONS), seed)
-    base = np.random.default_rng(seed).standard_normal((simulations, n_a + n_b))
+    parts, _ = partitions(n_a, n_b, min(design.permutations, POWER_PARTITIONS), design.seed)
+    base = np.random.default_rng(design.seed).standard_normal((design.simulations, n_a + n_b))
     member = np.zeros((len(parts), n_a + n_b))
     np.put_along_axis(member, parts, 1.0, axis=1)
     return dict(base=base, n_a=n_a, sums=base @ member.T, overlap=member[:, :n_a].sum(axis=1))
@@ -163,23 +188,14 @@ def _power(sim: dict, shift, alpha, alternative) -> float:
     return float(np.mean(as_extreme(sums, observed, tol, alternative).mean(axis=1) <= alpha))
 
 
-def detectable_shift(
-    n_a: int,
-    n_b: int,
-    *,
-    alpha: float = 0.05,
-    target: float = 0.8,
-    alternative: str = "two-sided",
-    permutations: int = 100_000,
-    simulations: int = 2000,
-    seed: int = 0,
-) -> float:
-    """Smallest shift (in between-network SDs, rounded up to 0.01) with :func:`power` >= ``target``; ``inf`` when
-    the design cannot reach a p-value of ``alpha`` at all."""
-    if min_pvalue(n_a, n_b, alternative, permutations) > alpha:
+def detectable_shift(n_a: int, n_b: int, design: Design | None = None) -> float:
+    """Smallest shift (in between-network SDs, rounded up to 0.01) that the test of ``design`` finds with
+    probability ``design.power``; ``inf`` when the design cannot reach a p-value of its ``alpha`` at all."""
+    design = design or Design()
+    if min_pvalue(n_a, n_b, design.alternative, design.permutations) > design.alpha:
         return math.inf
-    sim = _simulation(n_a, n_b, permutations, simulations, seed)
-    return smallest_shift(lambda shift: _power(sim, shift, alpha, alternative), target)
+    sim = _simulation(n_a, n_b, design)
+    return smallest_shift(lambda shift: _power(sim, shift, design.alpha, design.alternative), design.power)
 
 
 def smallest_shift(power_at: Callable[[float], float], target: float) -> float:
@@ -196,53 +212,18 @@ def smallest_shift(power_at: Callable[[float], float], target: float) -> float:
     return math.ceil(high * 100) / 100
 
 
-def check_test_options(alternative: str, permutations, simulations, seed, **probabilities) -> tuple[int, int, int]:
-    """``(permutations, simulations, seed)`` checked, and each named probability (level, alpha, power) in (0, 1)."""
-    check_choice(alternative, "alternative", ALTERNATIVES)
-    for name, value in probabilities.items():
-        if not 0 < value < 1:
-            raise ValueError(f"{name} must be in (0, 1), got {value}")
-    return (
-        check_positive_int(permutations, "permutations"),
-        check_positive_int(simulations, "simulations"),
-        check_seed(seed),
-    )
-
-
-def compare_networks(
-    a,
-    b,
-    *,
-    alternative: str = "two-sided",
-    permutations: int = 100_000,
-    level: float = 0.95,
-    alpha: float = 0.05,
-    power: float = 0.8,
-    simulations: int = 2000,
-    seed: int = 0,
-) -> NetworkComparison:
+def compare_networks(a, b, design: Design | None = None) -> NetworkComparison:
     """Compare the values of networks in group ``a`` with those in group ``b`` (one value per network)."""
-    permutations, simulations, seed = check_test_options(
-        alternative, permutations, simulations, seed, level=level, alpha=alpha, power=power
-    )
+    design = design or Design()
     a, b = _values(a, "a"), _values(b, "b")
-    parts, method = partitions(a.size, b.size, permutations, seed)
-    pvalue = float(permutation_pvalues(np.concatenate([a, b]), a.size, parts, alternative)[0])
+    parts, method = partitions(a.size, b.size, design.permutations, design.seed)
+    pvalue = float(permutation_pvalues(np.concatenate([a, b]), a.size, parts, design.alternative)[0])
     from scipy import stats  # here, not at the top: every iEAT job imports detectable_shift from this module
 
-    welch_p = stats.ttest_ind(a, b, equal_var=False, alternative=alternative).pvalue
-    ci = stats.ttest_ind(a, b, equal_var=False).confidence_interval(level)  # two-sided interval
+    welch_p = stats.ttest_ind(a, b, equal_var=False, alternative=design.alternative).pvalue
+    ci = stats.ttest_ind(a, b, equal_var=False).confidence_interval(design.level)  # two-sided interval
     pooled_sd = math.sqrt(((a.size - 1) * a.var(ddof=1) + (b.size - 1) * b.var(ddof=1)) / (a.size + b.size - 2))
-    shift = detectable_shift(
-        a.size,
-        b.size,
-        alpha=alpha,
-        target=power,
-        alternative=alternative,
-        permutations=permutations,
-        simulations=simulations,
-        seed=seed,
-    )
+    floor = min_pvalue(a.size, b.size, design.alternative, design.permutations)
     return NetworkComparison(
         n_a=a.size,
         n_b=b.size,
@@ -253,18 +234,8 @@ def compare_networks(
         difference=float(a.mean() - b.mean()),
         ci_low=float(ci.low),
         ci_high=float(ci.high),
-        level=level,
-        pvalue=pvalue,
-        method=method,
-        permutations=len(parts),
-        min_pvalue=min_pvalue(a.size, b.size, alternative, permutations),
         pvalue_welch=float(welch_p),
-        alternative=alternative,
-        alpha=alpha,
-        power=power,
-        detectable_shift=shift,
-        detectable_difference=shift * pooled_sd,
-        seed=seed,
+        **design.tested(pvalue, method, len(parts), floor, detectable_shift(a.size, b.size, design), pooled_sd),
     )
 
 
@@ -285,10 +256,10 @@ def network_values(ieat: pd.DataFrame, *, analysis_set: str, test: str, stage: s
     return out
 
 
-def attribution_table(ieat: pd.DataFrame, specs: Sequence[Mapping], **options) -> pd.DataFrame:
+def attribution_table(ieat: pd.DataFrame, specs: Sequence[Mapping], design: Design | None = None) -> pd.DataFrame:
     """One row per pair of groups of every spec ``{name, analysis_set, test, stage, groups: {label:
-    [models]}}``; ``pvalue_holm`` adjusts the pairs of one spec together. ``options`` go to
-    :func:`compare_networks`."""
+    [models]}}``, compared by :func:`compare_networks` with ``design``; ``pvalue_holm`` adjusts the pairs of
+    one spec together."""
     rows = []
     for spec in specs:
         values = {
@@ -303,7 +274,7 @@ def attribution_table(ieat: pd.DataFrame, specs: Sequence[Mapping], **options) -
         }
         first = len(rows)
         for label_a, label_b in itertools.combinations(values, 2):
-            result = compare_networks(list(values[label_a].values()), list(values[label_b].values()), **options)
+            result = compare_networks(list(values[label_a].values()), list(values[label_b].values()), design)
             rows.append(
                 {
                     "name": spec["name"],

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from biastransfer.stats.attribution import Design
 from biastransfer.stats.claims import claims_table
 
 MEASURES = ("d", "change_d", "abs_change_d", "new_associations", "bts_intra", "bts_inter")
@@ -127,7 +128,7 @@ def claims_from_summaries(claims: Mapping, summaries: Mapping[str, pd.DataFrame]
         specs.append({"name": test["name"], "kind": kind, "direction": test["direction"], "measure": test["measure"],
                       **arrays})  # fmt: skip
     options = {k: claims[k] for k in ("alpha", "permutations", "level", "power", "simulations", "seed")}
-    table = claims_table(specs, **options)
+    table = claims_table(specs, Design(**options))
     if not table.empty:
         by_name = {t["name"]: t for t in claims["tests"]}
         table.insert(1, "analysis_set", [by_name[c]["analysis_set"] for c in table["claim"]])

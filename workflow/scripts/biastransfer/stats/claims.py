@@ -23,7 +23,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -33,8 +33,8 @@ from biastransfer.stats._validation import Result, check_choice
 from biastransfer.stats.attribution import (
     POWER_PARTITIONS,
     TIE_RTOL,
+    Design,
     as_extreme,
-    check_test_options,
     compare_networks,
     min_pvalue,
     smallest_shift,
@@ -94,57 +94,28 @@ def paired_pvalues(differences, flips: np.ndarray, alternative: str = "two-sided
     return as_extreme(d @ flips.T, observed, tol, alternative).mean(axis=1)
 
 
-def paired_power(
-    n: int,
-    shift: float,
-    *,
-    alpha: float = 0.05,
-    alternative: str = "two-sided",
-    permutations: int = 100_000,
-    simulations: int = 2000,
-    seed: int = 0,
-) -> float:
-    """Probability that the sign-flip test of ``n`` normal differences of mean ``shift`` SDs rejects at ``alpha``."""
-    flips, _ = sign_flips(n, min(permutations, POWER_PARTITIONS), seed)
-    sign = -1.0 if alternative == "less" else 1.0
-    base = np.random.default_rng(seed).standard_normal((simulations, n)) + sign * shift
-    return float(np.mean(paired_pvalues(base, flips, alternative) <= alpha))
+def paired_power(n: int, shift: float, design: Design | None = None) -> float:
+    """Probability that the sign-flip test of ``design`` rejects at its ``alpha`` for ``n`` normal differences
+    of mean ``shift`` SDs."""
+    design = design or Design()
+    flips, _ = sign_flips(n, min(design.permutations, POWER_PARTITIONS), design.seed)
+    sign = -1.0 if design.alternative == "less" else 1.0
+    base = np.random.default_rng(design.seed).standard_normal((design.simulations, n)) + sign * shift
+    return float(np.mean(paired_pvalues(base, flips, design.alternative) <= design.alpha))
 
 
-def detectable_paired_shift(
-    n: int,
-    *,
-    alpha: float = 0.05,
-    target: float = 0.8,
-    alternative: str = "two-sided",
-    permutations: int = 100_000,
-    simulations: int = 2000,
-    seed: int = 0,
-) -> float:
-    """Smallest mean difference (in SDs of the differences, rounded up to 0.01) detected with probability
-    ``target``; ``inf`` when the design cannot reach ``alpha``."""
-    if min_paired_pvalue(n, alternative, permutations) > alpha:
+def detectable_paired_shift(n: int, design: Design | None = None) -> float:
+    """Smallest mean difference (in SDs of the differences, rounded up to 0.01) that the test of ``design``
+    finds with probability ``design.power``; ``inf`` when the design cannot reach its ``alpha``."""
+    design = design or Design()
+    if min_paired_pvalue(n, design.alternative, design.permutations) > design.alpha:
         return math.inf
-    options = dict(alpha=alpha, alternative=alternative, permutations=permutations, simulations=simulations, seed=seed)
-    return smallest_shift(lambda shift: paired_power(n, shift, **options), target)
+    return smallest_shift(lambda shift: paired_power(n, shift, design), design.power)
 
 
-def compare_paired(
-    x,
-    y,
-    *,
-    alternative: str = "two-sided",
-    permutations: int = 100_000,
-    level: float = 0.95,
-    alpha: float = 0.05,
-    power: float = 0.8,
-    simulations: int = 2000,
-    seed: int = 0,
-) -> PairedComparison:
+def compare_paired(x, y, design: Design | None = None) -> PairedComparison:
     """Compare the same models under two conditions (``x[i]`` and ``y[i]`` of model i) by their differences."""
-    permutations, simulations, seed = check_test_options(
-        alternative, permutations, simulations, seed, level=level, alpha=alpha, power=power
-    )
+    design = design or Design()
     x, y = (np.asarray(v, dtype=np.float64) for v in (x, y))
     if x.ndim != 1 or x.shape != y.shape:
         raise ValueError(f"x and y must be 1-D of one value per model each, got shapes {x.shape} and {y.shape}")
@@ -153,39 +124,18 @@ def compare_paired(
     if not (np.isfinite(x).all() and np.isfinite(y).all()):
         raise ValueError("x or y contains a non-finite value")
     d = x - y
-    flips, method = sign_flips(d.size, permutations, seed)
+    flips, method = sign_flips(d.size, design.permutations, design.seed)
     sd = float(d.std(ddof=1))
-    if sd > 0:
-        t = stats.t.ppf((1 + level) / 2, d.size - 1)
-        half = t * sd / math.sqrt(d.size)
-    else:
-        half = 0.0
-    shift = detectable_paired_shift(
-        d.size,
-        alpha=alpha,
-        target=power,
-        alternative=alternative,
-        permutations=permutations,
-        simulations=simulations,
-        seed=seed,
-    )
+    half = stats.t.ppf((1 + design.level) / 2, d.size - 1) * sd / math.sqrt(d.size) if sd > 0 else 0.0
+    pvalue = float(paired_pvalues(d, flips, design.alternative)[0])
+    floor = min_paired_pvalue(d.size, design.alternative, design.permutations)
     return PairedComparison(
         n=d.size,
         mean_difference=float(d.mean()),
         sd_difference=sd,
         ci_low=float(d.mean() - half),
         ci_high=float(d.mean() + half),
-        level=level,
-        pvalue=float(paired_pvalues(d, flips, alternative)[0]),
-        method=method,
-        permutations=len(flips),
-        min_pvalue=min_paired_pvalue(d.size, alternative, permutations),
-        alternative=alternative,
-        alpha=alpha,
-        power=power,
-        detectable_shift=shift,
-        detectable_difference=shift * sd,
-        seed=seed,
+        **design.tested(pvalue, method, len(flips), floor, detectable_paired_shift(d.size, design), sd),
     )
 
 
@@ -204,19 +154,19 @@ def models_needed(alpha: float, *, kind: str, alternative: str = "greater", perm
     raise ValueError(f"no design of up to 63 models reaches alpha = {alpha}")
 
 
-def _one_claim(claim: Mapping, options: Mapping) -> dict:
+def _one_claim(claim: Mapping, design: Design) -> dict:
     """The test of one claim in its direction, and (one-sided claims) in the opposite one."""
     name, kind, direction = claim["name"], claim["kind"], claim["direction"]
     check_choice(kind, f"claim {name!r}: kind", KINDS)
     check_choice(direction, f"claim {name!r}: direction", tuple(_OPPOSITE))
     x, y = (np.asarray(claim[k], dtype=np.float64) for k in ("x", "y"))
-    needed = models_needed(options["alpha"], kind=kind, alternative=direction, permutations=options["permutations"])
+    needed = models_needed(design.alpha, kind=kind, alternative=direction, permutations=design.permutations)
     if min(x.size, y.size) < 2:  # no test at all: a verdict of "not testable", not an error
-        return _untestable(name, kind, claim.get("measure", ""), direction, x, y, options, needed)
+        return _untestable(name, kind, claim.get("measure", ""), direction, x, y, design, needed)
     test = compare_networks if kind == "groups" else compare_paired
-    claimed = test(x, y, alternative=direction, **options)
+    claimed = test(x, y, replace(design, alternative=direction))
     against = _OPPOSITE[direction]
-    p_opposite = test(x, y, alternative=against, **options).pvalue if against else math.nan
+    p_opposite = test(x, y, replace(design, alternative=against)).pvalue if against else math.nan
     difference = claimed.difference if kind == "groups" else claimed.mean_difference
     return {
         "claim": name,
@@ -235,21 +185,21 @@ def _one_claim(claim: Mapping, options: Mapping) -> dict:
         "method": claimed.method,
         "detectable_difference": claimed.detectable_difference,
         "models_needed": needed,
-        "testable": claimed.min_pvalue < options["alpha"],
+        "testable": claimed.min_pvalue < design.alpha,
     }
 
 
-def _untestable(name, kind, measure, direction, x, y, options, needed) -> dict:
+def _untestable(name, kind, measure, direction, x, y, design: Design, needed) -> dict:
     """The row of a claim with a group (or pair list) of fewer than 2 models: its difference, no test."""
     floor = (
-        min_pvalue(x.size, y.size, direction, options["permutations"])
+        min_pvalue(x.size, y.size, direction, design.permutations)
         if kind == "groups"
-        else min_paired_pvalue(x.size, direction, options["permutations"])
+        else min_paired_pvalue(x.size, direction, design.permutations)
     )
     difference = float(x.mean() - y.mean()) if x.size and y.size else math.nan
     return {"claim": name, "kind": kind, "measure": measure, "direction": direction, "n_x": int(x.size),
             "n_y": int(y.size), "difference": difference, "ci_low": math.nan, "ci_high": math.nan,
-            "level": options["level"], "p": math.nan, "p_opposite": math.nan, "p_floor": floor, "method": "none",
+            "level": design.level, "p": math.nan, "p_opposite": math.nan, "p_floor": floor, "method": "none",
             "detectable_difference": math.inf, "models_needed": needed, "testable": False}  # fmt: skip
 
 
@@ -268,25 +218,17 @@ def claim_verdict(row: Mapping, alpha: float, power: float = 0.8) -> str:
     )
 
 
-def claims_table(
-    claims: Sequence[Mapping],
-    *,
-    alpha: float = 0.05,
-    permutations: int = 100_000,
-    level: float = 0.95,
-    power: float = 0.8,
-    simulations: int = 2000,
-    seed: int = 0,
-) -> pd.DataFrame:
+def claims_table(claims: Sequence[Mapping], design: Design | None = None) -> pd.DataFrame:
     """One row per claim (``name``, ``kind`` groups or paired, ``direction`` greater, less or two-sided for ``x - y``,
-    per-model values ``x`` and ``y``, optional ``measure``), Holm-adjusted over the claims, with its verdict."""
+    per-model values ``x`` and ``y``, optional ``measure``), each tested in its direction with ``design``,
+    Holm-adjusted over the claims at ``design.alpha``, with its verdict."""
+    design = design or Design()
     # each claim's own level, Holm's first step: its floor and detectable difference are judged against it
-    each = alpha / max(len(claims), 1)
-    options = dict(permutations=permutations, level=level, alpha=each, power=power, simulations=simulations, seed=seed)
-    table = pd.DataFrame([_one_claim(c, options) for c in claims])
+    each = replace(design, alpha=design.alpha / max(len(claims), 1))
+    table = pd.DataFrame([_one_claim(c, each) for c in claims])
     if table.empty:
         return table
     table["p_adjusted"] = adjust_pvalues(table["p"].to_numpy(), "holm")
     table["p_opposite_adjusted"] = adjust_pvalues(table["p_opposite"].to_numpy(), "holm")
-    table["verdict"] = [claim_verdict(r, alpha, power) for r in table.to_dict("records")]
+    table["verdict"] = [claim_verdict(r, design.alpha, design.power) for r in table.to_dict("records")]
     return table

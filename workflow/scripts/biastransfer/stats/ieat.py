@@ -31,7 +31,7 @@ from biastransfer.stats._validation import (
     check_same_dims,
     check_seed,
 )
-from biastransfer.stats.attribution import TIE_RTOL, detectable_shift
+from biastransfer.stats.attribution import TIE_RTOL, Design, detectable_shift
 from biastransfer.stats.bootstrap import BOOTSTRAP, check_level, ieat_ci
 
 ALTERNATIVES = ("greater", "less", "two-sided")
@@ -98,7 +98,7 @@ def detectable_effect_size(
     :func:`biastransfer.stats.attribution.detectable_shift` (simulated, common random numbers). d divides by
     the SD over the union, which the shift itself widens: ``d = t / sqrt(1 + t^2 n_x n_y / (n_x + n_y)^2)``.
     """
-    shift = detectable_shift(n_x, n_y, alpha=alpha, target=power, alternative=alternative, seed=seed)
+    shift = detectable_shift(n_x, n_y, Design(alternative=alternative, alpha=alpha, power=power, seed=seed))
     return shift if math.isinf(shift) else shift / math.sqrt(1 + shift**2 * n_x * n_y / (n_x + n_y) ** 2)
 
 

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from biastransfer.embeddings import EmbeddingTable
+from biastransfer.stats.attribution import Design
 from biastransfer.stats.bootstrap import IEATBlocks, ieat_changes
 from biastransfer.stats.change_tables import aligned_classes
 from biastransfer.stats.claims import compare_paired
@@ -84,7 +85,7 @@ def intervention_table(
                "d_untouched": float(before.mean()), "d_intervened": float(after.mean()),
                "delta_d": float((after - before).mean()), "ci_level": ci_level}  # fmt: skip
         if len(seeds) >= 2:
-            c = compare_paired(after, before, permutations=permutations, level=ci_level, alpha=alpha, seed=seed)
+            c = compare_paired(after, before, Design(permutations=permutations, level=ci_level, alpha=alpha, seed=seed))
             row |= {"ci_low": c.ci_low, "ci_high": c.ci_high, "pvalue": c.pvalue, "min_pvalue": c.min_pvalue,
                     "method": f"sign flips ({c.method}), t interval"}  # fmt: skip
         else:
