@@ -92,13 +92,7 @@ rule ieat:
         tests=lambda wildcards: cfg.canonical(
             config["analysis_sets"][wildcards.analysis_set]["ieat"]
         ),
-        permutations=config["analysis"]["ieat"]["permutations"],
-        alternative=config["analysis"]["ieat"]["alternative"],
-        method=config["analysis"]["ieat"]["method"],
-        seed=config["analysis"]["ieat"]["seed"],
-        bootstrap=config["analysis"]["ieat"]["bootstrap"],
-        ci_level=config["analysis"]["ieat"]["ci_level"],
-        alpha=config["analysis"]["ieat"]["alpha"],
+        options=cfg.canonical(config["analysis"]["ieat"]),
     script:
         "../workflow/scripts/ieat.py"
 

@@ -1,8 +1,9 @@
 """Image Embedding Association Tests on one embeddings file.
 
 Standalone: python workflow/scripts/ieat.py --embeddings E.parquet --table I.csv
---tests '[{"name": "t", "X": "man", "Y": "woman", "A": "car", "B": "surfboard"}]' --permutations 100000
---alternative greater --method auto --seed 0 --bootstrap 2000 --ci_level 0.95 [--alpha 0.05] [--analysis_set NAME --model NAME --stage pretrained]
+--tests '[{"name": "t", "X": "man", "Y": "woman", "A": "car", "B": "surfboard"}]'
+--options '{"permutations": 100000, "alternative": "greater", "seed": 0, "bootstrap": 2000}'
+[--analysis_set NAME --model NAME --stage pretrained] (options: the keywords of biastransfer.stats.ieat.ieat)
 """
 
 import logging
@@ -19,29 +20,12 @@ def main(
     embeddings: str,
     table: str,
     tests: list,
-    permutations: int,
-    alternative: str,
-    method: str,
-    seed: int,
-    bootstrap: int,
-    ci_level: float,
-    alpha: float = 0.05,
+    options: dict,
     analysis_set: str = "",
     model: str = "",
     stage: str = "pretrained",
 ) -> None:
-    emb = read_embeddings(embeddings)
-    results = ieat_table(
-        emb,
-        tests,
-        permutations=permutations,
-        alternative=alternative,
-        method=method,
-        seed=seed,
-        bootstrap=bootstrap,
-        ci_level=ci_level,
-        alpha=alpha,
-    )
+    results = ieat_table(read_embeddings(embeddings), tests, **options)
     results = with_provenance(results, analysis_set=analysis_set, model=model, stage=stage)
     write_csv(table, results)
     for row in results.itertuples():

@@ -50,13 +50,15 @@ def as_embeddings(value, name: str, *, min_rows: int = 1) -> tuple[np.ndarray, n
     return array, 1.0 / np.sqrt(squared)
 
 
-def check_same_dims(named: dict[str, np.ndarray]) -> None:
-    """Raise ValueError if the arrays in ``named`` (name -> 2-D array) differ in their number of dims."""
-    items = list(named.items())
-    first_name, first = items[0]
-    for name, array in items[1:]:
-        if array.shape[1] != first.shape[1]:
-            raise ValueError(f"{name} has {array.shape[1]} dims but {first_name} has {first.shape[1]}")
+def as_embedding_sets(named: Mapping[str, object], *, min_rows: int = 1) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """:func:`as_embeddings` of each named array (name -> (rows, 1 / row norms)); ValueError naming the
+    first array whose number of dims differs from the first one's."""
+    checked = {name: as_embeddings(value, name, min_rows=min_rows) for name, value in named.items()}
+    items = [(name, rows.shape[1]) for name, (rows, _) in checked.items()]
+    for name, dims in items[1:]:
+        if dims != items[0][1]:
+            raise ValueError(f"{name} has {dims} dims but {items[0][0]} has {items[0][1]}")
+    return checked
 
 
 def check_seed(seed, name: str = "seed") -> int:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special  # the normal and t quantiles scipy.stats itself uses, without its import cost
 
-from biastransfer.stats._validation import Result, as_embeddings, check_same_dims, check_seed
+from biastransfer.stats._validation import Result, as_embedding_sets, check_seed
 from biastransfer.stats.floors import check_replicates, too_few_to_resample
 
 BOOTSTRAP = 2000  # default replicates (also the schema's analysis.ieat.bootstrap and analysis.bts.bootstrap)
@@ -131,8 +131,7 @@ class IEATBlocks:
     """The cosine blocks X.A, X.B, Y.A, Y.B of one iEAT, for effect sizes of weighted resamples."""
 
     def __init__(self, X, Y, A, B):
-        checked = {name: as_embeddings(value, name) for name, value in zip("XYAB", (X, Y, A, B))}
-        check_same_dims({name: array for name, (array, _) in checked.items()})
+        checked = as_embedding_sets(dict(zip("XYAB", (X, Y, A, B))))
         units = {name: array * inv[:, None] for name, (array, inv) in checked.items()}
         self.sizes = {name: len(u) for name, u in units.items()}
         self.xa, self.xb = units["X"] @ units["A"].T, units["X"] @ units["B"].T

@@ -23,14 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special  # the normal tail scipy.stats.norm itself uses, without its import cost
 
-from biastransfer.stats._validation import (
-    Result,
-    as_embeddings,
-    check_choice,
-    check_positive_int,
-    check_same_dims,
-    check_seed,
-)
+from biastransfer.stats._validation import Result, as_embedding_sets, check_choice, check_positive_int, check_seed
 from biastransfer.stats.attribution import TIE_RTOL, Design, detectable_shift
 from biastransfer.stats.bootstrap import BOOTSTRAP, check_level, ieat_ci
 
@@ -104,8 +97,7 @@ def detectable_effect_size(
 
 def association_scores(X, Y, A, B) -> np.ndarray:
     """s(w, A, B) for every row w of X then of Y (length |X| + |Y|), after checking the inputs."""
-    checked = {name: as_embeddings(value, name) for name, value in zip("XYAB", (X, Y, A, B))}
-    check_same_dims({name: array for name, (array, _) in checked.items()})
+    checked = as_embedding_sets(dict(zip("XYAB", (X, Y, A, B))))
     (X, inv_x), (Y, inv_y), (A, inv_a), (B, inv_b) = checked.values()
     # mean_a cos(w, a) - mean_b cos(w, b) = u_w . (mean unit row of A - mean unit row of B)
     direction = (inv_a @ A) / len(A) - (inv_b @ B) / len(B)

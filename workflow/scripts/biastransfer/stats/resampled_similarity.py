@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from biastransfer.stats._validation import as_embeddings, check_positive_int, check_same_dims, check_seed
+from biastransfer.stats._validation import as_embedding_sets, check_positive_int, check_seed
 from biastransfer.stats.bootstrap import (
     BOOTSTRAP,
     BootstrapResult,
@@ -132,12 +132,8 @@ def _units(groups: Mapping, classes: list, stage) -> dict[Hashable, np.ndarray]:
     missing = [c for c in classes if c not in groups]
     if missing:
         raise ValueError(f"stage {stage!r} has no embeddings of classes {missing}")
-    out = {}
-    for c in classes:
-        rows, inv = as_embeddings(groups[c], f"stage {stage!r} class {c!r}", min_rows=2)
-        out[c] = rows * inv[:, None]
-    check_same_dims({f"stage {stage!r} class {c!r}": u for c, u in out.items()})
-    return out
+    named = as_embedding_sets({f"stage {stage!r} class {c!r}": groups[c] for c in classes}, min_rows=2)
+    return {c: rows * inv[:, None] for c, (rows, inv) in zip(classes, named.values())}
 
 
 def _value(units: Mapping, key, counts: Mapping) -> np.ndarray:

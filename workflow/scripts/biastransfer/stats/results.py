@@ -17,7 +17,7 @@ from biastransfer.stages import parse_stage, stage_kind
 from biastransfer.stats._validation import ieat_role_problems
 from biastransfer.stats.bootstrap import BOOTSTRAP
 from biastransfer.stats.bts import bias_transfer_score, retention_difference
-from biastransfer.stats.ieat import PERMUTATIONS, ieat
+from biastransfer.stats.ieat import ieat
 from biastransfer.stats.multitest import adjust_pvalues
 from biastransfer.stats.resampled_similarity import SimilarityReplicates, rank_correlation_ci
 from biastransfer.stats.similarity import inter_class_similarity, intra_class_similarity
@@ -182,39 +182,17 @@ def scratch_columns(
     )
 
 
-def ieat_table(
-    table: EmbeddingTable,
-    tests: Sequence[Mapping],
-    *,
-    permutations: int = PERMUTATIONS,
-    alternative: str = "greater",
-    method: str = "auto",
-    seed: int = 0,
-    bootstrap: int = BOOTSTRAP,
-    ci_level: float = 0.95,
-    alpha: float | None = 0.05,
-) -> pd.DataFrame:
+def ieat_table(table: EmbeddingTable, tests: Sequence[Mapping], **options) -> pd.DataFrame:
     """One iEAT per configured test ``{name, X, Y, A, B}``, with a bootstrap interval of d, both
-    the ``alternative``'s and the two-sided p-value, and the |d| detectable with 80% power at ``alpha``.
+    the ``alternative``'s and the two-sided p-value, and the |d| detectable with 80% power at ``alpha``;
+    ``options`` are :func:`~biastransfer.stats.ieat.ieat`'s keywords (``analysis.ieat`` of the config).
     ValueError for a class in two roles of one test."""
     for test in tests:
         if ieat_role_problems(test):
             raise ValueError(f"iEAT {test['name']}: " + "; ".join(ieat_role_problems(test)))
     rows = []
     for test in tests:
-        r = ieat(
-            table.of_class(test["X"]),
-            table.of_class(test["Y"]),
-            table.of_class(test["A"]),
-            table.of_class(test["B"]),
-            permutations=permutations,
-            alternative=alternative,
-            method=method,
-            seed=seed,
-            bootstrap=bootstrap,
-            ci_level=ci_level,
-            alpha=alpha,
-        )
+        r = ieat(*(table.of_class(test[role]) for role in "XYAB"), **options)
         rows.append(
             {
                 "test": test["name"],

@@ -23,10 +23,10 @@ import numpy as np
 
 from biastransfer.stats._validation import (
     Result,
+    as_embedding_sets,
     as_embeddings,
     check_choice,
     check_positive_int,
-    check_same_dims,
     check_seed,
 )
 
@@ -72,9 +72,7 @@ def inter_class_similarity(
 ) -> SimilarityResult:
     """Mean cosine similarity between the embeddings of two classes (rows of ``Zp`` and ``Zq``)."""
     check_choice(method, "method", METHODS)
-    p = _Prepared(*as_embeddings(Zp, "Zp"))
-    q = _Prepared(*as_embeddings(Zq, "Zq"))
-    check_same_dims({"Zp": p.rows, "Zq": q.rows})
+    p, q = (_Prepared(*checked) for checked in as_embedding_sets({"Zp": Zp, "Zq": Zq}).values())
     if method == "exact":
         return _inter_exact(p, q)
     iterations = check_positive_int(iterations, "iterations")
@@ -93,10 +91,10 @@ def class_similarities(
     product of each class's rows with all class sums of unit rows gives every value and jackknife SE,
     so a whole table costs little more than reading the embeddings. Results equal the single-call functions' to rounding.
     """
-    checked = {key: as_embeddings(Z, f"classes[{key!r}]", min_rows=2) for key, Z in classes.items()}
-    if not checked:
+    if not classes:
         raise ValueError("classes is empty")
-    check_same_dims({f"classes[{key!r}]": rows for key, (rows, _) in checked.items()})
+    named = as_embedding_sets({f"classes[{key!r}]": Z for key, Z in classes.items()}, min_rows=2)
+    checked = dict(zip(classes, named.values()))
     pairs = list(itertools.combinations(checked, 2) if pairs is None else pairs)
     unknown = sorted({repr(k) for pair in pairs for k in pair if k not in checked})
     if unknown:
