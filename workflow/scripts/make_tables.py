@@ -25,6 +25,7 @@ python workflow/scripts/make_tables.py --kind bts --summary results/summary/bts.
 --alpha and --adjust: the run's significance rule (analysis.ieat.alpha, report.p_adjust) of the marks.
 """
 
+import inspect
 import logging
 
 from biastransfer.atomic import write_csv, write_text
@@ -54,51 +55,26 @@ from biastransfer.scripting import run
 
 log = logging.getLogger(__name__)
 
-#: kind -> (the summary's required columns, its LaTeX document, its rows); both take (summary, options).
+#: kind -> (the summary's required columns, its LaTeX document, its rows); each builder takes the summary and
+#: the options of main() that its signature names.
 KINDS = {
-    "analysis_set": (
-        ("analysis_set", "class", "n"),
-        lambda s, o: analysis_set_latex(s, o["analysis_set"]),
-        lambda s, o: analysis_set_frame(s, o["analysis_set"]),
-    ),
-    "ieat": (
-        IEAT_COLUMNS + IEAT_PARTS,
-        lambda s, o: ieat_latex(s, o["analysis_set"], alpha=o["alpha"], adjust=o["adjust"], scratch=o["scratch"]),
-        lambda s, o: ieat_frame(s, o["analysis_set"], alpha=o["alpha"], adjust=o["adjust"], scratch=o["scratch"]),
-    ),
-    "bts": (
-        BTS_COLUMNS,
-        lambda s, o: bts_latex(s, o["analysis_set"], o["dataset"], alpha=o["alpha"], adjust=o["adjust"]),
-        lambda s, o: bts_frame(s, o["analysis_set"], o["dataset"], adjust=o["adjust"]),
-    ),
-    "finetune": (
-        FINETUNE_COLUMNS,
-        lambda s, o: finetune_latex(s, o["dataset"]),
-        lambda s, o: finetune_frame(s, o["dataset"]),
-    ),
-    "layers": (
-        PROFILE_REQUIRED,
-        lambda s, o: layer_latex(s, o["analysis_set"]),
-        lambda s, o: layer_frame(s, o["analysis_set"]),
-    ),
-    "trajectory": (TRAJECTORY_REQUIRED, lambda s, o: trajectory_latex(s), lambda s, o: trajectory_frame(s)),
-    "claims": (CLAIMS_REQUIRED, lambda s, o: claims_latex(s), lambda s, o: claims_frame(s)),
-    "amplification": (
-        AMPLIFICATION_REQUIRED,
-        lambda s, o: amplification_latex(s, o["dataset"]),
-        lambda s, o: amplification_frame(s, o["dataset"]),
-    ),
-    "link": (
-        LINK_REQUIRED,
-        lambda s, o: link_latex(s, o["correlation"], o["dataset"]),
-        lambda s, o: link_frame(s, o["dataset"]),
-    ),
-    "intervention": (
-        INTERVENTION_REQUIRED,
-        lambda s, o: intervention_latex(s, o["dataset"]),
-        lambda s, o: intervention_frame(s, o["dataset"]),
-    ),
+    "analysis_set": (("analysis_set", "class", "n"), analysis_set_latex, analysis_set_frame),
+    "ieat": (IEAT_COLUMNS + IEAT_PARTS, ieat_latex, ieat_frame),
+    "bts": (BTS_COLUMNS, bts_latex, bts_frame),
+    "finetune": (FINETUNE_COLUMNS, finetune_latex, finetune_frame),
+    "layers": (PROFILE_REQUIRED, layer_latex, layer_frame),
+    "trajectory": (TRAJECTORY_REQUIRED, trajectory_latex, trajectory_frame),
+    "claims": (CLAIMS_REQUIRED, claims_latex, claims_frame),
+    "amplification": (AMPLIFICATION_REQUIRED, amplification_latex, amplification_frame),
+    "link": (LINK_REQUIRED, link_latex, link_frame),
+    "intervention": (INTERVENTION_REQUIRED, intervention_latex, intervention_frame),
 }
+
+
+def _built(builder, table, options: dict):
+    """``builder(table, ...)`` given the options that its signature names."""
+    names = list(inspect.signature(builder).parameters)[1:]
+    return builder(table, **{name: options[name] for name in names if name in options})
 
 
 def main(
@@ -122,7 +98,7 @@ def main(
     options = {"analysis_set": analysis_set, "dataset": dataset, "adjust": adjust, "alpha": alpha,
                "scratch": read_summary(scratch[0], IEAT_COLUMNS + IEAT_PARTS) if scratch else None,
                "correlation": read_summary(correlation, CORRELATION_REQUIRED) if correlation else None}  # fmt: skip
-    text, rows = text_of(table, options), rows_of(table, options)
+    text, rows = _built(text_of, table, options), _built(rows_of, table, options)
     write_text(document, text)
     if fragment:
         write_text(fragment, latex_fragment(text))

@@ -241,16 +241,14 @@ BTS_PVALUE_WORDS = {"permutation": "permutation p-value (exact over all $n!$ ord
                     "asymptotic": "Student-t approximation (scipy), as in the paper"}  # fmt: skip
 
 
-def bts_latex(
-    bts: pd.DataFrame, analysis_set: str, finetune_dataset: str, *, alpha: float, adjust: str = "holm"
-) -> str:
+def bts_latex(bts: pd.DataFrame, analysis_set: str, dataset: str, *, alpha: float, adjust: str = "holm") -> str:
     """Bias transfer scores (Spearman rho) for intra- and inter-class similarities (Tables 3/4)."""
     rule = Significance(alpha, adjust)
     adj_col = rule.column
     require_columns(bts, ("analysis_set", "model", "finetune_dataset", "seed", "kind", "statistic", "ci_low", "ci_high",
                           "ci_level", "pvalue", "pvalue_floor", "pvalue_method", "n", adj_col), where="BTS summary")  # fmt: skip
-    rows = _subset(bts, "BTS summary", analysis_set=analysis_set, finetune_dataset=finetune_dataset, seed="pooled")
-    spread = _seed_spread(bts, analysis_set, finetune_dataset)
+    rows = _subset(bts, "BTS summary", analysis_set=analysis_set, finetune_dataset=dataset, seed="pooled")
+    spread = _seed_spread(bts, analysis_set, dataset)
     kinds = [k for k in ("intra", "inter") if k in set(rows["kind"])]
     adj = ADJUSTMENT_NAMES[adjust][:4]
     header1 = [""] + [f"\\multicolumn{{5}}{{c}}{{{k.capitalize()}-class}}" for k in kinds]
@@ -278,7 +276,7 @@ def bts_latex(
     body += table_rows(cells) + "\\bottomrule\n\\end{tabular}\n"
     caption = (
         f"Bias transfer scores on analysis set \\texttt{{{latex_escape(analysis_set)}}} for models finetuned on "
-        f"\\texttt{{{latex_escape(finetune_dataset)}}}: Spearman $r_{{\\mathrm{{BTS}}}}$ between pretrained and finetuned "
+        f"\\texttt{{{latex_escape(dataset)}}}: Spearman $r_{{\\mathrm{{BTS}}}}$ between pretrained and finetuned "
         f"similarities (finetuned similarities averaged over seeds first) over $n$ classes (intra) or pairs (inter), "
         f"small: the smallest to the largest $r_{{\\mathrm{{BTS}}}}$ of the single seeds (where there are several); "
         f"CI: {ci_words(rows)} bootstrap interval of $r_{{\\mathrm{{BTS}}}}$ (images resampled within classes, both "
@@ -401,13 +399,11 @@ def ieat_frame(
     })  # fmt: skip
 
 
-def bts_frame(bts: pd.DataFrame, analysis_set: str, finetune_dataset: str, *, adjust: str = "holm") -> pd.DataFrame:
+def bts_frame(bts: pd.DataFrame, analysis_set: str, dataset: str, *, adjust: str = "holm") -> pd.DataFrame:
     """The BTS table's rows (pooled over seeds) with the range of the single seeds' BTS."""
-    rows = _subset(bts, "BTS summary", analysis_set=analysis_set, finetune_dataset=finetune_dataset, seed="pooled")
+    rows = _subset(bts, "BTS summary", analysis_set=analysis_set, finetune_dataset=dataset, seed="pooled")
     single = bts[
-        (bts["analysis_set"] == analysis_set)
-        & (bts["finetune_dataset"] == finetune_dataset)
-        & (bts["seed"] != "pooled")
+        (bts["analysis_set"] == analysis_set) & (bts["finetune_dataset"] == dataset) & (bts["seed"] != "pooled")
     ]
     spread = single.groupby(["model", "kind"])["statistic"].agg(["min", "max", "size"])
     keys = list(zip(rows["model"], rows["kind"]))
