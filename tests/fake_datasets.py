@@ -84,14 +84,14 @@ def paper_mirror(mirror: Path, models: tuple = ("resnet18",), **counts) -> dict:
     from biastransfer.models.toy_weights import write_weights
 
     config = yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())
-    counts = {"per_class": 1, "n_train": 3, "n_val": 2, "size": 16, **counts}
+    sizes = toy_mirror.ToySizes(**{"per_class": 1, "n_train": 3, "n_val": 2, "size": 16, **counts})
     for aset in config["analysis_sets"].values():
         cur, base = aset["curation"], aset["paper"]["base_url"]
         if config["datasets"][aset["dataset"]]["kind"] == "coco":
-            lists, ann = toy_mirror.build_coco(mirror, base, aset["classes"], objects=cur["objects"], **counts)
+            lists, ann = toy_mirror.build_coco(mirror, base, aset["classes"], objects=cur["objects"], sizes=sizes)
         else:
             lists, ann = toy_mirror.build_openimages(
-                mirror, base, aset["classes"], objects=cur["objects"], genders=cur["genders"], **counts
+                mirror, base, aset["classes"], objects=cur["objects"], genders=cur["genders"], sizes=sizes
             )
         aset["paper"]["files"] = lists
         config["datasets"][aset["dataset"]].update(mirror=str(mirror), checksums=ann)

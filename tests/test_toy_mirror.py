@@ -25,7 +25,11 @@ def test_coco_mirror_parses_and_its_lists_select_their_classes(tmp_path):
     aset = PAPER["analysis_sets"]["coco"]
     base = aset["paper"]["base_url"]
     lists, ann = toy_mirror.build_coco(
-        tmp_path, base, aset["classes"], objects=aset["curation"]["objects"], per_class=2, n_train=5, n_val=3, size=32
+        tmp_path,
+        base,
+        aset["classes"],
+        objects=aset["curation"]["objects"],
+        sizes=toy_mirror.ToySizes(per_class=2, n_train=5, n_val=3, size=32),
     )
     archive = tmp_path / "images.cocodataset.org" / "annotations" / "annotations_trainval2017.zip"
     assert ann == {"annotations_trainval2017.zip": toy_mirror.sha256_of(archive)}
@@ -101,10 +105,7 @@ def test_openimages_mirror_parses_with_real_mids(tmp_path):
         aset["classes"],
         objects=cur["objects"],
         genders=cur["genders"],
-        per_class=2,
-        n_train=4,
-        n_val=3,
-        size=32,
+        sizes=toy_mirror.ToySizes(per_class=2, n_train=4, n_val=3, size=32),
     )
     assert set(ann) == set(oi.FILES) and len(lists) == len(aset["classes"])
     local = {n: apply_mirror(url, tmp_path) for n, (url, _) in oi.FILES.items()}

@@ -91,7 +91,9 @@ def main(
             spec["enabled"] = True
     cfg = fill_defaults(raw)
     root = Path(mirror).resolve()
-    counts = dict(per_class=per_class, n_train=train_images, n_val=val_images, n_test=test_images, size=size)
+    sizes = toy_mirror.ToySizes(
+        per_class=per_class, n_train=train_images, n_val=val_images, n_test=test_images, size=size
+    )
     lists, checksums = {}, {}
     for name, aset in cfg["analysis_sets"].items():
         kind = cfg["datasets"][aset["dataset"]]["kind"]
@@ -100,7 +102,7 @@ def main(
         if kind == "coco":
             objects = cur.get("objects", toy_mirror.coco.DEFAULT_CURATION["objects"])
             lists[name], checksums[aset["dataset"]] = toy_mirror.build_coco(
-                root, base, aset["classes"], objects=objects, **counts
+                root, base, aset["classes"], objects=objects, sizes=sizes
             )
         elif kind == "openimages":
             d = toy_mirror.oi.DEFAULT_CURATION
@@ -110,7 +112,7 @@ def main(
                 aset["classes"],
                 objects=cur.get("objects", d["objects"]),
                 genders=cur.get("genders", d["genders"]),
-                **counts,
+                sizes=sizes,
             )
         log.info("%s: %d stand-in lists under %s", name, len(lists[name]), root)
     weights = {}

@@ -16,6 +16,7 @@ import io
 import json
 import zipfile
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -172,19 +173,27 @@ def _coco_plan(classes, per_class: int, n_train: int, n_val: int, objects: Mappi
     return plan
 
 
+@dataclass(frozen=True)
+class ToySizes:
+    """Images per analysis-set class, in the training and validation splits and in the test split (the
+    evaluation images), and the side of every image in pixels."""
+
+    per_class: int = 3
+    n_train: int = 16
+    n_val: int = 8
+    n_test: int = 12
+    size: int = 48
+
+
 def build_coco(
     mirror: Path,
     paper_base_url: str,
     classes,
     *,
     objects: Mapping[str, str],
-    per_class: int = 3,
-    n_train: int = 16,
-    n_val: int = 8,
-    n_test: int = 12,
-    size: int = 48,
+    sizes: ToySizes = ToySizes(),
 ) -> tuple[dict[str, str], dict[str, str]]:
-    """Write the COCO annotation zip, images and paper lists (``n_test``: the evaluation images; the training
+    """Write the COCO annotation zip, images and paper lists (``sizes``: see :class:`ToySizes`; the training
     images with a person beside each object: see ``_coco_plan``).
 
     Returns (``{class: sha256}`` of the lists, ``{file name: sha256}`` of the annotation zip).
@@ -195,7 +204,7 @@ def build_coco(
         {"id": i, "name": n, "supercategory": next(s for lo, s in reversed(_SUPER) if i >= lo)}
         for i, n in COCO_CATEGORIES
     ]
-    plan = _coco_plan(classes, per_class, n_train, n_val, objects, n_test)
+    plan = _coco_plan(classes, sizes.per_class, sizes.n_train, sizes.n_val, objects, sizes.n_test)
     files, lists = {}, {c: [] for c in classes}
     for split in coco.SPLITS:
         images, anns, caps = [], [], []
@@ -209,15 +218,15 @@ def build_coco(
                     "license": 1 + image_id % 8,
                     "file_name": f"{image_id:012d}.jpg",
                     "coco_url": url,
-                    "height": size,
-                    "width": size,
+                    "height": sizes.size,
+                    "width": sizes.size,
                     "date_captured": "2013-11-14 11:18:45",
                     "flickr_url": flickr,
                     "id": image_id,
                 }
             )
             for cat, frac in objs:
-                area = frac * size * size
+                area = frac * sizes.size * sizes.size
                 side = float(np.sqrt(area))
                 anns.append(
                     {
@@ -233,7 +242,7 @@ def build_coco(
             caps += [
                 {"image_id": image_id, "id": 1_000_000 + len(caps) + 10_000 * len(files), "caption": t} for t in texts
             ]
-            _write(mirror, url, _jpeg([c for c, _ in objs], names, size, seed=n))
+            _write(mirror, url, _jpeg([c for c, _ in objs], names, sizes.size, seed=n))
             if cls is not None:  # the authors' lists hold coco_url lines and, rarely, a flickr URL
                 lists[cls].append(flickr if cls == "random" and not lists[cls] else url)
         info = {"description": "biastransfer toy COCO 2017", "version": "1.0", "year": 2017}
@@ -287,16 +296,12 @@ def build_openimages(
     *,
     objects: Mapping[str, str],
     genders: Mapping[str, str],
-    per_class: int = 3,
-    n_train: int = 16,
-    n_val: int = 8,
-    n_test: int = 12,
-    size: int = 48,
+    sizes: ToySizes = ToySizes(),
 ) -> tuple[dict[str, str], dict[str, str]]:
     """Write the Open Images label files (the test split's too), MIAP boxes, images and paper lists.
 
     The training split also has ``_TRAIN_PEOPLE`` images per curation object with a person of a skewed gender
-    beside it (see ``_coco_plan``). The ``n_test`` test images show a person and an object; their attribute comes from MIAP boxes for
+    beside it (see ``_coco_plan``). The ``sizes.n_test`` test images show a person and an object; their attribute comes from MIAP boxes for
     the first four (the first with a Woman label that its Masculine box overrides), from a Man or Woman
     label for the rest, but for the last two: MIAP boxes of both presentations, and one Unknown box.
 
@@ -306,13 +311,13 @@ def build_openimages(
     rows = {"train": [], "validation": [], "test": []}
     lists = {c: [] for c in classes}
     plan, boxes = [], []
-    for k, cls in enumerate(c for c in classes for _ in range(per_class)):
+    for k, cls in enumerate(c for c in classes for _ in range(sizes.per_class)):
         obj, gender = _parts(cls, objects)
         labels = ([objects[obj]] if obj else []) + ([genders[gender], "Person"] if gender else [])
         if cls == "random":
             labels = ["Surfboard"] if k % 2 else ["Refrigerator"]
         plan.append(("validation", _oi_id("analysis", k), labels, cls))
-    for split, n in (("train", n_train), ("validation", n_val)):
+    for split, n in (("train", sizes.n_train), ("validation", sizes.n_val)):
         for k in range(n):
             picks = {_OI_TRAIN_LABELS[k % len(_OI_TRAIN_LABELS)], _OI_TRAIN_LABELS[(2 * k + 3) % len(_OI_TRAIN_LABELS)]}
             plan.append((split, _oi_id(split, k), sorted(picks), None))
@@ -325,8 +330,8 @@ def build_openimages(
                 ("train", _oi_id("train-people", _TRAIN_PEOPLE * i + j), sorted([obj, genders[gender], "Person"]), None)
             )
     presentation = {"man": ["Predominantly Masculine"], "woman": ["Predominantly Feminine"]}
-    for k in range(n_test):
-        image_id, kind = _oi_id("test", k), _test_kind(k, n_test)
+    for k in range(sizes.n_test):
+        image_id, kind = _oi_id("test", k), _test_kind(k, sizes.n_test)
         labels = ["Person", _OI_TRAIN_LABELS[1 + k % (len(_OI_TRAIN_LABELS) - 1)]]
         if kind in ("man", "woman") and k >= 4:
             labels.append(genders[kind])
@@ -343,7 +348,7 @@ def build_openimages(
         # a verified-absent label: Confidence 0 must not count as a positive
         absent = next(x for x in ("Stop sign", "Mammal") if x not in labels)
         rows[split].append(f"{image_id},verification,{oi.MIDS[absent]},0")
-        _write(mirror, oi.image_url(split, image_id), _jpeg(labels, display, size, seed=10_000 + n))
+        _write(mirror, oi.image_url(split, image_id), _jpeg(labels, display, sizes.size, seed=10_000 + n))
         if cls is not None:
             lists[cls].append(image_id)
     ann = {}
