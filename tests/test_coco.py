@@ -273,6 +273,7 @@ def test_paper_lists_resolve_flickr_and_drop_repeats(tree):
         ["121", "man", "val2017"],
     ]
     assert sel["reason"].iloc[2] == "paper list man.txt line 1: http://farm1.staticflickr.com/1/121_abc_z.jpg"
+    assert sel["reason"].iloc[1] == f"paper list car.txt line 3: {coco.image_url('train2017', 501)}"  # the file's line
     (lists / "bad.txt").write_text("http://example.org/x.jpg\n")
     with pytest.raises(ValueError, match=r"bad\.txt:1: 'http://example.org/x.jpg' is neither"):
         coco.paper_selection({"x": lists / "bad.txt"}, root="R", images=tables)

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from biastransfer.data.curation import SELECTION_COLUMNS, check_class_names, class_rng, draw
+from biastransfer.data.curation import SELECTION_COLUMNS, check_class_names, class_rng, draw, list_selection
 from biastransfer.data.splits import Split
 
 BASE_URL = "http://images.cocodataset.org"
@@ -386,24 +386,15 @@ def curate(
 _COCO_URL = re.compile(r"^https?://images\.cocodataset\.org/(train2017|val2017)/0*(\d+)\.jpg$")
 
 
-def read_list(path: str | Path) -> list[str]:
-    """Non-empty, stripped lines of a list file."""
-    path = Path(path)
-    try:
-        return [line.strip() for line in path.read_text().splitlines() if line.strip()]
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: cannot read list ({exc})") from exc
-
-
 def paper_selection(
     lists: Mapping[str, str | Path], *, root: str | Path, images: Sequence[pd.DataFrame] = ()
 ) -> pd.DataFrame:
-    """Selection from the authors' per-class URL lists (``{class: list file}``).
+    """Selection from the authors' per-class URL lists (``{class: list file}``; :func:`~biastransfer.data.
+    curation.list_selection`).
 
     ``images.cocodataset.org`` URLs give split and id directly; any other URL (the lists hold one
     flickr URL) is looked up in the ``flickr_url``/``coco_url`` columns of ``images`` (the image tables of
-    train2017 and val2017, each with a ``split`` column). Repeats within a class are dropped; the
-    reason records the list file and line.
+    train2017 and val2017, each with a ``split`` column).
     """
     lookup: dict[str, tuple[str, int]] = {}
     for table in images:
@@ -411,34 +402,19 @@ def paper_selection(
             for url, i, s in zip(table[col], table["id"], table["split"]):
                 if url:
                     lookup[re.sub(r"^https?://", "", url)] = (s, int(i))
-    rows = []
-    for cls, path in lists.items():
-        seen = set()
-        for lineno, url in enumerate(read_list(path), 1):
-            m = _COCO_URL.match(url)
-            if m:
-                split, image_id = m.group(1), int(m.group(2))
-            elif re.sub(r"^https?://", "", url) in lookup:
-                split, image_id = lookup[re.sub(r"^https?://", "", url)]
-            else:
-                raise ValueError(
-                    f"{path}:{lineno}: {url!r} is neither an images.cocodataset.org URL nor the flickr_url of a "
-                    "COCO 2017 image in the given annotations"
-                )
-            if image_id in seen:
-                continue
-            seen.add(image_id)
-            rows.append(
-                (
-                    str(image_id),
-                    cls,
-                    split,
-                    image_path(root, split, image_id),
-                    image_url(split, image_id),
-                    f"paper list {Path(path).name} line {lineno}: {url}",
-                )
-            )
-    return pd.DataFrame(rows, columns=list(SELECTION_COLUMNS))
+
+    def image_of(path, lineno: int, url: str) -> tuple[str, int]:
+        m = _COCO_URL.match(url)
+        if m:
+            return m.group(1), int(m.group(2))
+        if re.sub(r"^https?://", "", url) in lookup:
+            return lookup[re.sub(r"^https?://", "", url)]
+        raise ValueError(
+            f"{path}:{lineno}: {url!r} is neither an images.cocodataset.org URL nor the flickr_url of a "
+            "COCO 2017 image in the given annotations"
+        )
+
+    return list_selection(lists, image_of, root=root, image_path=image_path, image_url=image_url)
 
 
 # --------------------------------------------------------------------------- finetuning splits

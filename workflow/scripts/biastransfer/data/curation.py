@@ -25,6 +25,34 @@ log = logging.getLogger(__name__)
 SELECTION_COLUMNS = ("image_id", "class", "source_split", "path", "source", "reason")
 
 
+def list_selection(
+    lists: Mapping[str, str | Path], image_of, *, root: str | Path, image_path, image_url
+) -> pd.DataFrame:
+    """Selection from per-class list files (``{class: list file}``, one image a line): ``image_of(path, lineno,
+    line)`` gives a stripped non-empty line's (split, image id) or raises ValueError naming file and line;
+    ``image_path(root, split, id)`` and ``image_url(split, id)`` locate the image. Repeats within a class are
+    dropped; the reason records the list file, line and its text."""
+    rows = []
+    for cls, path in lists.items():
+        try:
+            lines = Path(path).read_text().splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValueError(f"{path}: cannot read list ({exc})") from exc
+        seen = set()
+        for lineno, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            split, image_id = image_of(path, lineno, line.strip())
+            if image_id in seen:
+                continue
+            seen.add(image_id)
+            reason = f"paper list {Path(path).name} line {lineno}: {line.strip()}"
+            rows.append(
+                (str(image_id), cls, split, image_path(root, split, image_id), image_url(split, image_id), reason)
+            )
+    return pd.DataFrame(rows, columns=list(SELECTION_COLUMNS))
+
+
 def class_rng(seed: int, name: str) -> np.random.Generator:
     """A generator for one class: the draw for a class does not change when other classes change."""
     return np.random.default_rng(np.random.SeedSequence([int(seed), zlib.crc32(name.encode())]))

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from biastransfer.data.curation import SELECTION_COLUMNS, check_class_names, class_rng, draw
+from biastransfer.data.curation import SELECTION_COLUMNS, check_class_names, class_rng, draw, list_selection
 from biastransfer.data.splits import Split
 
 ANN_URL = "https://storage.googleapis.com/openimages/2018_04"
@@ -241,33 +241,16 @@ def curate(
 
 
 def paper_selection(lists: Mapping[str, str | Path], *, root: str | Path, split: str = "validation") -> pd.DataFrame:
-    """Selection from the authors' per-class ImageID lists (validation split). Repeats within a class
-    are dropped; a line that is not an Open Images id raises ValueError naming file and line."""
-    rows = []
-    for cls, path in lists.items():
-        seen = set()
-        try:
-            lines = Path(path).read_text().splitlines()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ValueError(f"{path}: cannot read list ({exc})") from exc
-        for lineno, line in enumerate(lines, 1):
-            image_id = line.strip()
-            if not image_id or image_id in seen:
-                continue
-            if not _IMAGE_ID.match(image_id):
-                raise ValueError(f"{path}:{lineno}: {image_id!r} is not an Open Images ImageID (8-16 hex digits)")
-            seen.add(image_id)
-            rows.append(
-                (
-                    image_id,
-                    cls,
-                    split,
-                    image_path(root, split, image_id),
-                    image_url(split, image_id),
-                    f"paper list {Path(path).name} line {lineno}",
-                )
-            )
-    return pd.DataFrame(rows, columns=list(SELECTION_COLUMNS))
+    """Selection from the authors' per-class ImageID lists (validation split;
+    :func:`~biastransfer.data.curation.list_selection`); a line that is not an Open Images id raises
+    ValueError naming file and line."""
+
+    def image_of(path, lineno: int, image_id: str) -> tuple[str, str]:
+        if not _IMAGE_ID.match(image_id):
+            raise ValueError(f"{path}:{lineno}: {image_id!r} is not an Open Images ImageID (8-16 hex digits)")
+        return split, image_id
+
+    return list_selection(lists, image_of, root=root, image_path=image_path, image_url=image_url)
 
 
 # --------------------------------------------------------------------------- finetuning splits
