@@ -24,7 +24,7 @@ from biastransfer.data.cache import CacheSetting, build_cache
 from biastransfer.data.splits import Split, read_split, write_split
 from biastransfer.models.extractors import create_classifier
 from biastransfer.models.resolve import resolve_spec
-from biastransfer.train.run import run_training
+from biastransfer.train.run import TrainingFiles, run_training, train_config
 
 PRE = {"resize": 64, "crop": 64, "interpolation": "bilinear", "mean": [0.5] * 3, "std": [0.25] * 3}
 
@@ -58,20 +58,13 @@ def main() -> None:
                 metrics = run_training(
                     lambda classes: create_classifier(spec, len(classes), None),
                     spec,
-                    train=str(paths["train"]),
-                    val=str(paths["val"]),
-                    model_out=str(out / "m.safetensors"),
-                    metrics_out=str(out / "m.json"),
-                    curve_out=None,
-                    hyper={"epochs": args.epochs, "lr": 0.05, "batch_size": 32},
-                    seed=seed,
-                    resume=None,
+                    TrainingFiles(str(paths["train"]), str(paths["val"]), str(out / "m.safetensors"),
+                                  str(out / "m.json"), *(cache or (None, None))),
+                    train_config({"epochs": args.epochs, "lr": 0.05, "batch_size": 32}, seed, 0),
                     device=torch.device("cpu"),
                     threads=torch.get_num_threads(),
-                    num_workers=0,
                     log=lambda m: None,
-                    cache=cache,
-                )
+                )  # fmt: skip
                 results[(label, seed)] = metrics["history"][-1]["metric"]
             print(f"seed {seed}: files {results[('files', seed)]:.4f}  cache {results[('cache', seed)]:.4f}")
     diffs = [results[("cache", s)] - results[("files", s)] for s in args.seeds]

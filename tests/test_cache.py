@@ -21,7 +21,7 @@ from biastransfer.models.resolve import resolve_spec
 from biastransfer.models.spec import Preprocess
 from biastransfer.train import loop as tr
 from biastransfer.train.data import ImageLabelDataset
-from biastransfer.train.run import run_training
+from biastransfer.train.run import TrainingFiles, run_training, train_config
 
 PRE = {"resize": 32, "crop": 32, "interpolation": "bilinear", "mean": [0.5] * 3, "std": [0.25] * 3, "train_hflip": True}
 
@@ -192,20 +192,14 @@ def _train(small_coco, tmp_path, cache, spec, epochs=1):
     return run_training(
         lambda classes: create_classifier(spec, len(classes), None),
         spec,
-        train=str(train),
-        val=str(val),
-        model_out=str(tmp_path / "model.safetensors"),
-        metrics_out=str(tmp_path / "m.json"),
-        curve_out=None,
-        hyper={"epochs": epochs, "lr": 0.05, "batch_size": 8},
-        seed=5,
+        TrainingFiles(str(train), str(val), str(tmp_path / "model.safetensors"), str(tmp_path / "m.json"),
+                      train_cache=cache and cache[0], val_cache=cache and cache[1]),
+        train_config({"epochs": epochs, "lr": 0.05, "batch_size": 8}, 5, 0),
         resume=str(tmp_path / "r.pt"),
         device=torch.device("cpu"),
         threads=1,
-        num_workers=0,
         log=lambda s: None,
-        cache=cache,
-    )
+    )  # fmt: skip
 
 
 def test_training_from_the_cache_equals_training_from_the_files(small_coco, tmp_path):
@@ -259,10 +253,11 @@ def test_a_run_from_the_cache_resumes_and_a_state_without_it_is_discarded(small_
     logs = []
     train, val, cache = small_coco
     run_training(
-        lambda classes: create_classifier(spec, len(classes), None), spec, train=str(train), val=str(val),
-        model_out=str(tmp_path / "mixed" / "model.safetensors"), metrics_out=str(tmp_path / "mixed" / "m.json"),
-        curve_out=None, hyper={"epochs": 2, "lr": 0.05, "batch_size": 8}, seed=5, resume=str(tmp_path / "mixed" / "r.pt"),
-        device=torch.device("cpu"), threads=1, num_workers=0, log=logs.append, cache=cache,
+        lambda classes: create_classifier(spec, len(classes), None), spec,
+        TrainingFiles(str(train), str(val), str(tmp_path / "mixed" / "model.safetensors"),
+                      str(tmp_path / "mixed" / "m.json"), train_cache=cache[0], val_cache=cache[1]),
+        train_config({"epochs": 2, "lr": 0.05, "batch_size": 8}, 5, 0), resume=str(tmp_path / "mixed" / "r.pt"),
+        device=torch.device("cpu"), threads=1, log=logs.append,
     )  # fmt: skip
     assert any("was written with another cache; discarding it" in m for m in logs), logs
 

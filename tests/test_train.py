@@ -23,7 +23,7 @@ from biastransfer.train.config import TrainConfig
 from biastransfer.train.data import EpochSampler, ImageLabelDataset
 from biastransfer.train.lars import LARS, lars_param_groups
 from biastransfer.train.loop import Runtime, train_classifier
-from biastransfer.train.run import run_training
+from biastransfer.train.run import TrainingFiles, run_training, train_config
 
 PRE = {"resize": 32, "crop": 32, "interpolation": "bilinear", "mean": [0.5] * 3, "std": [0.25] * 3, "train_hflip": True}
 ARCHS = {"timm": "resnet10t", "torchvision": "resnet18"}
@@ -64,19 +64,14 @@ def test_finetune_writes_best_checkpoint_and_curve(data, tmp_path, source, datas
     written = run_training(
         lambda classes: model_for(spec, len(classes)),
         spec,
-        train=str(data[dataset][0]),
-        val=str(data[dataset][1]),
-        model_out=str(out / "model.safetensors"),
-        metrics_out=str(out / "metrics.json"),
-        curve_out=str(out / "curve.csv"),
-        hyper=hyper,
-        seed=3,
+        TrainingFiles(str(data[dataset][0]), str(data[dataset][1]), str(out / "model.safetensors"),
+                      str(out / "metrics.json"), str(out / "curve.csv")),
+        train_config(hyper, 3, 0),
         resume=str(resume),
         device=torch.device("cpu"),
         threads=1,
-        num_workers=0,
         log=logs.append,
-    )
+    )  # fmt: skip
     on_disk = json.loads((out / "metrics.json").read_text())
     assert on_disk == json.loads(json.dumps(written))
     assert on_disk["metric_name"] == metric and on_disk["seed"] == 3 and on_disk["hyper"]["lr"] == 0.05
@@ -382,17 +377,12 @@ def test_the_same_seed_gives_the_same_weights_whatever_the_process_rng(data, tmp
         run_training(
             lambda classes: create_classifier(spec, len(classes), None),
             spec,
-            train=str(data["coco"][0]),
-            val=str(data["coco"][1]),
-            model_out=str(out / "model.safetensors"),
-            metrics_out=str(out / "m.json"),
-            curve_out=None,
-            hyper={"epochs": 1, "lr": 0.05, "batch_size": 8},
-            seed=5,
-            resume=None,
+            TrainingFiles(
+                str(data["coco"][0]), str(data["coco"][1]), str(out / "model.safetensors"), str(out / "m.json")
+            ),
+            train_config({"epochs": 1, "lr": 0.05, "batch_size": 8}, 5, 0),
             device=torch.device("cpu"),
             threads=1,
-            num_workers=0,
             log=lambda s: None,
         )
         digests.append(hashlib.sha256((out / "model.safetensors").read_bytes()).hexdigest())

@@ -25,7 +25,7 @@ from biastransfer.progress import LOGGER as progress_log
 from biastransfer.scripting import run
 from biastransfer.stages import finetuned_stage
 from biastransfer.train.loop import Runtime
-from biastransfer.train.run import loader_workers, run_training, train_config
+from biastransfer.train.run import TrainingFiles, loader_workers, run_training, train_config
 from biastransfer.train.trajectory import TrajectoryWriter, remove_staging, staging_folder
 
 
@@ -52,8 +52,7 @@ def main(
     val_cache: str | None = None,
     sample_weights: str | None = None,
 ) -> None:
-    if bool(train_cache) != bool(val_cache):
-        raise ValueError("give both --train_cache and --val_cache, or neither")
+    files = TrainingFiles(train, val, trained, metrics, curve, train_cache, val_cache)
     spec = model_spec(model, entry)
     init_sha256 = weights_file_and_sha256(weights)[1]
     dev = torch_device(device)
@@ -93,21 +92,14 @@ def main(
     run_training(
         lambda classes: create_classifier(spec, len(classes), weights),
         spec,
-        train=train,
-        val=val,
-        model_out=trained,
-        metrics_out=metrics,
-        curve_out=curve,
-        hyper=hyper,
-        seed=seed,
-        resume=resume,
+        files,
+        train_config(hyper, seed, num_workers),
         device=dev,
         threads=threads,
-        num_workers=num_workers,
         log=progress_log.info,
+        resume=resume,
         init_weights_sha256=init_sha256,
         trajectory=writer,
-        cache=(train_cache, val_cache) if train_cache else None,
         sample_weights=sample_weights,
     )
 

@@ -11,7 +11,7 @@ from biastransfer.models.extractors import create_classifier
 from biastransfer.models.resolve import model_spec
 from biastransfer.progress import LOGGER as progress_log
 from biastransfer.scripting import run
-from biastransfer.train.run import run_training
+from biastransfer.train.run import TrainingFiles, run_training, train_config
 
 
 def main(
@@ -28,28 +28,14 @@ def main(
     train_cache: str | None = None,
     val_cache: str | None = None,
 ) -> None:
-    if bool(train_cache) != bool(val_cache):
-        raise ValueError("give both --train_cache and --val_cache, or neither")
+    files = TrainingFiles(train, val, trained, metrics, train_cache=train_cache, val_cache=val_cache)
     spec = model_spec(model, entry)
-    hyper = dict(hyper)
-    seed = hyper.pop("seed")
-    run_training(
-        lambda classes: create_classifier(spec, len(classes), None),
-        spec,
-        train=train,
-        val=val,
-        model_out=trained,
-        metrics_out=metrics,
-        curve_out=None,
-        hyper=hyper,
-        seed=seed,
-        resume=None,
-        device=torch_device(device),
-        threads=threads,
-        num_workers=num_workers,
-        log=progress_log.info,
-        cache=(train_cache, val_cache) if train_cache else None,
-    )
+    recipe = train_config({k: v for k, v in hyper.items() if k != "seed"}, hyper["seed"], num_workers)
+
+    def build(classes):  # a fresh network (no pretrained weights) with one output per class
+        return create_classifier(spec, len(classes), None)
+
+    run_training(build, spec, files, recipe, device=torch_device(device), threads=threads, log=progress_log.info)
 
 
 if __name__ == "__main__":

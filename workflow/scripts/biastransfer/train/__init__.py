@@ -4,7 +4,8 @@ The curated public API (docs/api.md); everything else stays in its module. Names
 first use (biastransfer._lazy).
 
 - Hyper-parameters and results: :class:`TrainConfig`, :class:`TrainResult`
-- The resumable loop: :func:`train_classifier`, :func:`evaluate`; the workflow's training job: :func:`run_training`
+- The resumable loop: :func:`train_classifier`, :func:`evaluate`; the workflow's training job: :func:`run_training`,
+  its files :class:`TrainingFiles`
 - Data: :func:`make_loader`; the optimiser of SimCLR's recipe: :class:`LARS`
 - Metrics: :func:`mean_average_precision`, :func:`validation_metric`
 - Embeddings after chosen epochs: :class:`TrajectoryWriter`
@@ -19,6 +20,7 @@ _EXPORTS = {
     "train_classifier": "loop",
     "evaluate": "loop",
     "run_training": "run",
+    "TrainingFiles": "run",
     "make_loader": "data",
     "LARS": "lars",
     "mean_average_precision": "metrics",

@@ -42,67 +42,83 @@ def loader_workers(requested: int) -> int:
     return min(requested, max(0, cpus - 1))
 
 
+@dataclasses.dataclass(frozen=True)
+class TrainingFiles:
+    """A training job's files: its splits, their decoded-once caches' index files (both or neither;
+    :mod:`biastransfer.data.cache`), and its outputs (the curve optional)."""
+
+    train: str
+    val: str
+    model_out: str
+    metrics_out: str
+    curve_out: str | None = None
+    train_cache: str | None = None
+    val_cache: str | None = None
+
+    def __post_init__(self):
+        if bool(self.train_cache) != bool(self.val_cache):
+            raise ValueError("give both --train_cache and --val_cache, or neither")
+
+    @property
+    def cache(self) -> tuple[str, str] | None:
+        return (self.train_cache, self.val_cache) if self.train_cache else None
+
+
 def run_training(
     build: Callable[[Sequence[str]], torch.nn.Module],
     spec: ModelSpec,
+    files: TrainingFiles,
+    recipe: TrainConfig,
     *,
-    train: str,
-    val: str,
-    model_out: str,
-    metrics_out: str,
-    curve_out: str | None,
-    hyper: dict,
-    seed: int,
-    resume: str | None,
     device: torch.device,
     threads: int,
-    num_workers: int,
     log: Callable[[str], None],
+    resume: str | None = None,
     init_weights_sha256: str | None = None,
     trajectory: TrajectoryWriter | None = None,
-    cache: tuple[str, str] | None = None,
     sample_weights: str | None = None,
 ) -> dict:
-    """Train ``build(classes)`` on the ``train`` split, validate on ``val``; return the metrics written.
+    """Train ``build(classes)`` on a job's training split with a ``TrainConfig``; return the metrics written.
 
-    ``hyper`` holds :class:`~biastransfer.train.TrainConfig` fields except ``seed`` and ``num_workers``.
-    Writes the best epoch's classifier to ``model_out``, its metrics and the whole curve to
-    ``metrics_out`` (JSON) and the curve to ``curve_out`` (CSV). ``resume`` (kept outside the declared
-    outputs) holds the last epoch's state while the job runs and is removed once the outputs are written;
-    it is continued only if it was written from the same initial weights (``init_weights_sha256``; None
-    for a model trained from scratch), splits (sha256 of ``train`` and ``val``), model spec, preprocessing,
+    It trains on ``files.train`` and validates on ``files.val`` with ``recipe`` (:func:`train_config`), its
+    loader workers capped by :func:`loader_workers`.
+    Writes the best epoch's classifier to ``files.model_out``, its metrics and the whole curve to
+    ``files.metrics_out`` (JSON) and the curve to ``files.curve_out`` (CSV). ``resume`` (kept outside the
+    declared outputs) holds the last epoch's state while the job runs and is removed once the outputs are
+    written; it is continued only if it was written from the same initial weights (``init_weights_sha256``;
+    None for a model trained from scratch), splits (sha256 of train and val), model spec, preprocessing,
     hyper-parameters and classes. The checkpoint metadata and the metrics record these digests.
     ``trajectory`` embeds the analysis sets after its epochs (its identity joins the resume key) and
-    moves them into its output folders once the run's other outputs are written. ``cache``: the index
-    files of the train and val splits' decoded-once caches (:mod:`biastransfer.data.cache`), checked
-    against the splits and read instead of the image files; the cache setting joins the resume key.
-    ``sample_weights``: an intervention's weights file of the ``train`` split
+    moves them into its output folders once the run's other outputs are written. ``files.cache``: the
+    splits' decoded-once caches, checked against the splits and read instead of the image files; the cache
+    setting joins the resume key. ``sample_weights``: an intervention's weights file of the train split
     (:func:`~biastransfer.data.rebalance.read_weights`); a file of weights all 1 (a subsample) trains as
     without one. Its digest joins the resume key and the metrics.
     """
-    train_config(hyper, seed, num_workers)  # bad hyper-parameters fail before the splits are read
     torch.set_num_threads(max(1, threads))
-    train_split, val_split = read_split(train), read_split(val)
+    train_split, val_split = read_split(files.train), read_split(files.val)
     if train_split.classes != val_split.classes:
-        raise ValueError(f"{train} and {val} have different class lists")
-    workers = loader_workers(num_workers)
-    if workers < num_workers:
-        log(f"{workers} loader workers instead of num_workers {num_workers}: this job may use {workers + 1} CPUs")
-    cfg = train_config(hyper, seed, workers)
+        raise ValueError(f"{files.train} and {files.val} have different class lists")
+    workers, seed = loader_workers(recipe.num_workers), recipe.seed
+    if workers < recipe.num_workers:
+        log(
+            f"{workers} loader workers instead of num_workers {recipe.num_workers}: this job may use {workers + 1} CPUs"
+        )
+    cfg = dataclasses.replace(recipe, num_workers=workers)
     origin = {
         "init_weights_sha256": init_weights_sha256,
-        "train_sha256": file_digest(train),
-        "val_sha256": file_digest(val),
+        "train_sha256": file_digest(files.train),
+        "val_sha256": file_digest(files.val),
     }
-    if cache is not None:
+    if files.cache is not None:
         caches = [
             ImageCache(path, split_sha256=origin[f"{name}_sha256"], image_ids=split.frame["image_id"])
-            for name, path, split in zip(("train", "val"), cache, (train_split, val_split))
+            for name, path, split in zip(("train", "val"), files.cache, (train_split, val_split))
         ]
         setting = CacheSetting.parse(caches[0].index["setting"])
         if (setting.side, setting.interpolation) != (spec.preprocess.resize, spec.preprocess.interpolation):
             raise ValueError(
-                f"cache {cache[0]} is resized to {setting.side} px ({setting.interpolation}) but {spec.name} "
+                f"cache {files.train_cache} is resized to {setting.side} px ({setting.interpolation}) but {spec.name} "
                 f"resizes to {spec.preprocess.resize} px ({spec.preprocess.interpolation})"
             )
         origin["cache"] = setting.name
@@ -154,14 +170,14 @@ def run_training(
     }
     save_checkpoint(
         model.cpu(),
-        model_out,
+        files.model_out,
         spec=spec,
         class_names=train_split.classes,
         extra={k: metrics[k] for k in ("dataset", "seed", "metric_name", "metric_value", "epoch_best", *origin)},
     )
-    write_text(metrics_out, json.dumps(metrics, indent=2) + "\n")
-    if curve_out is not None:
-        write_csv(curve_out, pd.DataFrame(result.curve()))
+    write_text(files.metrics_out, json.dumps(metrics, indent=2) + "\n")
+    if files.curve_out is not None:
+        write_csv(files.curve_out, pd.DataFrame(result.curve()))
     if trajectory is not None:
         trajectory.publish()
     if resume is not None:
