@@ -135,7 +135,8 @@ def _trained(cooccurrence: dict, data_seed: int, train_seed: int, args, work: Pa
     pretrain.main(paths["train"], paths["val"], weights, str(work / "metrics.json"), ENTRY,
                   {**RECIPE, "epochs": args.epochs, "seed": train_seed}, "calib", "cpu", 0)  # fmt: skip
     predict.main([paths["test"]], [weights], [paths["pred"]], [paths["emb"]], [name],
-                 [f"scratch-{name}-seed{train_seed}"], ENTRY, 64, 0, "cpu", model="calib", amp=False)  # fmt: skip
+                 [f"scratch-{name}-seed{train_seed}"], ENTRY,
+                 {"batch_size": 64, "num_workers": 0, "device": "cpu", "amp": False}, model="calib")  # fmt: skip
     ev, ids, digest = read_evaluation(paths["test"], paths["attributes"])
     scores = network_scores(paths["pred"], ev, ids, digest)
     parts = np.array_split(np.arange(len(scores)), max(1, args.coverage))  # the drawn order: iid parts

@@ -754,9 +754,16 @@ def model_embed_settings(wildcards):
     )
 
 
-def embed_batch_size(wildcards):
-    """A model's embedding batch size by its size."""
-    return model_embed_settings(wildcards)[0]
+def inference_settings(wildcards):
+    """How a model's embed, embed_layers and predict jobs run it (analysis.embed, the batch by the
+    model's size; biastransfer.models.features.Inference)."""
+    embed = config["analysis"]["embed"]
+    return {
+        "batch_size": model_embed_settings(wildcards)[0],
+        "num_workers": embed["num_workers"],
+        "device": embed["device"],
+        "amp": embed["amp"],
+    }
 
 
 def embed_mem_mb(wildcards, attempt):

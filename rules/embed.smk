@@ -23,9 +23,6 @@ rule embed:
         gpu=EMBED_GPUS,
     params:
         entry=lambda wildcards: cfg.canonical(network_entry(wildcards.model)),
-        batch_size=embed_batch_size,
-        num_workers=config["analysis"]["embed"]["num_workers"],
-        device=config["analysis"]["embed"]["device"],
-        amp=config["analysis"]["embed"]["amp"],
+        inference=inference_settings,
     script:
         "../workflow/scripts/embed.py"

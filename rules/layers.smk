@@ -45,7 +45,7 @@ rule embed_layers:
         "../envs/torch.yaml"
     threads: config["analysis"]["embed"]["num_workers"] + 1
     resources:
-        mem_mb=lambda wildcards, attempt: 4000 * attempt,
+        mem_mb=embed_mem_mb,
         runtime=lambda wildcards, attempt: 30 * attempt,
         gpu=EMBED_GPUS,
     params:
@@ -54,10 +54,7 @@ rule embed_layers:
         pooling=lambda wildcards: model_entry(wildcards.model).get(
             "layer_pooling", config["analysis"]["layers"]["pooling"]
         ),
-        batch_size=config["analysis"]["embed"]["batch_size"],
-        num_workers=config["analysis"]["embed"]["num_workers"],
-        device=config["analysis"]["embed"]["device"],
-        amp=config["analysis"]["embed"]["amp"],
+        inference=inference_settings,
     script:
         "../workflow/scripts/embed_layers.py"
 

@@ -44,10 +44,7 @@ if PREDICTED_DATASETS:
             datasets=PREDICTED_DATASETS,
             stages=PREDICTED_STAGES,
             entry=lambda wildcards: cfg.canonical(network_entry(wildcards.model)),
-            batch_size=embed_batch_size,
-            num_workers=config["analysis"]["embed"]["num_workers"],
-            device=config["analysis"]["embed"]["device"],
-            amp=config["analysis"]["embed"]["amp"],
+            inference=inference_settings,
         script:
             "../workflow/scripts/predict.py"
 

@@ -249,11 +249,8 @@ def test_embeddings_record_amp_and_channels_last_and_the_config_turns_autocast_o
             weights=str(weights),
             embeddings=str(out),
             entry=ENTRY,
-            batch_size=2,
-            num_workers=0,
-            device="cpu",
+            inference={"batch_size": 2, "num_workers": 0, "device": "cpu", "amp": amp},
             model="tiny",
-            amp=amp,
         )
         meta = read_metadata(out)
         got[amp] = (meta["amp"], meta["channels_last"])

@@ -325,7 +325,7 @@ def test_predict_writes_each_images_sigmoid_scores_and_embedding_from_one_forwar
     calls, forward = [], FeatureExtractor.forward
     monkeypatch.setattr(FeatureExtractor, "forward", lambda self, x: calls.append(len(x)) or forward(self, x))
     predict([files["test"]], weights, [str(p) for p in out], [str(p) for p in emb], ["syn"], STAGES, ENTRY,
-            batch_size=16, num_workers=0, device="cpu", model="tiny")  # fmt: skip
+            inference={"batch_size": 16, "num_workers": 0, "device": "cpu"}, model="tiny")  # fmt: skip
     monkeypatch.undo()
     assert calls == [16] * 10  # the 80 test images through each backbone once, in batches of 16
     split = read_split(files["test"])
@@ -360,7 +360,7 @@ def test_predict_names_a_lacking_class_or_an_unmatched_stage_before_scoring(draw
     weights = [str(tmp_path / "model.safetensors"), str(tmp_path / "lacking.safetensors")]
     outputs = dict(predictions=[str(tmp_path / f"{s}.parquet") for s in STAGES],
                    embeddings=[str(tmp_path / f"{s}.embedding.parquet") for s in STAGES])  # fmt: skip
-    options = dict(entry=ENTRY, batch_size=16, num_workers=0, device="cpu", model="tiny")
+    options = dict(entry=ENTRY, inference={"batch_size": 16, "num_workers": 0, "device": "cpu"}, model="tiny")
     with pytest.raises(ValueError, match=r"lacking.safetensors: the network has no output for class 'person'"):
         predict([files["test"]], weights, **outputs, datasets=["syn"], stages=STAGES, **options)
     # a second dataset's split: its network is checked before the first dataset's networks score

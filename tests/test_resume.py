@@ -202,9 +202,7 @@ def test_embeddings_and_the_provenance_table_show_what_a_finetuned_model_started
                 weights=str(w),
                 embeddings=str(out[stage]),
                 entry=ENTRY,
-                batch_size=2,
-                num_workers=0,
-                device="cpu",
+                inference={"batch_size": 2, "num_workers": 0, "device": "cpu"},
                 model="tiny",
                 stage=stage,
             )

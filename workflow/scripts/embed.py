@@ -1,8 +1,9 @@
 """Embed every image of an analysis set with one model at one stage (pretrained or finetuned).
 
 Standalone: python workflow/scripts/embed.py --manifest results/analysis_sets/A/manifest.parquet
---weights W --embeddings E.parquet --entry '{"source": "timm", "arch": "resnet18"}' --batch_size 64
---num_workers 1 --device cpu [--amp false --analysis_set A --model resnet18 --stage pretrained]
+--weights W --embeddings E.parquet --entry '{"source": "timm", "arch": "resnet18"}'
+--inference '{"batch_size": 64, "num_workers": 1, "device": "cpu"}' [--analysis_set A --model resnet18
+--stage pretrained] (inference: biastransfer.models.features.Inference, "amp": false to turn autocast off)
 """
 
 import logging
@@ -11,9 +12,8 @@ from biastransfer.data.manifest import read_manifest, verify_files
 from biastransfer.embeddings import write_embeddings
 from biastransfer.hashing import config_hash, file_digest
 from biastransfer.models.checkpoints import finetune_origin
-from biastransfer.models.device import torch_device
 from biastransfer.models.extractors import create_backbone
-from biastransfer.models.features import embedding_provenance, run_on_images
+from biastransfer.models.features import Inference, embedding_provenance, run_on_images
 from biastransfer.models.resolve import model_spec
 from biastransfer.models.weights import weights_file_and_sha256
 from biastransfer.scripting import run
@@ -27,13 +27,10 @@ def main(
     weights: str,
     embeddings: str,
     entry: dict,
-    batch_size: int,
-    num_workers: int,
-    device: str,
+    inference: dict,
     analysis_set: str = "",
     model: str = "model",
     stage: str = "pretrained",
-    amp: bool = True,
     threads: int = 1,
 ) -> None:
     import torch
@@ -44,19 +41,11 @@ def main(
     images = read_manifest(manifest)
     verify_files(images, ".")
     backbone = create_backbone(spec, weights)
-    dev = torch_device(device)
-    log.info("embedding %d images of %s with %s (%s) on %s", len(images), manifest, spec.name, stage, dev)
-    features, runtime = run_on_images(
-        backbone,
-        images["path"].tolist(),
-        spec,
-        what=f"embedding {manifest} with {spec.name} ({stage})",
-        batch_size=batch_size,
-        num_workers=num_workers,
-        device=dev,
-        amp=amp,
-        log=log.warning,
-    )
+    settings = Inference(**inference)
+    log.info("embedding %d images of %s with %s (%s) on %s", len(images), manifest, spec.name, stage,
+             settings.torch_device)  # fmt: skip
+    what = f"embedding {manifest} with {spec.name} ({stage})"
+    features, runtime = run_on_images(backbone, images["path"].tolist(), spec, settings, what=what, log=log.warning)
     meta = embedding_provenance(
         spec,
         weights_file_and_sha256(weights)[1],
@@ -64,7 +53,6 @@ def main(
         analysis_set=analysis_set,
         manifest_sha256=file_digest(manifest),
         config_hash=config_hash(entry),
-        device=str(dev),
         **runtime,
         **(finetune_origin(weights) if finetuned else {}),
     )

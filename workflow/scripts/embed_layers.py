@@ -5,7 +5,8 @@ layer, its depth and the pooling in the provenance.
 
 Standalone: python workflow/scripts/embed_layers.py --manifest results/analysis_sets/A/manifest.parquet
 --weights W --directory results/layers/A/M/embeddings/pretrained --entry '{"source": "timm", "arch": "resnet18"}'
---pooling auto --batch_size 64 --num_workers 1 --device cpu [--amp false --layers layer1 layer4 --analysis_set A --model M --stage pretrained]
+--pooling auto --inference '{"batch_size": 64, "num_workers": 1, "device": "cpu"}'
+[--layers layer1 layer4 --analysis_set A --model M --stage pretrained] (inference: as embed.py's)
 """
 
 import logging
@@ -15,8 +16,7 @@ from biastransfer.data.manifest import read_manifest, verify_files
 from biastransfer.embeddings import write_embeddings
 from biastransfer.hashing import config_hash, file_digest
 from biastransfer.models.checkpoints import finetune_origin
-from biastransfer.models.device import torch_device
-from biastransfer.models.features import embedding_provenance, embedding_runtime, extract_features
+from biastransfer.models.features import Inference, embedding_provenance, run_on_images
 from biastransfer.models.layers import layer_extractor
 from biastransfer.models.resolve import model_spec
 from biastransfer.models.weights import weights_file_and_sha256
@@ -32,14 +32,11 @@ def main(
     directory: str,
     entry: dict,
     pooling: str,
-    batch_size: int,
-    num_workers: int,
-    device: str,
+    inference: dict,
     layers: list | None = None,
     analysis_set: str = "",
     model: str = "model",
     stage: str = "pretrained",
-    amp: bool = True,
     threads: int = 1,
 ) -> None:
     import torch
@@ -49,26 +46,11 @@ def main(
     extractor = layer_extractor(spec, weights, list(layers) if layers else None, pooling)
     images = read_manifest(manifest)
     verify_files(images, ".")
-    dev = torch_device(device)
-    runtime = embedding_runtime(dev, amp)
-    log.info(
-        "embedding %d images with %s (%s) at %s on %s, %s",
-        len(images),
-        spec.name,
-        stage,
-        ", ".join(extractor.layers),
-        dev,
-        runtime,
-    )
-    features = extract_features(
-        extractor,
-        images["path"].tolist(),
-        spec.preprocess,
-        batch_size=batch_size,
-        num_workers=num_workers,
-        device=dev,
-        **runtime,
-    )
+    settings = Inference(**inference)
+    log.info("embedding %d images with %s (%s) at %s on %s", len(images), spec.name, stage,
+             ", ".join(extractor.layers), settings.torch_device)  # fmt: skip
+    what = f"embedding {manifest} with {spec.name} ({stage}) at {len(extractor.layers)} layers"
+    features, runtime = run_on_images(extractor, images["path"].tolist(), spec, settings, what=what, log=log.warning)
     common = embedding_provenance(
         spec,
         weights_file_and_sha256(weights)[1],
@@ -76,7 +58,6 @@ def main(
         analysis_set=analysis_set,
         manifest_sha256=file_digest(manifest),
         config_hash=config_hash(entry),
-        device=str(dev),
         **runtime,
         layers=extractor.layers,
         **(finetune_origin(weights) if parse_stage(stage)[0] is not None else {}),

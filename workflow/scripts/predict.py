@@ -14,7 +14,7 @@ Standalone: python workflow/scripts/predict.py --splits results/splits/D/test.pa
 --predictions P0.parquet P1.parquet --embeddings E0.parquet E1.parquet --datasets D
 --stages ft-D-seed0 scratch-D-seed0
 --entry '{"source": "workflow", "arch": "resnet18", "preprocess": {"resize": 64, "crop": 64}}'
---batch_size 64 --num_workers 1 --device cpu [--amp false --model M]
+--inference '{"batch_size": 64, "num_workers": 1, "device": "cpu"}' [--model M] (inference: as embed.py's)
 """
 
 import logging
@@ -26,9 +26,8 @@ from biastransfer.data.splits import read_split
 from biastransfer.embeddings import write_embeddings
 from biastransfer.hashing import config_hash, file_digest
 from biastransfer.models.checkpoints import finetune_origin, load_classifier_from_checkpoint
-from biastransfer.models.device import torch_device
 from biastransfer.models.extractors import EmbeddingAndLogits
-from biastransfer.models.features import embedding_provenance, run_on_images
+from biastransfer.models.features import Inference, embedding_provenance, run_on_images
 from biastransfer.models.resolve import model_spec
 from biastransfer.predictions import write_predictions
 from biastransfer.scripting import run
@@ -66,11 +65,8 @@ def main(
     datasets: list,
     stages: list,
     entry: dict,
-    batch_size: int,
-    num_workers: int,
-    device: str,
+    inference: dict,
     model: str = "model",
-    amp: bool = True,
     threads: int = 1,
 ) -> None:
     import torch
@@ -82,7 +78,7 @@ def main(
                          "embedding files: one split per dataset, one of each file per stage")  # fmt: skip
     split_of = dict(zip(datasets, splits))
     spec = model_spec(model, entry)
-    dev = torch_device(device)
+    settings = Inference(**inference)
     by_split: dict[str, list[Network]] = {}
     for stage, weights_file, scores_out, embedding_out in zip(stages, weights, predictions, embeddings):
         dataset = parse_stage(stage)[0]
@@ -102,19 +98,12 @@ def main(
         images = read[split]
         paths = images.frame["path"].tolist()
         names = ", ".join(n.stage for n in networks)
-        log.info("scoring %d images of %s with %s (%s) on %s", len(paths), split, spec.name, names, dev)
-        both = EmbeddingAndLogits(*(n.classifier for n in networks))
-        outputs, runtime = run_on_images(
-            both,
-            paths,
-            spec,
-            what=f"predicting {split} with {spec.name} ({names})",
-            batch_size=batch_size,
-            num_workers=num_workers,
-            device=dev,
-            amp=amp,
-            log=log.warning,
+        log.info(
+            "scoring %d images of %s with %s (%s) on %s", len(paths), split, spec.name, names, settings.torch_device
         )
+        both = EmbeddingAndLogits(*(n.classifier for n in networks))
+        what = f"predicting {split} with {spec.name} ({names})"
+        outputs, runtime = run_on_images(both, paths, spec, settings, what=what, log=log.warning)
         split_digest = file_digest(split)
         for n, (features, logits) in zip(networks, both.split(outputs)):
             scores = 1.0 / (1.0 + np.exp(-logits.astype(np.float64)))
@@ -126,7 +115,6 @@ def main(
                 split=images.name,
                 split_sha256=split_digest,
                 config_hash=entry_hash,
-                device=str(dev),
                 **runtime,
                 **finetune_origin(n.weights),
             )

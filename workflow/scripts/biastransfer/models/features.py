@@ -7,8 +7,10 @@ forced on CPU (tests exercise them there). On CPU the result is deterministic.
 
 from __future__ import annotations
 
+import functools
 import platform
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +18,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from biastransfer.images import load_rgb
-from biastransfer.models.device import bf16_autocast
+from biastransfer.models.device import bf16_autocast, torch_device
 from biastransfer.models.spec import ModelSpec, Preprocess
 from biastransfer.provenance import installed_version, workflow_provenance
 
@@ -195,22 +197,37 @@ def embedding_provenance(spec: ModelSpec, weights_sha256: str | None, **extra) -
     return meta
 
 
+@dataclass(frozen=True)
+class Inference:
+    """How the embed, embed_layers and predict jobs run a network over images (``analysis.embed``):
+    ``batch_size`` images a batch, decoded by ``num_workers`` loader workers, on ``device`` (``auto``: CUDA
+    when there is one), with bf16 autocast where the device has it (``amp``)."""
+
+    batch_size: int
+    num_workers: int
+    device: str = "auto"
+    amp: bool = True
+
+    @functools.cached_property
+    def torch_device(self) -> torch.device:
+        """The device resolved once (:func:`biastransfer.models.device.torch_device`)."""
+        return torch_device(self.device)
+
+
 def run_on_images(
     model: torch.nn.Module,
     paths: Sequence[str | Path],
     spec: ModelSpec,
+    inference: Inference,
     *,
     what: str,
-    batch_size: int,
-    num_workers: int,
-    device: torch.device,
-    amp: bool,
     log: Callable[..., None],
 ) -> tuple[np.ndarray, dict]:
     """``(outputs, runtime)``: ``model`` (an extractor or a classifier) on the images at ``paths``, batched,
-    as the embed and predict rules run it, with a warning for images smaller than the crop and progress
-    lines for ``what``; ``runtime`` is :func:`embedding_runtime`'s (for the provenance)."""
-    runtime = embedding_runtime(device, amp)
+    as the embed, embed_layers and predict rules run it, with a warning for images smaller than the crop and
+    progress lines for ``what``; ``runtime`` (for the provenance) is the device and :func:`embedding_runtime`."""
+    device = inference.torch_device
+    runtime = embedding_runtime(device, inference.amp)
     small = undersized_images(paths, spec.preprocess.crop)
     if small:
         shown = ", ".join(f"{p} ({w}x{h})" for p, w, h in small[:5]) + (", ..." if len(small) > 5 else "")
@@ -223,10 +240,10 @@ def run_on_images(
         model,
         paths,
         spec.preprocess,
-        batch_size=batch_size,
-        num_workers=num_workers,
+        batch_size=inference.batch_size,
+        num_workers=inference.num_workers,
         device=device,
         progress=progress.update,
         **runtime,
     )
-    return outputs, runtime
+    return outputs, {"device": str(device), **runtime}
