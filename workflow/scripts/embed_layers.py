@@ -12,16 +12,11 @@ Standalone: python workflow/scripts/embed_layers.py --manifest results/analysis_
 import logging
 from pathlib import Path
 
-from biastransfer.data.manifest import read_manifest, verify_files
 from biastransfer.embeddings import write_embeddings
-from biastransfer.hashing import config_hash, file_digest
-from biastransfer.models.checkpoints import finetune_origin
-from biastransfer.models.features import Inference, embedding_provenance, run_on_images
+from biastransfer.models.embedding_job import embed_manifest
 from biastransfer.models.layers import layer_extractor
 from biastransfer.models.resolve import model_spec
-from biastransfer.models.weights import weights_file_and_sha256
 from biastransfer.scripting import run
-from biastransfer.stages import parse_stage
 
 log = logging.getLogger(__name__)
 
@@ -44,24 +39,9 @@ def main(
     torch.set_num_threads(max(1, threads))
     spec = model_spec(model, entry)
     extractor = layer_extractor(spec, weights, list(layers) if layers else None, pooling)
-    images = read_manifest(manifest)
-    verify_files(images, ".")
-    settings = Inference(**inference)
-    log.info("embedding %d images with %s (%s) at %s on %s", len(images), spec.name, stage,
-             ", ".join(extractor.layers), settings.torch_device)  # fmt: skip
-    what = f"embedding {manifest} with {spec.name} ({stage}) at {len(extractor.layers)} layers"
-    features, runtime = run_on_images(extractor, images["path"].tolist(), spec, settings, what=what, log=log.warning)
-    common = embedding_provenance(
-        spec,
-        weights_file_and_sha256(weights)[1],
-        stage=stage,
-        analysis_set=analysis_set,
-        manifest_sha256=file_digest(manifest),
-        config_hash=config_hash(entry),
-        **runtime,
-        layers=extractor.layers,
-        **(finetune_origin(weights) if parse_stage(stage)[0] is not None else {}),
-    )
+    images, features, common = embed_manifest(extractor, spec, manifest, weights, entry, inference,
+                                              analysis_set=analysis_set, stage=stage, log=log,
+                                              layers=extractor.layers)  # fmt: skip
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     for depth, (layer, matrix) in enumerate(extractor.split(features).items(), start=1):
