@@ -65,24 +65,11 @@ class Design(Result):
 
 
 @dataclass(frozen=True)
-class NetworkComparison(Result):
-    """Outcome of :func:`compare_networks` (group a minus group b).
+class Tested(Result):
+    """The fields a comparison across networks or models reports after its estimate: the interval at
+    ``level``, the permutation p-value (``method``, over ``permutations``), its floor ``min_pvalue``, and
+    the :class:`Design`'s power analysis (:meth:`Design.tested` gives the fields but the interval)."""
 
-    ``pvalue`` is the permutation p over relabellings of networks (``method`` exact or permutation,
-    ``permutations`` of them including the observed one); ``min_pvalue`` is the smallest p this design
-    can give; ``ci_low``/``ci_high`` are Welch's interval for ``difference`` at ``level``;
-    ``detectable_shift`` is the true difference, in between-network SDs, detected with probability
-    ``power`` at ``alpha`` (``inf`` when ``min_pvalue > alpha``), and ``detectable_difference`` is that
-    shift times the pooled SD of the observed values.
-    """
-
-    n_a: int
-    n_b: int
-    mean_a: float
-    mean_b: float
-    sd_a: float
-    sd_b: float
-    difference: float
     ci_low: float
     ci_high: float
     level: float
@@ -90,13 +77,37 @@ class NetworkComparison(Result):
     method: str
     permutations: int
     min_pvalue: float
-    pvalue_welch: float
     alternative: str
     alpha: float
     power: float
     detectable_shift: float
     detectable_difference: float
     seed: int
+
+
+@dataclass(frozen=True)
+class _Groups(Result):
+    n_a: int
+    n_b: int
+    mean_a: float
+    mean_b: float
+    sd_a: float
+    sd_b: float
+    difference: float
+    pvalue_welch: float
+
+
+@dataclass(frozen=True)
+class NetworkComparison(Tested, _Groups):  # a dataclass's fields follow its reversed MRO: _Groups', then Tested's
+    """Outcome of :func:`compare_networks` (group a minus group b).
+
+    ``pvalue`` is the permutation p over relabellings of networks (``method`` exact or permutation,
+    ``permutations`` of them including the observed one); ``min_pvalue`` is the smallest p this design
+    can give; ``ci_low``/``ci_high`` are Welch's interval for ``difference`` at ``level`` (Welch's own p
+    is ``pvalue_welch``); ``detectable_shift`` is the true difference, in between-network SDs, detected
+    with probability ``power`` at ``alpha`` (``inf`` when ``min_pvalue > alpha``), and
+    ``detectable_difference`` is that shift times the pooled SD of the observed values.
+    """
 
 
 def _values(value, name: str) -> np.ndarray:

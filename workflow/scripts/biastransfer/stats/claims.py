@@ -34,6 +34,7 @@ from biastransfer.stats.attribution import (
     POWER_PARTITIONS,
     TIE_RTOL,
     Design,
+    Tested,
     as_extreme,
     compare_networks,
     min_pvalue,
@@ -46,28 +47,18 @@ _OPPOSITE = {"greater": "less", "less": "greater", "two-sided": None}
 
 
 @dataclass(frozen=True)
-class PairedComparison(Result):
+class _Pairs(Result):
+    n: int
+    mean_difference: float
+    sd_difference: float
+
+
+@dataclass(frozen=True)
+class PairedComparison(Tested, _Pairs):  # fields: _Pairs', then Tested's (a dataclass's follow its reversed MRO)
     """Outcome of :func:`compare_paired` (``x - y`` per model): the sign-flip p over ``permutations`` flips
     (``method`` exact or permutation), its floor ``min_pvalue``, the t interval of the mean difference at
     ``level``, and the true mean difference, in SDs of the differences (``detectable_shift``) and in the
     measure's units (``detectable_difference``), that the test detects with probability ``power``."""
-
-    n: int
-    mean_difference: float
-    sd_difference: float
-    ci_low: float
-    ci_high: float
-    level: float
-    pvalue: float
-    method: str
-    permutations: int
-    min_pvalue: float
-    alternative: str
-    alpha: float
-    power: float
-    detectable_shift: float
-    detectable_difference: float
-    seed: int
 
 
 def sign_flips(n: int, permutations: int = 100_000, seed: int = 0) -> tuple[np.ndarray, str]:
