@@ -11,7 +11,6 @@ import logging
 from biastransfer.embeddings import write_embeddings
 from biastransfer.models.embedding_job import embed_manifest
 from biastransfer.models.extractors import create_backbone
-from biastransfer.models.resolve import model_spec
 from biastransfer.scripting import run
 
 log = logging.getLogger(__name__)
@@ -28,13 +27,12 @@ def main(
     stage: str = "pretrained",
     threads: int = 1,
 ) -> None:
-    import torch
+    def build(spec):  # the model's embedding network: its backbone at its embedding layer
+        return create_backbone(spec, weights)
 
-    torch.set_num_threads(max(1, threads))
-    spec = model_spec(model, entry)
-    backbone = create_backbone(spec, weights)
-    images, features, meta = embed_manifest(backbone, spec, manifest, weights, entry, inference,
-                                            analysis_set=analysis_set, stage=stage, log=log)  # fmt: skip
+    _, images, features, meta = embed_manifest(build, manifest, weights, entry, inference, model=model,
+                                               analysis_set=analysis_set, stage=stage, threads=threads,
+                                               log=log)  # fmt: skip
     write_embeddings(embeddings, images["image_id"], images["class"], features, meta)
     log.info("wrote %s: %d x %d", embeddings, *features.shape)
 

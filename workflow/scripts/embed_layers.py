@@ -15,7 +15,6 @@ from pathlib import Path
 from biastransfer.embeddings import write_embeddings
 from biastransfer.models.embedding_job import embed_manifest
 from biastransfer.models.layers import layer_extractor
-from biastransfer.models.resolve import model_spec
 from biastransfer.scripting import run
 
 log = logging.getLogger(__name__)
@@ -34,14 +33,13 @@ def main(
     stage: str = "pretrained",
     threads: int = 1,
 ) -> None:
-    import torch
+    def build(spec):  # one forward pass through the trunk gives every profile layer
+        return layer_extractor(spec, weights, list(layers) if layers else None, pooling)
 
-    torch.set_num_threads(max(1, threads))
-    spec = model_spec(model, entry)
-    extractor = layer_extractor(spec, weights, list(layers) if layers else None, pooling)
-    images, features, common = embed_manifest(extractor, spec, manifest, weights, entry, inference,
-                                              analysis_set=analysis_set, stage=stage, log=log,
-                                              layers=extractor.layers)  # fmt: skip
+    extractor, images, features, provenance = embed_manifest(build, manifest, weights, entry, inference, model=model,
+                                                             analysis_set=analysis_set, stage=stage, threads=threads,
+                                                             log=log)  # fmt: skip
+    common = {**provenance, "layers": extractor.layers}
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     for depth, (layer, matrix) in enumerate(extractor.split(features).items(), start=1):
