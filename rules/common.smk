@@ -434,12 +434,17 @@ PREDICTED_REAL_DATASETS = [
 ]
 
 
-def gender_words_file(dataset):
-    """A COCO dataset's gender-word file (evaluation.gender_words.file; no schema default: the shipped
-    list's path depends on where the workflow lives)."""
-    return dataset["evaluation"]["gender_words"].get(
+def word_list_file(gender_words):
+    """The file of a gender_words block (``file``; not set: the shipped list, whose path depends on where
+    the workflow lives, so the schema has no default for it)."""
+    return gender_words.get(
         "file", os.path.join(workflow.basedir, "resources", "gender_words.yaml")
     )
+
+
+def gender_words_file(dataset):
+    """A COCO dataset's gender-word file (evaluation.gender_words)."""
+    return word_list_file(dataset["evaluation"]["gender_words"])
 
 
 def gender_words_list(dataset):
@@ -706,11 +711,8 @@ def curate_inputs(wildcards):
         aset["source"] != "paper"
         and config["datasets"][aset["dataset"]]["kind"] == "coco"
     ):
-        # no schema default: the shipped list's path depends on where the workflow lives
         words = aset.get("curation", {}).get("gender_words", {})
-        inputs["gender_words"] = words.get(
-            "file", os.path.join(workflow.basedir, "resources", "gender_words.yaml")
-        )
+        inputs["gender_words"] = word_list_file(words)
     return inputs
 
 
