@@ -784,20 +784,6 @@ def finetune_runtime(wildcards, attempt):
     return (30 + 20 * epochs) * attempt
 
 
-# Resource presets (as nf-core's process labels): the rules that need no more than these name one instead of
-# typing numbers; training, embedding and download rules size theirs from the config (functions above).
-RESOURCES = {
-    "small": {
-        "mem_mb": 500,
-        "runtime": 5,
-    },  # a few small tables in, one table or page out
-    "gather": {"mem_mb": 1000, "runtime": 5},  # every job's table gathered into one
-    "plot": {"mem_mb": 1000, "runtime": 10},  # a figure
-    "stats": {"mem_mb": 2000, "runtime": 10},  # statistics on one model's embeddings
-    "download": {"mem_mb": 1000, "runtime": 60},  # network-bound
-}
-
-
 # The many small per-model analysis jobs (similarity, ieat, bts, change, trajectory, layer_profile and
 # intervention_change of one model, over all analysis sets and stages) share one job group per model.
 # Local runs ignore groups; on a cluster profiles/slurm's `group-components` makes each model's group one
@@ -827,6 +813,33 @@ if "gpu" not in workflow.global_resources:
 # own (docs/gpu.md).
 FINETUNE_GPUS = books_gpu(config["finetune"]["device"])
 EMBED_GPUS = books_gpu(config["analysis"]["embed"]["device"])
+
+
+# Resource presets (as nf-core's process labels): the rules that need no more than these name one instead of
+# typing numbers; training and downloads of whole datasets size theirs from the config (functions above).
+RESOURCES = {
+    "small": {
+        "mem_mb": 500,
+        "runtime": 5,
+    },  # a few small tables in, one table or page out
+    "gather": {"mem_mb": 1000, "runtime": 5},  # every job's table gathered into one
+    "plot": {"mem_mb": 1000, "runtime": 10},  # a figure
+    "stats": {"mem_mb": 2000, "runtime": 10},  # statistics on one model's embeddings
+    "download": {"mem_mb": 1000, "runtime": 60},  # network-bound
+    "split": {
+        "mem_mb": 4000,
+        "runtime": 30,
+    },  # one split of a real dataset and its labels
+    "annotations": {
+        "mem_mb": 8000,
+        "runtime": 60,
+    },  # a real dataset's whole annotation files
+    "network": {  # a network over an analysis set, memory by the model's size (retries double both)
+        "mem_mb": embed_mem_mb,
+        "runtime": lambda wildcards, attempt: 30 * attempt,
+        "gpu": EMBED_GPUS,
+    },
+}
 
 
 def model_analysis_tables(wildcards):

@@ -18,9 +18,7 @@ rule embed:
         "../envs/torch.yaml"
     threads: config["analysis"]["embed"]["num_workers"] + 1
     resources:
-        mem_mb=embed_mem_mb,
-        runtime=lambda wildcards, attempt: 30 * attempt,
-        gpu=EMBED_GPUS,
+        **RESOURCES["network"],
     params:
         entry=lambda wildcards: cfg.canonical(network_entry(wildcards.model)),
         inference=inference_settings,

@@ -128,8 +128,7 @@ rule make_splits:
         "../envs/data.yaml"
     threads: 1
     resources:
-        mem_mb=8000,
-        runtime=60,
+        **RESOURCES["annotations"],
     params:
         # less the evaluation options that leave train and val as they are (cfg.split_spec)
         dataset=lambda wildcards: cfg.split_spec(dataset_of(wildcards)),
@@ -188,8 +187,7 @@ rule real_test_split:
         "../envs/data.yaml"
     threads: 1
     resources:
-        mem_mb=4000,
-        runtime=30,
+        **RESOURCES["split"],
     params:
         dataset=lambda wildcards: cfg.evaluation_spec(dataset_of(wildcards)),
         name=lambda wildcards: wildcards.real,
@@ -215,8 +213,7 @@ rule real_test_attributes:
         "../envs/data.yaml"
     threads: 1
     resources:
-        mem_mb=4000,
-        runtime=30,
+        **RESOURCES["split"],
     params:
         dataset=lambda wildcards: cfg.evaluation_spec(dataset_of(wildcards)),
         words_list=lambda wildcards: gender_words_list(dataset_of(wildcards)),
@@ -247,8 +244,7 @@ rule real_train_attributes:
     threads: 1
     resources:
         # make_splits' figures: Open Images' training labels are the file it reads
-        mem_mb=8000,
-        runtime=60,
+        **RESOURCES["annotations"],
     params:
         dataset=lambda wildcards: train_attribute_spec(dataset_of(wildcards)),
         words_list=lambda wildcards: gender_words_list(dataset_of(wildcards)),
