@@ -8,9 +8,10 @@ Steps (each within its own time budget; a failing step is recorded and the next 
      (with --cpu: only collected, since the suite runs them on CPU anyway);
   2. workflow: the tiny config (tests/configs/tiny.yaml) end to end with ``finetune.device`` and
      ``analysis.embed.device`` cuda, two loader workers, trajectories and layer profiles on; then its
-     finetuning again with ``compile: true`` (one epoch); with --cpu only the jobs that reach a device
-     (``--until`` the embedding, layer-embedding and finetuning rules, 15 of the 52 jobs: the rest only read
-     tables, and tests/test_reruns.py runs the whole tiny DAG on CPU with trajectories and layer profiles on);
+     finetuning again with ``compile: true`` (one epoch; in the same folder, so only the finetuning reruns);
+     with --cpu only the jobs that reach a device (``--until`` the embedding, layer-embedding and finetuning
+     rules, 15 of the 52 jobs: the rest only read tables, and tests/test_reruns.py runs the whole tiny DAG on
+     CPU with trajectories and layer profiles on);
   3. figures: embedding images/s of the six paper architectures at random initialisation (forward only and
      end to end from JPEG files) with peak GPU memory; the resnet50 training step, ours (precision auto,
      channels_last, batch 128) against the authors' recipe (fp32, batch 32, contiguous), with each one's
@@ -142,13 +143,12 @@ def step_tests(device: torch.device, cpu: bool, budget: float) -> dict:
     return {**run, "summary": run["tail"][-1]}
 
 
-def tiny_config(folder: Path, device: str, **finetune) -> Path:
+def tiny_config(path: Path, device: str, **finetune) -> Path:
     conf = yaml.safe_load((ROOT / "tests" / "configs" / "tiny.yaml").read_text())
     conf["finetune"].update(device=device, num_workers=2, trajectory="every")
     conf["finetune"]["defaults"].update(finetune)
     conf["analysis"]["embed"].update(device=device, num_workers=2)
     conf["analysis"]["layers"] = {"enabled": True}
-    path = folder / "config.yaml"
     path.write_text(yaml.safe_dump(conf))
     return path
 
@@ -162,21 +162,21 @@ def step_workflow(device: torch.device, cpu: bool, budget: float, work: Path) ->
     deadline = time.perf_counter() + budget
     runs = {}
     eager = ["--until", *DEVICE_RULES] if cpu else []
+    work.mkdir(parents=True)
+    # the compiled run in the same folder: only its finetuning (whose params changed) runs again
     for name, targets, extra in (("eager", eager, {}), ("compiled", ["finetune_summary"], {"compile": True})):
-        folder = work / name
-        folder.mkdir(parents=True)
-        config = tiny_config(folder, device.type, **extra)
+        config = tiny_config(work / f"{name}.yaml", device.type, **extra)
         cmd = [sys.executable, "-m", "snakemake", "--snakefile", ROOT / "Snakefile", "--configfile", config]
         cmd += ["--cores", str(min(8, os.cpu_count() or 2)), *targets]
-        runs[name] = run_logged(cmd, cwd=folder, timeout=max(1.0, deadline - time.perf_counter()))
+        runs[name] = run_logged(cmd, cwd=work, timeout=max(1.0, deadline - time.perf_counter()))
         if runs[name]["returncode"] != 0:
             raise RuntimeError(f"snakemake ({name}): exit status {runs[name]['returncode']}: {runs[name]['tail'][-3:]}")
-        metrics = sorted(folder.glob("results/finetune/*/*/seed*/metrics.json"))
+        metrics = sorted(work.glob("results/finetune/*/*/seed*/metrics.json"))
         runs[name]["runtime"] = [json.loads(p.read_text()).get("runtime") for p in metrics]
         if name == "eager":
             from biastransfer.embeddings import read_metadata
 
-            meta = [read_metadata(p) for p in sorted(folder.glob("results/embeddings/*/*/*.parquet"))]
+            meta = [read_metadata(p) for p in sorted(work.glob("results/embeddings/*/*/*.parquet"))]
             runs[name]["embeddings"] = sorted({(m["device"], m["amp"], m["channels_last"]) for m in meta})
     return runs
 
