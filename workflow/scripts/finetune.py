@@ -53,6 +53,7 @@ def main(
     sample_weights: str | None = None,
 ) -> None:
     files = TrainingFiles(train, val, trained, metrics, curve, train_cache, val_cache)
+    recipe = train_config(hyper, seed, num_workers)  # bad hyper-parameters fail before anything is read
     spec = model_spec(model, entry)
     init_sha256 = weights_file_and_sha256(weights)[1]
     dev = torch_device(device)
@@ -61,14 +62,15 @@ def main(
     if not trajectory:
         remove_staging(staging)  # left by a killed run with the trajectory on
     else:
-        settings = json.loads(Path(trajectory_settings).read_text()) if trajectory_settings else {}
-        analysis_sets = settings.get("analysis_sets", [])
+        if not trajectory_settings:
+            raise ValueError("give --trajectory_settings with --trajectory (the epochs and analysis sets to embed)")
+        settings = json.loads(Path(trajectory_settings).read_text())
+        analysis_sets = settings["analysis_sets"]
         if not (len(manifests or []) == len(analysis_sets) == len(trajectory)):
             raise ValueError(
                 f"{len(manifests or [])} manifests, {len(analysis_sets)} analysis sets in {trajectory_settings} "
                 f"and {len(trajectory)} trajectory folders: give one of each per analysis set"
             )
-        recipe = train_config(hyper, seed, 0)
         writer = TrajectoryWriter(
             spec,
             dict(zip(analysis_sets, manifests)),
@@ -93,7 +95,7 @@ def main(
         lambda classes: create_classifier(spec, len(classes), weights),
         spec,
         files,
-        train_config(hyper, seed, num_workers),
+        recipe,
         device=dev,
         threads=threads,
         log=progress_log.info,
