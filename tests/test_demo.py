@@ -90,13 +90,18 @@ def test_the_ieat_table_shows_the_target_data_alone_and_what_a_quiet_test_could_
 
 @pytest.mark.slow
 def test_the_known_answers_hold_with_intervals(demo):
-    """The planted pair's interval excludes 0 and its d is the larger. The control pair's verdict is the
-    data's: one network's d on a control pair depends on its initialisation and on the machine's floating
-    point (on an AMD EPYC build machine the shipped network gives d = -0.56 [-0.93, -0.07], elsewhere
-    -0.10), so the report must say whether its known answer held from the interval, not assume it."""
+    """The planted pair is found (significant, d > 0.5) and its d is the larger; after finetuning every
+    seed's interval excludes 0. The pretrained network itself depends on the machine's floating point
+    (training diverges from the first differing rounding): where these tests were written its planted
+    interval lay above 0.5, on an Intel Xeon with AVX-512 d = 0.91 [-0.12, 1.53] at adjusted p = 0.00012 (the
+    bootstrap resamples the attribute images too, the permutation test only the targets), and its control
+    pair's d = -0.56 [-0.93, -0.07] on an AMD EPYC build machine, -0.10 elsewhere. So the report must say
+    whether each known answer held from the data, not assume it."""
     ieat = pd.read_csv(demo / "summary" / "ieat.csv")
     planted = pretrained(ieat, "democnn", "surfboard_vs_car")
-    assert planted["ci_low"] > 0, planted.to_dict()  # the planted pair's 95% interval excludes 0
+    assert planted["effect_size"] > 0.5 and planted["pvalue_holm"] < 0.01, planted.to_dict()
+    finetuned = ieat[(ieat["test"] == "surfboard_vs_car") & ieat["stage"].str.startswith("ft-")]
+    assert len(finetuned) == 3 and (finetuned["ci_low"] > 0).all(), finetuned  # the bias survives finetuning
     control = pretrained(ieat, "democnn", "refrigerator_vs_stop_sign")
     assert abs(control["effect_size"]) < planted["effect_size"], control.to_dict()
     record = json.loads((demo / "summary" / "results.json").read_text())
@@ -172,7 +177,7 @@ def test_the_layer_profile_says_at_which_depth_the_planted_association_appears(d
     assert len(profile[(profile["measure"] == "bts") & (profile["seed"] == "pooled")]) == len(layers) * 2
     planted = ieat[(ieat["item"] == "surfboard_vs_car") & (ieat["stage"] == "pretrained")].set_index("layer")
     assert planted.index.tolist() == layers
-    assert planted.loc["layer4", "pvalue_holm"] < 0.01 and planted.loc["layer4", "ci_low"] > 0.5, planted
+    assert planted.loc["layer4", "pvalue_holm"] < 0.01 and planted.loc["layer4", "estimate"] > 0.5, planted
     assert planted.loc["layer1", "ci_low"] < 0 < planted.loc["layer1", "ci_high"], planted
     # layer4, average-pooled, is the penultimate embedding: the same d as the main iEAT table
     main = pretrained(pd.read_csv(demo / "summary" / "ieat.csv"), "democnn", "surfboard_vs_car")
