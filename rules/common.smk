@@ -816,25 +816,25 @@ EMBED_GPUS = books_gpu(config["analysis"]["embed"]["device"])
 
 
 # Resource presets (as nf-core's process labels): the rules that need no more than these name one instead of
-# typing numbers; training and downloads of whole datasets size theirs from the config (functions above).
+# typing numbers; training sizes its own from the config (functions above), and a rule whose needs no other
+# rule shares (a whole dataset's download, say) types its own.
 RESOURCES = {
-    "small": {
-        "mem_mb": 500,
-        "runtime": 5,
-    },  # a few small tables in, one table or page out
-    "gather": {"mem_mb": 1000, "runtime": 5},  # every job's table gathered into one
-    "plot": {"mem_mb": 1000, "runtime": 10},  # a figure
-    "stats": {"mem_mb": 2000, "runtime": 10},  # statistics on one model's embeddings
-    "download": {"mem_mb": 1000, "runtime": 60},  # network-bound
-    "split": {
-        "mem_mb": 4000,
-        "runtime": 30,
-    },  # one split of a real dataset and its labels
-    "annotations": {
-        "mem_mb": 8000,
-        "runtime": 60,
-    },  # a real dataset's whole annotation files
-    "network": {  # a network over an analysis set, memory by the model's size (retries double both)
+    # a few small tables in, one table or page out
+    "small": {"mem_mb": 500, "runtime": 5},
+    # every job's table gathered into one
+    "gather": {"mem_mb": 1000, "runtime": 5},
+    # a figure
+    "plot": {"mem_mb": 1000, "runtime": 10},
+    # statistics on one model's embeddings
+    "stats": {"mem_mb": 2000, "runtime": 10},
+    # network-bound
+    "download": {"mem_mb": 1000, "runtime": 60},
+    # one split of a real dataset and its labels
+    "split": {"mem_mb": 4000, "runtime": 30},
+    # a real dataset's whole annotation files
+    "annotations": {"mem_mb": 8000, "runtime": 60},
+    # a network over an analysis set, memory by the model's size (a retry doubles both)
+    "network": {
         "mem_mb": embed_mem_mb,
         "runtime": lambda wildcards, attempt: 30 * attempt,
         "gpu": EMBED_GPUS,
