@@ -50,14 +50,14 @@ def as_embeddings(value, name: str, *, min_rows: int = 1) -> tuple[np.ndarray, n
     return array, 1.0 / np.sqrt(squared)
 
 
-def as_embedding_sets(named: Mapping[str, object], *, min_rows: int = 1) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """:func:`as_embeddings` of each named array (name -> (rows, 1 / row norms)); ValueError naming the
-    first array whose number of dims differs from the first one's."""
-    checked = {name: as_embeddings(value, name, min_rows=min_rows) for name, value in named.items()}
-    items = [(name, rows.shape[1]) for name, (rows, _) in checked.items()]
-    for name, dims in items[1:]:
-        if dims != items[0][1]:
-            raise ValueError(f"{name} has {dims} dims but {items[0][0]} has {items[0][1]}")
+def as_embedding_sets(arrays: Mapping, *, name=str, min_rows: int = 1) -> dict:
+    """:func:`as_embeddings` of each array (key -> (rows, 1 / row norms)), each named ``name(key)`` in its
+    errors; ValueError naming the first array whose number of dims differs from the first one's."""
+    checked = {key: as_embeddings(value, name(key), min_rows=min_rows) for key, value in arrays.items()}
+    dims = [(key, rows.shape[1]) for key, (rows, _) in checked.items()]
+    for key, d in dims[1:]:
+        if d != dims[0][1]:
+            raise ValueError(f"{name(key)} has {d} dims but {name(dims[0][0])} has {dims[0][1]}")
     return checked
 
 

@@ -132,8 +132,10 @@ def _units(groups: Mapping, classes: list, stage) -> dict[Hashable, np.ndarray]:
     missing = [c for c in classes if c not in groups]
     if missing:
         raise ValueError(f"stage {stage!r} has no embeddings of classes {missing}")
-    named = as_embedding_sets({f"stage {stage!r} class {c!r}": groups[c] for c in classes}, min_rows=2)
-    return {c: rows * inv[:, None] for c, (rows, inv) in zip(classes, named.values())}
+    checked = as_embedding_sets(
+        {c: groups[c] for c in classes}, name=lambda c: f"stage {stage!r} class {c!r}", min_rows=2
+    )
+    return {c: rows * inv[:, None] for c, (rows, inv) in checked.items()}
 
 
 def _value(units: Mapping, key, counts: Mapping) -> np.ndarray:

@@ -93,8 +93,7 @@ def class_similarities(
     """
     if not classes:
         raise ValueError("classes is empty")
-    named = as_embedding_sets({f"classes[{key!r}]": Z for key, Z in classes.items()}, min_rows=2)
-    checked = dict(zip(classes, named.values()))
+    checked = as_embedding_sets(classes, name=lambda key: f"classes[{key!r}]", min_rows=2)
     pairs = list(itertools.combinations(checked, 2) if pairs is None else pairs)
     unknown = sorted({repr(k) for pair in pairs for k in pair if k not in checked})
     if unknown:
