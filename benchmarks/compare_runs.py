@@ -26,13 +26,14 @@ import pyarrow.parquet as pq
 
 #: Keys and columns that record where and when a file was written, not what it holds.
 PROVENANCE = {"git_commit", "git_dirty", "workflow_version", "file_sha256"}
-#: Parts of a key or column name that mark a timing figure.
-TIMING = ("seconds", "per_s", "img_s", "waited", "elapsed", "runtime_s", "wall")
-_MASK = re.compile(r"\b[0-9a-f]{7,64}\b|\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d")
+#: A key or column name that ends so holds a timing figure (seconds, data_seconds, images_per_s, img_s).
+TIMING = re.compile(r"(^|_)(seconds|per_s|img_s|elapsed|waited|wall_s)$")
+#: Hex digests (with at least one letter, so that no number is masked) and times of day.
+_MASK = re.compile(r"\b(?=[0-9]*[a-f])[0-9a-f]{7,64}\b|\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d")
 
 
 def _kept(name: str) -> bool:
-    return name not in PROVENANCE and not any(part in name for part in TIMING)
+    return name not in PROVENANCE and not TIMING.search(name)
 
 
 def _stripped(value):

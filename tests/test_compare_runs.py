@@ -49,6 +49,14 @@ def test_provenance_and_timing_alone_pass_and_a_changed_value_is_named(tmp_path,
     assert "only in" in capsys.readouterr().out
 
 
+def test_only_timing_names_and_digests_are_ignored():
+    difference = compare_runs().difference
+    assert difference("m.json", b'{"seconds": 1, "images_per_s": 2}', b'{"seconds": 3, "images_per_s": 4}') is None
+    assert difference("m.json", b'{"spread_per_seed": 1}', b'{"spread_per_seed": 2}') == "keys ['spread_per_seed']"
+    assert difference("p.html", b"<p>commit 82d266d</p>", b"<p>commit 384e7bd</p>") is None
+    assert difference("p.html", b"<p>1234567 images</p>", b"<p>1234568 images</p>") == "page text"
+
+
 def test_an_archive_is_compared_member_by_member():
     difference = compare_runs().difference
 
