@@ -72,9 +72,10 @@ KINDS = {
 
 
 def _built(builder, table, options: dict):
-    """``builder(table, ...)`` given the options that its signature names."""
+    """``builder(table, ...)`` given the options that its signature names (every one of them: a name that is
+    not an option is a KeyError, not a silent default)."""
     names = list(inspect.signature(builder).parameters)[1:]
-    return builder(table, **{name: options[name] for name in names if name in options})
+    return builder(table, **{name: options[name] for name in names})
 
 
 def main(
