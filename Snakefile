@@ -9,11 +9,15 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
+# The library (src/biastransfer), found from this file's folder so that the workflow also runs as another
+# project's module; each job's script finds it through workflow/scripts/biastransfer, a link to it in the
+# folder that Snakemake puts on a script's path (in any conda env too, which blocks PYTHONPATH).
+sys.path.insert(0, os.path.join(workflow.basedir, "src"))
+from biastransfer.config import read_config_file
+
 # The demo config is the default; a --configfile given on the command line replaces it (not merged).
 # Every config file's YAML is read first: Snakemake's own message for a syntax error names neither file
 # nor line, and its reading keeps the last of a key given twice (an appended block replaces the first).
-sys.path.insert(0, os.path.join(workflow.basedir, "workflow", "scripts"))
-from biastransfer.config import read_config_file
 
 for path in workflow.config_settings.configfiles or [
     os.path.join(workflow.basedir, "config", "config.yaml")

@@ -28,7 +28,7 @@ def dry_run_cpu(snakefile: Path, configfile: Path, workdir: Path, cache: Path) -
     env = {
         **os.environ,
         "BIASTRANSFER_CACHE_DIR": str(cache),
-        "PYTHONPATH": str(snakefile.parent / "workflow" / "scripts"),
+        "PYTHONPATH": str(snakefile.parent / "src"),
     }
     subprocess.run(
         [sys.executable, "-m", "snakemake", "--snakefile", str(snakefile), "-n", "--cores", "1", "-q",

@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-SCRIPTS = Path(__file__).resolve().parents[1] / "workflow" / "scripts"
+LIBRARY = Path(__file__).resolve().parents[1] / "src"
 
 CHILD = """
 import json, sys, time
@@ -68,7 +68,7 @@ def write_files(folder: Path, rows: int, dims: int) -> dict[str, Path]:
 
 
 def measure(path: str) -> dict:
-    done = subprocess.run([sys.executable, "-c", CHILD, str(SCRIPTS), path], capture_output=True, text=True, check=True)
+    done = subprocess.run([sys.executable, "-c", CHILD, str(LIBRARY), path], capture_output=True, text=True, check=True)
     return json.loads(done.stdout)
 
 

@@ -50,7 +50,7 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "tests"), str(REPO / "workflow" / "scripts")]
+sys.path[:0] = [str(REPO / "tests"), str(REPO / "src")]
 
 from slurm_cluster import SlurmCluster, local_slurm_cluster  # noqa: E402  (from tests/, put on sys.path above)
 from test_slurm import LOCAL_CLUSTER_OPTIONS, PROFILE, TINY  # noqa: E402

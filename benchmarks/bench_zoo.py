@@ -23,7 +23,7 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "workflow" / "scripts")]
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "src")]
 
 from zoo_toy import SMALL_ZOO, small_zoo_config  # noqa: E402  (from tests/, put on sys.path above)
 

@@ -37,7 +37,7 @@ import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "workflow" / "scripts"), str(ROOT / "benchmarks")]
+sys.path[:0] = [str(ROOT / "src"), str(ROOT / "benchmarks")]
 
 import torch  # noqa: E402
 import yaml  # noqa: E402
@@ -113,7 +113,7 @@ def run_logged(cmd: list[str], *, timeout: float, cwd: Path = ROOT, env: dict | 
     proc = subprocess.Popen(
         list(map(str, cmd)),
         cwd=cwd,
-        env={**os.environ, "PYTHONPATH": str(ROOT / "workflow" / "scripts"), **(env or {})},
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src"), **(env or {})},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

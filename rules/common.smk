@@ -3,8 +3,6 @@ import os
 import sys
 from types import SimpleNamespace
 
-sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
-
 from biastransfer import config as cfg  # noqa: E402
 from biastransfer.check_cache import passed_check  # noqa: E402
 from biastransfer.claims import claims_on  # noqa: E402

@@ -67,7 +67,7 @@ def test_reading_the_config_and_its_light_modules_imports_neither_torch_nor_scip
         "print(sorted({'torch', 'scipy.stats', 'matplotlib', 'timm'} & set(sys.modules)))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                          cwd=ROOT, env={"PYTHONPATH": str(ROOT / "workflow" / "scripts"), "PATH": "/usr/bin:/bin"})  # fmt: skip
+                          cwd=ROOT, env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"})  # fmt: skip
     assert done.stdout.strip() == "[]"
 
 

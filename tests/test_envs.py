@@ -13,6 +13,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "workflow" / "scripts"
+LIBRARY = ROOT / "src"
 CONDA_NAMES = {
     "torch": {"pytorch"},
     "PIL": {"pillow"},
@@ -44,20 +45,20 @@ def library_files(module: str) -> list[Path]:
     parts = module.split(".")
     files = []
     for i in range(1, len(parts) + 1):
-        base = SCRIPTS.joinpath(*parts[:i])
+        base = LIBRARY.joinpath(*parts[:i])
         if (base / "__init__.py").is_file():
             files.append(base / "__init__.py")
         elif base.with_suffix(".py").is_file():
             files.append(base.with_suffix(".py"))
         else:
-            raise AssertionError(f"{module}: no module or package {base.relative_to(SCRIPTS)}")
+            raise AssertionError(f"{module}: no module or package {base.relative_to(LIBRARY)}")
     return files
 
 
 def lazy_exports(package: str) -> dict[str, str]:
     """``{name: module}`` of a package that loads its public names on first use (its ``_EXPORTS`` dict, as in
     biastransfer.stats); empty for any other package."""
-    init = SCRIPTS.joinpath(*package.split("."), "__init__.py")
+    init = LIBRARY.joinpath(*package.split("."), "__init__.py")
     if not init.is_file():
         return {}
     for node in ast.parse(init.read_text()).body:
@@ -74,7 +75,7 @@ def imported_modules(node: ast.AST, path: Path) -> list[str]:
     if not isinstance(node, ast.ImportFrom):
         return []
     if node.level:  # relative import inside biastransfer
-        package = path.relative_to(SCRIPTS).parent.parts[: len(path.relative_to(SCRIPTS).parent.parts) - node.level + 1]
+        package = path.relative_to(LIBRARY).parent.parts[: len(path.relative_to(LIBRARY).parent.parts) - node.level + 1]
         base = ".".join(package + ((node.module,) if node.module else ()))
     else:
         base = node.module
@@ -83,8 +84,8 @@ def imported_modules(node: ast.AST, path: Path) -> list[str]:
         names += [
             f"{base}.{a.name}"
             for a in node.names
-            if SCRIPTS.joinpath(*base.split("."), a.name).with_suffix(".py").is_file()
-            or (SCRIPTS.joinpath(*base.split("."), a.name) / "__init__.py").is_file()
+            if LIBRARY.joinpath(*base.split("."), a.name).with_suffix(".py").is_file()
+            or (LIBRARY.joinpath(*base.split("."), a.name) / "__init__.py").is_file()
         ]
         lazy = lazy_exports(base)
         names += [f"{base}.{lazy[a.name] or a.name}" for a in node.names if a.name in lazy]

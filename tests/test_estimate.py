@@ -143,7 +143,7 @@ def test_the_command_line_prints_the_paper_estimate():
         [sys.executable, "workflow/scripts/preflight.py", "--configfile", "config/paper.yaml", "--estimate",
          "--gpus", "4", "--cores", "64"],
         cwd=ROOT, capture_output=True, text=True, check=True,
-        env={"PYTHONPATH": str(ROOT / "workflow" / "scripts"), "PATH": "/usr/bin:/bin"},
+        env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"},
     ).stdout  # fmt: skip
     assert "image_cache" in out and "finetune" in out and "wall time with 4 GPU(s) and 64 cores" in out
     assert re.search(

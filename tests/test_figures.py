@@ -463,13 +463,13 @@ def test_curves_figure_draws_each_seeds_losses_and_metric_and_rings_the_best_epo
 @pytest.mark.slow
 def test_report_rules_run_and_the_report_builds(tmp_path):
     """rules/report.smk on fixed summaries: every target is made, lint is clean, the HTML report builds."""
-    for name in ("workflow", "envs", "resources", "CITATION.cff"):
+    for name in ("workflow", "src", "envs", "resources", "CITATION.cff"):
         (tmp_path / name).symlink_to(ROOT / name)
     (tmp_path / "rules").mkdir()
     for name in ("artefacts.smk", "report.smk", "tables.smk"):
         (tmp_path / "rules" / name).symlink_to(ROOT / "rules" / name)
     (tmp_path / "Snakefile").write_text(  # the rest of the workflow needs a whole config
-        'import os\nimport sys\n\nsys.path.insert(0, "workflow/scripts")\n\n'
+        'import os\nimport sys\n\nsys.path.insert(0, "src")\n\n'
         "from biastransfer import config as cfg  # noqa: E402\nfrom biastransfer.paths import path  # noqa: E402\n\n"
         'RESOURCES = {"small": {"mem_mb": 500}, "plot": {"mem_mb": 1000}}\n\n\n'
         "claims_summary = lambda: []  # rules/common.smk's: no claims in this config\n"

@@ -65,7 +65,7 @@ JOB = textwrap.dedent("""
 
 def test_a_snakemake_job_shows_progress_on_stderr_and_keeps_everything_in_its_log(tmp_path):
     log = tmp_path / "job.log"
-    code = JOB.format(scripts=str(ROOT / "workflow" / "scripts"), tests=str(ROOT / "tests"), log=str(log))
+    code = JOB.format(scripts=str(ROOT / "src"), tests=str(ROOT / "tests"), log=str(log))
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     shown = [line for line in done.stderr.splitlines() if line.strip()]

@@ -19,7 +19,7 @@ from biastransfer.train.config import EpochRecord
 from biastransfer.zoo import write_failure
 
 ROOT = Path(__file__).resolve().parents[1]
-LIBRARY = ROOT / "workflow" / "scripts" / "biastransfer"
+LIBRARY = ROOT / "src" / "biastransfer"
 PRINT = "import json; from biastransfer.provenance import workflow_provenance as w; print(json.dumps(w()))"
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
 
@@ -28,7 +28,7 @@ def _provenance_of(checkout: Path) -> dict:
     """workflow_provenance() of a copy of the library under ``checkout``, in a fresh process."""
     done = subprocess.run(
         [sys.executable, "-c", PRINT],
-        env={"PYTHONPATH": str(checkout / "workflow" / "scripts"), "PATH": "/usr/bin:/bin"},
+        env={"PYTHONPATH": str(checkout / "src"), "PATH": "/usr/bin:/bin"},
         capture_output=True,
         text=True,
         check=True,
@@ -39,9 +39,7 @@ def _provenance_of(checkout: Path) -> dict:
 @pytest.fixture
 def checkout(tmp_path):
     """A copy of the workflow's library and Snakefile, not (yet) a git checkout."""
-    shutil.copytree(
-        LIBRARY, tmp_path / "workflow" / "scripts" / "biastransfer", ignore=shutil.ignore_patterns("__pycache__")
-    )
+    shutil.copytree(LIBRARY, tmp_path / "src" / "biastransfer", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "Snakefile", tmp_path / "Snakefile")
     return tmp_path
 

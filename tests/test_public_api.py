@@ -11,7 +11,7 @@ from types import ModuleType
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-LIBRARY = ROOT / "workflow" / "scripts" / "biastransfer"
+LIBRARY = ROOT / "src" / "biastransfer"
 SUBPACKAGES = sorted(p.parent.name for p in LIBRARY.glob("*/__init__.py"))
 
 

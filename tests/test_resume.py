@@ -259,7 +259,7 @@ KILLED_WRITER = textwrap.dedent("""
 
 def test_a_save_killed_with_sigkill_leaves_a_temporary_file_that_the_next_write_removes(tmp_path):
     target = tmp_path / "seed0.resume.pt"
-    code = KILLED_WRITER.format(scripts=str(ROOT / "workflow" / "scripts"), target=str(target))
+    code = KILLED_WRITER.format(scripts=str(ROOT / "src"), target=str(target))
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     tmp = Path(proc.stdout.readline().strip())
     os.kill(proc.pid, signal.SIGKILL)

@@ -149,7 +149,7 @@ def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
 
 
 #: The config's JSON schema: keys, types and every default.
-SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "config.schema.yaml"
+SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
 #: Sections whose entries are named (``datasets.<name>``, ...): a null entry in a later file removes one.
 NAMED_SECTIONS = ("datasets", "analysis_sets", "models")
 

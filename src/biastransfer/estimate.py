@@ -31,7 +31,7 @@ import pandas as pd
 from biastransfer.config import evaluation_is_val, finetune_params, finetune_seeds, reference_seeds
 from biastransfer.data.cache import CacheSetting
 
-COSTS = Path(__file__).resolve().parents[3] / "resources" / "costs"
+COSTS = Path(__file__).resolve().parents[2] / "resources" / "costs"
 INPUT_SIZE = {"openimages": "1024x768"}  # every other kind: COCO-like (640x480, an upper bound for small images)
 CHECKPOINT_COPIES = 1  # model.safetensors per run; the resume state (about 3x) exists only while the run lasts
 COLUMNS = ("family", "model", "images", "download_bytes", "disk_bytes", "cpu_h", "gpu_h", "basis")

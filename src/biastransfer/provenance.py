@@ -19,8 +19,8 @@ from pathlib import Path
 
 from biastransfer import __version__
 
-#: The checkout this library was loaded from (workflow/scripts/biastransfer -> the repository root).
-CHECKOUT = Path(__file__).resolve().parents[3]
+#: The checkout this library was loaded from (src/biastransfer -> the repository root).
+CHECKOUT = Path(__file__).resolve().parents[2]
 UNKNOWN = "unknown"
 #: Fields that differ between two runs of the same config on the same data: the training loop's timings
 #: (biastransfer.train.config.EpochRecord) and which workflow ran (workflow_provenance).
