@@ -2,6 +2,17 @@
 # compared between model groups on one finetuning dataset or between two finetuning datasets, model by
 # model; exact permutation p-values over the models, Holm over the claims, verdicts in words.
 CLAIMS_ON = claims_on(config)
+# A zoo run measures pretrained networks only: its claims compare groups on pretrained d (the config check
+# refuses any other), read from the iEATs and the zoo's status records (a model that failed its check is
+# left out of its group and named in the table).
+CLAIMS_INPUTS = (
+    {"statuses": expand("results/zoo/status/{model}.json", model=config["models"])}
+    if config["zoo"]
+    else {
+        "change": "results/summary/ieat_change.csv",
+        "bts": "results/summary/bts.csv",
+    }
+)
 
 table_artefact(
     "claims",
@@ -26,9 +37,8 @@ report_artefact(
 
 rule claims:
     input:
+        **CLAIMS_INPUTS,
         ieat="results/summary/ieat.csv",
-        change="results/summary/ieat_change.csv",
-        bts="results/summary/bts.csv",
     output:
         table="results/summary/claims.csv",
         values="results/summary/claim_values.csv",
