@@ -2,7 +2,7 @@
 
 The JSON schema (``workflow/schemas/config.schema.yaml``) checks keys and types and fills every default
 (Snakemake's ``validate``, called by ``fill_defaults``), so the rules and these helpers read the config without
-defaults of their own; ``check_config`` checks the filled config for what a schema cannot: that every name
+defaults of their own; ``section_problems`` checks the filled config for what a schema cannot: that every name
 refers to something defined, section by section. ``validate_config`` runs every check, in order: the one the
 workflow runs (rules/common.smk) and ``python -m biastransfer.config FILE...``.
 """
@@ -510,7 +510,7 @@ def attribution_problems(config: Mapping) -> list[str]:
     return problems
 
 
-#: The per-section checks of ``check_config``, in the order of the config's sections.
+#: The per-section checks of ``section_problems``, in the order of the config's sections.
 SECTION_CHECKS = (
     user_data_problems,
     intervention_problems,
