@@ -33,9 +33,7 @@ rule similarity:
     resources:
         **RESOURCES["stats"],
     params:
-        method=config["analysis"]["similarity"]["method"],
-        iterations=config["analysis"]["similarity"]["iterations"],
-        seed=config["analysis"]["similarity"]["seed"],
+        settings=PLAN.settings("similarity"),
     script:
         "../workflow/scripts/similarity.py"
 
@@ -61,13 +59,7 @@ rule bts:
     resources:
         **RESOURCES["plot"],
     params:
-        bootstrap=config["analysis"]["bts"]["bootstrap"],
-        ci_level=config["analysis"]["bts"]["ci_level"],
-        seed=config["analysis"]["bts"]["seed"],
-        lists=lambda wildcards: cfg.canonical(
-            config["analysis_sets"][wildcards.analysis_set]["bts"]
-        ),
-        pvalue=config["analysis"]["bts"]["pvalue"],
+        settings=lambda wildcards: PLAN.settings("bts", wildcards),
     script:
         "../workflow/scripts/bts.py"
 
@@ -89,10 +81,7 @@ rule ieat:
     resources:
         **RESOURCES["stats"],
     params:
-        tests=lambda wildcards: cfg.canonical(
-            config["analysis_sets"][wildcards.analysis_set]["ieat"]
-        ),
-        options=cfg.canonical(config["analysis"]["ieat"]),
+        settings=lambda wildcards: PLAN.settings("ieat", wildcards),
     script:
         "../workflow/scripts/ieat.py"
 
@@ -155,21 +144,7 @@ rule change:
         mem_mb=2000,
         runtime=20,
     params:
-        tests=lambda wildcards: cfg.canonical(
-            config["analysis_sets"][wildcards.analysis_set]["ieat"]
-        ),
-        lists=lambda wildcards: cfg.canonical(
-            config["analysis_sets"][wildcards.analysis_set]["bts"]
-        ),
-        permutations=config["analysis"]["ieat"]["permutations"],
-        alternative=config["analysis"]["ieat"]["alternative"],
-        method=config["analysis"]["ieat"]["method"],
-        ieat_seed=config["analysis"]["ieat"]["seed"],
-        ieat_bootstrap=config["analysis"]["ieat"]["bootstrap"],
-        ieat_ci_level=config["analysis"]["ieat"]["ci_level"],
-        bts_bootstrap=config["analysis"]["bts"]["bootstrap"],
-        bts_ci_level=config["analysis"]["bts"]["ci_level"],
-        bts_seed=config["analysis"]["bts"]["seed"],
+        settings=lambda wildcards: PLAN.settings("change", wildcards),
     script:
         "../workflow/scripts/change.py"
 

@@ -12,6 +12,7 @@ from biastransfer.gpus import books_gpu  # noqa: E402
 from biastransfer.models.resolve import model_spec  # noqa: E402
 from biastransfer.paths import path  # noqa: E402
 from biastransfer.schema_types import non_integer_problems  # noqa: E402
+from biastransfer.workflow.plan import Plan  # noqa: E402
 from biastransfer.zoo import embed_settings, read_status  # noqa: E402
 
 # A float where the schema wants an integer (epochs: 2.0), named by its key before anything reads it; then
@@ -42,6 +43,9 @@ if config["analysis"]["layers"]["enabled"]:
     )
     if LAYER_PROBLEMS:
         raise ValueError("invalid configuration:\n  " + "\n  ".join(LAYER_PROBLEMS))
+
+# The run's plan: every path, target and rule's settings (biastransfer.workflow.plan).
+PLAN = Plan(config, workflow.basedir)
 
 
 def names_pattern(names):
