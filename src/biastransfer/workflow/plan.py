@@ -101,10 +101,24 @@ class Plan:
         return [a for a, s in self.config["analysis_sets"].items() if s["source"] in sources]
 
     @cached_property
+    def real_datasets(self) -> list[str]:
+        """Datasets read from real files (COCO, Open Images, a table): their splits come from rules/real_data.smk."""
+        return self.datasets_of_kind(*REAL_KINDS)
+
+    @cached_property
+    def user_sets(self) -> list[str]:
+        """Analysis sets of your own images, listed in a folder or a table (rules/analysis_sets.smk)."""
+        return self.analysis_sets_of_source("folder", "table")
+
+    @cached_property
+    def paper_analysis_sets(self) -> list[str]:
+        """The real analysis sets given by the paper's published lists."""
+        return [a for a in self.real_analysis_sets if self.config["analysis_sets"][a]["source"] == "paper"]
+
+    @cached_property
     def real_analysis_sets(self) -> list[str]:
         """Analysis sets drawn from a real dataset of this config (the paper's lists or curated)."""
-        real = set(self.datasets_of_kind(*REAL_KINDS))
-        sets = self.config["analysis_sets"]
+        real, sets = set(self.real_datasets), self.config["analysis_sets"]
         return [a for a in self.analysis_sets_of_source("paper", "curated") if sets[a]["dataset"] in real]
 
     @property
