@@ -33,6 +33,11 @@ def finetune_seeds(config: Mapping, dataset: str) -> list[int]:
     return list(seeds[dataset] if isinstance(seeds, Mapping) else seeds)
 
 
+def seeds_per_dataset(config: Mapping) -> dict[str, list[int]]:
+    """{finetuning dataset: its seeds} (``finetune.seeds`` may map datasets to their own)."""
+    return {d: finetune_seeds(config, d) for d in config["finetune"]["datasets"]}
+
+
 def finetuned_stages(config: Mapping) -> list[str]:
     """All finetuned stages, dataset-major then seed."""
     return [finetuned_stage(d, s) for d in config["finetune"]["datasets"] for s in finetune_seeds(config, d)]

@@ -40,6 +40,7 @@ SUMMARIES = (
     "layer_profile",
     "trajectory",
     "claims",
+    "claim_values",
 )
 
 
@@ -364,6 +365,7 @@ class Plan:
             "layer_profile": self.layers_on,
             "trajectory": self.trajectory_on,
             "claims": self.claims_on,
+            "claim_values": self.claims_on,
         }
         return tuple(n for n in SUMMARIES if on.get(n, True))
 
