@@ -152,7 +152,7 @@ rule html_report:
         findings="results/summary/findings.rst",
         provenance=PLAN.summary("provenance"),
         analysis_sets=PLAN.summary("analysis_sets"),
-        citation=os.path.join(workflow.basedir, "CITATION.cff"),
+        citation=os.path.join(BASEDIR, "CITATION.cff"),
         claims=PLAN.summaries("claims"),
         link=PLAN.summaries("link"),
     output:
@@ -341,7 +341,7 @@ rule plot_change:
 
 rule compare_paper:
     input:
-        reference=os.path.join(workflow.basedir, "resources", "paper_reference.csv"),
+        reference=os.path.join(BASEDIR, "resources", "paper_reference.csv"),
         bts=PLAN.summary("bts"),
         ieat=PLAN.summary("ieat"),
         finetune_metrics=PLAN.summary("finetune_metrics"),
