@@ -150,7 +150,9 @@ def snapshot_text(name: str) -> str:
     header = (
         f"# The plan of {' + '.join(SNAPSHOT_CONFIGS[name])} (tests/test_plan.py; UPDATE_SNAPSHOTS=1 rewrites it)\n"
     )
-    return header + yaml.safe_dump(plan_snapshot(Plan(config, ROOT)), sort_keys=False, width=120, default_flow_style=None)
+    return header + yaml.safe_dump(
+        plan_snapshot(Plan(config, ROOT)), sort_keys=False, width=120, default_flow_style=None
+    )
 
 
 @pytest.mark.parametrize("name", sorted(SNAPSHOT_CONFIGS))
