@@ -127,6 +127,7 @@ SNAPSHOT_CONFIGS = {
     **CONFIGS,
     "zoo": ["config/paper.yaml", "config/zoo.yaml"],
     "intervention_planted": ["config/config.yaml", "config/examples/intervention_planted.yaml"],
+    "own_images": ["config/config.yaml", "config/examples/own_images.yaml"],
 }
 WILDCARD_VALUES = {"analysis_set": "analysis_sets", "model": "models", "dataset": "finetune_datasets"}
 
@@ -155,9 +156,21 @@ def snapshot_text(name: str) -> str:
     )
 
 
+@pytest.fixture(scope="module")
+def own_images(tmp_path_factory):
+    """A folder with config/examples/own_images.yaml's files (few and small: the plan reads only the table)."""
+    folder = tmp_path_factory.mktemp("own")
+    script = ROOT / "workflow" / "scripts" / "export_synthetic_images.py"
+    small = ["--n_per_class", "2", "--n_images", "30", "--size", "16"]
+    subprocess.run([sys.executable, script, "--out", "data/own_images", *small], cwd=folder, check=True)
+    return folder
+
+
 @pytest.mark.parametrize("name", sorted(SNAPSHOT_CONFIGS))
-def test_the_plan_of_each_shipped_config_matches_its_snapshot(name):
+def test_the_plan_of_each_shipped_config_matches_its_snapshot(name, request, monkeypatch):
     """A change to what runs or to any rule's settings shows here, as a diff a reviewer reads."""
+    if name == "own_images":
+        monkeypatch.chdir(request.getfixturevalue("own_images"))
     file = SNAPSHOTS / f"{name}.yaml"
     text = snapshot_text(name)
     if os.environ.get("UPDATE_SNAPSHOTS"):
