@@ -2,13 +2,18 @@
 
 import ast
 import importlib
+import os
 import re
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 from types import ModuleType
 
+import numpy as np
 import pytest
+
+from biastransfer.embeddings import write_embeddings
 
 ROOT = Path(__file__).resolve().parents[1]
 LIBRARY = ROOT / "src" / "biastransfer"
@@ -84,3 +89,30 @@ def test_the_readme_code_examples_run_as_written(tmp_path):
         done = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, f"README python block {i} failed:\n{block}\n{done.stderr[-3000:]}"
         assert done.stdout.strip(), f"README python block {i} printed nothing"
+
+
+def test_pip_install_gives_the_statistics_and_the_command_without_snakemake(tmp_path):
+    """The wheel (`pip install .`) needs Snakemake only for its `workflow` extra: installed alone, with every
+    import of snakemake failing, `biastransfer.stats` and the `biastransfer` command work."""
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
+    subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", tmp_path / "wheels", ROOT], check=True)
+    (wheel,) = (tmp_path / "wheels").glob("biastransfer-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        metadata = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        requires = [line for line in archive.read(metadata).decode().splitlines() if line.startswith("Requires-Dist")]
+    assert all("extra ==" in line for line in requires if "snakemake" in line), requires
+    site = tmp_path / "site"
+    subprocess.run([*pip, "install", "--no-deps", "--target", site, wheel], check=True)
+    (tmp_path / "block" / "snakemake").mkdir(parents=True)
+    (tmp_path / "block" / "snakemake" / "__init__.py").write_text("raise ImportError('snakemake is not installed')\n")
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path / 'block'}{os.pathsep}{site}"}
+    code = "import biastransfer, biastransfer.stats as s; print(biastransfer.__file__); print(s.ieat.__name__)"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split() == [str(site / "biastransfer" / "__init__.py"), "ieat"]
+    rng = np.random.default_rng(0)
+    classes = [c for c in ("man", "woman", "car", "boat") for _ in range(6)]
+    write_embeddings(tmp_path / "e.parquet", [f"i{k}" for k in range(24)], classes, rng.standard_normal((24, 4)))
+    command = [sys.executable, site / "bin" / "biastransfer", "ieat", tmp_path / "e.parquet"]
+    roles = ["--X", "man", "--Y", "woman", "--A", "car", "--B", "boat"]
+    done = subprocess.run([*command, *roles], env=env, capture_output=True, text=True)
+    assert done.returncode == 0 and "two-sided p" in done.stderr, done.stderr

@@ -1,0 +1,122 @@
+"""Your own images: the evaluation split of a ``kind: table`` dataset (its ``split: test`` rows) and each of
+its images' protected attribute (the table's ``attribute`` column), for the predictions
+(docs/datasets.md, "Evaluation splits"); and that of each image of its training split, for an intervention
+(docs/finetuning.md). The train and val splits are :func:`biastransfer.data.user.table_splits`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from biastransfer.data.splits import Split
+from biastransfer.data.user import Table, UserDataError, _checked_rows, _is_test, _missing_columns, _row, read_table
+
+
+def has_test_split(dataset: Mapping) -> bool:
+    """Whether a ``kind: table`` dataset's table has rows with ``split: test`` (an evaluation split)."""
+    frame = read_table(dataset["table"])
+    return bool(_is_test(frame).any())
+
+
+#: Where a table dataset's attribute comes from (the attribute file's ``source`` column).
+TABLE_ATTRIBUTE_SOURCE = "the table's attribute column"
+
+
+def table_test_split(dataset: Mapping, name: str, exclude: set[str] = frozenset()) -> Split:
+    """The evaluation split of a ``kind: table`` dataset: its rows with ``split: test`` (which need an
+    ``attribute`` column, see :func:`table_attributes`), less the image ids in ``exclude``."""
+    frame, rows, classes, where = _checked_rows(dataset, name)
+    if "attribute" not in frame.columns:
+        raise UserDataError(where, ["rows with split 'test' need an 'attribute' column (empty: no attribute)"])
+    mask = _is_test(frame) & ~rows["image_id"].isin(exclude).to_numpy()
+    part = rows.loc[mask, ["image_id", "path", "labels"]].reset_index(drop=True)
+    if part.empty:
+        raise UserDataError(where, ["no rows with split 'test' (outside the analysis sets)"])
+    return Split(name, "test", classes, part)
+
+
+def table_attributes(dataset: Mapping, name: str, image_ids) -> pd.DataFrame:
+    """(image_id, attribute, source) of the ``image_ids`` of a table dataset's evaluation split from its
+    ``attribute`` column; an empty cell is no attribute (counted and excluded). UserDataError naming the
+    table and the image for an id the table does not list with split test."""
+    where = f"dataset {name} table {dataset['table']}"
+    frame = read_table(dataset["table"])
+    _missing_columns(frame, ("path", "attribute"), where)
+    raw = frame["path"].astype(str).str.strip()
+    ids = frame["image_id"].astype(str) if "image_id" in frame.columns else raw
+    test = _is_test(frame)
+    values = dict(zip(ids[test], frame["attribute"][test]))
+    missing = [i for i in map(str, image_ids) if i not in values]
+    if missing:
+        raise UserDataError(
+            where, [f"image {i!r} of the evaluation split has no row with split 'test'" for i in missing[:20]]
+        )
+    rows = []
+    for image_id in map(str, image_ids):
+        value = _cell(values[image_id])
+        if value:
+            rows.append((image_id, value, TABLE_ATTRIBUTE_SOURCE))
+        else:
+            rows.append((image_id, None, "the table's attribute column is empty; excluded"))
+    return pd.DataFrame(rows, columns=["image_id", "attribute", "source"], dtype=object)
+
+
+def _cell(value) -> str:
+    """An attribute cell as text ('' for an empty or missing one)."""
+    return "" if value is None or (isinstance(value, float) and np.isnan(value)) else str(value).strip()
+
+
+def table_train_attributes(dataset: Mapping, name: str, image_ids) -> pd.DataFrame:
+    """(image_id, attribute, source) of the ``image_ids`` of a table dataset's training split from its
+    ``attribute`` column. Unlike the evaluation split's, every training row needs one (what an intervention
+    rebalances): UserDataError naming the table, the column, and each row (line, path, image) without one."""
+    where = f"dataset {name} table {dataset['table']}: an intervention takes its training rows"
+    frame = read_table(dataset["table"])
+    _missing_columns(frame, ("path", "attribute"), where)
+    raw = frame["path"].astype(str).str.strip()
+    ids = frame["image_id"].astype(str) if "image_id" in frame.columns else raw
+    row_of = {image_id: i for i, (image_id, test) in enumerate(zip(ids, _is_test(frame))) if not test}
+    wanted = list(map(str, image_ids))
+    unlisted = [i for i in wanted if i not in row_of]
+    if unlisted:
+        raise UserDataError(where, [f"image {i!r} of the training split has no training row" for i in unlisted[:20]])
+    values = {i: _cell(frame["attribute"].iloc[row_of[i]]) for i in wanted}
+    empty = [i for i in wanted if not values[i]]
+    if empty:
+        raise UserDataError(
+            where,
+            [
+                f"{_row(row_of[i], raw.iloc[row_of[i]], dataset['table'])}: image {i!r}: empty 'attribute' column"
+                for i in empty[:20]
+            ]
+            + ([f"... and {len(empty) - 20} more"] if len(empty) > 20 else []),
+        )
+    return pd.DataFrame(
+        [(i, values[i], TABLE_ATTRIBUTE_SOURCE) for i in wanted],
+        columns=["image_id", "attribute", "source"],
+        dtype=object,
+    )
+
+
+class TableKind(Table):
+    """``kind: table`` with its evaluation split (the adapter of :data:`biastransfer.data.kinds.KINDS`)."""
+
+    def test_split(self, dataset: Mapping, name: str, exclude: set[str]) -> Split:
+        return table_test_split(dataset, name, exclude)
+
+    def attribute_classes(self, split: Split, values: tuple) -> tuple[str, ...]:
+        """The classes named like an attribute value (e.g. a ``woman`` label): left out of the measured tasks."""
+        return tuple(c for c in split.classes if c in set(values))
+
+    def test_attributes(self, dataset: Mapping, split: Split, words) -> tuple[tuple, pd.DataFrame]:
+        """(the sorted attribute values, frame) of the evaluation split from the table's attribute column."""
+        frame = table_attributes(dataset, split.dataset, split.frame["image_id"])
+        return tuple(sorted(frame["attribute"].dropna().unique())), frame
+
+    def train_attributes(self, dataset: Mapping, split: Split, words) -> tuple[tuple, pd.DataFrame]:
+        """(the sorted attribute values, frame) of the training split from the table's attribute column."""
+        frame = table_train_attributes(dataset, split.dataset, split.frame["image_id"])
+        return tuple(sorted(frame["attribute"].unique())), frame

@@ -1,0 +1,248 @@
+"""Feature extractors and classifiers for every model source, with weights applied and checked.
+
+The only weights keys allowed to be absent are the classifier's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from biastransfer.models.loading import load_bit_npz, load_state, read_weights_file, select_prefix
+from biastransfer.models.resolve import is_timm_arch
+from biastransfer.models.spec import CHECKPOINT_FORMAT, ModelSpec
+from biastransfer.models.weights import read_weights_record, weights_file_and_sha256
+
+
+class _Stop(Exception):
+    """Raised by a forward hook to end the forward pass once the wanted layer has run."""
+
+
+def _pool(x: torch.Tensor, pool: str, layer: str) -> torch.Tensor:
+    if pool == "none-flatten" or x.ndim == 2:
+        return x.flatten(1)
+    if x.ndim == 4:  # (N, C, H, W)
+        if pool == "cls":
+            raise ValueError(f"layer {layer!r} gives a feature map (N, C, H, W); pool 'cls' needs tokens (N, L, C)")
+        return x.mean(dim=(2, 3)) if pool == "avg" else x.amax(dim=(2, 3))
+    if x.ndim == 3:  # (N, L, C) tokens
+        if pool == "cls":
+            return x[:, 0]
+        return x.mean(dim=1) if pool == "avg" else x.amax(dim=1)
+    raise ValueError(f"layer {layer!r} gives a {x.ndim}-D output; cannot pool it with {pool!r}")
+
+
+class FeatureExtractor(nn.Module):
+    """``forward(images) -> (N, embed_dim)`` features of ``trunk`` at ``layer``.
+
+    ``layer='penultimate'`` is the trunk's own pre-logits output (its classifier removed); any other
+    value names a module of the trunk, whose output is captured by a forward hook (the rest of the
+    forward pass is skipped) and reduced by ``pool``.
+    """
+
+    def __init__(
+        self,
+        trunk: nn.Module,
+        *,
+        layer: str = "penultimate",
+        pool: str = "avg",
+        penultimate_dim: int,
+        probe_size: int = 224,
+    ):
+        super().__init__()
+        self.model = trunk
+        self.layer = layer
+        self.pool = pool
+        self._captured: torch.Tensor | None = None
+        if layer == "penultimate":
+            self.embed_dim = int(penultimate_dim)
+            return
+        try:
+            target = trunk.get_submodule(layer)
+        except AttributeError as exc:
+            names = [n for n, _ in trunk.named_modules() if n and n.count(".") < 2]
+            raise ValueError(
+                f"layer {layer!r} is not a module of {type(trunk).__name__}; some names: {', '.join(names[:25])}"
+            ) from exc
+        target.register_forward_hook(self._capture)
+        was_training = trunk.training
+        trunk.eval()
+        with torch.no_grad():
+            self.embed_dim = int(self(torch.zeros(1, 3, probe_size, probe_size)).shape[1])
+        trunk.train(was_training)
+
+    def _capture(self, module, args, output):
+        self._captured = output[0] if isinstance(output, (tuple, list)) else output
+        raise _Stop
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        if self.layer == "penultimate":
+            return self.model(images)
+        try:
+            self.model(images)
+        except _Stop:
+            pass
+        out, self._captured = self._captured, None
+        if out is None:
+            raise RuntimeError(f"layer {self.layer!r} did not run during the forward pass")
+        return _pool(out, self.pool, self.layer)
+
+
+def _torchvision_trunk(arch: str) -> tuple[nn.Module, str, int]:
+    """(model with its classifier replaced by Identity, classifier name, its in_features)."""
+    import torchvision
+
+    try:
+        model = torchvision.models.get_model(arch, weights=None)
+    except ValueError as exc:
+        raise ValueError(f"torchvision has no model architecture {arch!r}") from exc
+    linears = [(n, m) for n, m in model.named_modules() if isinstance(m, nn.Linear)]
+    if not linears:
+        raise ValueError(f"torchvision {arch!r}: no Linear classifier found")
+    name, linear = linears[-1]
+    parent = model.get_submodule(name.rpartition(".")[0]) if "." in name else model
+    setattr(parent, name.rpartition(".")[2], nn.Identity())
+    return model, name, linear.in_features
+
+
+def _timm_trunk(arch: str) -> tuple[nn.Module, tuple[str, ...], int]:
+    import timm
+
+    if not timm.is_model(arch.split(".")[0]):
+        raise ValueError(f"timm has no model architecture {arch!r}")
+    model = timm.create_model(arch.split(".")[0], pretrained=False, num_classes=0)
+    classifier = model.pretrained_cfg.get("classifier") or "fc"
+    names = (classifier,) if isinstance(classifier, str) else tuple(classifier)
+    dim = getattr(model, "head_hidden_size", None) or model.num_features
+    return model, names, int(dim)
+
+
+def _open_clip_model(arch: str, tag: str | None):
+    import open_clip
+
+    if open_clip.get_model_config(arch) is None:
+        raise ValueError(f"open_clip has no model {arch!r}")
+    quick = bool(tag and (open_clip.get_pretrained_cfg(arch, tag) or {}).get("quick_gelu"))
+    return open_clip.create_model(arch, pretrained=None, load_weights=False, force_quick_gelu=quick)
+
+
+def _apply_weights(spec: ModelSpec, module: nn.Module, what: str, path: Path, classifier: tuple[str, ...] = ()) -> None:
+    state, meta = read_weights_file(path)
+    if meta.get("format") == CHECKPOINT_FORMAT:
+        state = select_prefix(state, "backbone.model.", path)
+    elif spec.key_prefix:
+        state = select_prefix(state, spec.key_prefix, path)
+    elif all(k.startswith("module.") for k in state):
+        state = {k[len("module.") :]: v for k, v in state.items()}
+    load_state(module, state, what=what, path=path, ignore_prefixes=tuple(c + "." for c in classifier))
+
+
+def create_backbone(spec: ModelSpec, weights_path: str | Path | None) -> FeatureExtractor:
+    """The feature extractor of ``spec`` in eval mode; ``weights_path`` None = random init.
+
+    Weights: torchvision/MoCo/SimCLR/checkpoint state dicts (``torch.save`` or safetensors, and the
+    classifier checkpoints written by :func:`save_checkpoint`), BiT ``.npz`` through timm's loader,
+    open_clip state dicts (only the ``visual.`` keys are used). ``weights_path`` may also be a
+    weights record written by the fetch rule (:func:`write_weights_record`), which is followed.
+    """
+    path = None
+    if weights_path is not None:
+        path = Path(weights_path)
+        if read_weights_record(path) is not None:
+            path = weights_file_and_sha256(path)[0]
+    source = spec.source
+    if source == "checkpoint":
+        source = "timm" if is_timm_arch(spec.arch) else "torchvision"
+    if source in ("torchvision", "moco", "simclr"):
+        trunk, cls_name, dim = _torchvision_trunk(spec.arch)
+        if path is not None:
+            _apply_weights(spec, trunk, f"torchvision {spec.arch}", path, (cls_name,))
+    elif source == "timm":
+        trunk, cls_names, dim = _timm_trunk(spec.arch)
+        if path is not None:
+            if path.suffix == ".npz":
+                if not hasattr(trunk, "load_pretrained"):
+                    raise ValueError(
+                        f"{path}: .npz weights are only supported for timm models with their own npz loader (BiT)"
+                    )
+                load_bit_npz(trunk, path)
+            else:
+                _apply_weights(spec, trunk, f"timm {spec.arch}", path, cls_names)
+    elif source == "open_clip":
+        clip = _open_clip_model(spec.arch, spec.pretrained_tag)
+        trunk, dim = clip.visual, int(clip.visual.output_dim)
+        if path is not None:
+            state, meta = read_weights_file(path)
+            if meta.get("format") == CHECKPOINT_FORMAT:
+                state = select_prefix(state, "backbone.model.", path)
+            else:
+                state = select_prefix(state, "visual.", path)
+            load_state(trunk, state, what=f"open_clip {spec.arch} image encoder", path=path)
+    else:
+        raise ValueError(f"model {spec.name!r}: unknown source {spec.source!r}")
+    extractor = FeatureExtractor(
+        trunk, layer=spec.layer, pool=spec.pool, penultimate_dim=dim, probe_size=spec.preprocess.crop
+    )
+    return extractor.eval()
+
+
+class Classifier(nn.Module):
+    """``head(backbone(x))``: a feature extractor and a linear multi-label head."""
+
+    def __init__(self, backbone: FeatureExtractor, num_classes: int):
+        super().__init__()
+        if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
+            raise ValueError(f"num_classes must be a positive integer, got {num_classes!r}")
+        self.backbone = backbone
+        self.head = nn.Linear(backbone.embed_dim, num_classes)
+        nn.init.normal_(self.head.weight, mean=0.0, std=0.01)
+        nn.init.zeros_(self.head.bias)
+
+    @property
+    def num_classes(self) -> int:
+        return self.head.out_features
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.backbone(x))
+
+
+class EmbeddingAndLogits(nn.Module):
+    """``forward(images) -> (N, sum of embed_dim + num_classes)``: each classifier's embedding (its backbone's
+    output, the features ``embed`` writes at the same layer) and its logits, side by side from one forward
+    pass over one batch for all of them; :meth:`split` cuts them apart."""
+
+    def __init__(self, *classifiers: Classifier):
+        super().__init__()
+        if not classifiers:
+            raise ValueError("EmbeddingAndLogits needs at least one classifier")
+        self.classifiers = nn.ModuleList(classifiers)
+        self.widths = [(c.backbone.embed_dim, c.num_classes) for c in classifiers]
+        self.embed_dim = sum(f + n for f, n in self.widths)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        outputs = []
+        for classifier in self.classifiers:
+            features = classifier.backbone(images)
+            outputs += [features, classifier.head(features)]
+        return torch.cat(outputs, dim=1)
+
+    def split(self, outputs) -> list[tuple]:
+        """``[(embedding, logits)]``, one per classifier, of an ``(N, embed_dim)`` output of this module."""
+        if outputs.shape[1] != self.embed_dim:
+            raise ValueError(
+                f"outputs have {outputs.shape[1]} columns, not the embeddings' and logits' {self.embed_dim}"
+            )
+        parts, start = [], 0
+        for features, classes in self.widths:
+            parts.append(
+                (outputs[:, start : start + features], outputs[:, start + features : start + features + classes])
+            )
+            start += features + classes
+        return parts
+
+
+def create_classifier(spec: ModelSpec, num_classes: int, weights_path: str | Path | None) -> Classifier:
+    """A classifier for finetuning: the pretrained backbone and a fresh ``Linear(embed_dim, num_classes)``."""
+    return Classifier(create_backbone(spec, weights_path), num_classes).eval()

@@ -1,0 +1,116 @@
+"""Findings about the networks' predictions: whether they amplify the dataset's attribute-object bias
+(BiasAmp A -> T, Zhao et al.'s measure), its planted associations, and how much of the attribute leaks
+from their outputs and from their embedding.
+
+Every verdict follows the estimate's bootstrap interval, in both directions: an interval above 0 amplifies,
+one below 0 reduces, and one that holds 0 shows neither; an embedding's leakage is judged against chance
+(1 / the number of attribute values) the same way."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import pandas as pd
+
+from biastransfer.report.findings.prose import interval
+
+WORDS = {
+    "directional": "BiasAmp A->T",
+    "zhao": "Zhao et al.'s amplification",
+    "leakage_amplification": "leakage amplification",
+}
+
+
+NEITHER = "neither amplifies nor reduces (the interval holds 0)"
+
+
+def verdict(low: float, high: float, *, more: str = "amplifies", less: str = "reduces", neither: str = NEITHER) -> str:
+    """``more`` when the interval lies above 0, ``less`` below 0, else ``neither``."""
+    if low is None or high is None or math.isnan(float(low)) or math.isnan(float(high)):
+        return "cannot be judged (no interval)"
+    if low > 0:
+        return more
+    if high < 0:
+        return less
+    return neither
+
+
+def _who(row) -> str:
+    seeds = "seeds pooled" if str(row.seed) == "pooled" else f"seed {row.seed}"
+    return f"{row.network.capitalize()} {row.model} ({row.dataset}, {seeds})"
+
+
+def _chosen(summary: pd.DataFrame) -> pd.DataFrame:
+    """Each network family's pooled rows (its one seed's where it has one)."""
+    nets = summary[summary["network"] != "dataset"].assign(seed=lambda f: f["seed"].astype(str))
+    parts = []
+    for _, m in nets.groupby(["network", "model", "dataset"], sort=False):
+        pooled = m[m["seed"] == "pooled"]
+        parts.append(pooled if not pooled.empty else m[m["seed"] == m["seed"].iloc[0]])
+    return pd.concat(parts) if parts else nets
+
+
+def describe_amplification(
+    summary: pd.DataFrame | None, terms: pd.DataFrame | None = None, planted: Mapping[str, str] | None = None
+) -> list[str]:
+    """Lines of the findings: per network family, BiasAmp and Zhao's measure at the threshold and base rates,
+    each planted (object -> attribute) term, and the leakage amplification, each with its verdict."""
+    if summary is None or summary.empty:
+        return []
+    title = "Do the networks' predictions amplify the bias?"
+    lines = ["", f"{title}\n{'-' * len(title)}\n"]  # a blank line ends the section before
+    chosen = _chosen(summary)
+    for row in chosen[chosen["measure"].isin(["directional", "zhao"])].itertuples():
+        at = "at base-rate thresholds" if row.threshold == "base_rate" else f"at threshold {row.threshold}"
+        lines.append(
+            f"- {_who(row)} {verdict(row.ci_low, row.ci_high)} the attribute-object bias in its predictions "
+            f"{at}: {WORDS[row.measure]} {row.estimate:.3f} {interval(row.ci_low, row.ci_high, row.level, 3)}."
+        )
+    if terms is not None and planted:
+        t = terms[(terms["measure"] == "directional") & (terms["network"] != "dataset")]
+        for obj, attribute in planted.items():
+            for row in _chosen(t[(t["task"] == obj) & (t["attribute"] == attribute)]).itertuples():
+                at = "at base rates" if row.threshold == "base_rate" else f"at threshold {row.threshold}"
+                lines.append(
+                    f"- {_who(row)} {verdict(row.shift_low, row.shift_high)} the planted {obj}->{attribute} "
+                    f"association in its predictions {at}: shift towards {attribute} {row.shift:+.3f} "
+                    f"{interval(row.shift_low, row.shift_high, digits=3)} (how much more often, beyond the ground "
+                    f"truth, it predicts {obj} for {attribute} images than for the others)."
+                )
+    for row in chosen[chosen["measure"] == "leakage_amplification"].itertuples():
+        word = verdict(row.ci_low, row.ci_high, more="leaks more", less="leaks less",
+                       neither="leaks neither more nor less (the interval holds 0)")  # fmt: skip
+        lines.append(
+            f"- {_who(row)} {word} of the attribute than labels of its own F1 do: leakage amplification "
+            f"{row.estimate:.3f} {interval(row.ci_low, row.ci_high, row.level, 3)}."
+        )
+    scored = chosen[chosen["measure"] == "leakage_model"].set_index(["network", "model", "dataset"])
+    for row in chosen[chosen["measure"] == "leakage_embedding"].itertuples():
+        chance = 1 / len(str(row.images_per_attribute).split(";"))
+        word = verdict(row.ci_low - chance, row.ci_high - chance, more="gives the attribute away beyond chance",
+                       less="gives an attacker less than chance (the interval lies below it)",
+                       neither="does not give the attribute away beyond chance (the interval holds chance)")  # fmt: skip
+        key, beside = (row.network, row.model, row.dataset), ""
+        if key in scored.index:
+            scores = scored.loc[[key]].iloc[0]
+            beside = (
+                f"; from its scores: {scores['estimate']:.3f} {interval(scores['ci_low'], scores['ci_high'], digits=3)}"
+            )
+        lines.append(
+            f"- {_who(row)}: its embedding of the test images {word}: an attacker's balanced accuracy "
+            f"{row.estimate:.3f} {interval(row.ci_low, row.ci_high, row.level, 3)} (chance {chance:.3f}{beside})."
+        )
+    dataset = summary[summary["measure"] == "leakage_dataset"]
+    for row in dataset.itertuples():
+        lines.append(
+            f"- The ground-truth labels of {row.dataset}'s test split give the attribute away with balanced accuracy "
+            f"{row.estimate:.3f} {interval(row.ci_low, row.ci_high, row.level, 3)} (chance: 0.5 for two groups)."
+        )
+    lines += ["", "Measured on the test split's images with an attribute (results/summary/amplification.csv); each "
+              "verdict follows the percentile bootstrap interval over images: above 0 amplifies, below 0 reduces. "
+              "The interval covers the test images, not the network's training sample: a network trained on "
+              "unbiased scenes can amplify a chance skew of its own sample, so it says what this network does, "
+              "not whether its data or recipe makes networks amplify; that takes networks trained on independently "
+              "drawn data as units (docs/statistics.md, 'Validation on trained networks').", ""]  # fmt: skip
+    return lines

@@ -1,0 +1,145 @@
+"""Layer profiles in the report: a figure of d and rho against depth, and a LaTeX table per analysis set.
+
+Both read the layer-profile table (docs/formats.md). In the figure every stage is a line with its
+bootstrap intervals; in the table a finetuned iEAT cell is the mean d over seeds with the lowest to
+highest bound of the seeds' intervals (as the iEAT table), a BTS cell the pooled rho and its interval.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from biastransfer.report.formatting import estimate_cell, latex_escape, model_label, require_columns
+from biastransfer.report.latex import standalone_document
+from biastransfer.report.style import STAGE_COLOURS, STAGE_MARKERS, paper_figure, paper_style, stage_words
+from biastransfer.stages import PRETRAINED
+
+PROFILE_REQUIRED = ("analysis_set", "model", "layer", "depth", "measure", "stage", "finetune_dataset", "seed",
+                    "item", "estimate", "ci_low", "ci_high")  # fmt: skip
+
+
+def _layers(rows: pd.DataFrame) -> list[str]:
+    return rows.drop_duplicates("layer").sort_values("depth")["layer"].tolist()
+
+
+def _colour_marker(dataset: str, datasets: list[str]) -> tuple[str, str]:
+    """Grey circles for pretrained, one colour and marker per finetuning dataset."""
+    i = 1 + datasets.index(dataset) if dataset else 0
+    return STAGE_COLOURS[i % len(STAGE_COLOURS)], STAGE_MARKERS[i % len(STAGE_MARKERS)]
+
+
+def _draw(ax, rows: pd.DataFrame, layers: list[str], datasets: list[str], styles: dict | None = None) -> None:
+    """One line per stage (and per item when ``styles`` maps items to line styles), with intervals."""
+    groups = list(rows.groupby(["stage", "item"], sort=False))
+    for k, ((stage, item), g) in enumerate(groups):
+        g = g.set_index("layer").reindex(layers)
+        x = np.arange(len(layers)) + 0.06 * (k - (len(groups) - 1) / 2)
+        colour, marker = _colour_marker(str(g["finetune_dataset"].dropna().iloc[0]), datasets)
+        y = g["estimate"].to_numpy(float)
+        err = np.vstack([y - g["ci_low"].to_numpy(float), g["ci_high"].to_numpy(float) - y])
+        label = stage_words(stage) + (f", {item}" if styles else "")
+        ax.errorbar(x, y, yerr=None if np.isnan(err).all() else err, color=colour, marker=marker, ms=3.5,
+                    ls=(styles or {}).get(item, "-"), capsize=2, elinewidth=0.7, label=label)  # fmt: skip
+    ax.axhline(0, color="0.5", lw=0.6)
+    ax.set_xticks(np.arange(len(layers)), layers, rotation=30, ha="right")
+    ax.set_xlabel("layer (shallow to deep)")
+
+
+def profile_figure(profile: pd.DataFrame, *, analysis_set: str, model: str) -> Figure:
+    """d of every iEAT test (one panel each) and the pooled BTS rho (last panel) against depth, one
+    line per stage, with bootstrap intervals."""
+    require_columns(profile, PROFILE_REQUIRED, where="layer profile")
+    rows = profile[(profile["analysis_set"] == analysis_set) & (profile["model"] == model)]
+    if rows.empty:
+        raise ValueError(f"layer profile: no rows for analysis set {analysis_set!r} and model {model!r}")
+    layers = _layers(rows)
+    datasets = [d for d in dict.fromkeys(rows["finetune_dataset"].astype(str)) if d]
+    ieat = rows[rows["measure"] == "ieat"]
+    tests = list(dict.fromkeys(ieat["item"]))
+    panels = len(tests) + 1
+    ncols = min(panels, 3)
+    nrows = math.ceil(panels / ncols)
+    with paper_style():
+        fig, axes = paper_figure("double", 0.6 + 2.1 * nrows, nrows=nrows, ncols=ncols, squeeze=False)
+        axes = axes.ravel()
+        for ax, test in zip(axes, tests):
+            _draw(ax, ieat[ieat["item"] == test], layers, datasets)
+            role = ieat.loc[ieat["item"] == test, "role"].iloc[0] if "role" in ieat else ""
+            ax.set_title(f"iEAT {test}" + (f"\n({role})" if isinstance(role, str) and role else ""))
+            ax.set_ylabel("effect size d")
+        bts = rows[(rows["measure"] == "bts") & (rows["seed"].astype(str) == "pooled")]
+        ax = axes[len(tests)]
+        _draw(ax, bts, layers, datasets, styles={"intra": "-", "inter": "--"})
+        ax.set_title("BTS (seeds pooled)")
+        ax.set_ylabel("BTS rho (pre vs finetuned)")
+        for extra in axes[panels:]:
+            extra.axis("off")
+        handles, labels = {}, {}
+        for a in axes[:panels]:
+            for h, lab in zip(*a.get_legend_handles_labels()):
+                handles.setdefault(lab, h)
+        labels = list(handles)
+        fig.legend([handles[lab] for lab in labels], labels, loc="outside lower center", ncols=3)
+        fig.suptitle(f"Layer profile of {model_label(model)} on {analysis_set} (bars: bootstrap intervals)")
+    return fig
+
+
+def _ieat_cell(g: pd.DataFrame) -> str:
+    return estimate_cell(g["estimate"].mean(), g["ci_low"].min(), g["ci_high"].max(), 2)
+
+
+def layer_latex(profile: pd.DataFrame, analysis_set: str) -> str:
+    """A LaTeX document: per model and layer, each iEAT's d (pretrained; finetuned mean over seeds) and
+    the pooled BTS rho of each finetuning dataset, with intervals."""
+    require_columns(profile, PROFILE_REQUIRED, where="layer profile")
+    rows = profile[profile["analysis_set"] == analysis_set]
+    if rows.empty:
+        raise ValueError(f"layer profile: no rows for analysis set {analysis_set!r}")
+    datasets = [d for d in dict.fromkeys(rows["finetune_dataset"].astype(str)) if d]
+    header = ["Model", "Layer", "Measure", "pretrained", *(f"ft-{latex_escape(d)}" for d in datasets)]
+    body = []
+    for model, m in rows.groupby("model", sort=False):
+        for layer in _layers(m):
+            at = m[m["layer"] == layer]
+            ieat = at[at["measure"] == "ieat"]
+            for test in dict.fromkeys(ieat["item"]):
+                t = ieat[ieat["item"] == test]
+                cells = [_ieat_cell(t[t["stage"] == PRETRAINED])]
+                cells += [_ieat_cell(t[t["finetune_dataset"].astype(str) == d]) for d in datasets]
+                body.append([model_label(model), latex_escape(layer), f"$d$ {latex_escape(test)}", *cells])
+            bts = at[(at["measure"] == "bts") & (at["seed"].astype(str) == "pooled")]
+            for kind in ("intra", "inter"):
+                cells = []
+                for d in datasets:
+                    b = bts[(bts["item"] == kind) & (bts["finetune_dataset"].astype(str) == d)]
+                    cells.append("--" if b.empty else estimate_cell(*b[["estimate", "ci_low", "ci_high"]].iloc[0], 2))
+                body.append([model_label(model), latex_escape(layer), f"BTS $\\rho$ {kind}", "--", *cells])
+        body.append(None)
+    lines = [
+        "\\begin{tabular}{lll" + "r" * (1 + len(datasets)) + "}",
+        "\\toprule",
+        " & ".join(header) + " \\\\",
+        "\\midrule",
+    ]
+    for row in body[:-1]:
+        lines.append("\\midrule" if row is None else " & ".join(row) + " \\\\")
+    lines += ["\\bottomrule", "\\end{tabular}"]
+    caption = (
+        f"Layer profile on {latex_escape(analysis_set)}: iEAT effect size $d$ per layer (pretrained; finetuned: mean over "
+        "seeds, interval from the lowest to the highest bound of the seeds' bootstrap intervals) and the BTS "
+        "$\\rho$ between the pretrained and finetuned similarities (seeds pooled) with its bootstrap interval."
+    )
+    return standalone_document("\n".join(lines) + "\n", caption, landscape=len(datasets) > 1)
+
+
+def layer_frame(profile: pd.DataFrame, analysis_set: str) -> pd.DataFrame:
+    """The layer table's rows: every estimate with its interval, per model, layer, measure and stage."""
+    require_columns(profile, PROFILE_REQUIRED, where="layer profile")
+    rows = profile[profile["analysis_set"] == analysis_set]
+    if rows.empty:
+        raise ValueError(f"layer profile: no rows for analysis set {analysis_set!r}")
+    return rows[list(PROFILE_REQUIRED[1:])].reset_index(drop=True)

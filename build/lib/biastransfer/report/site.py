@@ -1,0 +1,306 @@
+"""The static HTML report (results/report/): an overview that answers first (what was run, the headline
+table, links to every section), then the findings, the tables (sortable, caption beside each, CSV and
+LaTeX downloads), the figures (PDF downloads) and the provenance of every embeddings file.
+
+Everything the pages show is copied under ``files/`` of the report folder, so the folder opens from
+disk (``file://``) and can be moved or zipped as a whole. Captions are the report's reStructuredText
+captions (workflow/report/*.rst, Jinja templates as Snakemake renders them).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import zipfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import SimpleNamespace
+
+import pandas as pd
+
+from biastransfer.atomic import atomic_path, write_text
+from biastransfer.report.artefacts import FILE_ROLES, KINDS, REQUIRED_ROLES
+from biastransfer.report.html import PAGES, downloads, esc, html_table, page, rst_to_html
+
+#: Keys of one report item (a figure, table or page) as the html_report rule passes them
+#: (report.artefacts.Artefact.items).
+ITEM_KEYS = ("kind", "group", "title", "caption", "files")
+
+
+class _Words(SimpleNamespace):
+    """Wildcards or params for a caption template: a name it lacks renders as ``?``, not an error."""
+
+    def __getattr__(self, name):
+        return "?"
+
+
+def render_caption(path: str | Path, config: Mapping, wildcards: Mapping, params: Mapping) -> str:
+    """A report caption (a Jinja template of reStructuredText) rendered as Snakemake's report does."""
+    import jinja2
+
+    snakemake = SimpleNamespace(config=config, wildcards=_Words(**wildcards), params=_Words(**params))
+    return rst_to_html(jinja2.Environment().from_string(Path(path).read_text()).render(snakemake=snakemake))
+
+
+def _check_items(items: Sequence[Mapping]) -> None:
+    for i, item in enumerate(items):
+        missing = [k for k in ITEM_KEYS if k not in item]
+        if missing:
+            raise ValueError(f"report item {i} ({item.get('title', '?')!r}): missing key(s) {', '.join(missing)}")
+        if item["kind"] not in KINDS:
+            raise ValueError(
+                f"report item {item['title']!r}: kind must be one of {', '.join(KINDS)}, not {item['kind']!r}"
+            )
+        bad = sorted(set(item["files"]) - set(FILE_ROLES))
+        if bad:
+            raise ValueError(f"report item {item['title']!r}: unknown file role(s) {bad} (known: {sorted(FILE_ROLES)})")
+        lacking = [r for r in REQUIRED_ROLES[item["kind"]] if r not in item["files"]]
+        if lacking:
+            raise ValueError(f"report item {item['title']!r}: a {item['kind']} needs a {lacking[0]!r} file")
+        absent = [f for f in item["files"].values() if not Path(f).is_file()]
+        if absent:
+            raise FileNotFoundError(f"report item {item['title']!r}: no file {absent[0]}")
+
+
+def _relative(source: str) -> Path:
+    """Where a shown file goes under ``files/``: its path without a leading ``results/`` (or root)."""
+    path = Path(source)
+    path = path.relative_to(path.anchor) if path.is_absolute() else path
+    return path.relative_to("results") if path.parts[0] == "results" else path
+
+
+def _anchor(title: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in title.lower()).strip("-")
+
+
+def _item_html(item: Mapping, files: Mapping[str, str], caption: str) -> str:
+    anchor = _anchor(f"{item['kind']}-{item['group']}-{item['title']}")
+    links = downloads([(files[r], FILE_ROLES[r]) for r in FILE_ROLES if r in files and r != "png"])
+    if item["kind"] == "figure":
+        return (f'<figure id="{anchor}"><h3>{esc(item["title"])}</h3>'
+                f'<img src="{esc(files["png"])}" alt="{esc(item["title"])}" loading="lazy">'
+                f"<figcaption>{caption}{links}</figcaption></figure>")  # fmt: skip
+    frame = pd.read_csv(item["files"]["csv"], keep_default_na=False, na_values=[""])
+    return (f'<section id="{anchor}"><h3>{esc(item["title"])}</h3><div class="caption">{caption}</div>{links}'
+            f"{html_table(frame, table_id=anchor)}</section>")  # fmt: skip
+
+
+def _grouped(blocks: Sequence[tuple[str, str]]) -> str:
+    """``(group, html)`` blocks under one heading per group, with a contents list on top."""
+    groups: dict[str, list[str]] = {}
+    for group, block in blocks:
+        groups.setdefault(group, []).append(block)
+    toc = "".join(f'<li><a href="#{_anchor(g)}">{esc(g)}</a></li>' for g in groups)
+    body = "".join(f'<h2 id="{_anchor(g)}">{esc(g)}</h2>{"".join(b)}' for g, b in groups.items())
+    return f'<ul class="toc">{toc}</ul>{body}'
+
+
+def provenance_body(frame: pd.DataFrame) -> str:
+    """One card per embeddings file: its model, stage and every digest, wrapped, never cut off."""
+    cards = []
+    for record in frame.fillna("").to_dict("records"):
+        title = " / ".join(str(record.get(k, "")) for k in ("analysis_set", "model", "stage"))
+        rows = []
+        for key, value in record.items():
+            if value == "" or key in ("analysis_set", "model", "stage"):
+                continue
+            if key == "preprocessing":
+                value = (
+                    ", ".join(f"{k} {v}" for k, v in json.loads(value).items()) if str(value).startswith("{") else value
+                )
+            css = ' class="hash"' if key.endswith(("sha256", "hash")) or key == "file" else ""
+            rows.append(f"<dt>{esc(key.replace('_', ' '))}</dt><dd{css}>{esc(value)}</dd>")
+        cards.append(f'<div class="card"><h3>{esc(title)}</h3><dl class="record">{"".join(rows)}</dl></div>')
+    return "".join(cards)
+
+
+PROVENANCE_INTRO = (
+    "<h1>Provenance: this run and every embeddings file</h1><p class=caption>For each embeddings file: its own sha256, the "
+    "model and stage, where the pretrained weights came from, "
+    "the sha256 of the weights it was computed with (and, for a finetuned stage, of the weights it started "
+    "from and of its training and validation splits), the layer and pooling, the preprocessing, the hashes of "
+    "the model's config entry and of the analysis-set manifest, the device, the library versions, and the "
+    "workflow version and git commit that wrote it.</p>"
+)
+
+
+def run_card(run: Mapping[str, str], config_href: str | None = None) -> str:
+    """The whole run's record (biastransfer.provenance.run_record) as a card, with a link to its filled config."""
+    rows = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in run.items())
+    if config_href:
+        rows += f'<dt>configuration</dt><dd><a href="{esc(config_href)}">the filled config of this run</a></dd>'
+    return f'<div class="card" id="this-run"><h2>This run</h2><dl class="record">{rows}</dl></div>'
+
+
+def provenance_page(
+    frame: pd.DataFrame,
+    *,
+    pages: Sequence[tuple[str, str]] = (),
+    run: Mapping[str, str] | None = None,
+    config_href: str | None = None,
+) -> str:
+    """The provenance page on its own (the Snakemake report's) or with the report's navigation and the run's
+    own record first."""
+    first = run_card(run, config_href) + "<h2>Every embeddings file</h2>" if run else ""
+    return page("Provenance", PROVENANCE_INTRO + first + provenance_body(frame), current="provenance.html", pages=pages)
+
+
+def _known_answers(headline: pd.DataFrame) -> str:
+    """The known answers apart from every other verdict: what each checks, the numbers, and whether it held."""
+    known = headline[headline["known_answer"] != ""]
+    if known.empty:
+        return ""
+    ok = int(known["held"].eq("yes").sum())
+    rows = known.rename(columns={"known_answer": "checks", "estimate": "d"})[
+        ["held", "checks", "model", "test", "d", "ci_low", "ci_high", "p_adjusted", "p", "p_floor"]
+    ]
+    return (
+        f"<h2 id=known-answers>Known answers: {ok} of {len(known)} held</h2>"
+        "<p class=caption>What the data were built to show, read in the pretrained networks (the configured "
+        "<code>role</code> of each iEAT test). Finetuned networks have no known answer: their verdicts are below.</p>"
+        + html_table(rows, table_id="known")
+    )
+
+
+def cite_block(citation: Mapping) -> str:
+    """How to cite this run, from the repository's CITATION.cff: the software (with its version) and the paper
+    whose measures it implements (by its identifier, as text: the report links nothing outside itself)."""
+    paper = citation["preferred-citation"]
+    names = ", ".join(f"{a['given-names']} {a['family-names']}" for a in paper["authors"])
+    return (
+        "<h2 id=cite>Cite this</h2>"
+        f"<p>{esc(names)} ({paper['year']}). <em>{esc(paper['title'])}</em>. "
+        f"{esc(', '.join(i['value'] for i in paper['identifiers'] if i['type'] == 'other'))}.</p>"
+        f"<p>{esc(', '.join(a['name'] for a in citation['authors']))}. <em>{esc(citation['title'])}</em>, "
+        f"version {esc(citation['version'])} ({esc(citation['license'])}); the commit that wrote each file is on "
+        'the <a href="provenance.html">provenance</a> page.</p>'
+    )
+
+
+def overview_body(
+    run: Mapping,
+    headline: pd.DataFrame,
+    items: Sequence[Mapping],
+    *,
+    summary: Sequence[str],
+    snakemake_report: str,
+    citation: Mapping | None = None,
+) -> str:
+    """The landing page: what was found in a few sentences, the known answers, every verdict (verdict first),
+    what was run, and links to every section."""
+    what = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in run.items())
+    verdicts = headline.drop(columns=["known_answer", "held"])
+    table = html_table(verdicts[["verdict", *(c for c in verdicts if c != "verdict")]], table_id="headline")
+    sections = "".join(
+        f'<li><a href="{href}">{esc(text)}</a>: {esc(SECTION_WORDS[href])}</li>' for href, text in PAGES[1:]
+    )
+    single = ", ".join(
+        f'<a href="{esc(item["files"]["html"])}">{esc(item["title"].lower())}</a>'
+        for item in items
+        if item["kind"] == "page"
+    )
+    sections += f"<li>As single pages (from Snakemake's report): {single}</li>" if single else ""
+    contents = ""
+    for page_name, kind, words in (("tables.html", "table", "Tables"), ("figures.html", "figure", "Figures")):
+        groups: dict[str, int] = {}
+        for item in items:
+            if item["kind"] == kind:
+                groups[item["group"]] = groups.get(item["group"], 0) + 1
+        links = ", ".join(f'<a href="{page_name}#{_anchor(g)}">{esc(g)}</a> ({n})' for g, n in groups.items())
+        contents += f"<li>{words}: {links}</li>" if links else ""
+    return (
+        f"<h1>{esc(run.get('Title', 'Bias transfer report'))}</h1>"
+        f'<section class="summary" id="in-short"><h2>In short</h2>{"".join(f"<p>{esc(s)}</p>" for s in summary)}'
+        "<p>The words behind each verdict, with both directions of every effect, are in the "
+        '<a href="findings.html">findings</a>.</p></section>'
+        f"{_known_answers(headline)}"
+        f"<h2 id=headline-results>Every verdict</h2>"
+        "<p class=caption>Every iEAT (effect size d: pretrained, and finetuned as the mean over seeds with the "
+        "seeds' range) and every Bias Transfer Score (Spearman rho, finetuned similarities pooled over seeds), "
+        "with its 95% bootstrap interval (finetuned iEAT: from the lowest to the highest bound of the seeds' "
+        "intervals, a range, not an interval), its p-value (a p written ≤ is at its method's floor) and its "
+        "adjusted p (the largest over seeds). Click a column to sort.</p>"
+        f"{table}"
+        f'<h2>What was run</h2><dl class="record">{what}</dl>'
+        f"<h2>Sections</h2><ul>{sections}</ul><ul>{contents}</ul>"
+        f"<p>The rule graph, run times and the configuration are in Snakemake's own report, "
+        f'<a href="{esc(snakemake_report)}">{esc(snakemake_report)}</a> (built by '
+        "<code>snakemake --report results/report.html --configfile &lt;the run's config files&gt;</code>: "
+        "without them Snakemake reads the demo's config/config.yaml; <code>make demo</code> runs it).</p>"
+        + (cite_block(citation) if citation else "")
+    )
+
+
+SECTION_WORDS = {
+    "findings.html": "what was found, in words, with intervals and both directions of every effect",
+    "tables.html": "the paper's tables, sortable, with captions; CSV and LaTeX downloads",
+    "figures.html": "the paper's figures with captions; PDF downloads",
+    "provenance.html": "where every embedding came from (weights, splits, preprocessing, versions)",
+}
+
+
+def write_site(folder: str | Path, *, run: Mapping, headline: pd.DataFrame, summary: Sequence[str],
+               findings_rst: str, provenance: pd.DataFrame, items: Sequence[Mapping], config: Mapping,
+               params: Mapping, snakemake_report: str = "../report.html",
+               citation: Mapping | None = None, run_provenance: Mapping[str, str] | None = None) -> list[Path]:  # fmt: skip
+    """Write the report's pages and copy every item's files under ``folder``; return the pages. A table
+    without rows in this run (the paper comparison of a run that shares no model with the paper) is named
+    on the tables page instead of shown (its files are still copied, into the report's bundle)."""
+    _check_items(items)
+    folder = Path(folder)
+    blocks: dict[str, list[tuple[str, str]]] = {kind: [] for kind in KINDS}
+    shown, empty = [], []
+    for item in items:
+        files = {}
+        for role, source in item["files"].items():
+            target = Path("files") / _relative(source)
+            (folder / target).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, folder / target)
+            files[role] = target.as_posix()
+        if item["kind"] == "table" and pd.read_csv(item["files"]["csv"]).empty:
+            empty.append(item["title"])
+            continue
+        shown.append({**item, "files": files})
+        if item["kind"] != "page":
+            caption = render_caption(item["caption"], config, item.get("wildcards", {}), params)
+            blocks[item["kind"]].append((item["group"], _item_html(item, files, caption)))
+    pages = {
+        "index.html": page(
+            "Overview",
+            overview_body(run, headline, shown, summary=summary, snakemake_report=snakemake_report, citation=citation),
+            current="index.html",
+        ),  # fmt: skip
+        "findings.html": page("Findings", rst_to_html(findings_rst, part="html_body"), current="findings.html"),
+        "tables.html": page(
+            "Tables",
+            "<h1>Tables</h1>"
+            + (f"<p class=caption>Not shown, without rows in this run: {esc(', '.join(empty))}.</p>" if empty else "")
+            + _grouped(blocks["table"]),
+            current="tables.html",
+        ),
+        "figures.html": page("Figures", "<h1>Figures</h1>" + _grouped(blocks["figure"]), current="figures.html"),
+        "provenance.html": provenance_page(
+            provenance,
+            pages=PAGES,
+            run=run_provenance,
+            config_href=next(
+                (i["files"]["html"] for i in shown if i["files"].get("html", "").endswith("config.html")), None
+            ),
+        ),
+    }
+    written = []
+    for name, text in pages.items():
+        write_text(folder / name, text)
+        written.append(folder / name)
+    return written
+
+
+def zip_site(folder: str | Path, path: str | Path) -> None:
+    """The whole report folder as one zip (entries under ``report/``, in order, with a fixed date, so that
+    the same report gives the same bytes), written atomically."""
+    folder = Path(folder)
+    with atomic_path(path) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as bundle:
+        for file in sorted(p for p in folder.rglob("*") if p.is_file()):
+            entry = zipfile.ZipInfo(f"report/{file.relative_to(folder).as_posix()}", date_time=(1980, 1, 1, 0, 0, 0))
+            entry.compress_type = zipfile.ZIP_DEFLATED
+            bundle.writestr(entry, file.read_bytes())
