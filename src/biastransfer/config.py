@@ -73,11 +73,16 @@ def finetune_params(config: Mapping, model: str, dataset: str) -> dict[str, Any]
     return canonical({**ft["defaults"], **per_model.get(dataset, {})})
 
 
+def switch(value: Any) -> bool:
+    """A config switch as a boolean: ``on``/``off`` or YAML's true/false (YAML 1.1 reads a bare on as true)."""
+    return value not in ("off", False, None)
+
+
 def trajectory_epochs(config: Mapping, model: str, dataset: str) -> list[int]:
     """The epochs after which the finetune job of ``model`` on ``dataset`` embeds the analysis sets
     (``finetune.trajectory``: ``off`` or false = none, ``every`` = each epoch, or a list, sorted here)."""
     chosen = config["finetune"]["trajectory"]
-    if chosen in ("off", False):
+    if not switch(chosen):
         return []
     epochs = finetune_params(config, model, dataset)["epochs"]
     return list(range(1, epochs + 1)) if chosen == "every" else sorted(chosen)

@@ -13,6 +13,7 @@ from typing import Any
 
 from biastransfer import config as cfg
 from biastransfer.claims import claims_on
+from biastransfer.config import switch
 from biastransfer.paths import path
 from biastransfer.stages import PRETRAINED, finetuned_stage, parse_stage, scratch_stage, stage_kind
 from biastransfer.workflow.settings import RULE_SETTINGS, Settings
@@ -42,11 +43,6 @@ SUMMARIES = (
     "claims",
     "claim_values",
 )
-
-
-def switch(value: Any) -> bool:
-    """A config switch as a boolean: ``on``/``off`` or YAML's true/false (YAML 1.1 reads a bare on as true)."""
-    return value not in ("off", False, None)
 
 
 class Plan:
