@@ -1,28 +1,24 @@
 # Claims about groups of models (config claims, docs/claims.md): each model one unit (its seeds averaged),
 # compared between model groups on one finetuning dataset or between two finetuning datasets, model by
 # model; exact permutation p-values over the models, Holm over the claims, verdicts in words.
-CLAIMS_ON = claims_on(config)
 # A zoo run measures pretrained networks only: its claims compare groups on pretrained d (the config check
 # refuses any other), read from the iEATs and the zoo's status records (a model that failed its check is
 # left out of its group and named in the table).
 CLAIMS_INPUTS = (
     {"statuses": expand("results/zoo/status/{model}.json", model=config["models"])}
-    if config["zoo"]
-    else {
-        "change": "results/summary/ieat_change.csv",
-        "bts": "results/summary/bts.csv",
-    }
+    if PLAN.zoo
+    else {"change": PLAN.summary("ieat_change"), "bts": PLAN.summary("bts")}
 )
 
 table_artefact(
     "claims",
-    "results/summary/claims.csv",
+    PLAN.summary("claims"),
     "results/tables/claims",
     caption="table_claims.rst",
     params={"alpha": config["claims"]["alpha"]},
     section="Claims about groups of models",
     title="Claims, tested with models as units",
-    instances=[{}] if CLAIMS_ON else [],
+    instances=[{}] if PLAN.claims_on else [],
 )
 report_artefact(
     "claims_figure",
@@ -31,17 +27,17 @@ report_artefact(
     section="Claims about groups of models",
     title="Each model's value, by group",
     files={ext: f"results/figures/claims.{ext}" for ext in ("png", "pdf")},
-    instances=[{}] if CLAIMS_ON else [],
+    instances=[{}] if PLAN.claims_on else [],
 )
 
 
 rule claims:
     input:
         **CLAIMS_INPUTS,
-        ieat="results/summary/ieat.csv",
+        ieat=PLAN.summary("ieat"),
     output:
-        table="results/summary/claims.csv",
-        values="results/summary/claim_values.csv",
+        table=PLAN.summary("claims"),
+        values=PLAN.summary("claim_values"),
     log:
         "logs/claims.log",
     benchmark:
@@ -62,8 +58,8 @@ rule claims:
 
 rule plot_claims:
     input:
-        table="results/summary/claims.csv",
-        values="results/summary/claim_values.csv",
+        table=PLAN.summary("claims"),
+        values=PLAN.summary("claim_values"),
     output:
         **artefact_outputs("claims_figure"),
     log:

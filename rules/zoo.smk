@@ -37,15 +37,15 @@ report_artefact(
     run="zoo",
 )
 ZOO_TARGETS = [
-    "results/summary/similarity.csv",
-    "results/summary/ieat.csv",
-    "results/summary/analysis_sets.csv",
+    PLAN.summary("similarity"),
+    PLAN.summary("ieat"),
+    PLAN.summary("analysis_sets"),
     "results/summary/config.yaml",
     "results/zoo/status.csv",
     *ARTEFACTS.targets("zoo"),
     *ARTEFACTS.files("ieat_heatmap"),
     # the claims a zoo can test (pretrained d, rules/claims.smk; none without claims.tests)
-    *claims_summary(),
+    *PLAN.summaries("claims"),
     *ARTEFACTS.files("claims", "claims_figure"),
 ]
 
@@ -58,7 +58,9 @@ checkpoint zoo_status:
     benchmark:
         "results/benchmarks/zoo_status/{model}.tsv"
     wildcard_constraints:
-        model=names_pattern([m for m in config["models"] if m not in WORKFLOW_MODELS]),
+        model=names_pattern(
+            [m for m in config["models"] if m not in PLAN.workflow_models]
+        ),
     # downloads weights: on a cluster it runs on the submit host, as fetch_weights does
     localrule: True
     conda:
@@ -68,17 +70,22 @@ checkpoint zoo_status:
         mem_mb=embed_mem_mb,
         runtime=60,
     params:
-        entry=lambda wildcards: cfg.canonical(model_entry(wildcards.model)),
+        entry=lambda wildcards: cfg.canonical(PLAN.model_entry(wildcards.model)),
         cache_dir=config["weights"]["cache_dir"],
         mirror=config["weights"]["mirror"],
     script:
         "../workflow/scripts/zoo_status.py"
 
 
+def zoo_analyses_done(wildcards):
+    """The markers of the zoo models whose check passed (waits for the zoo_status checkpoint)."""
+    return [path("analyses_done", model=m) for m in zoo_ok_models()]
+
+
 rule zoo_table:
     input:
         zoo_analyses_done,  # ordering only: each passed model's analyses as one job group
-        ieat="results/summary/ieat.csv",
+        ieat=PLAN.summary("ieat"),
         statuses=ZOO_STATUSES,
     output:
         **artefact_outputs("zoo_ranking"),
@@ -130,7 +137,7 @@ rule zoo_findings:
     input:
         ranking="results/zoo/ranking.csv",
         status_csv="results/zoo/status.csv",
-        claims=claims_summary(),
+        claims=PLAN.summaries("claims"),
     output:
         **artefact_outputs("zoo_findings"),
         findings="results/zoo/findings.rst",

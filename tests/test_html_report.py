@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 import report_site
 
+from biastransfer.config import seeds_per_dataset
 from biastransfer.report.headline import finetuning_phrase, headline_summary, headline_table
 from biastransfer.report.html import html_table
 
@@ -91,7 +92,7 @@ def test_the_summary_says_what_was_run_each_known_answer_and_what_could_not_be_t
 
 def test_the_first_sentence_counts_each_datasets_own_seeds():
     def phrase(datasets, seeds):
-        return finetuning_phrase({"finetune": {"datasets": datasets, "seeds": seeds}})
+        return finetuning_phrase(seeds_per_dataset({"finetune": {"datasets": datasets, "seeds": seeds}}))
 
     assert phrase(["coco", "openimages"], {"coco": [0, 1, 2], "openimages": [0]}) == (
         "finetuned on coco with 3 seeds, openimages with 1 seed"
@@ -101,7 +102,10 @@ def test_the_first_sentence_counts_each_datasets_own_seeds():
     )
     assert phrase([], [0, 1]) == "pretrained only"
     named = {"finetune": {"datasets": ["coco", "openimages"], "seeds": {"coco": [0, 1, 2], "openimages": [0]}}}
-    assert finetuning_phrase(named, name_seeds=True) == "finetuned on coco with seeds 0, 1, 2, openimages with seed 0"
+    assert (
+        finetuning_phrase(seeds_per_dataset(named), name_seeds=True)
+        == "finetuned on coco with seeds 0, 1, 2, openimages with seed 0"
+    )
 
 
 def test_verdicts_over_seeds_count_the_significant_seeds_and_show_the_range():

@@ -19,6 +19,7 @@ from biastransfer.predictions import read_predictions, write_predictions
 from biastransfer.report.amplification_report import amplification_frame, amplification_latex
 from biastransfer.report.findings.amplification import describe_amplification, verdict
 from biastransfer.stats.prediction_bias import Evaluation, Settings, embedding_leakage, prediction_bias
+from biastransfer.workflow.rules.predictions import AmplificationSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = {"kind": "synthetic", "size": 24, "n_train": 30, "n_val": 10, "n_test": 80, "label_groups": False,
@@ -187,8 +188,11 @@ def test_the_amplification_script_writes_every_measure_and_checks_its_inputs(tmp
     ev, a = _evaluation(n=120)
     split, attrs, pred, emb = _write_inputs(tmp_path, ev, a, ev.truth * 0.9)
     main = _script("amplification").main
-    out = {"summary": str(tmp_path / "s.csv"), "terms": str(tmp_path / "t.csv")}
-    main([str(split)], [str(attrs)], [str(pred)], [str(emb)], settings={"bootstrap": 100, "folds": 3}, **out)
+    settings = AmplificationSettings(
+        threshold=0.5, bootstrap=100, ci_level=0.95, folds=3, seed=0, embedding_components=256
+    )
+    out = {"summary": str(tmp_path / "s.csv"), "terms": str(tmp_path / "t.csv"), "settings": settings}
+    main([str(split)], [str(attrs)], [str(pred)], [str(emb)], **out)
     summary = pd.read_csv(out["summary"], keep_default_na=False)
     assert set(summary["measure"]) == {"directional", "zhao", "leakage_model", "leakage_dataset_matched",
                                        "leakage_amplification", "leakage_embedding", "leakage_dataset"}  # fmt: skip

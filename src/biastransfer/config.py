@@ -25,6 +25,7 @@ from biastransfer.references import ieat_reference_problems
 from biastransfer.schema_types import schema_problems
 from biastransfer.stages import PRETRAINED, finetuned_stage, parse_stage, scratch_stage, stage_kind  # noqa: F401
 from biastransfer.vocabulary import INTERVENABLE, SYNTHETIC_CLASSES
+from biastransfer.workflow.settings import canonical  # noqa: F401  (the rules' cfg.canonical)
 from biastransfer.zoo import zoo_problems
 
 
@@ -33,6 +34,11 @@ def finetune_seeds(config: Mapping, dataset: str) -> list[int]:
     ``{dataset: [seeds]}`` mapping (the paper: three trials on COCO, one on Open Images)."""
     seeds = config["finetune"]["seeds"]
     return list(seeds[dataset] if isinstance(seeds, Mapping) else seeds)
+
+
+def seeds_per_dataset(config: Mapping) -> dict[str, list[int]]:
+    """{finetuning dataset: its seeds} (``finetune.seeds`` may map datasets to their own)."""
+    return {d: finetune_seeds(config, d) for d in config["finetune"]["datasets"]}
 
 
 def finetuned_stages(config: Mapping) -> list[str]:
@@ -70,11 +76,16 @@ def finetune_params(config: Mapping, model: str, dataset: str) -> dict[str, Any]
     return canonical({**ft["defaults"], **per_model.get(dataset, {})})
 
 
+def switch(value: Any) -> bool:
+    """A config switch as a boolean: ``on``/``off`` or YAML's true/false (YAML 1.1 reads a bare on as true)."""
+    return value not in ("off", False, None)
+
+
 def trajectory_epochs(config: Mapping, model: str, dataset: str) -> list[int]:
     """The epochs after which the finetune job of ``model`` on ``dataset`` embeds the analysis sets
     (``finetune.trajectory``: ``off`` or false = none, ``every`` = each epoch, or a list, sorted here)."""
     chosen = config["finetune"]["trajectory"]
-    if chosen in ("off", False):
+    if not switch(chosen):
         return []
     epochs = finetune_params(config, model, dataset)["epochs"]
     return list(range(1, epochs + 1)) if chosen == "every" else sorted(chosen)
@@ -523,19 +534,6 @@ SECTION_CHECKS = (
     zoo_problems,
     claims_problems,
 )
-
-
-def canonical(value: Any) -> Any:
-    """``value`` with every mapping's keys sorted (recursively); lists keep their order.
-
-    Rule params are compared by their text to decide reruns: sorting makes a reordered config
-    (or one dumped by a YAML writer) rerun nothing.
-    """
-    if isinstance(value, Mapping):
-        return {k: canonical(value[k]) for k in sorted(value)}
-    if isinstance(value, (list, tuple)):
-        return [canonical(v) for v in value]
-    return value
 
 
 def main(argv: Sequence[str]) -> int:

@@ -14,8 +14,8 @@ Standalone: python workflow/scripts/amplification.py --splits results/splits/D/t
 --attributes results/splits/D/test_attributes.parquet --predictions results/predictions/M/ft-D-seed0.parquet
 results/predictions/M/ft-D-seed1.parquet --embeddings results/predictions/M/ft-D-seed0.embedding.parquet
 results/predictions/M/ft-D-seed1.embedding.parquet --summary amplification.csv --terms amplification_terms.csv
-[--settings '{"threshold": 0.5, "bootstrap": 1000, "ci_level": 0.95, "folds": 5, "seed": 0,
-"embedding_components": 256}']
+--settings '{"threshold": 0.5, "bootstrap": 1000, "ci_level": 0.95, "folds": 5, "seed": 0,
+"embedding_components": 256}' (analysis.predictions, config/README.md)
 """
 
 import logging
@@ -26,6 +26,7 @@ from biastransfer.atomic import write_csv
 from biastransfer.evaluation import check_embeddings, embedding_rows, read_evaluations, scores_by_network
 from biastransfer.scripting import run
 from biastransfer.stats.prediction_bias import COLUMNS, TERM_COLUMNS, Settings, embedding_leakage, prediction_bias
+from biastransfer.workflow.rules.predictions import AmplificationSettings
 
 log = logging.getLogger(__name__)
 
@@ -37,9 +38,9 @@ def main(
     embeddings: list,
     summary: str,
     terms: str,
-    settings: dict | None = None,
+    settings: AmplificationSettings,
 ) -> None:
-    options = Settings(**(settings or {}))
+    options = Settings(**settings.as_dict())
     datasets = read_evaluations(splits, attributes)
     scores = scores_by_network(datasets, predictions)
     embedded = {name: {} for name in datasets}

@@ -254,7 +254,7 @@ def zhao_terms(nAT, nAP, selected=None):
     return selected, terms, means, nAT.shape[2] - objects
 
 
-def _measure(measure: str, sums: np.ndarray, G: int, K: int, S: int, selected=None):
+def measure_terms(measure: str, sums: np.ndarray, G: int, K: int, S: int, selected=None):
     """``(selected R x G x K, terms R x G x K, estimates R, dropped R)`` of one measure, averaged over seeds;
     ``selected`` (G x K: ``y_at`` or Zhao's selection) is computed from ``sums`` unless given."""
     N, nA, nT, nAT, nAP = _split(sums, G, K, S)
@@ -271,7 +271,8 @@ def resample_indices(n: int, replicates: int, seed: int | np.random.Generator) -
     return np.vstack([rng.integers(0, n, size=(min(_BLOCK, replicates - s), n)) for s in range(0, replicates, _BLOCK)])
 
 
-def _counts(indices: np.ndarray, n: int) -> np.ndarray:
+def bootstrap_counts(indices: np.ndarray, n: int) -> np.ndarray:
+    """How often each of ``n`` items is drawn in each bootstrap replicate (rows of ``indices``): R x n."""
     R = len(indices)
     flat = (indices + n * np.arange(R)[:, None]).ravel()
     return np.bincount(flat, minlength=R * n).reshape(R, n).astype(np.float64)
@@ -313,14 +314,14 @@ def bias_amplifications(
     X = design(A, T, P)
     observed = X.sum(axis=0, keepdims=True)
     resample = not too_few_to_resample(A.sum(axis=0).astype(int), level)
-    observed_measures = {m: _measure(m, observed, G, K, S) for m in measures}
+    observed_measures = {m: measure_terms(m, observed, G, K, S) for m in measures}
     reps = {m: (np.full(replicates, np.nan), np.full((replicates, G, K), np.nan)) for m in measures}
     if resample:
         indices = resample_indices(n, replicates, seed)
         for start in range(0, replicates, _BLOCK):
-            sums = _counts(indices[start : start + _BLOCK], n) @ X
+            sums = bootstrap_counts(indices[start : start + _BLOCK], n) @ X
             for m in measures:
-                _, terms, estimates, _ = _measure(m, sums, G, K, S, observed_measures[m][0])
+                _, terms, estimates, _ = measure_terms(m, sums, G, K, S, observed_measures[m][0])
                 reps[m][0][start : start + len(sums)] = estimates
                 reps[m][1][start : start + len(sums)] = terms
     results = {}

@@ -66,7 +66,7 @@ def _ci(row, low: str = "ci_low", high: str = "ci_high") -> str:
 
 def _opposite_words(d: float, row, spec: Mapping) -> str:
     """A sentence for a large effect against the tested direction, or ""."""
-    alternative = str(_get(row, "alternative", "greater"))
+    alternative = str(row.alternative)  # the iEAT table records the alternative it tested
     if not opposite_direction(d, alternative):
         return ""
     x, y, a, b = (spec[k] for k in "XYAB")

@@ -1,0 +1,181 @@
+"""The plan (biastransfer.workflow): each rule's settings built from the filled config, in one shape,
+without running anything."""
+
+import inspect
+import itertools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from biastransfer import config as cfg
+from biastransfer.embeddings import write_embeddings
+from biastransfer.workflow.plan import Plan, switch
+from biastransfer.workflow.rules.analysis import ChangeSettings, IEATSettings
+from biastransfer.workflow.settings import RULE_SETTINGS
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = {
+    "demo": ["config/config.yaml"],
+    "controls": ["config/config.yaml", "config/controls.yaml"],
+    "paper": ["config/paper.yaml"],
+    "claims": ["config/paper.yaml", "config/claims.yaml"],
+}
+
+
+@pytest.fixture(scope="module", params=sorted(CONFIGS))
+def plan(request):
+    config = cfg.read_configs([ROOT / p for p in CONFIGS[request.param]])
+    cfg.check_config(config)
+    return Plan(config, ROOT)
+
+
+def test_every_rules_settings_build_and_survive_their_round_trip(plan):
+    for rule, kind in RULE_SETTINGS.items():
+        for analysis_set in plan.analysis_sets:
+            settings = plan.settings(rule, {"analysis_set": analysis_set})
+            assert json.loads(json.dumps(settings)) == settings, rule
+            assert kind.from_mapping(settings).as_dict() == settings, rule
+
+
+def test_settings_carry_the_configs_values_not_defaults_of_their_own(plan):
+    analysis_set = plan.analysis_sets[0]
+    change = plan.rule_settings("change", analysis_set=analysis_set)
+    ieat = plan.config["analysis"]["ieat"]
+    assert change.tests == plan.config["analysis_sets"][analysis_set]["ieat"]
+    assert (change.ieat.permutations, change.ieat.alternative) == (ieat["permutations"], ieat["alternative"])
+    assert change.bts.bootstrap == plan.config["analysis"]["bts"]["bootstrap"]
+
+
+OPTIONS = {
+    "permutations": 1000,
+    "alternative": "greater",
+    "method": "auto",
+    "seed": 0,
+    "alpha": 0.05,
+    "bootstrap": 0,
+    "ci_level": 0.95,
+}
+
+
+def test_a_mapping_with_a_missing_or_unknown_key_is_named():
+    assert IEATSettings.from_mapping({"tests": [], "options": OPTIONS}).options.permutations == 1000
+    misspelt = {k: v for k, v in OPTIONS.items() if k != "permutations"} | {"permutation": 10}
+    with pytest.raises(TypeError, match=r"IEATOptions.*unknown \['permutation'\]; missing \['permutations'\]"):
+        IEATSettings.from_mapping({"tests": [], "options": misspelt})
+    with pytest.raises(TypeError, match=r"ChangeSettings \(change\): missing"):
+        ChangeSettings.from_mapping({})
+
+
+@pytest.mark.parametrize("value, on", [("on", True), (True, True), ("off", False), (False, False), (None, False)])
+def test_a_switch_is_normalised_once(value, on):
+    assert switch(value) is on
+
+
+def test_a_script_takes_its_settings_as_json_from_the_command_line(tmp_path):
+    rng = np.random.default_rng(0)
+    classes = np.repeat(["man", "woman", "car", "surfboard"], 6)
+    embeddings = rng.normal(size=(len(classes), 8))
+    write_embeddings(tmp_path / "e.parquet", [f"i{n}" for n in range(len(classes))], classes, embeddings)
+    settings = {
+        "tests": [{"name": "t", "X": "man", "Y": "woman", "A": "car", "B": "surfboard"}],
+        "options": OPTIONS,
+    }
+    script = ROOT / "workflow" / "scripts" / "ieat.py"
+    args = [sys.executable, script, "--embeddings", tmp_path / "e.parquet", "--table", tmp_path / "i.csv"]
+    subprocess.run([*map(str, args), "--settings", json.dumps(settings)], check=True, capture_output=True)
+    table = pd.read_csv(tmp_path / "i.csv")
+    assert list(table.test) == ["t"] and table.permutations.iloc[0] == 924  # all C(12, 6) splits: exact
+    bad = {**settings, "options": {**settings["options"], "permutation": 5}}
+    run = subprocess.run([*map(str, args), "--settings", json.dumps(bad)], capture_output=True, text=True)
+    assert run.returncode != 0 and "unknown ['permutation']" in run.stderr
+
+
+def test_a_jobs_log_begins_with_its_settings_ready_to_paste(tmp_path):
+    from types import SimpleNamespace
+
+    from biastransfer.scripting import run
+
+    def main(table: str, settings: IEATSettings):
+        return settings
+
+    settings = {"tests": [], "options": OPTIONS}
+    smk = SimpleNamespace(
+        input=dict(),
+        output=dict(table="t.csv"),
+        params=dict(settings=settings),
+        threads=1,
+        wildcards=dict(),
+        log=[str(tmp_path / "job.log")],
+    )
+    assert run(main, smk) == IEATSettings.from_mapping(settings)
+    assert (
+        f"--settings '{json.dumps(IEATSettings.from_mapping(settings).as_dict())}'"
+        in (tmp_path / "job.log").read_text()
+    )
+
+
+# ---- the plan's snapshots: each shipped config's targets and every rule's settings, as readable YAML ----------
+SNAPSHOTS = ROOT / "tests" / "snapshots" / "plan"
+SNAPSHOT_CONFIGS = {
+    **CONFIGS,
+    "zoo": ["config/paper.yaml", "config/zoo.yaml"],
+    "intervention_planted": ["config/config.yaml", "config/examples/intervention_planted.yaml"],
+    "own_images": ["config/config.yaml", "config/examples/own_images.yaml"],
+}
+WILDCARD_VALUES = {"analysis_set": "analysis_sets", "model": "models", "dataset": "finetune_datasets"}
+
+
+def plan_snapshot(plan: Plan) -> dict:
+    """The plan as the snapshot records it: the targets, and per rule each distinct settings with its jobs."""
+    rules = {}
+    for rule, kind in sorted(RULE_SETTINGS.items()):
+        names = [n for n in inspect.signature(kind.build).parameters if n != "plan"]
+        jobs = {}
+        for values in itertools.product(*(getattr(plan, WILDCARD_VALUES[n]) for n in names)):
+            settings = plan.settings(rule, dict(zip(names, values)))
+            jobs.setdefault(json.dumps(settings, sort_keys=True), []).append("/".join(values) or "(one job)")
+        rules[rule] = [{"jobs": listed, "settings": json.loads(text)} for text, listed in jobs.items()]
+    return {"targets": plan.analysis_targets(), "settings": rules}
+
+
+def snapshot_text(name: str) -> str:
+    config = cfg.read_configs([ROOT / p for p in SNAPSHOT_CONFIGS[name]])
+    cfg.check_config(config)
+    header = (
+        f"# The plan of {' + '.join(SNAPSHOT_CONFIGS[name])} (tests/test_plan.py; UPDATE_SNAPSHOTS=1 rewrites it)\n"
+    )
+    snapshot = plan_snapshot(Plan(config, ROOT))
+    targets = yaml.safe_dump({"targets": snapshot["targets"]}, default_flow_style=False)  # one a line: diffs read well
+    settings = yaml.safe_dump({"settings": snapshot["settings"]}, sort_keys=False, width=120, default_flow_style=None)
+    return header + targets + settings
+
+
+@pytest.fixture(scope="module")
+def own_images(tmp_path_factory):
+    """A folder with config/examples/own_images.yaml's files (few and small: the plan reads only the table)."""
+    folder = tmp_path_factory.mktemp("own")
+    script = ROOT / "workflow" / "scripts" / "export_synthetic_images.py"
+    small = ["--n_per_class", "2", "--n_images", "30", "--size", "16"]
+    subprocess.run([sys.executable, script, "--out", "data/own_images", *small], cwd=folder, check=True)
+    return folder
+
+
+@pytest.mark.parametrize("name", sorted(SNAPSHOT_CONFIGS))
+def test_the_plan_of_each_shipped_config_matches_its_snapshot(name, request, monkeypatch):
+    """A change to what runs or to any rule's settings shows here, as a diff a reviewer reads."""
+    if name == "own_images":
+        monkeypatch.chdir(request.getfixturevalue("own_images"))
+    file = SNAPSHOTS / f"{name}.yaml"
+    text = snapshot_text(name)
+    if os.environ.get("UPDATE_SNAPSHOTS"):
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text(text)
+    assert file.exists(), f"{file} is missing: rerun with UPDATE_SNAPSHOTS=1"
+    assert text == file.read_text(), f"the plan of {name} changed: review, then rerun with UPDATE_SNAPSHOTS=1"
