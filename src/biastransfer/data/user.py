@@ -12,6 +12,7 @@ offending file or row (:class:`UserDataError`).
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import io
 import logging
@@ -37,6 +38,7 @@ _ANALYSIS_COLUMNS = ("path", "class")
 _DATASET_COLUMNS = ("path", "labels")
 _SPLIT_NAMES = {"train": "train", "val": "val", "validation": "val", "test": "test"}
 _BLOCK = 1 << 20
+_SHOWN = 20  # rows named per problem; the rest are counted
 
 
 class UserDataError(ValueError):
@@ -86,10 +88,54 @@ def _missing_columns(frame: pd.DataFrame, required: Iterable[str], where: str) -
         raise UserDataError(where, [f"missing column(s) {', '.join(missing)}; has {has}"])
 
 
+def attribute_cell(value) -> str:
+    """An ``attribute`` cell as text, stripped ('' for an empty or missing one: no attribute)."""
+    return "" if value is None or (isinstance(value, float) and np.isnan(value)) else str(value).strip()
+
+
+def _named_rows(rows: Sequence[int], paths: pd.Series, table: str | os.PathLike) -> str:
+    """The first :data:`_SHOWN` of ``rows`` as :func:`_row` names them, and how many more there are."""
+    named = ", ".join(_row(i, paths.iloc[i], table) for i in rows[:_SHOWN])
+    return named + (f" and {len(rows) - _SHOWN} more" if len(rows) > _SHOWN else "")
+
+
+def attribute_problems(dataset: Mapping, frame: pd.DataFrame, key: str) -> list[str]:
+    """What is wrong with the ``attribute`` column of a ``kind: table`` dataset's table (``frame``, read with
+    its ``path`` column) against the values its entry declares in ``attributes`` (``key``: how the problems
+    name that entry): a column without declared values, values declared for a table without the column, and
+    each value outside them, with the table, every line (row) that holds it and the closest declared value.
+    An empty cell is no attribute, never a problem here. Every reader of the column checks it with this, so
+    that a typo (``mann``) is an error, not a group of its own."""
+    table, declared = dataset["table"], list(dataset.get("attributes") or [])
+    if "attribute" not in frame.columns:
+        return [f"{key}: declared, but table {table} has no 'attribute' column"] if declared else []
+    cells = [attribute_cell(v) for v in frame["attribute"]]
+    if not declared:
+        found = sorted(set(cells) - {""})
+        shown = ", ".join(map(repr, found[:_SHOWN])) + (f" and {len(found) - _SHOWN} more" if len(found) > _SHOWN else "")
+        return [
+            f"{key}: not set, but table {table} has an 'attribute' column (values found: {shown or 'none'}); "
+            "declare the values it may hold, e.g. attributes: [man, woman]"
+        ]
+    rows: dict[str, list[int]] = {}
+    for i, value in enumerate(cells):
+        if value and value not in declared:
+            rows.setdefault(value, []).append(i)
+    paths, problems = frame["path"].astype(str).str.strip(), []
+    for value, found in rows.items():
+        close = difflib.get_close_matches(value, declared, n=1, cutoff=0.5)
+        problems.append(
+            f"{table}, {_named_rows(found, paths, table)}: attribute {value!r} is not one of {key} "
+            f"({', '.join(declared)})" + (f"; did you mean {close[0]!r}?" if close else "")
+        )
+    return problems
+
+
 def config_problems(where: str, entry: Mapping, *, dataset: bool = False) -> list[str]:
     """What the config check can find cheaply: the folder and class folders exist, the table exists and
     has the required columns, its classes are the listed ones (analysis sets) or its labels are in
-    ``classes`` (datasets, when given). Per-file checks are the manifest / split rules' job."""
+    ``classes`` (datasets, when given) and its attribute values are the declared ones
+    (:func:`attribute_problems`). Per-file checks are the manifest / split rules' job."""
     if "table" not in entry:
         root = Path(entry["root"])
         if not root.is_dir():
@@ -109,11 +155,15 @@ def config_problems(where: str, entry: Mapping, *, dataset: bool = False) -> lis
             frame["labels"], separator, frame["path"], f"{where}.classes", entry.get("classes"), entry["table"]
         )
         known = set(entry.get("classes") or [])
-        return [f"{where}.table: {p}" for p in problems] + [
-            f"{where}.table: {_row(i, p, entry['table'])}: label(s) {sorted(set(ls) - known)} not in {where}.classes"
-            for i, (p, ls) in enumerate(zip(frame["path"], labels))
-            if known and set(ls) - known
-        ]
+        return (
+            [f"{where}.table: {p}" for p in problems]
+            + [
+                f"{where}.table: {_row(i, p, entry['table'])}: label(s) {sorted(set(ls) - known)} not in {where}.classes"
+                for i, (p, ls) in enumerate(zip(frame["path"], labels))
+                if known and set(ls) - known
+            ]
+            + attribute_problems(entry, frame, f"{where}.attributes")
+        )
     listed, present = set(entry["classes"]), set(frame["class"])
     return [
         f"{where}.table: {_row(i, p, entry['table'])}: class {c!r} is not in {where}.classes"
@@ -124,8 +174,9 @@ def config_problems(where: str, entry: Mapping, *, dataset: bool = False) -> lis
 
 def intervention_classes(where: str, entry: Mapping) -> tuple[tuple[str, ...] | None, list[str]]:
     """(the classes of a ``kind: table`` dataset that an intervention takes: its ``classes``, else the labels
-    its table lists; the problems: no ``attribute`` column). None, no problem: an unreadable table, which
-    :func:`config_problems` names."""
+    its table lists; the problems: no ``attribute`` column, a training row with an empty one). None, no
+    problem: an unreadable table, which :func:`config_problems` names (as it names a value that is not
+    declared, :func:`attribute_problems`)."""
     try:
         frame = read_table(entry["table"])
         _missing_columns(frame, _DATASET_COLUMNS, str(entry["table"]))
@@ -135,7 +186,14 @@ def intervention_classes(where: str, entry: Mapping) -> tuple[tuple[str, ...] | 
         return None, [f"{where}: table {entry['table']} has no 'attribute' column (each training row's protected "
                       "attribute, which an intervention rebalances)"]  # fmt: skip
     labels = _label_lists(frame["labels"], entry.get("label_separator", "|"))
-    return tuple(entry.get("classes") or sorted({x for ls in labels for x in ls})), []
+    train = ~_is_val(frame, entry) & ~_is_test(frame)
+    empty = [i for i in np.flatnonzero(train) if not attribute_cell(frame["attribute"].iloc[i])]
+    paths = frame["path"].astype(str).str.strip()
+    problems = [
+        f"{where}: table {entry['table']}, {_named_rows(empty, paths, entry['table'])}: empty 'attribute' cell on a "
+        "training row (an intervention rebalances every training row by its attribute)"
+    ]
+    return tuple(entry.get("classes") or sorted({x for ls in labels for x in ls})), problems if empty else []
 
 
 def _folder_entries(root: str | os.PathLike, classes: Sequence[str]) -> tuple[pd.DataFrame, list[str]]:
@@ -439,17 +497,21 @@ def _is_test(frame: pd.DataFrame) -> np.ndarray:
     return frame["split"].astype(str).map(_SPLIT_NAMES).eq("test").to_numpy()
 
 
+def _is_val(frame: pd.DataFrame, dataset: Mapping) -> np.ndarray:
+    """The rows of a dataset table in its validation split: the ``split`` column's, else a seeded draw of
+    ``val_fraction`` (:func:`val_draw`)."""
+    if "split" in frame.columns:
+        return frame["split"].astype(str).map(_SPLIT_NAMES).eq("val").to_numpy()
+    return val_draw(len(frame), float(dataset.get("val_fraction", 0.2)), int(dataset.get("seed", 0)))
+
+
 def table_splits(dataset: Mapping, name: str, exclude: set[str] = frozenset()) -> tuple[Split, Split]:
     """Train and validation splits of a ``kind: table`` dataset: the table's ``split`` column (train,
     val or validation; test rows are the evaluation split, :func:`table_test_split`) or a seeded draw of
     ``val_fraction``; the class order is ``classes`` or the sorted labels. Rows whose image id is in
     ``exclude`` are dropped."""
     frame, rows, classes, where = _checked_rows(dataset, name)
-    test = _is_test(frame)
-    if "split" in frame.columns:
-        is_val = frame["split"].astype(str).map(_SPLIT_NAMES).eq("val").to_numpy()
-    else:
-        is_val = val_draw(len(rows), float(dataset.get("val_fraction", 0.2)), int(dataset.get("seed", 0)))
+    test, is_val = _is_test(frame), _is_val(frame, dataset)
     keep = ~rows["image_id"].isin(exclude).to_numpy()
     if (~keep).any():
         log.info("%s: %d analysis image(s) left out of the splits", where, int((~keep).sum()))
