@@ -108,6 +108,7 @@ rule intervention_change:
 rule intervention_summary:
     input:
         changes=intervention_changes(),
+        cooccurrence=[path("cooccurrence", dataset=d) for d in COMPARED_INTERVENTIONS],
         amplification=amplification_summary(),
     output:
         summary="results/summary/intervention.csv",

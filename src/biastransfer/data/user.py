@@ -112,7 +112,9 @@ def attribute_problems(dataset: Mapping, frame: pd.DataFrame, key: str) -> list[
     cells = [attribute_cell(v) for v in frame["attribute"]]
     if not declared:
         found = sorted(set(cells) - {""})
-        shown = ", ".join(map(repr, found[:_SHOWN])) + (f" and {len(found) - _SHOWN} more" if len(found) > _SHOWN else "")
+        shown = ", ".join(map(repr, found[:_SHOWN])) + (
+            f" and {len(found) - _SHOWN} more" if len(found) > _SHOWN else ""
+        )
         return [
             f"{key}: not set, but table {table} has an 'attribute' column (values found: {shown or 'none'}); "
             "declare the values it may hold, e.g. attributes: [man, woman]"
