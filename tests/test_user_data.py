@@ -536,6 +536,17 @@ def test_a_typo_on_one_training_row_of_an_intervened_table_is_found_before_train
         check_config(fill_defaults(copy.deepcopy(conf)))
 
 
+def test_the_documented_table_columns_name_every_split_value():
+    """config/README.md (from the schema) lists every value of a table's split column, test included."""
+    from biastransfer.data.user import SPLIT_NAMES
+
+    row = next(
+        line for line in (ROOT / "config" / "README.md").read_text().splitlines() if line.startswith("| `table`")
+    )
+    listed = re.search(r"split \(([^)]*)\)", row).group(1)
+    assert all(re.search(rf"\b{value}\b", listed) for value in SPLIT_NAMES), listed
+
+
 def test_a_tables_attribute_values_are_declared_with_its_column(tmp_path):
     """An attribute column needs its declared values, and declared values need the column."""
     attribute = [""] * 6 + ["man", "woman"] * 4

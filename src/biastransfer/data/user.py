@@ -36,7 +36,8 @@ REASON = "listed by the user"
 _SOURCE_SPLIT = "user"
 _ANALYSIS_COLUMNS = ("path", "class")
 _DATASET_COLUMNS = ("path", "labels")
-_SPLIT_NAMES = {"train": "train", "val": "val", "validation": "val", "test": "test"}
+#: The values of a dataset table's split column, and the split each names.
+SPLIT_NAMES = {"train": "train", "val": "val", "validation": "val", "test": "test"}
 _BLOCK = 1 << 20
 _SHOWN = 20  # rows named per problem; the rest are counted
 
@@ -481,9 +482,9 @@ def _checked_rows(dataset: Mapping, name: str) -> tuple[pd.DataFrame, pd.DataFra
     problems += _repeats(rows, dataset["table"])
     if "split" in frame.columns:
         problems += [
-            f"{_row(i, p, dataset['table'])}: split {s!r} is not one of {', '.join(_SPLIT_NAMES)}"
+            f"{_row(i, p, dataset['table'])}: split {s!r} is not one of {', '.join(SPLIT_NAMES)}"
             for i, (p, s) in enumerate(zip(raw, frame["split"].astype(str)))
-            if s not in _SPLIT_NAMES
+            if s not in SPLIT_NAMES
         ]
     checked = _parallel_map(_check_image, rows["path"].tolist(), int(dataset.get("workers", 1)))
     problems += _file_problems(rows[rows["path"] != ""], [why for (why,), p in zip(checked, rows["path"]) if p])
@@ -496,14 +497,14 @@ def _is_test(frame: pd.DataFrame) -> np.ndarray:
     """The rows of a dataset table in its evaluation split (``split: test``)."""
     if "split" not in frame.columns:
         return np.zeros(len(frame), dtype=bool)
-    return frame["split"].astype(str).map(_SPLIT_NAMES).eq("test").to_numpy()
+    return frame["split"].astype(str).map(SPLIT_NAMES).eq("test").to_numpy()
 
 
 def _is_val(frame: pd.DataFrame, dataset: Mapping) -> np.ndarray:
     """The rows of a dataset table in its validation split: the ``split`` column's, else a seeded draw of
     ``val_fraction`` (:func:`val_draw`)."""
     if "split" in frame.columns:
-        return frame["split"].astype(str).map(_SPLIT_NAMES).eq("val").to_numpy()
+        return frame["split"].astype(str).map(SPLIT_NAMES).eq("val").to_numpy()
     return val_draw(len(frame), float(dataset.get("val_fraction", 0.2)), int(dataset.get("seed", 0)))
 
 
