@@ -593,6 +593,16 @@ def test_an_intervention_on_a_table_runs_through_its_rules(tmp_path):
     assert images == {("before", "man"): 10, ("before", "woman"): 2, ("after", "man"): 4, ("after", "woman"): 2}
     assert set(table["target"].round(6)) == {0.7, 0.3}
     assert len(read_split(tmp_path / target).frame) == 20 - 6
+    rows[3] = (*rows[3][:3], "alpah")  # a typo on one training row: the workflow stops before any job
+    pd.DataFrame(rows, columns=["path", "labels", "split", "attribute"]).to_csv(tmp_path / "t.csv", index=False)
+    done = run_snakemake("--cores", "1", "--configfile", ROOT / "config" / "config.yaml", "over.yaml", "--", target,
+                         cwd=tmp_path, check=False)  # fmt: skip
+    assert (
+        done.returncode != 0
+        and "t.csv, line 5 ('imgs/3.png'): attribute 'alpah' is not one of datasets.tab.attributes (man, woman)"
+        in done.stdout + done.stderr
+    )
+    assert "rule " not in done.stdout + done.stderr, "no job runs"
 
 
 def test_the_leakage_check_records_each_evaluation_split_and_fails_on_a_training_image(tmp_path):
