@@ -12,7 +12,6 @@ offending file or row (:class:`UserDataError`).
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import io
 import logging
@@ -27,6 +26,7 @@ from PIL import Image, UnidentifiedImageError
 
 from biastransfer.data.manifest import COLUMNS, write_manifest
 from biastransfer.data.splits import Split
+from biastransfer.data.table_attributes import attribute_problems, empty_attribute_problems, row_name
 from biastransfer.images import unsupported_mode
 
 log = logging.getLogger(__name__)
@@ -39,7 +39,6 @@ _DATASET_COLUMNS = ("path", "labels")
 #: The values of a dataset table's split column, and the split each names.
 SPLIT_NAMES = {"train": "train", "val": "val", "validation": "val", "test": "test"}
 _BLOCK = 1 << 20
-_SHOWN = 20  # rows named per problem; the rest are counted
 
 
 class UserDataError(ValueError):
@@ -75,63 +74,11 @@ def _resolve(path: str, base: Path) -> str:
     return path if os.path.isabs(path) else os.path.normpath(os.path.join(base, path))
 
 
-def _row(i: int, path: str | None, table: str | os.PathLike) -> str:
-    """How a problem names row ``i`` (0-based) of ``table``: the line an editor shows it on for a CSV (the
-    header is line 1), its 1-based number in a Parquet table; and the path as written."""
-    where = f"line {i + 2}" if Path(table).suffix.lower() == ".csv" else f"row {i + 1}"
-    return where if path is None else f"{where} ({path!r})"
-
-
 def _missing_columns(frame: pd.DataFrame, required: Iterable[str], where: str) -> None:
     missing = [c for c in required if c not in frame.columns]
     if missing:
         has = ", ".join(map(str, frame.columns))
         raise UserDataError(where, [f"missing column(s) {', '.join(missing)}; has {has}"])
-
-
-def attribute_cell(value) -> str:
-    """An ``attribute`` cell as text, stripped ('' for an empty or missing one: no attribute)."""
-    return "" if value is None or (isinstance(value, float) and np.isnan(value)) else str(value).strip()
-
-
-def _named_rows(rows: Sequence[int], paths: pd.Series, table: str | os.PathLike) -> str:
-    """The first :data:`_SHOWN` of ``rows`` as :func:`_row` names them, and how many more there are."""
-    named = ", ".join(_row(i, paths.iloc[i], table) for i in rows[:_SHOWN])
-    return named + (f" and {len(rows) - _SHOWN} more" if len(rows) > _SHOWN else "")
-
-
-def attribute_problems(dataset: Mapping, frame: pd.DataFrame, key: str) -> list[str]:
-    """What is wrong with the ``attribute`` column of a ``kind: table`` dataset's table (``frame``, read with
-    its ``path`` column) against the values its entry declares in ``attributes`` (``key``: how the problems
-    name that entry): a column without declared values, values declared for a table without the column, and
-    each value outside them, with the table, every line (row) that holds it and the closest declared value.
-    An empty cell is no attribute, never a problem here. Every reader of the column checks it with this, so
-    that a typo (``mann``) is an error, not a group of its own."""
-    table, declared = dataset["table"], list(dataset.get("attributes") or [])
-    if "attribute" not in frame.columns:
-        return [f"{key}: declared, but table {table} has no 'attribute' column"] if declared else []
-    cells = [attribute_cell(v) for v in frame["attribute"]]
-    if not declared:
-        found = sorted(set(cells) - {""})
-        shown = ", ".join(map(repr, found[:_SHOWN])) + (
-            f" and {len(found) - _SHOWN} more" if len(found) > _SHOWN else ""
-        )
-        return [
-            f"{key}: not set, but table {table} has an 'attribute' column (values found: {shown or 'none'}); "
-            "declare the values it may hold, e.g. attributes: [man, woman]"
-        ]
-    rows: dict[str, list[int]] = {}
-    for i, value in enumerate(cells):
-        if value and value not in declared:
-            rows.setdefault(value, []).append(i)
-    paths, problems = frame["path"].astype(str).str.strip(), []
-    for value, found in rows.items():
-        close = difflib.get_close_matches(value, declared, n=1, cutoff=0.5)
-        problems.append(
-            f"{table}, {_named_rows(found, paths, table)}: attribute {value!r} is not one of {key} "
-            f"({', '.join(declared)})" + (f"; did you mean {close[0]!r}?" if close else "")
-        )
-    return problems
 
 
 def config_problems(where: str, entry: Mapping, *, dataset: bool = False) -> list[str]:
@@ -161,7 +108,7 @@ def config_problems(where: str, entry: Mapping, *, dataset: bool = False) -> lis
         return (
             [f"{where}.table: {p}" for p in problems]
             + [
-                f"{where}.table: {_row(i, p, entry['table'])}: label(s) {sorted(set(ls) - known)} not in {where}.classes"
+                f"{where}.table: {row_name(i, p, entry['table'])}: label(s) {sorted(set(ls) - known)} not in {where}.classes"
                 for i, (p, ls) in enumerate(zip(frame["path"], labels))
                 if known and set(ls) - known
             ]
@@ -169,7 +116,7 @@ def config_problems(where: str, entry: Mapping, *, dataset: bool = False) -> lis
         )
     listed, present = set(entry["classes"]), set(frame["class"])
     return [
-        f"{where}.table: {_row(i, p, entry['table'])}: class {c!r} is not in {where}.classes"
+        f"{where}.table: {row_name(i, p, entry['table'])}: class {c!r} is not in {where}.classes"
         for i, (p, c) in enumerate(zip(frame["path"], frame["class"]))
         if c not in listed
     ] + [f"{where}.classes: class {c!r} has no rows in {entry['table']}" for c in entry["classes"] if c not in present]
@@ -189,14 +136,8 @@ def intervention_classes(where: str, entry: Mapping) -> tuple[tuple[str, ...] | 
         return None, [f"{where}: table {entry['table']} has no 'attribute' column (each training row's protected "
                       "attribute, which an intervention rebalances)"]  # fmt: skip
     labels = _label_lists(frame["labels"], entry.get("label_separator", "|"))
-    train = ~_is_val(frame, entry) & ~_is_test(frame)
-    empty = [i for i in np.flatnonzero(train) if not attribute_cell(frame["attribute"].iloc[i])]
-    paths = frame["path"].astype(str).str.strip()
-    problems = [
-        f"{where}: table {entry['table']}, {_named_rows(empty, paths, entry['table'])}: empty 'attribute' cell on a "
-        "training row (an intervention rebalances every training row by its attribute)"
-    ]
-    return tuple(entry.get("classes") or sorted({x for ls in labels for x in ls})), problems if empty else []
+    problems = empty_attribute_problems(where, entry["table"], frame, ~_is_val(frame, entry) & ~_is_test(frame))
+    return tuple(entry.get("classes") or sorted({x for ls in labels for x in ls})), problems
 
 
 def _folder_entries(root: str | os.PathLike, classes: Sequence[str]) -> tuple[pd.DataFrame, list[str]]:
@@ -249,17 +190,17 @@ def _table_entries(entry: Mapping) -> tuple[pd.DataFrame, list[str]]:
             "path": [_resolve(p, base) if p else "" for p in raw],
             "source": frame["source"].astype(str) if "source" in frame.columns else "",
             "licence": frame["licence"].astype(str) if "licence" in frame.columns else "",
-            "listed": [_row(i, p, where) for i, p in enumerate(raw)],
+            "listed": [row_name(i, p, where) for i, p in enumerate(raw)],
         }
     )
     listed = set(entry["classes"])
     problems = [
-        f"{_row(i, p, where)}: class {c!r} is not in the class list"
+        f"{row_name(i, p, where)}: class {c!r} is not in the class list"
         for i, (p, c) in enumerate(zip(raw, out["class"]))
         if c not in listed
     ]
     problems += [f"class {c!r}: no rows in the table" for c in entry["classes"] if c not in set(out["class"])]
-    problems += [f"{_row(i, p, where)}: empty path" for i, p in enumerate(raw) if not p]
+    problems += [f"{row_name(i, p, where)}: empty path" for i, p in enumerate(raw) if not p]
     problems += _repeats(out, where)
     return out, problems
 
@@ -270,13 +211,13 @@ def _repeats(out: pd.DataFrame, table: str | os.PathLike) -> list[str]:
     out = out[out["path"].duplicated(keep=False) | out["image_id"].duplicated(keep=False)]
     for path, rows in out[out["path"] != ""].groupby("path", sort=True).groups.items():
         if len(rows) > 1:
-            where = ", ".join(_row(i, None, table) for i in sorted(rows))
+            where = ", ".join(row_name(i, None, table) for i in sorted(rows))
             classes = sorted(set(out.loc[rows, "class"]))
             what = f"listed in {len(classes)} classes ({', '.join(classes)})" if len(classes) > 1 else "duplicate path"
             problems.append(f"{path}: {what}: {where}")
     for image_id, rows in out.groupby("image_id", sort=True).groups.items():
         if len(rows) > 1:
-            where = ", ".join(_row(i, None, table) for i in sorted(rows))
+            where = ", ".join(row_name(i, None, table) for i in sorted(rows))
             problems.append(f"image id {image_id!r} used more than once: {where}")
     return problems
 
@@ -425,14 +366,16 @@ def _label_problems(
         else:
             items = list(value)
         if any(not str(x).strip() for x in items):
-            problems.append(f"{_row(i, path, table)}: empty label in {value if isinstance(value, str) else items!r}")
+            problems.append(
+                f"{row_name(i, path, table)}: empty label in {value if isinstance(value, str) else items!r}"
+            )
     if not classes:
         rows: dict[str, list[int]] = {}
         for i, labels in enumerate(_label_lists(column, separator)):
             for label in dict.fromkeys(labels):
                 rows.setdefault(label, []).append(i)
         problems += [
-            f"label {label!r} is on {_row(found[0], paths[found[0]], table)} only; list it in {key} to keep it as a class"
+            f"label {label!r} is on {row_name(found[0], paths[found[0]], table)} only; list it in {key} to keep it as a class"
             for label, found in sorted(rows.items())
             if len(found) == 1
         ]
@@ -465,7 +408,7 @@ def _checked_rows(dataset: Mapping, name: str) -> tuple[pd.DataFrame, pd.DataFra
             "class": "",
             "path": [_resolve(p, _table_base(dataset)) if p else "" for p in raw],
             "labels": labels,
-            "listed": [_row(i, p, dataset["table"]) for i, p in enumerate(raw)],
+            "listed": [row_name(i, p, dataset["table"]) for i, p in enumerate(raw)],
         }
     )
     classes = tuple(dataset.get("classes") or sorted({x for ls in labels for x in ls}))
@@ -474,15 +417,15 @@ def _checked_rows(dataset: Mapping, name: str) -> tuple[pd.DataFrame, pd.DataFra
         frame["labels"], dataset.get("label_separator", "|"), raw, "classes", dataset.get("classes"), dataset["table"]
     )
     problems += [
-        f"{_row(i, p, dataset['table'])}: label(s) {sorted(set(ls) - known)} not in the class list"
+        f"{row_name(i, p, dataset['table'])}: label(s) {sorted(set(ls) - known)} not in the class list"
         for i, (p, ls) in enumerate(zip(raw, labels))
         if set(ls) - known
     ]
-    problems += [f"{_row(i, p, dataset['table'])}: empty path" for i, p in enumerate(raw) if not p]
+    problems += [f"{row_name(i, p, dataset['table'])}: empty path" for i, p in enumerate(raw) if not p]
     problems += _repeats(rows, dataset["table"])
     if "split" in frame.columns:
         problems += [
-            f"{_row(i, p, dataset['table'])}: split {s!r} is not one of {', '.join(SPLIT_NAMES)}"
+            f"{row_name(i, p, dataset['table'])}: split {s!r} is not one of {', '.join(SPLIT_NAMES)}"
             for i, (p, s) in enumerate(zip(raw, frame["split"].astype(str)))
             if s not in SPLIT_NAMES
         ]

@@ -12,17 +12,8 @@ from collections.abc import Mapping
 import pandas as pd
 
 from biastransfer.data.splits import Split
-from biastransfer.data.user import (
-    Table,
-    UserDataError,
-    _checked_rows,
-    _is_test,
-    _missing_columns,
-    _row,
-    attribute_cell,
-    attribute_problems,
-    read_table,
-)
+from biastransfer.data.table_attributes import attribute_cell, attribute_problems, row_name
+from biastransfer.data.user import Table, UserDataError, _checked_rows, _is_test, _missing_columns, read_table
 
 
 def has_test_split(dataset: Mapping) -> bool:
@@ -50,7 +41,7 @@ def table_test_split(dataset: Mapping, name: str, exclude: set[str] = frozenset(
 
 def _attribute_table(dataset: Mapping, name: str, where: str) -> pd.DataFrame:
     """The table of a ``kind: table`` dataset with its ``path`` and ``attribute`` columns, every attribute
-    value one of the declared ``attributes`` (:func:`~biastransfer.data.user.attribute_problems`), else
+    value one of the declared ``attributes`` (:func:`~biastransfer.data.table_attributes.attribute_problems`), else
     UserDataError naming ``where`` and each problem."""
     frame = read_table(dataset["table"])
     _missing_columns(frame, ("path", "attribute"), where)
@@ -112,7 +103,7 @@ def table_train_attributes(dataset: Mapping, name: str, image_ids) -> pd.DataFra
         raise UserDataError(
             where,
             [
-                f"{_row(row_of[i], raw.iloc[row_of[i]], dataset['table'])}: image {i!r}: empty 'attribute' column"
+                f"{row_name(row_of[i], raw.iloc[row_of[i]], dataset['table'])}: image {i!r}: empty 'attribute' column"
                 for i in empty[:20]
             ]
             + ([f"... and {len(empty) - 20} more"] if len(empty) > 20 else []),
