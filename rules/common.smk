@@ -4,16 +4,17 @@
 import os
 
 from biastransfer import config as cfg  # noqa: E402
+from biastransfer.config_check import validate_config  # noqa: E402
 from biastransfer.gpus import books_gpu  # noqa: E402
 from biastransfer.paths import path  # noqa: E402
 from biastransfer.workflow.plan import Plan  # noqa: E402
 from biastransfer.zoo import embed_settings  # noqa: E402
 
-# Every check of the config before any job (biastransfer.config.validate_config, the one that
+# Every check of the config before any job (biastransfer.config_check.validate_config, the one that
 # `python -m biastransfer.config FILE...` runs): keys and types against the schema (integers strictly), every
 # default filled, so rules read config[...] without defaults of their own (results/summary/config.yaml shows
 # them all), the filled config's cross-references and each model's layer profile; every problem named at once.
-cfg.validate_config(config)
+validate_config(config)
 
 # The run's plan: every path, target and rule's settings (biastransfer.workflow.plan).
 PLAN = Plan(config, BASEDIR)

@@ -1,4 +1,4 @@
-"""One config checker (biastransfer.config.validate_config): what the workflow refuses before any job,
+"""One config checker (biastransfer.config_check.validate_config): what the workflow refuses before any job,
 ``python -m biastransfer.config FILE...`` refuses with the same lines; every shipped config passes both."""
 
 import os
@@ -11,6 +11,7 @@ import yaml
 from conftest import ROOT, run_snakemake
 
 from biastransfer import config as cfg
+from biastransfer.config_check import validate_config, validation_problems
 
 DEMO = ROOT / "config" / "config.yaml"
 
@@ -85,7 +86,7 @@ def test_what_the_workflow_refuses_the_checker_refuses_naming_key_and_value(tmp_
     edit, message = REFUSED[case]
     extra = overlay(tmp_path, case, edit)
     with pytest.raises(cfg.ConfigError) as err:
-        cfg.validate_config(cfg.merge_configs([DEMO, extra]))
+        validate_config(cfg.merge_configs([DEMO, extra]))
     assert [p for p in err.value.problems if p.startswith(message)], err.value.problems
     done = check_files(DEMO, extra, cwd=tmp_path)
     assert done.returncode == 2 and done.stdout == "" and "Traceback" not in done.stderr
@@ -109,7 +110,7 @@ def test_every_schema_problem_is_named_and_nothing_is_filled_after_one(tmp_path)
     bad = {"finetune": {"defaults": {"epochs": 2.0}}, "analysis": {"ieat": {"permutation": 10, "bootstrap": 1}},
            "models": {"democnn": None}}  # fmt: skip
     config = cfg.merge_configs([DEMO, overlay(tmp_path, "bad", bad)])
-    assert cfg.validation_problems(config) == [
+    assert validation_problems(config) == [
         "analysis.ieat: Additional properties are not allowed ('permutation' was unexpected)",
         "finetune.defaults.epochs: 2.0 is not an integer (write 2)",
         "models: {} should be non-empty",
@@ -144,7 +145,7 @@ def test_every_shipped_config_passes_every_check(tmp_path, monkeypatch, files):
             cwd=tmp_path, check=True, capture_output=True,
         )  # fmt: skip
     monkeypatch.chdir(tmp_path)
-    assert cfg.validation_problems(cfg.merge_configs([ROOT / f for f in files])) == []
+    assert validation_problems(cfg.merge_configs([ROOT / f for f in files])) == []
 
 
 def test_every_shipped_config_file_is_checked():
@@ -157,7 +158,7 @@ def test_the_workflow_checks_its_config_with_the_checker_alone():
     Snakefile calls another check, so the workflow and the command line refuse the same configs."""
     code = [line for line in (ROOT / "rules" / "common.smk").read_text().splitlines()
             if line.strip() and not line.startswith(("#", "import ", "from "))]  # fmt: skip
-    assert next(line for line in code if re.search(r"\bconfig\b", line)) == "cfg.validate_config(config)"
+    assert next(line for line in code if re.search(r"\bconfig\b", line)) == "validate_config(config)"
     others = ("check_config", "fill_defaults", "section_problems", "schema_problems", "layer_problems",
               "passed_check", "validation_problems", "drop_removed")  # fmt: skip
     for path in [ROOT / "Snakefile", *sorted((ROOT / "rules").glob("*.smk"))]:

@@ -126,7 +126,8 @@ ZOO_CLAIMS = {
 
 
 def test_a_zoo_tests_claims_on_pretrained_d_and_refuses_any_other_naming_it():
-    from biastransfer.config import merge_configs, validation_problems
+    from biastransfer.config import merge_configs
+    from biastransfer.config_check import validation_problems
 
     assert validation_problems({**merge_configs(ZOO), "claims": copy.deepcopy(ZOO_CLAIMS)}) == []
     claims = copy.deepcopy(ZOO_CLAIMS)

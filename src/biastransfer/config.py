@@ -3,8 +3,8 @@
 The JSON schema (``workflow/schemas/config.schema.yaml``) checks keys and types and fills every default
 (Snakemake's ``validate``, called by ``fill_defaults``), so the rules and these helpers read the config without
 defaults of their own; ``section_problems`` checks the filled config for what a schema cannot: that every name
-refers to something defined, section by section. ``validate_config`` runs every check, in order: the one the
-workflow runs (rules/common.smk) and ``python -m biastransfer.config FILE...``.
+refers to something defined, section by section. ``biastransfer.config_check.validate_config`` runs every
+check, in order: the one the workflow runs (rules/common.smk) and ``python -m biastransfer.config FILE...``.
 """
 
 from __future__ import annotations
@@ -17,12 +17,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from biastransfer.check_cache import passed_check
 from biastransfer.claims import claims_problems, model_group_problems
 
 # stage names, for the rules (cfg.parse_stage, ...)
 from biastransfer.references import ieat_reference_problems
-from biastransfer.schema_types import schema_problems
 from biastransfer.stages import PRETRAINED, finetuned_stage, parse_stage, scratch_stage, stage_kind  # noqa: F401
 from biastransfer.vocabulary import INTERVENABLE, SYNTHETIC_CLASSES
 from biastransfer.workflow.settings import canonical  # noqa: F401  (the rules' cfg.canonical)
@@ -286,43 +284,6 @@ def check_config(config: Mapping) -> None:
         raise ConfigError(problems)
 
 
-def layer_check_problems(config: Mapping) -> list[str]:
-    """With layer profiles on, every model's profile resolved on a network without weights
-    (``biastransfer.models.layers.layer_problems``: torch, only then), remembered once passed for these
-    models (``biastransfer.check_cache``)."""
-    if not config["analysis"]["layers"]["enabled"]:
-        return []
-
-    def check():
-        from biastransfer.models.layers import layer_problems
-
-        return layer_problems(config)
-
-    inputs = {"models": config["models"], "layers": config["analysis"]["layers"]}
-    return passed_check("layers", inputs, check, code="models")
-
-
-def validation_problems(config: dict) -> list[str]:
-    """In place: every check the workflow makes of a (merged) config before any job, in order, and every
-    problem found, one line each naming its key and value. What a later file removed with null is dropped
-    (``drop_removed``); the keys and types are checked against ``SCHEMA``, integers strictly
-    (``schema_problems``: all of them, and nothing more when there are any); then every default is filled
-    (``fill_defaults``), and the filled config's ``section_problems`` and ``layer_check_problems`` found."""
-    problems = schema_problems(drop_removed(config), SCHEMA)
-    if problems:
-        return problems
-    fill_defaults(config)
-    return [*section_problems(config), *layer_check_problems(config)]
-
-
-def validate_config(config: dict) -> dict:
-    """In place: the config checked and filled (``validation_problems``); ConfigError listing every problem."""
-    problems = validation_problems(config)
-    if problems:
-        raise ConfigError(problems)
-    return config
-
-
 def model_problems(config: Mapping) -> list[str]:
     """``models``: a model trained here (source ``workflow``) has its pretraining section, and only it."""
     problems = []
@@ -539,24 +500,9 @@ SECTION_CHECKS = (
 )
 
 
-def main(argv: Sequence[str]) -> int:
-    """``python -m biastransfer.config FILE...``: the files merged in order (as ``--configfile FILE...``) and
-    checked as the workflow checks them (``validate_config``); every problem on stderr and exit status 2, or
-    one line on stdout and 0."""
-    if not argv:
-        print("usage: python -m biastransfer.config FILE... (config files, merged in order)", file=sys.stderr)
-        return 2
-    try:
-        config = validate_config(merge_configs(argv))
-    except (OSError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    print(
-        f"OK: {' + '.join(map(str, argv))}: {len(config['models'])} model(s), {len(config['analysis_sets'])} "
-        f"analysis set(s), {len(config['finetune']['datasets'])} finetuning dataset(s)"
-    )
-    return 0
-
-
 if __name__ == "__main__":
+    # python -m biastransfer.config FILE...: the checker's command (biastransfer.config_check, which needs torch
+    # for the layer profiles: not imported by the jobs that read this module)
+    from biastransfer.config_check import main
+
     sys.exit(main(sys.argv[1:]))
