@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import pickle
-import shutil
 
 import numpy as np
 import pytest

@@ -269,9 +269,7 @@ class ImageCache:
     bytes are read); :meth:`source_note` says what was found.
     """
 
-    def __init__(
-        self, index_path: str | os.PathLike, *, split_sha256: str | None = None, image_ids=None, paths=None
-    ):
+    def __init__(self, index_path: str | os.PathLike, *, split_sha256: str | None = None, image_ids=None, paths=None):
         self.index_path = Path(index_path)
         self.folder = shards_folder(self.index_path)
         try:
@@ -398,7 +396,9 @@ class ImageCache:
         if not 0 <= i < len(self):
             raise IndexError(f"image {i} of a cache of {len(self)}")
         if i in self.changed:
-            return encode_for_cache(self.changed[i], self.setting.side, self.setting.interpolation, self.setting.quality)
+            return encode_for_cache(
+                self.changed[i], self.setting.side, self.setting.interpolation, self.setting.quality
+            )
         s = bisect.bisect_right(self.starts, i) - 1
         row = i - self.starts[s]
         batch = self._reader(s).get_batch(row // self.per_batch)
