@@ -1,6 +1,106 @@
 # Statistics on embeddings: intra/inter-class similarities, Bias Transfer Scores and iEATs,
 # then one summary table of each with multiple-comparison-adjusted p-values; the findings in words, the
 # provenance of every embedding and the filled config, each also a page of both reports.
+from biastransfer.zoo import read_status  # noqa: E402
+
+
+def finetuned_similarity_tables(wildcards):
+    """The similarity tables of every seed finetuned on the BTS's dataset."""
+    return [
+        path(
+            "stage_table",
+            kind="similarity",
+            analysis_set=wildcards.analysis_set,
+            model=wildcards.model,
+            stage=stage,
+        )
+        for stage in [
+            cfg.finetuned_stage(wildcards.dataset, s)
+            for s in cfg.finetune_seeds(config, wildcards.dataset)
+        ]
+    ]
+
+
+def finetuned_embeddings(wildcards):
+    """The embeddings of every seed finetuned on the dataset (the same images as the pretrained ones)."""
+    return [
+        path(
+            "embeddings",
+            analysis_set=wildcards.analysis_set,
+            model=wildcards.model,
+            stage=stage,
+        )
+        for stage in [
+            cfg.finetuned_stage(wildcards.dataset, s)
+            for s in cfg.finetune_seeds(config, wildcards.dataset)
+        ]
+    ]
+
+
+def change_inputs(name):
+    """The per-job change tables of one kind (ieat, similarity, ieat_seeds)."""
+    return [
+        path("change", analysis_set=a, model=m, dataset=d, kind=name)
+        for a, m in PLAN.all_pairs()
+        for d in config["finetune"]["datasets"]
+    ]
+
+
+def reference_tables(wildcards):
+    """Similarity tables of the scratch reference networks (none without ``analysis.bts.reference``)."""
+    return [
+        path(
+            "stage_table",
+            kind="similarity",
+            analysis_set=wildcards.analysis_set,
+            model=wildcards.model,
+            stage=cfg.scratch_stage(wildcards.dataset, s),
+        )
+        for s in cfg.reference_seeds(config, wildcards.dataset)
+    ]
+
+
+def zoo_ok_models():
+    """The zoo models whose check passed (input functions only: it waits for the zoo_status checkpoint)."""
+    return [
+        m
+        for m in config["models"]
+        if read_status(checkpoints.zoo_status.get(model=m).output.status)["ok"]
+    ]
+
+
+def analysed_pairs():
+    """(analysis_set, model) of every model, less a zoo's models that failed their check (rules/zoo.smk;
+    input functions only: it waits for the zoo_status checkpoint)."""
+    if not config["zoo"]:
+        return PLAN.all_pairs()
+    ok = set(zoo_ok_models())
+    return [(a, m) for a, m in PLAN.all_pairs() if m in ok]
+
+
+def summary_inputs(kind):
+    """The per-job tables that make up one summary table."""
+    if kind == "bts":
+        return [
+            path("bts", analysis_set=a, model=m, dataset=d)
+            for a, m in PLAN.all_pairs()
+            for d in config["finetune"]["datasets"]
+        ]
+    if (
+        kind == "ieat_scratch"
+    ):  # the scratch reference networks' iEATs: their own family
+        return [
+            path("stage_table", kind="ieat", analysis_set=a, model=m, stage=s)
+            for a, m in analysed_pairs()
+            for s in PLAN.scratch_stages
+        ]
+    return [
+        path("stage_table", kind=kind, analysis_set=a, model=m, stage=s)
+        for a, m in analysed_pairs()
+        for s in PLAN.stages
+    ]
+
+
 for name, title in (
     ("findings", "Findings"),
     ("provenance", "Provenance"),
@@ -33,9 +133,7 @@ rule similarity:
     resources:
         **RESOURCES["stats"],
     params:
-        method=config["analysis"]["similarity"]["method"],
-        iterations=config["analysis"]["similarity"]["iterations"],
-        seed=config["analysis"]["similarity"]["seed"],
+        settings=PLAN.settings("similarity"),
     script:
         "../workflow/scripts/similarity.py"
 
@@ -61,13 +159,7 @@ rule bts:
     resources:
         **RESOURCES["plot"],
     params:
-        bootstrap=config["analysis"]["bts"]["bootstrap"],
-        ci_level=config["analysis"]["bts"]["ci_level"],
-        seed=config["analysis"]["bts"]["seed"],
-        lists=lambda wildcards: cfg.canonical(
-            config["analysis_sets"][wildcards.analysis_set]["bts"]
-        ),
-        pvalue=config["analysis"]["bts"]["pvalue"],
+        settings=lambda wildcards: PLAN.settings("bts", wildcards),
     script:
         "../workflow/scripts/bts.py"
 
@@ -89,10 +181,7 @@ rule ieat:
     resources:
         **RESOURCES["stats"],
     params:
-        tests=lambda wildcards: cfg.canonical(
-            config["analysis_sets"][wildcards.analysis_set]["ieat"]
-        ),
-        options=cfg.canonical(config["analysis"]["ieat"]),
+        settings=lambda wildcards: PLAN.settings("ieat", wildcards),
     script:
         "../workflow/scripts/ieat.py"
 
@@ -101,7 +190,7 @@ rule ieat:
 # rules/common.smk): the group becomes one connected set of jobs. No action: it only joins them.
 rule model_analyses:
     input:
-        model_analysis_tables,
+        lambda wildcards: PLAN.model_analysis_tables(wildcards.model),
     output:
         touch(path("analyses_done")),
     group:
@@ -155,21 +244,7 @@ rule change:
         mem_mb=2000,
         runtime=20,
     params:
-        tests=lambda wildcards: cfg.canonical(
-            config["analysis_sets"][wildcards.analysis_set]["ieat"]
-        ),
-        lists=lambda wildcards: cfg.canonical(
-            config["analysis_sets"][wildcards.analysis_set]["bts"]
-        ),
-        permutations=config["analysis"]["ieat"]["permutations"],
-        alternative=config["analysis"]["ieat"]["alternative"],
-        method=config["analysis"]["ieat"]["method"],
-        ieat_seed=config["analysis"]["ieat"]["seed"],
-        ieat_bootstrap=config["analysis"]["ieat"]["bootstrap"],
-        ieat_ci_level=config["analysis"]["ieat"]["ci_level"],
-        bts_bootstrap=config["analysis"]["bts"]["bootstrap"],
-        bts_ci_level=config["analysis"]["bts"]["ci_level"],
-        bts_seed=config["analysis"]["bts"]["seed"],
+        settings=lambda wildcards: PLAN.settings("change", wildcards),
     script:
         "../workflow/scripts/change.py"
 
@@ -202,20 +277,20 @@ rule findings:
         ieat="results/summary/ieat.csv",
         ieat_scratch=IEAT_SCRATCH,
         bts="results/summary/bts.csv",
-        curves=finetune_runs("curve.csv"),
-        scratch=scratch_runs(),
-        attribution=attribution_targets(),
+        curves=PLAN.finetune_runs("curve.csv"),
+        scratch=PLAN.scratch_runs(),
+        attribution=PLAN.summaries("attribution"),
         ieat_change="results/summary/ieat_change.csv",
         ieat_seeds="results/summary/ieat_seeds.csv",
         similarity_change="results/summary/similarity_change.csv",
-        layers=layer_profile_tables(),
-        trajectory=trajectory_summary(),
-        claims=claims_summary(),
-        amplification=amplification_summary(),
-        amplification_terms=amplification_summary("amplification_terms"),
-        link=link_summary(),
-        link_correlation=link_summary("link_correlation"),
-        intervention=intervention_summary(),
+        layers=PLAN.summaries("layer_profile"),
+        trajectory=PLAN.summaries("trajectory"),
+        claims=PLAN.summaries("claims"),
+        amplification=PLAN.summaries("amplification"),
+        amplification_terms=PLAN.summaries("amplification_terms"),
+        link=PLAN.summaries("link"),
+        link_correlation=PLAN.summaries("link_correlation"),
+        intervention=PLAN.summaries("intervention"),
     output:
         **artefact_outputs("findings"),
         findings="results/summary/findings.rst",
@@ -232,7 +307,7 @@ rule findings:
     params:
         **SIGNIFICANCE,
         tests=cfg.canonical({a: s["ieat"] for a, s in config["analysis_sets"].items()}),
-        planted=planted_associations(),
+        planted=PLAN.planted_associations(),
     script:
         "../workflow/scripts/findings.py"
 
@@ -241,11 +316,11 @@ rule provenance:
     input:
         embeddings=[
             path("embeddings", analysis_set=a, model=m, stage=s)
-            for a, m in all_pairs()
-            for s in cfg.stages(config) + cfg.scratch_stages(config)
+            for a, m in PLAN.all_pairs()
+            for s in PLAN.stages + PLAN.scratch_stages
         ],
         # where each model's pretrained weights came from, in the order of params.models
-        origins=[weights_origin(m) for m in config["models"]],
+        origins=[PLAN.weights_origin(m) for m in config["models"]],
     output:
         **artefact_outputs("provenance"),
         table="results/summary/provenance.csv",

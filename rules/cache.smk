@@ -3,7 +3,25 @@
 # a few Arrow IPC shards with an index (docs/formats.md). Every model with that resize, every seed and
 # every epoch of the dataset reads it; {setting} is SIDE-INTERPOLATION-qQUALITY, so another resize or
 # quality is another cache, and a new split (its sha256 is in the index) rebuilds it. Input function:
-# rules/common.smk (finetune_cache).
+# finetune_cache, below.
+from biastransfer.data.cache import CacheSetting  # noqa: E402
+from biastransfer.models.resolve import model_spec  # noqa: E402
+
+
+def finetune_cache(wildcards):
+    """The train and val cache indexes a finetuning job reads (none with finetune.cache off)."""
+    if not PLAN.cache_on:
+        return {}
+    pre = model_spec(wildcards.model, PLAN.model_entry(wildcards.model)).preprocess
+    setting = CacheSetting(
+        pre.resize, pre.interpolation, config["finetune"]["cache_quality"]
+    ).name
+    return {
+        f"{split}_cache": path(
+            "image_cache", dataset=wildcards.dataset, setting=setting, split=split
+        )
+        for split in ("train", "val")
+    }
 
 
 rule image_cache:

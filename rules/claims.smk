@@ -1,7 +1,7 @@
 # Claims about groups of models (config claims, docs/claims.md): each model one unit (its seeds averaged),
 # compared between model groups on one finetuning dataset or between two finetuning datasets, model by
 # model; exact permutation p-values over the models, Holm over the claims, verdicts in words.
-CLAIMS_ON = claims_on(config)
+
 
 table_artefact(
     "claims",
@@ -11,7 +11,7 @@ table_artefact(
     params={"alpha": config["claims"]["alpha"]},
     section="Claims about groups of models",
     title="Claims, tested with models as units",
-    instances=[{}] if CLAIMS_ON else [],
+    instances=[{}] if PLAN.claims_on else [],
 )
 report_artefact(
     "claims_figure",
@@ -20,7 +20,7 @@ report_artefact(
     section="Claims about groups of models",
     title="Each model's value, by group",
     files={ext: f"results/figures/claims.{ext}" for ext in ("png", "pdf")},
-    instances=[{}] if CLAIMS_ON else [],
+    instances=[{}] if PLAN.claims_on else [],
 )
 
 

@@ -5,7 +5,7 @@ rule embed:
     input:
         ancient(path("leakage_check")),
         manifest=path("manifest"),
-        weights=stage_weights,
+        weights=lambda wildcards: PLAN.stage_weights(wildcards.model, wildcards.stage),
     output:
         embeddings=path("embeddings"),
     log:
@@ -20,7 +20,7 @@ rule embed:
     resources:
         **RESOURCES["network"],
     params:
-        entry=lambda wildcards: cfg.canonical(network_entry(wildcards.model)),
+        entry=lambda wildcards: PLAN.network_entry(wildcards.model),
         inference=inference_settings,
     script:
         "../workflow/scripts/embed.py"

@@ -1,8 +1,23 @@
 # Layer profiles (docs/layers.md): embeddings of several layers of each model, pretrained and finetuned,
 # from one forward pass per batch; iEAT and BTS at every layer (one job per analysis set and model);
 # a summary, a profile figure per model and a LaTeX table per analysis set. Config: analysis.layers
-# (enabled, pooling) and per model models.<name>.layers / layer_pooling. Input functions: rules/common.smk
-# (layer_profile_tables, stage_layer_embeddings).
+# (enabled, pooling) and per model models.<name>.layers / layer_pooling. Input functions: below
+# (stage_layer_embeddings).
+
+
+def stage_layer_embeddings(wildcards):
+    """The layer-embedding folders of every stage (pretrained and each finetuned seed) of one model."""
+    return [
+        path(
+            "layer_embeddings",
+            analysis_set=wildcards.analysis_set,
+            model=wildcards.model,
+            stage=stage,
+        )
+        for stage in PLAN.stages
+    ]
+
+
 LAYERS_ON = config["analysis"]["layers"]["enabled"]
 report_artefact(
     "layer_profile",
@@ -32,7 +47,7 @@ rule embed_layers:
     input:
         ancient(path("leakage_check")),
         manifest=path("manifest"),
-        weights=stage_weights,
+        weights=lambda wildcards: PLAN.stage_weights(wildcards.model, wildcards.stage),
     output:
         directory=directory(path("layer_embeddings")),
     log:
@@ -47,9 +62,9 @@ rule embed_layers:
     resources:
         **RESOURCES["network"],
     params:
-        entry=lambda wildcards: cfg.canonical(network_entry(wildcards.model)),
-        layers=lambda wildcards: model_entry(wildcards.model).get("layers", []),
-        pooling=lambda wildcards: model_entry(wildcards.model).get(
+        entry=lambda wildcards: PLAN.network_entry(wildcards.model),
+        layers=lambda wildcards: PLAN.model_entry(wildcards.model).get("layers", []),
+        pooling=lambda wildcards: PLAN.model_entry(wildcards.model).get(
             "layer_pooling", config["analysis"]["layers"]["pooling"]
         ),
         inference=inference_settings,
@@ -90,7 +105,9 @@ rule layer_profile:
 
 rule summarise_layers:
     input:
-        tables=[path("layer_profile", analysis_set=a, model=m) for a, m in all_pairs()],
+        tables=[
+            path("layer_profile", analysis_set=a, model=m) for a, m in PLAN.all_pairs()
+        ],
     output:
         table="results/summary/layer_profile.csv",
     log:

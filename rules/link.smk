@@ -3,7 +3,7 @@
 # model and seed), its embedding-level d beside the prediction-level bias of the same objects, and across the
 # networks the rank correlation of the two with an interval and a verdict; its table and figure per dataset.
 # After rules/report.smk (IEAT_SCRATCH).
-LINKED = combinations(dataset=PREDICTED_DATASETS)
+LINKED = combinations(dataset=PLAN.predicted_datasets)
 table_artefact(
     "link",
     "results/summary/link.csv",
@@ -31,11 +31,12 @@ rule link:
         ieat_scratch=IEAT_SCRATCH,
         change="results/summary/ieat_change.csv",
         terms="results/summary/amplification_terms.csv",
-        splits=[path("split", dataset=d, split="test") for d in PREDICTED_DATASETS],
+        splits=[path("split", dataset=d, split="test") for d in PLAN.predicted_datasets],
         attributes=[
-            path("attributes", dataset=d, split="test") for d in PREDICTED_DATASETS
+            path("attributes", dataset=d, split="test")
+            for d in PLAN.predicted_datasets
         ],
-        predictions=prediction_files(),
+        predictions=PLAN.prediction_files(),
     output:
         table="results/summary/link.csv",
         correlation="results/summary/link_correlation.csv",

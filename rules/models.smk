@@ -1,6 +1,24 @@
 # Pretrained weights: trained here for the synthetic demo's models (source: workflow), fetched otherwise.
 
 
+def pretrain_inputs(wildcards):
+    dataset = PLAN.model_entry(wildcards.model)["pretrain"]["dataset"]
+    return {
+        "train": path("split", dataset=dataset, split="train"),
+        "val": path("split", dataset=dataset, split="val"),
+    }
+
+
+def leakage_checks():
+    """Every analysis set's leakage check; training waits for them (an unnamed input: ordering only, so
+    ancient: a check rerun for another dataset or an edited analysis set reruns no training).
+    """
+    return [
+        ancient(p)
+        for p in expand(path("leakage_check"), analysis_set=config["analysis_sets"])
+    ]
+
+
 rule pretrain:
     input:
         leakage_checks(),
@@ -13,7 +31,7 @@ rule pretrain:
     benchmark:
         "results/benchmarks/pretrain/{model}.tsv"
     wildcard_constraints:
-        model=names_pattern(WORKFLOW_MODELS),
+        model=names_pattern(PLAN.workflow_models),
     conda:
         "../envs/torch.yaml"
     threads: 2
@@ -22,7 +40,7 @@ rule pretrain:
         runtime=lambda wildcards, attempt: 60 * attempt,
         gpu=FINETUNE_GPUS,
     params:
-        entry=lambda wildcards: cfg.canonical(network_entry(wildcards.model)),
+        entry=lambda wildcards: PLAN.network_entry(wildcards.model),
         hyper=lambda wildcards: cfg.pretrain_params(config, wildcards.model),
         device=config["finetune"]["device"],
         num_workers=config["finetune"]["num_workers"],
@@ -38,7 +56,9 @@ rule fetch_weights:
     benchmark:
         "results/benchmarks/fetch_weights/{model}.tsv"
     wildcard_constraints:
-        model=names_pattern([m for m in config["models"] if m not in WORKFLOW_MODELS]),
+        model=names_pattern(
+            [m for m in config["models"] if m not in PLAN.workflow_models]
+        ),
     retries: 2
     localrule: True
     conda:
@@ -47,7 +67,7 @@ rule fetch_weights:
     resources:
         **RESOURCES["download"],
     params:
-        entry=lambda wildcards: cfg.canonical(network_entry(wildcards.model)),
+        entry=lambda wildcards: PLAN.network_entry(wildcards.model),
         cache_dir=config["weights"]["cache_dir"],
         mirror=config["weights"]["mirror"],
     script:

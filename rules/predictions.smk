@@ -6,7 +6,21 @@
 # threshold and at base rates, and leakage from the labels, the scores and the embedding, with bootstrap
 # intervals (analysis.predictions; docs/statistics.md). Only datasets with a test split: the
 # synthetic kind with n_test > 0, COCO and Open Images with evaluation.enabled, a table with `split: test`
-# rows (PREDICTED_DATASETS, rules/common.smk; the real kinds' split: rules/real_data.smk).
+# rows (PLAN.predicted_datasets, src/biastransfer/workflow/plan.py; the real kinds' split: rules/real_data.smk).
+
+
+def predicted_weights(wildcards):
+    """The checkpoints of one model's networks that rule predict scores (PLAN.predicted_stages)."""
+    return [
+        PLAN.trained_weights(wildcards.model, stage) for stage in PLAN.predicted_stages
+    ]
+
+
+def predict_runtime(wildcards, attempt):
+    """Minutes for one model's predictions: 10 per network it scores, 20 more for the start."""
+    return (20 + 10 * len(PLAN.predicted_stages)) * attempt
+
+
 table_artefact(
     "amplification",
     "results/summary/amplification.csv",
@@ -14,19 +28,21 @@ table_artefact(
     caption="table_amplification.rst",
     section="Prediction-level bias",
     title="Bias amplification and leakage of the predictions, finetuned on {dataset}",
-    instances=combinations(dataset=PREDICTED_DATASETS),
+    instances=combinations(dataset=PLAN.predicted_datasets),
 )
 
 
-if PREDICTED_DATASETS:
+if PLAN.predicted_datasets:
 
     rule predict:
         input:
-            splits=[path("split", dataset=d, split="test") for d in PREDICTED_DATASETS],
+            splits=[
+                path("split", dataset=d, split="test") for d in PLAN.predicted_datasets
+            ],
             weights=predicted_weights,
         output:
-            predictions=prediction_files(models=["{model}"]),
-            embeddings=prediction_files("prediction_embedding", models=["{model}"]),
+            predictions=PLAN.prediction_files(models=["{model}"]),
+            embeddings=PLAN.prediction_files("prediction_embedding", models=["{model}"]),
         log:
             "logs/predict/{model}.log",
         benchmark:
@@ -41,9 +57,9 @@ if PREDICTED_DATASETS:
             runtime=predict_runtime,
             gpu=EMBED_GPUS,
         params:
-            datasets=PREDICTED_DATASETS,
-            stages=PREDICTED_STAGES,
-            entry=lambda wildcards: cfg.canonical(network_entry(wildcards.model)),
+            datasets=PLAN.predicted_datasets,
+            stages=PLAN.predicted_stages,
+            entry=lambda wildcards: PLAN.network_entry(wildcards.model),
             inference=inference_settings,
         script:
             "../workflow/scripts/predict.py"
@@ -51,12 +67,13 @@ if PREDICTED_DATASETS:
 
 rule amplification:
     input:
-        splits=[path("split", dataset=d, split="test") for d in PREDICTED_DATASETS],
+        splits=[path("split", dataset=d, split="test") for d in PLAN.predicted_datasets],
         attributes=[
-            path("attributes", dataset=d, split="test") for d in PREDICTED_DATASETS
+            path("attributes", dataset=d, split="test")
+            for d in PLAN.predicted_datasets
         ],
-        predictions=prediction_files(),
-        embeddings=prediction_files("prediction_embedding"),
+        predictions=PLAN.prediction_files(),
+        embeddings=PLAN.prediction_files("prediction_embedding"),
     output:
         summary="results/summary/amplification.csv",
         terms="results/summary/amplification_terms.csv",

@@ -5,6 +5,85 @@
 # analysis sets of its kind. Only the `localrule`s below touch the network.
 
 
+def dataset_of(wildcards):
+    return config["datasets"][wildcards.real]
+
+
+def listed_files(wildcards):
+    """A table dataset's table (an unnamed input: edits to it redo the splits)."""
+    return [d["table"] for d in [dataset_of(wildcards)] if d["kind"] == "table"]
+
+
+def analysis_dataset(wildcards):
+    return config["datasets"][config["analysis_sets"][wildcards.real_set]["dataset"]]
+
+
+def curate_markers(wildcards):
+    """What must be on disk before curation (annotations; the paper's verified lists); an unnamed
+    input, so not handed to the script."""
+    aset = config["analysis_sets"][wildcards.real_set]
+    markers = [f"results/data/{aset['dataset']}/annotations.ok"]
+    if aset["source"] == "paper":
+        markers.append(f"results/data/paper_lists/{wildcards.real_set}/lists.ok")
+    return markers
+
+
+def curate_inputs(wildcards):
+    """The gender word lists (curated COCO sets)."""
+    aset = config["analysis_sets"][wildcards.real_set]
+    inputs = {}
+    if (
+        aset["source"] != "paper"
+        and config["datasets"][aset["dataset"]]["kind"] == "coco"
+    ):
+        words = aset.get("curation", {}).get("gender_words", {})
+        inputs["gender_words"] = PLAN.word_list_file(words)
+    return inputs
+
+
+def selections_of(wildcards):
+    return [
+        path("selection", analysis_set=a)
+        for a in PLAN.real_analysis_sets
+        if config["analysis_sets"][a]["dataset"] == wildcards.real
+    ]
+
+
+def gender_words_file(dataset):
+    """A COCO dataset's gender-word file (evaluation.gender_words)."""
+    return PLAN.word_list_file(dataset["evaluation"]["gender_words"])
+
+
+def gender_words_list(dataset):
+    """The name of a COCO dataset's gender-word list (None: the file's default)."""
+    return dataset.get("evaluation", {}).get("gender_words", {}).get("list")
+
+
+def test_attribute_inputs(wildcards):
+    """The published evaluation split of a real dataset and (COCO) the gender-word list."""
+    dataset = dataset_of(wildcards)
+    inputs = {"split": path("split", dataset=wildcards.real, split="test")}
+    if dataset["kind"] == "coco":
+        inputs["gender_words"] = gender_words_file(dataset)
+    return inputs
+
+
+def coco_gender_words(wildcards):
+    """A COCO dataset's gender-word file (its captions' attribute rule); none for other kinds."""
+    dataset = dataset_of(wildcards)
+    return gender_words_file(dataset) if dataset["kind"] == "coco" else []
+
+
+def train_attribute_spec(dataset):
+    """What a real dataset's training attributes depend on: where the captions (COCO) or labels (Open
+    Images, with verified_only) are, not the splits' or evaluation's options; a table's whole entry.
+    """
+    keys = {"coco": ("kind", "root"), "openimages": ("kind", "root", "verified_only")}
+    if dataset["kind"] not in keys:
+        return cfg.canonical(dataset)
+    return cfg.canonical({k: dataset[k] for k in keys[dataset["kind"]]})
+
+
 rule download_dataset:
     input:
         listed_files,
@@ -15,7 +94,7 @@ rule download_dataset:
     benchmark:
         "results/benchmarks/download_dataset/{real}.tsv"
     wildcard_constraints:
-        real=names_pattern(REAL_DATASETS),
+        real=names_pattern(PLAN.real_datasets),
     retries: 2
     localrule: True
     conda:
@@ -37,7 +116,7 @@ rule download_paper_lists:
     log:
         "logs/download_paper_lists/{paper_set}.log",
     wildcard_constraints:
-        paper_set=names_pattern(PAPER_ANALYSIS_SETS),
+        paper_set=names_pattern(PLAN.paper_analysis_sets),
     retries: 2
     localrule: True
     conda:
@@ -69,7 +148,7 @@ rule curate_analysis_set:
     benchmark:
         "results/benchmarks/curate_analysis_set/{real_set}.tsv"
     wildcard_constraints:
-        real_set=names_pattern(REAL_ANALYSIS_SETS),
+        real_set=names_pattern(PLAN.real_analysis_sets),
     conda:
         "../envs/data.yaml"
     threads: 1
@@ -95,7 +174,7 @@ rule fetch_analysis_images:
     log:
         "logs/fetch_analysis_images/{real_set}.log",
     wildcard_constraints:
-        real_set=names_pattern(REAL_ANALYSIS_SETS),
+        real_set=names_pattern(PLAN.real_analysis_sets),
     retries: 2
     localrule: True
     conda:
@@ -123,7 +202,7 @@ rule make_splits:
     benchmark:
         "results/benchmarks/make_splits/{real}.tsv"
     wildcard_constraints:
-        real=names_pattern(REAL_DATASETS),
+        real=names_pattern(PLAN.real_datasets),
     conda:
         "../envs/data.yaml"
     threads: 1
@@ -145,7 +224,7 @@ rule fetch_split_images:
     log:
         "logs/fetch_split_images/{real}/{split}.log",
     wildcard_constraints:
-        real=names_pattern(REAL_DATASETS),
+        real=names_pattern(PLAN.real_datasets),
         split="train|val|test",
     retries: 2
     localrule: True
@@ -182,7 +261,7 @@ rule real_test_split:
     benchmark:
         "results/benchmarks/real_test_split/{real}.tsv"
     wildcard_constraints:
-        real=names_pattern(PREDICTED_REAL_DATASETS),
+        real=names_pattern(PLAN.predicted_real_datasets),
     conda:
         "../envs/data.yaml"
     threads: 1
@@ -208,7 +287,7 @@ rule real_test_attributes:
     benchmark:
         "results/benchmarks/real_test_attributes/{real}.tsv"
     wildcard_constraints:
-        real=names_pattern(PREDICTED_REAL_DATASETS),
+        real=names_pattern(PLAN.predicted_real_datasets),
     conda:
         "../envs/data.yaml"
     threads: 1
@@ -238,7 +317,7 @@ rule real_train_attributes:
     benchmark:
         "results/benchmarks/real_train_attributes/{real}.tsv"
     wildcard_constraints:
-        real=names_pattern(INTERVENED_REAL),
+        real=names_pattern(PLAN.intervened_real),
     conda:
         "../envs/data.yaml"
     threads: 1

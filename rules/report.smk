@@ -14,9 +14,7 @@ SIGNIFICANCE = {
     "adjust": REPORT["p_adjust"],
 }
 # The scratch reference networks' iEATs (the target data alone), beside the finetuned rows of the iEAT tables
-IEAT_SCRATCH = (
-    ["results/summary/ieat_scratch.csv"] if cfg.scratch_stages(config) else []
-)
+IEAT_SCRATCH = ["results/summary/ieat_scratch.csv"] if PLAN.scratch_stages else []
 
 ANALYSED = combinations(analysis_set=config["analysis_sets"], model=config["models"])
 FINETUNED = combinations(dataset=config["finetune"]["datasets"], model=config["models"])
@@ -155,8 +153,8 @@ rule html_report:
         provenance="results/summary/provenance.csv",
         analysis_sets="results/summary/analysis_sets.csv",
         citation=os.path.join(workflow.basedir, "CITATION.cff"),
-        claims=claims_summary(),
-        link=link_summary(),
+        claims=PLAN.summaries("claims"),
+        link=PLAN.summaries("link"),
     output:
         index="results/report/index.html",
         pages=[

@@ -25,7 +25,7 @@ rule train_scratch:
         runtime=finetune_runtime,
         gpu=FINETUNE_GPUS,
     params:
-        entry=lambda wildcards: cfg.canonical(network_entry(wildcards.model)),
+        entry=lambda wildcards: PLAN.network_entry(wildcards.model),
         hyper=lambda wildcards: {
             **cfg.finetune_params(config, wildcards.model, wildcards.dataset),
             "seed": int(wildcards.seed),

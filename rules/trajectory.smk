@@ -3,12 +3,40 @@
 # every epoch of every seed, one job draws its figure, one writes its table (rules/tables.smk), and one table
 # gathers them all.
 
+
+def trajectory_folders(wildcards):
+    """The trajectory embeddings (one folder per seed) of a model finetuned on a dataset."""
+    return [
+        path(
+            "trajectory_folder",
+            analysis_set=wildcards.analysis_set,
+            model=wildcards.model,
+            stage=cfg.finetuned_stage(wildcards.dataset, s),
+        )
+        for s in cfg.finetune_seeds(config, wildcards.dataset)
+    ]
+
+
+def trajectory_metrics(wildcards):
+    """The metrics (best epoch, training curve) of every seed of a model finetuned on a dataset."""
+    return [
+        path(
+            "finetune_run",
+            dataset=wildcards.dataset,
+            model=wildcards.model,
+            seed=s,
+            file="metrics.json",
+        )
+        for s in cfg.finetune_seeds(config, wildcards.dataset)
+    ]
+
+
 TRAJECTORY = config["analysis"]["trajectory"]
 TRAJECTORY_JOBS = [
     {"analysis_set": a, "model": m, "dataset": d}
-    for a, m in all_pairs()
+    for a, m in PLAN.all_pairs()
     for d in config["finetune"]["datasets"]
-    if trajectory_on()
+    if PLAN.trajectory_on
 ]
 report_artefact(
     "trajectory_figure",
@@ -35,7 +63,7 @@ table_artefact(
 
 
 # What a finetune job embeds (none when the trajectory is off), in a file: rewritten when it changes, it
-# reruns the finetune jobs only while the trajectory is on (rules/common.smk, trajectory_io).
+# reruns the finetune jobs only while the trajectory is on (rules/finetune.smk, trajectory_io).
 rule trajectory_settings:
     output:
         settings=path("trajectory_settings"),
@@ -51,7 +79,7 @@ rule trajectory_settings:
         mem_mb=500,
         runtime=5,
     params:
-        analysis_sets=list(config["analysis_sets"]) if trajectory_on() else [],
+        analysis_sets=list(config["analysis_sets"]) if PLAN.trajectory_on else [],
         epochs=lambda wildcards: cfg.trajectory_epochs(
             config, wildcards.model, wildcards.dataset
         ),

@@ -55,7 +55,9 @@ checkpoint zoo_status:
     benchmark:
         "results/benchmarks/zoo_status/{model}.tsv"
     wildcard_constraints:
-        model=names_pattern([m for m in config["models"] if m not in WORKFLOW_MODELS]),
+        model=names_pattern(
+            [m for m in config["models"] if m not in PLAN.workflow_models]
+        ),
     # downloads weights: on a cluster it runs on the submit host, as fetch_weights does
     localrule: True
     conda:
@@ -65,11 +67,16 @@ checkpoint zoo_status:
         mem_mb=embed_mem_mb,
         runtime=60,
     params:
-        entry=lambda wildcards: cfg.canonical(model_entry(wildcards.model)),
+        entry=lambda wildcards: cfg.canonical(PLAN.model_entry(wildcards.model)),
         cache_dir=config["weights"]["cache_dir"],
         mirror=config["weights"]["mirror"],
     script:
         "../workflow/scripts/zoo_status.py"
+
+
+def zoo_analyses_done(wildcards):
+    """The markers of the zoo models whose check passed (waits for the zoo_status checkpoint)."""
+    return [path("analyses_done", model=m) for m in zoo_ok_models()]
 
 
 rule zoo_table:

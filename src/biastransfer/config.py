@@ -22,6 +22,7 @@ from biastransfer.claims import claims_problems, model_group_problems
 from biastransfer.references import ieat_reference_problems
 from biastransfer.stages import PRETRAINED, finetuned_stage, parse_stage, scratch_stage, stage_kind  # noqa: F401
 from biastransfer.vocabulary import INTERVENABLE, SYNTHETIC_CLASSES
+from biastransfer.workflow.settings import canonical  # noqa: F401  (the rules' cfg.canonical)
 from biastransfer.zoo import zoo_problems
 
 
@@ -465,19 +466,6 @@ SECTION_CHECKS = (
     zoo_problems,
     claims_problems,
 )
-
-
-def canonical(value: Any) -> Any:
-    """``value`` with every mapping's keys sorted (recursively); lists keep their order.
-
-    Rule params are compared by their text to decide reruns: sorting makes a reordered config
-    (or one dumped by a YAML writer) rerun nothing.
-    """
-    if isinstance(value, Mapping):
-        return {k: canonical(value[k]) for k in sorted(value)}
-    if isinstance(value, (list, tuple)):
-        return [canonical(v) for v in value]
-    return value
 
 
 if __name__ == "__main__":

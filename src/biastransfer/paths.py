@@ -34,6 +34,7 @@ PATHS = {
     "predictions": "results/predictions/{model}/{stage}.parquet",
     "prediction_embedding": "results/predictions/{model}/{stage}.embedding.parquet",
     "analyses_done": "results/checks/analyses/{model}.done",
+    "summary": "results/summary/{summary}.csv",
 }
 
 

@@ -13,6 +13,7 @@ tests/test_scripting.py checks every rule of the workflow).
 from __future__ import annotations
 
 import argparse
+import functools
 import inspect
 import json
 import logging
@@ -23,6 +24,8 @@ from collections import abc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from biastransfer.workflow.settings import settings_type
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(message)s"
 # Errors whose message names what is wrong (the file, table row, class or key): a job that raises one ends
@@ -102,7 +105,7 @@ def _wildcard_value(param: inspect.Parameter, value: str) -> Any:
 
 
 def _from_snakemake(main: Callable, smk: Any) -> dict[str, Any]:
-    wanted = inspect.signature(main).parameters
+    wanted = inspect.signature(main, eval_str=True).parameters
     script = Path(inspect.getsourcefile(main) or main.__module__).name
     sections = {s: getattr(smk, s) for s in SECTIONS}
     problems = handoff_problems(
@@ -118,7 +121,13 @@ def _from_snakemake(main: Callable, smk: Any) -> dict[str, Any]:
     available.update({k: _wildcard_value(wanted[k], v) for k, v in smk.wildcards.items() if k in wanted})
     for named in sections.values():
         available.update({k: _plain(v) for k, v in named.items()})
-    return {n: available[n] for n in wanted if n in available}
+    return {n: _settings_value(wanted[n], available[n]) for n in wanted if n in available}
+
+
+def _settings_value(param: inspect.Parameter, value: Any) -> Any:
+    """A rule's settings (a plain mapping in its params) as the settings class ``main`` declares."""
+    kind = settings_type(param.annotation)
+    return kind.from_mapping(value) if kind else value
 
 
 def _list_item(text: str) -> Any:
@@ -130,6 +139,14 @@ def _list_item(text: str) -> Any:
         except json.JSONDecodeError as err:
             raise argparse.ArgumentTypeError(f"not JSON: {text!r} ({err})") from None
     return text
+
+
+def _settings_argument(kind: type, text: str) -> Any:
+    """``--settings '<JSON>'`` as its settings class; a wrong key or bad JSON is argparse's error, named."""
+    try:
+        return kind.from_mapping(json.loads(text))
+    except (TypeError, ValueError) as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _argument_type(annotation: Any) -> tuple[Callable, str | None]:
@@ -145,13 +162,15 @@ def _argument_type(annotation: Any) -> tuple[Callable, str | None]:
         return json.loads, None
     if base in (int, float):
         return base, None
+    if kind := settings_type(annotation):
+        return functools.partial(_settings_argument, kind), None
     return str, None
 
 
 def _from_command_line(main: Callable, argv: list[str] | None) -> dict[str, Any]:
     doc = (sys.modules[main.__module__].__doc__ or "").strip()
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
-    for name, param in inspect.signature(main).parameters.items():
+    for name, param in inspect.signature(main, eval_str=True).parameters.items():
         convert, nargs = _argument_type(param.annotation)
         required = param.default is inspect.Parameter.empty
         parser.add_argument(
@@ -181,6 +200,9 @@ def run(main: Callable, smk: Any = None, argv: list[str] | None = None) -> Any:
         kwargs = _from_command_line(main, argv)
     _progress_to_stderr()
     log = logging.getLogger(main.__module__)
+    for name, value in kwargs.items():
+        if hasattr(value, "as_dict") and settings_type(type(value)):  # to rerun the job by hand: --settings '...'
+            log.info("--%s '%s'", name, json.dumps(value.as_dict()))
     try:
         return main(**kwargs)
     except Exception as exc:

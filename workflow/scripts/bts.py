@@ -6,10 +6,11 @@ rho(pretrained, scratch) (``pretrained_vs_scratch``) and the retention verdict f
 rho(pretrained, finetuned) - rho(scratch, finetuned) (:func:`biastransfer.stats.results.scratch_columns`).
 
 Standalone: python workflow/scripts/bts.py --pretrained pre.csv --finetuned ft-d-seed0.csv ft-d-seed1.csv
---lists '{"intra": ["car", "surfboard", "person_a"]}' --pvalue asymptotic --dataset d --table B.csv
-[--reference scratch-d-seed0.csv ...] [--pretrained_embeddings pre.parquet --finetuned_embeddings
-ft-d-seed0.parquet ft-d-seed1.parquet --bootstrap 2000 --ci_level 0.95 --seed 0] (the embeddings give
-bootstrap intervals of rho, resampling images within classes and recomputing both rankings on the same images)
+--settings '{"lists": {"intra": ["car", "surfboard", "person_a"]}, "pvalue": "asymptotic", "bootstrap": 2000,
+"ci_level": 0.95, "seed": 0}' --dataset d --table B.csv [--reference scratch-d-seed0.csv ...]
+[--pretrained_embeddings pre.parquet --finetuned_embeddings ft-d-seed0.parquet ft-d-seed1.parquet] (the
+embeddings give bootstrap intervals of rho, resampling images within classes and recomputing both rankings on
+the same images; without them, or with bootstrap 0, no interval)
 """
 
 import logging
@@ -24,6 +25,7 @@ from biastransfer.stages import PRETRAINED, parse_stage, stage_kind
 from biastransfer.stats.bootstrap import BOOTSTRAP
 from biastransfer.stats.change_tables import stage_replicates
 from biastransfer.stats.results import bts_table, scratch_columns
+from biastransfer.workflow.rules.analysis import BTSSettings
 
 log = logging.getLogger(__name__)
 
@@ -32,16 +34,13 @@ def main(
     pretrained: str,
     finetuned: list,
     table: str,
-    lists: dict,
-    pvalue: str,
+    settings: BTSSettings,
     dataset: str,
     reference: list | None = None,
     pretrained_embeddings: str | None = None,
     finetuned_embeddings: list | None = None,
-    bootstrap: int = 0,
-    ci_level: float = 0.95,
-    seed: int = 0,
 ) -> None:
+    lists, pvalue, ci_level, seed = settings.lists, settings.pvalue, settings.ci_level, settings.seed
     before = pd.read_csv(pretrained, keep_default_na=False)
     if (before["stage"] != "pretrained").any():
         raise ValueError(f"{pretrained}: not a similarity table of the pretrained stage")
@@ -53,15 +52,23 @@ def main(
             raise ValueError(f"{path}: stage {frame['stage'].iloc[0]!r} is not finetuned on {dataset!r}")
         after[ft_seed] = frame
     replicates = None
-    if pretrained_embeddings and bootstrap:
+    if pretrained_embeddings and settings.bootstrap:
         stages = {PRETRAINED: read_embeddings(pretrained_embeddings)}
         stages.update((parse_stage(Path(p).stem)[1], read_embeddings(p)) for p in finetuned_embeddings or [])
-        replicates = stage_replicates(stages, lists, bootstrap=bootstrap, seed=seed)
+        replicates = stage_replicates(stages, lists, bootstrap=settings.bootstrap, seed=seed)
     scores = bts_table(before, after, lists, pvalue=pvalue, replicates=replicates, ci_level=ci_level)
     if reference:
         refs = [pd.read_csv(path, keep_default_na=False) for path in reference]
-        extra = scratch_columns(before, after, refs, lists, pvalue=pvalue, bootstrap=bootstrap or BOOTSTRAP,
-                                ci_level=ci_level, seed=seed)  # fmt: skip
+        extra = scratch_columns(
+            before,
+            after,
+            refs,
+            lists,
+            pvalue=pvalue,
+            bootstrap=settings.bootstrap or BOOTSTRAP,
+            ci_level=ci_level,
+            seed=seed,
+        )
         scores = pd.concat([scores, extra], axis=1)
     front = {
         "analysis_set": before["analysis_set"].iloc[0],

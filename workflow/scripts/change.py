@@ -6,9 +6,9 @@ intervals and p-values, and d over the seeds with one combined test (``seeds``).
 
 Standalone: python workflow/scripts/change.py --pretrained_embeddings pre.parquet
 --finetuned_embeddings ft-d-seed0.parquet ft-d-seed1.parquet
---tests '[{"name": "t", "X": "person_a", "Y": "person_b", "A": "surfboard", "B": "car"}]' --lists '{}'
---permutations 100000 --alternative greater --method auto --ieat_seed 0 --ieat_bootstrap 2000
---ieat_ci_level 0.95 --bts_bootstrap 2000 --bts_ci_level 0.95 --bts_seed 0
+--settings '{"tests": [{"name": "t", "X": "person_a", "Y": "person_b", "A": "surfboard", "B": "car"}], "lists": {},
+"ieat": {"permutations": 100000, "alternative": "greater", "method": "auto", "seed": 0, "bootstrap": 2000,
+"ci_level": 0.95}, "bts": {"bootstrap": 2000, "ci_level": 0.95, "seed": 0}}'
 --analysis_set synthetic --model m --dataset d --ieat I.csv --similarity S.csv --seeds K.csv
 """
 
@@ -27,6 +27,7 @@ from biastransfer.stats.change_tables import (
     similarity_change_table,
     stage_replicates,
 )
+from biastransfer.workflow.rules.analysis import ChangeSettings
 
 log = logging.getLogger(__name__)
 
@@ -37,17 +38,7 @@ def main(
     ieat: str,
     similarity: str,
     seeds: str,
-    tests: list,
-    lists: dict,
-    permutations: int,
-    alternative: str,
-    method: str,
-    ieat_seed: int,
-    ieat_bootstrap: int,
-    ieat_ci_level: float,
-    bts_bootstrap: int,
-    bts_ci_level: float,
-    bts_seed: int,
+    settings: ChangeSettings,
     analysis_set: str,
     model: str,
     dataset: str,
@@ -59,25 +50,32 @@ def main(
             raise ValueError(f"{path}: not the embeddings of a model finetuned on {dataset!r}")
         stages[ft_seed] = read_embeddings(path)
     front = {"analysis_set": analysis_set, "model": model, "finetune_dataset": dataset}
-    tables = {}
-    if tests and ieat_bootstrap:
+    tables, tests, test, bts = {}, settings.tests, settings.ieat, settings.bts
+    if tests and test.bootstrap:
         tables[ieat] = ieat_change_table(
-            stages, tests, bootstrap=ieat_bootstrap, ci_level=ieat_ci_level, seed=ieat_seed
+            stages, tests, bootstrap=test.bootstrap, ci_level=test.ci_level, seed=test.seed
         )
     if tests:
         finetuned = {s: t for s, t in stages.items() if s != PRETRAINED}
         tables[seeds] = ieat_seeds_table(
-            finetuned, tests, permutations=permutations, alternative=alternative, method=method, seed=ieat_seed
+            finetuned,
+            tests,
+            permutations=test.permutations,
+            alternative=test.alternative,
+            method=test.method,
+            seed=test.seed,
         )
-    if bts_bootstrap:
-        reps = stage_replicates(stages, lists, bootstrap=bts_bootstrap, seed=bts_seed)
-        tables[similarity] = similarity_change_table(reps, ci_level=bts_ci_level)
+    if bts.bootstrap:
+        reps = stage_replicates(stages, settings.lists, bootstrap=bts.bootstrap, seed=bts.seed)
+        tables[similarity] = similarity_change_table(reps, ci_level=bts.ci_level)
     for path in (ieat, similarity, seeds):
         frame = tables.get(path, pd.DataFrame())
         write_csv(path, pd.concat([pd.DataFrame(front, index=frame.index), frame], axis=1))
     for row in tables.get(ieat, pd.DataFrame()).itertuples():
-        log.info("%s seed %s: delta d = %.3f [%.3f, %.3f], p = %.3g", row.test, row.seed, row.delta_d,
-                 row.ci_low, row.ci_high, row.pvalue)  # fmt: skip
+        log.info(
+            "%s seed %s: delta d = %.3f [%.3f, %.3f], p = %.3g",
+            *(row.test, row.seed, row.delta_d, row.ci_low, row.ci_high, row.pvalue),
+        )
 
 
 if __name__ == "__main__":

@@ -1,0 +1,415 @@
+"""The plan of one run, built once from the filled config: what runs, where every file goes, what each rule
+is given. Pure Python (no Snakemake), so it is tested and snapshotted without running anything
+(tests/test_plan.py); rules/common.smk builds one ``PLAN`` and the rule files read it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Mapping
+from functools import cached_property
+from typing import Any
+
+from biastransfer import config as cfg
+from biastransfer.claims import claims_on
+from biastransfer.paths import path
+from biastransfer.stages import PRETRAINED, finetuned_stage, parse_stage, scratch_stage, stage_kind
+from biastransfer.workflow.settings import RULE_SETTINGS, Settings
+
+#: The finetuning datasets read from real files (their splits come from rules/real_data.smk).
+REAL_KINDS = ("coco", "openimages", "table")
+#: Summaries that the findings and the report read: results/summary/<name>.csv (path("summary", summary=...)).
+SUMMARIES = (
+    "similarity",
+    "bts",
+    "ieat",
+    "ieat_scratch",
+    "ieat_change",
+    "similarity_change",
+    "ieat_seeds",
+    "analysis_sets",
+    "finetune_metrics",
+    "provenance",
+    "attribution",
+    "amplification",
+    "amplification_terms",
+    "link",
+    "link_correlation",
+    "intervention",
+    "layer_profile",
+    "trajectory",
+    "claims",
+)
+
+
+def switch(value: Any) -> bool:
+    """A config switch as a boolean: ``on``/``off`` or YAML's true/false (YAML 1.1 reads a bare on as true)."""
+    return value not in ("off", False, None)
+
+
+class Plan:
+    """One run's plan from its filled config (``biastransfer.config.fill_defaults`` and ``check_config``).
+
+    ``basedir`` is the workflow's own folder (the shipped word list is found there, wherever the workflow is
+    run from or included as a module).
+    """
+
+    def __init__(self, config: Mapping, basedir: str | os.PathLike):
+        self.config = config
+        self.basedir = os.fspath(basedir)
+
+    # ---- each rule's settings ---------------------------------------------------------------------------
+    def rule_settings(self, rule: str, **wildcards: str) -> Settings:
+        """A rule's settings (``biastransfer.workflow.rules``), typed; ``wildcards``: those its build takes."""
+        from biastransfer.workflow import rules  # noqa: F401  (registers every rule's settings class)
+
+        if rule not in RULE_SETTINGS:
+            raise KeyError(f"rule {rule!r} has no settings class (biastransfer.workflow.rules)")
+        return RULE_SETTINGS[rule].build(self, **wildcards)
+
+    def settings(self, rule: str, wildcards: Any = None) -> dict[str, Any]:
+        """A rule's settings as the plain mapping the rule passes whole (``params: settings=...``):
+        ``wildcards`` is the job's (Snakemake's object, or a mapping) where the settings depend on them."""
+        from biastransfer.workflow import rules  # noqa: F401
+
+        taken = [n for n in inspect.signature(RULE_SETTINGS[rule].build).parameters if n != "plan"]
+        get = wildcards.get if isinstance(wildcards, Mapping) else lambda n: getattr(wildcards, n)
+        return self.rule_settings(rule, **{n: get(n) for n in taken}).as_dict()
+
+    # ---- names of things, by kind -----------------------------------------------------------------------
+    @property
+    def models(self) -> list[str]:
+        return list(self.config["models"])
+
+    @property
+    def analysis_sets(self) -> list[str]:
+        return list(self.config["analysis_sets"])
+
+    @property
+    def datasets(self) -> list[str]:
+        return list(self.config["datasets"])
+
+    @property
+    def finetune_datasets(self) -> list[str]:
+        return list(self.config["finetune"]["datasets"])
+
+    def datasets_of_kind(self, *kinds: str) -> list[str]:
+        return [d for d, s in self.config["datasets"].items() if s["kind"] in kinds]
+
+    def analysis_sets_of_source(self, *sources: str) -> list[str]:
+        return [a for a, s in self.config["analysis_sets"].items() if s["source"] in sources]
+
+    @cached_property
+    def real_datasets(self) -> list[str]:
+        """Datasets read from real files (COCO, Open Images, a table): their splits come from rules/real_data.smk."""
+        return self.datasets_of_kind(*REAL_KINDS)
+
+    @cached_property
+    def user_sets(self) -> list[str]:
+        """Analysis sets of your own images, listed in a folder or a table (rules/analysis_sets.smk)."""
+        return self.analysis_sets_of_source("folder", "table")
+
+    @cached_property
+    def paper_analysis_sets(self) -> list[str]:
+        """The real analysis sets given by the paper's published lists."""
+        return [a for a in self.real_analysis_sets if self.config["analysis_sets"][a]["source"] == "paper"]
+
+    @cached_property
+    def real_analysis_sets(self) -> list[str]:
+        """Analysis sets drawn from a real dataset of this config (the paper's lists or curated)."""
+        real, sets = set(self.real_datasets), self.config["analysis_sets"]
+        return [a for a in self.analysis_sets_of_source("paper", "curated") if sets[a]["dataset"] in real]
+
+    @property
+    def workflow_models(self) -> list[str]:
+        """Models pretrained inside the workflow (the demo); ``.get``: an entry without source takes the
+        registry's (docs/models.md)."""
+        return [m for m, s in self.config["models"].items() if s.get("source") == "workflow"]
+
+    def model_entry(self, model: str) -> dict[str, Any]:
+        """A model's config entry, less what only the zoo reads (``about``: not a param of the model's jobs)."""
+        return {k: v for k, v in self.config["models"][model].items() if k != "about"}
+
+    def network_entry(self, model: str) -> dict[str, Any]:
+        """The keys of a model's entry that shape its network (weights, preprocessing, embedding layer): the
+        params of its training, fetching and embedding jobs. Less the layer profile's keys and, with the
+        default layer (the trunk's own pre-logits output, not pooled here), ``pool``."""
+        entry = {k: v for k, v in self.model_entry(model).items() if k not in ("layers", "layer_pooling")}
+        if entry.get("layer", "penultimate") == "penultimate":
+            entry.pop("pool", None)
+        return cfg.canonical(entry)
+
+    # ---- switches, normalised once ----------------------------------------------------------------------
+    @cached_property
+    def zoo(self) -> bool:
+        return bool(self.config["zoo"])
+
+    @cached_property
+    def trajectory_on(self) -> bool:
+        return switch(self.config["finetune"]["trajectory"])
+
+    @cached_property
+    def cache_on(self) -> bool:
+        return switch(self.config["finetune"]["cache"])
+
+    @cached_property
+    def layers_on(self) -> bool:
+        return bool(self.config["analysis"]["layers"]["enabled"])
+
+    @cached_property
+    def claims_on(self) -> bool:
+        return claims_on(self.config)
+
+    # ---- stages and seeds -------------------------------------------------------------------------------
+    def finetune_seeds(self, dataset: str) -> list[int]:
+        return cfg.finetune_seeds(self.config, dataset)
+
+    def reference_seeds(self, dataset: str) -> list[int]:
+        return cfg.reference_seeds(self.config, dataset)
+
+    @cached_property
+    def stages(self) -> list[str]:
+        """``pretrained`` then every finetuned stage, dataset-major."""
+        return cfg.stages(self.config)
+
+    @cached_property
+    def finetuned_stages(self) -> list[str]:
+        return cfg.finetuned_stages(self.config)
+
+    @cached_property
+    def scratch_stages(self) -> list[str]:
+        return cfg.scratch_stages(self.config)
+
+    def finetuned_stages_of(self, dataset: str) -> list[str]:
+        return [finetuned_stage(dataset, s) for s in self.finetune_seeds(dataset)]
+
+    def all_pairs(self) -> list[tuple[str, str]]:
+        """(analysis_set, model) for every analysis set and model."""
+        return [(a, m) for a in self.analysis_sets for m in self.models]
+
+    # ---- weights ----------------------------------------------------------------------------------------
+    def pretrained_weights(self, model: str) -> str:
+        """The pretrained weights of a model: trained here (demo), checked by the zoo, or fetched."""
+        if self.model_entry(model).get("source") == "workflow":
+            return path("pretrain_run", model=model, file="model.safetensors")
+        if self.zoo:  # the zoo's check fetched them: its record of a passed model is a weights record
+            return f"results/zoo/status/{model}.json"
+        return f"results/weights/{model}/weights.done"
+
+    def weights_origin(self, model: str) -> str:
+        """Where a model's pretrained weights came from: its pretraining record or the fetched file's."""
+        if self.model_entry(model).get("source") == "workflow":
+            return path("pretrain_run", model=model, file="metrics.json")
+        return self.pretrained_weights(model)
+
+    def trained_weights(self, model: str, stage: str) -> str:
+        """The checkpoint of one finetuned or scratch reference network."""
+        dataset, seed = parse_stage(stage)
+        root = "scratch" if stage_kind(stage) == "scratch" else "finetune"
+        return path(f"{root}_run", dataset=dataset, model=model, seed=seed, file="model.safetensors")
+
+    def stage_weights(self, model: str, stage: str) -> str:
+        """Weights to embed with: the pretrained model, or one finetuned or scratch checkpoint."""
+        return self.pretrained_weights(model) if stage == PRETRAINED else self.trained_weights(model, stage)
+
+    # ---- training ---------------------------------------------------------------------------------------
+    @cached_property
+    def training_datasets(self) -> list[str]:
+        return cfg.training_datasets(self.config)
+
+    def finetune_runs(self, name: str = "metrics.json") -> list[str]:
+        return [
+            path("finetune_run", dataset=d, model=m, seed=s, file=name)
+            for d in self.finetune_datasets
+            for m in self.models
+            for s in self.finetune_seeds(d)
+        ]
+
+    def scratch_runs(self) -> list[str]:
+        """The metrics (with the training curve) of every scratch reference network."""
+        return [
+            path("scratch_run", dataset=d, model=m, seed=s, file="metrics.json")
+            for d in self.finetune_datasets
+            for m in self.models
+            for s in self.reference_seeds(d)
+        ]
+
+    def trajectory_epochs(self, model: str, dataset: str) -> list[int]:
+        return cfg.trajectory_epochs(self.config, model, dataset)
+
+    # ---- interventions ----------------------------------------------------------------------------------
+    @cached_property
+    def interventions(self) -> list[str]:
+        return self.datasets_of_kind("intervention")
+
+    def source_of(self, dataset: str) -> str:
+        """The dataset an intervention rebalances (``from``); any other dataset is its own source."""
+        spec = self.config["datasets"][dataset]
+        return spec["from"] if spec["kind"] == "intervention" else dataset
+
+    def compared_seeds(self, intervention: str) -> list[int]:
+        """The finetuning seeds an intervention shares with its untouched dataset (both finetuned)."""
+        source = self.source_of(intervention)
+        if source not in self.finetune_datasets:
+            return []
+        theirs = set(self.finetune_seeds(source))
+        return [s for s in self.finetune_seeds(intervention) if s in theirs]
+
+    @cached_property
+    def compared_interventions(self) -> list[str]:
+        """Interventions compared with their untouched finetuning: both finetuned, with a seed in common."""
+        return [d for d in self.interventions if d in self.finetune_datasets and self.compared_seeds(d)]
+
+    @cached_property
+    def intervened_real(self) -> list[str]:
+        """The real datasets an intervention rebalances (their training split gets an attribute file)."""
+        kinds = self.config["datasets"]
+        return sorted({self.source_of(d) for d in self.interventions if kinds[self.source_of(d)]["kind"] in REAL_KINDS})
+
+    # ---- predictions on the evaluation split ------------------------------------------------------------
+    def has_test_split(self, dataset: str) -> bool:
+        """Whether a dataset (an intervention: its source) has an evaluation split."""
+        from biastransfer.data import user_evaluation
+
+        spec = self.config["datasets"][self.source_of(dataset)]
+        if spec["kind"] == "synthetic":
+            return spec["n_test"] > 0
+        if spec["kind"] == "table":
+            return user_evaluation.has_test_split(spec)
+        return cfg.evaluated(spec)
+
+    @cached_property
+    def predicted_datasets(self) -> list[str]:
+        """The finetuning datasets whose networks are scored on a test split."""
+        return [d for d in self.finetune_datasets if self.has_test_split(d)]
+
+    @cached_property
+    def predicted_real_datasets(self) -> list[str]:
+        kinds = self.config["datasets"]
+        return [d for d in self.predicted_datasets if kinds[d]["kind"] not in ("synthetic", "intervention")]
+
+    def predicted_stages_of(self, dataset: str) -> list[str]:
+        """The finetuned and scratch stages of a dataset with a test split, scored on it."""
+        return [
+            *self.finetuned_stages_of(dataset),
+            *(scratch_stage(dataset, s) for s in self.reference_seeds(dataset)),
+        ]
+
+    @cached_property
+    def predicted_stages(self) -> list[str]:
+        """The stages one model's predict job scores, dataset-major."""
+        return [s for d in self.predicted_datasets for s in self.predicted_stages_of(d)]
+
+    def prediction_files(self, name: str = "predictions", models: list[str] | None = None) -> list[str]:
+        """Every scored network's predictions (or, with name prediction_embedding, its embedding of the same
+        images), in one order; only ``models``' if given (["{model}"] for rule predict's outputs)."""
+        return [
+            path(name, model=m, stage=s)
+            for d in self.predicted_datasets
+            for m in (models or self.models)
+            for s in self.predicted_stages_of(d)
+        ]
+
+    def evaluation_disjoint(self) -> dict[str, list[str]]:
+        """{evaluation split: the training splits it must share no image with}: train and val, but for a
+        COCO evaluation split without a hold-out, which is its model-selection split."""
+        datasets = self.config["datasets"]
+        return {
+            path("split", dataset=d, split="test"): [
+                path("split", dataset=d, split=s)
+                for s in (("train",) if cfg.evaluation_is_val(datasets[self.source_of(d)]) else ("train", "val"))
+            ]
+            for d in self.predicted_datasets
+        }
+
+    def planted_associations(self) -> dict[str, str]:
+        """{object: figure} of the co-occurrences planted in the models' synthetic pretraining data
+        (P(person_a) above 0.5: person_a, below: person_b), whose terms the findings read out."""
+        planted = {}
+        for model in self.config["models"].values():
+            data = self.config["datasets"].get(model.get("pretrain", {}).get("dataset"), {})
+            for obj, p in data.get("cooccurrence", {}).items() if data.get("kind") == "synthetic" else ():
+                if p != 0.5:
+                    planted[obj] = "person_a" if p > 0.5 else "person_b"
+        return dict(sorted(planted.items()))
+
+    # ---- word lists -------------------------------------------------------------------------------------
+    def word_list_file(self, gender_words: Mapping) -> str:
+        """The file of a gender_words block (``file``; not set: the shipped list in the workflow's folder)."""
+        return gender_words.get("file", os.path.join(self.basedir, "resources", "gender_words.yaml"))
+
+    # ---- summaries and targets --------------------------------------------------------------------------
+    @staticmethod
+    def summary(name: str) -> str:
+        """The path of one summary table (``SUMMARIES``)."""
+        if name not in SUMMARIES:
+            raise KeyError(f"no summary {name!r}; the summaries are {', '.join(SUMMARIES)}")
+        return path("summary", summary=name)
+
+    def summaries(self, *names: str) -> list[str]:
+        """The summaries among ``names`` that this run writes (none of an analysis that is off)."""
+        return [self.summary(n) for n in names if n in self.written_summaries]
+
+    @cached_property
+    def written_summaries(self) -> tuple[str, ...]:
+        on = {
+            "ieat_scratch": bool(self.scratch_stages),
+            "attribution": bool(self.config["analysis"]["attribution"]["comparisons"]),
+            "amplification": bool(self.predicted_datasets),
+            "amplification_terms": bool(self.predicted_datasets),
+            "link": bool(self.predicted_datasets),
+            "link_correlation": bool(self.predicted_datasets),
+            "intervention": bool(self.compared_interventions),
+            "layer_profile": self.layers_on,
+            "trajectory": self.trajectory_on,
+            "claims": self.claims_on,
+        }
+        return tuple(n for n in SUMMARIES if on.get(n, True))
+
+    def analysis_targets(self) -> list[str]:
+        """The summaries, findings, provenance and the filled config, and each model's analyses marker."""
+        return [
+            *self.summaries(
+                "similarity",
+                "bts",
+                "ieat",
+                "ieat_change",
+                "similarity_change",
+                "ieat_seeds",
+                "analysis_sets",
+                "finetune_metrics",
+                "provenance",
+                "attribution",
+                "amplification",
+                "link",
+                "intervention",
+                "layer_profile",
+                "trajectory",
+            ),
+            "results/summary/findings.html",
+            "results/summary/config.yaml",
+            *(path("analyses_done", model=m) for m in self.models),
+        ]
+
+    def model_analysis_tables(self, model: str) -> list[str]:
+        """Every per-model analysis table of one model (the jobs of its stats group)."""
+        sets, datasets = self.analysis_sets, self.finetune_datasets
+        tables = [
+            path("stage_table", kind=kind, analysis_set=a, model=model, stage=s)
+            for kind in ("similarity", "ieat")
+            for a in sets
+            for s in self.stages
+        ]
+        tables += [path("bts", analysis_set=a, model=model, dataset=d) for a in sets for d in datasets]
+        tables += [path("change", analysis_set=a, model=model, dataset=d, kind="ieat") for a in sets for d in datasets]
+        if self.trajectory_on:
+            tables += [path("trajectory_table", analysis_set=a, model=model, dataset=d) for a in sets for d in datasets]
+        if self.layers_on:
+            tables += [path("layer_profile", analysis_set=a, model=model) for a in sets]
+        tables += [
+            path("intervention_change", dataset=d, analysis_set=a, model=model)
+            for d in self.compared_interventions
+            for a in sets
+        ]
+        return tables
