@@ -9,6 +9,7 @@ import pickle
 import numpy as np
 import pytest
 import torch
+from conftest import ROOT, run_snakemake
 from fake_datasets import coco_splits
 from PIL import Image
 from torchvision import transforms as T
@@ -222,6 +223,27 @@ def test_a_cache_of_the_old_format_is_deleted_with_the_reason(tmp_path, images):
     with pytest.raises(CacheError, match=reason):
         ImageCache(index)
     assert not index.exists()
+
+
+def test_the_workflow_rebuilds_a_cache_of_the_old_format_and_says_why(tmp_path):
+    (tmp_path / "c.yaml").write_text("datasets: {synthetic_target: {n_train: 40, n_val: 20}}\nfinetune: {cache: on}\n")
+    target = "results/cache/synthetic_target/64-bilinear-q95/train.json"
+    args = ("--configfile", ROOT / "config" / "config.yaml", tmp_path / "c.yaml", "--cores", "2", target)
+    run_snakemake(*args, cwd=tmp_path)
+    # as the previous version left it: an index of format 1, written by a rule without params
+    index = tmp_path / target
+    index.write_text(json.dumps({**json.loads(index.read_text()), "format": "biastransfer-image-cache/1"}))
+    records = [
+        p
+        for p in (tmp_path / ".snakemake" / "metadata").iterdir()
+        if json.loads(p.read_text())["rule"] == "image_cache"
+    ]
+    assert len(records) == 2  # the index and the shard folder
+    for record in records:
+        record.write_text(json.dumps({**json.loads(record.read_text()), "params": []}))
+    done = run_snakemake(*args, cwd=tmp_path)
+    assert "Params have changed since last execution" in done.stderr and CACHE_FORMAT in done.stderr
+    assert json.loads(index.read_text())["format"] == CACHE_FORMAT
 
 
 def test_cache_setting_names_round_trip_and_bad_values_are_clear():

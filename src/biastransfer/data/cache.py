@@ -14,8 +14,9 @@ keeps its path. Given the split's paths, a reader therefore compares each file's
 time with its row's record when it opens the cache, and for a file whose record differs compares its
 contents (sha256); an image whose contents changed is then read from its file and encoded as a rebuild
 would store it, so that training sees today's pixels (:attr:`ImageCache.changed`). Size and time rather
-than contents for every image: a stat per image (a fraction of a second for COCO's 118k training images
-on a local disk) against reading every image again (19 GB for COCO), which a cache is there to avoid;
+than contents for every image: a stat per image (about a second for COCO's 118,287 training images on a
+local disk, 16 in flight for a network file system) against reading every image again (19 GB for COCO),
+which a cache is there to avoid;
 the sha256 tells a file that was only touched or copied from one that changed. What this misses: a
 change that keeps both the size and the modification time (a file system whose times are coarser than
 the edit, or a tool that restores the old time).
@@ -37,10 +38,11 @@ import os
 import shutil
 import zlib
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 from PIL import Image
 
@@ -52,6 +54,7 @@ CACHE_FORMAT = "biastransfer-image-cache/2"
 _FILTERS = {"bilinear": Image.BILINEAR, "bicubic": Image.BICUBIC}
 _ROWS_PER_BATCH = 64  # the unit of random access inside a shard
 _SHARD_BYTES = 1 << 30  # a new shard after about 1 GiB
+_STAT_THREADS = 16  # the source check's stat calls in flight
 _SCHEMA = pa.schema(
     [
         ("image_id", pa.string()),
@@ -253,6 +256,18 @@ def _write_shards(
         close()
 
 
+def _stats(paths: Sequence[str]) -> np.ndarray:
+    """(size, modification time in ns) of each file, one row each; (-1, -1) for a file that is not there."""
+    out = np.full((len(paths), 2), -1, np.int64)
+    for k, path in enumerate(paths):
+        try:
+            stat = os.stat(path)
+        except FileNotFoundError:
+            continue
+        out[k] = stat.st_size, stat.st_mtime_ns
+    return out
+
+
 def shards_folder(index_path: str | os.PathLike) -> Path:
     """The shard folder beside an index: ``train.json`` -> ``train.shards``."""
     return Path(index_path).with_suffix(".shards")
@@ -320,18 +335,16 @@ class ImageCache:
             self._fail(f"cache {self.index_path} does not match its split ({len(paths)} images, {len(self)} rows)")
         sizes = self._column("source_size").to_numpy()
         times = self._column("source_mtime_ns").to_numpy()
-        differ = []
-        for i, path in enumerate(paths):
-            try:
-                stat = os.stat(path)
-            except FileNotFoundError:
-                self.missing.append(path)
-                continue
-            if stat.st_size != sizes[i] or stat.st_mtime_ns != times[i]:
-                differ.append(i)
-        if differ:
+        step = -(-len(paths) // (4 * _STAT_THREADS)) or 1
+        with ThreadPoolExecutor(_STAT_THREADS) as pool:  # a network file system answers each stat slowly
+            parts = list(pool.map(_stats, (paths[k : k + step] for k in range(0, len(paths), step))))
+        found = np.concatenate(parts) if parts else np.empty((0, 2), np.int64)
+        gone = found[:, 0] < 0
+        self.missing = [paths[i] for i in np.flatnonzero(gone)]
+        differ = np.flatnonzero(~gone & ((found[:, 0] != sizes) | (found[:, 1] != times)))
+        if len(differ):
             digests = self._column("source_sha256")
-            for i in differ:
+            for i in differ.tolist():
                 with open(paths[i], "rb") as fh:
                     same = hashlib.file_digest(fh, "sha256").digest() == digests[i].as_py()
                 if same:
