@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 import torch
-from conftest import ROOT, run_snakemake
+from conftest import ROOT, in_small_file_system, run_snakemake
 from fake_datasets import coco_splits
 from PIL import Image
 from torchvision import transforms as T
@@ -244,6 +246,35 @@ def test_the_workflow_rebuilds_a_cache_of_the_old_format_and_says_why(tmp_path):
     done = run_snakemake(*args, cwd=tmp_path)
     assert "Params have changed since last execution" in done.stderr and CACHE_FORMAT in done.stderr
     assert json.loads(index.read_text())["format"] == CACHE_FORMAT
+
+
+BUILD = """
+import sys
+from biastransfer.data.cache import CacheSetting, build_cache
+split, folder, *paths = sys.argv[1:]
+build_cache(split, [str(i) for i in range(len(paths))], paths, folder + "/train.json", folder + "/train.shards",
+            CacheSetting(512), log=print)
+"""
+
+
+def test_a_full_disk_while_writing_a_shard_is_named_with_the_shard(tmp_path):
+    """Four 400 px noise PNGs (480 kB each, kept verbatim) into a real 1 MB file system."""
+    rng = np.random.default_rng(0)
+    paths = [tmp_path / f"noise{i}.png" for i in range(4)]
+    for path in paths:
+        Image.fromarray(rng.integers(0, 256, (400, 400, 3), dtype=np.uint8)).save(path)
+    split, small = tmp_path / "split.parquet", tmp_path / "small"
+    split.write_bytes(b"stands in for the split file")
+    small.mkdir()
+    done = subprocess.run(
+        [*in_small_file_system(small), sys.executable, "-c", BUILD, str(split), str(small), *map(str, paths)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+    )
+    last = done.stderr.strip().splitlines()[-1]
+    assert last == f"OSError: [Errno 28] no space left on device: '{small}/train.shards/shard-00000.arrow'", done.stderr
 
 
 def test_cache_setting_names_round_trip_and_bad_values_are_clear():

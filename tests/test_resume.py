@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from conftest import in_small_file_system
 from fake_datasets import coco_splits
 from PIL import Image
 
@@ -310,24 +311,14 @@ def test_a_folder_is_swept_once_per_process_so_many_writes_stay_linear(tmp_path,
 # ----------------------------------------------------------------------------------------------
 
 
-def _in_small_file_system(folder: Path) -> list[str]:
-    """The command prefix that runs a command with a 1 MB tmpfs mounted on ``folder``, in a user and mount
-    namespace of its own (nothing outside it sees the mount); the test is skipped where there is none."""
-    mount = ["unshare", "--map-root-user", "--mount", "sh", "-c", 'mount -t tmpfs -o size=1m tmpfs "$0" && exec "$@"']
-    try:
-        probe = subprocess.run([*mount, str(folder), "true"], capture_output=True, text=True, timeout=60)
-    except FileNotFoundError:
-        pytest.skip("no unshare here: a 1 MB file system cannot be mounted")
-    if probe.returncode != 0:
-        pytest.skip(f"no user and mount namespace here ({probe.stderr.strip()})")
-    return [*mount, str(folder)]
-
-
-def test_a_full_disk_during_the_resume_save_is_named_with_the_file(splits, tmp_path):
-    """The resume state (a resnet10t's 20 MB, three times over) on a real 1 MB file system, not a mock."""
+@pytest.mark.parametrize("where", ["resume", "trained"])
+def test_a_full_disk_during_a_save_is_named_with_the_file(splits, tmp_path, where):
+    """The resume state (a resnet10t's 20 MB, three times over: torch.save) or the finetuned checkpoint
+    (safetensors) on a real 1 MB file system, not a mock."""
     weights, small = pretrained(tmp_path / "pre.safetensors", seed=0), tmp_path / "small"
     small.mkdir()
-    resume, out = small / "seed1.resume.pt", tmp_path / "out"
+    resume = (small if where == "resume" else tmp_path) / "seed1.resume.pt"
+    out = small if where == "trained" else tmp_path / "out"
     args = {
         "weights": weights,
         "train": splits[0],
@@ -336,7 +327,7 @@ def test_a_full_disk_during_the_resume_save_is_named_with_the_file(splits, tmp_p
         "metrics": out / "metrics.json",
         "curve": out / "curve.csv",
         "entry": json.dumps(ENTRY),
-        "hyper": json.dumps(HYPER),
+        "hyper": json.dumps({**HYPER, "epochs": 1}),
         "model": "tiny",
         "seed": 1,
         "resume": resume,
@@ -345,7 +336,7 @@ def test_a_full_disk_during_the_resume_save_is_named_with_the_file(splits, tmp_p
     }
     done = subprocess.run(
         [
-            *_in_small_file_system(small),
+            *in_small_file_system(small),
             sys.executable,
             str(ROOT / "workflow" / "scripts" / "finetune.py"),
             *(a for k, v in args.items() for a in (f"--{k}", str(v))),
@@ -355,8 +346,10 @@ def test_a_full_disk_during_the_resume_save_is_named_with_the_file(splits, tmp_p
         timeout=600,
         env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
     )
+    full = resume if where == "resume" else out / "model.safetensors"
     assert done.returncode != 0
     last = done.stderr.strip().splitlines()[-1]
-    assert last == f"OSError: [Errno 28] no space left on device: '{resume}'", done.stderr[-3000:]
+    assert last == f"OSError: [Errno 28] no space left on device: '{full}'", done.stderr[-3000:]
     assert "unexpected pos" not in done.stderr and "enforce fail" not in done.stderr
-    assert not out.exists() or not any(out.iterdir())
+    if where == "resume":  # it stopped at the first epoch's save, before any output
+        assert not out.exists() or not any(out.iterdir())

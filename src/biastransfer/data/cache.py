@@ -31,6 +31,7 @@ JPEGs). A smaller image is stored byte for byte, so its pixels are exactly those
 from __future__ import annotations
 
 import bisect
+import errno
 import hashlib
 import io
 import json
@@ -242,18 +243,23 @@ def _write_shards(
         shards[-1].update(rows=rows, bytes=os.path.getsize(Path(folder) / shards[-1]["file"]))
         writer, sink, rows = None, None, 0
 
-    for image_id, (data, source) in zip(image_ids, encoded, strict=True):
-        if writer is None:
-            shards.append({"file": f"shard-{len(shards):05d}.arrow"})
-            sink = pa.OSFile(str(Path(folder) / shards[-1]["file"]), "wb")
-            writer = pa.ipc.new_file(sink, _SCHEMA)
-        batch.append((str(image_id), data, source))
-        if len(batch) == per_batch:
-            flush()
-            if sink.tell() >= shard_bytes:
-                close()
-    if writer is not None:
-        close()
+    try:
+        for image_id, (data, source) in zip(image_ids, encoded, strict=True):
+            if writer is None:
+                shards.append({"file": f"shard-{len(shards):05d}.arrow"})
+                sink = pa.OSFile(str(Path(folder) / shards[-1]["file"]), "wb")
+                writer = pa.ipc.new_file(sink, _SCHEMA)
+            batch.append((str(image_id), data, source))
+            if len(batch) == per_batch:
+                flush()
+                if sink.tell() >= shard_bytes:
+                    close()
+        if writer is not None:
+            close()
+    except OSError as exc:  # Arrow's message names no file
+        if exc.errno == errno.ENOSPC:
+            raise OSError(errno.ENOSPC, "no space left on device", str(Path(folder) / shards[-1]["file"])) from exc
+        raise
 
 
 def _stats(paths: Sequence[str]) -> np.ndarray:
