@@ -99,6 +99,24 @@ def is_timm_arch(arch: str) -> bool:
     return timm.is_model(arch.split(".")[0])
 
 
+def architecture_problem(spec: ModelSpec) -> str | None:
+    """Why no network of ``spec``'s architecture can be built (its source has no such architecture), or
+    None; looked up in the libraries' lists of models, without building one."""
+    if spec.source == "open_clip":
+        import open_clip
+
+        return None if open_clip.get_model_config(spec.arch) is not None else f"open_clip has no model {spec.arch!r}"
+    if spec.source == "timm" or (spec.source == "checkpoint" and is_timm_arch(spec.arch)):
+        return None if is_timm_arch(spec.arch) else f"timm has no model architecture {spec.arch!r}"
+    import torchvision
+
+    if spec.arch in torchvision.models.list_models():
+        return None
+    if spec.source == "checkpoint":
+        return f"neither timm nor torchvision has a model architecture {spec.arch!r}"
+    return f"torchvision has no model architecture {spec.arch!r}"
+
+
 _SPEC_KEYS = {f.name for f in dataclasses.fields(ModelSpec)} - {"name"}
 
 
