@@ -6,6 +6,7 @@ import os
 from biastransfer import config as cfg  # noqa: E402
 from biastransfer.check_cache import passed_check  # noqa: E402
 from biastransfer.gpus import books_gpu  # noqa: E402
+from biastransfer.models.resolve import model_spec_problems  # noqa: E402
 from biastransfer.paths import path  # noqa: E402
 from biastransfer.schema_types import non_integer_problems  # noqa: E402
 from biastransfer.workflow.plan import Plan  # noqa: E402
@@ -14,7 +15,8 @@ from biastransfer.zoo import embed_settings  # noqa: E402
 # A float where the schema wants an integer (epochs: 2.0), named by its key before anything reads it; then
 # the schema checks keys and types and fills every default (after what a later --configfile removed with
 # null), so rules read config[...] without defaults of their own (results/summary/config.yaml shows them
-# all); then the cross-references of the filled config are checked, every problem named at once, and a
+# all); then the cross-references of the filled config are checked, every problem named at once, each
+# model resolved to a network the library can build (biastransfer.models.resolve.model_spec_problems), and a
 # run with layer profiles resolves each model's layers on a network without weights (torch only then,
 # and only until that check has passed once for these models: biastransfer.check_cache).
 NON_INTEGERS = non_integer_problems(
@@ -24,6 +26,9 @@ if NON_INTEGERS:
     raise ValueError("invalid configuration:\n  " + "\n  ".join(NON_INTEGERS))
 cfg.fill_defaults(config)
 cfg.check_config(config)
+MODEL_PROBLEMS = model_spec_problems(config)
+if MODEL_PROBLEMS:
+    raise ValueError("invalid configuration:\n  " + "\n  ".join(MODEL_PROBLEMS))
 if config["analysis"]["layers"]["enabled"]:
 
     def _layer_problems():

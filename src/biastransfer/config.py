@@ -16,7 +16,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from biastransfer.check_cache import passed_check
 from biastransfer.claims import claims_problems, model_group_problems
 
 # stage names, for the rules (cfg.parse_stage, ...)
@@ -270,33 +269,6 @@ def model_problems(config: Mapping) -> list[str]:
     return problems
 
 
-def model_spec_problems(config: Mapping) -> list[str]:
-    """``models``: each entry is a network the library can build, a registered name or a source and
-    architecture (and pretrained tag) that its library has, resolved without weights or network
-    (``biastransfer.models.resolve``); remembered once passed for these entries (``biastransfer.check_cache``:
-    timm, open_clip and torchvision are imported only then). Not in a zoo, which records a model that
-    does not resolve and leaves it out (docs/zoo.md)."""
-    if config["zoo"]:
-        return []
-
-    def resolve() -> list[str]:
-        from biastransfer.models.resolve import architecture_problem, model_spec
-
-        problems = []
-        for name, entry in config["models"].items():
-            if entry.get("source") == "workflow" and "arch" not in entry:
-                continue  # model_problems names it
-            try:
-                problem = architecture_problem(model_spec(name, entry))
-            except (ValueError, RuntimeError) as exc:  # timm: RuntimeError for a pretrained tag it does not have
-                problem = str(exc)
-            if problem:
-                problems.append(f"models.{name}: {problem}")
-        return problems
-
-    return passed_check("model_specs", config["models"], resolve, code="models")
-
-
 def finetune_problems(config: Mapping) -> list[str]:
     """``finetune``: its datasets, seeds and overrides name defined datasets and models; trajectory epochs
     lie within the epochs a run sets (``defaults`` or its override)."""
@@ -486,7 +458,6 @@ SECTION_CHECKS = (
     user_data_problems,
     intervention_problems,
     model_problems,
-    model_spec_problems,
     finetune_problems,
     analysis_set_problems,
     report_problems,

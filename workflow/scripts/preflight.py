@@ -3,7 +3,8 @@ mirror or a data root, check presence and checksums, and report what is missing 
 
 Give the same config files as to Snakemake (later ones merged into earlier ones, as ``--configfile`` does)
 and run it from the run's working directory. The config is checked first as the workflow checks it
-(biastransfer.config: every model must be one the library can build); a config the workflow refuses, or a
+(biastransfer.config.check_config, and every model must be one the library can build:
+biastransfer.models.resolve.model_spec_problems); a config the workflow refuses, or a
 bad argument, ends with status 2 and its message, before anything is written. Exits with status 1 if a
 file is missing or fails its checksum.
 Standalone: python workflow/scripts/preflight.py --configfile config/paper.yaml my-cluster.yaml --table need.csv
@@ -21,6 +22,7 @@ from biastransfer.atomic import atomic_path
 from biastransfer.config import check_config, read_configs
 from biastransfer.estimate import estimate as cost_estimate
 from biastransfer.estimate import format_estimate, predict_share
+from biastransfer.models.resolve import model_spec_problems
 from biastransfer.preflight import MISMATCH, MISSING, preflight, summary
 from biastransfer.scripting import run
 
@@ -30,7 +32,10 @@ def main(configfile: list, table: str | None = None, estimate: bool = False, gpu
         if estimate and (gpus < 1 or cores < 1):
             raise ValueError(f"--gpus and --cores must be at least 1, got {gpus} and {cores}")
         config = read_configs(configfile)
-        check_config(config)
+        check_config(config)  # the workflow's checks (rules/common.smk)
+        problems = model_spec_problems(config)
+        if problems:
+            raise ValueError("invalid configuration:\n  " + "\n  ".join(problems))
         if estimate:
             result = cost_estimate(config)
             text = format_estimate(result, gpus, cores, predict_share(config))
