@@ -9,24 +9,27 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-# The library (src/biastransfer), found from this file's folder so that the workflow also runs as another
-# project's module; each job's script finds it through workflow/scripts/biastransfer, a link to it in the
+# This file's folder (also when the workflow is another project's module, whose workflow.basedir is the
+# host's): the library (src/biastransfer), the schema, the word lists and the report's captions are found
+# from it. Each job's script finds the library through workflow/scripts/biastransfer, a link to it in the
 # folder that Snakemake puts on a script's path (in any conda env too, which blocks PYTHONPATH).
-sys.path.insert(0, os.path.join(workflow.basedir, "src"))
+BASEDIR = str(workflow.current_basedir)
+sys.path.insert(0, os.path.join(BASEDIR, "src"))
 from biastransfer.config import read_config_file
 
-# The demo config is the default; a --configfile given on the command line replaces it (not merged).
-# Every config file's YAML is read first: Snakemake's own message for a syntax error names neither file
-# nor line, and its reading keeps the last of a key given twice (an appended block replaces the first).
+# The demo config is the default; a --configfile given on the command line replaces it (not merged); a
+# module's host gives its config whole. Every config file's YAML is read first: Snakemake's own message for a
+# syntax error names neither file nor line, and its reading keeps the last of a key given twice.
 
-for path in workflow.config_settings.configfiles or [
-    os.path.join(workflow.basedir, "config", "config.yaml")
-]:
-    read_config_file(path)
+if not workflow.modifier.skip_configfile:
+    for path in workflow.config_settings.configfiles or [
+        os.path.join(BASEDIR, "config", "config.yaml")
+    ]:
+        read_config_file(path)
 
 if not workflow.config_settings.configfiles:
 
-    configfile: os.path.join(workflow.basedir, "config", "config.yaml")
+    configfile: os.path.join(BASEDIR, "config", "config.yaml")
 
 
 report: "workflow/report/workflow.rst"

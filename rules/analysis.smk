@@ -206,7 +206,7 @@ rule summarise:
     input:
         tables=lambda wildcards: summary_inputs(wildcards.summary),
     output:
-        table="results/summary/{summary}.csv",
+        table=path("summary"),
     log:
         "logs/summarise/{summary}.log",
     benchmark:
@@ -255,9 +255,9 @@ rule summarise_change:
         similarity=change_inputs("similarity"),
         seeds=change_inputs("ieat_seeds"),
     output:
-        ieat_out="results/summary/ieat_change.csv",
-        similarity_out="results/summary/similarity_change.csv",
-        seeds_out="results/summary/ieat_seeds.csv",
+        ieat_out=PLAN.summary("ieat_change"),
+        similarity_out=PLAN.summary("similarity_change"),
+        seeds_out=PLAN.summary("ieat_seeds"),
     log:
         "logs/summarise_change.log",
     benchmark:
@@ -272,25 +272,31 @@ rule summarise_change:
         "../workflow/scripts/summarise_change.py"
 
 
+# The summaries the findings read, whichever this run writes (the script knows each by its name).
+FINDINGS_SUMMARIES = (
+    "ieat",
+    "ieat_scratch",
+    "bts",
+    "attribution",
+    "ieat_change",
+    "ieat_seeds",
+    "similarity_change",
+    "layer_profile",
+    "trajectory",
+    "claims",
+    "amplification",
+    "amplification_terms",
+    "link",
+    "link_correlation",
+    "intervention",
+)
+
+
 rule findings:
     input:
-        ieat="results/summary/ieat.csv",
-        ieat_scratch=IEAT_SCRATCH,
-        bts="results/summary/bts.csv",
+        summaries=PLAN.summaries(*FINDINGS_SUMMARIES),
         curves=PLAN.finetune_runs("curve.csv"),
         scratch=PLAN.scratch_runs(),
-        attribution=PLAN.summaries("attribution"),
-        ieat_change="results/summary/ieat_change.csv",
-        ieat_seeds="results/summary/ieat_seeds.csv",
-        similarity_change="results/summary/similarity_change.csv",
-        layers=PLAN.summaries("layer_profile"),
-        trajectory=PLAN.summaries("trajectory"),
-        claims=PLAN.summaries("claims"),
-        amplification=PLAN.summaries("amplification"),
-        amplification_terms=PLAN.summaries("amplification_terms"),
-        link=PLAN.summaries("link"),
-        link_correlation=PLAN.summaries("link_correlation"),
-        intervention=PLAN.summaries("intervention"),
     output:
         **artefact_outputs("findings"),
         findings="results/summary/findings.rst",
@@ -305,9 +311,7 @@ rule findings:
     resources:
         **RESOURCES["small"],
     params:
-        **SIGNIFICANCE,
-        tests=cfg.canonical({a: s["ieat"] for a, s in config["analysis_sets"].items()}),
-        planted=PLAN.planted_associations(),
+        settings=PLAN.settings("findings"),
     script:
         "../workflow/scripts/findings.py"
 
@@ -323,7 +327,7 @@ rule provenance:
         origins=[PLAN.weights_origin(m) for m in config["models"]],
     output:
         **artefact_outputs("provenance"),
-        table="results/summary/provenance.csv",
+        table=PLAN.summary("provenance"),
     log:
         "logs/provenance.log",
     benchmark:

@@ -100,7 +100,7 @@ rule analysis_set_summary:
             analysis_set=config["analysis_sets"],
         ),
     output:
-        table="results/summary/analysis_sets.csv",
+        table=PLAN.summary("analysis_sets"),
     log:
         "logs/analysis_set_summary.log",
     benchmark:

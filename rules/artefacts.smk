@@ -15,7 +15,7 @@ def report_artefact(name, caption, **spec):
     workflow/report/."""
     return ARTEFACTS.declare(
         name,
-        caption=os.path.join(workflow.basedir, "workflow", "report", caption),
+        caption=os.path.join(BASEDIR, "workflow", "report", caption),
         **spec,
     )
 

@@ -4,9 +4,9 @@
 
 rule attribution:
     input:
-        ieat="results/summary/ieat.csv",
+        ieat=PLAN.summary("ieat"),
     output:
-        table="results/summary/attribution.csv",
+        table=PLAN.summary("attribution"),
     log:
         "logs/attribution.log",
     benchmark:

@@ -5,7 +5,7 @@
 
 table_artefact(
     "claims",
-    "results/summary/claims.csv",
+    PLAN.summary("claims"),
     "results/tables/claims",
     caption="table_claims.rst",
     params={"alpha": config["claims"]["alpha"]},
@@ -26,12 +26,12 @@ report_artefact(
 
 rule claims:
     input:
-        ieat="results/summary/ieat.csv",
-        change="results/summary/ieat_change.csv",
-        bts="results/summary/bts.csv",
+        ieat=PLAN.summary("ieat"),
+        change=PLAN.summary("ieat_change"),
+        bts=PLAN.summary("bts"),
     output:
-        table="results/summary/claims.csv",
-        values="results/summary/claim_values.csv",
+        table=PLAN.summary("claims"),
+        values=PLAN.summary("claim_values"),
     log:
         "logs/claims.log",
     benchmark:
@@ -52,8 +52,8 @@ rule claims:
 
 rule plot_claims:
     input:
-        table="results/summary/claims.csv",
-        values="results/summary/claim_values.csv",
+        table=PLAN.summary("claims"),
+        values=PLAN.summary("claim_values"),
     output:
         **artefact_outputs("claims_figure"),
     log:

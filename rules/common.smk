@@ -20,7 +20,7 @@ from biastransfer.zoo import embed_settings  # noqa: E402
 # run with layer profiles resolves each model's layers on a network without weights (torch only then,
 # and only until that check has passed once for these models: biastransfer.check_cache).
 NON_INTEGERS = non_integer_problems(
-    config, Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml"
+    config, Path(BASEDIR) / "workflow" / "schemas" / "config.schema.yaml"
 )
 if NON_INTEGERS:
     raise ValueError("invalid configuration:\n  " + "\n  ".join(NON_INTEGERS))
@@ -46,7 +46,7 @@ if config["analysis"]["layers"]["enabled"]:
         raise ValueError("invalid configuration:\n  " + "\n  ".join(LAYER_PROBLEMS))
 
 # The run's plan: every path, target and rule's settings (biastransfer.workflow.plan).
-PLAN = Plan(config, workflow.basedir)
+PLAN = Plan(config, BASEDIR)
 
 
 def names_pattern(names):

@@ -89,7 +89,7 @@ rule finetune_summary:
     input:
         metrics=PLAN.finetune_runs(),
     output:
-        table="results/summary/finetune_metrics.csv",
+        table=PLAN.summary("finetune_metrics"),
     log:
         "logs/finetune_summary.log",
     benchmark:

@@ -62,7 +62,7 @@ wildcard_constraints:
 
 table_artefact(
     "intervention",
-    "results/summary/intervention.csv",
+    PLAN.summary("intervention"),
     "results/tables/intervention_{dataset}",
     caption="table_intervention.rst",
     section="Interventions",
@@ -144,14 +144,7 @@ rule intervention_change:
     resources:
         **RESOURCES["stats"],
     params:
-        tests=lambda wildcards: cfg.canonical(
-            config["analysis_sets"][wildcards.analysis_set]["ieat"]
-        ),
-        bootstrap=config["analysis"]["ieat"]["bootstrap"],
-        ci_level=config["analysis"]["ieat"]["ci_level"],
-        seed=config["analysis"]["ieat"]["seed"],
-        permutations=config["analysis"]["ieat"]["permutations"],
-        alpha=config["analysis"]["ieat"]["alpha"],
+        settings=lambda wildcards: PLAN.settings("intervention_change", wildcards),
     script:
         "../workflow/scripts/intervention_change.py"
 
@@ -159,9 +152,12 @@ rule intervention_change:
 rule intervention_summary:
     input:
         changes=intervention_changes(),
+        cooccurrence=[
+            path("cooccurrence", dataset=d) for d in PLAN.compared_interventions
+        ],
         amplification=PLAN.summaries("amplification"),
     output:
-        summary="results/summary/intervention.csv",
+        summary=PLAN.summary("intervention"),
     log:
         "logs/intervention_summary.log",
     benchmark:

@@ -34,7 +34,7 @@ report_artefact(
 )
 table_artefact(
     "layers",
-    "results/summary/layer_profile.csv",
+    PLAN.summary("layer_profile"),
     "results/tables/layers_{analysis_set}",
     caption="table_layers.rst",
     section="Layer profiles",
@@ -90,15 +90,7 @@ rule layer_profile:
         mem_mb=2000,
         runtime=30,
     params:
-        tests=lambda wildcards: cfg.canonical(
-            config["analysis_sets"][wildcards.analysis_set]["ieat"]
-        ),
-        lists=lambda wildcards: cfg.canonical(
-            config["analysis_sets"][wildcards.analysis_set]["bts"]
-        ),
-        ieat=cfg.canonical(config["analysis"]["ieat"]),
-        bts=cfg.canonical(config["analysis"]["bts"]),
-        similarity=cfg.canonical(config["analysis"]["similarity"]),
+        settings=lambda wildcards: PLAN.settings("layer_profile", wildcards),
     script:
         "../workflow/scripts/layer_profile.py"
 
@@ -109,7 +101,7 @@ rule summarise_layers:
             path("layer_profile", analysis_set=a, model=m) for a, m in PLAN.all_pairs()
         ],
     output:
-        table="results/summary/layer_profile.csv",
+        table=PLAN.summary("layer_profile"),
     log:
         "logs/summarise/layer_profile.log",
     benchmark:

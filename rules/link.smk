@@ -6,9 +6,9 @@
 LINKED = combinations(dataset=PLAN.predicted_datasets)
 table_artefact(
     "link",
-    "results/summary/link.csv",
+    PLAN.summary("link"),
     "results/tables/link_{dataset}",
-    inputs={"correlation": "results/summary/link_correlation.csv"},
+    inputs={"correlation": PLAN.summary("link_correlation")},
     caption="table_link.rst",
     section="Prediction-level bias",
     title="Embedding d beside the predictions' bias, finetuned on {dataset}",
@@ -27,10 +27,10 @@ report_artefact(
 
 rule link:
     input:
-        ieat="results/summary/ieat.csv",
+        ieat=PLAN.summary("ieat"),
         ieat_scratch=IEAT_SCRATCH,
-        change="results/summary/ieat_change.csv",
-        terms="results/summary/amplification_terms.csv",
+        change=PLAN.summary("ieat_change"),
+        terms=PLAN.summary("amplification_terms"),
         splits=[path("split", dataset=d, split="test") for d in PLAN.predicted_datasets],
         attributes=[
             path("attributes", dataset=d, split="test")
@@ -38,8 +38,8 @@ rule link:
         ],
         predictions=PLAN.prediction_files(),
     output:
-        table="results/summary/link.csv",
-        correlation="results/summary/link_correlation.csv",
+        table=PLAN.summary("link"),
+        correlation=PLAN.summary("link_correlation"),
     log:
         "logs/link.log",
     benchmark:
@@ -51,21 +51,15 @@ rule link:
     resources:
         **RESOURCES["stats"],
     params:
-        tests=cfg.canonical({a: s["ieat"] for a, s in config["analysis_sets"].items()}),
-        settings=cfg.canonical(
-            {
-                k: config["analysis"]["predictions"][k]
-                for k in ("threshold", "bootstrap", "ci_level", "seed")
-            }
-        ),
+        settings=PLAN.settings("link"),
     script:
         "../workflow/scripts/link.py"
 
 
 rule plot_link:
     input:
-        table="results/summary/link.csv",
-        correlation="results/summary/link_correlation.csv",
+        table=PLAN.summary("link"),
+        correlation=PLAN.summary("link_correlation"),
     output:
         **artefact_outputs("link_figure"),
     log:

@@ -23,7 +23,7 @@ def predict_runtime(wildcards, attempt):
 
 table_artefact(
     "amplification",
-    "results/summary/amplification.csv",
+    PLAN.summary("amplification"),
     "results/tables/amplification_{dataset}",
     caption="table_amplification.rst",
     section="Prediction-level bias",
@@ -75,8 +75,8 @@ rule amplification:
         predictions=PLAN.prediction_files(),
         embeddings=PLAN.prediction_files("prediction_embedding"),
     output:
-        summary="results/summary/amplification.csv",
-        terms="results/summary/amplification_terms.csv",
+        summary=PLAN.summary("amplification"),
+        terms=PLAN.summary("amplification_terms"),
     log:
         "logs/amplification.log",
     benchmark:
@@ -88,6 +88,6 @@ rule amplification:
     resources:
         **RESOURCES["stats"],
     params:
-        settings=cfg.canonical(config["analysis"]["predictions"]),
+        settings=PLAN.settings("amplification"),
     script:
         "../workflow/scripts/amplification.py"

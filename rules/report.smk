@@ -14,7 +14,7 @@ SIGNIFICANCE = {
     "adjust": REPORT["p_adjust"],
 }
 # The scratch reference networks' iEATs (the target data alone), beside the finetuned rows of the iEAT tables
-IEAT_SCRATCH = ["results/summary/ieat_scratch.csv"] if PLAN.scratch_stages else []
+IEAT_SCRATCH = PLAN.summaries("ieat_scratch")
 
 ANALYSED = combinations(analysis_set=config["analysis_sets"], model=config["models"])
 FINETUNED = combinations(dataset=config["finetune"]["datasets"], model=config["models"])
@@ -88,7 +88,7 @@ for name, title in (
     )
 table_artefact(
     "ieat",
-    "results/summary/ieat.csv",
+    PLAN.summary("ieat"),
     "results/tables/ieat_{analysis_set}",
     caption="table_ieat.rst",
     inputs={"scratch": IEAT_SCRATCH},
@@ -99,7 +99,7 @@ table_artefact(
 )
 table_artefact(
     "bts",
-    "results/summary/bts.csv",
+    PLAN.summary("bts"),
     "results/tables/bts_{analysis_set}_ft-{dataset}",
     caption="table_bts.rst",
     params=SIGNIFICANCE,
@@ -111,7 +111,7 @@ table_artefact(
 )
 table_artefact(
     "finetune",
-    "results/summary/finetune_metrics.csv",
+    PLAN.summary("finetune_metrics"),
     "results/tables/finetune_{dataset}",
     caption="table_finetune.rst",
     section="Finetuning",
@@ -120,7 +120,7 @@ table_artefact(
 )
 table_artefact(
     "analysis_set",
-    "results/summary/analysis_sets.csv",
+    PLAN.summary("analysis_sets"),
     "results/tables/analysis_set_{analysis_set}",
     caption="table_analysis_set.rst",
     section="Analysis sets",
@@ -147,12 +147,12 @@ rule html_report:
             f for item in ARTEFACTS.items() for f in item["files"].values()
         ],
         lambda wildcards: sorted({item["caption"] for item in ARTEFACTS.items()}),
-        ieat="results/summary/ieat.csv",
-        bts="results/summary/bts.csv",
+        ieat=PLAN.summary("ieat"),
+        bts=PLAN.summary("bts"),
         findings="results/summary/findings.rst",
-        provenance="results/summary/provenance.csv",
-        analysis_sets="results/summary/analysis_sets.csv",
-        citation=os.path.join(workflow.basedir, "CITATION.cff"),
+        provenance=PLAN.summary("provenance"),
+        analysis_sets=PLAN.summary("analysis_sets"),
+        citation=os.path.join(BASEDIR, "CITATION.cff"),
         claims=PLAN.summaries("claims"),
         link=PLAN.summaries("link"),
     output:
@@ -184,9 +184,9 @@ rule html_report:
 
 rule plot_similarity:
     input:
-        similarity="results/summary/similarity.csv",
-        bts="results/summary/bts.csv",
-        change="results/summary/similarity_change.csv",
+        similarity=PLAN.summary("similarity"),
+        bts=PLAN.summary("bts"),
+        change=PLAN.summary("similarity_change"),
     output:
         **artefact_outputs("intra", "inter", "rank", "person", prefixed=True),
     log:
@@ -301,7 +301,7 @@ rule plot_scratch_curves:
 
 rule plot_ieat:
     input:
-        ieat="results/summary/ieat.csv",
+        ieat=PLAN.summary("ieat"),
     output:
         **artefact_outputs("ieat_heatmap"),
     log:
@@ -322,7 +322,7 @@ rule plot_ieat:
 
 rule plot_change:
     input:
-        change="results/summary/ieat_change.csv",
+        change=PLAN.summary("ieat_change"),
     output:
         **artefact_outputs("ieat_change"),
     log:
@@ -341,11 +341,11 @@ rule plot_change:
 
 rule compare_paper:
     input:
-        reference=os.path.join(workflow.basedir, "resources", "paper_reference.csv"),
-        bts="results/summary/bts.csv",
-        ieat="results/summary/ieat.csv",
-        finetune_metrics="results/summary/finetune_metrics.csv",
-        analysis_sets="results/summary/analysis_sets.csv",
+        reference=os.path.join(BASEDIR, "resources", "paper_reference.csv"),
+        bts=PLAN.summary("bts"),
+        ieat=PLAN.summary("ieat"),
+        finetune_metrics=PLAN.summary("finetune_metrics"),
+        analysis_sets=PLAN.summary("analysis_sets"),
     output:
         **artefact_outputs("comparison"),
     log:

@@ -31,7 +31,6 @@ def trajectory_metrics(wildcards):
     ]
 
 
-TRAJECTORY = config["analysis"]["trajectory"]
 TRAJECTORY_JOBS = [
     {"analysis_set": a, "model": m, "dataset": d}
     for a, m in PLAN.all_pairs()
@@ -108,35 +107,7 @@ rule trajectory:
         mem_mb=lambda wildcards, attempt: 4000 * attempt,
         runtime=lambda wildcards, attempt: 30 * attempt,
     params:
-        epochs=lambda wildcards: cfg.trajectory_epochs(
-            config, wildcards.model, wildcards.dataset
-        ),
-        tests=lambda wildcards: cfg.canonical(
-            config["analysis_sets"][wildcards.analysis_set]["ieat"]
-        ),
-        lists=lambda wildcards: cfg.canonical(
-            config["analysis_sets"][wildcards.analysis_set]["bts"]
-        ),
-        similarity=cfg.canonical(config["analysis"]["similarity"]),
-        ieat=cfg.canonical(
-            {
-                "permutations": TRAJECTORY["permutations"],
-                "bootstrap": TRAJECTORY["bootstrap"],
-                **{
-                    k: config["analysis"]["ieat"][k]
-                    for k in ("alternative", "method", "seed", "ci_level")
-                },
-            }
-        ),
-        bts=cfg.canonical(
-            {
-                "bootstrap": TRAJECTORY["bootstrap"],
-                **{
-                    k: config["analysis"]["bts"][k]
-                    for k in ("pvalue", "ci_level", "seed")
-                },
-            }
-        ),
+        settings=lambda wildcards: PLAN.settings("trajectory", wildcards),
     script:
         "../workflow/scripts/trajectory.py"
 
@@ -145,7 +116,7 @@ rule summarise_trajectory:
     input:
         tables=[path("trajectory_table", **job) for job in TRAJECTORY_JOBS],
     output:
-        table="results/summary/trajectory.csv",
+        table=PLAN.summary("trajectory"),
     log:
         "logs/summarise/trajectory.log",
     benchmark:

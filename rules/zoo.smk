@@ -37,9 +37,9 @@ report_artefact(
     run="zoo",
 )
 ZOO_TARGETS = [
-    "results/summary/similarity.csv",
-    "results/summary/ieat.csv",
-    "results/summary/analysis_sets.csv",
+    PLAN.summary("similarity"),
+    PLAN.summary("ieat"),
+    PLAN.summary("analysis_sets"),
     "results/summary/config.yaml",
     "results/zoo/status.csv",
     *ARTEFACTS.targets("zoo"),
@@ -82,7 +82,7 @@ def zoo_analyses_done(wildcards):
 rule zoo_table:
     input:
         zoo_analyses_done,  # ordering only: each passed model's analyses as one job group
-        ieat="results/summary/ieat.csv",
+        ieat=PLAN.summary("ieat"),
         statuses=ZOO_STATUSES,
     output:
         **artefact_outputs("zoo_ranking"),

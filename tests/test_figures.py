@@ -470,11 +470,14 @@ def test_report_rules_run_and_the_report_builds(tmp_path):
         (tmp_path / "rules" / name).symlink_to(ROOT / "rules" / name)
     (tmp_path / "Snakefile").write_text(  # the rest of the workflow needs a whole config
         'import os\nimport sys\nfrom types import SimpleNamespace\n\nsys.path.insert(0, "src")\n\n'
-        "from biastransfer import config as cfg  # noqa: E402\nfrom biastransfer.paths import path  # noqa: E402\n\n"
+        "from biastransfer import config as cfg  # noqa: E402\nfrom biastransfer.paths import path  # noqa: E402\n"
+        "from biastransfer.workflow.plan import Plan  # noqa: E402\n\n"
         'RESOURCES = {"small": {"mem_mb": 500}, "plot": {"mem_mb": 1000}}\n\n\n'
         'configfile: "config.yaml"\n\n\n'
         "# the plan's part that rules/report.smk reads: no claims nor predictions in this config\n"
-        "PLAN = SimpleNamespace(summaries=lambda *names: [], scratch_stages=cfg.scratch_stages(config))\n\n\n"
+        "PLAN = SimpleNamespace(\n"
+        "    summary=Plan.summary, summaries=lambda *names: [], scratch_stages=cfg.scratch_stages(config)\n"
+        ")\n\n\n"
         'report: "workflow/report/workflow.rst"\n\n\n'
         'include: "rules/artefacts.smk"\ninclude: "rules/report.smk"\ninclude: "rules/tables.smk"\n\n\n'
         'rule all:\n    input:\n        ARTEFACTS.targets(),\n        "results/report/index.html",\n'

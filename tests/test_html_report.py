@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 import report_site
 
+from biastransfer.config import seeds_per_dataset
 from biastransfer.report.headline import finetuning_phrase, headline_summary, headline_table
 from biastransfer.report.html import html_table
 
@@ -91,7 +92,7 @@ def test_the_summary_says_what_was_run_each_known_answer_and_what_could_not_be_t
 
 def test_the_first_sentence_counts_each_datasets_own_seeds():
     def phrase(datasets, seeds):
-        return finetuning_phrase({"finetune": {"datasets": datasets, "seeds": seeds}})
+        return finetuning_phrase(seeds_per_dataset({"finetune": {"datasets": datasets, "seeds": seeds}}))
 
     assert phrase(["coco", "openimages"], {"coco": [0, 1, 2], "openimages": [0]}) == (
         "finetuned on coco with 3 seeds, openimages with 1 seed"
@@ -101,7 +102,10 @@ def test_the_first_sentence_counts_each_datasets_own_seeds():
     )
     assert phrase([], [0, 1]) == "pretrained only"
     named = {"finetune": {"datasets": ["coco", "openimages"], "seeds": {"coco": [0, 1, 2], "openimages": [0]}}}
-    assert finetuning_phrase(named, name_seeds=True) == "finetuned on coco with seeds 0, 1, 2, openimages with seed 0"
+    assert (
+        finetuning_phrase(seeds_per_dataset(named), name_seeds=True)
+        == "finetuned on coco with seeds 0, 1, 2, openimages with seed 0"
+    )
 
 
 def test_verdicts_over_seeds_count_the_significant_seeds_and_show_the_range():
@@ -240,3 +244,27 @@ def test_a_missing_file_is_an_error_naming_it_before_any_page_is_written(tmp_pat
     with pytest.raises(ValueError, match="unknown file role"):
         write_site(tmp_path / "out", run={}, headline=pd.DataFrame(), summary=[], findings_rst="", provenance=pd.DataFrame(),
                    items=[{**item, "files": {"gif": "x"}}], config={}, params={})  # fmt: skip
+
+
+def test_an_iEAT_whose_d_is_not_estimable_is_said_in_words_on_every_page(tmp_path, monkeypatch):
+    """A test whose sets hold one image each (d NaN, not_estimable its reason, as ieat_table writes it): the
+    findings, tables, overview and results.json are built, and say why instead of printing a number."""
+    import report_data as rd
+
+    why = "d not estimable: X has 1, Y has 1 image(s); each of X, Y, A and B needs at least 2"
+    full = rd.ieat_table
+
+    def with_a_small_test():
+        table = full().assign(not_estimable="")
+        small = table["test"] == "fashion-random"
+        table.loc[small, ["effect_size", "ci_low", "ci_high", "mean_difference", "pooled_sd"]] = np.nan
+        table.loc[small, "not_estimable"] = why
+        return table
+
+    monkeypatch.setattr(rd, "ieat_table", with_a_small_test)
+    index = report_site.build(tmp_path)
+    findings = (tmp_path / "summary" / "findings.rst").read_text()
+    assert f"not significant ({why}, p = " in findings and "d = nan" not in findings.lower()
+    for page in index.parent.glob("*.html"):
+        text = re.sub(r"<[^>]+>", " ", page.read_text())
+        assert not re.search(r"\bnan\b", text, flags=re.IGNORECASE), page.name

@@ -1,7 +1,10 @@
 """The plan (biastransfer.workflow): each rule's settings built from the filled config, in one shape,
 without running anything."""
 
+import inspect
+import itertools
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -9,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from biastransfer import config as cfg
 from biastransfer.embeddings import write_embeddings
@@ -115,3 +119,63 @@ def test_a_jobs_log_begins_with_its_settings_ready_to_paste(tmp_path):
         f"--settings '{json.dumps(IEATSettings.from_mapping(settings).as_dict())}'"
         in (tmp_path / "job.log").read_text()
     )
+
+
+# ---- the plan's snapshots: each shipped config's targets and every rule's settings, as readable YAML ----------
+SNAPSHOTS = ROOT / "tests" / "snapshots" / "plan"
+SNAPSHOT_CONFIGS = {
+    **CONFIGS,
+    "zoo": ["config/paper.yaml", "config/zoo.yaml"],
+    "intervention_planted": ["config/config.yaml", "config/examples/intervention_planted.yaml"],
+    "own_images": ["config/config.yaml", "config/examples/own_images.yaml"],
+}
+WILDCARD_VALUES = {"analysis_set": "analysis_sets", "model": "models", "dataset": "finetune_datasets"}
+
+
+def plan_snapshot(plan: Plan) -> dict:
+    """The plan as the snapshot records it: the targets, and per rule each distinct settings with its jobs."""
+    rules = {}
+    for rule, kind in sorted(RULE_SETTINGS.items()):
+        names = [n for n in inspect.signature(kind.build).parameters if n != "plan"]
+        jobs = {}
+        for values in itertools.product(*(getattr(plan, WILDCARD_VALUES[n]) for n in names)):
+            settings = plan.settings(rule, dict(zip(names, values)))
+            jobs.setdefault(json.dumps(settings, sort_keys=True), []).append("/".join(values) or "(one job)")
+        rules[rule] = [{"jobs": listed, "settings": json.loads(text)} for text, listed in jobs.items()]
+    return {"targets": plan.analysis_targets(), "settings": rules}
+
+
+def snapshot_text(name: str) -> str:
+    config = cfg.read_configs([ROOT / p for p in SNAPSHOT_CONFIGS[name]])
+    cfg.check_config(config)
+    header = (
+        f"# The plan of {' + '.join(SNAPSHOT_CONFIGS[name])} (tests/test_plan.py; UPDATE_SNAPSHOTS=1 rewrites it)\n"
+    )
+    snapshot = plan_snapshot(Plan(config, ROOT))
+    targets = yaml.safe_dump({"targets": snapshot["targets"]}, default_flow_style=False)  # one a line: diffs read well
+    settings = yaml.safe_dump({"settings": snapshot["settings"]}, sort_keys=False, width=120, default_flow_style=None)
+    return header + targets + settings
+
+
+@pytest.fixture(scope="module")
+def own_images(tmp_path_factory):
+    """A folder with config/examples/own_images.yaml's files (few and small: the plan reads only the table)."""
+    folder = tmp_path_factory.mktemp("own")
+    script = ROOT / "workflow" / "scripts" / "export_synthetic_images.py"
+    small = ["--n_per_class", "2", "--n_images", "30", "--size", "16"]
+    subprocess.run([sys.executable, script, "--out", "data/own_images", *small], cwd=folder, check=True)
+    return folder
+
+
+@pytest.mark.parametrize("name", sorted(SNAPSHOT_CONFIGS))
+def test_the_plan_of_each_shipped_config_matches_its_snapshot(name, request, monkeypatch):
+    """A change to what runs or to any rule's settings shows here, as a diff a reviewer reads."""
+    if name == "own_images":
+        monkeypatch.chdir(request.getfixturevalue("own_images"))
+    file = SNAPSHOTS / f"{name}.yaml"
+    text = snapshot_text(name)
+    if os.environ.get("UPDATE_SNAPSHOTS"):
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text(text)
+    assert file.exists(), f"{file} is missing: rerun with UPDATE_SNAPSHOTS=1"
+    assert text == file.read_text(), f"the plan of {name} changed: review, then rerun with UPDATE_SNAPSHOTS=1"

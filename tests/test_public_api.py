@@ -2,13 +2,19 @@
 
 import ast
 import importlib
+import os
 import re
+import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 from types import ModuleType
 
+import numpy as np
 import pytest
+
+from biastransfer.embeddings import write_embeddings
 
 ROOT = Path(__file__).resolve().parents[1]
 LIBRARY = ROOT / "src" / "biastransfer"
@@ -29,7 +35,7 @@ def public_names(module_file: Path) -> list[str]:
 
 
 def test_the_library_has_the_documented_subpackages():
-    assert SUBPACKAGES == ["data", "models", "report", "stats", "train"]
+    assert SUBPACKAGES == ["data", "models", "report", "stats", "train", "workflow"]
 
 
 def api_page_names() -> dict[str, list[str]]:
@@ -73,13 +79,6 @@ def test_statistics_reporting_and_data_never_import_torch(package):
     assert out.strip() == "False", f"importing biastransfer.{package} imports torch"
 
 
-def test_no_library_module_is_over_500_lines():
-    long = {
-        str(p.relative_to(LIBRARY)): n for p in LIBRARY.rglob("*.py") if (n := len(p.read_text().splitlines())) > 500
-    }
-    assert not long, f"modules over 500 lines: {long}"
-
-
 def readme_python_blocks() -> list[str]:
     return re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
 
@@ -91,3 +90,34 @@ def test_the_readme_code_examples_run_as_written(tmp_path):
         done = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, f"README python block {i} failed:\n{block}\n{done.stderr[-3000:]}"
         assert done.stdout.strip(), f"README python block {i} printed nothing"
+
+
+def test_pip_install_gives_the_statistics_and_the_command_without_snakemake(tmp_path):
+    """The wheel (`pip install .`) needs Snakemake only for its `workflow` extra: installed alone, with every
+    import of snakemake failing, `biastransfer.stats` and the `biastransfer` command work."""
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
+    source = tmp_path / "source"  # a copy: setuptools builds in the source tree (build/, *.egg-info)
+    shutil.copytree(ROOT / "src", source / "src", ignore=shutil.ignore_patterns("*.egg-info", "__pycache__"))
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(ROOT / name, source / name)
+    subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", tmp_path / "wheels", source], check=True)
+    (wheel,) = (tmp_path / "wheels").glob("biastransfer-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        metadata = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        requires = [line for line in archive.read(metadata).decode().splitlines() if line.startswith("Requires-Dist")]
+    assert all("extra ==" in line for line in requires if "snakemake" in line), requires
+    site = tmp_path / "site"
+    subprocess.run([*pip, "install", "--no-deps", "--target", site, wheel], check=True)
+    (tmp_path / "block" / "snakemake").mkdir(parents=True)
+    (tmp_path / "block" / "snakemake" / "__init__.py").write_text("raise ImportError('snakemake is not installed')\n")
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path / 'block'}{os.pathsep}{site}"}
+    code = "import biastransfer, biastransfer.stats as s; print(biastransfer.__file__); print(s.ieat.__name__)"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split() == [str(site / "biastransfer" / "__init__.py"), "ieat"]
+    rng = np.random.default_rng(0)
+    classes = [c for c in ("man", "woman", "car", "boat") for _ in range(6)]
+    write_embeddings(tmp_path / "e.parquet", [f"i{k}" for k in range(24)], classes, rng.standard_normal((24, 4)))
+    command = [sys.executable, site / "bin" / "biastransfer", "ieat", tmp_path / "e.parquet"]
+    roles = ["--X", "man", "--Y", "woman", "--A", "car", "--B", "boat"]
+    done = subprocess.run([*command, *roles], env=env, capture_output=True, text=True)
+    assert done.returncode == 0 and "two-sided p" in done.stderr, done.stderr

@@ -377,3 +377,22 @@ def test_a_corrupt_image_fails_the_job_naming_the_file(demo_run, tmp_path):
     assert done.returncode != 0 and victim.name in log and "sha256" in log
     assert not (work / target).exists(), "a failed job left its output behind"
     assert not list((work / "results" / "embeddings").rglob("*.partial"))
+
+
+@pytest.mark.slow
+def test_another_project_uses_the_workflow_as_a_module(tmp_path):
+    """``module`` + ``use rule * from``: the host gives the config; the library, schema, captions and scripts
+    are found from the module's own folder, not the host's."""
+    (tmp_path / "Snakefile").write_text(
+        f'configfile: "{ROOT / "config" / "config.yaml"}"\n\n\n'
+        f'module biastransfer:\n    snakefile:\n        "{ROOT / "Snakefile"}"\n    config:\n        config\n\n\n'
+        "use rule * from biastransfer as bt_*\n"
+    )
+    command = [sys.executable, "-m", "snakemake", "--cores", "1"]
+    plan = subprocess.run([*command, "-n"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert plan.returncode == 0, plan.stderr[-3000:]
+    assert planned_jobs(plan.stdout)["bt_finetune"] == 3  # the demo: three seeds
+    manifest = "results/analysis_sets/synthetic/manifest.parquet"
+    job = subprocess.run([*command, manifest], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert job.returncode == 0, job.stderr[-3000:]
+    assert len(pd.read_parquet(tmp_path / manifest)) > 0

@@ -33,6 +33,11 @@ def finetune_seeds(config: Mapping, dataset: str) -> list[int]:
     return list(seeds[dataset] if isinstance(seeds, Mapping) else seeds)
 
 
+def seeds_per_dataset(config: Mapping) -> dict[str, list[int]]:
+    """{finetuning dataset: its seeds} (``finetune.seeds`` may map datasets to their own)."""
+    return {d: finetune_seeds(config, d) for d in config["finetune"]["datasets"]}
+
+
 def finetuned_stages(config: Mapping) -> list[str]:
     """All finetuned stages, dataset-major then seed."""
     return [finetuned_stage(d, s) for d in config["finetune"]["datasets"] for s in finetune_seeds(config, d)]
@@ -68,11 +73,16 @@ def finetune_params(config: Mapping, model: str, dataset: str) -> dict[str, Any]
     return canonical({**ft["defaults"], **per_model.get(dataset, {})})
 
 
+def switch(value: Any) -> bool:
+    """A config switch as a boolean: ``on``/``off`` or YAML's true/false (YAML 1.1 reads a bare on as true)."""
+    return value not in ("off", False, None)
+
+
 def trajectory_epochs(config: Mapping, model: str, dataset: str) -> list[int]:
     """The epochs after which the finetune job of ``model`` on ``dataset`` embeds the analysis sets
     (``finetune.trajectory``: ``off`` or false = none, ``every`` = each epoch, or a list, sorted here)."""
     chosen = config["finetune"]["trajectory"]
-    if chosen in ("off", False):
+    if not switch(chosen):
         return []
     epochs = finetune_params(config, model, dataset)["epochs"]
     return list(range(1, epochs + 1)) if chosen == "every" else sorted(chosen)
@@ -96,6 +106,8 @@ ANALYSIS_ONLY = ("ieat", "bts")
 # Keys of a COCO or Open Images entry that shape its splits (or only the download speed), not the
 # annotation files a download job fetches.
 SPLIT_ONLY = ("seed", "train_subset", "val_subset", "drop_unlabeled", "verified_only", "workers", "evaluation")
+# Keys of a table dataset's entry that only its attribute files read: a new declaration redraws no split.
+ATTRIBUTE_ONLY = ("attributes",)
 
 
 def selection_spec(analysis_set: Mapping) -> dict[str, Any]:
@@ -208,10 +220,11 @@ def read_configs(paths: Sequence[str | os.PathLike]) -> dict[str, Any]:
 
 
 def download_spec(dataset: Mapping) -> dict[str, Any]:
-    """A real dataset's entry without its split-only keys: the params of its download job, so that a new
-    split seed or subset size redraws the splits without downloading (and re-curating) anew."""
+    """A real dataset's entry without its split-only keys (a table's: its declared ``attributes``): the
+    params of its download job, so that a new split seed or subset size redraws the splits without
+    downloading (and re-curating) anew."""
     if dataset["kind"] not in ("coco", "openimages"):
-        return canonical(dataset)
+        return canonical({k: v for k, v in dataset.items() if k not in ATTRIBUTE_ONLY})
     return canonical({k: v for k, v in dataset.items() if k not in SPLIT_ONLY})
 
 
@@ -226,10 +239,10 @@ def evaluation_is_val(dataset: Mapping) -> bool:
 
 
 def split_spec(dataset: Mapping) -> dict[str, Any]:
-    """A dataset's entry as its train / val splits depend on it: less its ``evaluation`` options, but for
-    a COCO hold-out (which leaves the held-out images out of val), so that turning the evaluation on or
+    """A dataset's entry as its train / val splits depend on it: less its ``evaluation`` options (and a
+    table's declared ``attributes``), but for a COCO hold-out (which leaves the held-out images out of val), so that turning the evaluation on or
     off, or an Open Images subset, redraws no finetuning split."""
-    entry = {k: v for k, v in dataset.items() if k != "evaluation"}
+    entry = {k: v for k, v in dataset.items() if k not in ("evaluation", *ATTRIBUTE_ONLY)}
     if dataset["kind"] == "coco" and not evaluation_is_val(dataset):
         entry["evaluation"] = {k: dataset["evaluation"][k] for k in ("holdout", "seed")}
     return canonical(entry)

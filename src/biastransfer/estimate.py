@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from biastransfer.config import evaluation_is_val, finetune_params, finetune_seeds, reference_seeds
+from biastransfer.config import evaluation_is_val, finetune_params, finetune_seeds, reference_seeds, switch
 from biastransfer.data.cache import CacheSetting
 
 COSTS = Path(__file__).resolve().parents[2] / "resources" / "costs"
@@ -136,7 +136,7 @@ def estimate(config: Mapping, costs: Path = COSTS) -> pd.DataFrame:
     models_table, input_table, facts = _tables(costs)
     inputs = input_table.set_index("size")
     ft = config.get("finetune") or {}
-    cache_on = ft.get("cache") in (True, "on")
+    cache_on = switch(ft.get("cache", "off"))
     datasets = list(ft.get("datasets") or [])
     rows = []
     # an intervention trains on (at most) its source's images, which its source downloads

@@ -5,7 +5,8 @@ each image; images without one are counted and left out) and the prediction file
 scratch network trained on it (matched to the dataset by their metadata). A prediction file of another
 split (its recorded split digest is not the test split's), an image without a row in the attribute file or
 a measured class the network lacks is an error naming the file. The measured tasks are the split's classes
-less the attribute file's ``attribute_classes`` (the person labels). Each network's embedding of the same
+less the attribute file's ``attribute_classes`` (the person labels); a class with no image among them is
+left out of the amplification means, with a warning here and its reason in the terms' ``excluded``. Each network's embedding of the same
 images (written by predict beside its predictions, in the same order) gives its embedding leakage; an
 embedding file of another network or split, or with other images or another order than its predictions,
 is an error naming it, raised before any attacker runs.
@@ -14,8 +15,8 @@ Standalone: python workflow/scripts/amplification.py --splits results/splits/D/t
 --attributes results/splits/D/test_attributes.parquet --predictions results/predictions/M/ft-D-seed0.parquet
 results/predictions/M/ft-D-seed1.parquet --embeddings results/predictions/M/ft-D-seed0.embedding.parquet
 results/predictions/M/ft-D-seed1.embedding.parquet --summary amplification.csv --terms amplification_terms.csv
-[--settings '{"threshold": 0.5, "bootstrap": 1000, "ci_level": 0.95, "folds": 5, "seed": 0,
-"embedding_components": 256}']
+--settings '{"threshold": 0.5, "bootstrap": 1000, "ci_level": 0.95, "folds": 5, "seed": 0,
+"embedding_components": 256}' (analysis.predictions, config/README.md)
 """
 
 import logging
@@ -26,6 +27,7 @@ from biastransfer.atomic import write_csv
 from biastransfer.evaluation import check_embeddings, embedding_rows, read_evaluations, scores_by_network
 from biastransfer.scripting import run
 from biastransfer.stats.prediction_bias import COLUMNS, TERM_COLUMNS, Settings, embedding_leakage, prediction_bias
+from biastransfer.workflow.rules.predictions import AmplificationSettings
 
 log = logging.getLogger(__name__)
 
@@ -37,9 +39,9 @@ def main(
     embeddings: list,
     summary: str,
     terms: str,
-    settings: dict | None = None,
+    settings: AmplificationSettings,
 ) -> None:
-    options = Settings(**(settings or {}))
+    options = Settings(**settings.as_dict())
     datasets = read_evaluations(splits, attributes)
     scores = scores_by_network(datasets, predictions)
     embedded = {name: {} for name in datasets}
@@ -52,8 +54,13 @@ def main(
             tables.append(prediction_bias(ev, scores[name], options, embedded[name]))
         except ValueError as err:  # e.g. an attribute with fewer images than the attacker's folds
             raise ValueError(f"test split of {ev.dataset} ({ev.per_attribute}): {err}") from err
+    term_table = pd.concat([t[1] for t in tables], ignore_index=True)[list(TERM_COLUMNS)]
+    left_out = term_table[term_table["excluded"] != ""].drop_duplicates(["dataset", "task"])
+    for row in left_out.itertuples():
+        log.warning("test split of %s: class %r is left out of the bias amplification means: %s", row.dataset,
+                    row.task, row.excluded)  # fmt: skip
     write_csv(summary, pd.concat([t[0] for t in tables], ignore_index=True)[list(COLUMNS)])
-    write_csv(terms, pd.concat([t[1] for t in tables], ignore_index=True)[list(TERM_COLUMNS)])
+    write_csv(terms, term_table)
     files = sum(len(seeds) for networks in scores.values() for seeds in networks.values())
     log.info("bias amplification and leakage of %d prediction and embedding files -> %s", files, summary)
 

@@ -1,17 +1,13 @@
 """Write the run's findings in words (reStructuredText and HTML) from the summary tables.
 
-Standalone: python workflow/scripts/findings.py --ieat results/summary/ieat.csv --bts results/summary/bts.csv
---tests '{"synthetic": [{"name": "t", "X": "person_a", "Y": "person_b", "A": "surfboard", "B": "car"}]}'
---alpha 0.01 --findings findings.rst --html findings.html [--ieat_scratch results/summary/ieat_scratch.csv]
+Standalone: python workflow/scripts/findings.py --summaries results/summary/ieat.csv results/summary/bts.csv
+[results/summary/ieat_change.csv results/summary/ieat_seeds.csv results/summary/similarity_change.csv ...]
+--settings '{"tests": {"synthetic": [{"name": "t", "X": "person_a", "Y": "person_b", "A": "surfboard", "B": "car"}]},
+"alpha": 0.01, "adjust": "holm", "planted": {"surfboard": "person_a"}}' --findings findings.rst --html findings.html
 [--curves results/finetune/D/M/seed0/curve.csv ...] [--scratch results/scratch/D/M/seed0/metrics.json ...]
-[--attribution results/summary/attribution.csv]
-[--ieat_change results/summary/ieat_change.csv --ieat_seeds results/summary/ieat_seeds.csv
---similarity_change results/summary/similarity_change.csv] [--adjust holm]
-[--layers results/summary/layer_profile.csv] [--trajectory results/summary/trajectory.csv]
-[--claims results/summary/claims.csv]
-[--amplification results/summary/amplification.csv --amplification_terms results/summary/amplification_terms.csv
---planted '{"surfboard": "person_a"}'] [--link results/summary/link.csv --link_correlation results/summary/link_correlation.csv]
-[--intervention results/summary/intervention.csv]
+Each summary is known by its file name (results/summary/<name>.csv: ieat and bts are needed; ieat_scratch,
+attribution, ieat_change, ieat_seeds, similarity_change, layer_profile, trajectory, claims, amplification,
+amplification_terms, link, link_correlation and intervention are read when given).
 """
 
 import json
@@ -34,6 +30,7 @@ from biastransfer.report.findings import (
 )
 from biastransfer.report.html import rst_to_html
 from biastransfer.scripting import run
+from biastransfer.workflow.rules.report import FindingsSettings
 
 
 def curve_label(path: str) -> str:
@@ -56,49 +53,31 @@ def _read(path: str | None) -> pd.DataFrame | None:
     return frame if len(frame.columns) > 1 else None
 
 
-def _read_one(value: list | str | None) -> pd.DataFrame | None:
-    """The table of an optional input: a path, or a list of none or one path (a rule's optional input)."""
-    return _read(value if isinstance(value, str) else next(iter(value or []), None))
-
-
 def main(
-    ieat: str,
-    bts: str,
-    tests: dict,
+    summaries: list,
     findings: str,
     html: str,
-    alpha: float = 0.05,
+    settings: FindingsSettings,
     curves: list | None = None,
     scratch: list | None = None,
-    attribution: list | str | None = None,
-    ieat_change: str | None = None,
-    ieat_seeds: str | None = None,
-    similarity_change: str | None = None,
-    adjust: str = "holm",
-    layers: list | str | None = None,
-    trajectory: list | str | None = None,
-    ieat_scratch: list | str | None = None,
-    claims: list | str | None = None,
-    amplification: list | str | None = None,
-    amplification_terms: list | str | None = None,
-    planted: dict | None = None,
-    link: list | str | None = None,
-    link_correlation: list | str | None = None,
-    intervention: list | str | None = None,
 ) -> None:
-    bts_table = pd.read_csv(bts, keep_default_na=False, na_values=[""])
+    tables = {Path(p).stem: p for p in ([summaries] if isinstance(summaries, str) else summaries)}
+    missing = [name for name in ("ieat", "bts") if name not in tables]
+    if missing:
+        raise ValueError(f"--summaries: no {' or '.join(missing)} summary among {sorted(tables)}")
+    alpha, adjust = settings.alpha, settings.adjust
+    bts_table = _read(tables["bts"])
     text = describe_findings(
-        pd.read_csv(ieat, keep_default_na=False, na_values=[""]),
+        _read(tables["ieat"]),
         bts_table,
-        tests,
+        settings.tests,
         alpha,
         adjust=adjust,
-        change=_read(ieat_change),
-        seeds=_read(ieat_seeds),
-        similarity_change=_read(similarity_change),
-        scratch=_read_one(ieat_scratch),
+        change=_read(tables.get("ieat_change")),
+        seeds=_read(tables.get("ieat_seeds")),
+        similarity_change=_read(tables.get("similarity_change")),
+        scratch=_read(tables.get("ieat_scratch")),
     )
-    paths = [attribution] if isinstance(attribution, str) else list(attribution or [])
     extra = [
         *describe_convergence(
             {
@@ -107,13 +86,15 @@ def main(
             }
         ),
         *describe_reference(bts_table),
-        *describe_attribution(pd.concat([pd.read_csv(p) for p in paths]) if paths else None),
-        *describe_layers(_read_one(layers), alpha, adjust=adjust),
-        *describe_trajectories(_read_one(trajectory)),
-        *describe_amplification(_read_one(amplification), _read_one(amplification_terms), planted),
-        *describe_link(_read_one(link), _read_one(link_correlation)),
-        *describe_interventions(_read_one(intervention)),
-        *describe_claims(_read_one(claims)),
+        *describe_attribution(_read(tables.get("attribution"))),
+        *describe_layers(_read(tables.get("layer_profile")), alpha, adjust=adjust),
+        *describe_trajectories(_read(tables.get("trajectory"))),
+        *describe_amplification(
+            _read(tables.get("amplification")), _read(tables.get("amplification_terms")), settings.planted
+        ),
+        *describe_link(_read(tables.get("link")), _read(tables.get("link_correlation"))),
+        *describe_interventions(_read(tables.get("intervention"))),
+        *describe_claims(_read(tables.get("claims"))),
     ]
     if extra:
         text += "\n" + "\n".join(extra) + "\n"

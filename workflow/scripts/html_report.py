@@ -23,6 +23,7 @@ import pandas as pd
 import yaml
 
 from biastransfer.atomic import write_text
+from biastransfer.config import seeds_per_dataset
 from biastransfer.provenance import run_record
 from biastransfer.report.findings import claims_sentence, link_sentences
 from biastransfer.report.formatting import read_summary
@@ -53,7 +54,7 @@ def run_summary(config: dict, analysis_sets: pd.DataFrame, n_embeddings: int) ->
         "Models": models,
         "Analysis sets": sets,
         "Finetuning": (
-            f"{finetuning_phrase(config, name_seeds=True)} ({defaults['epochs']} epochs, lr {defaults['lr']}, "
+            f"{finetuning_phrase(seeds_per_dataset(config), name_seeds=True)} ({defaults['epochs']} epochs, lr {defaults['lr']}, "
             f"{defaults['optimizer']})"
         ),  # fmt: skip
         "BTS reference network": "trained from scratch on the target data"
@@ -104,7 +105,7 @@ def main(
         table,
         synthetic=any(s["source"] == "synthetic" for s in config["analysis_sets"].values()),
         models=list(config["models"]),
-        finetuned=finetuning_phrase(config),
+        finetuned=finetuning_phrase(seeds_per_dataset(config)),
         alpha=alpha,
         adjust=adjust,
     )

@@ -5,9 +5,9 @@ One row per iEAT and seed (the paired change of d, images as units) and one per 
 units), each with its interval, p-value and verdict in words.
 
 Standalone: python workflow/scripts/intervention_change.py --untouched ft-S-seed0.parquet ft-S-seed1.parquet
---intervened ft-I-seed0.parquet ft-I-seed1.parquet --tests '[{"name": "t", "X": "person_a", "Y": "person_b",
-"A": "surfboard", "B": "car"}]' --bootstrap 2000 --ci_level 0.95 --seed 0 --permutations 100000 --alpha 0.05
---table out.csv
+--intervened ft-I-seed0.parquet ft-I-seed1.parquet --settings '{"tests": [{"name": "t", "X": "person_a", "Y":
+"person_b", "A": "surfboard", "B": "car"}], "bootstrap": 2000, "ci_level": 0.95, "seed": 0, "permutations":
+100000, "alpha": 0.05}' --table out.csv
 """
 
 from pathlib import Path
@@ -17,6 +17,7 @@ from biastransfer.embeddings import read_embeddings
 from biastransfer.scripting import run
 from biastransfer.stages import parse_stage
 from biastransfer.stats.intervention import intervention_table
+from biastransfer.workflow.rules.analysis import InterventionChangeSettings
 
 
 def by_seed(paths: list) -> tuple[str, dict]:
@@ -30,15 +31,13 @@ def by_seed(paths: list) -> tuple[str, dict]:
     return datasets.pop(), {s: read_embeddings(p) for (_, s), p in zip(stages, paths)}
 
 
-def main(untouched: list, intervened: list, tests: list, bootstrap: int, ci_level: float, seed: int,
-         permutations: int, alpha: float, table: str) -> None:  # fmt: skip
-    if bootstrap < 1:
+def main(untouched: list, intervened: list, settings: InterventionChangeSettings, table: str) -> None:
+    if settings.bootstrap < 1:
         raise ValueError("analysis.ieat.bootstrap is 0: the per-seed change of d needs bootstrap replicates")
     _, before = by_seed(untouched)
     _, after = by_seed(intervened)
-    frame = intervention_table(before, after, tests, bootstrap=bootstrap, ci_level=ci_level, seed=seed,
-                               permutations=permutations, alpha=alpha)  # fmt: skip
-    write_csv(table, frame)
+    options = {k: v for k, v in settings.as_dict().items() if k != "tests"}
+    write_csv(table, intervention_table(before, after, settings.tests, **options))
 
 
 if __name__ == "__main__":

@@ -2,13 +2,13 @@
 
 Standalone: python workflow/scripts/layer_profile.py --embeddings results/layers/A/M/embeddings/pretrained
 results/layers/A/M/embeddings/ft-d-seed0 ... --table P.csv
---tests '{"name": "t", "X": "person_a", "Y": "person_b", "A": "surfboard", "B": "car"}' ... --lists '{}'
---ieat '{"permutations": 1000, "alternative": "greater", "method": "auto", "seed": 0, "bootstrap": 200, "ci_level": 0.95}'
---bts '{"pvalue": "permutation", "bootstrap": 200, "ci_level": 0.95, "seed": 0}'
---similarity '{"method": "exact", "iterations": 50, "seed": 0}' --analysis_set A --model M
+--settings '{"tests": [{"name": "t", "X": "person_a", "Y": "person_b", "A": "surfboard", "B": "car"}], "lists": {},
+"ieat": {"permutations": 1000, "alternative": "greater", "method": "auto", "seed": 0, "bootstrap": 200,
+"ci_level": 0.95}, "bts": {"pvalue": "permutation", "bootstrap": 200, "ci_level": 0.95, "seed": 0},
+"similarity": {"method": "exact", "iterations": 50, "seed": 0}}' --analysis_set A --model M
+(the settings: LayerProfileSettings, src/biastransfer/workflow/rules/analysis.py; a job's are in its log)
 """
 
-import json
 import logging
 from pathlib import Path
 
@@ -16,11 +16,9 @@ from biastransfer.atomic import write_csv
 from biastransfer.embeddings import read_embeddings, read_metadata
 from biastransfer.scripting import run
 from biastransfer.stats.layer_profile import PROFILE_COLUMNS, layer_profile_table
+from biastransfer.workflow.rules.analysis import LayerProfileSettings
 
 log = logging.getLogger(__name__)
-IEAT_KEYS = ("permutations", "alternative", "method", "seed", "bootstrap", "ci_level")
-BTS_KEYS = ("pvalue", "bootstrap", "ci_level", "seed")
-SIMILARITY_KEYS = ("method", "iterations", "seed")
 
 
 def read_stage(directory: str) -> tuple[dict, dict]:
@@ -44,26 +42,21 @@ def read_stage(directory: str) -> tuple[dict, dict]:
 def main(
     embeddings: list,
     table: str,
-    tests: list,
-    lists: dict,
-    ieat: dict,
-    bts: dict,
-    similarity: dict,
+    settings: LayerProfileSettings,
     analysis_set: str = "",
     model: str = "",
 ) -> None:
-    tests = [json.loads(t) if isinstance(t, str) else t for t in tests]  # JSON strings on the command line
     stages, info = {}, {}
     for directory in embeddings:
         stages[Path(directory).name], info = read_stage(directory)
     profile = layer_profile_table(
         stages,
         info,
-        tests=tests,
-        lists=lists,
-        ieat_options={k: ieat[k] for k in IEAT_KEYS},
-        bts_options={k: bts[k] for k in BTS_KEYS},
-        similarity_options={k: similarity[k] for k in SIMILARITY_KEYS},
+        tests=settings.tests,
+        lists=settings.lists,
+        ieat_options=settings.ieat.as_dict(),
+        bts_options=settings.bts.as_dict(),
+        similarity_options=settings.similarity.as_dict(),
     )
     profile = profile.assign(analysis_set=analysis_set, model=model)[list(PROFILE_COLUMNS)]
     write_csv(table, profile)

@@ -4,10 +4,11 @@ with each run's training curve, as one tidy table (docs/formats.md).
 Standalone: python workflow/scripts/trajectory.py --pretrained results/embeddings/A/M/pretrained.parquet
 --trajectory results/trajectory/A/M/ft-D-seed0 results/trajectory/A/M/ft-D-seed1
 --metrics results/finetune/D/M/seed0/metrics.json results/finetune/D/M/seed1/metrics.json
---epochs 1 2 --tests '[{"name": "t", "X": "a", "Y": "b", "A": "c", "B": "d"}]'
---lists '{}' --similarity '{"method": "exact"}' --ieat '{"permutations": 1000, "bootstrap": 200}'
---bts '{"pvalue": "permutation", "bootstrap": 200, "ci_level": 0.95, "seed": 0}' --table T.csv
-[--analysis_set A --model M --dataset D]
+--settings '{"epochs": [1, 2], "tests": [{"name": "t", "X": "a", "Y": "b", "A": "c", "B": "d"}], "lists": {},
+"similarity": {"method": "exact", "iterations": 50, "seed": 0}, "ieat": {"permutations": 1000, "alternative":
+"greater", "method": "auto", "seed": 0, "bootstrap": 200, "ci_level": 0.95}, "bts": {"pvalue": "permutation",
+"bootstrap": 200, "ci_level": 0.95, "seed": 0}}' --table T.csv [--analysis_set A --model M --dataset D]
+(the settings: TrajectorySettings, src/biastransfer/workflow/rules/analysis.py; a job's are in its log)
 """
 
 import json
@@ -21,6 +22,7 @@ from biastransfer.embeddings import epoch_files, read_embeddings, read_metadata
 from biastransfer.scripting import run
 from biastransfer.stages import parse_stage
 from biastransfer.stats.trajectory import curve_rows, trajectory_table
+from biastransfer.workflow.rules.analysis import TrajectorySettings
 
 log = logging.getLogger(__name__)
 
@@ -45,25 +47,19 @@ def main(
     pretrained: str,
     trajectory: list,
     metrics: list,
-    epochs: list,
-    tests: list,
-    lists: dict,
-    similarity: dict,
-    ieat: dict,
-    bts: dict,
+    settings: TrajectorySettings,
     table: str,
     analysis_set: str = "",
     model: str = "",
     dataset: str = "",
 ) -> None:
-    runs = dict(read_trajectory(folder, epochs) for folder in trajectory)
+    runs = dict(read_trajectory(folder, settings.epochs) for folder in trajectory)
     by_epoch = {}
     for seed, tables in runs.items():
         for epoch, emb in tables.items():
             by_epoch.setdefault(epoch, {})[seed] = emb
-    frame = trajectory_table(
-        read_embeddings(pretrained), by_epoch, tests=tests, lists=lists, similarity=similarity, ieat=ieat, bts=bts
-    )
+    measures = {k: v for k, v in settings.as_dict().items() if k != "epochs"}
+    frame = trajectory_table(read_embeddings(pretrained), by_epoch, **measures)
     best = {}
     curves = []
     for path in metrics:

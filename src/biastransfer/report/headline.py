@@ -22,7 +22,6 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from biastransfer.config import finetune_seeds
 from biastransfer.report.findings.prose import estimate
 from biastransfer.report.formatting import Significance, adjusted_floor, opposite_direction, p_text
 from biastransfer.report.tables import ieat_by_stage
@@ -128,10 +127,9 @@ def _numbers(row) -> str:
     )
 
 
-def finetuning_phrase(config: Mapping, *, name_seeds: bool = False) -> str:
-    """What was finetuned: each dataset with its number of seeds (or, ``name_seeds``, the seeds themselves;
-    ``finetune.seeds`` may map datasets to their own), shared where they agree; "pretrained only" without any."""
-    per = {d: finetune_seeds(config, d) for d in config["finetune"]["datasets"]}
+def finetuning_phrase(per: Mapping[str, Sequence[int]], *, name_seeds: bool = False) -> str:
+    """What was finetuned: each dataset (``per``: {dataset: its seeds}) with its number of seeds (or,
+    ``name_seeds``, the seeds themselves), shared where they agree; "pretrained only" without any."""
     if not per:
         return "pretrained only"
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from biastransfer import config as cfg
 from biastransfer.claims import claims_on
+from biastransfer.config import switch
 from biastransfer.paths import path
 from biastransfer.stages import PRETRAINED, finetuned_stage, parse_stage, scratch_stage, stage_kind
 from biastransfer.workflow.settings import RULE_SETTINGS, Settings
@@ -40,12 +41,8 @@ SUMMARIES = (
     "layer_profile",
     "trajectory",
     "claims",
+    "claim_values",
 )
-
-
-def switch(value: Any) -> bool:
-    """A config switch as a boolean: ``on``/``off`` or YAML's true/false (YAML 1.1 reads a bare on as true)."""
-    return value not in ("off", False, None)
 
 
 class Plan:
@@ -99,6 +96,11 @@ class Plan:
 
     def analysis_sets_of_source(self, *sources: str) -> list[str]:
         return [a for a, s in self.config["analysis_sets"].items() if s["source"] in sources]
+
+    @property
+    def ieat_tests(self) -> dict[str, list]:
+        """{analysis set: its iEAT tests}."""
+        return {a: s["ieat"] for a, s in self.config["analysis_sets"].items()}
 
     @cached_property
     def real_datasets(self) -> list[str]:
@@ -364,29 +366,14 @@ class Plan:
             "layer_profile": self.layers_on,
             "trajectory": self.trajectory_on,
             "claims": self.claims_on,
+            "claim_values": self.claims_on,
         }
         return tuple(n for n in SUMMARIES if on.get(n, True))
 
     def analysis_targets(self) -> list[str]:
-        """The summaries, findings, provenance and the filled config, and each model's analyses marker."""
+        """Every summary this run writes, the findings, the filled config, and each model's analyses marker."""
         return [
-            *self.summaries(
-                "similarity",
-                "bts",
-                "ieat",
-                "ieat_change",
-                "similarity_change",
-                "ieat_seeds",
-                "analysis_sets",
-                "finetune_metrics",
-                "provenance",
-                "attribution",
-                "amplification",
-                "link",
-                "intervention",
-                "layer_profile",
-                "trajectory",
-            ),
+            *self.summaries(*SUMMARIES),
             "results/summary/findings.html",
             "results/summary/config.yaml",
             *(path("analyses_done", model=m) for m in self.models),

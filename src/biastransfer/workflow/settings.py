@@ -55,6 +55,13 @@ class Settings:
         hints = typing.get_type_hints(cls)
         return cls(**{name: _typed(hints[name], value) for name, value in values.items()})
 
+    @classmethod
+    def pick(cls, section: Mapping[str, Any], **overrides: Any) -> Self:
+        """The settings from the keys of a larger mapping (a config section) that are this class's fields,
+        ``overrides`` replacing or adding some."""
+        values = {**section, **overrides}
+        return cls.from_mapping({f.name: values[f.name] for f in dataclasses.fields(cls) if f.name in values})
+
     def as_dict(self) -> dict[str, Any]:
         """The settings as a plain, canonical mapping (sorted keys, JSON types)."""
         return canonical(dataclasses.asdict(self))

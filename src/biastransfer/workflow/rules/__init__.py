@@ -1,4 +1,4 @@
-"""Each rule's settings class, one module per rule file of the workflow (rules/<family>.smk); importing this
-package registers them all (``biastransfer.workflow.settings.RULE_SETTINGS``)."""
+"""Each rule's settings class, one module per family of rule files (rules/*.smk); importing this package
+registers them all (``biastransfer.workflow.settings.RULE_SETTINGS``)."""
 
-from biastransfer.workflow.rules import analysis  # noqa: F401
+from biastransfer.workflow.rules import analysis, predictions, report  # noqa: F401

@@ -1,4 +1,6 @@
-"""Settings of the statistics on embeddings (rules/analysis.smk, rules/trajectory.smk)."""
+"""Settings of the statistics on embeddings: similarities, iEATs, BTS and what finetuning changed in them
+(rules/analysis.smk), at every layer (rules/layers.smk), every epoch (rules/trajectory.smk) and between an
+intervention and its untouched finetuning (rules/interventions.smk)."""
 
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ class SimilaritySettings(SimilarityOptions):
 
     @classmethod
     def build(cls, plan) -> SimilaritySettings:
-        return cls.from_mapping(plan.config["analysis"]["similarity"])
+        return cls.pick(plan.config["analysis"]["similarity"])
 
 
 @dataclass(frozen=True)
@@ -35,16 +37,26 @@ class Resampling(Settings):
 
 
 @dataclass(frozen=True)
-class IEATOptions(Settings):
-    """``analysis.ieat``: the permutation test, its bootstrap interval and the significance level."""
+class IEATRun(Resampling):
+    """How an iEAT is run: the permutation test and the bootstrap interval of d (``analysis.ieat`` less alpha)."""
 
     permutations: int
     alternative: str
     method: str
-    seed: int
+
+
+@dataclass(frozen=True)
+class IEATOptions(IEATRun):
+    """``analysis.ieat``: the iEAT run and the significance level of its verdict."""
+
     alpha: float
-    bootstrap: int
-    ci_level: float
+
+
+@dataclass(frozen=True)
+class BTSRun(Resampling):
+    """How a BTS is run (``analysis.bts``): its p-value and the bootstrap of its interval."""
+
+    pvalue: str
 
 
 @dataclass(frozen=True)
@@ -57,38 +69,22 @@ class IEATSettings(Settings):
 
     @classmethod
     def build(cls, plan, analysis_set: str) -> IEATSettings:
-        return cls.from_mapping(
-            {"tests": plan.config["analysis_sets"][analysis_set]["ieat"], "options": plan.config["analysis"]["ieat"]}
+        return cls(
+            tests=plan.config["analysis_sets"][analysis_set]["ieat"],
+            options=IEATOptions.pick(plan.config["analysis"]["ieat"]),
         )
 
 
 @dataclass(frozen=True)
-class BTSSettings(Resampling):
-    """One analysis set's BTS lists, the BTS p-value and the bootstrap of its interval."""
+class BTSSettings(BTSRun):
+    """One analysis set's BTS lists and how the BTS is run."""
 
     rule = "bts"
     lists: dict
-    pvalue: str
 
     @classmethod
     def build(cls, plan, analysis_set: str) -> BTSSettings:
-        bts = plan.config["analysis"]["bts"]
-        return cls(
-            lists=plan.config["analysis_sets"][analysis_set]["bts"],
-            pvalue=bts["pvalue"],
-            bootstrap=bts["bootstrap"],
-            ci_level=bts["ci_level"],
-            seed=bts["seed"],
-        )
-
-
-@dataclass(frozen=True)
-class ChangeTest(Resampling):
-    """The iEAT of a change: the paired bootstrap of d and the combined test over seeds."""
-
-    permutations: int
-    alternative: str
-    method: str
+        return cls.pick(plan.config["analysis"]["bts"], lists=plan.config["analysis_sets"][analysis_set]["bts"])
 
 
 @dataclass(frozen=True)
@@ -98,17 +94,79 @@ class ChangeSettings(Settings):
     rule = "change"
     tests: list
     lists: dict
-    ieat: ChangeTest
+    ieat: IEATRun
     bts: Resampling
 
     @classmethod
     def build(cls, plan, analysis_set: str) -> ChangeSettings:
-        ieat, bts = plan.config["analysis"]["ieat"], plan.config["analysis"]["bts"]
+        aset, analysis = plan.config["analysis_sets"][analysis_set], plan.config["analysis"]
         return cls(
-            tests=plan.config["analysis_sets"][analysis_set]["ieat"],
-            lists=plan.config["analysis_sets"][analysis_set]["bts"],
-            ieat=ChangeTest(
-                **{k: ieat[k] for k in ("bootstrap", "ci_level", "seed", "permutations", "alternative", "method")}
-            ),
-            bts=Resampling(**{k: bts[k] for k in ("bootstrap", "ci_level", "seed")}),
+            tests=aset["ieat"],
+            lists=aset["bts"],
+            ieat=IEATRun.pick(analysis["ieat"]),
+            bts=Resampling.pick(analysis["bts"]),
         )
+
+
+@dataclass(frozen=True)
+class Measures(Settings):
+    """Every statistic on one analysis set's embeddings: its iEATs and BTS lists, each with how it is run."""
+
+    tests: list
+    lists: dict
+    similarity: SimilarityOptions
+    ieat: IEATRun
+    bts: BTSRun
+
+    @staticmethod
+    def of(plan, analysis_set: str, **replaced) -> dict:
+        """Measures' fields for ``analysis_set`` from the config; ``replaced`` (permutations, bootstrap)
+        replaces the config's values where the iEAT run or the BTS run has that key."""
+        aset, analysis = plan.config["analysis_sets"][analysis_set], plan.config["analysis"]
+        return {
+            "tests": aset["ieat"],
+            "lists": aset["bts"],
+            "similarity": SimilarityOptions.pick(analysis["similarity"]),
+            "ieat": IEATRun.pick(analysis["ieat"], **replaced),
+            "bts": BTSRun.pick(analysis["bts"], **replaced),
+        }
+
+
+@dataclass(frozen=True)
+class LayerProfileSettings(Measures):
+    """The statistics at every profiled layer of one analysis set."""
+
+    rule = "layer_profile"
+
+    @classmethod
+    def build(cls, plan, analysis_set: str) -> LayerProfileSettings:
+        return cls(**Measures.of(plan, analysis_set))
+
+
+@dataclass(frozen=True)
+class TrajectorySettings(Measures):
+    """The statistics at every saved epoch of a model finetuned on a dataset (``analysis.trajectory`` sets the
+    permutations and bootstrap replicates: one test per epoch)."""
+
+    rule = "trajectory"
+    epochs: list
+
+    @classmethod
+    def build(cls, plan, analysis_set: str, model: str, dataset: str) -> TrajectorySettings:
+        trajectory = plan.config["analysis"]["trajectory"]
+        resampling = {"permutations": trajectory["permutations"], "bootstrap": trajectory["bootstrap"]}
+        return cls(**Measures.of(plan, analysis_set, **resampling), epochs=plan.trajectory_epochs(model, dataset))
+
+
+@dataclass(frozen=True)
+class InterventionChangeSettings(Resampling):
+    """The paired change of d between an intervention's networks and its untouched ones (``analysis.ieat``)."""
+
+    rule = "intervention_change"
+    tests: list
+    permutations: int
+    alpha: float
+
+    @classmethod
+    def build(cls, plan, analysis_set: str) -> InterventionChangeSettings:
+        return cls.pick(plan.config["analysis"]["ieat"], tests=plan.config["analysis_sets"][analysis_set]["ieat"])
