@@ -16,10 +16,9 @@ contents (sha256); an image whose contents changed is then read from its file an
 would store it, so that training sees today's pixels (:attr:`ImageCache.changed`). Size and time rather
 than contents for every image: a stat per image (about a second for COCO's 118,287 training images on a
 local disk, 16 in flight for a network file system) against reading every image again (19 GB for COCO),
-which a cache is there to avoid;
-the sha256 tells a file that was only touched or copied from one that changed. What this misses: a
-change that keeps both the size and the modification time (a file system whose times are coarser than
-the edit, or a tool that restores the old time).
+which a cache is there to avoid; the sha256 tells a file that was only touched or copied from one that
+changed. What this misses: a change that keeps both the size and the modification time (a file system
+whose times are coarser than the edit, or a tool that restores the old time).
 
 An image whose short side exceeds ``side`` is decoded (JPEG draft mode: in the DCT domain at the
 largest power-of-two reduction that keeps the short side >= ``side``), resized so that its short side is
