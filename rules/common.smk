@@ -13,7 +13,7 @@ from biastransfer.zoo import embed_settings  # noqa: E402
 # Every check of the config before any job (biastransfer.config_check.validate_config, the one that
 # `python -m biastransfer.config FILE...` runs): keys and types against the schema (integers strictly), every
 # default filled, so rules read config[...] without defaults of their own (results/summary/config.yaml shows
-# them all), the filled config's cross-references and each model's layer profile; every problem named at once.
+# them all), the filled config's cross-references, each model's network and its layer profile; every problem named at once.
 validate_config(config)
 
 # The run's plan: every path, target and rule's settings (biastransfer.workflow.plan).

@@ -84,6 +84,21 @@ def test_an_unknown_layer_stops_the_workflow_before_any_job(tmp_path):
     assert "Job stats" not in done.stdout
 
 
+def test_a_model_that_cannot_be_built_stops_the_workflow_before_any_job(tmp_path):
+    """Without layer profiles (whose check builds every model), an unknown architecture was found only by
+    the model's first job."""
+    bad = {
+        "models": {"no_such_timm": {"source": "timm", "arch": "resnet_nine_hundred"}},
+        "analysis": {"layers": {"enabled": False}},
+    }
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(bad))
+    done = run_snakemake(
+        "-n", "--configfile", ROOT / "config" / "config.yaml", tmp_path / "c.yaml", cwd=tmp_path, check=False
+    )
+    assert done.returncode != 0 and "Job stats" not in done.stdout
+    assert "models.no_such_timm: timm has no model architecture 'resnet_nine_hundred'" in done.stdout + done.stderr
+
+
 def test_a_full_disk_while_saving_the_resume_state_says_so_and_names_the_file(tmp_path, monkeypatch):
     import torch
 

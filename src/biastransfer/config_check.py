@@ -45,12 +45,15 @@ def validation_problems(config: dict) -> list[str]:
     problem found, one line each naming its key and value. What a later file removed with null is dropped
     (``drop_removed``); the keys and types are checked against ``SCHEMA``, integers strictly
     (``schema_problems``: all of them, and nothing more when there are any); then every default is filled
-    (``fill_defaults``), and the filled config's ``section_problems`` and ``layer_check_problems`` found."""
+    (``fill_defaults``), and the filled config's ``section_problems``, ``model_spec_problems`` (every model
+    a network the library can build) and ``layer_check_problems`` found."""
     problems = schema_problems(drop_removed(config), SCHEMA)
     if problems:
         return problems
     fill_defaults(config)
-    return [*section_problems(config), *layer_check_problems(config)]
+    from biastransfer.models.resolve import model_spec_problems  # timm, open_clip: only until passed once
+
+    return [*section_problems(config), *model_spec_problems(config), *layer_check_problems(config)]
 
 
 def validate_config(config: dict) -> dict:
