@@ -61,16 +61,14 @@ RULES = {
 }
 #: Rules that read a split, selection, manifest, attribute file or cache but are not run here, and why.
 NOT_RUN = {
-    "finetune": "trains a network on real pixels; its set-up (split, cache and labels read) is measured "
-    "here as 'finetune set-up'",
-    "predict": "needs finetuned networks; it reads the evaluation split (at most 125,436 rows)",
+    "finetune": "trains a network on real pixels; its set-up (the split, its labels and its cache index read) "
+    "is measured here as 'finetune set-up'",
+    "predict": "needs finetuned networks; reads the evaluation split (at most 125,436 rows)",
     "embed": "needs networks; reads an analysis set's manifest (at most 1,925 images)",
     "embed_layers": "needs networks; reads an analysis set's manifest",
-    "trajectory": "needs a finetuning run; reads the manifests",
-    "amplification": "needs every network's predictions",
+    "amplification": "needs every network's predictions and embeddings of the evaluation split",
+    "link": "needs the networks' predictions and embeddings of the evaluation split",
     "plot_contact_sheet": "a figure of an analysis set's manifest",
-    "link": "needs networks' embeddings and predictions",
-    "attribution": "needs networks' predictions and embeddings",
 }
 #: Outside Snakemake: the pre-flight check and the estimate (commands), and the finetuning job's set-up.
 COMMANDS = ("preflight", "preflight --estimate", "finetune set-up")

@@ -18,7 +18,6 @@ Pixels: the analysis images are distinct 8 x 8 JPEGs in the mirror (the run fetc
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
@@ -36,6 +35,7 @@ from biastransfer.data import coco
 from biastransfer.data import openimages as oi
 from biastransfer.data.download import apply_mirror
 from biastransfer.data.toy_mirror import SUPERCATEGORIES
+from biastransfer.hashing import file_digest
 from biastransfer.vocabulary import COCO_CATEGORIES
 
 
@@ -84,17 +84,9 @@ def _write(mirror: Path, url: str, data: bytes) -> Path:
     return path
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(1 << 22):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _write_lists(mirror: Path, base_url: str, lists: Mapping[str, list]) -> dict[str, str]:
     return {
-        cls: _sha256(_write(mirror, f"{base_url.rstrip('/')}/{cls}.txt", ("\n".join(lines) + "\n").encode()))
+        cls: file_digest(_write(mirror, f"{base_url.rstrip('/')}/{cls}.txt", ("\n".join(lines) + "\n").encode()))
         for cls, lines in lists.items()
     }
 
@@ -204,9 +196,9 @@ def _coco_split_json(
     crowd = np.concatenate([np.zeros(len(p_img), dtype=bool), rng.random(len(bulk_cat)) < 0.011])
     size_of = size_index[ann_img]
     area = np.round(frac * size[ann_img, 0] * size[ann_img, 1], 2)
-    # captions: 5 an image, the rest one more each for a few images
-    per_image = np.full(n_img, 5)
-    per_image[rng.choice(n_img, n_cap - 5 * n_img, replace=False)] += 1
+    # captions: as many an image (5 in COCO), the rest one more each for a few images
+    per_image = np.full(n_img, n_cap // n_img)
+    per_image[rng.choice(n_img, n_cap % n_img, replace=False)] += 1
     first_cat = np.full(n_img, -1)
     first_cat[ann_img[::-1]] = ann_cat[::-1]
     has_person = np.zeros(n_img, dtype=bool)
@@ -348,7 +340,7 @@ def build_coco(
                         fh.write(chunk.encode())
                 files[name] = (rows, zf.getinfo(name).file_size)
     files[archive.name] = (0, archive.stat().st_size)
-    return Written(_write_lists(mirror, paper_base_url, lists), {archive.name: _sha256(archive)}, files, images)
+    return Written(_write_lists(mirror, paper_base_url, lists), {archive.name: file_digest(archive)}, files, images)
 
 
 def _flickr_url(image_id: int) -> str:
@@ -483,7 +475,7 @@ def build_openimages(
         url = oi.FILES[name][0]
         path = Path(apply_mirror(url, mirror))
         files[name] = _write_labels(path, ids, mids, _label_rows(rng, len(ids), rows[split], len(mids), person, fixed))
-        checksums[name] = _sha256(path)
+        checksums[name] = file_digest(path)
         keep = np.ones(len(ids), dtype=bool)
         keep[list(analysis)] = False
         images[split] = [f"{split}/{i}.jpg" for i in ids[keep].tolist()]
@@ -491,7 +483,7 @@ def build_openimages(
             files[oi.MIAP_FILE], checksums[oi.MIAP_FILE] = _write_miap(mirror, rng, ids, counts)
     url = oi.FILES["class-descriptions-boxable.csv"][0]
     path = _write(mirror, url, "".join(f"{m},{d}\n" for m, d in zip(mids, names)).encode())
-    files[path.name], checksums[path.name] = (len(mids), path.stat().st_size), _sha256(path)
+    files[path.name], checksums[path.name] = (len(mids), path.stat().st_size), file_digest(path)
     return Written(_write_lists(mirror, paper_base_url, lists), checksums, files, images)
 
 
@@ -510,4 +502,4 @@ def _write_miap(mirror: Path, rng: np.random.Generator, ids: np.ndarray, counts:
         for i, a, b, p, g in zip(img.tolist(), x0.tolist(), y0.tolist(), presentation.tolist(), age.tolist())
     ]
     path = _write(mirror, oi.FILES[oi.MIAP_FILE][0], ("\n".join(lines) + "\n").encode())
-    return (len(img), path.stat().st_size), _sha256(path)
+    return (len(img), path.stat().st_size), file_digest(path)
