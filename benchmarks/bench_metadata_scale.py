@@ -58,6 +58,8 @@ RULES = {
     "check_leakage": "every training and evaluation split of every dataset against one analysis set",
     "analysis_set_summary": "both manifests",
     "image_cache": "every image of a split (tiny files here: the index and shards, not the decoding)",
+    "amplification": "both evaluation splits and attribute files, and stand-ins of every network's predictions "
+    "and embeddings of them (real formats and sizes, random values)",
 }
 #: Rules that read a split, selection, manifest, attribute file or cache but are not run here, and why.
 NOT_RUN = {
@@ -66,7 +68,6 @@ NOT_RUN = {
     "predict": "needs finetuned networks; reads the evaluation split (at most 125,436 rows)",
     "embed": "needs networks; reads an analysis set's manifest (at most 1,925 images)",
     "embed_layers": "needs networks; reads an analysis set's manifest",
-    "amplification": "needs every network's predictions and embeddings of the evaluation split",
     "link": "needs the networks' predictions and embeddings of the evaluation split",
     "plot_contact_sheet": "a figure of an analysis set's manifest",
 }
@@ -180,6 +181,48 @@ print(len(data), "images,", len(data.label_index), "labels")
 """
 
 
+def write_predictions_for(run: Path, config: dict, seed: int) -> list[str]:
+    """Stand-in prediction and embedding files of every network the paper's amplification job reads, in their
+    formats (biastransfer.predictions, biastransfer.embeddings) at the evaluation splits' real sizes: scores
+    near each image's labels with noise, Gaussian embeddings of the model's dimension. Returns the files."""
+    import numpy as np
+    import pandas as pd
+
+    from biastransfer.config import finetune_seeds, reference_seeds
+    from biastransfer.data.splits import read_split
+    from biastransfer.embeddings import write_embeddings
+    from biastransfer.hashing import file_digest
+    from biastransfer.paths import path
+    from biastransfer.predictions import write_predictions
+    from biastransfer.stages import finetuned_stage, scratch_stage
+
+    dims = pd.read_csv(REPO / "resources" / "costs" / "models.csv").groupby("model")["embed_dim"].first()
+    rng, written = np.random.default_rng(seed), []
+    for d in config["finetune"]["datasets"]:
+        test = run / path("split", dataset=d, split="test")
+        split, digest = read_split(test), file_digest(test)
+        index = {c: k for k, c in enumerate(split.classes)}
+        labels = np.zeros((len(split.frame), len(split.classes)), dtype=np.float32)
+        for row, names in enumerate(split.frame["labels"]):
+            labels[row, [index[c] for c in names]] = 1.0
+        stages = [finetuned_stage(d, s) for s in finetune_seeds(config, d)]
+        stages += [scratch_stage(d, s) for s in reference_seeds(config, d)]
+        for model in config["models"]:
+            for stage in stages:
+                meta = {"model": model, "stage": stage, "weights_sha256": f"{model}-{stage}"}
+                meta |= {"dataset": d, "split": "test", "split_sha256": digest}
+                logits = 4 * labels - 2 + rng.normal(0, 1.5, labels.shape).astype(np.float32)
+                scores = 1 / (1 + np.exp(-logits))
+                out = run / path("predictions", model=model, stage=stage)
+                out.parent.mkdir(parents=True, exist_ok=True)
+                write_predictions(out, split.frame["image_id"], split.classes, scores, meta)
+                features = rng.standard_normal((len(split.frame), int(dims[model])), dtype=np.float32)
+                emb = run / path("prediction_embedding", model=model, stage=stage)
+                write_embeddings(emb, split.frame["image_id"], ["test"] * len(features), features, meta)
+                written += [str(out), str(emb)]
+    return written
+
+
 def summarise(rows: list[dict], machine_mb: float) -> list[list]:
     """The figures: one per job (rule, wildcards), then the commands."""
     figures = []
@@ -273,6 +316,11 @@ def measure(work: Path, args) -> None:
     )
     setup = ["-c", FINETUNE_SETUP, split_file, index]
     rows.append(command(run, setup, env, f"finetune set-up ({largest}, train)", probe))
+    t0 = time.time()
+    stand_ins = write_predictions_for(run, config, args.seed)
+    stand_in_s, stand_in_bytes = time.time() - t0, sum(os.path.getsize(f) for f in stand_ins)
+    amplification = ["results/summary/amplification.csv"]
+    snakes.append(snakemake(run, configs, env, probe, amplification, "--allowed-rules", "amplification"))
     jobs = [dict(r, label=label(r)) for r in records(probe) if r.get("rule")]
     jobs += [dict(r, label=label(r) + " source curated") for r in records(curated_probe) if r.get("rule")]
     ran = {r["rule"] for r in jobs}
@@ -291,6 +339,10 @@ def measure(work: Path, args) -> None:
         "figures": [
             ["mirror written (rows and bytes of each file below)", f"{build_s:.0f} s, {build_mb / 1024:.1f} GB peak"],
             ["split images placed (hard links to tiny JPEGs)", f"{links:,} in {place_s:.0f} s"],
+            [
+                "stand-in predictions and embeddings of every network (amplification's input)",
+                f"{len(stand_ins)} files, {stand_in_bytes / 1e9:.1f} GB in {stand_in_s:.0f} s",
+            ],
             *[
                 [f"{d}: {name}", f"{n:,} rows, {b / 1e6:.1f} MB"]
                 for d, out in written.items()
