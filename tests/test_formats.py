@@ -10,7 +10,7 @@ import pytest
 
 from biastransfer.data.manifest import read_manifest, validate_manifest, verify_files, write_manifest
 from biastransfer.data.splits import Split, read_split, read_split_columns, write_split
-from biastransfer.embeddings import read_embeddings, read_metadata, write_embeddings
+from biastransfer.embeddings import checked_embedding_ids, read_embeddings, read_metadata, write_embeddings
 from biastransfer.hashing import file_digest
 
 
@@ -49,6 +49,38 @@ def test_bad_embeddings_are_refused_and_leave_no_file(tmp_path):
     path.write_bytes(b"not parquet")
     with pytest.raises(ValueError, match="e.parquet: not a readable Parquet file"):
         read_embeddings(path)
+
+
+@pytest.mark.parametrize(
+    "columns, problem",
+    [
+        ({"image_id": ["1", "1"], "class": ["a", "a"], "embedding": [[1.0], [2.0]]}, "repeats '1'"),
+        ({"image_id": ["1", "2"], "class": ["a", "a"], "embedding": [[1.0], None]}, "is null in row 1"),
+        ({"image_id": ["1", "2"], "class": ["a", "a"], "embedding": [[1.0], [1.0, 2.0]]}, "has 2 values in row 1"),
+        ({"image_id": ["1", "2"], "class": ["a", "a"], "embedding": [[1.0], [np.inf]]}, "non-finite .* images 2"),
+        ({"image_id": ["1", "2"], "embedding": [[1.0], [2.0]]}, "missing column.*class"),
+    ],
+)
+def test_the_batchwise_check_refuses_what_the_reader_refuses(tmp_path, columns, problem):
+    path = tmp_path / "e.parquet"
+    pq.write_table(pa.table(columns), path)
+    for check in (read_embeddings, checked_embedding_ids):
+        with pytest.raises(ValueError, match=f"e.parquet: .*{problem}"):
+            check(path)
+
+
+def test_the_batchwise_check_holds_no_matrix(tmp_path):
+    import tracemalloc
+
+    path = tmp_path / "e.parquet"
+    emb = np.random.default_rng(0).standard_normal((9000, 256)).astype(np.float32)  # three reading batches
+    ids = [f"i{k}" for k in range(len(emb))]
+    write_embeddings(path, ids, ["x"] * len(ids), emb)
+    tracemalloc.start()
+    assert checked_embedding_ids(path).tolist() == ids
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < emb.nbytes / 4, f"{peak} bytes traced checking a {emb.nbytes}-byte matrix"
 
 
 def _manifest(tmp_path, rows):

@@ -14,7 +14,7 @@ import numpy as np
 
 from biastransfer.data.attributes import read_attributes
 from biastransfer.data.splits import read_split
-from biastransfer.embeddings import _open, _strings, read_embeddings, read_metadata
+from biastransfer.embeddings import _open, _strings, checked_embedding_ids, read_embedding_rows, read_metadata
 from biastransfer.hashing import file_digest
 from biastransfer.predictions import read_predictions
 from biastransfer.stages import parse_stage, stage_kind
@@ -54,7 +54,7 @@ def network_scores(path: str, ev: Evaluation, ids: np.ndarray, digest: str) -> n
     missing = [i for i in ids if i not in rows]
     if missing:
         raise ValueError(f"{path}: no prediction for image {missing[0]!r} of {ev.dataset}/test")
-    return table.columns(ev.tasks, where=path)[[rows[i] for i in ids]]
+    return table.columns(ev.tasks, where=path, rows=[rows[i] for i in ids])
 
 
 def read_evaluations(splits, attributes) -> dict[str, tuple[Evaluation, np.ndarray, str]]:
@@ -110,7 +110,7 @@ SAME_NETWORK = ("model", "stage", "weights_sha256", "dataset", "split", "split_s
 def check_embeddings(datasets: Mapping, predictions, embeddings) -> list[tuple[str, tuple[str, str], int, str]]:
     """``[(dataset, (network, model), seed, embedding file)]`` of the embedding files written beside the
     prediction files (the same order; those read by :func:`scores_by_network`), each checked, before any attacker runs, to be of the same network and
-    split as its predictions (:data:`SAME_NETWORK`), valid (:func:`~biastransfer.embeddings.read_embeddings`)
+    split as its predictions (:data:`SAME_NETWORK`), valid (:func:`~biastransfer.embeddings.checked_embedding_ids`)
     and with the same images in the same order; errors name the file."""
     predictions = [predictions] if isinstance(predictions, str) else list(predictions)
     embeddings = [embeddings] if isinstance(embeddings, str) else list(embeddings)
@@ -123,7 +123,7 @@ def check_embeddings(datasets: Mapping, predictions, embeddings) -> list[tuple[s
         if differ:
             shown = "; ".join(f"{k} {str(mine.get(k))[:16]!r}, not {str(theirs.get(k))[:16]!r}" for k in differ)
             raise ValueError(f"{emb}: not the embedding of the network and split of {pred} ({shown})")
-        ids = read_embeddings(emb).image_ids
+        ids = checked_embedding_ids(emb)  # every row checked, batch by batch: no matrix held
         expected = _strings(pred, _open(pred).read(columns=["image_id"]).column("image_id"), "image_id")
         n = min(len(ids), len(expected))
         if len(ids) != len(expected) or (ids[:n] != expected[:n]).any():
@@ -139,9 +139,4 @@ def check_embeddings(datasets: Mapping, predictions, embeddings) -> list[tuple[s
 
 def embedding_rows(path, ids: np.ndarray) -> np.ndarray:
     """The (len(ids), d) embedding of the images ``ids`` (in that order) from one checked embedding file."""
-    table = read_embeddings(path)
-    rows = {i: r for r, i in enumerate(table.image_ids)}
-    missing = [i for i in ids if i not in rows]
-    if missing:
-        raise ValueError(f"{path}: no embedding of image {missing[0]!r}")
-    return table.embeddings[[rows[i] for i in ids]]
+    return read_embedding_rows(path, ids)
