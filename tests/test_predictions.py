@@ -275,6 +275,26 @@ def test_the_amplification_script_writes_every_measure_and_checks_its_inputs(tmp
         main([str(split)], [str(attrs)], [str(pred)], [str(emb)], **out)
 
 
+def test_every_prediction_file_is_checked_first_and_each_family_read_when_used(tmp_path):
+    """scores_by_network checks every file before it returns (a file of another split is named then), and
+    keeps no scores: each family's file is read when it is asked for (one family in memory at a time)."""
+    from biastransfer.evaluation import network_scores, read_evaluations, scores_by_network
+
+    ev, a = _evaluation(n=60)
+    split, attrs, pred, _ = _write_inputs(tmp_path, ev, a, ev.truth * 0.8)
+    (tmp_path / "o").mkdir()
+    _, _, other, _ = _write_inputs(tmp_path / "o", ev, a, ev.truth * 0.8, split_sha="f" * 64)
+    datasets = read_evaluations([str(split)], [str(attrs)])
+    with pytest.raises(ValueError, match=r"o/ft-d-seed0.parquet: predictions of split None/test"):
+        scores_by_network(datasets, [str(pred), str(other)])
+    scores = scores_by_network(datasets, [str(pred)])["d"]
+    assert list(scores) == [("finetuned", "m")] and len(scores) == 1
+    np.testing.assert_array_equal(scores["finetuned", "m"][0], network_scores(str(pred), *datasets["d"]))
+    pred.unlink()
+    with pytest.raises(FileNotFoundError):
+        scores["finetuned", "m"]
+
+
 def test_embedding_leakage_rows_per_seed_and_pooled_follow_what_the_embedding_carries():
     ev, a = _evaluation(n=200)
     rng = np.random.default_rng(2)

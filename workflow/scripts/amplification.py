@@ -54,8 +54,7 @@ def main(
             raise ValueError(f"test split of {ev.dataset} ({ev.per_attribute}): {err}") from err
     write_csv(summary, pd.concat([t[0] for t in tables], ignore_index=True)[list(COLUMNS)])
     write_csv(terms, pd.concat([t[1] for t in tables], ignore_index=True)[list(TERM_COLUMNS)])
-    files = sum(len(seeds) for networks in scores.values() for seeds in networks.values())
-    log.info("bias amplification and leakage of %d prediction and embedding files -> %s", files, summary)
+    log.info("bias amplification and leakage of %d prediction and embedding files -> %s", len(predictions), summary)
 
 
 def _attacked(ev, features, options: Settings, path: str):
