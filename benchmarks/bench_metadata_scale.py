@@ -11,12 +11,14 @@ the analysis images are fetched from the mirror); run the pre-flight check and t
 (workflow/scripts/preflight.py); run Snakemake on the targets of the rules in ``RULES`` (offline, one
 job at a time, ``--cores 8`` so that a rule gets the threads it asks for); curate both analysis sets
 again with ``source: curated``; open the largest finetuning split and its cache as ``finetune`` does
-before its first step. Every Python process of these runs records its peak memory (``ru_maxrss``; the
-sampled sum over its process pool, if larger) and its wall time from interpreter start
-(benchmarks/metadata_probe/sitecustomize.py, first on ``PYTHONPATH``).
+before its first step; write stand-in predictions and embeddings of every network at the evaluation
+splits' sizes and run ``amplification`` on them. Every Python process of these runs records its peak
+memory (its ``VmHWM``; with a process pool, the sampled sum of the pool's proportional memory if larger)
+and its wall time from interpreter start (benchmarks/metadata_probe/sitecustomize.py, first on
+``PYTHONPATH``).
 
-Run (about 40 min and 6 GB of disk at full scale on 2 cores; --scale 0.05 is the smallest that holds the
-paper's analysis sets):
+Run (about 1.5 h and 13 GB of disk at full scale on 2 shared cores; --scale 0.05 is the smallest that
+holds the paper's analysis sets, about 8 min):
     nice -n 10 python benchmarks/bench_metadata_scale.py --out benchmarks/results/metadata_scale.json
 """
 
@@ -70,6 +72,21 @@ NOT_RUN = {
     "embed_layers": "needs networks; reads an analysis set's manifest",
     "link": "needs the networks' predictions and embeddings of the evaluation split",
     "plot_contact_sheet": "a figure of an analysis set's manifest",
+}
+#: What a run on this mirror cannot tell, and why.
+CANNOT_SHOW = {
+    "pixels": "the images are 8 x 8 JPEGs: decoding and resizing (image_cache's and finetune's CPU time, the "
+    "cache's size), real downloads and file sizes are not measured here (benchmarks/bench_input.py, "
+    "bench_download.py and resources/costs/ give them)",
+    "weights": "no network runs: finetune, predict and embed are not run, and amplification reads random "
+    "stand-in scores and embeddings of the real shapes (its memory and time, not its results, mean anything)",
+    "label statistics": "rows are drawn with plausible but made-up frequencies (category and label shares, "
+    "labels per image, attribute shares, MIAP boxes per image): the memory of label lists and the sizes of "
+    "the attribute groups follow them",
+    "the annotation zip": "it holds instances and captions only (the real one also has the person keypoints, "
+    "which the workflow never unpacks), so it is smaller and its checksum faster",
+    "timings": "measured one job at a time on 2 cores shared with other work (load average in the machine "
+    "line): wall times are upper bounds for a dedicated machine",
 }
 #: Outside Snakemake: the pre-flight check and the estimate (commands), and the finetuning job's set-up.
 COMMANDS = ("preflight", "preflight --estimate", "finetune set-up")
@@ -159,7 +176,7 @@ def command(run: Path, args: list, env: dict, label: str, probe: Path) -> dict:
     proc = subprocess.Popen([sys.executable, *args], cwd=run, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     output = proc.communicate()[0].decode(errors="replace")
     row = next((r for r in records(probe) if r["pid"] == proc.pid), {})
-    return {**row, "label": label, "returncode": proc.returncode, "output": output[-4000:]}
+    return {**row, "label": label, "returncode": proc.returncode, "output": output[-1500:]}
 
 
 def records(probe: Path) -> list[dict]:
@@ -337,6 +354,9 @@ def measure(work: Path, args) -> None:
         "machine": f"{os.cpu_count()} cores, {machine_mb / 1024:.1f} GB, {platform.machine()}, load average "
         f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after",
         "figures": [
+            *[[f"what {rule} reads", what] for rule, what in RULES.items()],
+            *[[f"not run: {rule}", why] for rule, why in NOT_RUN.items()],
+            *[[f"what the mirror cannot show: {what}", why] for what, why in CANNOT_SHOW.items()],
             ["mirror written (rows and bytes of each file below)", f"{build_s:.0f} s, {build_mb / 1024:.1f} GB peak"],
             ["split images placed (hard links to tiny JPEGs)", f"{links:,} in {place_s:.0f} s"],
             [
@@ -353,6 +373,7 @@ def measure(work: Path, args) -> None:
             ["snakemake itself (DAG and scheduling), largest of its calls", f"{max_rss / 1024:.2f} GB"],
             ["the workflow's metadata rules, wall time (one job at a time)", f"{workflow_s:.0f} s"],
             ["pre-flight table, rows by group and status", "; ".join(f"{k} {v}" for k, v in statuses.items())],
+            ["pre-flight exit status (1: a file missing or failing its checksum)", str(rows[0]["returncode"])],
         ],
         "not_run": NOT_RUN,
         "missing_rules": missing,
