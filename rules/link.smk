@@ -48,7 +48,7 @@ rule link:
         "../envs/stats.yaml"
     threads: 1
     resources:
-        **RESOURCES["stats"],
+        **RESOURCES["predictions"],
     params:
         tests=cfg.canonical({a: s["ieat"] for a, s in config["analysis_sets"].items()}),
         settings=cfg.canonical(

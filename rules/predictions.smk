@@ -69,7 +69,7 @@ rule amplification:
         "../envs/stats.yaml"
     threads: 1
     resources:
-        **RESOURCES["stats"],
+        **RESOURCES["predictions"],
     params:
         settings=cfg.canonical(config["analysis"]["predictions"]),
     script:

@@ -136,17 +136,19 @@ def _bench():
 METADATA = ("results/data/", "results/splits/", "results/analysis_sets/", "results/cache/")
 
 
-def _paper_jobs(workdir):
-    """Every job of the paper's DAG with its COCO intervention on (as the benchmark runs it)."""
+@pytest.fixture(scope="module")
+def paper_dag(tmp_path_factory):
+    """Every job of the paper's DAG with its COCO intervention on and 8 cores (as the benchmark runs it),
+    and every rule of the workflow."""
     from snakemake.api import SnakemakeApi
     from snakemake.settings.types import ConfigSettings, DAGSettings, OutputSettings, ResourceSettings
 
-    workdir.mkdir()
+    workdir = tmp_path_factory.mktemp("paper")
     overlay = workdir / "on.yaml"
     overlay.write_text(yaml.safe_dump({"datasets": {"coco_independent": {"enabled": True}}}))
     with SnakemakeApi(OutputSettings()) as api:
         workflow_api = api.workflow(
-            resource_settings=ResourceSettings(cores=1),
+            resource_settings=ResourceSettings(cores=8),
             config_settings=ConfigSettings(configfiles=[ROOT / "config" / "paper.yaml", overlay]),
             snakefile=ROOT / "Snakefile",
             workdir=workdir,
@@ -158,9 +160,9 @@ def _paper_jobs(workdir):
         return list(workflow.dag.jobs), {r.name for r in workflow.rules}
 
 
-def test_the_benchmark_runs_or_names_every_rule_that_reads_metadata(tmp_path):
+def test_the_benchmark_runs_or_names_every_rule_that_reads_metadata(paper_dag):
     bench = _bench()
-    jobs, rules = _paper_jobs(tmp_path / "paper")
+    jobs, rules = paper_dag
     readers = {j.rule.name for j in jobs if any(str(f).startswith(METADATA) for f in j.input)}
     assert readers, "the paper's DAG reads metadata"
     assert readers - set(bench.RULES) - set(bench.NOT_RUN) == set(), "add each to RULES (and run it) or NOT_RUN"
@@ -168,6 +170,17 @@ def test_the_benchmark_runs_or_names_every_rule_that_reads_metadata(tmp_path):
     assert not set(bench.RULES) & set(bench.NOT_RUN)
     assert set(bench.RULES) | set(bench.NOT_RUN) <= rules, "no stale rule names"
     assert set(bench.RULES) <= {j.rule.name for j in jobs}, "every rule run is in the paper's DAG"
+
+
+def test_every_job_measured_at_the_papers_scale_fits_the_memory_its_rule_declares(paper_dag):
+    """benchmarks/results/metadata_scale.json: each job's measured peak is within the mem_mb that its rule
+    declares today for the same job of the paper's DAG."""
+    record = json.loads((ROOT / "benchmarks" / "results" / "metadata_scale.json").read_text())
+    declared = {(j.rule.name, tuple(sorted(j.wildcards_dict.items()))): j.resources.get("mem_mb") for j in paper_dag[0]}
+    assert {j["rule"] for j in record["jobs"]} == set(_bench().RULES)
+    for job in record["jobs"]:
+        limit = declared[job["rule"], tuple(sorted(job["wildcards"].items()))]
+        assert max(job["peak_mb"], job["tree_pss_mb"]) <= limit, f"{job['label']}: {job['peak_mb']:.0f} MB > {limit}"
 
 
 @pytest.mark.slow
