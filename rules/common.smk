@@ -102,6 +102,10 @@ RESOURCES = {
     "plot": {"mem_mb": 1000, "runtime": 10},
     # statistics on one model's embeddings
     "stats": {"mem_mb": 2000, "runtime": 10},
+    # every network's predictions and embeddings of an evaluation split, one network family at a time:
+    # 2.7 GB and 10 min measured for the paper's (six Open Images networks on 125,436 test images; the
+    # embedding leakage's PCA of each network's attributed images is the peak; docs/benchmarks.md)
+    "predictions": {"mem_mb": 4000, "runtime": 30},
     # network-bound
     "download": {"mem_mb": 1000, "runtime": 60},
     # one split of a real dataset and its labels
