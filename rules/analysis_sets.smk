@@ -6,26 +6,6 @@
 # rule: it compares ids and digests already recorded in the tables) and the summary of class sizes.
 
 
-def leakage_inputs(wildcards):
-    """Every training split of every dataset a model is trained on, and every test split the networks'
-    predictions are measured on, checked against an analysis set."""
-    return [
-        path("split", dataset=dataset, split=split)
-        for dataset in cfg.training_datasets(config)
-        for split in ("train", "val")
-    ] + [path("split", dataset=d, split="test") for d in PLAN.predicted_datasets]
-
-
-def user_set_inputs(wildcards):
-    """A user set's table, or its folder and class folders (unnamed inputs: an edited table or a file
-    added to or removed from a class folder reruns the manifest; a file replaced in place needs
-    --forcerun)."""
-    aset = config["analysis_sets"][wildcards.user_set]
-    if aset["source"] == "table":
-        return [aset["table"]]
-    return [aset["root"], *(os.path.join(aset["root"], c) for c in aset["classes"])]
-
-
 rule user_analysis_set:
     input:
         user_set_inputs,

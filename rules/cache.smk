@@ -7,24 +7,7 @@
 # from its file. The format version is a param, so that a cache of an older format is rebuilt ("params
 # changed"). Input function: finetune_cache, below; the finetuning jobs read the caches as ancient
 # inputs: a rebuilt cache holds the same images (a new split reruns them through the split itself).
-from biastransfer.data.cache import CACHE_FORMAT, CacheSetting  # noqa: E402
-from biastransfer.models.resolve import model_spec  # noqa: E402
-
-
-def finetune_cache(wildcards):
-    """The train and val cache indexes a finetuning job reads (none with finetune.cache off), ancient."""
-    if not PLAN.cache_on:
-        return {}
-    pre = model_spec(wildcards.model, PLAN.model_entry(wildcards.model)).preprocess
-    setting = CacheSetting(
-        pre.resize, pre.interpolation, config["finetune"]["cache_quality"]
-    ).name
-    return {
-        f"{split}_cache": ancient(
-            path("image_cache", dataset=wildcards.dataset, setting=setting, split=split)
-        )
-        for split in ("train", "val")
-    }
+from biastransfer.data.cache import CACHE_FORMAT  # noqa: E402
 
 
 rule image_cache:

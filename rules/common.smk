@@ -1,6 +1,6 @@
 # Glue between the config and the rules: the config checks, the run's plan (biastransfer.workflow.plan:
 # every target, path and rule's settings), wildcard constraints, resources and job groups. Each feature's
-# input functions live beside its rules (rules/<feature>.smk).
+# input functions are in rules/inputs.smk (included below; Snakemake lint: no rules beside functions).
 import os
 
 from biastransfer import config as cfg  # noqa: E402
@@ -8,7 +8,6 @@ from biastransfer.config_check import validate_config  # noqa: E402
 from biastransfer.gpus import books_gpu  # noqa: E402
 from biastransfer.paths import path  # noqa: E402
 from biastransfer.workflow.plan import Plan  # noqa: E402
-from biastransfer.zoo import embed_settings  # noqa: E402
 
 # Every check of the config before any job (biastransfer.config_check.validate_config, the one that
 # `python -m biastransfer.config FILE...` runs): keys and types against the schema (integers strictly), every
@@ -20,9 +19,7 @@ validate_config(config)
 PLAN = Plan(config, BASEDIR)
 
 
-def names_pattern(names):
-    """A wildcard regex matching exactly these names (or nothing, when there are none)."""
-    return "|".join(names) if names else "(?!x)x"
+include: "inputs.smk"
 
 
 wildcard_constraints:
@@ -33,30 +30,6 @@ wildcard_constraints:
     model=names_pattern(PLAN.models),
     stage=r"pretrained|(ft|scratch)-[A-Za-z0-9_]+-seed[0-9]+",
     seed=r"[0-9]+",
-
-
-def model_embed_settings(wildcards):
-    """A model's (embedding batch size, memory in MB) by its size (about.params_m, analysis.embed.sizes)."""
-    return embed_settings(
-        config["models"][wildcards.model], config["analysis"]["embed"]
-    )
-
-
-def inference_settings(wildcards):
-    """How a model's embed, embed_layers and predict jobs run it (analysis.embed, the batch by the
-    model's size; biastransfer.models.features.Inference)."""
-    embed = config["analysis"]["embed"]
-    return {
-        "batch_size": model_embed_settings(wildcards)[0],
-        "num_workers": embed["num_workers"],
-        "device": embed["device"],
-        "amp": embed["amp"],
-    }
-
-
-def embed_mem_mb(wildcards, attempt):
-    """A model's embedding (and zoo check) memory by its size, doubled on each retry."""
-    return model_embed_settings(wildcards)[1] * attempt
 
 
 # The many small per-model analysis jobs (similarity, ieat, bts, change, trajectory, layer_profile and
@@ -119,10 +92,3 @@ RESOURCES = {
         "gpu": EMBED_GPUS,
     },
 }
-
-
-def all_targets():
-    """The default targets: the summaries, every report artefact (rules/artefacts.smk) and the report."""
-    if PLAN.zoo:
-        return ZOO_TARGETS
-    return PLAN.analysis_targets() + ARTEFACTS.targets() + ["results/report/index.html"]

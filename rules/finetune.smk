@@ -5,48 +5,6 @@
 # epochNN.parquet per analysis set; rules/trajectory.smk analyses them).
 
 
-def trajectory_io(section):
-    """The finetune rule's trajectory inputs and outputs. The inputs are there whether the trajectory is on
-    or off: every analysis set's manifest and the job's trajectory settings (rule trajectory_settings),
-    ancient when it is off, so that turning it off reruns no training; the outputs only when it is on.
-    """
-    sets = list(config["analysis_sets"])
-    keep = (lambda p: p) if PLAN.trajectory_on else ancient
-    return {
-        "input": {
-            "manifests": [keep(path("manifest", analysis_set=a)) for a in sets],
-            "trajectory_settings": keep(path("trajectory_settings")),
-        },
-        "output": (
-            {
-                "trajectory": [
-                    directory(
-                        path(
-                            "trajectory_folder",
-                            analysis_set=a,
-                            stage="ft-{dataset}-seed{seed}",
-                        )
-                    )
-                    for a in sets
-                ]
-            }
-            if PLAN.trajectory_on
-            else {}
-        ),
-    }[section]
-
-
-def finetune_mem_mb(wildcards, attempt):
-    """The training process plus about 2 GB per image-decoding loader worker."""
-    return (4000 + 2000 * config["finetune"]["num_workers"]) * attempt
-
-
-def finetune_runtime(wildcards, attempt):
-    """A ceiling for cluster queues (minutes): setup and validation plus 20 min per epoch."""
-    epochs = cfg.finetune_params(config, wildcards.model, wildcards.dataset)["epochs"]
-    return (30 + 20 * epochs) * attempt
-
-
 rule finetune:
     input:
         leakage_checks(),

@@ -5,57 +5,6 @@
 # prediction-level measures side by side (results/summary/intervention.csv and its table).
 
 
-def intervention_source_file(name, split):
-    """The input function of one file (``split`` or ``attributes``) of the ``split`` split of an
-    intervention's `from`: what it rebalances, or what it takes untouched."""
-
-    def source_file(wildcards):
-        return path(
-            name,
-            dataset=config["datasets"][wildcards.intervention]["from"],
-            split=split,
-        )
-
-    return source_file
-
-
-def finetune_sample_weights(wildcards):
-    """An intervention's sample weights (a finetuning input; its digest joins the resume key), else none."""
-    if wildcards.dataset in PLAN.interventions:
-        return {"sample_weights": path("sample_weights", dataset=wildcards.dataset)}
-    return {}
-
-
-def intervention_embeddings(which):
-    """The input function of the embeddings of every compared seed of the untouched (``which`` untouched) or
-    the intervened networks of one model on one analysis set."""
-
-    def embeddings(wildcards):
-        dataset = wildcards.intervention
-        if which == "untouched":
-            dataset = config["datasets"][dataset]["from"]
-        return [
-            path(
-                "embeddings",
-                analysis_set=wildcards.analysis_set,
-                model=wildcards.model,
-                stage=cfg.finetuned_stage(dataset, s),
-            )
-            for s in PLAN.compared_seeds(wildcards.intervention)
-        ]
-
-    return embeddings
-
-
-def intervention_changes():
-    """Every compared intervention's comparison table, per analysis set and model."""
-    return [
-        path("intervention_change", dataset=d, analysis_set=a, model=m)
-        for d in PLAN.compared_interventions
-        for a, m in PLAN.all_pairs()
-    ]
-
-
 wildcard_constraints:
     intervention=names_pattern(PLAN.interventions),
 

@@ -5,19 +5,6 @@
 # (stage_layer_embeddings).
 
 
-def stage_layer_embeddings(wildcards):
-    """The layer-embedding folders of every stage (pretrained and each finetuned seed) of one model."""
-    return [
-        path(
-            "layer_embeddings",
-            analysis_set=wildcards.analysis_set,
-            model=wildcards.model,
-            stage=stage,
-        )
-        for stage in PLAN.stages
-    ]
-
-
 LAYERS_ON = config["analysis"]["layers"]["enabled"]
 report_artefact(
     "layer_profile",

@@ -1,24 +1,6 @@
 # Pretrained weights: trained here for the synthetic demo's models (source: workflow), fetched otherwise.
 
 
-def pretrain_inputs(wildcards):
-    dataset = PLAN.model_entry(wildcards.model)["pretrain"]["dataset"]
-    return {
-        "train": path("split", dataset=dataset, split="train"),
-        "val": path("split", dataset=dataset, split="val"),
-    }
-
-
-def leakage_checks():
-    """Every analysis set's leakage check; training waits for them (an unnamed input: ordering only, so
-    ancient: a check rerun for another dataset or an edited analysis set reruns no training).
-    """
-    return [
-        ancient(p)
-        for p in expand(path("leakage_check"), analysis_set=config["analysis_sets"])
-    ]
-
-
 rule pretrain:
     input:
         leakage_checks(),

@@ -9,18 +9,6 @@
 # rows (PLAN.predicted_datasets, src/biastransfer/workflow/plan.py; the real kinds' split: rules/real_data.smk).
 
 
-def predicted_weights(wildcards):
-    """The checkpoints of one model's networks that rule predict scores (PLAN.predicted_stages)."""
-    return [
-        PLAN.trained_weights(wildcards.model, stage) for stage in PLAN.predicted_stages
-    ]
-
-
-def predict_runtime(wildcards, attempt):
-    """Minutes for one model's predictions: 10 per network it scores, 20 more for the start."""
-    return (20 + 10 * len(PLAN.predicted_stages)) * attempt
-
-
 table_artefact(
     "amplification",
     PLAN.summary("amplification"),

@@ -4,33 +4,6 @@
 # gathers them all.
 
 
-def trajectory_folders(wildcards):
-    """The trajectory embeddings (one folder per seed) of a model finetuned on a dataset."""
-    return [
-        path(
-            "trajectory_folder",
-            analysis_set=wildcards.analysis_set,
-            model=wildcards.model,
-            stage=cfg.finetuned_stage(wildcards.dataset, s),
-        )
-        for s in cfg.finetune_seeds(config, wildcards.dataset)
-    ]
-
-
-def trajectory_metrics(wildcards):
-    """The metrics (best epoch, training curve) of every seed of a model finetuned on a dataset."""
-    return [
-        path(
-            "finetune_run",
-            dataset=wildcards.dataset,
-            model=wildcards.model,
-            seed=s,
-            file="metrics.json",
-        )
-        for s in cfg.finetune_seeds(config, wildcards.dataset)
-    ]
-
-
 TRAJECTORY_JOBS = [
     {"analysis_set": a, "model": m, "dataset": d}
     for a, m in PLAN.all_pairs()

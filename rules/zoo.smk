@@ -77,11 +77,6 @@ checkpoint zoo_status:
         "../workflow/scripts/zoo_status.py"
 
 
-def zoo_analyses_done(wildcards):
-    """The markers of the zoo models whose check passed (waits for the zoo_status checkpoint)."""
-    return [path("analyses_done", model=m) for m in zoo_ok_models()]
-
-
 rule zoo_table:
     input:
         zoo_analyses_done,  # ordering only: each passed model's analyses as one job group

@@ -472,6 +472,7 @@ def test_report_rules_run_and_the_report_builds(tmp_path):
         'import os\nimport sys\nfrom types import SimpleNamespace\n\nsys.path.insert(0, "src")\n\n'
         "from biastransfer import config as cfg  # noqa: E402\nfrom biastransfer.paths import path  # noqa: E402\n"
         "from biastransfer.workflow.plan import Plan  # noqa: E402\n\n"
+        "BASEDIR = str(workflow.current_basedir)\n"
         'RESOURCES = {"small": {"mem_mb": 500}, "plot": {"mem_mb": 1000}}\n\n\n'
         'configfile: "config.yaml"\n\n\n'
         "# the plan's part that rules/report.smk reads: no claims nor predictions in this config\n"
