@@ -34,7 +34,7 @@ from PIL import Image
 from biastransfer.data import coco
 from biastransfer.data import openimages as oi
 from biastransfer.data.download import apply_mirror
-from biastransfer.data.toy_mirror import SUPERCATEGORIES
+from biastransfer.data.toy_mirror import SUPERCATEGORIES, write_lists, write_mirrored
 from biastransfer.hashing import file_digest
 from biastransfer.vocabulary import COCO_CATEGORIES
 
@@ -75,20 +75,6 @@ def tiny_jpeg(seed: int, side: int = 8) -> bytes:
     buf = io.BytesIO()
     Image.fromarray(pixels).save(buf, format="JPEG", quality=90)
     return buf.getvalue()
-
-
-def _write(mirror: Path, url: str, data: bytes) -> Path:
-    path = Path(apply_mirror(url, mirror))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
-    return path
-
-
-def _write_lists(mirror: Path, base_url: str, lists: Mapping[str, list]) -> dict[str, str]:
-    return {
-        cls: file_digest(_write(mirror, f"{base_url.rstrip('/')}/{cls}.txt", ("\n".join(lines) + "\n").encode()))
-        for cls, lines in lists.items()
-    }
 
 
 def _parts(cls: str, objects: Iterable[str], genders: Iterable[str]) -> tuple[str | None, str | None]:
@@ -319,7 +305,7 @@ def build_coco(
     lists: dict[str, list] = {c: [] for c in sizes}
     for k, (cls, im) in enumerate(planted):
         url = coco.image_url(im.split, im.image_id)
-        _write(mirror, url, tiny_jpeg(k))
+        write_mirrored(mirror, url, tiny_jpeg(k))
         lists[cls].append(_flickr_url(im.image_id) if cls == "random" and not lists[cls] else url)
     archive = Path(apply_mirror(coco.ANNOTATIONS_URL, mirror))
     archive.parent.mkdir(parents=True, exist_ok=True)
@@ -340,7 +326,7 @@ def build_coco(
                         fh.write(chunk.encode())
                 files[name] = (rows, zf.getinfo(name).file_size)
     files[archive.name] = (0, archive.stat().st_size)
-    return Written(_write_lists(mirror, paper_base_url, lists), {archive.name: file_digest(archive)}, files, images)
+    return Written(write_lists(mirror, paper_base_url, lists), {archive.name: file_digest(archive)}, files, images)
 
 
 def _flickr_url(image_id: int) -> str:
@@ -470,7 +456,7 @@ def build_openimages(
                     fixed[k] = [(at[x], 1) for x in labels] + [(at[absent], 0)]
                     analysis.add(k)
                     lists[cls].append(ids[k])
-                    _write(mirror, oi.image_url(split, ids[k]), tiny_jpeg(100_000 + k))
+                    write_mirrored(mirror, oi.image_url(split, ids[k]), tiny_jpeg(100_000 + k))
         name = f"{split}-annotations-human-imagelabels-boxable.csv"
         url = oi.FILES[name][0]
         path = Path(apply_mirror(url, mirror))
@@ -482,9 +468,9 @@ def build_openimages(
         if split == "test":
             files[oi.MIAP_FILE], checksums[oi.MIAP_FILE] = _write_miap(mirror, rng, ids, counts)
     url = oi.FILES["class-descriptions-boxable.csv"][0]
-    path = _write(mirror, url, "".join(f"{m},{d}\n" for m, d in zip(mids, names)).encode())
+    path = write_mirrored(mirror, url, "".join(f"{m},{d}\n" for m, d in zip(mids, names)).encode())
     files[path.name], checksums[path.name] = (len(mids), path.stat().st_size), file_digest(path)
-    return Written(_write_lists(mirror, paper_base_url, lists), checksums, files, images)
+    return Written(write_lists(mirror, paper_base_url, lists), checksums, files, images)
 
 
 def _write_miap(mirror: Path, rng: np.random.Generator, ids: np.ndarray, counts: ScaleCounts) -> tuple:
@@ -501,5 +487,5 @@ def _write_miap(mirror: Path, rng: np.random.Generator, ids: np.ndarray, counts:
         f"{ids[i]},{oi.MIDS['Person']},1,{a:.6f},{a + 0.3:.6f},{b:.6f},{b + 0.4:.6f},0,0,0,0,0,{p},{g}"
         for i, a, b, p, g in zip(img.tolist(), x0.tolist(), y0.tolist(), presentation.tolist(), age.tolist())
     ]
-    path = _write(mirror, oi.FILES[oi.MIAP_FILE][0], ("\n".join(lines) + "\n").encode())
+    path = write_mirrored(mirror, oi.FILES[oi.MIAP_FILE][0], ("\n".join(lines) + "\n").encode())
     return (len(img), path.stat().st_size), file_digest(path)

@@ -78,7 +78,8 @@ def _jpeg(labels, classes, size: int, seed: int) -> bytes:
     return buf.getvalue()
 
 
-def _write(mirror: Path, url: str, data: bytes) -> Path:
+def write_mirrored(mirror: Path, url: str, data: bytes) -> Path:
+    """Write ``data`` where the mirror serves ``url`` (its folders made); the file's path."""
     path = Path(apply_mirror(url, mirror))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
@@ -242,7 +243,7 @@ def build_coco(
             caps += [
                 {"image_id": image_id, "id": 1_000_000 + len(caps) + 10_000 * len(files), "caption": t} for t in texts
             ]
-            _write(mirror, url, _jpeg([c for c, _ in objs], names, sizes.size, seed=n))
+            write_mirrored(mirror, url, _jpeg([c for c, _ in objs], names, sizes.size, seed=n))
             if cls is not None:  # the authors' lists hold coco_url lines and, rarely, a flickr URL
                 lists[cls].append(flickr if cls == "random" and not lists[cls] else url)
         info = {"description": "biastransfer toy COCO 2017", "version": "1.0", "year": 2017}
@@ -264,14 +265,15 @@ def build_coco(
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
         for name, data in files.items():
             zf.writestr(name, json.dumps(data))
-    archive = _write(mirror, coco.ANNOTATIONS_URL, buf.getvalue())
-    return _write_lists(mirror, paper_base_url, lists), {"annotations_trainval2017.zip": sha256_of(archive)}
+    archive = write_mirrored(mirror, coco.ANNOTATIONS_URL, buf.getvalue())
+    return write_lists(mirror, paper_base_url, lists), {"annotations_trainval2017.zip": sha256_of(archive)}
 
 
-def _write_lists(mirror: Path, base_url: str, lists: Mapping[str, list]) -> dict[str, str]:
+def write_lists(mirror: Path, base_url: str, lists: Mapping[str, list]) -> dict[str, str]:
+    """The paper's analysis-set lists ({class: lines}) in the mirror under ``base_url``; {class: sha256}."""
     out = {}
     for cls, lines in lists.items():
-        path = _write(mirror, f"{base_url.rstrip('/')}/{cls}.txt", ("\n".join(lines) + "\n").encode())
+        path = write_mirrored(mirror, f"{base_url.rstrip('/')}/{cls}.txt", ("\n".join(lines) + "\n").encode())
         out[cls] = sha256_of(path)
     return out
 
@@ -348,7 +350,7 @@ def build_openimages(
         # a verified-absent label: Confidence 0 must not count as a positive
         absent = next(x for x in ("Stop sign", "Mammal") if x not in labels)
         rows[split].append(f"{image_id},verification,{oi.MIDS[absent]},0")
-        _write(mirror, oi.image_url(split, image_id), _jpeg(labels, display, sizes.size, seed=10_000 + n))
+        write_mirrored(mirror, oi.image_url(split, image_id), _jpeg(labels, display, sizes.size, seed=10_000 + n))
         if cls is not None:
             lists[cls].append(image_id)
     ann = {}
@@ -362,5 +364,5 @@ def build_openimages(
         else:
             split = name.split("-", 1)[0]
             data = "ImageID,Source,LabelName,Confidence\n" + "\n".join(rows[split]) + "\n"
-        ann[name] = sha256_of(_write(mirror, url, data.encode()))
-    return _write_lists(mirror, paper_base_url, lists), ann
+        ann[name] = sha256_of(write_mirrored(mirror, url, data.encode()))
+    return write_lists(mirror, paper_base_url, lists), ann
