@@ -139,6 +139,8 @@ SNAPSHOT_CONFIGS = {
     "intervention_planted": ["config/config.yaml", "config/examples/intervention_planted.yaml"],
     "own_images": ["config/config.yaml", "config/examples/own_images.yaml"],
 }
+
+
 def plan_snapshot(plan: Plan) -> dict:
     """The plan as the snapshot records it: the targets, and per rule each distinct settings with its jobs."""
     rules = {}
@@ -146,7 +148,9 @@ def plan_snapshot(plan: Plan) -> dict:
         jobs = {}
         for wildcards in job_wildcards(plan, kind):
             settings = plan.settings(rule, wildcards)
-            jobs.setdefault(json.dumps(settings, sort_keys=True), []).append("/".join(wildcards.values()) or "(one job)")
+            jobs.setdefault(json.dumps(settings, sort_keys=True), []).append(
+                "/".join(wildcards.values()) or "(one job)"
+            )
         rules[rule] = [{"jobs": listed, "settings": json.loads(text)} for text, listed in jobs.items()]
     return {"targets": plan.analysis_targets(), "settings": rules}
 

@@ -83,6 +83,8 @@ def embed_manifest(
     outputs, runtime = run_on_images(together, images["path"].tolist(), spec, inference, what=what, log=log.warning)
     common = {"analysis_set": analysis_set, "manifest_sha256": file_digest(manifest), "config_hash": config_hash(entry)}
     return images, [
-        Embedded(stage, network, features, embedding_provenance(spec, sha256, stage=stage, **common, **runtime, **origin))
+        Embedded(
+            stage, network, features, embedding_provenance(spec, sha256, stage=stage, **common, **runtime, **origin)
+        )
         for stage, network, features, sha256, origin in zip(stages, networks, together.split(outputs), digests, origins)
     ]
