@@ -57,9 +57,10 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/snakefmt --check Snakefile rules
 
+# --durations: the ten slowest test phases (fixture setups included) end every run, so that growth shows
 test: setup system-deps lint
-	$(PY) -m pytest
+	$(PY) -m pytest --durations=10
 
 # Leaving out the slow tests makes tests/conftest.py refuse to run Snakemake (an unmarked slow test fails).
 test-fast: setup
-	$(PY) -m pytest -m "not slow and not slurm"
+	$(PY) -m pytest -m "not slow and not slurm" --durations=10

@@ -28,7 +28,7 @@ import numpy as np  # noqa: E402
 from render_benchmarks import machine, short_commit, write_record  # noqa: E402  (benchmarks/)
 
 from biastransfer.stats import bias_amplifications  # noqa: E402
-from biastransfer.stats.amplification import _measure, design, resample_indices  # noqa: E402
+from biastransfer.stats.amplification import design, measure_terms, resample_indices  # noqa: E402
 from biastransfer.stats.leakage import leakage, leakage_amplification  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "amplification.json"
@@ -50,12 +50,13 @@ def loop_baseline(A, T, P, replicates: int) -> float:
     X = design(A.astype(float), T.astype(float), P[None].astype(float))
     indices = resample_indices(N, replicates, 0)
     observed = X.sum(axis=0, keepdims=True)
-    selected = {m: _measure(m, observed, 2, CLASSES, 1)[0] for m in ("directional", "zhao")}
+    present = T.sum(axis=0) > 0
+    selected = {m: measure_terms(m, observed, 2, CLASSES, 1, present)[0] for m in ("directional", "zhao")}
     start = time.perf_counter()
     for row in indices:
         sums = X[row].sum(axis=0, keepdims=True)
         for m in ("directional", "zhao"):
-            _measure(m, sums, 2, CLASSES, 1, selected[m])
+            measure_terms(m, sums, 2, CLASSES, 1, present, selected[m])
     return time.perf_counter() - start
 
 

@@ -152,6 +152,9 @@ rule intervention_change:
 rule intervention_summary:
     input:
         changes=intervention_changes(),
+        cooccurrence=[
+            path("cooccurrence", dataset=d) for d in PLAN.compared_interventions
+        ],
         amplification=PLAN.summaries("amplification"),
     output:
         summary=PLAN.summary("intervention"),

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from biastransfer.stats import bias_amplification, bias_amplifications, predict_at_base_rate, predict_at_threshold
-from biastransfer.stats.amplification import resample_indices
+from biastransfer.stats.amplification import ABSENT, attribute_shift, resample_indices
 from biastransfer.stats.leakage import crossfit_predictions, leakage, leakage_amplification, matched_labels, mean_f1
 
 # Six images: 0-2 are men (attribute 0), 3-5 women (attribute 1); three tasks.
@@ -38,9 +38,35 @@ def test_the_six_image_example_by_hand():
     # 3 images per attribute is below the resampling floor (5 at 95%): no interval
     assert np.isnan([d.ci_low, d.ci_high, z.ci_low, z.ci_high]).all() and np.isnan(d.terms_low).all()
     table = d.table()
-    assert list(table.columns) == ["measure", "attribute", "task", "y_at", "term", "ci_low", "ci_high", "level"]
+    assert list(table.columns) == ["measure", "attribute", "task", "y_at", "term", "ci_low", "ci_high", "level",
+                                   "excluded"]  # fmt: skip
     assert table["attribute"].tolist() == ["man"] * 3 + ["woman"] * 3 and table["task"].tolist() == ["0", "1", "2"] * 2
-    assert "selected" in z.table().columns
+    assert "selected" in z.table().columns and (table["excluded"] == "").all() and d.excluded == ()
+
+
+@pytest.mark.parametrize("predicted", [0, 1])
+def test_a_class_with_no_image_is_left_out_of_the_mean_with_its_reason(predicted):
+    """The six images with a fourth task that no image has (predicted for no image, or for images 0 and 3):
+    its terms have no direction, so they are NaN and the mean is over the other three tasks, 1/9 as by hand
+    (with the absent task's 0 or -1/3 terms in the mean it would be 1/12 or 1/36); the table names why."""
+    T = np.hstack([T6, np.zeros((6, 1), dtype=int)])
+    P = np.hstack([P6, np.array([[predicted, 0, 0, predicted, 0, 0]]).T])
+    r = bias_amplifications(A6, T, P, attribute_names=["man", "woman"], task_names=["a", "b", "c", "absent"],
+                            replicates=40)  # fmt: skip
+    d, z = r["directional"], r["zhao"]
+    assert d.estimate == pytest.approx(1 / 9, abs=1e-15) and d.excluded == z.excluded == ("absent",)
+    np.testing.assert_allclose(d.terms, np.hstack([DIRECTIONAL_TERMS, [[np.nan], [np.nan]]]), atol=1e-15)
+    table = d.table()
+    assert table.loc[table["task"] == "absent", "excluded"].tolist() == [ABSENT] * 2
+    assert (table.loc[table["task"] != "absent", "excluded"] == "").all()
+    assert z.estimate == pytest.approx(1 / 3, abs=1e-15) and z.dropped == 2
+    # twelve images (six per attribute) resample: the absent class has no interval, the others keep theirs
+    both = bias_amplifications(np.vstack([A6, A6]), np.vstack([T, T]), np.vstack([P, P]), replicates=400, seed=1)
+    d = both["directional"]
+    assert d.estimate == pytest.approx(1 / 9, abs=1e-15) and np.isfinite([d.ci_low, d.ci_high]).all()
+    assert np.isnan(d.terms_low[:, 3]).all() and np.isfinite(d.terms_low[:, :3]).all()
+    shift, low, high = attribute_shift(d)
+    assert np.isnan(shift[:, 3]).all() and np.isfinite(low[:, :3]).all() and np.isfinite(high[:, :3]).all()
 
 
 def brute_force(A, T, seeds, indices):

@@ -115,6 +115,8 @@ def test_the_download_job_sees_no_split_only_key():
     assert not {"seed", "train_subset", "val_subset", "verified_only", "workers"} & set(spec)
     table = {"kind": "table", "table": "t.csv", "seed": 3}
     assert cfg.download_spec(table) == table
+    declared = {**table, "attributes": ["man", "woman"]}  # only the attribute files read them
+    assert cfg.download_spec(declared) == table and cfg.split_spec(declared) == table
 
 
 def test_canonical_sorts_mappings_and_keeps_lists():

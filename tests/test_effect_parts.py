@@ -13,10 +13,11 @@ from biastransfer.stats.change_tables import ieat_change_table, spread_share
 
 
 def test_numerator_and_sd_by_hand():
-    """Scores in 2 dims with A = e1, B = e2: s(w) = cos(w, e1) - cos(w, e2), computed by hand."""
+    """Scores in 2 dims with A = e1, B = e2 (two copies each: d needs two images a set): s(w) = cos(w, e1) -
+    cos(w, e2), computed by hand."""
     X = np.array([[1.0, 0.0], [3.0, 4.0]])  # s = 1, (3 - 4) / 5 = -0.2
     Y = np.array([[0.0, 1.0], [4.0, 3.0]])  # s = -1, 0.2
-    A, B = np.array([[1.0, 0.0]]), np.array([[0.0, 1.0]])
+    A, B = np.array([[1.0, 0.0]] * 2), np.array([[0.0, 1.0]] * 2)
     r = ieat(X, Y, A, B, bootstrap=0)
     s = np.array([1.0, -0.2, -1.0, 0.2])
     assert r.mean_difference == pytest.approx(0.4 - (-0.4), abs=1e-12)

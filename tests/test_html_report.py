@@ -244,3 +244,27 @@ def test_a_missing_file_is_an_error_naming_it_before_any_page_is_written(tmp_pat
     with pytest.raises(ValueError, match="unknown file role"):
         write_site(tmp_path / "out", run={}, headline=pd.DataFrame(), summary=[], findings_rst="", provenance=pd.DataFrame(),
                    items=[{**item, "files": {"gif": "x"}}], config={}, params={})  # fmt: skip
+
+
+def test_an_iEAT_whose_d_is_not_estimable_is_said_in_words_on_every_page(tmp_path, monkeypatch):
+    """A test whose sets hold one image each (d NaN, not_estimable its reason, as ieat_table writes it): the
+    findings, tables, overview and results.json are built, and say why instead of printing a number."""
+    import report_data as rd
+
+    why = "d not estimable: X has 1, Y has 1 image(s); each of X, Y, A and B needs at least 2"
+    full = rd.ieat_table
+
+    def with_a_small_test():
+        table = full().assign(not_estimable="")
+        small = table["test"] == "fashion-random"
+        table.loc[small, ["effect_size", "ci_low", "ci_high", "mean_difference", "pooled_sd"]] = np.nan
+        table.loc[small, "not_estimable"] = why
+        return table
+
+    monkeypatch.setattr(rd, "ieat_table", with_a_small_test)
+    index = report_site.build(tmp_path)
+    findings = (tmp_path / "summary" / "findings.rst").read_text()
+    assert f"not significant ({why}, p = " in findings and "d = nan" not in findings.lower()
+    for page in index.parent.glob("*.html"):
+        text = re.sub(r"<[^>]+>", " ", page.read_text())
+        assert not re.search(r"\bnan\b", text, flags=re.IGNORECASE), page.name

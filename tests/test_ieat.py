@@ -217,6 +217,45 @@ def test_degenerate_scores_give_nan_effect_size():
     assert np.isnan(res.effect_size) and res.pvalue == 1.0
 
 
+def test_d_needs_two_images_in_each_set():
+    """By hand in the plane, A = B's mirror: A = two copies of (1, 0), B = two of (0, 1), so s(w) = cos(w, (1, 0))
+    - cos(w, (0, 1)). X = (1, 0), (1, 0): s = 1, 1; Y = (0, 1), (1, 1): s = -1, 0. d = (1 - (-1/2)) / SD(1, 1,
+    -1, 0) = 1.5 / sqrt(2.75 / 3). With one image each of X and Y the same arithmetic gives d = +-sqrt(2) for any
+    embeddings (two scores' SD is their gap over sqrt(2)): not estimable, NaN and why; so with one image of A."""
+    a, b = np.array([[1.0, 0.0]] * 2), np.array([[0.0, 1.0]] * 2)
+    x, y = np.array([[1.0, 0.0]] * 2), np.array([[0.0, 1.0], [1.0, 1.0]])
+    full = ieat(x, y, a, b, bootstrap=0)
+    assert full.effect_size == pytest.approx(1.5 / math.sqrt(2.75 / 3), abs=1e-12) and full.not_estimable == ""
+    rng = np.random.default_rng(0)
+    for _ in range(5):  # today's d of one image each of X and Y: always +-sqrt(2)
+        one, other = rng.standard_normal((2, 1, 2))
+        res = ieat(one, other, a, b, bootstrap=0)
+        assert math.isnan(res.effect_size) and abs(res.mean_difference / res.pooled_sd) == pytest.approx(math.sqrt(2))
+        assert res.not_estimable == (
+            "d not estimable: X has 1, Y has 1 image(s); each of X, Y, A and B needs at least 2"
+        )
+        assert res.pvalue in (0.5, 1.0)  # the two partitions: the test is still defined, and powerless
+    short = ieat(x, y, a[:1], b, bootstrap=0)
+    assert math.isnan(short.effect_size) and short.not_estimable.startswith("d not estimable: A has 1 image(s)")
+
+
+def test_d_below_two_images_is_nan_in_the_change_and_seed_tables():
+    """The same rule wherever d is computed: the bootstrap blocks (the change of d between networks) and the
+    combined seeds' mean d."""
+    from biastransfer.stats.bootstrap import IEATBlocks, ieat_change
+    from biastransfer.stats.seeds import combined_ieat
+
+    rng = np.random.default_rng(1)
+    sets = [rng.standard_normal((n, 3)) for n in (1, 1, 6, 6)]
+    blocks = IEATBlocks(*sets)
+    assert math.isnan(blocks.observed()) and blocks.not_estimable.startswith("d not estimable: X has 1, Y has 1")
+    moved = [s + rng.normal(0, 0.1, s.shape) for s in sets]
+    change = ieat_change(sets, moved, replicates=40)
+    assert math.isnan(change.before) and math.isnan(change.after) and math.isnan(change.delta)
+    seeds = combined_ieat([sets, moved])
+    assert math.isnan(seeds.mean_d) and math.isnan(seeds.min_d) and seeds.pvalue in (0.5, 1.0)
+
+
 def test_result_fields_and_as_dict():
     res = ieat(mk(0, 4), mk(0.5, 4), mk(2.0, 3), mk(3.3, 5))
     row = res.as_dict()

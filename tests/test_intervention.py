@@ -189,6 +189,55 @@ def test_the_intervention_scripts_write_its_splits_weights_and_table(drawn, tmp_
         read_weights(out["weights"], train.frame["image_id"].tolist(), "0" * 64)
 
 
+def test_an_intervention_on_a_table_that_changes_nothing_says_so(tmp_path, caplog):
+    """A table of 100 rows, 80 of them training rows with surfboards 20 : 20 and cars 20 : 20 beside man and
+    woman: independent keeps 80 of 80 images. The job's log warns, its co-occurrence table records it, and the
+    summary, its table and the findings say that the intervention changed nothing."""
+    import logging
+
+    from PIL import Image
+    from report_site import script
+
+    from biastransfer.data.splits import read_split, write_split
+    from biastransfer.data.user import table_splits
+    from biastransfer.report.findings.intervention import describe_interventions
+    from biastransfer.report.intervention_report import intervention_latex
+
+    rows = []
+    for i in range(100):
+        Image.new("RGB", (8, 8), (i, 0, 0)).save(tmp_path / f"{i}.png")
+        rows.append((f"{i}.png", "surfboard" if i % 4 < 2 else "car", "train" if i < 80 else "val",
+                     "man" if i % 2 else "woman"))  # fmt: skip
+    pd.DataFrame(rows, columns=["path", "labels", "split", "attribute"]).to_csv(tmp_path / "t.csv", index=False)
+    own = {"kind": "table", "table": str(tmp_path / "t.csv"), "attributes": ["man", "woman"]}
+    files = {k: str(tmp_path / f"{k}.parquet") for k in ("train", "val", "attributes", "out", "out_val", "weights")}
+    train, val = table_splits(own, "own")
+    write_split(files["train"], train)
+    write_split(files["val"], val)
+    script("real_attributes").main(own, files["train"], files["attributes"])
+    spec = {"kind": "intervention", "from": "own", "objects": ["surfboard"], "target": "independent",
+            "method": "subsample", "seed": 0}  # fmt: skip
+    cooccurrence = tmp_path / "interventions" / "fix" / "cooccurrence.csv"
+    cooccurrence.parent.mkdir(parents=True)
+    with caplog.at_level(logging.WARNING):
+        script("intervention").main(files["train"], files["attributes"], files["val"], spec, "fix", files["out"],
+                                    files["out_val"], files["weights"], str(cooccurrence))  # fmt: skip
+    assert len(read_split(files["out"]).frame) == 80
+    assert ("fix changed nothing in the training split of own (80 of 80 images kept, every weight 1: each object "
+            "is already within one image of its target)") in caplog.text  # fmt: skip
+    table = pd.read_csv(cooccurrence)
+    assert set(zip(table["split_images"], table["split_kept"], table["changed"])) == {(80, 80, False)}
+    summary = tmp_path / "intervention.csv"
+    script("intervention_summary").main([], {"fix": "own"}, str(summary), [str(cooccurrence)])
+    frame = pd.read_csv(summary, keep_default_na=False, na_values=[""])
+    said = ("the intervention changed nothing in the training split (80 of 80 images kept, every weight 1: each "
+            "object was already at its target), so its networks learn from the same data as the untouched ones and "
+            "any difference between them is not the intervention's")  # fmt: skip
+    assert frame["level"].tolist() == ["data"] and frame["verdict"].tolist() == [said]
+    assert f"- Training split: {said}." in describe_interventions(frame)
+    assert f"Training split: {said}." in intervention_latex(frame, "fix")
+
+
 def amplification_rows():
     """Two finetuned networks' directional amplification on the same test split: untouched and intervened."""
     import pandas as pd

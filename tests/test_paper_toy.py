@@ -193,6 +193,7 @@ def test_the_intervention_rebalances_cocos_training_split_and_is_compared(toy):
     assert set(summary["intervention"]) == {"coco_independent"} and set(summary["from"]) == {"coco"}
     assert set(embedding["model"]) == set(MODELS) and set(embedding["analysis_set"]) == {"coco", "openimages"}
     assert set(summary.loc[summary["level"] == "prediction", "model"]) == set(MODELS)
+    assert summary.loc[summary["level"] == "data", "verdict"].tolist() == ["27 of 36 training images kept (subsample)"]
     assert summary["verdict"].notna().all()
 
 

@@ -1,7 +1,9 @@
 """From embeddings to predictions: the synthetic test split and its attribute file, the predictions format,
 the predict and amplification scripts' cores, the summary's table and findings (no Snakemake here)."""
 
+import logging
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +20,7 @@ from biastransfer.hashing import file_digest
 from biastransfer.predictions import read_predictions, write_predictions
 from biastransfer.report.amplification_report import amplification_frame, amplification_latex
 from biastransfer.report.findings.amplification import describe_amplification, verdict
+from biastransfer.stats.amplification import ABSENT
 from biastransfer.stats.prediction_bias import Evaluation, Settings, embedding_leakage, prediction_bias
 from biastransfer.workflow.rules.inference import PredictSettings
 from biastransfer.workflow.rules.predictions import AmplificationSettings
@@ -240,6 +243,43 @@ def test_the_amplification_script_writes_every_measure_and_checks_its_inputs(tmp
     write_attributes(attrs, short)
     with pytest.raises(ValueError, match=r"test.parquet: image 'd-test-000000' has no row in the attribute file"):
         main([str(split)], [str(attrs)], [str(pred)], [str(emb)], **out)
+
+
+def test_a_class_absent_from_the_test_split_is_left_out_with_its_reason_a_warning_and_a_finding(tmp_path, caplog):
+    """No test image shows stop_sign, which the network predicts for every person_a image: each directional
+    estimate is the one over the three other classes (the same images, the same draws: the same interval),
+    the terms say why stop_sign is out, the job's log warns and the findings say it."""
+    ev, a = _evaluation(n=120)
+    truth = ev.truth.copy()
+    truth[:, TASKS.index("stop_sign")] = 0
+    ev = replace(ev, truth=truth)
+    split, attrs, pred, emb = _write_inputs(tmp_path, ev, a, _towards(ev, a, 0))
+    out = {"summary": str(tmp_path / "s.csv"), "terms": str(tmp_path / "t.csv")}
+    with caplog.at_level(logging.WARNING):
+        settings = AmplificationSettings(
+            threshold=0.5, bootstrap=100, ci_level=0.95, folds=3, seed=0, embedding_components=256
+        )
+        _script("amplification").main([str(split)], [str(attrs)], [str(pred)], [str(emb)], settings=settings, **out)
+    assert "test split of d: class 'stop_sign' is left out of the bias amplification means" in caplog.text
+    summary = pd.read_csv(out["summary"], keep_default_na=False, dtype={"seed": str})
+    terms = pd.read_csv(out["terms"], keep_default_na=False, na_values=[""])
+    present = [t for t in TASKS if t != "stop_sign"]
+    three = replace(ev, tasks=tuple(present), truth=truth[:, [TASKS.index(t) for t in present]])
+    scores = _towards(ev, a, 0)[:, [TASKS.index(t) for t in present]]
+    expected, _ = prediction_bias(three, {("finetuned", "m"): {0: scores}}, Settings(bootstrap=100, folds=3))
+    got_rows, want_rows = (f.set_index(["measure", "threshold"]) for f in (summary, expected))
+    for key in [("directional", "0.5"), ("directional", "base_rate")]:
+        got, want = got_rows.loc[key], want_rows.loc[key]
+        assert (got["estimate"], got["ci_low"], got["ci_high"]) == pytest.approx(
+            (want["estimate"], want["ci_low"], want["ci_high"]))  # fmt: skip
+    absent = terms[terms["task"] == "stop_sign"]
+    assert absent["term"].isna().all() and (absent["excluded"] == ABSENT).all()
+    assert terms.loc[terms["task"] != "stop_sign", "excluded"].isna().all()
+    text = "\n".join(describe_amplification(summary, terms))
+    assert (
+        "d's test split has no image of stop_sign (among its images with an attribute): its amplification terms "
+        "have no direction, so every BiasAmp A->T below is the mean over the other 3 of its 4 classes" in text
+    )
 
 
 def test_embedding_leakage_rows_per_seed_and_pooled_follow_what_the_embedding_carries():

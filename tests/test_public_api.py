@@ -4,6 +4,7 @@ import ast
 import importlib
 import os
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -95,7 +96,11 @@ def test_pip_install_gives_the_statistics_and_the_command_without_snakemake(tmp_
     """The wheel (`pip install .`) needs Snakemake only for its `workflow` extra: installed alone, with every
     import of snakemake failing, `biastransfer.stats` and the `biastransfer` command work."""
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
-    subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", tmp_path / "wheels", ROOT], check=True)
+    source = tmp_path / "source"  # a copy: setuptools builds in the source tree (build/, *.egg-info)
+    shutil.copytree(ROOT / "src", source / "src", ignore=shutil.ignore_patterns("*.egg-info", "__pycache__"))
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(ROOT / name, source / name)
+    subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", tmp_path / "wheels", source], check=True)
     (wheel,) = (tmp_path / "wheels").glob("biastransfer-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         metadata = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))

@@ -65,6 +65,17 @@ def test_given_ratio_reweight_is_exact_and_weights_sum_to_the_image_count():
     assert np.allclose(plain, plain[0])
 
 
+@pytest.mark.parametrize("method", ["subsample", "reweight"])
+def test_data_already_at_its_target_is_not_changed_and_says_so(method):
+    """Surfboards 4 : 4 beside an overall 8 : 8: independent keeps every image at weight 1 (changed False);
+    the skewed table is changed by either method."""
+    balanced = [(["surfboard"], "person_a", 4), (["surfboard"], "person_b", 4), (["car"], "person_a", 4),
+                (["car"], "person_b", 4)]  # fmt: skip
+    out = rebalance(*table(balanced), ATTRS, ["surfboard"], target="independent", method=method)
+    assert out.keep.all() and np.allclose(out.weights, 1) and out.changed is False
+    assert rebalance(*table(SKEWED), ATTRS, ["surfboard"], target="independent", method=method).changed is True
+
+
 def test_seeded_and_reproducible():
     labels, codes = table(SKEWED)
     runs = [rebalance(labels, codes, ATTRS, ["surfboard"], target="independent", method="subsample", seed=s).keep

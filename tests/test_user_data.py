@@ -7,6 +7,7 @@ example config (config/examples/own_images.yaml) runs at toy size and recovers t
 """
 
 import copy
+import re
 import runpy
 import shutil
 import subprocess
@@ -33,7 +34,13 @@ from biastransfer.data.user import (
     table_splits,
     val_draw,
 )
-from biastransfer.data.user_evaluation import has_test_split, table_attributes, table_test_split, table_train_attributes
+from biastransfer.data.user_evaluation import (
+    TableKind,
+    has_test_split,
+    table_attributes,
+    table_test_split,
+    table_train_attributes,
+)
 from biastransfer.hashing import file_digest
 
 EXAMPLE = ROOT / "config" / "examples" / "own_images.yaml"
@@ -305,6 +312,7 @@ def test_the_schema_knows_which_keys_each_source_takes(entry, ok):
         "table": "d.csv",
         "root": None,
         "classes": None,
+        "attributes": None,
         "label_separator": "|",
         "val_fraction": 0.2,
         "seed": 0,
@@ -398,7 +406,8 @@ def test_a_bad_file_stops_the_workflow_before_any_training_or_embedding(tmp_path
 def test_a_table_datasets_test_rows_are_its_evaluation_split_with_their_attribute(tmp_path):
     split = ["val", "val", "train", "train", "train", "train", "test", "test", "test", "test"]
     attribute = ["", "", "", "", "", "", "man", "woman", "", "man"]
-    spec = {**dataset_table(tmp_path, split=split, attribute=attribute), "classes": ["a", "b"]}
+    spec = {**dataset_table(tmp_path, split=split, attribute=attribute), "classes": ["a", "b"],
+            "attributes": ["man", "woman"]}  # fmt: skip
     assert has_test_split(spec) and not has_test_split(dataset_table(tmp_path / "no", n=4))
     train, val = table_splits(spec, "own")
     test = table_test_split(spec, "own", exclude={"imgs/a/9.png"})
@@ -426,7 +435,8 @@ def test_a_table_datasets_training_rows_give_the_attribute_an_intervention_rebal
 
     split = ["val", "val", "train", "train", "train", "train", "test", "test", "test", "test"]
     attribute = ["", "", "woman", "man", "man", "woman", "man", "", "", ""]
-    spec = {**dataset_table(tmp_path, split=split, attribute=attribute), "classes": ["a", "b"]}
+    spec = {**dataset_table(tmp_path, split=split, attribute=attribute), "classes": ["a", "b"],
+            "attributes": ["man", "woman"]}  # fmt: skip
     train, _ = table_splits(spec, "own")
     write_split(tmp_path / "train.parquet", train)
     out = tmp_path / "train_attributes.parquet"
@@ -436,7 +446,8 @@ def test_a_table_datasets_training_rows_give_the_attribute_an_intervention_rebal
     assert list(attrs.of(train.frame["image_id"], where="t")) == ["woman", "man", "man", "woman"]
     assert set(attrs.frame["source"]) == {"the table's attribute column"}
     attribute[3] = " "
-    gap = {**dataset_table(tmp_path / "gap", split=split, attribute=attribute), "classes": ["a", "b"]}
+    gap = {**dataset_table(tmp_path / "gap", split=split, attribute=attribute), "classes": ["a", "b"],
+           "attributes": ["man", "woman"]}  # fmt: skip
     with pytest.raises(UserDataError) as err:
         table_train_attributes(gap, "own", table_splits(gap, "own")[0].frame["image_id"])
     assert str(err.value).startswith(f"dataset own table {tmp_path / 'gap' / 'd.csv'}: an intervention takes its")
@@ -446,6 +457,111 @@ def test_a_table_datasets_training_rows_give_the_attribute_an_intervention_rebal
         table_train_attributes(none, "own", ["imgs/a/2.png"])
     with pytest.raises(UserDataError, match=r"image 'imgs/a/7.png' of the training split has no training row"):
         table_train_attributes(spec, "own", ["imgs/a/7.png"])
+
+
+def typo_table(tmp_path, attribute, split, **entry):
+    """A 14-row dataset table with ``attribute`` and ``split`` columns, classes a and b, attributes man and
+    woman unless ``entry`` says otherwise."""
+    return {**dataset_table(tmp_path, n=len(split), split=split, attribute=attribute), "classes": ["a", "b"],
+            "attributes": ["man", "woman"], **entry}  # fmt: skip
+
+
+SPLIT = ["train"] * 4 + ["val"] * 2 + ["test"] * 8
+
+
+def test_an_attribute_typo_on_test_rows_is_named_with_its_lines_not_taken_as_a_group(tmp_path):
+    """``mann`` on 3 of 8 test rows beside man and woman: the config check and the attribute rule name the
+    table, the three lines and the value, where it would be a third group of the amplification."""
+    attribute = [""] * 6 + ["man", "mann", "woman", "mann", "man", "woman", "mann", "woman"]
+    spec = typo_table(tmp_path, attribute, SPLIT)
+    message = (
+        f"{tmp_path / 'd.csv'}, line 9 ('imgs/a/7.png'), line 11 ('imgs/a/9.png'), line 14 ('imgs/a/12.png'): "
+        "attribute 'mann' is not one of datasets.own.attributes (man, woman); did you mean 'man'?"
+    )
+    assert config_problems("datasets.own", spec, dataset=True) == [message]
+    test = table_test_split(spec, "own")
+    with pytest.raises(UserDataError) as err:
+        table_attributes(spec, "own", test.frame["image_id"])
+    assert err.value.problems == [message]
+    spec["table"] = str(tmp_path / "d.parquet")
+    pd.read_csv(tmp_path / "d.csv", keep_default_na=False).to_parquet(spec["table"])
+    assert config_problems("datasets.own", spec, dataset=True) == [
+        message.replace("d.csv", "d.parquet").replace("line 9", "row 8").replace("line 11", "row 10")
+        .replace("line 14", "row 13")
+    ]  # fmt: skip
+
+
+def test_six_rows_of_a_differently_cased_value_stop_the_config_check(tmp_path):
+    """``Alpha`` on six rows of a table whose attributes are alpha and beta: check_config (DAG-build time,
+    before any job) names it; the declared order is the attribute files' order."""
+    attribute = [""] * 6 + ["Alpha", "beta", "Alpha", "Alpha", "beta", "Alpha", "Alpha", "Alpha"]
+    conf = yaml.safe_load(TINY.read_text())
+    conf["datasets"]["own_target"] = typo_table(tmp_path, attribute, SPLIT, attributes=["beta", "alpha"])
+    with pytest.raises(ValueError) as err:
+        check_config(fill_defaults(copy.deepcopy(conf)))
+    assert (
+        f"{tmp_path / 'd.csv'}, line 8 ('imgs/a/6.png'), line 10 ('imgs/a/8.png'), "
+        "line 11 ('imgs/a/9.png'), line 13 ('imgs/a/11.png'), line 14 ('imgs/a/12.png'), line 15 ('imgs/a/13.png'): "
+        "attribute 'Alpha' is not one of datasets.own_target.attributes (beta, alpha); did you mean 'alpha'?"
+    ) in str(err.value)
+    fixed = typo_table(tmp_path / "ok", [a.lower() for a in attribute], SPLIT, attributes=["beta", "alpha"])
+    conf["datasets"]["own_target"] = fixed
+    check_config(fill_defaults(copy.deepcopy(conf)))
+    split = table_test_split(fixed, "own_target")
+    values, frame = TableKind().test_attributes(fixed, split, None)
+    assert values == ("beta", "alpha") and frame["attribute"].tolist() == [a.lower() for a in attribute[6:]]
+
+
+def test_a_typo_on_one_training_row_of_an_intervened_table_is_found_before_training(tmp_path):
+    """``alpah`` on one training row of a table an intervention takes: the config check names it (before any
+    job, so before training), and so does the training attribute rule; an empty training cell is named at
+    config time too."""
+    attribute = ["alpha", "beta", "alpah", "beta", "alpha", "beta"] + ["alpha", "beta"] * 4
+    conf = yaml.safe_load(TINY.read_text())
+    conf["datasets"]["own_target"] = typo_table(tmp_path, attribute, SPLIT, attributes=["alpha", "beta"])
+    conf["datasets"]["own_fix"] = {"kind": "intervention", "from": "own_target", "objects": ["a"]}
+    with pytest.raises(ValueError, match=re.escape(
+        f"{tmp_path / 'd.csv'}, line 4 ('imgs/a/2.png'): attribute 'alpah' is not one of "
+        "datasets.own_target.attributes (alpha, beta); did you mean 'alpha'?"
+    )):  # fmt: skip
+        check_config(fill_defaults(copy.deepcopy(conf)))
+    with pytest.raises(UserDataError, match="attribute 'alpah' is not one of"):
+        table_train_attributes(conf["datasets"]["own_target"], "own_target", ["imgs/a/0.png"])
+    attribute[2] = ""
+    conf["datasets"]["own_target"] = typo_table(tmp_path / "gap", attribute, SPLIT, attributes=["alpha", "beta"])
+    with pytest.raises(ValueError, match=re.escape(
+        f"datasets.own_fix.from: table {tmp_path / 'gap' / 'd.csv'}, line 4 ('imgs/a/2.png'): empty 'attribute' "
+        "cell on a training row"
+    )):  # fmt: skip
+        check_config(fill_defaults(copy.deepcopy(conf)))
+
+
+def test_the_documented_table_columns_name_every_split_value():
+    """config/README.md (from the schema) lists every value of a table's split column, test included."""
+    from biastransfer.data.user import SPLIT_NAMES
+
+    row = next(
+        line for line in (ROOT / "config" / "README.md").read_text().splitlines() if line.startswith("| `table`")
+    )
+    listed = re.search(r"split \(([^)]*)\)", row).group(1)
+    assert all(re.search(rf"\b{value}\b", listed) for value in SPLIT_NAMES), listed
+
+
+def test_a_tables_attribute_values_are_declared_with_its_column(tmp_path):
+    """An attribute column needs its declared values, and declared values need the column."""
+    attribute = [""] * 6 + ["man", "woman"] * 4
+    undeclared = typo_table(tmp_path, attribute, SPLIT, attributes=None)
+    assert config_problems("datasets.own", undeclared, dataset=True) == [
+        f"datasets.own.attributes: not set, but table {tmp_path / 'd.csv'} has an 'attribute' column (values "
+        "found: 'man', 'woman'); declare the values it may hold, e.g. attributes: [man, woman]"
+    ]
+    with pytest.raises(UserDataError, match="datasets.own.attributes: not set"):
+        table_attributes(undeclared, "own", ["imgs/a/6.png"])
+    no_column = {**dataset_table(tmp_path / "nc", n=14, split=SPLIT), "attributes": ["man", "woman"]}
+    assert config_problems("datasets.own", no_column, dataset=True) == [
+        f"datasets.own.attributes: declared, but table {tmp_path / 'nc' / 'd.csv'} has no 'attribute' column"
+    ]
+    assert config_problems("datasets.own", dataset_table(tmp_path / "none", n=14, split=SPLIT), dataset=True) == []
 
 
 def test_an_intervention_on_a_table_runs_through_its_rules(tmp_path):
@@ -463,7 +579,7 @@ def test_an_intervention_on_a_table_runs_through_its_rules(tmp_path):
         )
     pd.DataFrame(rows, columns=["path", "labels", "split", "attribute"]).to_csv(tmp_path / "t.csv", index=False)
     (tmp_path / "over.yaml").write_text(
-        "datasets:\n  tab: {kind: table, table: t.csv}\n"
+        "datasets:\n  tab: {kind: table, table: t.csv, attributes: [man, woman]}\n"
         "  tab_int: {kind: intervention, from: tab, objects: [surfboard], target: independent, method: subsample}\n"
     )
     target = "results/splits/tab_int/train.parquet"
@@ -477,6 +593,16 @@ def test_an_intervention_on_a_table_runs_through_its_rules(tmp_path):
     assert images == {("before", "man"): 10, ("before", "woman"): 2, ("after", "man"): 4, ("after", "woman"): 2}
     assert set(table["target"].round(6)) == {0.7, 0.3}
     assert len(read_split(tmp_path / target).frame) == 20 - 6
+    rows[3] = (*rows[3][:3], "alpah")  # a typo on one training row: the workflow stops before any job
+    pd.DataFrame(rows, columns=["path", "labels", "split", "attribute"]).to_csv(tmp_path / "t.csv", index=False)
+    done = run_snakemake("--cores", "1", "--configfile", ROOT / "config" / "config.yaml", "over.yaml", "--", target,
+                         cwd=tmp_path, check=False)  # fmt: skip
+    assert (
+        done.returncode != 0
+        and "t.csv, line 5 ('imgs/3.png'): attribute 'alpah' is not one of datasets.tab.attributes (man, woman)"
+        in done.stdout + done.stderr
+    )
+    assert "rule " not in done.stdout + done.stderr, "no job runs"
 
 
 def test_the_leakage_check_records_each_evaluation_split_and_fails_on_a_training_image(tmp_path):

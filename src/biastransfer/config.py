@@ -106,6 +106,8 @@ ANALYSIS_ONLY = ("ieat", "bts")
 # Keys of a COCO or Open Images entry that shape its splits (or only the download speed), not the
 # annotation files a download job fetches.
 SPLIT_ONLY = ("seed", "train_subset", "val_subset", "drop_unlabeled", "verified_only", "workers", "evaluation")
+# Keys of a table dataset's entry that only its attribute files read: a new declaration redraws no split.
+ATTRIBUTE_ONLY = ("attributes",)
 
 
 def selection_spec(analysis_set: Mapping) -> dict[str, Any]:
@@ -218,10 +220,11 @@ def read_configs(paths: Sequence[str | os.PathLike]) -> dict[str, Any]:
 
 
 def download_spec(dataset: Mapping) -> dict[str, Any]:
-    """A real dataset's entry without its split-only keys: the params of its download job, so that a new
-    split seed or subset size redraws the splits without downloading (and re-curating) anew."""
+    """A real dataset's entry without its split-only keys (a table's: its declared ``attributes``): the
+    params of its download job, so that a new split seed or subset size redraws the splits without
+    downloading (and re-curating) anew."""
     if dataset["kind"] not in ("coco", "openimages"):
-        return canonical(dataset)
+        return canonical({k: v for k, v in dataset.items() if k not in ATTRIBUTE_ONLY})
     return canonical({k: v for k, v in dataset.items() if k not in SPLIT_ONLY})
 
 
@@ -236,10 +239,10 @@ def evaluation_is_val(dataset: Mapping) -> bool:
 
 
 def split_spec(dataset: Mapping) -> dict[str, Any]:
-    """A dataset's entry as its train / val splits depend on it: less its ``evaluation`` options, but for
-    a COCO hold-out (which leaves the held-out images out of val), so that turning the evaluation on or
+    """A dataset's entry as its train / val splits depend on it: less its ``evaluation`` options (and a
+    table's declared ``attributes``), but for a COCO hold-out (which leaves the held-out images out of val), so that turning the evaluation on or
     off, or an Open Images subset, redraws no finetuning split."""
-    entry = {k: v for k, v in dataset.items() if k != "evaluation"}
+    entry = {k: v for k, v in dataset.items() if k not in ("evaluation", *ATTRIBUTE_ONLY)}
     if dataset["kind"] == "coco" and not evaluation_is_val(dataset):
         entry["evaluation"] = {k: dataset["evaluation"][k] for k in ("holdout", "seed")}
     return canonical(entry)

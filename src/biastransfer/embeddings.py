@@ -93,7 +93,7 @@ def write_embeddings(
         pq.write_table(table, tmp, compression="zstd")
 
 
-def _open(path: str | os.PathLike) -> pq.ParquetFile:
+def open_parquet(path: str | os.PathLike) -> pq.ParquetFile:
     """The Parquet file at ``path``; FileNotFoundError or ValueError naming it if there is none."""
     if not os.path.lexists(path):
         raise FileNotFoundError(f"{path}: no such file")
@@ -107,11 +107,11 @@ def _open(path: str | os.PathLike) -> pq.ParquetFile:
 
 def read_metadata(path: str | os.PathLike) -> dict:
     """The provenance metadata of an embeddings file (empty if it has none); errors name the file."""
-    raw = (_open(path).schema_arrow.metadata or {}).get(METADATA_KEY)
+    raw = (open_parquet(path).schema_arrow.metadata or {}).get(METADATA_KEY)
     return json.loads(raw) if raw else {}
 
 
-def _strings(path, column: pa.ChunkedArray, name: str) -> np.ndarray:
+def string_column(path, column: pa.ChunkedArray, name: str) -> np.ndarray:
     """A string column as a numpy array; ValueError naming the first null row."""
     if column.null_count:
         row = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
@@ -119,7 +119,8 @@ def _strings(path, column: pa.ChunkedArray, name: str) -> np.ndarray:
     return column.to_numpy(zero_copy_only=False).astype(str)
 
 
-def _check_unique(path, ids: np.ndarray) -> None:
+def check_unique_ids(path, ids: np.ndarray) -> None:
+    """ValueError naming ``path``, the first repeated image id and its rows, if any id repeats."""
     values, first, counts = np.unique(ids, return_index=True, return_counts=True)
     if (counts > 1).any():
         dup = values[counts > 1]
@@ -184,7 +185,7 @@ def read_embeddings(path: str | os.PathLike) -> EmbeddingTable:
     ids, classes, embedding rows or values, embedding rows of different lengths, repeated image ids
     and non-finite values.
     """
-    pf = _open(path)
+    pf = open_parquet(path)
     missing = [c for c in COLUMNS if c not in pf.schema_arrow.names]
     if missing:
         raise ValueError(f"{path}: missing column(s) {', '.join(missing)}; expected {', '.join(COLUMNS)}")
@@ -192,9 +193,9 @@ def read_embeddings(path: str | os.PathLike) -> EmbeddingTable:
         raise ValueError(f"{path}: no rows (an embeddings file needs at least one image)")
     try:
         labels = pf.read(columns=["image_id", "class"])
-        ids = _strings(path, labels.column("image_id"), "image_id")
-        cls = _strings(path, labels.column("class"), "class")
-        _check_unique(path, ids)
+        ids = string_column(path, labels.column("image_id"), "image_id")
+        cls = string_column(path, labels.column("class"), "class")
+        check_unique_ids(path, ids)
         emb = _embedding_matrix(path, pf, ids)
     except (OSError, pa.ArrowException) as exc:
         raise ValueError(f"{path}: not a readable Parquet file ({exc})") from exc

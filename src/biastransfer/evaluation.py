@@ -14,7 +14,7 @@ import numpy as np
 
 from biastransfer.data.attributes import read_attributes
 from biastransfer.data.splits import read_split
-from biastransfer.embeddings import _open, _strings, read_embeddings, read_metadata
+from biastransfer.embeddings import open_parquet, read_embeddings, read_metadata, string_column
 from biastransfer.hashing import file_digest
 from biastransfer.predictions import read_predictions
 from biastransfer.stages import parse_stage, stage_kind
@@ -124,7 +124,7 @@ def check_embeddings(datasets: Mapping, predictions, embeddings) -> list[tuple[s
             shown = "; ".join(f"{k} {str(mine.get(k))[:16]!r}, not {str(theirs.get(k))[:16]!r}" for k in differ)
             raise ValueError(f"{emb}: not the embedding of the network and split of {pred} ({shown})")
         ids = read_embeddings(emb).image_ids
-        expected = _strings(pred, _open(pred).read(columns=["image_id"]).column("image_id"), "image_id")
+        expected = string_column(pred, open_parquet(pred).read(columns=["image_id"]).column("image_id"), "image_id")
         n = min(len(ids), len(expected))
         if len(ids) != len(expected) or (ids[:n] != expected[:n]).any():
             wrong = np.flatnonzero(ids[:n] != expected[:n])

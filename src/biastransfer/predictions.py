@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from biastransfer.atomic import atomic_path
-from biastransfer.embeddings import _check_unique, _open, _strings
+from biastransfer.embeddings import check_unique_ids, open_parquet, string_column
 
 METADATA_KEY = b"biastransfer"
 
@@ -79,7 +79,7 @@ def write_predictions(path: str | os.PathLike, image_ids, classes: Sequence[str]
 
 def read_predictions(path: str | os.PathLike) -> PredictionTable:
     """Read and validate a predictions file; errors name the file, the image and the class."""
-    pf = _open(path)
+    pf = open_parquet(path)
     raw = (pf.schema_arrow.metadata or {}).get(METADATA_KEY)
     meta = json.loads(raw) if raw else {}
     classes = tuple(meta.get("classes", ()))
@@ -94,8 +94,8 @@ def read_predictions(path: str | os.PathLike) -> PredictionTable:
         raise ValueError(f"{path}: not a readable Parquet file ({exc})") from exc
     if table.num_rows == 0:
         raise ValueError(f"{path}: no rows")
-    ids = _strings(path, table.column("image_id"), "image_id")
-    _check_unique(path, ids)
+    ids = string_column(path, table.column("image_id"), "image_id")
+    check_unique_ids(path, ids)
     scores = np.column_stack(
         [table.column(c).to_numpy(zero_copy_only=False).astype(np.float64) for c in classes]
     )  # a null score becomes NaN, which _check names

@@ -5,7 +5,8 @@ each image; images without one are counted and left out) and the prediction file
 scratch network trained on it (matched to the dataset by their metadata). A prediction file of another
 split (its recorded split digest is not the test split's), an image without a row in the attribute file or
 a measured class the network lacks is an error naming the file. The measured tasks are the split's classes
-less the attribute file's ``attribute_classes`` (the person labels). Each network's embedding of the same
+less the attribute file's ``attribute_classes`` (the person labels); a class with no image among them is
+left out of the amplification means, with a warning here and its reason in the terms' ``excluded``. Each network's embedding of the same
 images (written by predict beside its predictions, in the same order) gives its embedding leakage; an
 embedding file of another network or split, or with other images or another order than its predictions,
 is an error naming it, raised before any attacker runs.
@@ -53,8 +54,13 @@ def main(
             tables.append(prediction_bias(ev, scores[name], options, embedded[name]))
         except ValueError as err:  # e.g. an attribute with fewer images than the attacker's folds
             raise ValueError(f"test split of {ev.dataset} ({ev.per_attribute}): {err}") from err
+    term_table = pd.concat([t[1] for t in tables], ignore_index=True)[list(TERM_COLUMNS)]
+    left_out = term_table[term_table["excluded"] != ""].drop_duplicates(["dataset", "task"])
+    for row in left_out.itertuples():
+        log.warning("test split of %s: class %r is left out of the bias amplification means: %s", row.dataset,
+                    row.task, row.excluded)  # fmt: skip
     write_csv(summary, pd.concat([t[0] for t in tables], ignore_index=True)[list(COLUMNS)])
-    write_csv(terms, pd.concat([t[1] for t in tables], ignore_index=True)[list(TERM_COLUMNS)])
+    write_csv(terms, term_table)
     files = sum(len(seeds) for networks in scores.values() for seeds in networks.values())
     log.info("bias amplification and leakage of %d prediction and embedding files -> %s", files, summary)
 

@@ -29,6 +29,8 @@ def main(
     results = with_provenance(results, analysis_set=analysis_set, model=model, stage=stage)
     write_csv(table, results)
     for row in results.itertuples():
+        if row.not_estimable:
+            log.warning("%s: %s (d is NaN)", row.test, row.not_estimable)
         log.info(
             "%s: d = %.3f [%.3f, %.3f], p = %.4g (%s, %s), two-sided p = %.4g",
             *(row.test, row.effect_size, row.ci_low, row.ci_high, row.pvalue, row.method, row.alternative),

@@ -5,7 +5,8 @@ to the target by subsample or reweight (biastransfer.data.rebalance), and writes
 training split (the images kept), their sample weights (1 each for a subsample), the co-occurrence of each
 object with each attribute value before and after (images, share, target), and the validation split of
 ``from`` under the intervention's name (the same images, untouched). A target the data cannot reach is an
-error naming the object and the attribute, before anything is written.
+error naming the object and the attribute, before anything is written; an intervention that changes nothing
+(every image kept at weight 1: the data is already at its targets) is a warning, and the table says so.
 
 Standalone: python workflow/scripts/intervention.py --train results/splits/S/train.parquet
 --attributes results/splits/S/train_attributes.parquet --val results/splits/S/val.parquet
@@ -51,6 +52,11 @@ def main(
         log.info("%s beside %s: %.1f images, share %.3f (target %.3f)", row.attribute, row.object, row.images,
                  row.share, row.target)  # fmt: skip
     log.info("%s: %d of %d training images kept (%s)", intervention, len(new.frame), len(split.frame), spec["method"])
+    if not table["changed"].iloc[0]:
+        log.warning("%s changed nothing in the training split of %s (%d of %d images kept, every weight 1: each "
+                    "object is already within one image of its target), so its networks learn from the same data as "
+                    "the untouched ones and any difference between them is not the intervention's", intervention,
+                    split.dataset, len(new.frame), len(split.frame))  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -1,9 +1,12 @@
 """Every intervention against its untouched finetuning in one table (results/summary/intervention.csv,
-docs/formats.md): the embedding-level comparisons of every analysis set and model, and the prediction-level
-measures of the same networks side by side (from results/summary/amplification.csv, when there is one).
+docs/formats.md): what it did to the training split (from its co-occurrence table: images kept, and whether
+it changed anything at all), the embedding-level comparisons of every analysis set and model, and the
+prediction-level measures of the same networks side by side (from results/summary/amplification.csv, when
+there is one).
 
 Standalone: python workflow/scripts/intervention_summary.py
 --changes results/interventions/I/synthetic/democnn.csv --sources '{"I": "S"}'
+--cooccurrence results/interventions/I/cooccurrence.csv
 [--amplification results/summary/amplification.csv] --summary results/summary/intervention.csv
 """
 
@@ -13,10 +16,12 @@ import pandas as pd
 
 from biastransfer.atomic import write_csv
 from biastransfer.scripting import run
-from biastransfer.stats.intervention import embedding_rows, prediction_rows
+from biastransfer.stats.intervention import data_rows, embedding_rows, prediction_rows
 
 
-def main(changes: list, sources: dict, summary: str, amplification: list | str | None = None) -> None:
+def main(
+    changes: list, sources: dict, summary: str, cooccurrence: list | str, amplification: list | str | None = None
+) -> None:
     changes = [changes] if isinstance(changes, str) else list(changes)
     frames = []
     for path in changes:  # results/interventions/{intervention}/{analysis_set}/{model}.csv
@@ -29,6 +34,11 @@ def main(changes: list, sources: dict, summary: str, amplification: list | str |
     if amplification:
         amp = pd.read_csv(amplification[0], keep_default_na=False, na_values=[""], dtype={"seed": str})
         frames += [prediction_rows(amp, i, s) for i, s in sources.items()]
+    for path in [cooccurrence] if isinstance(cooccurrence, str) else cooccurrence:
+        intervention = Path(path).parent.name  # results/interventions/{intervention}/cooccurrence.csv
+        if intervention not in sources:
+            raise ValueError(f"{path}: intervention {intervention!r} is not one of {', '.join(sources)}")
+        frames.append(data_rows(pd.read_csv(path), intervention, sources[intervention]))
     write_csv(summary, pd.concat(frames, ignore_index=True))
 
 

@@ -78,6 +78,12 @@ class Rebalanced:
     weights: np.ndarray
     table: pd.DataFrame
 
+    @property
+    def changed(self) -> bool:
+        """Whether the split changed: an image dropped, or one weighted other than 1 (data already at its
+        targets leaves every image in, at weight 1: the intervention's networks learn from the same data)."""
+        return bool((~self.keep).any() or np.abs(self.weights - 1).max(initial=0.0) > _FIT_TOL)
+
 
 def parse_target(target: str | float) -> str | float:
     """``independent``, ``reversed`` or a ratio in [0, 1]; ValueError naming the value otherwise."""
@@ -271,7 +277,9 @@ WEIGHT_COLUMNS = ("image_id", "weight")
 def intervene(split: Split, attrs: Attributes, spec: Mapping, name: str) -> tuple[Split, pd.DataFrame, pd.DataFrame]:
     """The intervention ``name`` (a ``kind: intervention`` entry ``spec``) on a training ``split`` with its
     attribute file: ``(the new training split, its sample weights (image_id, weight), the co-occurrence
-    table)``; a subsample's split holds the images kept, each of weight 1."""
+    table)``; a subsample's split holds the images kept, each of weight 1. The table's every row also holds
+    the split's images (``split_images``), those kept (``split_kept``) and whether anything changed
+    (``changed``, :attr:`Rebalanced.changed`)."""
     ids = split.frame["image_id"].astype(str).tolist()
     codes = attribute_codes(list(attrs.of(ids, where=f"training split of {split.dataset}")), attrs.attributes)
     labels = Labels.from_lists(split.frame["labels"], split.classes)
@@ -282,7 +290,8 @@ def intervene(split: Split, attrs: Attributes, spec: Mapping, name: str) -> tupl
         raise ValueError(f"intervention {name!r} on the training split of {split.dataset!r}: {err}") from err
     frame = split.frame.loc[out.keep, ["image_id", "path", "labels"]].reset_index(drop=True)
     weights = pd.DataFrame({"image_id": frame["image_id"].astype(str), "weight": out.weights[out.keep]})
-    table = out.table.assign(dataset=name, source=split.dataset, method=spec["method"])
+    table = out.table.assign(dataset=name, source=split.dataset, method=spec["method"], split_images=len(ids),
+                             split_kept=len(frame), changed=out.changed)  # fmt: skip
     return Split(name, split.name, split.classes, frame), weights, table
 
 

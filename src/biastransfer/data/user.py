@@ -26,6 +26,7 @@ from PIL import Image, UnidentifiedImageError
 
 from biastransfer.data.manifest import COLUMNS, write_manifest
 from biastransfer.data.splits import Split
+from biastransfer.data.table_attributes import attribute_problems, empty_attribute_problems, row_name
 from biastransfer.images import unsupported_mode
 
 log = logging.getLogger(__name__)
@@ -35,7 +36,8 @@ REASON = "listed by the user"
 _SOURCE_SPLIT = "user"
 _ANALYSIS_COLUMNS = ("path", "class")
 _DATASET_COLUMNS = ("path", "labels")
-_SPLIT_NAMES = {"train": "train", "val": "val", "validation": "val", "test": "test"}
+#: The values of a dataset table's split column, and the split each names.
+SPLIT_NAMES = {"train": "train", "val": "val", "validation": "val", "test": "test"}
 _BLOCK = 1 << 20
 
 
@@ -72,14 +74,8 @@ def _resolve(path: str, base: Path) -> str:
     return path if os.path.isabs(path) else os.path.normpath(os.path.join(base, path))
 
 
-def _row(i: int, path: str | None, table: str | os.PathLike) -> str:
-    """How a problem names row ``i`` (0-based) of ``table``: the line an editor shows it on for a CSV (the
-    header is line 1), its 1-based number in a Parquet table; and the path as written."""
-    where = f"line {i + 2}" if Path(table).suffix.lower() == ".csv" else f"row {i + 1}"
-    return where if path is None else f"{where} ({path!r})"
-
-
-def _missing_columns(frame: pd.DataFrame, required: Iterable[str], where: str) -> None:
+def missing_columns(frame: pd.DataFrame, required: Iterable[str], where: str) -> None:
+    """UserDataError naming the table (``where``) and the ``required`` columns it lacks, if any."""
     missing = [c for c in required if c not in frame.columns]
     if missing:
         has = ", ".join(map(str, frame.columns))
@@ -89,7 +85,8 @@ def _missing_columns(frame: pd.DataFrame, required: Iterable[str], where: str) -
 def config_problems(where: str, entry: Mapping, *, dataset: bool = False) -> list[str]:
     """What the config check can find cheaply: the folder and class folders exist, the table exists and
     has the required columns, its classes are the listed ones (analysis sets) or its labels are in
-    ``classes`` (datasets, when given). Per-file checks are the manifest / split rules' job."""
+    ``classes`` (datasets, when given) and its attribute values are the declared ones
+    (:func:`attribute_problems`). Per-file checks are the manifest / split rules' job."""
     if "table" not in entry:
         root = Path(entry["root"])
         if not root.is_dir():
@@ -99,7 +96,7 @@ def config_problems(where: str, entry: Mapping, *, dataset: bool = False) -> lis
         ]
     try:
         frame = read_table(entry["table"])
-        _missing_columns(frame, _DATASET_COLUMNS if dataset else _ANALYSIS_COLUMNS, str(entry["table"]))
+        missing_columns(frame, _DATASET_COLUMNS if dataset else _ANALYSIS_COLUMNS, str(entry["table"]))
     except ValueError as exc:
         return [f"{where}.table: {exc}"]
     if dataset:
@@ -109,14 +106,18 @@ def config_problems(where: str, entry: Mapping, *, dataset: bool = False) -> lis
             frame["labels"], separator, frame["path"], f"{where}.classes", entry.get("classes"), entry["table"]
         )
         known = set(entry.get("classes") or [])
-        return [f"{where}.table: {p}" for p in problems] + [
-            f"{where}.table: {_row(i, p, entry['table'])}: label(s) {sorted(set(ls) - known)} not in {where}.classes"
-            for i, (p, ls) in enumerate(zip(frame["path"], labels))
-            if known and set(ls) - known
-        ]
+        return (
+            [f"{where}.table: {p}" for p in problems]
+            + [
+                f"{where}.table: {row_name(i, p, entry['table'])}: label(s) {sorted(set(ls) - known)} not in {where}.classes"
+                for i, (p, ls) in enumerate(zip(frame["path"], labels))
+                if known and set(ls) - known
+            ]
+            + attribute_problems(entry, frame, f"{where}.attributes")
+        )
     listed, present = set(entry["classes"]), set(frame["class"])
     return [
-        f"{where}.table: {_row(i, p, entry['table'])}: class {c!r} is not in {where}.classes"
+        f"{where}.table: {row_name(i, p, entry['table'])}: class {c!r} is not in {where}.classes"
         for i, (p, c) in enumerate(zip(frame["path"], frame["class"]))
         if c not in listed
     ] + [f"{where}.classes: class {c!r} has no rows in {entry['table']}" for c in entry["classes"] if c not in present]
@@ -124,18 +125,20 @@ def config_problems(where: str, entry: Mapping, *, dataset: bool = False) -> lis
 
 def intervention_classes(where: str, entry: Mapping) -> tuple[tuple[str, ...] | None, list[str]]:
     """(the classes of a ``kind: table`` dataset that an intervention takes: its ``classes``, else the labels
-    its table lists; the problems: no ``attribute`` column). None, no problem: an unreadable table, which
-    :func:`config_problems` names."""
+    its table lists; the problems: no ``attribute`` column, a training row with an empty one). None, no
+    problem: an unreadable table, which :func:`config_problems` names (as it names a value that is not
+    declared, :func:`attribute_problems`)."""
     try:
         frame = read_table(entry["table"])
-        _missing_columns(frame, _DATASET_COLUMNS, str(entry["table"]))
+        missing_columns(frame, _DATASET_COLUMNS, str(entry["table"]))
     except ValueError:
         return None, []
     if "attribute" not in frame.columns:
         return None, [f"{where}: table {entry['table']} has no 'attribute' column (each training row's protected "
                       "attribute, which an intervention rebalances)"]  # fmt: skip
     labels = _label_lists(frame["labels"], entry.get("label_separator", "|"))
-    return tuple(entry.get("classes") or sorted({x for ls in labels for x in ls})), []
+    problems = empty_attribute_problems(where, entry["table"], frame, ~_is_val(frame, entry) & ~is_test_row(frame))
+    return tuple(entry.get("classes") or sorted({x for ls in labels for x in ls})), problems
 
 
 def _folder_entries(root: str | os.PathLike, classes: Sequence[str]) -> tuple[pd.DataFrame, list[str]]:
@@ -178,7 +181,7 @@ def _table_entries(entry: Mapping) -> tuple[pd.DataFrame, list[str]]:
     the list, an empty path, a path listed twice (in one class or in two), an image id used twice."""
     where = str(entry["table"])
     frame = read_table(entry["table"])
-    _missing_columns(frame, _ANALYSIS_COLUMNS, where)
+    missing_columns(frame, _ANALYSIS_COLUMNS, where)
     base = _table_base(entry)
     raw = frame["path"].astype(str).str.strip()
     out = pd.DataFrame(
@@ -188,17 +191,17 @@ def _table_entries(entry: Mapping) -> tuple[pd.DataFrame, list[str]]:
             "path": [_resolve(p, base) if p else "" for p in raw],
             "source": frame["source"].astype(str) if "source" in frame.columns else "",
             "licence": frame["licence"].astype(str) if "licence" in frame.columns else "",
-            "listed": [_row(i, p, where) for i, p in enumerate(raw)],
+            "listed": [row_name(i, p, where) for i, p in enumerate(raw)],
         }
     )
     listed = set(entry["classes"])
     problems = [
-        f"{_row(i, p, where)}: class {c!r} is not in the class list"
+        f"{row_name(i, p, where)}: class {c!r} is not in the class list"
         for i, (p, c) in enumerate(zip(raw, out["class"]))
         if c not in listed
     ]
     problems += [f"class {c!r}: no rows in the table" for c in entry["classes"] if c not in set(out["class"])]
-    problems += [f"{_row(i, p, where)}: empty path" for i, p in enumerate(raw) if not p]
+    problems += [f"{row_name(i, p, where)}: empty path" for i, p in enumerate(raw) if not p]
     problems += _repeats(out, where)
     return out, problems
 
@@ -209,13 +212,13 @@ def _repeats(out: pd.DataFrame, table: str | os.PathLike) -> list[str]:
     out = out[out["path"].duplicated(keep=False) | out["image_id"].duplicated(keep=False)]
     for path, rows in out[out["path"] != ""].groupby("path", sort=True).groups.items():
         if len(rows) > 1:
-            where = ", ".join(_row(i, None, table) for i in sorted(rows))
+            where = ", ".join(row_name(i, None, table) for i in sorted(rows))
             classes = sorted(set(out.loc[rows, "class"]))
             what = f"listed in {len(classes)} classes ({', '.join(classes)})" if len(classes) > 1 else "duplicate path"
             problems.append(f"{path}: {what}: {where}")
     for image_id, rows in out.groupby("image_id", sort=True).groups.items():
         if len(rows) > 1:
-            where = ", ".join(_row(i, None, table) for i in sorted(rows))
+            where = ", ".join(row_name(i, None, table) for i in sorted(rows))
             problems.append(f"image id {image_id!r} used more than once: {where}")
     return problems
 
@@ -364,14 +367,16 @@ def _label_problems(
         else:
             items = list(value)
         if any(not str(x).strip() for x in items):
-            problems.append(f"{_row(i, path, table)}: empty label in {value if isinstance(value, str) else items!r}")
+            problems.append(
+                f"{row_name(i, path, table)}: empty label in {value if isinstance(value, str) else items!r}"
+            )
     if not classes:
         rows: dict[str, list[int]] = {}
         for i, labels in enumerate(_label_lists(column, separator)):
             for label in dict.fromkeys(labels):
                 rows.setdefault(label, []).append(i)
         problems += [
-            f"label {label!r} is on {_row(found[0], paths[found[0]], table)} only; list it in {key} to keep it as a class"
+            f"label {label!r} is on {row_name(found[0], paths[found[0]], table)} only; list it in {key} to keep it as a class"
             for label, found in sorted(rows.items())
             if len(found) == 1
         ]
@@ -390,12 +395,12 @@ def _check_image(path: str) -> tuple[str | None]:
     return (_image_problem(head, path),)
 
 
-def _checked_rows(dataset: Mapping, name: str) -> tuple[pd.DataFrame, pd.DataFrame, tuple[str, ...], str]:
+def checked_rows(dataset: Mapping, name: str) -> tuple[pd.DataFrame, pd.DataFrame, tuple[str, ...], str]:
     """(the table, its rows with resolved paths and label lists, the class order, how errors name it) of a
     ``kind: table`` dataset; UserDataError naming every bad row or file."""
     where = f"dataset {name} table {dataset['table']}"
     frame = read_table(dataset["table"])
-    _missing_columns(frame, _DATASET_COLUMNS, where)
+    missing_columns(frame, _DATASET_COLUMNS, where)
     raw = frame["path"].astype(str).str.strip()
     labels = _label_lists(frame["labels"], dataset.get("label_separator", "|"))
     rows = pd.DataFrame(
@@ -404,7 +409,7 @@ def _checked_rows(dataset: Mapping, name: str) -> tuple[pd.DataFrame, pd.DataFra
             "class": "",
             "path": [_resolve(p, _table_base(dataset)) if p else "" for p in raw],
             "labels": labels,
-            "listed": [_row(i, p, dataset["table"]) for i, p in enumerate(raw)],
+            "listed": [row_name(i, p, dataset["table"]) for i, p in enumerate(raw)],
         }
     )
     classes = tuple(dataset.get("classes") or sorted({x for ls in labels for x in ls}))
@@ -413,17 +418,17 @@ def _checked_rows(dataset: Mapping, name: str) -> tuple[pd.DataFrame, pd.DataFra
         frame["labels"], dataset.get("label_separator", "|"), raw, "classes", dataset.get("classes"), dataset["table"]
     )
     problems += [
-        f"{_row(i, p, dataset['table'])}: label(s) {sorted(set(ls) - known)} not in the class list"
+        f"{row_name(i, p, dataset['table'])}: label(s) {sorted(set(ls) - known)} not in the class list"
         for i, (p, ls) in enumerate(zip(raw, labels))
         if set(ls) - known
     ]
-    problems += [f"{_row(i, p, dataset['table'])}: empty path" for i, p in enumerate(raw) if not p]
+    problems += [f"{row_name(i, p, dataset['table'])}: empty path" for i, p in enumerate(raw) if not p]
     problems += _repeats(rows, dataset["table"])
     if "split" in frame.columns:
         problems += [
-            f"{_row(i, p, dataset['table'])}: split {s!r} is not one of {', '.join(_SPLIT_NAMES)}"
+            f"{row_name(i, p, dataset['table'])}: split {s!r} is not one of {', '.join(SPLIT_NAMES)}"
             for i, (p, s) in enumerate(zip(raw, frame["split"].astype(str)))
-            if s not in _SPLIT_NAMES
+            if s not in SPLIT_NAMES
         ]
     checked = _parallel_map(_check_image, rows["path"].tolist(), int(dataset.get("workers", 1)))
     problems += _file_problems(rows[rows["path"] != ""], [why for (why,), p in zip(checked, rows["path"]) if p])
@@ -432,11 +437,19 @@ def _checked_rows(dataset: Mapping, name: str) -> tuple[pd.DataFrame, pd.DataFra
     return frame, rows, classes, where
 
 
-def _is_test(frame: pd.DataFrame) -> np.ndarray:
+def is_test_row(frame: pd.DataFrame) -> np.ndarray:
     """The rows of a dataset table in its evaluation split (``split: test``)."""
     if "split" not in frame.columns:
         return np.zeros(len(frame), dtype=bool)
-    return frame["split"].astype(str).map(_SPLIT_NAMES).eq("test").to_numpy()
+    return frame["split"].astype(str).map(SPLIT_NAMES).eq("test").to_numpy()
+
+
+def _is_val(frame: pd.DataFrame, dataset: Mapping) -> np.ndarray:
+    """The rows of a dataset table in its validation split: the ``split`` column's, else a seeded draw of
+    ``val_fraction`` (:func:`val_draw`)."""
+    if "split" in frame.columns:
+        return frame["split"].astype(str).map(SPLIT_NAMES).eq("val").to_numpy()
+    return val_draw(len(frame), float(dataset.get("val_fraction", 0.2)), int(dataset.get("seed", 0)))
 
 
 def table_splits(dataset: Mapping, name: str, exclude: set[str] = frozenset()) -> tuple[Split, Split]:
@@ -444,12 +457,8 @@ def table_splits(dataset: Mapping, name: str, exclude: set[str] = frozenset()) -
     val or validation; test rows are the evaluation split, :func:`table_test_split`) or a seeded draw of
     ``val_fraction``; the class order is ``classes`` or the sorted labels. Rows whose image id is in
     ``exclude`` are dropped."""
-    frame, rows, classes, where = _checked_rows(dataset, name)
-    test = _is_test(frame)
-    if "split" in frame.columns:
-        is_val = frame["split"].astype(str).map(_SPLIT_NAMES).eq("val").to_numpy()
-    else:
-        is_val = val_draw(len(rows), float(dataset.get("val_fraction", 0.2)), int(dataset.get("seed", 0)))
+    frame, rows, classes, where = checked_rows(dataset, name)
+    test, is_val = is_test_row(frame), _is_val(frame, dataset)
     keep = ~rows["image_id"].isin(exclude).to_numpy()
     if (~keep).any():
         log.info("%s: %d analysis image(s) left out of the splits", where, int((~keep).sum()))

@@ -17,11 +17,12 @@ from biastransfer.models.spec import CHECKPOINT_FORMAT, ModelSpec
 from biastransfer.models.weights import read_weights_record, weights_file_and_sha256
 
 
-class _Stop(Exception):
+class StopForward(Exception):
     """Raised by a forward hook to end the forward pass once the wanted layer has run."""
 
 
-def _pool(x: torch.Tensor, pool: str, layer: str) -> torch.Tensor:
+def pool_features(x: torch.Tensor, pool: str, layer: str) -> torch.Tensor:
+    """A layer's output ``x`` as one row per image, pooled by ``pool`` (ValueError naming ``layer`` when it cannot)."""
     if pool == "none-flatten" or x.ndim == 2:
         return x.flatten(1)
     if x.ndim == 4:  # (N, C, H, W)
@@ -76,19 +77,19 @@ class FeatureExtractor(nn.Module):
 
     def _capture(self, module, args, output):
         self._captured = output[0] if isinstance(output, (tuple, list)) else output
-        raise _Stop
+        raise StopForward
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         if self.layer == "penultimate":
             return self.model(images)
         try:
             self.model(images)
-        except _Stop:
+        except StopForward:
             pass
         out, self._captured = self._captured, None
         if out is None:
             raise RuntimeError(f"layer {self.layer!r} did not run during the forward pass")
-        return _pool(out, self.pool, self.layer)
+        return pool_features(out, self.pool, self.layer)
 
 
 def _torchvision_trunk(arch: str) -> tuple[nn.Module, str, int]:

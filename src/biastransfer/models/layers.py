@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from biastransfer.models.extractors import _pool, _Stop, create_backbone
+from biastransfer.models.extractors import StopForward, create_backbone, pool_features
 from biastransfer.models.spec import ModelSpec
 
 LAYER_POOLS = ("auto", "avg", "max", "cls")
@@ -112,7 +112,7 @@ class LayerExtractor(nn.Module):
         self.pools = [(tokens if out.ndim == 3 else "avg") if pool == "auto" else pool for out in outputs.values()]
         self._pool_of = dict(zip(self.layers, self.pools))
         try:
-            self.dims = [int(_pool(out, p, n).shape[1]) for (n, out), p in zip(outputs.items(), self.pools)]
+            self.dims = [int(pool_features(out, p, n).shape[1]) for (n, out), p in zip(outputs.items(), self.pools)]
         except ValueError as exc:
             raise ValueError(f"model {model!r}: {exc}") from exc
         self.embed_dim = sum(self.dims)
@@ -123,7 +123,7 @@ class LayerExtractor(nn.Module):
                 return
             self._captured[name] = output[0] if isinstance(output, (tuple, list)) else output
             if len(self._captured) == len(self._wanted):
-                raise _Stop
+                raise StopForward
 
         return capture
 
@@ -133,7 +133,7 @@ class LayerExtractor(nn.Module):
         handles = [m.register_forward_hook(self._hook(n)) for n, m in self._modules_at.items()]
         try:
             self.model(images)
-        except _Stop:
+        except StopForward:
             pass
         finally:
             for handle in handles:
@@ -146,7 +146,7 @@ class LayerExtractor(nn.Module):
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         outputs = self._run(images)
-        return torch.cat([_pool(outputs[n], self._pool_of[n], n) for n in self.layers], dim=1)
+        return torch.cat([pool_features(outputs[n], self._pool_of[n], n) for n in self.layers], dim=1)
 
     def split(self, features: np.ndarray) -> dict[str, np.ndarray]:
         """``{layer: (N, dim)}`` from the ``(N, embed_dim)`` output of this extractor."""

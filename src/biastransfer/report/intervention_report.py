@@ -23,8 +23,9 @@ def intervention_frame(summary: pd.DataFrame, dataset: str) -> pd.DataFrame:
 
 def intervention_latex(summary: pd.DataFrame, dataset: str) -> str:
     """A LaTeX document: d of the untouched and the intervened networks and the change over seeds (per seed
-    when there is one), then the prediction-level measures side by side (seeds pooled where there are several)."""
-    rows = _rows(summary, dataset).fillna({"threshold": "", "role": ""})
+    when there is one), then the prediction-level measures side by side (seeds pooled where there are several);
+    what the intervention did to the training split in the caption."""
+    rows = _rows(summary, dataset).astype({"threshold": object, "role": object}).fillna({"threshold": "", "role": ""})
     embedding = rows[rows["level"] == "embedding"]
     many = (embedding["unit"] == "seeds").any() and (embedding["n"][embedding["unit"] == "seeds"] >= 2).any()
     embedding = embedding[embedding["unit"] == ("seeds" if many else "images")]
@@ -42,13 +43,17 @@ def intervention_latex(summary: pd.DataFrame, dataset: str) -> str:
         body.append([model_label(r.model), what, estimate_cell(r.untouched, r.untouched_low, r.untouched_high),
                      estimate_cell(r.intervened, r.intervened_low, r.intervened_high), estimate_cell(r.delta)])  # fmt: skip
     table = tabular("llrrr", header, body)
-    first = rows.iloc[0]
+    measured = rows[rows["level"] != "data"]
+    first = (measured if not measured.empty else rows).iloc[0]
     unit = "seeds as units (sign flips, t interval)" if many else "images as units (paired bootstrap)"
+    split = "".join(
+        f" Training split: {latex_escape(str(r.verdict))}." for r in rows[rows["level"] == "data"].itertuples()
+    )
     caption = (
         f"The intervention {latex_escape(dataset)} against the untouched finetuning on "
         f"{latex_escape(str(first['from']))}: the same pretrained weights, seeds and analysis images. iEAT d "
         f"(mean over seeds) and its change with its {float(first['ci_level']):.0%} interval, {unit}; the "
         "prediction-level measures of the same networks on the same test split, each with its own bootstrap "
-        "interval (side by side: no paired interval of their difference)."
+        f"interval (side by side: no paired interval of their difference).{split}"
     ).replace("%", "\\%")
     return standalone_document(table, caption)

@@ -20,6 +20,10 @@ one), the ground-truth task labels ``T`` (n x |T|, binary) and the predicted lab
   ``b_train`` that the term subtracts makes the measure negative for predictions blind to the attribute
   (regression to the mean); BiasAmp_{A->T} has the same, smaller, bias near independence.
 
+A task with no image in the evaluation images (a class absent from the test split) has no direction
+``y_at`` (``P(A=a, T=t) = 0 = P(A=a) P(T=t)``) and no conditional rate to amplify: its directional terms
+are NaN, it is left out of the mean (``excluded`` names it, the table says why), as Zhao's measure drops it.
+
 Intervals are percentile bootstraps over images. A replicate is a row of a (replicates x n) count matrix
 (how often each image is drawn), and every probability above is a ratio of weighted sums, so one ``W @ X``
 gives all replicates' counts. A replicate recomputes every rate but keeps the observed ``y_at`` (and Zhao's
@@ -51,6 +55,8 @@ from biastransfer.stats.bootstrap import BOOTSTRAP, check_level
 from biastransfer.stats.floors import check_replicates, too_few_to_resample
 
 MEASURES = ("directional", "zhao")
+#: Why a task's terms are left out of the mean (the term table's ``excluded``).
+ABSENT = "no image of this class in the evaluation images: no direction to amplify, left out of the mean"
 _BLOCK = 512  # replicates per matrix product; fixed, so a seed always gives the same draws
 
 
@@ -62,7 +68,8 @@ class AmplificationResult(IntervalResult):
     ``selected`` is ``y_at`` (directional) or ``b_train > 1/|A|`` (Zhao), from the observed ground truth and
     held in every replicate. ``dropped`` counts the (seed, task)
     pairs Zhao's mean leaves out (no true or no predicted positive; 0 for directional). With several seeds
-    every value is the mean over seeds. :meth:`table` gives one row per term.
+    every value is the mean over seeds. ``excluded`` are the tasks with no image (NaN terms, left out of
+    the mean). :meth:`table` gives one row per term.
     """
 
     measure: str
@@ -78,11 +85,14 @@ class AmplificationResult(IntervalResult):
     selected: np.ndarray = field(repr=False)
     replicate_estimates: np.ndarray = field(repr=False)
     replicate_terms: np.ndarray = field(repr=False)
+    excluded: tuple = ()
 
     def table(self) -> pd.DataFrame:
-        """One row per (attribute, task): its selection flag (``y_at`` or ``selected``), term and interval."""
+        """One row per (attribute, task): its selection flag (``y_at`` or ``selected``), term and interval, and
+        why it is left out of the mean (``excluded``; empty when it is not)."""
         G, K = self.terms.shape
         flag = "y_at" if self.measure == "directional" else "selected"
+        why = [ABSENT if t in self.excluded else "" for t in self.tasks]
         return pd.DataFrame(
             {
                 "measure": self.measure,
@@ -93,6 +103,7 @@ class AmplificationResult(IntervalResult):
                 "ci_low": self.terms_low.ravel(),
                 "ci_high": self.terms_high.ravel(),
                 "level": self.level,
+                "excluded": np.tile(np.asarray(why, dtype=object), G),
             }
         )
 
@@ -254,13 +265,18 @@ def zhao_terms(nAT, nAP, selected=None):
     return selected, terms, means, nAT.shape[2] - objects
 
 
-def _measure(measure: str, sums: np.ndarray, G: int, K: int, S: int, selected=None):
+def measure_terms(measure: str, sums: np.ndarray, G: int, K: int, S: int, present: np.ndarray, selected=None):
     """``(selected R x G x K, terms R x G x K, estimates R, dropped R)`` of one measure, averaged over seeds;
-    ``selected`` (G x K: ``y_at`` or Zhao's selection) is computed from ``sums`` unless given."""
+    ``selected`` (G x K: ``y_at`` or Zhao's selection) is computed from ``sums`` unless given. Directional
+    terms of a task not ``present`` (K) are NaN and left out of the mean (NaN when no task is present)."""
     N, nA, nT, nAT, nAP = _split(sums, G, K, S)
     if measure == "directional":
         selected, terms = directional_terms(N, nA, nT, nAT, nAP, selected)
-        return selected, terms.mean(axis=0), terms.mean(axis=(0, 2, 3)), np.zeros(len(sums), dtype=int)
+        terms = np.where(present, terms, np.nan)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # no task present: a NaN mean
+            estimates = terms[..., present].mean(axis=(0, 2, 3))
+        return selected, terms.mean(axis=0), estimates, np.zeros(len(sums), dtype=int)
     selected, terms, means, dropped = zhao_terms(nAT, nAP, selected)
     return selected, terms.mean(axis=0), means.mean(axis=0), dropped.sum(axis=0)
 
@@ -271,7 +287,8 @@ def resample_indices(n: int, replicates: int, seed: int | np.random.Generator) -
     return np.vstack([rng.integers(0, n, size=(min(_BLOCK, replicates - s), n)) for s in range(0, replicates, _BLOCK)])
 
 
-def _counts(indices: np.ndarray, n: int) -> np.ndarray:
+def bootstrap_counts(indices: np.ndarray, n: int) -> np.ndarray:
+    """How often each of ``n`` items is drawn in each bootstrap replicate (rows of ``indices``): R x n."""
     R = len(indices)
     flat = (indices + n * np.arange(R)[:, None]).ravel()
     return np.bincount(flat, minlength=R * n).reshape(R, n).astype(np.float64)
@@ -313,14 +330,15 @@ def bias_amplifications(
     X = design(A, T, P)
     observed = X.sum(axis=0, keepdims=True)
     resample = not too_few_to_resample(A.sum(axis=0).astype(int), level)
-    observed_measures = {m: _measure(m, observed, G, K, S) for m in measures}
+    present = T.sum(axis=0) > 0
+    observed_measures = {m: measure_terms(m, observed, G, K, S, present) for m in measures}
     reps = {m: (np.full(replicates, np.nan), np.full((replicates, G, K), np.nan)) for m in measures}
     if resample:
         indices = resample_indices(n, replicates, seed)
         for start in range(0, replicates, _BLOCK):
-            sums = _counts(indices[start : start + _BLOCK], n) @ X
+            sums = bootstrap_counts(indices[start : start + _BLOCK], n) @ X
             for m in measures:
-                _, terms, estimates, _ = _measure(m, sums, G, K, S, observed_measures[m][0])
+                _, terms, estimates, _ = measure_terms(m, sums, G, K, S, present, observed_measures[m][0])
                 reps[m][0][start : start + len(sums)] = estimates
                 reps[m][1][start : start + len(sums)] = terms
     results = {}
@@ -332,7 +350,7 @@ def bias_amplifications(
         results[m] = AmplificationResult(
             float(estimate[0]), float(low), float(high), level, replicates, seed, m, n, S, int(dropped[0]),
             int(np.count_nonzero(~np.isfinite(estimates))) if resample else 0, *names, terms[0], terms_low,
-            terms_high, selected[0], estimates, term_reps,
+            terms_high, selected[0], estimates, term_reps, tuple(t for t, p in zip(names[1], present) if not p),
         )  # fmt: skip
     return results
 
@@ -362,8 +380,5 @@ def attribute_shift(result: AmplificationResult) -> tuple[np.ndarray, np.ndarray
     term it does not depend on the ground truth's direction ``y_at`` (noise where t and a are near independent),
     and a network that over-predicts t for everyone shifts nothing: positive, the predictions move t towards a."""
     observed, replicates = attribute_shifts(result)
-    finite = np.isfinite(replicates).any(axis=0)
-    with np.errstate(invalid="ignore"):
-        q = [(1 - result.level) / 2, (1 + result.level) / 2]
-        low, high = np.nanquantile(replicates, q, axis=0) if finite.all() else (np.full(observed.shape, np.nan),) * 2
+    low, high = _quantiles(replicates, result.level)
     return observed, low, high

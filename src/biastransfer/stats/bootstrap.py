@@ -19,7 +19,7 @@ import numpy as np
 from scipy import special  # the normal and t quantiles scipy.stats itself uses, without its import cost
 
 from biastransfer.stats._validation import Result, as_embedding_sets, check_seed
-from biastransfer.stats.floors import check_replicates, too_few_to_resample
+from biastransfer.stats.floors import check_replicates, d_not_estimable, too_few_to_resample
 
 BOOTSTRAP = 2000  # default replicates (also the schema's analysis.ieat.bootstrap and analysis.bts.bootstrap)
 _BLOCK = 512  # replicates per vectorised block; fixed, so a seed always gives the same draws
@@ -128,12 +128,15 @@ def bootstrap_pvalue(replicates: np.ndarray) -> float:
 
 
 class IEATBlocks:
-    """The cosine blocks X.A, X.B, Y.A, Y.B of one iEAT, for effect sizes of weighted resamples."""
+    """The cosine blocks X.A, X.B, Y.A, Y.B of one iEAT, for effect sizes of weighted resamples; ``not_estimable``
+    says why d is not (a set of fewer than 2 images; :func:`~biastransfer.stats.floors.d_not_estimable`), or
+    is empty."""
 
     def __init__(self, X, Y, A, B):
         checked = as_embedding_sets(dict(zip("XYAB", (X, Y, A, B))))
         units = {name: array * inv[:, None] for name, (array, inv) in checked.items()}
         self.sizes = {name: len(u) for name, u in units.items()}
+        self.not_estimable = d_not_estimable(self.sizes)
         self.xa, self.xb = units["X"] @ units["A"].T, units["X"] @ units["B"].T
         self.ya, self.yb = units["Y"] @ units["A"].T, units["Y"] @ units["B"].T
 
@@ -152,6 +155,9 @@ class IEATBlocks:
         return np.where(var > 1e-300, d, np.nan)
 
     def observed(self) -> float:
+        """The observed d (NaN when it is not estimable)."""
+        if self.not_estimable:
+            return math.nan
         ones = [np.ones((1, self.sizes[k])) for k in "XYAB"]
         return float(self.effect_sizes(*ones)[0])
 

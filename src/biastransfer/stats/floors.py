@@ -6,12 +6,13 @@ the range of a handful of values, or one point, that need not contain the estima
 images resampled with replacement has only ``C(2k - 1, k)`` distinct resamples (3 for k = 2, two of
 them the same image twice, whose intra-class similarity is 1); with fewer distinct resamples than the
 replicate floor the replicates repeat a few values and the interval can exclude its own estimate.
+An iEAT's effect size itself needs two images in each of X, Y, A and B (:func:`d_not_estimable`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from biastransfer.stats._validation import check_positive_int
 
@@ -46,3 +47,18 @@ def too_few_to_resample(sizes: Iterable[int], level: float) -> bool:
     """Whether a set of one of these ``sizes`` is below :func:`min_resampled_size`: the ``level``
     interval of a statistic that resamples them is then not estimable (NaN)."""
     return min(sizes, default=0) < min_resampled_size(level)
+
+
+#: The fewest images each of an iEAT's sets X, Y, A and B needs for its effect size d.
+MIN_IEAT_SET = 2
+
+
+def d_not_estimable(sizes: Mapping[str, int]) -> str:
+    """Why an iEAT's effect size d is not estimable from sets of these ``sizes`` ({X, Y, A, B: images}), or
+    "" when it is: a set of fewer than :data:`MIN_IEAT_SET` images. One image of X and one of Y give
+    d = +-sqrt(2) whatever the embeddings (the SD of two scores is their gap over sqrt(2)); one image of A
+    or B makes every score a similarity to that image, not to a class."""
+    small = [f"{name} has {n}" for name, n in sizes.items() if n < MIN_IEAT_SET]
+    if not small:
+        return ""
+    return f"d not estimable: {', '.join(small)} image(s); each of X, Y, A and B needs at least {MIN_IEAT_SET}"

@@ -26,6 +26,7 @@ from scipy import special  # the normal tail scipy.stats.norm itself uses, witho
 from biastransfer.stats._validation import Result, as_embedding_sets, check_choice, check_positive_int, check_seed
 from biastransfer.stats.attribution import TIE_RTOL, Design, detectable_shift
 from biastransfer.stats.bootstrap import BOOTSTRAP, check_level, ieat_ci
+from biastransfer.stats.floors import d_not_estimable
 
 ALTERNATIVES = ("greater", "less", "two-sided")
 METHODS = ("auto", "exact", "permutation", "normal")
@@ -50,7 +51,9 @@ class IEATResult(Result):
     d's numerator (``mean_X s - mean_Y s``, the raw association) and ``pooled_sd`` its denominator (SD of s
     over X u Y, ddof=1): ``effect_size = mean_difference / pooled_sd``. ``detectable_d`` is the smallest
     |d| that the permutation test detects with probability ``detectable_power`` at ``detectable_alpha``
-    with these |X| and |Y| (:func:`detectable_effect_size`; NaN when not asked for).
+    with these |X| and |Y| (:func:`detectable_effect_size`; NaN when not asked for). ``not_estimable`` says why
+    ``effect_size`` is NaN when a set has fewer than 2 images (:func:`~biastransfer.stats.floors.d_not_estimable`;
+    its numerator and denominator and the p-values are still given), else is empty.
     """
 
     effect_size: float
@@ -77,6 +80,7 @@ class IEATResult(Result):
     detectable_d: float
     detectable_alpha: float
     detectable_power: float
+    not_estimable: str = ""
 
 
 @functools.lru_cache(maxsize=256)
@@ -151,7 +155,8 @@ def ieat(
 
     x_sum = s[:n_x].sum()
     statistic = float(x_sum - s[n_x:].sum())
-    effect_size = effect_size_of(s, n_x)
+    not_estimable = d_not_estimable({k[-1].upper(): n for k, n in sizes.items()})
+    effect_size = math.nan if not_estimable else effect_size_of(s, n_x)
     mean_difference, pooled_sd = effect_size_parts(s, n_x)
 
     if bootstrap:
@@ -181,6 +186,7 @@ def ieat(
         detectable_d=math.nan if alpha is None else detectable_effect_size(n_x, n_y, alpha, power, alternative),
         detectable_alpha=math.nan if alpha is None else alpha,
         detectable_power=math.nan if alpha is None else power,
+        not_estimable=not_estimable,
     )
 
 

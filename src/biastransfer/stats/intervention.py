@@ -118,6 +118,32 @@ def embedding_rows(table: pd.DataFrame, intervention: str, source: str, analysis
     }, columns=list(SUMMARY_COLUMNS))  # fmt: skip
 
 
+def training_split_verdict(kept: int, images: int, changed: bool, method: str) -> str:
+    """What an intervention did to its training split, in words; for one that changed nothing, what that
+    means for every comparison of its networks."""
+    if not changed:
+        return (f"the intervention changed nothing in the training split ({kept} of {images} images kept, every "
+                "weight 1: each object was already at its target), so its networks learn from the same data as the "
+                "untouched ones and any difference between them is not the intervention's")  # fmt: skip
+    if method == "reweight":
+        return f"every one of the {images} training images kept, drawn by its sampling weight (reweight)"
+    return f"{kept} of {images} training images kept (subsample)"
+
+
+def data_rows(cooccurrence: pd.DataFrame, intervention: str, source: str) -> pd.DataFrame:
+    """The intervention's training split in the summary's columns (``level`` data, ``name`` training split):
+    ``untouched`` its source's images, ``intervened`` those kept, and the verdict of
+    :func:`training_split_verdict`, from its co-occurrence table (results/interventions/{name}/cooccurrence.csv)."""
+    first = cooccurrence.iloc[0]
+    images, kept, changed = int(first["split_images"]), int(first["split_kept"]), bool(first["changed"])
+    return pd.DataFrame([{
+        "intervention": intervention, "from": source, "analysis_set": "", "model": "", "level": "data",
+        "name": "training split", "role": "", "threshold": "", "unit": "images", "seed": "", "n": images,
+        "untouched": images, "intervened": kept, "delta": kept - images, "method": first["method"],
+        "verdict": training_split_verdict(kept, images, changed, first["method"]),
+    }], columns=list(SUMMARY_COLUMNS))  # fmt: skip
+
+
 def side_by_side(low_u: float, high_u: float, low_i: float, high_i: float, zero_u: bool) -> str:
     """Two networks' intervals of one prediction-level measure in words (each its own bootstrap: no paired
     interval of the difference, so only disjoint intervals count as a difference)."""

@@ -39,7 +39,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from biastransfer.stats._validation import IntervalResult, check_positive_int, check_seed
-from biastransfer.stats.amplification import _counts, check_attributes, check_binary, resample_indices
+from biastransfer.stats.amplification import bootstrap_counts, check_attributes, check_binary, resample_indices
 from biastransfer.stats.bootstrap import BOOTSTRAP, check_level, percentile_interval
 from biastransfer.stats.floors import check_replicates, too_few_to_resample
 
@@ -128,7 +128,7 @@ def _bootstrap(A: np.ndarray, corrects: list[np.ndarray], replicates: int, level
         return out
     indices = resample_indices(n, replicates, seed)
     for start in range(0, replicates, _BLOCK):
-        sums = _counts(indices[start : start + _BLOCK], n) @ X
+        sums = bootstrap_counts(indices[start : start + _BLOCK], n) @ X
         for i in range(len(corrects)):
             out[i, start : start + len(sums)] = _balanced(sums[:, i * G : (i + 1) * G], sums[:, -G:])
     return out

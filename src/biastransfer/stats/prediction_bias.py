@@ -37,7 +37,7 @@ COLUMNS = (
 #: The per-(attribute, task) terms' columns.
 TERM_COLUMNS = (
     "network", "model", "dataset", "seed", "measure", "threshold", "attribute", "task", "n_attribute", "selected",
-    "term", "ci_low", "ci_high", "level", "shift", "shift_low", "shift_high",
+    "term", "ci_low", "ci_high", "level", "shift", "shift_low", "shift_high", "excluded",
 )  # fmt: skip
 
 

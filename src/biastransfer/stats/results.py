@@ -184,7 +184,8 @@ def scratch_columns(
 
 def ieat_table(table: EmbeddingTable, tests: Sequence[Mapping], **options) -> pd.DataFrame:
     """One iEAT per configured test ``{name, X, Y, A, B}``, with a bootstrap interval of d, both
-    the ``alternative``'s and the two-sided p-value, and the |d| detectable with 80% power at ``alpha``;
+    the ``alternative``'s and the two-sided p-value, the |d| detectable with 80% power at ``alpha``, and why d
+    is not estimable (``not_estimable``: a set of fewer than 2 images; d is then NaN) or empty;
     ``options`` are :func:`~biastransfer.stats.ieat.ieat`'s keywords (``analysis.ieat`` of the config).
     ValueError for a class in two roles of one test."""
     for test in tests:
@@ -223,6 +224,7 @@ def ieat_table(table: EmbeddingTable, tests: Sequence[Mapping], **options) -> pd
                 "detectable_d": r.detectable_d,
                 "detectable_alpha": r.detectable_alpha,
                 "detectable_power": r.detectable_power,
+                "not_estimable": r.not_estimable,
             }
         )
     return pd.DataFrame(rows)

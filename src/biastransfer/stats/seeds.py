@@ -20,13 +20,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from biastransfer.stats._validation import Result, check_choice, check_positive_int
+from biastransfer.stats.floors import d_not_estimable
 from biastransfer.stats.ieat import ALTERNATIVES, METHODS, association_scores, effect_size_of, partition_pvalues
 
 
 @dataclass(frozen=True)
 class SeedsResult(Result):
-    """Effect sizes over ``n_seeds`` networks (mean, between-seed SD with ddof=1, range) and the
-    combined test of ``statistic = sum_k S_k`` (fields as in :class:`~biastransfer.stats.ieat.IEATResult`)."""
+    """Effect sizes over ``n_seeds`` networks (mean, between-seed SD with ddof=1, range; NaN when a set has
+    fewer than 2 images, :func:`~biastransfer.stats.floors.d_not_estimable`) and the combined test of
+    ``statistic = sum_k S_k`` (fields as in :class:`~biastransfer.stats.ieat.IEATResult`)."""
 
     n_seeds: int
     mean_d: float
@@ -71,7 +73,8 @@ def combined_ieat(
         except ValueError as err:
             raise ValueError(f"strata[{k}]: {err}") from None
         sizes_x.append(len(np.asarray(X)))
-    effects = np.array([effect_size_of(s, n) for s, n in zip(scores, sizes_x)])
+    small = [d_not_estimable(dict(zip("XYAB", (len(np.asarray(v)) for v in stratum)))) for stratum in strata]
+    effects = np.array([np.nan if why else effect_size_of(s, n) for s, n, why in zip(scores, sizes_x, small)])
     statistic = float(sum(2 * s[:n].sum() - s.sum() for s, n in zip(scores, sizes_x)))
     if paired:
         shapes = {(n, s.size - n) for s, n in zip(scores, sizes_x)}

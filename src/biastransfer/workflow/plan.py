@@ -97,6 +97,11 @@ class Plan:
     def analysis_sets_of_source(self, *sources: str) -> list[str]:
         return [a for a, s in self.config["analysis_sets"].items() if s["source"] in sources]
 
+    @property
+    def ieat_tests(self) -> dict[str, list]:
+        """{analysis set: its iEAT tests}."""
+        return {a: s["ieat"] for a, s in self.config["analysis_sets"].items()}
+
     @cached_property
     def real_datasets(self) -> list[str]:
         """Datasets read from real files (COCO, Open Images, a table): their splits come from rules/real_data.smk."""
@@ -372,25 +377,9 @@ class Plan:
         return tuple(n for n in SUMMARIES if on.get(n, True))
 
     def analysis_targets(self) -> list[str]:
-        """The summaries, findings, provenance and the filled config, and each model's analyses marker."""
+        """Every summary this run writes, the findings, the filled config, and each model's analyses marker."""
         return [
-            *self.summaries(
-                "similarity",
-                "bts",
-                "ieat",
-                "ieat_change",
-                "similarity_change",
-                "ieat_seeds",
-                "analysis_sets",
-                "finetune_metrics",
-                "provenance",
-                "attribution",
-                "amplification",
-                "link",
-                "intervention",
-                "layer_profile",
-                "trajectory",
-            ),
+            *self.summaries(*SUMMARIES),
             "results/summary/findings.html",
             "results/summary/config.yaml",
             *(path("analyses_done", model=m) for m in self.models),

@@ -51,6 +51,24 @@ def _chosen(summary: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts) if parts else nets
 
 
+def _left_out(terms: pd.DataFrame | None) -> list[str]:
+    """A line per dataset whose test split lacks a measured class: its terms are left out of every mean."""
+    if terms is None or "excluded" not in terms:
+        return []
+    out = terms[terms["excluded"].fillna("").astype(str) != ""]
+    lines = []
+    for dataset, rows in out.groupby("dataset", sort=False):
+        classes = list(dict.fromkeys(rows["task"].astype(str)))
+        every = terms.loc[terms["dataset"] == dataset, "task"].nunique()
+        lines.append(
+            f"- {dataset}'s test split has no image of {', '.join(classes)} (among its images with an attribute): "
+            f"{'its' if len(classes) == 1 else 'their'} amplification terms have no direction, so every BiasAmp "
+            f"A->T below is the mean over the other {every - len(classes)} of its {every} classes, and Zhao's "
+            "measure drops them too (amplification_terms.csv, column excluded)."
+        )
+    return lines
+
+
 def describe_amplification(
     summary: pd.DataFrame | None, terms: pd.DataFrame | None = None, planted: Mapping[str, str] | None = None
 ) -> list[str]:
@@ -59,7 +77,7 @@ def describe_amplification(
     if summary is None or summary.empty:
         return []
     title = "Do the networks' predictions amplify the bias?"
-    lines = ["", f"{title}\n{'-' * len(title)}\n"]  # a blank line ends the section before
+    lines = ["", f"{title}\n{'-' * len(title)}\n", *_left_out(terms)]  # a blank line ends the section before
     chosen = _chosen(summary)
     for row in chosen[chosen["measure"].isin(["directional", "zhao"])].itertuples():
         at = "at base-rate thresholds" if row.threshold == "base_rate" else f"at threshold {row.threshold}"

@@ -34,6 +34,9 @@ ROLE_TEXT = {
 }
 
 
+#: What the findings say of a d that is NaN without a recorded reason (a set below 2 images, or no spread).
+NOT_ESTIMABLE = "d not estimable (a set of fewer than 2 images, or scores without spread)"
+
 IEAT_SCOPE = (
     "An iEAT tests one network's embeddings: a significant result says that in this network X is closer to A, "
     "relative to B, than Y is; not where that association came from. Networks trained from other random "
@@ -100,11 +103,20 @@ def _detectable_words(row) -> str:
             f"power{at}: not significant is not evidence of no association.")  # fmt: skip
 
 
+def _estimate(row) -> str:
+    """``d = 0.42, 95% CI [...], raw association ... / pooled SD ...``, or why d is not estimable."""
+    d = float(row.effect_size)
+    if np.isnan(d):
+        why = _get(row, "not_estimable", "")
+        return why if isinstance(why, str) and why else NOT_ESTIMABLE
+    return f"d = {d:.2f}{_ci(row)}{_parts(row)}"
+
+
 def _verdict(row, rule: Significance, spec: Mapping) -> str:
     d, floor = float(row.effect_size), float(_get(row, "pvalue_floor", 0.0))
     p_adj = float(_get(row, rule.column, row.pvalue))
     significant = rule.significant(p_adj)
-    return (f"{'significant' if significant else 'not significant'} (d = {d:.2f}{_ci(row)}{_parts(row)}, "
+    return (f"{'significant' if significant else 'not significant'} ({_estimate(row)}, "
             f"{p_text(float(row.pvalue), floor)}, adjusted {p_text(p_adj, adjusted_floor(float(row.pvalue), floor, p_adj))})."
             f"{'' if significant else _detectable_words(row)}{_opposite_words(d, row, spec)}")  # fmt: skip
 
@@ -126,7 +138,9 @@ def _combined(seeds: pd.DataFrame | None, keys: Mapping, spec: Mapping) -> str:
     r = next(sel.itertuples())
     floor = float(_get(r, "pvalue_floor", 0.0))
     sd = "" if np.isnan(float(r.sd_d)) else f", between-seed SD {r.sd_d:.2f}"
-    return (f"  - over {int(r.n_seeds)} seeds: mean d = {r.mean_d:.2f}{sd}, range {value_range(r.min_d, r.max_d)}; "
+    mean = (f"mean d = {r.mean_d:.2f}{sd}, range {value_range(r.min_d, r.max_d)}" if not np.isnan(float(r.mean_d))
+            else NOT_ESTIMABLE)  # fmt: skip
+    return (f"  - over {int(r.n_seeds)} seeds: {mean}; "
             f"one test on all seeds' embeddings (images re-partitioned once for every seed): "
             f"{r.alternative} {p_text(float(r.pvalue), floor)}, two-sided {p_text(float(r.pvalue_two_sided), floor)}.")  # fmt: skip
 
@@ -143,6 +157,8 @@ def _changes(change: pd.DataFrame | None, keys: Mapping, spec: Mapping) -> list[
         f"  - change from pretrained, seed {_seed(r.seed)} (same images, paired bootstrap): delta d = {r.delta_d:.2f}{_ci(r)}, "
         f"two-sided {p_text(float(r.pvalue), float(r.pvalue_floor))} (d from {r.d_pretrained:.2f} to {r.d_finetuned:.2f})."
         f"{_spread_words(r)}"
+        if not np.isnan(float(r.delta_d))
+        else f"  - change from pretrained, seed {_seed(r.seed)}: not estimable ({NOT_ESTIMABLE})."
         for r in sel.itertuples()
     ]
 

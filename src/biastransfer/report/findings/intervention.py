@@ -1,5 +1,6 @@
-"""Findings about interventions on the finetuning data: did rebalancing the training split move the
-association, in which direction, with which interval (results/summary/intervention.csv)?
+"""Findings about interventions on the finetuning data: what rebalancing did to the training split (and
+whether it changed it at all), did it move the association, in which direction, with which interval
+(results/summary/intervention.csv)?
 
 The embedding-level verdicts are the summary's own (over seeds where there are at least two, else per seed);
 the prediction-level measures are read side by side, the bias amplification at the model's threshold."""
@@ -18,6 +19,7 @@ def describe_interventions(summary: pd.DataFrame | None) -> list[str]:
         lines.append(f"Intervention **{intervention}** against the untouched finetuning on **{source}** "
                      "(the same pretrained weights, seeds and images):")  # fmt: skip
         lines.append("")
+        lines += [f"- Training split: {v.verdict}." for v in rows[rows["level"] == "data"].itertuples()]
         embedding = rows[rows["level"] == "embedding"]
         for (analysis_set, model, test), r in embedding.groupby(["analysis_set", "model", "name"], sort=False):
             over = r[(r["unit"] == "seeds") & (r["n"] >= 2)]

@@ -34,5 +34,4 @@ class LinkSettings(Resampling):
 
     @classmethod
     def build(cls, plan) -> LinkSettings:
-        tests = {a: s["ieat"] for a, s in plan.config["analysis_sets"].items()}
-        return cls.pick(plan.config["analysis"]["predictions"], tests=tests)
+        return cls.pick(plan.config["analysis"]["predictions"], tests=plan.ieat_tests)

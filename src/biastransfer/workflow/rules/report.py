@@ -31,5 +31,4 @@ class FindingsSettings(Significance):
 
     @classmethod
     def build(cls, plan) -> FindingsSettings:
-        tests = {a: s["ieat"] for a, s in plan.config["analysis_sets"].items()}
-        return cls(**Significance.of(plan), tests=tests, planted=plan.planted_associations())
+        return cls(**Significance.of(plan), tests=plan.ieat_tests, planted=plan.planted_associations())
