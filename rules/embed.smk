@@ -2,20 +2,18 @@
 # included) and each scratch reference network. One job per analysis set and model (PLAN.embedded_stages):
 # the networks run side by side on each batch, so each image is read and decoded once and torch is imported
 # once; each network's file is results/embeddings/{analysis_set}/{model}/{stage}.parquet with its own
-# provenance. A changed checkpoint reruns the whole job, and what reads any of its files (README.md, "Rerunning one
-# piece").
-
-
-def embedded_weights(wildcards):
-    """The weights of every network of one model that rule embed runs, in PLAN.embedded_stages' order."""
-    return [PLAN.stage_weights(wildcards.model, s) for s in PLAN.embedded_stages]
+# provenance. A changed checkpoint reruns the whole job, and what reads any of its files (README.md,
+# "Rerunning one piece").
 
 
 rule embed:
     input:
         ancient(path("leakage_check")),
         manifest=path("manifest"),
-        weights=embedded_weights,
+        # one per network, in the order of PLAN.embedded_stages (the stages of the job's settings)
+        weights=lambda wildcards: [
+            PLAN.stage_weights(wildcards.model, s) for s in PLAN.embedded_stages
+        ],
     output:
         embeddings=[path("embeddings", stage=s) for s in PLAN.embedded_stages],
     log:
