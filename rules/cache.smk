@@ -2,14 +2,17 @@
 # resized so that its short side is where the model's preprocessing starts (its resize), and stored in
 # a few Arrow IPC shards with an index (docs/formats.md). Every model with that resize, every seed and
 # every epoch of the dataset reads it; {setting} is SIDE-INTERPOLATION-qQUALITY, so another resize or
-# quality is another cache, and a new split (its sha256 is in the index) rebuilds it. Input function:
-# finetune_cache, below.
-from biastransfer.data.cache import CacheSetting  # noqa: E402
+# quality is another cache, and a new split (its sha256 is in the index) rebuilds it. Each row records
+# its image file's size, modification time and sha256: a finetuning job reads an image changed since
+# from its file. The format version is a param, so that a cache of an older format is rebuilt ("params
+# changed"). Input function: finetune_cache, below; the finetuning jobs read the caches as ancient
+# inputs: a rebuilt cache holds the same images (a new split reruns them through the split itself).
+from biastransfer.data.cache import CACHE_FORMAT, CacheSetting  # noqa: E402
 from biastransfer.models.resolve import model_spec  # noqa: E402
 
 
 def finetune_cache(wildcards):
-    """The train and val cache indexes a finetuning job reads (none with finetune.cache off)."""
+    """The train and val cache indexes a finetuning job reads (none with finetune.cache off), ancient."""
     if not PLAN.cache_on:
         return {}
     pre = model_spec(wildcards.model, PLAN.model_entry(wildcards.model)).preprocess
@@ -17,8 +20,8 @@ def finetune_cache(wildcards):
         pre.resize, pre.interpolation, config["finetune"]["cache_quality"]
     ).name
     return {
-        f"{split}_cache": path(
-            "image_cache", dataset=wildcards.dataset, setting=setting, split=split
+        f"{split}_cache": ancient(
+            path("image_cache", dataset=wildcards.dataset, setting=setting, split=split)
         )
         for split in ("train", "val")
     }
@@ -44,5 +47,7 @@ rule image_cache:
     resources:
         mem_mb=lambda wildcards, threads, attempt: (1000 + 300 * threads) * attempt,
         runtime=lambda wildcards, attempt: 240 * attempt,
+    params:
+        cache_format=CACHE_FORMAT,
     script:
         "../workflow/scripts/image_cache.py"

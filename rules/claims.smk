@@ -1,7 +1,14 @@
 # Claims about groups of models (config claims, docs/claims.md): each model one unit (its seeds averaged),
 # compared between model groups on one finetuning dataset or between two finetuning datasets, model by
 # model; exact permutation p-values over the models, Holm over the claims, verdicts in words.
-
+# A zoo run measures pretrained networks only: its claims compare groups on pretrained d (the config check
+# refuses any other), read from the iEATs and the zoo's status records (a model that failed its check is
+# left out of its group and named in the table).
+CLAIMS_INPUTS = (
+    {"statuses": expand("results/zoo/status/{model}.json", model=config["models"])}
+    if PLAN.zoo
+    else {"change": PLAN.summary("ieat_change"), "bts": PLAN.summary("bts")}
+)
 
 table_artefact(
     "claims",
@@ -26,9 +33,8 @@ report_artefact(
 
 rule claims:
     input:
+        **CLAIMS_INPUTS,
         ieat=PLAN.summary("ieat"),
-        change=PLAN.summary("ieat_change"),
-        bts=PLAN.summary("bts"),
     output:
         table=PLAN.summary("claims"),
         values=PLAN.summary("claim_values"),

@@ -4,41 +4,17 @@
 import os
 
 from biastransfer import config as cfg  # noqa: E402
-from biastransfer.check_cache import passed_check  # noqa: E402
+from biastransfer.config_check import validate_config  # noqa: E402
 from biastransfer.gpus import books_gpu  # noqa: E402
 from biastransfer.paths import path  # noqa: E402
-from biastransfer.schema_types import non_integer_problems  # noqa: E402
 from biastransfer.workflow.plan import Plan  # noqa: E402
 from biastransfer.zoo import embed_settings  # noqa: E402
 
-# A float where the schema wants an integer (epochs: 2.0), named by its key before anything reads it; then
-# the schema checks keys and types and fills every default (after what a later --configfile removed with
-# null), so rules read config[...] without defaults of their own (results/summary/config.yaml shows them
-# all); then the cross-references of the filled config are checked, every problem named at once, and a
-# run with layer profiles resolves each model's layers on a network without weights (torch only then,
-# and only until that check has passed once for these models: biastransfer.check_cache).
-NON_INTEGERS = non_integer_problems(
-    config, Path(BASEDIR) / "workflow" / "schemas" / "config.schema.yaml"
-)
-if NON_INTEGERS:
-    raise ValueError("invalid configuration:\n  " + "\n  ".join(NON_INTEGERS))
-cfg.fill_defaults(config)
-cfg.check_config(config)
-if config["analysis"]["layers"]["enabled"]:
-
-    def _layer_problems():
-        from biastransfer.models.layers import layer_problems
-
-        return layer_problems(config)
-
-    LAYER_PROBLEMS = passed_check(
-        "layers",
-        {"models": config["models"], "layers": config["analysis"]["layers"]},
-        _layer_problems,
-        code="models",
-    )
-    if LAYER_PROBLEMS:
-        raise ValueError("invalid configuration:\n  " + "\n  ".join(LAYER_PROBLEMS))
+# Every check of the config before any job (biastransfer.config_check.validate_config, the one that
+# `python -m biastransfer.config FILE...` runs): keys and types against the schema (integers strictly), every
+# default filled, so rules read config[...] without defaults of their own (results/summary/config.yaml shows
+# them all), the filled config's cross-references, each model's network and its layer profile; every problem named at once.
+validate_config(config)
 
 # The run's plan: every path, target and rule's settings (biastransfer.workflow.plan).
 PLAN = Plan(config, BASEDIR)
@@ -114,6 +90,10 @@ RESOURCES = {
     "plot": {"mem_mb": 1000, "runtime": 10},
     # statistics on one model's embeddings
     "stats": {"mem_mb": 2000, "runtime": 10},
+    # every network's predictions and embeddings of an evaluation split, one network family at a time:
+    # 2.7 GB and 10 min measured for the paper's (six Open Images networks on 125,436 test images; the
+    # embedding leakage's PCA of each network's attributed images is the peak; docs/benchmarks.md)
+    "predictions": {"mem_mb": 4000, "runtime": 30},
     # network-bound
     "download": {"mem_mb": 1000, "runtime": 60},
     # one split of a real dataset and its labels

@@ -49,7 +49,7 @@ rule link:
         "../envs/stats.yaml"
     threads: 1
     resources:
-        **RESOURCES["stats"],
+        **RESOURCES["predictions"],
     params:
         settings=PLAN.settings("link"),
     script:

@@ -76,7 +76,7 @@ rule amplification:
         "../envs/stats.yaml"
     threads: 1
     resources:
-        **RESOURCES["stats"],
+        **RESOURCES["predictions"],
     params:
         settings=PLAN.settings("amplification"),
     script:

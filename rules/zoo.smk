@@ -44,6 +44,9 @@ ZOO_TARGETS = [
     "results/zoo/status.csv",
     *ARTEFACTS.targets("zoo"),
     *ARTEFACTS.files("ieat_heatmap"),
+    # the claims a zoo can test (pretrained d, rules/claims.smk; none without claims.tests)
+    *PLAN.summaries("claims"),
+    *ARTEFACTS.files("claims", "claims_figure"),
 ]
 
 
@@ -134,6 +137,7 @@ rule zoo_findings:
     input:
         ranking="results/zoo/ranking.csv",
         status_csv="results/zoo/status.csv",
+        claims=PLAN.summaries("claims"),
     output:
         **artefact_outputs("zoo_findings"),
         findings="results/zoo/findings.rst",

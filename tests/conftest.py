@@ -41,6 +41,19 @@ def run_snakemake(*args, cwd, check=True, timeout=1500) -> subprocess.CompletedP
     return done
 
 
+def in_small_file_system(folder: Path) -> list[str]:
+    """The command prefix that runs a command with a 1 MB tmpfs mounted on ``folder``, in a user and mount
+    namespace of its own (nothing outside it sees the mount); the test is skipped where there is none."""
+    mount = ["unshare", "--map-root-user", "--mount", "sh", "-c", 'mount -t tmpfs -o size=1m tmpfs "$0" && exec "$@"']
+    try:
+        probe = subprocess.run([*mount, str(folder), "true"], capture_output=True, text=True, timeout=60)
+    except FileNotFoundError:
+        pytest.skip("no unshare here: a 1 MB file system cannot be mounted")
+    if probe.returncode != 0:
+        pytest.skip(f"no user and mount namespace here ({probe.stderr.strip()})")
+    return [*mount, str(folder)]
+
+
 @contextlib.contextmanager
 def scratch(tmp_path_factory, name: str):
     """A folder for a module fixture's run, removed when the fixture ends: the paper toy run (4 GB) and the

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from biastransfer.stats import bias_amplification, bias_amplifications, predict_at_base_rate, predict_at_threshold
-from biastransfer.stats.amplification import ABSENT, attribute_shift, resample_indices
+from biastransfer.stats.amplification import ABSENT, attribute_shift, design, resample_indices
 from biastransfer.stats.leakage import crossfit_predictions, leakage, leakage_amplification, matched_labels, mean_f1
 
 # Six images: 0-2 are men (attribute 0), 3-5 women (attribute 1); three tasks.
@@ -133,6 +133,24 @@ def test_the_fast_path_matches_plain_loops_over_images_and_replicates(n_seeds):
     assert z.dropped == 1 and d.n_seeds == z.n_seeds == n_seeds
     low, high = np.quantile(d.replicate_estimates[np.isfinite(d.replicate_estimates)], [0.025, 0.975])
     assert (d.ci_low, d.ci_high) == pytest.approx((low, high))
+
+
+def test_the_design_holds_each_count_column_in_float32():
+    """A, T, A*T by attribute then task, A*That by seed, attribute and task: 0/1 in float32, so that the
+    resampled counts (integers below 2^24) are exact in half the memory of float64."""
+    rng = np.random.default_rng(0)
+    n, G, K, S = 50, 2, 3, 2
+    A = np.eye(G)[rng.integers(0, G, n)]
+    T = (rng.random((n, K)) < 0.5).astype(float)
+    P = (rng.random((S, n, K)) < 0.5).astype(float)
+    X = design(A, T, P)
+    assert X.dtype == np.float32 and X.shape == (n, G + K + G * K + S * G * K)
+    assert np.array_equal(X[:, :G], A) and np.array_equal(X[:, G : G + K], T)
+    for g in range(G):
+        for k in range(K):
+            assert np.array_equal(X[:, G + K + g * K + k], A[:, g] * T[:, k])
+            for s in range(S):
+                assert np.array_equal(X[:, G + K + G * K + (s * G + g) * K + k], A[:, g] * P[s][:, k])
 
 
 def test_one_measure_alone_and_pooled_seeds_agree_with_the_joint_call():

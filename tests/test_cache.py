@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import json
+import os
 import pickle
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 import torch
+from conftest import ROOT, in_small_file_system, run_snakemake
 from fake_datasets import coco_splits
 from PIL import Image
 from torchvision import transforms as T
 
-from biastransfer.data.cache import CacheError, CacheSetting, ImageCache, build_cache, resized_size
+from biastransfer.data.cache import CACHE_FORMAT, CacheError, CacheSetting, ImageCache, build_cache, resized_size
 from biastransfer.data.splits import read_split
 from biastransfer.hashing import file_digest
 from biastransfer.images import load_rgb
@@ -163,6 +168,115 @@ def test_a_missing_image_fails_before_anything_is_written(tmp_path, images):
     assert not (tmp_path / "cache").exists()
 
 
+def test_an_image_edited_in_place_is_read_from_its_file_as_a_rebuilt_cache_would_store_it(tmp_path, images):
+    split, paths = images
+    index, _ = build(tmp_path, split, paths)
+    recorded = [os.stat(p) for p in paths]
+    photo(300, 200, 9).save(paths[0], quality=92)  # other pixels, same path: resized in the cache
+    small = np.asarray(Image.open(paths[1])).copy()
+    small[:10] = 255 - small[:10]
+    Image.fromarray(small).save(paths[1])  # a small image: stored verbatim
+    for path, stat in zip(paths[:2], recorded):  # a later time, even on a file system with coarse times
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    os.utime(paths[2], ns=(recorded[2].st_atime_ns, recorded[2].st_mtime_ns + 10**9))  # touched only
+    ids = [f"img{i}" for i in range(4)]
+    cache = ImageCache(index, image_ids=ids, paths=paths)
+    assert cache.changed == {0: paths[0], 1: paths[1]} and cache.touched == 1 and cache.missing == []
+    assert "2 image(s) changed since it was built (first: " in cache.source_note()
+    assert "1 image file(s) with a new modification time but the same contents" in cache.source_note()
+    rebuilt, _ = build(tmp_path / "again", split, paths)
+    fresh = ImageCache(rebuilt, paths=paths)
+    assert fresh.changed == {} and fresh.source_note() == ""
+    assert [cache.data(i) for i in range(4)] == [fresh.data(i) for i in range(4)]
+    assert np.array_equal(np.asarray(cache.image(1)), small)
+    assert pickle.loads(pickle.dumps(cache)).data(0) == fresh.data(0)  # loader workers see the new pixels too
+
+
+def test_an_image_edited_without_a_new_size_or_time_is_the_documented_blind_spot(tmp_path):
+    """Same size, same modification time, other pixels: not looked at (the module docstring says so)."""
+    path = tmp_path / "a.bmp"  # uncompressed: other pixels keep the size
+    photo(40, 30, 1).save(path)
+    index, _ = build(tmp_path, path, [str(path)])
+    stat = os.stat(path)
+    photo(40, 30, 2).save(path)
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert os.stat(path).st_size == stat.st_size
+    assert ImageCache(index, paths=[str(path)]).changed == {}
+
+
+def test_a_deleted_image_file_is_read_from_the_cache_and_named(tmp_path, images):
+    split, paths = images
+    index, _ = build(tmp_path, split, paths)
+    kept = ImageCache(index).data(3)
+    os.unlink(paths[3])
+    cache = ImageCache(index, paths=paths)
+    assert cache.missing == [paths[3]] and cache.data(3) == kept
+    assert f"1 image file(s) no longer there (first: {paths[3]}): their cached copies are read" in cache.source_note()
+
+
+def test_a_cache_of_the_old_format_is_deleted_with_the_reason(tmp_path, images):
+    split, paths = images
+    index, _ = build(tmp_path, split, paths)
+    index.write_text(json.dumps({**json.loads(index.read_text()), "format": "biastransfer-image-cache/1"}))
+    reason = (
+        rf"format 'biastransfer-image-cache/1'; this version reads {CACHE_FORMAT}, which records each image "
+        r"file's size, modification time and sha256; deleted .* so that the next run rebuilds the cache"
+    )
+    with pytest.raises(CacheError, match=reason):
+        ImageCache(index)
+    assert not index.exists()
+
+
+def test_the_workflow_rebuilds_a_cache_of_the_old_format_and_says_why(tmp_path):
+    (tmp_path / "c.yaml").write_text("datasets: {synthetic_target: {n_train: 40, n_val: 20}}\nfinetune: {cache: on}\n")
+    target = "results/cache/synthetic_target/64-bilinear-q95/train.json"
+    args = ("--configfile", ROOT / "config" / "config.yaml", tmp_path / "c.yaml", "--cores", "2", target)
+    run_snakemake(*args, cwd=tmp_path)
+    # as the previous version left it: an index of format 1, written by a rule without params
+    index = tmp_path / target
+    index.write_text(json.dumps({**json.loads(index.read_text()), "format": "biastransfer-image-cache/1"}))
+    records = [
+        p
+        for p in (tmp_path / ".snakemake" / "metadata").iterdir()
+        if json.loads(p.read_text())["rule"] == "image_cache"
+    ]
+    assert len(records) == 2  # the index and the shard folder
+    for record in records:
+        record.write_text(json.dumps({**json.loads(record.read_text()), "params": []}))
+    done = run_snakemake(*args, cwd=tmp_path)
+    assert "Params have changed since last execution" in done.stderr and CACHE_FORMAT in done.stderr
+    assert json.loads(index.read_text())["format"] == CACHE_FORMAT
+
+
+BUILD = """
+import sys
+from biastransfer.data.cache import CacheSetting, build_cache
+split, folder, *paths = sys.argv[1:]
+build_cache(split, [str(i) for i in range(len(paths))], paths, folder + "/train.json", folder + "/train.shards",
+            CacheSetting(512), log=print)
+"""
+
+
+def test_a_full_disk_while_writing_a_shard_is_named_with_the_shard(tmp_path):
+    """Four 400 px noise PNGs (480 kB each, kept verbatim) into a real 1 MB file system."""
+    rng = np.random.default_rng(0)
+    paths = [tmp_path / f"noise{i}.png" for i in range(4)]
+    for path in paths:
+        Image.fromarray(rng.integers(0, 256, (400, 400, 3), dtype=np.uint8)).save(path)
+    split, small = tmp_path / "split.parquet", tmp_path / "small"
+    split.write_bytes(b"stands in for the split file")
+    small.mkdir()
+    done = subprocess.run(
+        [*in_small_file_system(small), sys.executable, "-c", BUILD, str(split), str(small), *map(str, paths)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+    )
+    last = done.stderr.strip().splitlines()[-1]
+    assert last == f"OSError: [Errno 28] no space left on device: '{small}/train.shards/shard-00000.arrow'", done.stderr
+
+
 def test_cache_setting_names_round_trip_and_bad_values_are_clear():
     assert CacheSetting.parse("256-bicubic-q90") == CacheSetting(256, "bicubic", 90)
     assert CacheSetting(224, "bicubic").name == "224-bicubic-q95"
@@ -221,6 +335,74 @@ def test_a_cache_for_another_resize_is_refused(small_coco, tmp_path):
     )
     with pytest.raises(ValueError, match="resized to 32 px \\(bilinear\\) but tiny resizes to 40 px"):
         _train(small_coco, tmp_path, small_coco[2], spec)
+
+
+def test_a_training_image_edited_in_place_is_what_the_network_learns_from(tmp_path):
+    """The split (paths) is unchanged, so is the cache; the training from it must still see the new pixels."""
+    train, val = coco_splits(tmp_path / "data", size=24)
+    indexes = []
+    for path in (train, val):
+        frame = read_split(path).frame
+        index = tmp_path / "cache" / f"{path.stem}.json"
+        build_cache(
+            path,
+            list(frame["image_id"]),
+            list(frame["path"]),
+            index,
+            index.with_suffix(".shards"),
+            CacheSetting(32, "bilinear"),
+            log=lambda m: None,
+        )
+        indexes.append(str(index))
+    edited = read_split(train).frame["path"].iloc[3]
+    stat = os.stat(edited)
+    Image.fromarray(255 - np.asarray(Image.open(edited))).save(edited, quality=95)
+    os.utime(edited, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    spec = resolve_spec("tiny", {"source": "timm", "arch": "resnet10t", "weights": None, "preprocess": PRE})
+    logs = []
+    runs = {}
+    for name, cache in (("files", None), ("cache", indexes)):
+        out = tmp_path / name
+        runs[name] = run_training(
+            lambda classes: create_classifier(spec, len(classes), None),
+            spec,
+            TrainingFiles(
+                str(train),
+                str(val),
+                str(out / "model.safetensors"),
+                str(out / "m.json"),
+                train_cache=cache and cache[0],
+                val_cache=cache and cache[1],
+            ),
+            train_config({"epochs": 1, "lr": 0.05, "batch_size": 8}, 5, 0),
+            device=torch.device("cpu"),
+            threads=1,
+            log=logs.append,
+        )
+    assert runs["cache"]["history"][0]["train_loss"] == runs["files"]["history"][0]["train_loss"]
+    weights = [load_classifier_from_checkpoint(tmp_path / d / "model.safetensors")[0].state_dict() for d in runs]
+    assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
+    assert any(f"train.json: 1 image(s) changed since it was built (first: {edited})" in m for m in logs), logs
+
+
+def test_a_validation_cache_for_another_resize_is_refused(small_coco, tmp_path):
+    train, val, (train_cache, _) = small_coco
+    frame = read_split(val).frame
+    val_cache = tmp_path / "other" / "val.json"
+    build_cache(
+        val,
+        list(frame["image_id"]),
+        list(frame["path"]),
+        val_cache,
+        val_cache.with_suffix(".shards"),
+        CacheSetting(40, "bilinear"),
+        log=lambda m: None,
+    )
+    spec = resolve_spec("tiny", {"source": "timm", "arch": "resnet10t", "weights": None, "preprocess": PRE})
+    with pytest.raises(
+        ValueError, match=r"cache .*other/val.json is resized to 40 px \(bilinear\) but tiny resizes to 32"
+    ):
+        _train(small_coco, tmp_path, (train_cache, str(val_cache)), spec)
 
 
 class Killed(Exception):

@@ -306,6 +306,35 @@ def test_the_findings_word_every_claim_with_its_interval_and_floor():
     assert describe_claims(None) == [] and describe_claims(table.iloc[:0]) == []
 
 
+def test_a_model_measured_in_no_table_is_left_out_of_its_group_and_named():
+    """A zoo model that failed its check has no iEAT row: it is left out of every claim's groups, and the
+    table, the findings and the LaTeX caption say which and why (no claim leaves one out silently)."""
+    from biastransfer.report.claims import claims_latex
+    from biastransfer.report.findings import describe_claims
+    from biastransfer.stats.claim_measures import claims_from_summaries
+
+    summaries, groups = _arms_summaries(np.random.default_rng(0))
+    groups["planted"].append("planted_broken")
+    claim = {"measure": "d", "analysis_set": "s", "stage": "pretrained", "compare": "groups", "x": "planted",
+             "y": "mirrored", "dataset": None, "models": [], "direction": "greater", "test": "planted_pair"}  # fmt: skip
+    claims = {"groups": groups, "alpha": 0.05, "permutations": 100_000, "level": 0.95, "power": 0.8,
+              "simulations": 300, "seed": 0, "tests": [{**claim, "name": "planted"}]}  # fmt: skip
+    with pytest.raises(ValueError, match="model 'planted_broken'.*no rows"):
+        claims_from_summaries(claims, summaries, datasets=[])
+    why = {"planted_broken": "failed its zoo check: no weights"}
+    table, values = claims_from_summaries(claims, summaries, datasets=[], left_out=why)
+    row = table.iloc[0]
+    assert (row["n_x"], row["n_y"], row["left_out"]) == (5, 5, "planted_broken (failed its zoo check: no weights)")
+    assert "planted_broken" not in set(values["model"]) and row["verdict"] == "supported"
+    assert "Left out of its groups: planted_broken (failed its zoo check: no weights)." in "\n".join(
+        describe_claims(table)
+    )
+    assert "Left out of the groups (measured in no table): planted: planted\\_broken" in claims_latex(table)
+    untouched, _ = _arms_table()
+    assert (untouched["left_out"] == "").all() and "Left out" not in "\n".join(describe_claims(untouched))
+    assert "Left out" not in claims_latex(untouched)
+
+
 def test_the_landing_page_counts_the_claims_verdicts():
     from biastransfer.report.findings import claims_sentence
 

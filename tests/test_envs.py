@@ -92,13 +92,27 @@ def imported_modules(node: ast.AST, path: Path) -> list[str]:
     return names
 
 
+def _main_guard(node: ast.stmt) -> bool:
+    """Whether ``node`` is an ``if __name__ == "__main__":`` block."""
+    test = node.test if isinstance(node, ast.If) else None
+    return (
+        isinstance(test, ast.Compare)
+        and getattr(test.left, "id", None) == "__name__"
+        and [getattr(c, "value", None) for c in test.comparators] == ["__main__"]
+    )
+
+
 def third_party_imports(path: Path, seen: set[Path]) -> set[str]:
-    """Top-level third-party modules imported by ``path`` and the biastransfer modules it imports."""
+    """Top-level third-party modules imported by ``path`` and the biastransfer modules it imports (a library
+    module's ``if __name__ == "__main__":`` block, its command, runs on no import)."""
     if path in seen:
         return set()
     seen.add(path)
     found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    body = ast.parse(path.read_text()).body
+    if path.is_relative_to(LIBRARY):
+        body = [statement for statement in body if not _main_guard(statement)]
+    for node in (n for statement in body for n in ast.walk(statement)):
         for name in imported_modules(node, path):
             top = name.split(".")[0]
             if top == "biastransfer":
@@ -116,6 +130,9 @@ def test_the_import_walk_follows_subpackages():
     assert "biastransfer.stats.bts" in imported_modules(lazy, SCRIPTS / "bts.py")
     assert "torch" in third_party_imports(SCRIPTS / "embed.py", set())
     assert "PIL" in third_party_imports(SCRIPTS / "synthetic_dataset.py", set())
+    # biastransfer.config's command (python -m) is the checker, which builds networks; importing it does not
+    assert "torch" in third_party_imports(LIBRARY / "biastransfer" / "config_check.py", set())
+    assert "torch" not in third_party_imports(LIBRARY / "biastransfer" / "config.py", set())
     with pytest.raises(AssertionError, match="no module"):
         library_files("biastransfer.no_such_module")
 

@@ -149,3 +149,61 @@ def test_the_command_line_prints_the_paper_estimate():
     assert re.search(
         r"predictions of one network on its evaluation split: at most \d\.\d% of one finetuning epoch", out
     )
+
+
+def _preflight(*args, cwd):
+    return subprocess.run(
+        [sys.executable, str(ROOT / "workflow" / "scripts" / "preflight.py"), *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin", "HOME": str(cwd)},
+    )
+
+
+UNBUILDABLE = {
+    "models": {
+        "resnet18_typo": {},  # neither registered nor defined
+        "no_such_timm": {"source": "timm", "arch": "resnet_nine_hundred"},
+        "no_such_torchvision": {"source": "torchvision", "arch": "resnet_nine_hundred"},
+    },
+    "analysis": {"layers": {"enabled": False}},  # the layer check, which also builds every model, is off
+}
+
+
+def test_the_estimate_refuses_the_models_the_workflow_refuses_and_writes_nothing(tmp_path):
+    import yaml
+
+    from biastransfer.config import read_configs
+    from biastransfer.models.resolve import model_spec_problems
+
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(UNBUILDABLE, sort_keys=False))
+    configs = [ROOT / "config" / "config.yaml", tmp_path / "bad.yaml"]
+    done = _preflight("--configfile", *configs, "--estimate", "--table", tmp_path / "t.csv", cwd=tmp_path)
+    assert done.returncode == 2 and done.stdout == "" and "Traceback" not in done.stderr
+    assert not (tmp_path / "t.csv").exists()
+    workflow = model_spec_problems(read_configs(configs))  # the check rules/common.smk runs
+    assert done.stderr == "error: invalid configuration:\n  " + "\n  ".join(workflow) + "\n"
+    lines = done.stderr.splitlines()[1:]
+    assert [line.split(":")[0].strip() for line in lines] == [f"models.{m}" for m in UNBUILDABLE["models"]]
+    assert "not in the registry" in lines[0] and "timm has no model architecture 'resnet_nine_hundred'" in lines[1]
+    assert "torchvision has no model architecture 'resnet_nine_hundred'" in lines[2]
+
+
+@pytest.mark.parametrize("option", [("--gpus", "0"), ("--cores", "-4")])
+def test_bad_gpus_or_cores_are_one_line_before_anything_is_written(tmp_path, option):
+    done = _preflight(
+        "--configfile",
+        ROOT / "config" / "config.yaml",
+        "--estimate",
+        *option,
+        "--table",
+        tmp_path / "t.csv",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert (
+        done.stderr
+        == f"error: --gpus and --cores must be at least 1, got {'0 and 16' if option[0] == '--gpus' else '1 and -4'}\n"
+    )
+    assert not (tmp_path / "t.csv").exists()

@@ -9,8 +9,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from biastransfer.data.manifest import read_manifest, validate_manifest, verify_files, write_manifest
-from biastransfer.data.splits import Split, read_split, write_split
-from biastransfer.embeddings import read_embeddings, read_metadata, write_embeddings
+from biastransfer.data.splits import Split, read_split, read_split_columns, write_split
+from biastransfer.embeddings import checked_embedding_ids, read_embeddings, read_metadata, write_embeddings
+from biastransfer.hashing import file_digest
 
 
 def test_embeddings_round_trip_with_metadata(tmp_path):
@@ -48,6 +49,38 @@ def test_bad_embeddings_are_refused_and_leave_no_file(tmp_path):
     path.write_bytes(b"not parquet")
     with pytest.raises(ValueError, match="e.parquet: not a readable Parquet file"):
         read_embeddings(path)
+
+
+@pytest.mark.parametrize(
+    "columns, problem",
+    [
+        ({"image_id": ["1", "1"], "class": ["a", "a"], "embedding": [[1.0], [2.0]]}, "repeats '1'"),
+        ({"image_id": ["1", "2"], "class": ["a", "a"], "embedding": [[1.0], None]}, "is null in row 1"),
+        ({"image_id": ["1", "2"], "class": ["a", "a"], "embedding": [[1.0], [1.0, 2.0]]}, "has 2 values in row 1"),
+        ({"image_id": ["1", "2"], "class": ["a", "a"], "embedding": [[1.0], [np.inf]]}, "non-finite .* images 2"),
+        ({"image_id": ["1", "2"], "embedding": [[1.0], [2.0]]}, "missing column.*class"),
+    ],
+)
+def test_the_batchwise_check_refuses_what_the_reader_refuses(tmp_path, columns, problem):
+    path = tmp_path / "e.parquet"
+    pq.write_table(pa.table(columns), path)
+    for check in (read_embeddings, checked_embedding_ids):
+        with pytest.raises(ValueError, match=f"e.parquet: .*{problem}"):
+            check(path)
+
+
+def test_the_batchwise_check_holds_no_matrix(tmp_path):
+    import tracemalloc
+
+    path = tmp_path / "e.parquet"
+    emb = np.random.default_rng(0).standard_normal((9000, 256)).astype(np.float32)  # three reading batches
+    ids = [f"i{k}" for k in range(len(emb))]
+    write_embeddings(path, ids, ["x"] * len(ids), emb)
+    tracemalloc.start()
+    assert checked_embedding_ids(path).tolist() == ids
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < emb.nbytes / 4, f"{peak} bytes traced checking a {emb.nbytes}-byte matrix"
 
 
 def _manifest(tmp_path, rows):
@@ -95,3 +128,50 @@ def test_split_round_trip_and_unknown_label(tmp_path):
     with pytest.raises(ValueError, match="image '2' has label\\(s\\) \\['person'\\]"):
         write_split(tmp_path / "t.parquet", Split("d", "train", ("car",), frame))
     assert not (tmp_path / "t.parquet").exists()
+
+
+def test_some_columns_of_a_split_are_read_alone_and_a_wrong_one_is_named(tmp_path):
+    frame = pd.DataFrame({"image_id": ["1", "2"], "path": ["a.png", "b.png"], "labels": [["car"], ["car", "person"]]})
+    write_split(tmp_path / "s.parquet", Split("d", "train", ("car", "person"), frame))
+    ids = read_split_columns(tmp_path / "s.parquet", ["image_id"])
+    assert ids.to_dict("list") == {"image_id": ["1", "2"]}
+    both = read_split_columns(tmp_path / "s.parquet", ["image_id", "path"])
+    assert both.to_dict("list") == {"image_id": ["1", "2"], "path": ["a.png", "b.png"]}
+    with pytest.raises(ValueError, match=r"s\.parquet: a split file has no column\(s\) sha256"):
+        read_split_columns(tmp_path / "s.parquet", ["image_id", "sha256"])
+    pq.write_table(
+        pa.table({"image_id": ["1"]}).replace_schema_metadata({b"biastransfer": b"{}"}), tmp_path / "x.parquet"
+    )
+    with pytest.raises(ValueError, match=r"x\.parquet: missing column\(s\) path"):
+        read_split_columns(tmp_path / "x.parquet", ["image_id", "path"])
+    (tmp_path / "bad.parquet").write_text("not parquet")
+    with pytest.raises(ValueError, match=r"bad\.parquet: not a readable split file"):
+        read_split_columns(tmp_path / "bad.parquet", ["image_id"])
+
+
+def test_the_leakage_check_compares_ids_and_the_files_of_hashed_splits(tmp_path, monkeypatch):
+    """check_leakage.py reads only the ids (and, where it hashes, the paths) of each split: an analysis
+    image's id in a split, or its file under another id in a hashed split, fails the check, naming it."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow" / "scripts"))
+    import check_leakage
+
+    monkeypatch.chdir(tmp_path)
+    for name, data in (("a.png", b"A"), ("b.png", b"B"), ("c.png", b"C"), ("d.png", b"D")):
+        Path(name).write_bytes(data)
+    analysis = {"image_id": ["x1", "x2"], "class": ["car", "car"], "path": ["a.png", "d.png"]}
+    analysis |= {"sha256": [file_digest("a.png"), file_digest("d.png")], "source_split": ["val", "val"]}
+    write_manifest("m.parquet", pd.DataFrame({**analysis, "source": ["s", "s"], "reason": ["r", "r"]}))
+    frame = pd.DataFrame({"image_id": ["1", "2"], "path": ["b.png", "c.png"], "labels": [["car"], []]})
+    write_split("train.parquet", Split("d", "train", ("car",), frame))
+    check_leakage.main("m.parquet", ["train.parquet"], "ok")
+    assert Path("ok").read_text().startswith("2 analysis images of m.parquet are in none of 2 split images")
+    write_split("val.parquet", Split("d", "val", ("car",), frame.assign(path=["a.png", "c.png"])))
+    check_leakage.main("m.parquet", ["train.parquet", "val.parquet"], "ok", hash_files=["train.parquet"])
+    with pytest.raises(ValueError, match=r"split 'val.parquet': 1 image\(s\) with an analysis image's sha256: 1 "):
+        check_leakage.main("m.parquet", ["train.parquet", "val.parquet"], "ok", hash_files=True)
+    write_split("test.parquet", Split("d", "test", ("car",), frame.assign(image_id=["x1", "3"])))
+    with pytest.raises(ValueError, match=r"split 'test.parquet': 1 analysis image id\(s\): x1"):
+        check_leakage.main("m.parquet", ["train.parquet", "test.parquet"], "ok", hash_files=False)

@@ -30,6 +30,7 @@ from biastransfer.stats.link import (
     spearman,
     spearman_interval,
 )
+from biastransfer.workflow.rules.predictions import LinkSettings
 
 NAMES, TASKS = ("person_a", "person_b"), ("car", "surfboard", "stop_sign")
 
@@ -195,8 +196,9 @@ def linked(tmp_path_factory):
     tests = {"s": [{"name": "t", "X": "person_a", "Y": "person_b", "A": "surfboard", "B": "car", "role": "planted"},
                    {"name": "other", "X": "person_a", "Y": "person_b", "A": "surfboard", "B": "refrigerator"}]}  # fmt: skip
     out = {"table": str(tmp_path / "link.csv"), "correlation": str(tmp_path / "corr.csv")}
-    _script("link").main(paths["ieat"], paths["change"], paths["terms"], [str(split)], [str(attrs)],
-                         [str(p) for p in preds], tests, settings={"bootstrap": 200}, **out)  # fmt: skip
+    settings = LinkSettings(tests=tests, threshold=0.5, bootstrap=200, ci_level=0.95, seed=0)
+    inputs = (paths["ieat"], paths["change"], paths["terms"], [str(split)], [str(attrs)], [str(p) for p in preds])
+    _script("link").main(*inputs, settings=settings, **out)
     return out
 
 

@@ -168,6 +168,27 @@ def test_paper_lists_splits_and_leakage(files):
         check_no_leakage(manifest, {"val": full.frame})
 
 
+def test_a_split_lists_each_image_once_with_its_labels_sorted_and_its_path():
+    """Rows in any order, images with one or several labels: ids sorted, each image's display names
+    sorted, the path image_path gives."""
+    classes = pd.DataFrame({"mid": ["/m/b", "/m/a", "/m/c"], "name": ["Bee", "Ant", "Cat"]})
+    labels = pd.DataFrame(
+        {
+            "image_id": ["ff00", "0a00", "ff00", "0a00", "1b00", "ff00"],
+            "mid": ["/m/c", "/m/b", "/m/a", "/m/a", "/m/b", "/m/b"],
+        }
+    )
+    split = oi.make_split(
+        labels, classes, dataset="d", name="val", source_split="validation", root="R/", exclude=["1b00"]
+    )
+    assert split.classes == ("Bee", "Ant", "Cat")
+    assert split.frame.to_dict("list") == {
+        "image_id": ["0a00", "ff00"],
+        "path": [oi.image_path("R/", "validation", "0a00"), oi.image_path("R/", "validation", "ff00")],
+        "labels": [["Ant", "Bee"], ["Ant", "Bee", "Cat"]],
+    }
+
+
 MIAP_HEADER = (
     "ImageID,LabelName,Confidence,XMin,XMax,YMin,YMax,IsOccluded,IsTruncated,IsGroupOf,IsDepictionOf,IsInside,"
     "GenderPresentation,AgePresentation"

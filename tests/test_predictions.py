@@ -3,6 +3,7 @@ the predict and amplification scripts' cores, the summary's table and findings (
 
 import logging
 import shutil
+import tracemalloc
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from biastransfer.data import synthetic
 from biastransfer.data.attributes import Attributes, read_attributes, write_attributes
 from biastransfer.data.leakage import check_no_leakage
 from biastransfer.data.splits import Split, read_split, write_split
-from biastransfer.embeddings import read_embeddings, write_embeddings
+from biastransfer.embeddings import read_embedding_rows, read_embeddings, write_embeddings
 from biastransfer.hashing import file_digest
 from biastransfer.predictions import read_predictions, write_predictions
 from biastransfer.report.amplification_report import amplification_frame, amplification_latex
@@ -112,6 +113,43 @@ def test_prediction_files_round_trip_and_name_what_is_wrong(tmp_path):
         table.columns(["car", "surfboard"], where=str(path))
     with pytest.raises(ValueError, match=r"score 1.5 of image 'b', class 'person' is not in \[0, 1\]"):
         write_predictions(path, ["a", "b"], ["car", "person"], [[0.1, 0.9], [0.5, 1.5]], {})
+    np.testing.assert_allclose(
+        table.columns(["person", "car"], where="p", rows=[1, 0, 1]), [[0.0, 0.5], [0.9, 0.1], [0.0, 0.5]]
+    )
+    np.testing.assert_allclose(table.columns(["person"], where="p"), [[0.9], [0.0]])
+
+
+def test_an_evaluation_reads_only_the_embedding_rows_it_needs(tmp_path):
+    """read_embedding_rows gives the rows of the ids asked for, in their order, from files of several batches
+    (fixed or variable-length lists), without the whole matrix in memory; a missing id or a non-finite value
+    of a row it reads is named."""
+    rng = np.random.default_rng(0)
+    ids = [f"i{k}" for k in range(9000)]  # three batches of embeddings._BATCH_ROWS
+    emb = rng.standard_normal((len(ids), 256)).astype(np.float32)
+    path = tmp_path / "e.parquet"
+    write_embeddings(path, ids, ["test"] * len(ids), emb, {"stage": "ft-d-seed0"})
+    wanted = ["i8999", "i3", "i4100", "i0"]
+    np.testing.assert_array_equal(read_embedding_rows(path, wanted), emb[[8999, 3, 4100, 0]])
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    lists = tmp_path / "lists.parquet"
+    pq.write_table(
+        pa.table({"image_id": ids, "class": ["t"] * len(ids), "embedding": emb.astype(np.float64).tolist()}), lists
+    )
+    np.testing.assert_array_equal(read_embedding_rows(lists, wanted), emb[[8999, 3, 4100, 0]])
+    tracemalloc.start()
+    read_embedding_rows(path, ["i5"])
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < emb.nbytes / 4, f"{peak} bytes traced reading one row of a {emb.nbytes}-byte matrix"
+    with pytest.raises(ValueError, match=r"e.parquet: no embedding of image 'nope'"):
+        read_embedding_rows(path, ["i1", "nope"])
+    emb[4100, 7] = np.inf
+    pq.write_table(pa.table({"image_id": ids, "class": ["t"] * len(ids), "embedding": emb.tolist()}), lists)
+    with pytest.raises(ValueError, match=r"lists.parquet: non-finite embeddings for images i4100"):
+        read_embedding_rows(lists, wanted)
+    np.testing.assert_array_equal(read_embedding_rows(lists, ["i3"]), emb[[3]])
 
 
 def test_predict_refuses_a_network_that_lacks_a_class_of_the_split():
@@ -280,6 +318,26 @@ def test_a_class_absent_from_the_test_split_is_left_out_with_its_reason_a_warnin
         "d's test split has no image of stop_sign (among its images with an attribute): its amplification terms "
         "have no direction, so every BiasAmp A->T below is the mean over the other 3 of its 4 classes" in text
     )
+
+
+def test_every_prediction_file_is_checked_first_and_each_family_read_when_used(tmp_path):
+    """scores_by_network checks every file before it returns (a file of another split is named then), and
+    keeps no scores: each family's file is read when it is asked for (one family in memory at a time)."""
+    from biastransfer.evaluation import network_scores, read_evaluations, scores_by_network
+
+    ev, a = _evaluation(n=60)
+    split, attrs, pred, _ = _write_inputs(tmp_path, ev, a, ev.truth * 0.8)
+    (tmp_path / "o").mkdir()
+    _, _, other, _ = _write_inputs(tmp_path / "o", ev, a, ev.truth * 0.8, split_sha="f" * 64)
+    datasets = read_evaluations([str(split)], [str(attrs)])
+    with pytest.raises(ValueError, match=r"o/ft-d-seed0.parquet: predictions of split None/test"):
+        scores_by_network(datasets, [str(pred), str(other)])
+    scores = scores_by_network(datasets, [str(pred)])["d"]
+    assert list(scores) == [("finetuned", "m")] and len(scores) == 1
+    np.testing.assert_array_equal(scores["finetuned", "m"][0], network_scores(str(pred), *datasets["d"]))
+    pred.unlink()
+    with pytest.raises(FileNotFoundError):
+        scores["finetuned", "m"]
 
 
 def test_embedding_leakage_rows_per_seed_and_pooled_follow_what_the_embedding_carries():

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from conftest import in_small_file_system
 from fake_datasets import coco_splits
 from PIL import Image
 
@@ -301,3 +302,52 @@ def test_a_folder_is_swept_once_per_process_so_many_writes_stay_linear(tmp_path,
     for k in range(20):
         write_text(tmp_path / f"img{k}.jpg", "x")
     assert len(scans) == 1 and not left.exists()
+
+
+# ----------------------------------------------------------------------------------------------
+# a full disk during the resume save (issue 41)
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["resume", "trained"])
+def test_a_full_disk_during_a_save_is_named_with_the_file(splits, tmp_path, where):
+    """The resume state (a resnet10t's 20 MB, three times over: torch.save) or the finetuned checkpoint
+    (safetensors) on a real 1 MB file system, not a mock."""
+    weights, small = pretrained(tmp_path / "pre.safetensors", seed=0), tmp_path / "small"
+    small.mkdir()
+    resume = (small if where == "resume" else tmp_path) / "seed1.resume.pt"
+    out = small if where == "trained" else tmp_path / "out"
+    args = {
+        "weights": weights,
+        "train": splits[0],
+        "val": splits[1],
+        "trained": out / "model.safetensors",
+        "metrics": out / "metrics.json",
+        "curve": out / "curve.csv",
+        "entry": json.dumps(ENTRY),
+        "hyper": json.dumps({**HYPER, "epochs": 1}),
+        "model": "tiny",
+        "seed": 1,
+        "resume": resume,
+        "device": "cpu",
+        "num_workers": 0,
+    }
+    done = subprocess.run(
+        [
+            *in_small_file_system(small),
+            sys.executable,
+            str(ROOT / "workflow" / "scripts" / "finetune.py"),
+            *(a for k, v in args.items() for a in (f"--{k}", str(v))),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+    )
+    full = resume if where == "resume" else out / "model.safetensors"
+    assert done.returncode != 0
+    last = done.stderr.strip().splitlines()[-1]
+    assert last == f"OSError: [Errno 28] no space left on device: '{full}'", done.stderr[-3000:]
+    assert "unexpected pos" not in done.stderr and "enforce fail" not in done.stderr
+    if where == "resume":  # it stopped at the first epoch's save, before any output
+        assert not out.exists() or not any(out.iterdir())

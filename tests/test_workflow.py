@@ -353,7 +353,7 @@ def test_the_controls_overlay_trains_five_networks_per_arm(tmp_path):
     "edit, message",
     [
         (lambda c: c["analysis"].update(colour="red"), "'colour' was unexpected"),
-        (lambda c: c["finetune"].update(seeds="zero"), "On instance['finetune']['seeds']"),
+        (lambda c: c["finetune"].update(seeds="zero"), "finetune.seeds: 'zero' is not valid"),
         (lambda c: c["analysis_sets"]["synthetic"]["ieat"][0].update(B="boat"), "class 'boat'"),
     ],
 )

@@ -3,6 +3,7 @@ resources by size are right, and a small zoo (seven models from four sources) ru
 models that stop nothing."""
 
 import copy
+import json
 import math
 import sys
 from pathlib import Path
@@ -97,11 +98,86 @@ def test_zoo_plans_offline_with_memory_by_model_size(tmp_path, zoo_config):
         line.split()[:2] for line in done.stdout.splitlines() if line.startswith(("zoo_status ", "zoo_table "))
     )
     assert counts == {"zoo_status": str(len(zoo_config["models"])), "zoo_table": "1"}
+    assert "claims" not in planned(done.stdout)  # config/zoo.yaml tests none
     jobs = done.stdout.split("checkpoint zoo_status:")[1:]
     memory = {job.split("wildcards: model=")[1].split()[0]: int(job.split("mem_mb=")[1].split(",")[0]) for job in jobs}
     sizes = zoo_config["analysis"]["embed"]["sizes"]
     assert memory["resnet18_tv_in1k"] == sizes[0]["mem_mb"] and memory["clip_ViT_L_14_openai"] == sizes[-1]["mem_mb"]
     assert memory == {m: embed_settings(e, zoo_config["analysis"]["embed"])[1] for m, e in zoo_config["models"].items()}
+
+
+def planned(output):
+    """{rule: jobs} of a dry run's job table."""
+    table = output.split("Job stats:", 1)[1].split("\n\n")[0]
+    return {m[0]: int(m[1]) for m in (line.split() for line in table.splitlines()) if len(m) == 2 and m[1].isdigit()}
+
+
+# Claims a zoo run can test (pretrained d, groups of zoo models) and ones it cannot (they need finetuning).
+ZOO_CLAIMS = {
+    "groups": {
+        "cnn": ["resnet18_tv_in1k", "resnet50_tv_in1k", "densenet121_tv_in1k", "vgg16_tv_in1k"],
+        "clip": ["clip_RN50_openai", "clip_ViT_B_32_openai", "clip_ViT_B_16_openai", "clip_ViT_L_14_openai"],
+    },
+    "tests": [
+        {"name": "clip_more_biased", "measure": "d", "stage": "pretrained", "analysis_set": "coco",
+         "test": "refrigerator_vs_surfboard", "compare": "groups", "x": "clip", "y": "cnn", "direction": "greater"},
+    ],
+}  # fmt: skip
+
+
+def test_a_zoo_tests_claims_on_pretrained_d_and_refuses_any_other_naming_it():
+    from biastransfer.config import merge_configs
+    from biastransfer.config_check import validation_problems
+
+    assert validation_problems({**merge_configs(ZOO), "claims": copy.deepcopy(ZOO_CLAIMS)}) == []
+    claims = copy.deepcopy(ZOO_CLAIMS)
+    good = claims["tests"][0]
+    claims["tests"] += [
+        {**good, "name": "finetuned_d", "stage": "finetuned"},
+        {**good, "name": "change", "measure": "change_d"},
+        {**good, "name": "retention", "measure": "bts_intra", "test": None},
+    ]
+    why = "needs finetuned networks, and a zoo run measures pretrained ones only"
+    assert validation_problems({**merge_configs(ZOO), "claims": claims}) == [
+        f"claims.tests.finetuned_d.stage: stage finetuned {why} (a zoo tests measure d at stage pretrained, "
+        "compare groups)",
+        f"claims.tests.change.measure: change_d {why} (a zoo tests measure d at stage pretrained, compare groups)",
+        f"claims.tests.retention.measure: bts_intra {why} (a zoo tests measure d at stage pretrained, compare groups)",
+    ]
+
+
+def test_a_zoo_with_claims_plans_them(tmp_path):
+    (tmp_path / "claims.yaml").write_text(yaml.safe_dump({"claims": ZOO_CLAIMS}))
+    done = run_snakemake("-n", "--cores", "2", "--configfile", *ZOO, tmp_path / "claims.yaml", cwd=tmp_path)
+    jobs = planned(done.stdout)
+    assert jobs["claims"] == jobs["table_claims"] == jobs["plot_claims"] == jobs["zoo_findings"] == 1
+    assert "summarise_change" not in jobs and "bts" not in jobs  # nothing a zoo cannot make
+
+
+def test_a_zoos_claims_job_reads_the_ieats_and_leaves_out_the_models_that_failed(tmp_path):
+    from claims import main
+
+    groups = {"a": ["a1", "a2", "a3", "a_broken"], "b": ["b1", "b2", "b3"]}
+    rows = [{**_ieat_rows(m, d, 0.01), "finetune_dataset": None, "seed": None}
+            for m, d in zip(["a1", "a2", "a3", "b1", "b2", "b3"], [1.0, 1.1, 1.2, 0.1, 0.2, 0.3])]  # fmt: skip
+    pd.DataFrame(rows).to_csv(tmp_path / "ieat.csv", index=False)
+    statuses = []
+    for model in [m for members in groups.values() for m in members]:
+        statuses.append(tmp_path / f"{model}.json")
+        if model == "a_broken":
+            write_failure(statuses[-1], model=model, error="ValueError: no weights\ntraceback")
+        else:
+            statuses[-1].write_text(json.dumps({"format": "biastransfer-weights/1", "model": model, "params": 1}))
+    claim = {"name": "a_above_b", "measure": "d", "stage": "pretrained", "analysis_set": "s", "test": "t",
+             "compare": "groups", "x": "a", "y": "b", "dataset": None, "models": [], "direction": "greater"}  # fmt: skip
+    claims = {"groups": groups, "tests": [claim], "alpha": 0.05, "permutations": 1000, "level": 0.95, "power": 0.8,
+              "simulations": 100, "seed": 0}  # fmt: skip
+    main(ieat=str(tmp_path / "ieat.csv"), claims=claims, datasets=[], table=str(tmp_path / "claims.csv"),
+         values=str(tmp_path / "values.csv"), statuses=[str(p) for p in statuses])  # fmt: skip
+    table = pd.read_csv(tmp_path / "claims.csv")
+    assert table[["claim", "n_x", "n_y"]].values.tolist() == [["a_above_b", 3, 3]]
+    assert table["left_out"].tolist() == ["a_broken (failed its zoo check: ValueError: no weights)"]
+    assert sorted(pd.read_csv(tmp_path / "values.csv")["model"]) == ["a1", "a2", "a3", "b1", "b2", "b3"]
 
 
 def test_embed_settings_by_model_size():
@@ -221,11 +297,24 @@ def test_a_status_record_is_checked(tmp_path):
             read_status(tmp_path / name)
 
 
+# The small zoo's claim: CNNs against the other models on pretrained d, a broken model in each group.
+SMALL_ZOO_CLAIMS = {
+    "groups": {
+        "cnn": ["resnet18", "tv_mobilenet_v3_small", "resnet10t_c3_in1k", "regnetx_002_pycls_in1k", "broken_tag"],
+        "other": ["deit_tiny_patch16_224_fb_in1k", "clip_RN50_openai", "user_resnet18", "broken_weights"],
+    },
+    "tests": [
+        {"name": "cnn_differs", "measure": "d", "stage": "pretrained", "analysis_set": "synthetic",
+         "test": "surfboard_vs_car", "compare": "groups", "x": "cnn", "y": "other", "direction": "two-sided"},
+    ],
+}  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def small_zoo(tmp_path_factory):
     with scratch(tmp_path_factory, "zoo") as root:
         config = root / "zoo.yaml"
-        config.write_text(yaml.safe_dump(small_zoo_config(root), sort_keys=False))
+        config.write_text(yaml.safe_dump({**small_zoo_config(root), "claims": SMALL_ZOO_CLAIMS}, sort_keys=False))
         work = root / "work"
         work.mkdir()
         run_snakemake("--cores", "2", "--configfile", config, cwd=work)
@@ -261,6 +350,14 @@ def test_small_zoo_ranks_every_good_model_and_names_the_broken_ones(small_zoo):
         and "broken_weights" in findings
     )
     assert (small_zoo / "results" / "figures" / "zoo_forest.pdf").stat().st_size > 0
+    claims = pd.read_csv(small_zoo / "results" / "summary" / "claims.csv").iloc[0]
+    assert (claims["claim"], claims["n_x"], claims["n_y"]) == ("cnn_differs", 4, 3)
+    left_out = claims["left_out"]  # each model with the first line of its error
+    assert left_out.startswith("broken_tag (failed its zoo check: ") and "; broken_weights (failed its" in left_out
+    assert "**cnn_differs** (d: cnn - other ≠ 0, on synthetic; 4 and 3 models)" in findings
+    assert "Left out of its groups: broken_tag (failed its zoo check:" in findings
+    assert (small_zoo / "results" / "figures" / "claims.pdf").stat().st_size > 0
+    assert (small_zoo / "results" / "tables" / "claims.tex").stat().st_size > 0
 
 
 @pytest.mark.slow
@@ -280,7 +377,8 @@ def test_small_zoo_report_builds_without_finetuning(small_zoo):
     report = small_zoo / "report.zip"
     run_snakemake("--configfile", small_zoo.parent / "zoo.yaml", "--report", report, cwd=small_zoo)
     files = {Path(n).name for n in zipfile.ZipFile(report).namelist()}
-    assert {"report.html", "ranking.csv", "ranking.tex", "zoo_forest.png", "findings.html", "ieat_heatmap.png"} <= files
+    assert {"report.html", "ranking.csv", "ranking.tex", "zoo_forest.png", "findings.html", "ieat_heatmap.png",
+            "claims.csv", "claims.png"} <= files  # fmt: skip
 
 
 def test_the_zoo_findings_count_significant_models_by_the_runs_one_rule():

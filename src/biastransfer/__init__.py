@@ -4,4 +4,4 @@ The statistics work on plain arrays of row-wise embeddings; the I/O modules read
 workflow's Parquet files (see ``embeddings`` and ``manifest``).
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

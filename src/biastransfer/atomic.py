@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)
@@ -112,6 +113,42 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     except BaseException:
         tmp_path.unlink(missing_ok=True)
         raise
+
+
+class _KeepsWriteErrors:
+    """A binary file that remembers the first error of its ``write``, for a writer that swallows it."""
+
+    def __init__(self, fh: BinaryIO):
+        self._fh, self.error = fh, None
+
+    def write(self, data) -> int:
+        try:
+            return self._fh.write(data)
+        except OSError as exc:
+            self.error = self.error or exc
+            raise
+
+    def __getattr__(self, name):
+        return getattr(self._fh, name)
+
+
+@contextlib.contextmanager
+def atomic_writer(path: str | os.PathLike) -> Iterator[BinaryIO]:
+    """Yield a binary file open on :func:`atomic_path`'s temporary sibling of ``path``.
+
+    A write error is raised as itself once the writer returns or fails, whatever the writer made of it
+    (``torch.save``'s C++ zip writer turns a full disk into ``RuntimeError: [enforce fail at
+    inline_container.cc] unexpected pos``, naming neither the cause nor the file); a full disk is thus
+    named as such, with ``path`` (:func:`atomic_path`)."""
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        kept = _KeepsWriteErrors(fh)
+        try:
+            yield kept
+        except Exception:
+            if kept.error is None:
+                raise
+        if kept.error is not None:
+            raise kept.error from None
 
 
 def write_text(path: str | os.PathLike, text: str) -> None:

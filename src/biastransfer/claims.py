@@ -1,5 +1,6 @@
 """The config's ``claims`` section (claims about groups of models, docs/claims.md): what it names must exist,
-and each claim's measure must be one the run computes. Read at DAG-build time, so it imports nothing heavy."""
+and each claim's measure must be one the run computes (a zoo run: pretrained d only). Read at DAG-build time,
+so it imports nothing heavy."""
 
 from __future__ import annotations
 
@@ -28,7 +29,13 @@ def _test_problems(where: str, test: Mapping, config: Mapping) -> list[str]:
     if measure == "d" and test["test"] is None:
         problems.append(f"{where}.test: measure d needs one iEAT test")
     pretrained_only = measure == "d" and test["stage"] == "pretrained"
-    if not pretrained_only and not datasets:
+    if not pretrained_only and config["zoo"]:
+        key, what = ("stage", "stage finetuned") if measure == "d" else ("measure", measure)
+        problems.append(
+            f"{where}.{key}: {what} needs finetuned networks, and a zoo run measures pretrained ones only "
+            "(a zoo tests measure d at stage pretrained, compare groups)"
+        )
+    elif not pretrained_only and not datasets:
         problems.append(f"{where}.measure: {measure} needs finetuning, and finetune.datasets is empty")
     if measure in CHANGE_MEASURES and config["analysis"]["ieat"]["bootstrap"] == 0:
         problems.append(f"{where}.measure: {measure} needs the change of d, which analysis.ieat.bootstrap: 0 turns off")

@@ -2,8 +2,9 @@
 
 The JSON schema (``workflow/schemas/config.schema.yaml``) checks keys and types and fills every default
 (Snakemake's ``validate``, called by ``fill_defaults``), so the rules and these helpers read the config without
-defaults of their own; ``check_config`` checks the filled config for what a schema cannot: that every name
-refers to something defined, section by section.
+defaults of their own; ``section_problems`` checks the filled config for what a schema cannot: that every name
+refers to something defined, section by section. ``biastransfer.config_check.validate_config`` runs every
+check, in order: the one the workflow runs (rules/common.smk) and ``python -m biastransfer.config FILE...``.
 """
 
 from __future__ import annotations
@@ -208,15 +209,20 @@ def fill_defaults(config: dict) -> dict:
     return drop_switched_off(config)
 
 
-def read_configs(paths: Sequence[str | os.PathLike]) -> dict[str, Any]:
-    """Config files merged in order as Snakemake merges several ``--configfile`` (key by key; a list or a
-    value replaces the earlier one), then filled (``fill_defaults``)."""
+def merge_configs(paths: Sequence[str | os.PathLike]) -> dict[str, Any]:
+    """Config files (``read_config_file``) merged in order as Snakemake merges several ``--configfile`` (key
+    by key; a list or a value replaces the earlier one)."""
     from snakemake.utils import update_config
 
     config: dict[str, Any] = {}
     for path in paths:
         update_config(config, read_config_file(path))
-    return fill_defaults(config)
+    return config
+
+
+def read_configs(paths: Sequence[str | os.PathLike]) -> dict[str, Any]:
+    """Config files merged in order (``merge_configs``), then filled (``fill_defaults``)."""
+    return fill_defaults(merge_configs(paths))
 
 
 def download_spec(dataset: Mapping) -> dict[str, Any]:
@@ -257,12 +263,25 @@ def evaluation_spec(dataset: Mapping) -> dict[str, Any]:
     return canonical({k: v for k, v in dataset.items() if k not in ignored})
 
 
+class ConfigError(ValueError):
+    """Every problem of a config (``problems``, one line each naming its key), in one message."""
+
+    def __init__(self, problems: Sequence[str]):
+        self.problems = list(problems)
+        super().__init__("invalid configuration:\n  " + "\n  ".join(self.problems))
+
+
+def section_problems(config: Mapping) -> list[str]:
+    """Every problem of the filled config (``fill_defaults``) that a schema cannot find, each naming its key
+    path: the per-section checks of ``SECTION_CHECKS``, all run."""
+    return [problem for check in SECTION_CHECKS for problem in check(config)]
+
+
 def check_config(config: Mapping) -> None:
-    """Raise ValueError listing every problem of the filled config (``fill_defaults``) that a schema cannot
-    find, each naming its key path: the per-section checks of ``SECTION_CHECKS``, all run."""
-    problems = [problem for check in SECTION_CHECKS for problem in check(config)]
+    """Raise ConfigError listing the ``section_problems`` of the filled config, if any."""
+    problems = section_problems(config)
     if problems:
-        raise ValueError("invalid configuration:\n  " + "\n  ".join(problems))
+        raise ConfigError(problems)
 
 
 def model_problems(config: Mapping) -> list[str]:
@@ -466,7 +485,7 @@ def attribution_problems(config: Mapping) -> list[str]:
     return problems
 
 
-#: The per-section checks of ``check_config``, in the order of the config's sections.
+#: The per-section checks of ``section_problems``, in the order of the config's sections.
 SECTION_CHECKS = (
     user_data_problems,
     intervention_problems,
@@ -482,11 +501,8 @@ SECTION_CHECKS = (
 
 
 if __name__ == "__main__":
-    # python -m biastransfer.config FILE...: where a config file's YAML breaks (Snakemake's own message
-    # for a --configfile names neither the file nor the line).
-    for name in sys.argv[1:]:
-        try:
-            read_config_file(name)
-        except (OSError, ValueError) as err:
-            print(f"error: {err}", file=sys.stderr)
-            sys.exit(2)
+    # python -m biastransfer.config FILE...: the checker's command (biastransfer.config_check, which needs torch
+    # for the layer profiles: not imported by the jobs that read this module)
+    from biastransfer.config_check import main
+
+    sys.exit(main(sys.argv[1:]))

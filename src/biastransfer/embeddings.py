@@ -146,10 +146,10 @@ def _embedding_dim(path, pf: pq.ParquetFile) -> int | None:
     return dim
 
 
-def _embedding_matrix(path, pf: pq.ParquetFile, ids: np.ndarray) -> np.ndarray:
-    """The embedding column as an (n, d) float32 matrix, converted batch by batch (a list<double>
+def _embedding_blocks(path, pf: pq.ParquetFile, ids: np.ndarray):
+    """``(first row, (rows, d) float32 block)`` of the embedding column, batch by batch (a list<double>
     column never exists whole as float64 or Python lists); errors name the row and its image."""
-    dim, out, row = _embedding_dim(path, pf), None, 0
+    dim, row = _embedding_dim(path, pf), 0
     for batch in pf.iter_batches(batch_size=_BATCH_ROWS, columns=["embedding"], use_threads=False):
         col = batch.column(0)
         if col.null_count:
@@ -170,12 +170,37 @@ def _embedding_matrix(path, pf: pq.ParquetFile, ids: np.ndarray) -> np.ndarray:
             raise ValueError(f"{path}: column 'embedding' holds a null value in row {bad} (image {str(ids[bad])!r})")
         if dim == 0:
             raise ValueError(f"{path}: column 'embedding' has empty lists (0 dims)")
-        if out is None:
-            out = np.empty((len(ids), dim), dtype=np.float32)
-        out[row : row + len(col)] = values.to_numpy(zero_copy_only=False).reshape(len(col), dim)
+        yield row, values.to_numpy(zero_copy_only=False).reshape(len(col), dim).astype(np.float32, copy=False)
         row += len(col)
         del batch, col, values
+
+
+def _embedding_matrix(path, pf: pq.ParquetFile, ids: np.ndarray, keep: np.ndarray | None = None) -> np.ndarray:
+    """The embedding column as an (n, d) float32 matrix (with ``keep``, a mask over the rows, only those
+    rows, in file order)."""
+    out, filled = None, 0
+    for row, block in _embedding_blocks(path, pf, ids):
+        if out is None:
+            out = np.empty((len(ids) if keep is None else int(keep.sum()), block.shape[1]), dtype=np.float32)
+        if keep is not None:
+            block = block[keep[row : row + len(block)]]
+        out[filled : filled + len(block)] = block
+        filled += len(block)
     return out
+
+
+def _checked_columns(path, pf: pq.ParquetFile) -> tuple[np.ndarray, np.ndarray]:
+    """(image ids, classes) of an embeddings file whose columns and rows are there, ids unique."""
+    missing = [c for c in COLUMNS if c not in pf.schema_arrow.names]
+    if missing:
+        raise ValueError(f"{path}: missing column(s) {', '.join(missing)}; expected {', '.join(COLUMNS)}")
+    if pf.metadata.num_rows == 0:
+        raise ValueError(f"{path}: no rows (an embeddings file needs at least one image)")
+    labels = pf.read(columns=["image_id", "class"])
+    ids = string_column(path, labels.column("image_id"), "image_id")
+    cls = string_column(path, labels.column("class"), "class")
+    check_unique_ids(path, ids)
+    return ids, cls
 
 
 def read_embeddings(path: str | os.PathLike) -> EmbeddingTable:
@@ -186,22 +211,52 @@ def read_embeddings(path: str | os.PathLike) -> EmbeddingTable:
     and non-finite values.
     """
     pf = open_parquet(path)
-    missing = [c for c in COLUMNS if c not in pf.schema_arrow.names]
-    if missing:
-        raise ValueError(f"{path}: missing column(s) {', '.join(missing)}; expected {', '.join(COLUMNS)}")
-    if pf.metadata.num_rows == 0:
-        raise ValueError(f"{path}: no rows (an embeddings file needs at least one image)")
     try:
-        labels = pf.read(columns=["image_id", "class"])
-        ids = string_column(path, labels.column("image_id"), "image_id")
-        cls = string_column(path, labels.column("class"), "class")
-        check_unique_ids(path, ids)
+        ids, cls = _checked_columns(path, pf)
         emb = _embedding_matrix(path, pf, ids)
     except (OSError, pa.ArrowException) as exc:
         raise ValueError(f"{path}: not a readable Parquet file ({exc})") from exc
     _check_finite(path, ids, emb)
     raw = (pf.schema_arrow.metadata or {}).get(METADATA_KEY)
     return EmbeddingTable(ids, cls, emb, json.loads(raw) if raw else {})
+
+
+def checked_embedding_ids(path: str | os.PathLike) -> np.ndarray:
+    """The image ids of an embeddings file, every row checked as :func:`read_embeddings` checks it, batch by
+    batch: its matrix is never held whole (a check of many large files before any of them is used)."""
+    pf = open_parquet(path)
+    try:
+        ids, _ = _checked_columns(path, pf)
+        for row, block in _embedding_blocks(path, pf, ids):
+            _check_finite(path, ids[row : row + len(block)], block)
+    except (OSError, pa.ArrowException) as exc:
+        raise ValueError(f"{path}: not a readable Parquet file ({exc})") from exc
+    return ids
+
+
+def read_embedding_rows(path: str | os.PathLike, image_ids) -> np.ndarray:
+    """The (len(image_ids), d) float32 embeddings of ``image_ids``, in that order, from an embeddings file,
+    read batch by batch keeping only their rows (a fraction of :func:`read_embeddings`' memory when they
+    are a fraction of the file, as an evaluation split's images with an attribute); errors name the file
+    and the first image it lacks."""
+    pf = open_parquet(path)
+    wanted = np.asarray(image_ids).astype(str)
+    try:
+        ids = string_column(path, pf.read(columns=["image_id"]).column("image_id"), "image_id")
+        check_unique_ids(path, ids)
+        position = dict(zip(ids.tolist(), range(len(ids))))
+        missing = [i for i in wanted.tolist() if i not in position]
+        if missing:
+            raise ValueError(f"{path}: no embedding of image {missing[0]!r}")
+        rows = np.array([position[i] for i in wanted.tolist()], dtype=np.int64)
+        keep = np.zeros(len(ids), dtype=bool)
+        keep[rows] = True
+        kept = _embedding_matrix(path, pf, ids, keep)  # the kept rows in file order
+    except (OSError, pa.ArrowException) as exc:
+        raise ValueError(f"{path}: not a readable Parquet file ({exc})") from exc
+    out = kept[np.searchsorted(np.flatnonzero(keep), rows)]
+    _check_finite(path, wanted, out)
+    return out
 
 
 def epoch_file(epoch: int) -> str:

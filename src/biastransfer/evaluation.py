@@ -14,7 +14,13 @@ import numpy as np
 
 from biastransfer.data.attributes import read_attributes
 from biastransfer.data.splits import read_split
-from biastransfer.embeddings import open_parquet, read_embeddings, read_metadata, string_column
+from biastransfer.embeddings import (
+    checked_embedding_ids,
+    open_parquet,
+    read_embedding_rows,
+    read_metadata,
+    string_column,
+)
 from biastransfer.hashing import file_digest
 from biastransfer.predictions import read_predictions
 from biastransfer.stages import parse_stage, stage_kind
@@ -43,7 +49,10 @@ def read_evaluation(split_path: str, attributes_path: str) -> tuple[Evaluation, 
 
 def network_scores(path: str, ev: Evaluation, ids: np.ndarray, digest: str) -> np.ndarray:
     """The scores of ``ev.tasks`` for the images ``ids`` (in that order) from one prediction file."""
-    table = read_predictions(path)
+    return _scores_of(read_predictions(path), path, ev, ids, digest)
+
+
+def _scores_of(table, path: str, ev: Evaluation, ids: np.ndarray, digest: str) -> np.ndarray:
     meta = table.metadata
     if meta.get("split_sha256") != digest or meta.get("split") != "test":
         raise ValueError(
@@ -54,7 +63,25 @@ def network_scores(path: str, ev: Evaluation, ids: np.ndarray, digest: str) -> n
     missing = [i for i in ids if i not in rows]
     if missing:
         raise ValueError(f"{path}: no prediction for image {missing[0]!r} of {ev.dataset}/test")
-    return table.columns(ev.tasks, where=path)[[rows[i] for i in ids]]
+    return table.columns(ev.tasks, where=path, rows=[rows[i] for i in ids])
+
+
+class NetworkScores(Mapping):
+    """``{(network, model): {seed: scores}}`` of one dataset's prediction files (:func:`network_scores`), each
+    family's files read when it is asked for and not kept: one family's scores are in memory at a time (an
+    Open Images network's are 33k images x 594 tasks, 0.16 GB, and the paper has six)."""
+
+    def __init__(self, files: Mapping[tuple[str, str], Mapping[int, str]], ev: Evaluation, ids, digest: str):
+        self._files, self._evaluation = files, (ev, ids, digest)
+
+    def __getitem__(self, key: tuple[str, str]) -> dict[int, np.ndarray]:
+        return {seed: network_scores(path, *self._evaluation) for seed, path in self._files[key].items()}
+
+    def __iter__(self):
+        return iter(self._files)
+
+    def __len__(self) -> int:
+        return len(self._files)
 
 
 def read_evaluations(splits, attributes) -> dict[str, tuple[Evaluation, np.ndarray, str]]:
@@ -83,16 +110,20 @@ def _network_of(path, meta: dict, datasets: Mapping) -> tuple[str, tuple[str, st
     return dataset, (stage_kind(stage), str(meta.get("model", ""))), seed
 
 
-def scores_by_network(datasets: Mapping, predictions) -> dict[str, dict[tuple[str, str], dict[int, np.ndarray]]]:
+def scores_by_network(datasets: Mapping, predictions) -> dict[str, NetworkScores]:
     """``{dataset: {(network, model): {seed: scores}}}`` of the prediction files (matched to the
-    :func:`read_evaluations` ``datasets`` by their stage)."""
+    :func:`read_evaluations` ``datasets`` by their stage): every file is read and checked here, as
+    :func:`network_scores` checks it, before any is used; the scores are read again, a family at a time,
+    when they are asked for (:class:`NetworkScores`)."""
     predictions = [predictions] if isinstance(predictions, str) else list(predictions)
-    out = {name: {} for name in datasets}
+    files = {name: {} for name in datasets}
     for path in predictions:
-        dataset, key, seed = _network_of(path, read_predictions(path).metadata, datasets)
-        ev, ids, digest = datasets[dataset]
-        out[dataset].setdefault(key, {})[seed] = network_scores(path, ev, ids, digest)
-    return out
+        table = read_predictions(path)
+        dataset, key, seed = _network_of(path, table.metadata, datasets)
+        _scores_of(table, path, *datasets[dataset])
+        files[dataset].setdefault(key, {})[seed] = path
+        del table
+    return {name: NetworkScores(files[name], *datasets[name]) for name in datasets}
 
 
 def evaluations_and_scores(splits, attributes, predictions) -> dict[str, tuple[Evaluation, dict]]:
@@ -110,7 +141,7 @@ SAME_NETWORK = ("model", "stage", "weights_sha256", "dataset", "split", "split_s
 def check_embeddings(datasets: Mapping, predictions, embeddings) -> list[tuple[str, tuple[str, str], int, str]]:
     """``[(dataset, (network, model), seed, embedding file)]`` of the embedding files written beside the
     prediction files (the same order; those read by :func:`scores_by_network`), each checked, before any attacker runs, to be of the same network and
-    split as its predictions (:data:`SAME_NETWORK`), valid (:func:`~biastransfer.embeddings.read_embeddings`)
+    split as its predictions (:data:`SAME_NETWORK`), valid (:func:`~biastransfer.embeddings.checked_embedding_ids`)
     and with the same images in the same order; errors name the file."""
     predictions = [predictions] if isinstance(predictions, str) else list(predictions)
     embeddings = [embeddings] if isinstance(embeddings, str) else list(embeddings)
@@ -123,7 +154,7 @@ def check_embeddings(datasets: Mapping, predictions, embeddings) -> list[tuple[s
         if differ:
             shown = "; ".join(f"{k} {str(mine.get(k))[:16]!r}, not {str(theirs.get(k))[:16]!r}" for k in differ)
             raise ValueError(f"{emb}: not the embedding of the network and split of {pred} ({shown})")
-        ids = read_embeddings(emb).image_ids
+        ids = checked_embedding_ids(emb)  # every row checked, batch by batch: no matrix held
         expected = string_column(pred, open_parquet(pred).read(columns=["image_id"]).column("image_id"), "image_id")
         n = min(len(ids), len(expected))
         if len(ids) != len(expected) or (ids[:n] != expected[:n]).any():
@@ -139,9 +170,4 @@ def check_embeddings(datasets: Mapping, predictions, embeddings) -> list[tuple[s
 
 def embedding_rows(path, ids: np.ndarray) -> np.ndarray:
     """The (len(ids), d) embedding of the images ``ids`` (in that order) from one checked embedding file."""
-    table = read_embeddings(path)
-    rows = {i: r for r, i in enumerate(table.image_ids)}
-    missing = [i for i in ids if i not in rows]
-    if missing:
-        raise ValueError(f"{path}: no embedding of image {missing[0]!r}")
-    return table.embeddings[[rows[i] for i in ids]]
+    return read_embedding_rows(path, ids)

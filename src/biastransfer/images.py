@@ -25,23 +25,28 @@ def unsupported_mode(mode: str) -> str | None:
     return None
 
 
-def load_rgb(source: str | os.PathLike | BinaryIO, min_side: int | None = None) -> Image.Image:
+def load_rgb(
+    source: str | os.PathLike | BinaryIO, min_side: int | None = None, *, name: str | os.PathLike | None = None
+) -> Image.Image:
     """The image at ``source`` (a path, or a binary file object such as a cached image's bytes) as 8-bit
     RGB, upright: EXIF orientation applied, 16-bit samples scaled to 8 bits. ``min_side``: a JPEG may be
     decoded at a reduced scale (PIL's draft mode, in the DCT domain) whose short side is still at least
-    ``min_side``; other formats decode at full size. FileNotFoundError or ValueError naming ``source`` for
-    a missing, unreadable or unsupported file."""
+    ``min_side``; other formats decode at full size. FileNotFoundError or ValueError naming ``source`` (or
+    ``name``, the file a file object's bytes came from) for a missing, unreadable or unsupported file."""
+    name = source if name is None else name
     try:
         with Image.open(source) as img:
             why = unsupported_mode(img.mode)
             if not why:
                 img = ImageOps.exif_transpose(_draft(img, min_side))  # a loaded copy, upright
     except FileNotFoundError as exc:
-        raise FileNotFoundError(f"image file {source} does not exist") from exc
-    except (UnidentifiedImageError, Image.DecompressionBombError, OSError, SyntaxError, ValueError) as exc:
-        raise ValueError(f"image file {source} is corrupt or not an image: {exc}") from exc
+        raise FileNotFoundError(f"image file {name} does not exist") from exc
+    except UnidentifiedImageError as exc:  # Pillow's message names a file object by its repr
+        raise ValueError(f"image file {name} is corrupt or not an image: Pillow cannot identify it") from exc
+    except (Image.DecompressionBombError, OSError, SyntaxError, ValueError) as exc:
+        raise ValueError(f"image file {name} is corrupt or not an image: {exc}") from exc
     if why:
-        raise ValueError(f"image file {source}: {why}")
+        raise ValueError(f"image file {name}: {why}")
     if img.mode in _SIXTEEN_BIT:
         img = Image.fromarray((np.asarray(img, dtype=np.uint16) >> 8).astype(np.uint8), "L")
     return img.convert("RGB")

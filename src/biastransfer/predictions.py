@@ -37,15 +37,18 @@ class PredictionTable:
     scores: np.ndarray
     metadata: dict = field(default_factory=dict)
 
-    def columns(self, names: Sequence[str], *, where: str) -> np.ndarray:
-        """The (n, len(names)) scores of the named classes; ValueError naming ``where`` and the first class
-        this network does not predict."""
+    def columns(self, names: Sequence[str], *, where: str, rows: Sequence[int] | None = None) -> np.ndarray:
+        """The (n, len(names)) scores of the named classes (of the ``rows`` given, in their order, else of
+        every image); ValueError naming ``where`` and the first class this network does not predict."""
         lacking = [c for c in names if c not in self.classes]
         if lacking:
             raise ValueError(
                 f"{where}: the network predicts no class {lacking[0]!r} (its classes: {', '.join(self.classes)})"
             )
-        return self.scores[:, [self.classes.index(c) for c in names]]
+        cols = [self.classes.index(c) for c in names]
+        if rows is None:
+            return self.scores[:, cols]
+        return self.scores[np.ix_(np.asarray(rows, dtype=np.int64), cols)]  # no copy of every row
 
 
 def _check(path, ids: np.ndarray, classes: Sequence[str], scores: np.ndarray) -> None:
@@ -96,8 +99,9 @@ def read_predictions(path: str | os.PathLike) -> PredictionTable:
         raise ValueError(f"{path}: no rows")
     ids = string_column(path, table.column("image_id"), "image_id")
     check_unique_ids(path, ids)
-    scores = np.column_stack(
-        [table.column(c).to_numpy(zero_copy_only=False).astype(np.float64) for c in classes]
-    )  # a null score becomes NaN, which _check names
+    scores = np.empty((table.num_rows, len(classes)), dtype=np.float64)
+    for j, c in enumerate(classes):  # column by column into one matrix: no list of columns beside it
+        scores[:, j] = table.column(c).to_numpy(zero_copy_only=False)  # a null score becomes NaN, which _check names
+    del table
     _check(path, ids, classes, scores)
     return PredictionTable(ids, classes, scores, meta)

@@ -1,7 +1,7 @@
-"""A check of a config against its JSON schema that Snakemake's ``validate`` does not make.
+"""A config checked against its JSON schema, every problem at once, with integers counted strictly.
 
-JSON Schema counts ``2.0`` as an integer (draft 4 on), so ``epochs: 2.0`` passes ``validate`` and
-fails later, inside a job, with a TypeError that names no key.
+Snakemake's ``validate`` stops at the first problem, and JSON Schema counts ``2.0`` as an integer (draft 4
+on), so ``epochs: 2.0`` would pass it and fail later, inside a job, with a TypeError that names no key.
 """
 
 from __future__ import annotations
@@ -23,11 +23,22 @@ def _key(path) -> str:
     return ".".join(str(p) for p in path) or "(top level)"
 
 
-def non_integer_problems(config: Mapping, schema: str | os.PathLike) -> list[str]:
-    """One line per value that ``schema`` (a YAML file; relative ``$ref``s are read beside it) types as
-    an integer but that is a float in ``config``, naming its key: ``finetune.defaults.epochs: 2.0 is
-    not an integer (write 2)``."""
+def _non_integer(error) -> str | None:
+    """The words for a float where ``error`` (or one of the errors under it) wants an integer, else None."""
+    types = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
+    if error.validator == "type" and "integer" in types and isinstance(error.instance, float):
+        hint = f" (write {int(error.instance)})" if error.instance.is_integer() else ""
+        return f"{_key(error.absolute_path)}: {error.instance!r} is not an integer{hint}"
+    return next((found for sub in error.context or [] if (found := _non_integer(sub))), None)
+
+
+def schema_problems(config: Mapping, schema: str | os.PathLike) -> list[str]:
+    """One line per place where ``config`` breaks ``schema`` (a YAML file; relative ``$ref``s are read
+    beside it), naming its key, sorted: ``finetune.defaults.epochs: 2.0 is not an integer (write 2)``,
+    ``analysis.ieat: Additional properties are not allowed ('permutation' was unexpected)``. A float is no
+    integer here; where several alternatives fail, the most specific problem is named."""
     from jsonschema import Draft202012Validator, validators
+    from jsonschema.exceptions import best_match
     from referencing import Registry, Resource
     from referencing.jsonschema import DRAFT202012
 
@@ -43,16 +54,8 @@ def non_integer_problems(config: Mapping, schema: str | os.PathLike) -> list[str
     strict = validators.extend(
         Draft202012Validator, type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_int)
     )
-    problems = {}
-
-    def visit(errors):
-        for error in errors:
-            types = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
-            if error.validator == "type" and "integer" in types and isinstance(error.instance, float):
-                value = error.instance
-                hint = f" (write {int(value)})" if value.is_integer() else ""
-                problems.setdefault(_key(error.absolute_path), f"{value!r} is not an integer{hint}")
-            visit(error.context or [])
-
-    visit(strict(root, registry=Registry(retrieve=retrieve)).iter_errors(config))
-    return [f"{key}: {text}" for key, text in sorted(problems.items())]
+    problems = set()
+    for error in strict(root, registry=Registry(retrieve=retrieve)).iter_errors(config):
+        best = best_match([error])
+        problems.add(_non_integer(error) or f"{_key(best.absolute_path)}: {best.message}")
+    return sorted(problems)

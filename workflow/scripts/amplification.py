@@ -61,8 +61,7 @@ def main(
                     row.task, row.excluded)  # fmt: skip
     write_csv(summary, pd.concat([t[0] for t in tables], ignore_index=True)[list(COLUMNS)])
     write_csv(terms, term_table)
-    files = sum(len(seeds) for networks in scores.values() for seeds in networks.values())
-    log.info("bias amplification and leakage of %d prediction and embedding files -> %s", files, summary)
+    log.info("bias amplification and leakage of %d prediction and embedding files -> %s", len(predictions), summary)
 
 
 def _attacked(ev, features, options: Settings, path: str):

@@ -15,7 +15,7 @@ import logging
 from biastransfer.atomic import write_text
 from biastransfer.data.leakage import check_no_leakage
 from biastransfer.data.manifest import read_manifest
-from biastransfer.data.splits import read_split
+from biastransfer.data.splits import read_split_columns
 from biastransfer.hashing import file_digest
 from biastransfer.scripting import run
 
@@ -26,11 +26,12 @@ def main(manifest: str, splits: list, ok: str, hash_files: bool | list = True, e
     analysis = read_manifest(manifest)
     hashed = set(splits) if hash_files is True else set(hash_files or ())
     frames = {}
-    for path in splits:
-        frame = read_split(path).frame
-        if path in hashed and "sha256" not in frame.columns:
-            frame = frame.assign(sha256=[file_digest(p) for p in frame["path"]])
-        frames[path] = frame
+    for path in splits:  # ids (and paths to hash) only: the labels of 1.7M training images are not needed
+        if path in hashed:
+            frame = read_split_columns(path, ["image_id", "path"])
+            frames[path] = frame.assign(sha256=[file_digest(p) for p in frame["path"]])
+        else:
+            frames[path] = read_split_columns(path, ["image_id"])
     check_no_leakage(analysis, frames)
     lines = []
     for test, training in (evaluation or {}).items():

@@ -4,7 +4,9 @@ Snakemake: rule claims (rules/claims.smk). Standalone, for a reviewer:
 python workflow/scripts/claims.py --ieat results/summary/ieat.csv --change results/summary/ieat_change.csv
     --bts results/summary/bts.csv --claims '{"groups": {...}, "tests": [...], "alpha": 0.05, ...}'
     --datasets '["coco"]' --table out/claims.csv --values out/claim_values.csv [--adjust holm]
-(--claims: the filled config's claims section, e.g. from results/summary/config.yaml.)
+(--claims: the filled config's claims section, e.g. from results/summary/config.yaml.) A zoo run, whose
+claims compare groups on pretrained d: --ieat and --statuses results/zoo/status/*.json (no --change, --bts);
+a model that failed its check is left out of its group and named in the table.
 """
 
 import logging
@@ -14,6 +16,7 @@ import pandas as pd
 from biastransfer.atomic import write_csv
 from biastransfer.scripting import run
 from biastransfer.stats.claim_measures import claims_from_summaries
+from biastransfer.zoo import read_status
 
 log = logging.getLogger(__name__)
 
@@ -22,15 +25,19 @@ def _read(path: str) -> pd.DataFrame:
     return pd.read_csv(path, keep_default_na=False, na_values=[""])
 
 
-def main(ieat: str, change: str, bts: str, claims: dict, datasets: list, table: str, values: str,
-         adjust: str = "holm") -> None:  # fmt: skip
-    summaries = {"ieat": _read(ieat), "change": _read(change), "bts": _read(bts)}
-    result, per_model = claims_from_summaries(claims, summaries, datasets=datasets, adjust=adjust)
+def main(ieat: str, claims: dict, datasets: list, table: str, values: str, change: str | None = None,
+         bts: str | None = None, statuses: list | None = None, adjust: str = "holm") -> None:  # fmt: skip
+    summaries = {name: _read(path) for name, path in (("ieat", ieat), ("change", change), ("bts", bts)) if path}
+    failed = [record for record in map(read_status, statuses or []) if not record["ok"]]
+    left_out = {r["model"]: f"failed its zoo check: {r['error'].splitlines()[0]}" for r in failed}
+    result, per_model = claims_from_summaries(claims, summaries, datasets=datasets, adjust=adjust, left_out=left_out)
     write_csv(values, per_model)
     write_csv(table, result)
     for row in result.itertuples():
         log.info("%s: %s (difference %.3g, adjusted p %.3g, floor %.3g)", row.claim, row.verdict, row.difference,
                  row.p_adjusted, row.p_floor)  # fmt: skip
+        if row.left_out:
+            log.warning("%s: left out of its groups: %s", row.claim, row.left_out)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import pandas as pd
 from biastransfer.config import evaluation_is_val
 from biastransfer.data.kinds import kind_of
 from biastransfer.data.leakage import check_no_leakage
-from biastransfer.data.splits import read_split, write_split
+from biastransfer.data.splits import read_split_columns, write_split
 from biastransfer.scripting import run
 
 log = logging.getLogger(__name__)
@@ -27,7 +27,9 @@ def main(dataset: dict, name: str, selections: list, train: str, val: str, test:
         exclude |= set(pd.read_parquet(path, columns=["image_id"])["image_id"].astype(str))
     split = kind_of(dataset).test_split(dataset, name, exclude)
     disjoint = {"train": train} if evaluation_is_val(dataset) else {"train": train, "val": val}
-    check_no_leakage(split.frame, {s: read_split(p).frame for s, p in disjoint.items()}, what="evaluation")
+    check_no_leakage(
+        split.frame, {s: read_split_columns(p, ["image_id"]) for s, p in disjoint.items()}, what="evaluation"
+    )
     write_split(test, split)
     log.info("%s: %d images (%d analysis images excluded; disjoint from %s)", test, len(split.frame), len(exclude),
              " and ".join(disjoint))  # fmt: skip

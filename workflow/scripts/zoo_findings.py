@@ -1,21 +1,28 @@
-"""The model zoo's findings in words (reStructuredText and HTML) from its ranked table and status table.
+"""The model zoo's findings in words (reStructuredText and HTML) from its ranked table and status table, and
+its claims about groups of models (when claims.tests lists any).
 
 Standalone: python workflow/scripts/zoo_findings.py --ranking results/zoo/ranking.csv \\
     --status_csv results/zoo/status.csv --rank_by '{"analysis_set": "coco", "test": "t"}' --alpha 0.05 \\
-    --findings F.rst --html F.html
+    --findings F.rst --html F.html [--claims results/summary/claims.csv]
 """
 
 import pandas as pd
 
 from biastransfer.atomic import write_text
-from biastransfer.report.findings import describe_zoo
+from biastransfer.report.findings import describe_claims, describe_zoo
 from biastransfer.report.html import rst_to_html
 from biastransfer.scripting import run
 
 
-def main(ranking: str, status_csv: str, rank_by: dict, alpha: float, findings: str, html: str) -> None:
-    status = pd.read_csv(status_csv, keep_default_na=False, na_values=[""])
-    text = describe_zoo(pd.read_csv(ranking, keep_default_na=False, na_values=[""]), status, alpha=alpha, **rank_by)
+def _read(path: str) -> pd.DataFrame:
+    return pd.read_csv(path, keep_default_na=False, na_values=[""])
+
+
+def main(ranking: str, status_csv: str, rank_by: dict, alpha: float, findings: str, html: str,
+         claims: list | None = None) -> None:  # fmt: skip
+    text = describe_zoo(_read(ranking), _read(status_csv), alpha=alpha, **rank_by)
+    if claims:
+        text += "\n" + "\n".join(describe_claims(_read(claims[0])))
     write_text(findings, text)
     write_text(html, rst_to_html(text, part="whole"))
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from biastransfer.data.curation import SELECTION_COLUMNS, check_class_names, class_rng, draw, list_selection
 from biastransfer.data.splits import Split
@@ -273,20 +274,27 @@ def make_split(
     Every labelled image except ``exclude``; with ``subset`` a seeded uniform sample of that many
     images (the full V4 train split has 1.7M).
     """
-    ids = np.array(sorted(set(labels["image_id"]) - set(map(str, exclude))), dtype=object)
+    ids = np.array(sorted(set(labels["image_id"].unique()) - set(map(str, exclude))), dtype=object)
     if subset is not None:
         if subset < 1:
             raise ValueError(f"subset must be >= 1, got {subset}")
         if subset < len(ids):
             ids = np.sort(ids[class_rng(seed, f"{dataset}/{name}").choice(len(ids), size=subset, replace=False)])
     names = dict(zip(classes["mid"], classes["name"]))
-    keep = labels[labels["image_id"].isin(set(ids))]
-    grouped = keep.assign(name=keep["mid"].map(names)).groupby("image_id")["name"].agg(sorted)
+    keep = labels[labels["image_id"].isin(ids)]
+    # each image's display names, sorted, as one list per image: sorted rows cut at the images' offsets
+    # (a groupby with a Python function per image takes minutes on the 1.7M images of the train split)
+    rows = pd.DataFrame({"image_id": keep["image_id"].to_numpy(), "name": keep["mid"].map(names).to_numpy()})
+    rows = rows.sort_values(["image_id", "name"], ignore_index=True)
+    counts = rows.groupby("image_id").size().reindex(ids).to_numpy(dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    grouped = pa.ListArray.from_arrays(pa.array(offsets, pa.int64()), pa.array(rows["name"].to_numpy(), pa.string()))
+    folder = Path(root) / source_split  # image_path's, written out: a Path per image is slow at this size
     frame = pd.DataFrame(
         {
             "image_id": ids.astype(str),
-            "path": [image_path(root, source_split, i) for i in ids],
-            "labels": grouped.reindex(ids).tolist(),
+            "path": [f"{folder}/{i}.jpg" for i in ids],
+            "labels": grouped.to_pylist(),
         }
     )
     return Split(dataset, name, tuple(classes["name"]), frame)

@@ -27,8 +27,8 @@ from biastransfer.data import openimages as oi
 from biastransfer.data.download import apply_mirror
 from biastransfer.vocabulary import COCO_CATEGORIES
 
-# COCO's supercategories by category id range (cocodataset.org "format-data").
-_SUPER = [
+# COCO's supercategories by category id range (cocodataset.org "format-data"), first id of each.
+SUPERCATEGORIES = [
     (1, "person"),
     (2, "vehicle"),
     (10, "outdoor"),
@@ -201,7 +201,7 @@ def build_coco(
     names = [n for _, n in COCO_CATEGORIES]
     ids = {n: i for i, n in COCO_CATEGORIES}
     cats = [
-        {"id": i, "name": n, "supercategory": next(s for lo, s in reversed(_SUPER) if i >= lo)}
+        {"id": i, "name": n, "supercategory": next(s for lo, s in reversed(SUPERCATEGORIES) if i >= lo)}
         for i, n in COCO_CATEGORIES
     ]
     plan = _coco_plan(classes, sizes.per_class, sizes.n_train, sizes.n_val, objects, sizes.n_test)

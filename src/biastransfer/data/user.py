@@ -97,7 +97,7 @@ def config_problems(where: str, entry: Mapping, *, dataset: bool = False) -> lis
     try:
         frame = read_table(entry["table"])
         missing_columns(frame, _DATASET_COLUMNS if dataset else _ANALYSIS_COLUMNS, str(entry["table"]))
-    except ValueError as exc:
+    except (OSError, ValueError) as exc:  # not found (FileNotFoundError), unreadable, columns missing
         return [f"{where}.table: {exc}"]
     if dataset:
         separator = entry.get("label_separator", "|")
@@ -131,7 +131,7 @@ def intervention_classes(where: str, entry: Mapping) -> tuple[tuple[str, ...] | 
     try:
         frame = read_table(entry["table"])
         missing_columns(frame, _DATASET_COLUMNS, str(entry["table"]))
-    except ValueError:
+    except (OSError, ValueError):
         return None, []
     if "attribute" not in frame.columns:
         return None, [f"{where}: table {entry['table']} has no 'attribute' column (each training row's protected "

@@ -14,8 +14,10 @@ from biastransfer.models.spec import CHECKPOINT_FORMAT, METADATA_KEY, ModelSpec
 def save_checkpoint(
     model: Classifier, path: str | Path, *, spec: ModelSpec, class_names, extra: dict | None = None
 ) -> None:
-    """Write the classifier's state dict as safetensors with JSON metadata, atomically."""
-    from safetensors.torch import save_file
+    """Write the classifier's state dict as safetensors with JSON metadata, atomically. Serialised in memory
+    and written by Python: a full disk is then an OSError naming ``path`` (:func:`atomic_path`), where
+    safetensors' own writer names no file."""
+    from safetensors.torch import save
 
     class_names = [str(c) for c in class_names]
     if len(class_names) != model.num_classes:
@@ -28,8 +30,9 @@ def save_checkpoint(
         "extra": extra or {},
     }
     tensors = {k: v.detach().to("cpu").contiguous().clone() for k, v in model.state_dict().items()}
+    data = save(tensors, metadata={METADATA_KEY: json.dumps(meta, sort_keys=True)})
     with atomic_path(path) as tmp:
-        save_file(tensors, str(tmp), metadata={METADATA_KEY: json.dumps(meta, sort_keys=True)})
+        tmp.write_bytes(data)
 
 
 def read_checkpoint_metadata(path: str | Path) -> dict:

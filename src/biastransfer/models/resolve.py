@@ -6,6 +6,7 @@ import dataclasses
 import math
 from collections.abc import Mapping
 
+from biastransfer.check_cache import passed_check
 from biastransfer.models.registry import REGISTRY
 from biastransfer.models.spec import (
     CLIP_MEAN,
@@ -99,6 +100,24 @@ def is_timm_arch(arch: str) -> bool:
     return timm.is_model(arch.split(".")[0])
 
 
+def architecture_problem(spec: ModelSpec) -> str | None:
+    """Why no network of ``spec``'s architecture can be built (its source has no such architecture), or
+    None; looked up in the libraries' lists of models, without building one."""
+    if spec.source == "open_clip":
+        import open_clip
+
+        return None if open_clip.get_model_config(spec.arch) is not None else f"open_clip has no model {spec.arch!r}"
+    if spec.source == "timm" or (spec.source == "checkpoint" and is_timm_arch(spec.arch)):
+        return None if is_timm_arch(spec.arch) else f"timm has no model architecture {spec.arch!r}"
+    import torchvision
+
+    if spec.arch in torchvision.models.list_models():
+        return None
+    if spec.source == "checkpoint":
+        return f"neither timm nor torchvision has a model architecture {spec.arch!r}"
+    return f"torchvision has no model architecture {spec.arch!r}"
+
+
 _SPEC_KEYS = {f.name for f in dataclasses.fields(ModelSpec)} - {"name"}
 
 
@@ -178,3 +197,30 @@ def model_spec(name: str, entry: Mapping) -> ModelSpec:
     if entry.get("source") == "workflow":
         entry.update(source="timm", weights=None, sha256=None)
     return resolve_spec(name, entry)
+
+
+def model_spec_problems(config: Mapping) -> list[str]:
+    """One line per model of a filled config that names no network the library can build: neither
+    registered nor defined, or a source whose library lacks its architecture (:func:`architecture_problem`)
+    or its pretrained tag; resolved without weights or network, before any job (rules/common.smk, and the
+    preflight and estimate), and remembered once passed for these entries (``biastransfer.check_cache``:
+    timm, open_clip and torchvision are imported only then). Not in a zoo, which records a model that does
+    not resolve and leaves it out (docs/zoo.md). Kept out of ``biastransfer.config``, which the scripts of
+    environments without these libraries import."""
+    if config["zoo"]:
+        return []
+
+    def resolve() -> list[str]:
+        problems = []
+        for name, entry in config["models"].items():
+            if entry.get("source") == "workflow" and "arch" not in entry:
+                continue  # config.model_problems names it
+            try:
+                problem = architecture_problem(model_spec(name, entry))
+            except (ValueError, RuntimeError) as exc:  # timm: RuntimeError for a pretrained tag it does not have
+                problem = str(exc)
+            if problem:
+                problems.append(f"models.{name}: {problem}")
+        return problems
+
+    return passed_check("model_specs", config["models"], resolve, code="models")

@@ -15,7 +15,7 @@ from biastransfer.report.style import STAGE_COLOURS, paper_figure, paper_style
 
 CLAIMS_REQUIRED = ("claim", "analysis_set", "measure", "kind", "x", "y", "direction", "n_x", "n_y", "difference",
                    "ci_low", "ci_high", "level", "p", "p_adjusted", "p_floor", "detectable_difference",
-                   "models_needed", "verdict")  # fmt: skip
+                   "models_needed", "verdict", "left_out")  # fmt: skip
 VALUES_REQUIRED = ("claim", "side", "label", "model", "value", "value_min", "value_max", "n_seeds")
 
 _DIRECTION_LATEX = {"greater": "$>$", "less": "$<$", "two-sided": "$\\neq$"}
@@ -25,13 +25,20 @@ def claims_frame(table: pd.DataFrame) -> pd.DataFrame:
     """The claims table's rows, verdict first."""
     require_columns(table, CLAIMS_REQUIRED, where="claims table")
     columns = ["verdict", "claim", "analysis_set", "measure", "x", "y", "direction", "n_x", "n_y", "difference",
-               "ci_low", "ci_high", "p", "p_adjusted", "p_floor", "detectable_difference", "models_needed"]  # fmt: skip
+               "ci_low", "ci_high", "p", "p_adjusted", "p_floor", "detectable_difference", "models_needed",
+               "left_out"]  # fmt: skip
     return table[columns].reset_index(drop=True)
+
+
+def left_out_text(value) -> str:
+    """A claim's ``left_out`` cell as text: the models left out of its groups and why ("" for none; a CSV
+    reads an empty cell as NaN)."""
+    return value if isinstance(value, str) else ""
 
 
 def claims_latex(table: pd.DataFrame) -> str:
     """Every claim: the difference x - y with its interval, the p and Holm-adjusted p, the design's floor
-    and the verdict."""
+    and the verdict; the caption names the models left out of a claim's groups."""
     require_columns(table, CLAIMS_REQUIRED, where="claims table")
     cells = [
         [latex_escape(r.claim), latex_escape(f"{r.measure} ({r.analysis_set})"),
@@ -49,6 +56,9 @@ def claims_latex(table: pd.DataFrame) -> str:
         "sign flips of paired models) in the claimed direction, Holm-adjusted over the claims, and the smallest "
         "$p$ the design can give. A claim whose smallest $p$ is not below alpha is not testable with so few models."
     )
+    left_out = [f"{r.claim}: {left_out_text(r.left_out)}" for r in table.itertuples() if left_out_text(r.left_out)]
+    if left_out:
+        caption += " Left out of the groups (measured in no table): " + "; ".join(map(latex_escape, left_out)) + "."
     return standalone_document(body, caption, landscape=True)
 
 

@@ -221,11 +221,22 @@ def _check_inputs(attributes, truth, predictions):
 
 
 def design(A: np.ndarray, T: np.ndarray, P: np.ndarray) -> np.ndarray:
-    """The n x (G + K + GK + SGK) columns whose weighted sums give every count: A, T, A*T, and A*That per seed."""
+    """The n x (G + K + GK + SGK) columns whose weighted sums give every count: A, T, A*T, and A*That per seed.
+
+    float32, filled in place: its values are 0 and 1 and every count it sums is an integer below 2^24 (at
+    most n per replicate), which float32 holds exactly; half the memory of float64 (0.4 GB for 33k images
+    x 594 Open Images tasks)."""
     n, G = A.shape
-    AT = (A[:, :, None] * T[:, None, :]).reshape(n, -1)
-    AP = (A[None, :, :, None] * P[:, :, None, :]).transpose(1, 0, 2, 3).reshape(n, -1)
-    return np.hstack([A, T, AT, AP])
+    K = T.shape[1]
+    X = np.empty((n, G + K + G * K + len(P) * G * K), dtype=np.float32)
+    X[:, :G], X[:, G : G + K] = A, T
+    for g in range(G):
+        X[:, G + K + g * K : G + K + (g + 1) * K] = A[:, g : g + 1] * T
+    for s, Ps in enumerate(P):
+        for g in range(G):
+            start = G + K + G * K + (s * G + g) * K
+            X[:, start : start + K] = A[:, g : g + 1] * Ps
+    return X
 
 
 def _split(sums: np.ndarray, G: int, K: int, S: int):
@@ -288,10 +299,10 @@ def resample_indices(n: int, replicates: int, seed: int | np.random.Generator) -
 
 
 def bootstrap_counts(indices: np.ndarray, n: int) -> np.ndarray:
-    """How often each of ``n`` items is drawn in each bootstrap replicate (rows of ``indices``): R x n."""
+    """How often each image is drawn in each replicate (R x n; float32, as :func:`design`: exact below 2^24)."""
     R = len(indices)
     flat = (indices + n * np.arange(R)[:, None]).ravel()
-    return np.bincount(flat, minlength=R * n).reshape(R, n).astype(np.float64)
+    return np.bincount(flat, minlength=R * n).reshape(R, n).astype(np.float32)
 
 
 def _quantiles(values: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
@@ -328,7 +339,7 @@ def bias_amplifications(
     (n, G), K, S = A.shape, T.shape[1], len(P)
     names = _names(attributes, attribute_names, G, "attribute"), _names(truth, task_names, K, "task")
     X = design(A, T, P)
-    observed = X.sum(axis=0, keepdims=True)
+    observed = X.sum(axis=0, keepdims=True, dtype=np.float64)
     resample = not too_few_to_resample(A.sum(axis=0).astype(int), level)
     present = T.sum(axis=0) > 0
     observed_measures = {m: measure_terms(m, observed, G, K, S, present) for m in measures}
@@ -336,7 +347,7 @@ def bias_amplifications(
     if resample:
         indices = resample_indices(n, replicates, seed)
         for start in range(0, replicates, _BLOCK):
-            sums = bootstrap_counts(indices[start : start + _BLOCK], n) @ X
+            sums = (bootstrap_counts(indices[start : start + _BLOCK], n) @ X).astype(np.float64)  # exact integers
             for m in measures:
                 _, terms, estimates, _ = measure_terms(m, sums, G, K, S, present, observed_measures[m][0])
                 reps[m][0][start : start + len(sums)] = estimates

@@ -102,11 +102,18 @@ def _members(groups: Mapping[str, Sequence[str]], labels: Sequence[str]) -> list
 
 
 def claims_from_summaries(claims: Mapping, summaries: Mapping[str, pd.DataFrame], *, datasets: Sequence[str],
-                          adjust: str = "holm") -> tuple[pd.DataFrame, pd.DataFrame]:  # fmt: skip
+                          adjust: str = "holm", left_out: Mapping[str, str] | None = None,
+                          ) -> tuple[pd.DataFrame, pd.DataFrame]:  # fmt: skip
     """(the claims table, every model's value) for the config's ``claims`` section (filled and checked);
-    ``datasets``: finetune.datasets, the first of which is a group claim's dataset by default."""
-    groups, specs, values = claims["groups"], [], []
+    ``datasets``: finetune.datasets, the first of which is a group claim's dataset by default. ``left_out``:
+    ``{model: why}`` of models the summaries do not measure (a zoo model that failed its check), left out of
+    every group and named with their reason in the table's ``left_out`` column (empty where none is)."""
+    left_out = left_out or {}
+    groups = {label: [m for m in members if m not in left_out] for label, members in claims["groups"].items()}
+    specs, values, omitted = [], [], []
     for test in claims["tests"]:
+        labels = [test["x"], test["y"]] if test["compare"] == "groups" else test["models"]
+        omitted.append("; ".join(f"{m} ({left_out[m]})" for m in _members(claims["groups"], labels) if m in left_out))
         common = dict(analysis_set=test["analysis_set"], test=test["test"], stage=test["stage"], alpha=claims["alpha"],
                       adjust=adjust)  # fmt: skip
         if test["compare"] == "groups":
@@ -134,4 +141,5 @@ def claims_from_summaries(claims: Mapping, summaries: Mapping[str, pd.DataFrame]
         table.insert(1, "analysis_set", [by_name[c]["analysis_set"] for c in table["claim"]])
         table.insert(3, "x", [by_name[c]["x"] for c in table["claim"]])
         table.insert(4, "y", [by_name[c]["y"] for c in table["claim"]])
+        table["left_out"] = omitted
     return table, pd.DataFrame(values)

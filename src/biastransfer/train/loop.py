@@ -24,7 +24,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader
 
-from biastransfer.atomic import atomic_path, remove_stale_temporaries
+from biastransfer.atomic import atomic_writer, remove_stale_temporaries
 from biastransfer.models.device import bf16_autocast
 from biastransfer.progress import EVERY_S as PROGRESS_EVERY_S
 from biastransfer.train.config import RESULT_NEUTRAL, EpochRecord, TrainConfig, TrainResult
@@ -330,6 +330,5 @@ def _save_resume(path, model, optimizer, scheduler, epoch: int, result: TrainRes
         "best_state": result.best_state,
         "key": key,
     }
-    # through a Python file: a full disk is then OSError ENOSPC, not the C++ writer's "iostream error"
-    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+    with atomic_writer(path) as fh:  # a full disk: OSError ENOSPC naming the file, not the zip writer's message
         torch.save(state, fh)

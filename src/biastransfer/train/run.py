@@ -11,7 +11,7 @@ import pandas as pd
 import torch
 
 from biastransfer.atomic import write_csv, write_text
-from biastransfer.data.cache import CacheSetting, ImageCache
+from biastransfer.data.cache import ImageCache
 from biastransfer.data.rebalance import read_weights
 from biastransfer.data.splits import read_split
 from biastransfer.hashing import file_digest
@@ -64,6 +64,25 @@ class TrainingFiles:
         return (self.train_cache, self.val_cache) if self.train_cache else None
 
 
+def cache_setting(caches: Sequence[ImageCache], spec: ModelSpec) -> str:
+    """The setting name of a job's train and val caches: both resized as ``spec``'s preprocessing resizes,
+    with one JPEG quality; a ValueError naming the cache otherwise."""
+    pre = spec.preprocess
+    for cache in caches:
+        setting = cache.setting
+        if (setting.side, setting.interpolation) != (pre.resize, pre.interpolation):
+            raise ValueError(
+                f"cache {cache.index_path} is resized to {setting.side} px ({setting.interpolation}) but {spec.name} "
+                f"resizes to {pre.resize} px ({pre.interpolation})"
+            )
+    names = {cache.setting.name for cache in caches}
+    if len(names) > 1:
+        raise ValueError(
+            f"caches {', '.join(str(c.index_path) for c in caches)} have different settings ({', '.join(sorted(names))})"
+        )
+    return names.pop()
+
+
 def run_training(
     build: Callable[[Sequence[str]], torch.nn.Module],
     spec: ModelSpec,
@@ -90,8 +109,9 @@ def run_training(
     hyper-parameters and classes. The checkpoint metadata and the metrics record these digests.
     ``trajectory`` embeds the analysis sets after its epochs (its identity joins the resume key) and
     moves them into its output folders once the run's other outputs are written. ``files.cache``: the
-    splits' decoded-once caches, checked against the splits and read instead of the image files; the cache
-    setting joins the resume key. ``sample_weights``: an intervention's weights file of the train split
+    splits' decoded-once caches, checked against the splits and their image files (an image changed since
+    it was cached is read from its file; the log says so) and read instead of the image files; both must
+    be resized as ``spec`` resizes (:func:`cache_setting`), and the setting joins the resume key. ``sample_weights``: an intervention's weights file of the train split
     (:func:`~biastransfer.data.rebalance.read_weights`); a file of weights all 1 (a subsample) trains as
     without one. Its digest joins the resume key and the metrics.
     """
@@ -112,16 +132,18 @@ def run_training(
     }
     if files.cache is not None:
         caches = [
-            ImageCache(path, split_sha256=origin[f"{name}_sha256"], image_ids=split.frame["image_id"])
+            ImageCache(
+                path,
+                split_sha256=origin[f"{name}_sha256"],
+                image_ids=split.frame["image_id"],
+                paths=split.frame["path"],
+            )
             for name, path, split in zip(("train", "val"), files.cache, (train_split, val_split))
         ]
-        setting = CacheSetting.parse(caches[0].index["setting"])
-        if (setting.side, setting.interpolation) != (spec.preprocess.resize, spec.preprocess.interpolation):
-            raise ValueError(
-                f"cache {files.train_cache} is resized to {setting.side} px ({setting.interpolation}) but {spec.name} "
-                f"resizes to {spec.preprocess.resize} px ({spec.preprocess.interpolation})"
-            )
-        origin["cache"] = setting.name
+        origin["cache"] = cache_setting(caches, spec)
+        for cache in caches:
+            if cache.source_note():
+                log(cache.source_note())
     else:
         caches = [None, None]
     weights = None

@@ -1,10 +1,11 @@
 """The claims about groups of models in words (results/summary/claims.csv): each claim's verdict, the
-difference with its interval, and the smallest p its number of models allows."""
+difference with its interval, the smallest p its number of models allows, and the models left out."""
 
 from __future__ import annotations
 
 import pandas as pd
 
+from biastransfer.report.claims import left_out_text
 from biastransfer.report.findings.prose import estimate
 
 _DIRECTION_WORDS = {"greater": ">", "less": "<", "two-sided": "≠"}
@@ -31,6 +32,7 @@ def describe_claims(table: pd.DataFrame | None) -> list[str]:
             f"- **{r['claim']}** ({claim_words(r)}, on {r['analysis_set']}; {r['n_x']} and {r['n_y']} models): "
             f"{r['verdict']}. Difference {estimate('x - y', r['difference'], r['ci_low'], r['ci_high'])}, "
             f"adjusted p = {r['p_adjusted']:.2g} (smallest attainable p {r['p_floor']:.2g})."
+            + (f" Left out of its groups: {left_out_text(r['left_out'])}." if left_out_text(r.get("left_out")) else "")
         )
     lines.append("")
     return lines
