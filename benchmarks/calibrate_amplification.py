@@ -69,6 +69,7 @@ from biastransfer.stats.amplification import (  # noqa: E402
     predict_at_threshold,
 )
 from biastransfer.stats.floors import min_replicates  # noqa: E402
+from biastransfer.workflow.rules.inference import InferenceOptions, PredictSettings  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "amplification_calibration.json"
 ATTRIBUTE, TASK = "person_a", "surfboard"
@@ -134,9 +135,13 @@ def _trained(cooccurrence: dict, data_seed: int, train_seed: int, args, work: Pa
     weights = str(work / "model.safetensors")
     pretrain.main(paths["train"], paths["val"], weights, str(work / "metrics.json"), ENTRY,
                   {**RECIPE, "epochs": args.epochs, "seed": train_seed}, "calib", "cpu", 0)  # fmt: skip
-    predict.main([paths["test"]], [weights], [paths["pred"]], [paths["emb"]], [name],
-                 [f"scratch-{name}-seed{train_seed}"], ENTRY,
-                 {"batch_size": 64, "num_workers": 0, "device": "cpu", "amp": False}, model="calib")  # fmt: skip
+    settings = PredictSettings(
+        stages=[f"scratch-{name}-seed{train_seed}"],
+        entry=ENTRY,
+        inference=InferenceOptions(batch_size=64, num_workers=0, device="cpu", amp=False),
+        datasets=[name],
+    )
+    predict.main([paths["test"]], [weights], [paths["pred"]], [paths["emb"]], settings, model="calib")
     ev, ids, digest = read_evaluation(paths["test"], paths["attributes"])
     scores = network_scores(paths["pred"], ev, ids, digest)
     parts = np.array_split(np.arange(len(scores)), max(1, args.coverage))  # the drawn order: iid parts

@@ -223,7 +223,7 @@ rule provenance:
         embeddings=[
             path("embeddings", analysis_set=a, model=m, stage=s)
             for a, m in PLAN.all_pairs()
-            for s in PLAN.stages + PLAN.scratch_stages
+            for s in PLAN.embedded_stages
         ],
         # where each model's pretrained weights came from, in the order of params.models
         origins=[PLAN.weights_origin(m) for m in config["models"]],

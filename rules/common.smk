@@ -85,10 +85,4 @@ RESOURCES = {
     "split": {"mem_mb": 4000, "runtime": 30},
     # a real dataset's whole annotation files
     "annotations": {"mem_mb": 8000, "runtime": 60},
-    # a network over an analysis set, memory by the model's size (a retry doubles both)
-    "network": {
-        "mem_mb": embed_mem_mb,
-        "runtime": lambda wildcards, attempt: 30 * attempt,
-        "gpu": EMBED_GPUS,
-    },
 }

@@ -1,26 +1,33 @@
-# Embed every analysis image with the pretrained model and with each finetuned checkpoint.
+# Embed every analysis image with every network of a model: pretrained, each finetuned seed (interventions'
+# included) and each scratch reference network. One job per analysis set and model (PLAN.embedded_stages):
+# the networks run side by side on each batch, so each image is read and decoded once and torch is imported
+# once; each network's file is results/embeddings/{analysis_set}/{model}/{stage}.parquet with its own
+# provenance. A changed checkpoint reruns the whole job, and what reads any of its files (README.md,
+# "Rerunning one piece").
 
 
 rule embed:
     input:
         ancient(path("leakage_check")),
         manifest=path("manifest"),
-        weights=lambda wildcards: PLAN.stage_weights(wildcards.model, wildcards.stage),
+        # one per network, in the order of PLAN.embedded_stages (the stages of the job's settings)
+        weights=lambda wildcards: [
+            PLAN.stage_weights(wildcards.model, s) for s in PLAN.embedded_stages
+        ],
     output:
-        embeddings=path("embeddings"),
+        embeddings=[path("embeddings", stage=s) for s in PLAN.embedded_stages],
     log:
-        "logs/embed/{analysis_set}/{model}/{stage}.log",
+        "logs/embed/{analysis_set}/{model}.log",
     benchmark:
-        "results/benchmarks/embed/{analysis_set}/{model}/{stage}.tsv"
+        "results/benchmarks/embed/{analysis_set}/{model}.tsv"
     group:
         EMBEDDING_GROUP
     conda:
         "../envs/torch.yaml"
     threads: config["analysis"]["embed"]["num_workers"] + 1
     resources:
-        **RESOURCES["network"],
+        **network_resources(len(PLAN.embedded_stages)),
     params:
-        entry=lambda wildcards: PLAN.network_entry(wildcards.model),
-        inference=inference_settings,
+        settings=lambda wildcards: PLAN.settings("embed", wildcards),
     script:
         "../workflow/scripts/embed.py"

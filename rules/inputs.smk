@@ -19,21 +19,25 @@ def model_embed_settings(wildcards):
     )
 
 
-def inference_settings(wildcards):
-    """How a model's embed, embed_layers and predict jobs run it (analysis.embed, the batch by the
-    model's size; biastransfer.models.features.Inference)."""
-    embed = config["analysis"]["embed"]
-    return {
-        "batch_size": model_embed_settings(wildcards)[0],
-        "num_workers": embed["num_workers"],
-        "device": embed["device"],
-        "amp": embed["amp"],
-    }
-
-
 def embed_mem_mb(wildcards, attempt):
     """A model's embedding (and zoo check) memory by its size, doubled on each retry."""
     return model_embed_settings(wildcards)[1] * attempt
+
+
+def network_resources(networks):
+    """Resources of a job that runs `networks` networks of one model side by side over
+    images (embed, embed_layers, predict): the model's memory by its size (embed_mem_mb)
+    and a quarter of it more for each further network (its weights and outputs), 20
+    minutes and 10 more per network; a retry doubles both."""
+
+    def mem_mb(wildcards, attempt):
+        return embed_mem_mb(wildcards, attempt) * (3 + networks) // 4
+
+    return {
+        "mem_mb": mem_mb,
+        "runtime": lambda wildcards, attempt: (20 + 10 * networks) * attempt,
+        "gpu": EMBED_GPUS,
+    }
 
 
 def all_targets():
@@ -281,11 +285,6 @@ def predicted_weights(wildcards):
     return [
         PLAN.trained_weights(wildcards.model, stage) for stage in PLAN.predicted_stages
     ]
-
-
-def predict_runtime(wildcards, attempt):
-    """Minutes for one model's predictions: 10 per network it scores, 20 more for the start."""
-    return (20 + 10 * len(PLAN.predicted_stages)) * attempt
 
 
 # ---- rules/layers.smk ----

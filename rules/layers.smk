@@ -1,5 +1,6 @@
 # Layer profiles (docs/layers.md): embeddings of several layers of each model, pretrained and finetuned,
-# from one forward pass per batch; iEAT and BTS at every layer (one job per analysis set and model);
+# from one forward pass per batch (one job per analysis set and model for all of its stages, side by side
+# on each batch, as rule embed); iEAT and BTS at every layer (one job per analysis set and model);
 # a summary, a profile figure per model and a LaTeX table per analysis set. Config: analysis.layers
 # (enabled, pooling) and per model models.<name>.layers / layer_pooling. Input functions: below
 # (stage_layer_embeddings).
@@ -34,27 +35,24 @@ rule embed_layers:
     input:
         ancient(path("leakage_check")),
         manifest=path("manifest"),
-        weights=lambda wildcards: PLAN.stage_weights(wildcards.model, wildcards.stage),
+        weights=lambda wildcards: [
+            PLAN.stage_weights(wildcards.model, s) for s in PLAN.stages
+        ],
     output:
-        directory=directory(path("layer_embeddings")),
+        directories=[directory(path("layer_embeddings", stage=s)) for s in PLAN.stages],
     log:
-        "logs/embed_layers/{analysis_set}/{model}/{stage}.log",
+        "logs/embed_layers/{analysis_set}/{model}.log",
     benchmark:
-        "results/benchmarks/embed_layers/{analysis_set}/{model}/{stage}.tsv"
+        "results/benchmarks/embed_layers/{analysis_set}/{model}.tsv"
     group:
         EMBEDDING_GROUP
     conda:
         "../envs/torch.yaml"
     threads: config["analysis"]["embed"]["num_workers"] + 1
     resources:
-        **RESOURCES["network"],
+        **network_resources(len(PLAN.stages)),
     params:
-        entry=lambda wildcards: PLAN.network_entry(wildcards.model),
-        layers=lambda wildcards: PLAN.model_entry(wildcards.model).get("layers", []),
-        pooling=lambda wildcards: PLAN.model_entry(wildcards.model).get(
-            "layer_pooling", config["analysis"]["layers"]["pooling"]
-        ),
-        inference=inference_settings,
+        settings=lambda wildcards: PLAN.settings("embed_layers", wildcards),
     script:
         "../workflow/scripts/embed_layers.py"
 

@@ -41,14 +41,9 @@ if PLAN.predicted_datasets:
             "../envs/torch.yaml"
         threads: config["analysis"]["embed"]["num_workers"] + 1
         resources:
-            mem_mb=embed_mem_mb,
-            runtime=predict_runtime,
-            gpu=EMBED_GPUS,
+            **network_resources(len(PLAN.predicted_stages)),
         params:
-            datasets=PLAN.predicted_datasets,
-            stages=PLAN.predicted_stages,
-            entry=lambda wildcards: PLAN.network_entry(wildcards.model),
-            inference=inference_settings,
+            settings=lambda wildcards: PLAN.settings("predict", wildcards),
         script:
             "../workflow/scripts/predict.py"
 

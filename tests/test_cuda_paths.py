@@ -42,6 +42,7 @@ from biastransfer.train.config import TrainConfig
 from biastransfer.train.data import ImageLabelDataset
 from biastransfer.train.loop import Runtime, train_classifier
 from biastransfer.train.run import loader_workers
+from biastransfer.workflow.rules.inference import EmbedSettings
 
 CUDA = torch.device("cuda")
 
@@ -244,12 +245,12 @@ def test_embeddings_record_amp_and_channels_last_and_the_config_turns_autocast_o
     embed, got = _script("embed"), {}
     for amp in (True, False):
         out = tmp_path / f"amp{amp}.parquet"
+        inference = {"batch_size": 2, "num_workers": 0, "device": "cpu", "amp": amp}
         embed.main(
             manifest=str(tmp_path / "manifest.parquet"),
-            weights=str(weights),
-            embeddings=str(out),
-            entry=ENTRY,
-            inference={"batch_size": 2, "num_workers": 0, "device": "cpu", "amp": amp},
+            weights=[str(weights)],
+            embeddings=[str(out)],
+            settings=EmbedSettings.from_mapping({"stages": ["pretrained"], "entry": ENTRY, "inference": inference}),
             model="tiny",
         )
         meta = read_metadata(out)

@@ -36,10 +36,20 @@ def plan(request):
     return Plan(config, ROOT)
 
 
+#: The plan's names that each wildcard of a settings class's build takes.
+WILDCARD_VALUES = {"analysis_set": "analysis_sets", "model": "models", "dataset": "finetune_datasets"}
+
+
+def job_wildcards(plan: Plan, kind) -> list[dict[str, str]]:
+    """The wildcards of every job whose settings ``kind`` builds (one empty mapping for a rule of one job)."""
+    names = [n for n in inspect.signature(kind.build).parameters if n != "plan"]
+    return [dict(zip(names, v)) for v in itertools.product(*(getattr(plan, WILDCARD_VALUES[n]) for n in names))]
+
+
 def test_every_rules_settings_build_and_survive_their_round_trip(plan):
     for rule, kind in RULE_SETTINGS.items():
-        for analysis_set in plan.analysis_sets:
-            settings = plan.settings(rule, {"analysis_set": analysis_set})
+        for wildcards in job_wildcards(plan, kind):
+            settings = plan.settings(rule, wildcards)
             assert json.loads(json.dumps(settings)) == settings, rule
             assert kind.from_mapping(settings).as_dict() == settings, rule
 
@@ -129,18 +139,18 @@ SNAPSHOT_CONFIGS = {
     "intervention_planted": ["config/config.yaml", "config/examples/intervention_planted.yaml"],
     "own_images": ["config/config.yaml", "config/examples/own_images.yaml"],
 }
-WILDCARD_VALUES = {"analysis_set": "analysis_sets", "model": "models", "dataset": "finetune_datasets"}
 
 
 def plan_snapshot(plan: Plan) -> dict:
     """The plan as the snapshot records it: the targets, and per rule each distinct settings with its jobs."""
     rules = {}
     for rule, kind in sorted(RULE_SETTINGS.items()):
-        names = [n for n in inspect.signature(kind.build).parameters if n != "plan"]
         jobs = {}
-        for values in itertools.product(*(getattr(plan, WILDCARD_VALUES[n]) for n in names)):
-            settings = plan.settings(rule, dict(zip(names, values)))
-            jobs.setdefault(json.dumps(settings, sort_keys=True), []).append("/".join(values) or "(one job)")
+        for wildcards in job_wildcards(plan, kind):
+            settings = plan.settings(rule, wildcards)
+            jobs.setdefault(json.dumps(settings, sort_keys=True), []).append(
+                "/".join(wildcards.values()) or "(one job)"
+            )
         rules[rule] = [{"jobs": listed, "settings": json.loads(text)} for text, listed in jobs.items()]
     return {"targets": plan.analysis_targets(), "settings": rules}
 

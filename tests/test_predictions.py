@@ -23,6 +23,7 @@ from biastransfer.report.amplification_report import amplification_frame, amplif
 from biastransfer.report.findings.amplification import describe_amplification, verdict
 from biastransfer.stats.amplification import ABSENT
 from biastransfer.stats.prediction_bias import Evaluation, Settings, embedding_leakage, prediction_bias
+from biastransfer.workflow.rules.inference import PredictSettings
 from biastransfer.workflow.rules.predictions import AmplificationSettings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -409,6 +410,14 @@ ENTRY = {"source": "timm", "arch": "resnet10t", "weights": None,
          "preprocess": {"resize": 32, "crop": 32, "interpolation": "bilinear", "mean": [0.5] * 3, "std": [0.25] * 3}}  # fmt: skip
 
 
+def _settings(datasets: list, stages: list) -> PredictSettings:
+    """Rule predict's settings for ``stages`` of ``datasets`` of the tiny model, on the CPU."""
+    inference = {"batch_size": 16, "num_workers": 0, "device": "cpu", "amp": True}
+    return PredictSettings.from_mapping(
+        {"datasets": datasets, "stages": stages, "entry": ENTRY, "inference": inference}
+    )
+
+
 def test_predict_writes_each_images_sigmoid_scores_and_embedding_from_one_forward_pass(drawn, tmp_path, monkeypatch):
     """Two networks of one dataset (a finetuned and a scratch one) score each batch side by side."""
     import torch
@@ -426,8 +435,9 @@ def test_predict_writes_each_images_sigmoid_scores_and_embedding_from_one_forwar
     weights = [str(tmp_path / f"{stage}.safetensors") for stage in STAGES]
     calls, forward = [], FeatureExtractor.forward
     monkeypatch.setattr(FeatureExtractor, "forward", lambda self, x: calls.append(len(x)) or forward(self, x))
-    predict([files["test"]], weights, [str(p) for p in out], [str(p) for p in emb], ["syn"], STAGES, ENTRY,
-            inference={"batch_size": 16, "num_workers": 0, "device": "cpu"}, model="tiny")  # fmt: skip
+    predict(
+        [files["test"]], weights, [str(p) for p in out], [str(p) for p in emb], _settings(["syn"], STAGES), model="tiny"
+    )
     monkeypatch.undo()
     assert calls == [16] * 10  # the 80 test images through each backbone once, in batches of 16
     split = read_split(files["test"])
@@ -462,18 +472,28 @@ def test_predict_names_a_lacking_class_or_an_unmatched_stage_before_scoring(draw
     weights = [str(tmp_path / "model.safetensors"), str(tmp_path / "lacking.safetensors")]
     outputs = dict(predictions=[str(tmp_path / f"{s}.parquet") for s in STAGES],
                    embeddings=[str(tmp_path / f"{s}.embedding.parquet") for s in STAGES])  # fmt: skip
-    options = dict(entry=ENTRY, inference={"batch_size": 16, "num_workers": 0, "device": "cpu"}, model="tiny")
     with pytest.raises(ValueError, match=r"lacking.safetensors: the network has no output for class 'person'"):
-        predict([files["test"]], weights, **outputs, datasets=["syn"], stages=STAGES, **options)
+        predict([files["test"]], weights, **outputs, settings=_settings(["syn"], STAGES), model="tiny")
     # a second dataset's split: its network is checked before the first dataset's networks score
     other = tmp_path / "other" / "test.parquet"
     other.parent.mkdir()
     shutil.copyfile(files["test"], other)
     with pytest.raises(ValueError, match=r"lacking.safetensors: the network has no output for class 'person'"):
-        predict([files["test"], str(other)], weights, **outputs, datasets=["syn", "other"],
-                stages=["ft-syn-seed0", "ft-other-seed0"], **options)  # fmt: skip
+        predict(
+            [files["test"], str(other)],
+            weights,
+            **outputs,
+            settings=_settings(["syn", "other"], ["ft-syn-seed0", "ft-other-seed0"]),
+            model="tiny",
+        )
     with pytest.raises(ValueError, match=r"2 stages for 1 checkpoints, 2 prediction and 2 embedding files"):
-        predict([files["test"]], weights[:1], **outputs, datasets=["syn"], stages=STAGES, **options)
+        predict([files["test"]], weights[:1], **outputs, settings=_settings(["syn"], STAGES), model="tiny")
     with pytest.raises(ValueError, match=r"stage 'ft-other-seed0': its dataset 'other' is none of \['syn'\]"):
-        predict([files["test"]], weights, **outputs, datasets=["syn"], stages=["ft-other-seed0", STAGES[1]], **options)
+        predict(
+            [files["test"]],
+            weights,
+            **outputs,
+            settings=_settings(["syn"], ["ft-other-seed0", STAGES[1]]),
+            model="tiny",
+        )
     assert not list(tmp_path.glob("*.parquet"))

@@ -30,6 +30,7 @@ from biastransfer.models.extractors import create_classifier
 from biastransfer.models.resolve import resolve_spec
 from biastransfer.provenance import workflow_provenance
 from biastransfer.train import loop as tr
+from biastransfer.workflow.rules.inference import EmbedSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 PRE = {"resize": 32, "crop": 32, "interpolation": "bilinear", "mean": [0.5] * 3, "std": [0.25] * 3}
@@ -194,19 +195,16 @@ def test_embeddings_and_the_provenance_table_show_what_a_finetuned_model_started
         )
     write_manifest(tmp_path / "manifest.parquet", pd.DataFrame(rows))
     embed = _script("embed")
-    out = {}
-    for stage, w in (("pretrained", weights), ("ft-coco-seed1", tmp_path / "ft" / "model.safetensors")):
-        out[stage] = tmp_path / f"{stage}.parquet"
-        with caplog.at_level(logging.INFO):
-            embed.main(
-                manifest=str(tmp_path / "manifest.parquet"),
-                weights=str(w),
-                embeddings=str(out[stage]),
-                entry=ENTRY,
-                inference={"batch_size": 2, "num_workers": 0, "device": "cpu"},
-                model="tiny",
-                stage=stage,
-            )
+    out = {stage: tmp_path / f"{stage}.parquet" for stage in ("pretrained", "ft-coco-seed1")}
+    inference = {"batch_size": 2, "num_workers": 0, "device": "cpu", "amp": True}
+    with caplog.at_level(logging.INFO):  # both networks in one job, as rule embed runs them
+        embed.main(
+            manifest=str(tmp_path / "manifest.parquet"),
+            weights=[str(weights), str(tmp_path / "ft" / "model.safetensors")],
+            embeddings=[str(p) for p in out.values()],
+            settings=EmbedSettings.from_mapping({"stages": list(out), "entry": ENTRY, "inference": inference}),
+            model="tiny",
+        )
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any("1 of 4 images are smaller than the 32-pixel crop" in m and "1.png (1x1)" in m for m in warned), warned
     assert any(

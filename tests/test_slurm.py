@@ -536,10 +536,10 @@ def test_each_models_small_analyses_ran_as_one_slurm_job(demo_runs, slurm_cluste
     submitted = _submissions(demo_runs.slurm_log)
     groups = [job for job in submitted if not job.isdigit()]
     singles = [job for job in logged if not job.local and job.group is None]
-    # 8 submissions (pretrain, 2 finetune, 3 embed, predict, the group) instead of the 15 the same jobs
-    # took one by one.
-    assert (len(groups), len(submitted)) == (1, len(singles) + 1) == (1, 8)
-    assert Counter(job.rule for job in singles) == {"pretrain": 1, "finetune": 2, "embed": 3, "predict": 1}
+    # 6 submissions (pretrain, 2 finetune, one embed for the 3 networks, predict, the group) instead of the
+    # 13 the same jobs took one by one.
+    assert (len(groups), len(submitted)) == (1, len(singles) + 1) == (1, 6)
+    assert Counter(job.rule for job in singles) == {"pretrain": 1, "finetune": 2, "embed": 1, "predict": 1}
 
     record = next(job for job in slurm_cluster.jobs() if job.job_id == submitted[groups[0]])
     assert record.comment == "rule_stats_tinycnn_bts_change_ieat_model_analyses_similarity", record
@@ -628,7 +628,7 @@ def test_a_failing_demo_job_is_reported_and_fails_the_run(demo_runs, slurm_clust
     assert demo_runs.failing_returncode != 0, log[-5000:]
     assert "Error in rule embed" in log, log[-5000:]
     assert re.search(r"SLURM-job '\d+' failed, SLURM status is: 'FAILED'", log), log[-5000:]
-    job_log = demo_runs.failing_dir / "logs" / "embed" / "synthetic" / "tinycnn" / "pretrained.log"
+    job_log = demo_runs.failing_dir / "logs" / "embed" / "synthetic" / "tinycnn.log"
     assert Path(demo_runs.broken_image).name in job_log.read_text()
     assert not (demo_runs.failing_dir / demo_runs.failing_target).exists()
 

@@ -209,7 +209,8 @@ def test_the_paper_dag_plans_without_network(tmp_path):
     done = snakemake("-n", "--cores", "1", "--configfile", str(ROOT / "config" / "paper.yaml"), cwd=tmp_path)
     jobs = planned_jobs(done.stdout)
     # three seeds on COCO, one on Open Images, as the paper
-    assert jobs["finetune"] == 6 * (3 + 1) and jobs["embed"] == 2 * 6 * (1 + 3 + 1)
+    # one embed job per analysis set and model, for its pretrained and 3 + 1 finetuned networks
+    assert jobs["finetune"] == 6 * (3 + 1) and jobs["embed"] == jobs["embed_layers"] == 2 * 6
     assert jobs["fetch_weights"] == 6 and jobs["download_dataset"] == 2
     # each dataset's evaluation split and attributes; every finetuned network scores its own dataset's
     assert jobs["real_test_split"] == jobs["real_test_attributes"] == 2 and jobs["fetch_split_images"] == 2 * 3
@@ -228,7 +229,7 @@ def test_the_paper_dag_with_its_intervention_switched_on(tmp_path):
     done = snakemake("-n", "--cores", "1", "--configfile", str(ROOT / "config" / "paper.yaml"), switch, cwd=tmp_path)
     jobs = planned_jobs(done.stdout)
     assert jobs["real_train_attributes"] == jobs["intervention"] == jobs["intervention_test_split"] == 1
-    assert jobs["finetune"] == 6 * (3 + 1 + 3) and jobs["embed"] == 2 * 6 * (1 + 3 + 1 + 3)
+    assert jobs["finetune"] == 6 * (3 + 1 + 3) and jobs["embed"] == 2 * 6  # each for 1 + 3 + 1 + 3 networks
     assert jobs["predict"] == 6 and jobs["real_test_attributes"] == 2
     assert jobs["intervention_change"] == 2 * 6 and jobs["intervention_summary"] == jobs["table_intervention"] == 1
     for planned in ("results/splits/coco/train_attributes.parquet", "results/interventions/coco_independent/coco/resnet18.csv",
@@ -342,7 +343,7 @@ def test_the_controls_overlay_trains_five_networks_per_arm(tmp_path):
     done = snakemake("-n", "--cores", "1", "--configfile", *configs, cwd=tmp_path)
     jobs = planned_jobs(done.stdout)
     assert jobs["pretrain"] == 15 and jobs["finetune"] == 15 * 2 and jobs["synthetic_dataset"] == 4
-    assert jobs["embed"] == 15 * 3 and jobs["ieat"] == 15 * 3 and jobs["attribution"] == 1
+    assert jobs["embed"] == 15 and jobs["ieat"] == 15 * 3 and jobs["attribution"] == 1  # embed: 3 networks each
     assert jobs["intervention"] == jobs["intervention_test_split"] == jobs["synthetic_train_attributes"] == 1
     assert jobs["intervention_change"] == 15 and jobs["intervention_summary"] == jobs["table_intervention"] == 1
     assert jobs["predict"] == 15 and jobs["amplification"] == 1
@@ -373,7 +374,7 @@ def test_a_corrupt_image_fails_the_job_naming_the_file(demo_run, tmp_path):
     victim.write_bytes(b"not a png")
     target = "results/embeddings/synthetic/democnn/pretrained.parquet"
     done = snakemake("--cores", "1", target, "--forcerun", "embed", "--allowed-rules", "embed", cwd=work, check=False)
-    log = (work / "logs" / "embed" / "synthetic" / "democnn" / "pretrained.log").read_text()
+    log = (work / "logs" / "embed" / "synthetic" / "democnn.log").read_text()
     assert done.returncode != 0 and victim.name in log and "sha256" in log
     assert not (work / target).exists(), "a failed job left its output behind"
     assert not list((work / "results" / "embeddings").rglob("*.partial"))

@@ -56,9 +56,10 @@ def overlay_for(
         "analysis_sets": {a: {"paper": {"files": files}} for a, files in lists.items()},
         "models": models,
         "weights": {"mirror": mirror},
-        # trajectories and layer profiles off: they would add 24 trajectory and 60 layer-embedding jobs to the
-        # toy run; the demo runs both end to end, tests/test_trajectory.py a tiny trajectory run, and
-        # tests/test_layers.py resolves every paper model's layers
+        # trajectories and layer profiles off: they would add 24 trajectory and 12 layer-embedding jobs (each
+        # for every network of a model on an analysis set) to the toy run; the demo runs both end to end,
+        # tests/test_trajectory.py a tiny trajectory run, and tests/test_layers.py resolves every paper model's
+        # layers
         "finetune": {
             "device": "cpu",
             "num_workers": 0,

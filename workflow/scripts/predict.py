@@ -1,20 +1,20 @@
 """Score every image of the evaluation splits with one model's trained classifiers (finetuned and scratch).
 
-For each stage (``stages[i]``, whose checkpoint is ``weights[i]``) the network scores the test split of the
-dataset it was trained on (``splits[j]`` of ``datasets[j]``): per-image sigmoid scores of every class, in
-the predictions format (biastransfer.predictions) with the provenance of the embeddings plus the split's
-digest, and from the same forward pass the network's embedding of each image (its classifier's input: the
-features embed writes at the model's layer), in the embeddings format with the same metadata. The networks
-of one dataset run side by side on each batch, so each image is read and decoded once for all of them. A
-network that lacks a class of the split is an error naming the class and the checkpoint, raised before any
-image is scored.
+For each stage (``settings.stages[i]``, whose checkpoint is ``weights[i]``) the network scores the test split
+of the dataset it was trained on (``splits[j]`` of ``settings.datasets[j]``): per-image sigmoid scores of
+every class, in the predictions format (biastransfer.predictions) with the provenance of the embeddings plus
+the split's digest, and from the same forward pass the network's embedding of each image (its classifier's
+input: the features embed writes at the model's layer), in the embeddings format with the same metadata. The
+networks of one dataset run side by side on each batch, so each image is read and decoded once for all of
+them. A network that lacks a class of the split is an error naming the class and the checkpoint, raised before
+any image is scored.
 
 Standalone: python workflow/scripts/predict.py --splits results/splits/D/test.parquet
 --weights results/finetune/D/M/seed0/model.safetensors results/scratch/D/M/seed0/model.safetensors
---predictions P0.parquet P1.parquet --embeddings E0.parquet E1.parquet --datasets D
---stages ft-D-seed0 scratch-D-seed0
---entry '{"source": "workflow", "arch": "resnet18", "preprocess": {"resize": 64, "crop": 64}}'
---inference '{"batch_size": 64, "num_workers": 1, "device": "cpu"}' [--model M] (inference: as embed.py's)
+--predictions P0.parquet P1.parquet --embeddings E0.parquet E1.parquet --settings '{"datasets": ["D"],
+"stages": ["ft-D-seed0", "scratch-D-seed0"], "entry": {"source": "workflow", "arch": "resnet18", "preprocess":
+{"resize": 64, "crop": 64}}, "inference": {"batch_size": 64, "num_workers": 1, "device": "cpu", "amp": true}}'
+[--model M] (inference: as embed.py's)
 """
 
 import logging
@@ -32,6 +32,7 @@ from biastransfer.models.resolve import model_spec
 from biastransfer.predictions import write_predictions
 from biastransfer.scripting import run
 from biastransfer.stages import parse_stage
+from biastransfer.workflow.rules.inference import PredictSettings
 
 log = logging.getLogger(__name__)
 
@@ -62,23 +63,21 @@ def main(
     weights: list,
     predictions: list,
     embeddings: list,
-    datasets: list,
-    stages: list,
-    entry: dict,
-    inference: dict,
+    settings: PredictSettings,
     model: str = "model",
     threads: int = 1,
 ) -> None:
     import torch
 
     torch.set_num_threads(max(1, threads))
+    datasets, stages, entry = settings.datasets, settings.stages, settings.entry
     if len(datasets) != len(splits) or not len(stages) == len(weights) == len(predictions) == len(embeddings):
         raise ValueError(f"{len(splits)} splits for {len(datasets)} datasets, and {len(stages)} stages for "
                          f"{len(weights)} checkpoints, {len(predictions)} prediction and {len(embeddings)} "
                          "embedding files: one split per dataset, one of each file per stage")  # fmt: skip
     split_of = dict(zip(datasets, splits))
     spec = model_spec(model, entry)
-    settings = Inference(**inference)
+    inference = Inference(**settings.inference.as_dict())
     by_split: dict[str, list[Network]] = {}
     for stage, weights_file, scores_out, embedding_out in zip(stages, weights, predictions, embeddings):
         dataset = parse_stage(stage)[0]
@@ -99,11 +98,11 @@ def main(
         paths = images.frame["path"].tolist()
         names = ", ".join(n.stage for n in networks)
         log.info(
-            "scoring %d images of %s with %s (%s) on %s", len(paths), split, spec.name, names, settings.torch_device
+            "scoring %d images of %s with %s (%s) on %s", len(paths), split, spec.name, names, inference.torch_device
         )
         both = EmbeddingAndLogits(*(n.classifier for n in networks))
         what = f"predicting {split} with {spec.name} ({names})"
-        outputs, runtime = run_on_images(both, paths, spec, settings, what=what, log=log.warning)
+        outputs, runtime = run_on_images(both, paths, spec, inference, what=what, log=log.warning)
         split_digest = file_digest(split)
         for n, (features, logits) in zip(networks, both.split(outputs)):
             scores = 1.0 / (1.0 + np.exp(-logits.astype(np.float64)))

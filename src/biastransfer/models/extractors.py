@@ -5,6 +5,7 @@ The only weights keys allowed to be absent are the classifier's.
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import torch
@@ -242,6 +243,38 @@ class EmbeddingAndLogits(nn.Module):
             )
             start += features + classes
         return parts
+
+
+class SideBySide(nn.Module):
+    """``forward(images) -> (N, sum of embed_dim)``: several networks (each with an ``embed_dim``: feature or
+    layer extractors) on one batch, their outputs side by side, so that each image is decoded once for all of
+    them; :meth:`split` cuts them apart. ``names`` (one per network) name the network whose forward pass fails."""
+
+    def __init__(self, networks: list[nn.Module], names: list[str]):
+        super().__init__()
+        if not networks or len(names) != len(networks):
+            raise ValueError(f"SideBySide needs one name per network, got {len(names)} for {len(networks)}")
+        self.networks = nn.ModuleList(networks)
+        self.names = list(names)
+        self.widths = [int(n.embed_dim) for n in networks]
+        self.embed_dim = sum(self.widths)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        outputs = []
+        for name, network in zip(self.names, self.networks):
+            try:
+                outputs.append(network(images))
+            except Exception as exc:
+                exc.add_note(f"in the forward pass of {name}")
+                raise
+        return torch.cat(outputs, dim=1)
+
+    def split(self, outputs) -> list:
+        """One ``(N, embed_dim)`` block per network, in order, of an ``(N, embed_dim)`` output of this module."""
+        if outputs.shape[1] != self.embed_dim:
+            raise ValueError(f"outputs have {outputs.shape[1]} columns, not the networks' {self.embed_dim}")
+        edges = [0, *itertools.accumulate(self.widths)]
+        return [outputs[:, a:b] for a, b in zip(edges[:-1], edges[1:])]
 
 
 def create_classifier(spec: ModelSpec, num_classes: int, weights_path: str | Path | None) -> Classifier:

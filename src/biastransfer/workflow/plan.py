@@ -183,6 +183,12 @@ class Plan:
     def scratch_stages(self) -> list[str]:
         return cfg.scratch_stages(self.config)
 
+    @cached_property
+    def embedded_stages(self) -> list[str]:
+        """The networks of one model that its embed job runs over an analysis set: ``pretrained``, every
+        finetuned stage, then every scratch reference stage."""
+        return [*self.stages, *self.scratch_stages]
+
     def finetuned_stages_of(self, dataset: str) -> list[str]:
         return [finetuned_stage(dataset, s) for s in self.finetune_seeds(dataset)]
 
