@@ -94,14 +94,14 @@ def main(argv: list[str] | None = None) -> int:
         [
             "directional estimate [95% interval] on the benchmark's data",
             f"{d.estimate:.4f} [{d.ci_low:.4f}, {d.ci_high:.4f}]",
-        ],  # fmt: skip
+        ],
         ["Zhao estimate [95% interval]", f"{z.estimate:.4f} [{z.ci_low:.4f}, {z.ci_high:.4f}]"],
         ["leakage, 5-fold cross-fitted + 2,000-replicate bootstrap (5,000 x 80 scores), median", f"{leak:.2f} s"],
         ["leakage amplification at matched F1 (two attackers, paired bootstrap), median", f"{amp_leak:.2f} s"],
         [
             "model leakage (scores) / dataset leakage (matched labels), balanced accuracy",
             f"{amp_leak_result.model.estimate:.3f} / {amp_leak_result.dataset.estimate:.3f}",
-        ],  # fmt: skip
+        ],
         ["load average (1 min) before / after", f"{load_before:.2f} / {load_after:.2f}"],
     ]
     record = {

@@ -42,10 +42,22 @@ def demo(workdir: Path, cores: int, overlay: Path | None) -> tuple[float, dict[s
     extra = ["--configfile", str(REPO / "config" / "config.yaml"), str(overlay)] if overlay else []
     start = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--cores", str(cores), "-q",
-         *extra],
-        cwd=workdir, env=env, check=True, capture_output=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "--snakefile",
+            str(REPO / "Snakefile"),
+            "--cores",
+            str(cores),
+            "-q",
+            *extra,
+        ],
+        cwd=workdir,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     return time.perf_counter() - start, job_cpu(workdir)
 
 
@@ -66,8 +78,9 @@ def main() -> None:
         overlay = tmp / "baseline.yaml"
         overlay.write_text(json.dumps(json.loads(args.baseline)))  # JSON is YAML
         for i in range(args.repeats):
-            for name, extra in (("baseline", overlay), ("demo", None)) if i % 2 == 0 else (("demo", None),
-                                                                                      ("baseline", overlay)):  # fmt: skip
+            for name, extra in (
+                (("baseline", overlay), ("demo", None)) if i % 2 == 0 else (("demo", None), ("baseline", overlay))
+            ):
                 wall, jobs = demo(tmp / f"{name}{i}", args.cores, extra)
                 walls[name].append(wall)
                 cpus[name].append(sum(jobs.values()))
@@ -78,8 +91,9 @@ def main() -> None:
                 print(f"{name} {i}: {wall:.0f} s wall, {sum(jobs.values()):.0f} s of job CPU", flush=True)
     median = {k: statistics.median(v) for k, v in walls.items()}
     ratio = median["demo"] / median["baseline"]
-    print(f"median wall: demo {median['demo']:.0f} s, without {args.label} {median['baseline']:.0f} s; "
-          f"ratio {ratio:.3f}")  # fmt: skip
+    print(
+        f"median wall: demo {median['demo']:.0f} s, without {args.label} {median['baseline']:.0f} s; ratio {ratio:.3f}"
+    )
     if args.out:
         record = {
             "title": f"The demo's wall time with and without {args.label}",
@@ -91,12 +105,14 @@ def main() -> None:
                 ["demo, median wall", f"{median['demo']:.0f} s"],
                 [f"without {args.label}, median wall", f"{median['baseline']:.0f} s"],
                 ["ratio", f"{ratio:.3f}"],
-                ["job CPU, demo / without (medians)",
-                 f"{statistics.median(cpus['demo']):.0f} s / {statistics.median(cpus['baseline']):.0f} s"],
+                [
+                    "job CPU, demo / without (medians)",
+                    f"{statistics.median(cpus['demo']):.0f} s / {statistics.median(cpus['baseline']):.0f} s",
+                ],
                 ["jobs only the demo runs", ", ".join(sorted(a.removesuffix(".tsv") for a in added))],
                 ["runs (wall s)", "; ".join(f"{k}: {', '.join(f'{w:.0f}' for w in v)}" for k, v in walls.items())],
             ],
-        }  # fmt: skip
+        }
         write_record(record, Path(args.out))
 
 

@@ -31,10 +31,24 @@ def dry_run_cpu(snakefile: Path, configfile: Path, workdir: Path, cache: Path) -
         "PYTHONPATH": str(snakefile.parent / "src"),
     }
     subprocess.run(
-        [sys.executable, "-m", "snakemake", "--snakefile", str(snakefile), "-n", "--cores", "1", "-q",
-         "--configfile", str(configfile)],
-        cwd=workdir, env=env, check=True, capture_output=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "--snakefile",
+            str(snakefile),
+            "-n",
+            "--cores",
+            "1",
+            "-q",
+            "--configfile",
+            str(configfile),
+        ],
+        cwd=workdir,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
@@ -49,8 +63,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         baseline = tmp / "baseline"
-        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "-q", "--detach", str(baseline), args.baseline],
-                       check=True)  # fmt: skip
+        subprocess.run(
+            ["git", "-C", str(REPO), "worktree", "add", "-q", "--detach", str(baseline), args.baseline], check=True
+        )
         try:
             runs = {"baseline": [], "first call (empty check cache)": [], "later calls (warm check cache)": []}
             for i in range(args.repeats):
@@ -68,13 +83,16 @@ def main() -> None:
             subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(baseline)], check=True)
     medians = {k: statistics.median(v) for k, v in runs.items()}
     base = medians["baseline"]
-    figures = [[f"{k}, median CPU", f"{v:.2f} s ({v / base:.2f}x the baseline)" if k != "baseline" else f"{v:.2f} s"]
-               for k, v in medians.items()]  # fmt: skip
+    figures = [
+        [f"{k}, median CPU", f"{v:.2f} s ({v / base:.2f}x the baseline)" if k != "baseline" else f"{v:.2f} s"]
+        for k, v in medians.items()
+    ]
     for what, value in figures:
         print(f"{what}: {value}")
     if args.out:
-        commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
-                                text=True, check=True).stdout.strip()  # fmt: skip
+        commit = subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
         record = {
             "title": f"A dry run (snakemake -n) of {args.configfile}: the CPU every Snakemake call pays first",
             "command": f"python benchmarks/bench_dry_run.py --baseline {args.baseline} --repeats {args.repeats} "

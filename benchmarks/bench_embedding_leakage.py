@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         [
             "balanced accuracy [95% interval] on 256 components / on the whole embedding",
             f"{_result(pca_result)} / {_result(full_result)}",
-        ],  # fmt: skip
+        ],
         [f"reading one {N:,} x {DIM:,} embedding file ({size / 1e6:.0f} MB, zstd), median", f"{read:.2f} s"],
         ["load average (1 min) before / after", f"{load_before:.2f} / {load_after:.2f}"],
     ]

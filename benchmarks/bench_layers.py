@@ -62,9 +62,15 @@ def bench(label: str, spec, batch_size: int, repeats: int, device: torch.device)
         base_s.append(b)
         prof_s.append(p)
         ratios.append(p / b)
-    row = {"model": label, "px": crop, "batch": batch_size, "layers": ",".join(prof.layers),
-           "single_ms": 1000 * statistics.median(base_s), "profile_ms": 1000 * statistics.median(prof_s),
-           "ratio": statistics.median(ratios)}  # fmt: skip
+    row = {
+        "model": label,
+        "px": crop,
+        "batch": batch_size,
+        "layers": ",".join(prof.layers),
+        "single_ms": 1000 * statistics.median(base_s),
+        "profile_ms": 1000 * statistics.median(prof_s),
+        "ratio": statistics.median(ratios),
+    }
     print(
         f"{label:>10} {crop:>4} px  batch {batch_size:>3}  single layer {row['single_ms']:8.1f} ms  "
         f"four layers {row['profile_ms']:8.1f} ms  ratio {row['ratio']:.3f} (median of {repeats}; target <= 1.3)  "

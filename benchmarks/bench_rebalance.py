@@ -83,8 +83,12 @@ def main(argv: list[str] | None = None) -> int:
             error = float((shown["share"] - shown["target"]).abs().max())
             figures.append([f"{n_objects} objects, independent, {method}: median time", f"{median:.2f} s"])
             figures.append([f"{n_objects} objects, {method}: peak allocated during one call", f"{peak:.0f} MB"])
-            figures.append([f"{n_objects} objects, {method}: largest share error after / images kept",
-                            f"{error:.2g} / {int(out.keep.sum()):,}"])  # fmt: skip
+            figures.append(
+                [
+                    f"{n_objects} objects, {method}: largest share error after / images kept",
+                    f"{error:.2g} / {int(out.keep.sum()):,}",
+                ]
+            )
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     load_after = os.getloadavg()[0]
     figures.append(["peak resident size of the whole benchmark process (data included)", f"{rss:.0f} MB"])

@@ -42,15 +42,28 @@ def main() -> None:
         paths, caches = {}, {}
         for name, n, seed in (("train", args.n, 13), ("val", args.n // 3, 14)):
             frame = synthetic.generate_split(
-                "demo", name, n, synthetic.SceneDistribution(), label_groups=False, size=args.size,
-                rng=np.random.default_rng(seed), image_dir=root / name,
-            )  # fmt: skip
+                "demo",
+                name,
+                n,
+                synthetic.SceneDistribution(),
+                label_groups=False,
+                size=args.size,
+                rng=np.random.default_rng(seed),
+                image_dir=root / name,
+            )
             paths[name] = root / f"{name}.parquet"
             write_split(paths[name], Split("demo", name, synthetic.class_list(False), frame))
             frame = read_split(paths[name]).frame
             caches[name] = root / f"{name}.json"
-            build_cache(paths[name], list(frame["image_id"]), list(frame["path"]), caches[name],
-                        caches[name].with_suffix(".shards"), CacheSetting(64), log=lambda m: None)  # fmt: skip
+            build_cache(
+                paths[name],
+                list(frame["image_id"]),
+                list(frame["path"]),
+                caches[name],
+                caches[name].with_suffix(".shards"),
+                CacheSetting(64),
+                log=lambda m: None,
+            )
         results = {}
         for seed in args.seeds:
             for label, cache in (("files", None), ("cache", (str(caches["train"]), str(caches["val"])))):
@@ -58,13 +71,18 @@ def main() -> None:
                 metrics = run_training(
                     lambda classes: create_classifier(spec, len(classes), None),
                     spec,
-                    TrainingFiles(str(paths["train"]), str(paths["val"]), str(out / "m.safetensors"),
-                                  str(out / "m.json"), *(cache or (None, None))),
+                    TrainingFiles(
+                        str(paths["train"]),
+                        str(paths["val"]),
+                        str(out / "m.safetensors"),
+                        str(out / "m.json"),
+                        *(cache or (None, None)),
+                    ),
                     train_config({"epochs": args.epochs, "lr": 0.05, "batch_size": 32}, seed, 0),
                     device=torch.device("cpu"),
                     threads=torch.get_num_threads(),
                     log=lambda m: None,
-                )  # fmt: skip
+                )
                 results[(label, seed)] = metrics["history"][-1]["metric"]
             print(f"seed {seed}: files {results[('files', seed)]:.4f}  cache {results[('cache', seed)]:.4f}")
     diffs = [results[("cache", s)] - results[("files", s)] for s in args.seeds]

@@ -78,8 +78,15 @@ ENTRY = {  # intervention_planted.yaml's tinycnn
     "arch": "resnet10t",
     "preprocess": {"resize": 32, "crop": 32, "interpolation": "bilinear", "mean": [0.5] * 3, "std": [0.25] * 3},
 }
-RECIPE = {"lr": 0.05, "batch_size": 32, "momentum": 0.9, "weight_decay": 1.0e-4, "optimizer": "sgd",
-          "scheduler": "none", "metric": "mAP"}  # fmt: skip
+RECIPE = {
+    "lr": 0.05,
+    "batch_size": 32,
+    "momentum": 0.9,
+    "weight_decay": 1.0e-4,
+    "optimizer": "sgd",
+    "scheduler": "none",
+    "metric": "mAP",
+}
 
 
 def _number(x: float) -> float | None:
@@ -87,19 +94,33 @@ def _number(x: float) -> float | None:
 
 
 def _interval(value: float, low: float, high: float) -> dict:
-    return {"estimate": _number(value), "ci_low": _number(low), "ci_high": _number(high),
-            "holds_0": bool(low <= 0 <= high), "excludes_0_above": bool(low > 0)}  # fmt: skip
+    return {
+        "estimate": _number(value),
+        "ci_low": _number(low),
+        "ci_high": _number(high),
+        "holds_0": bool(low <= 0 <= high),
+        "excludes_0_above": bool(low > 0),
+    }
 
 
 def measure(ev, scores, replicates: int) -> dict:
     """The pair's term and shift, and the overall BiasAmp A->T, at base rates and at threshold 0.5."""
     a, t = ev.attribute_names.index(ATTRIBUTE), ev.tasks.index(TASK)
     out = {}
-    for threshold, preds in (("base_rate", predict_at_base_rate(scores, ev.truth)),
-                             ("0.5", predict_at_threshold(scores, 0.5))):  # fmt: skip
-        r = bias_amplifications(ev.attributes, ev.truth, preds, measures=["directional"],
-                                attribute_names=ev.attribute_names, task_names=ev.tasks, replicates=replicates,
-                                seed=0)["directional"]  # fmt: skip
+    for threshold, preds in (
+        ("base_rate", predict_at_base_rate(scores, ev.truth)),
+        ("0.5", predict_at_threshold(scores, 0.5)),
+    ):
+        r = bias_amplifications(
+            ev.attributes,
+            ev.truth,
+            preds,
+            measures=["directional"],
+            attribute_names=ev.attribute_names,
+            task_names=ev.tasks,
+            replicates=replicates,
+            seed=0,
+        )["directional"]
         shift, low, high = attribute_shift(r)
         out[threshold] = {
             "y_at": int(r.selected[a, t]),
@@ -119,22 +140,50 @@ def one_network(cooccurrence: dict, data_seed: int, train_seed: int, args) -> di
     logging.getLogger().setLevel(logging.WARNING)
     cpu = time.process_time()
     with tempfile.TemporaryDirectory(prefix="calib_amp_") as folder:
-        return {**_trained(cooccurrence, data_seed, train_seed, args, Path(folder)),
-                "cpu_seconds": time.process_time() - cpu}  # fmt: skip
+        return {
+            **_trained(cooccurrence, data_seed, train_seed, args, Path(folder)),
+            "cpu_seconds": time.process_time() - cpu,
+        }
 
 
 def _trained(cooccurrence: dict, data_seed: int, train_seed: int, args, work: Path) -> dict:
-    spec = {"kind": "synthetic", "size": args.size, "n_train": args.n_train, "n_val": args.n_val,
-            "n_test": args.n_test * max(1, args.coverage), "label_groups": False, "p_person": 0.8, "p_object": 0.85,
-            "cooccurrence": cooccurrence, "p_occluded": args.p_occluded, "seed": data_seed}  # fmt: skip
+    spec = {
+        "kind": "synthetic",
+        "size": args.size,
+        "n_train": args.n_train,
+        "n_val": args.n_val,
+        "n_test": args.n_test * max(1, args.coverage),
+        "label_groups": False,
+        "p_person": 0.8,
+        "p_object": 0.85,
+        "cooccurrence": cooccurrence,
+        "p_occluded": args.p_occluded,
+        "seed": data_seed,
+    }
     name = f"calib{data_seed}"
     paths = {k: str(work / f"{k}.parquet") for k in ("train", "val", "test", "attributes", "pred", "emb")}
     synthetic_dataset.main(spec, str(work / "images"), paths["train"], paths["val"], synthetic=name)
-    synthetic_test_split.main(spec, paths["train"], paths["val"], str(work / "test_images"), paths["test"],
-                              paths["attributes"], synthetic=name)  # fmt: skip
+    synthetic_test_split.main(
+        spec,
+        paths["train"],
+        paths["val"],
+        str(work / "test_images"),
+        paths["test"],
+        paths["attributes"],
+        synthetic=name,
+    )
     weights = str(work / "model.safetensors")
-    pretrain.main(paths["train"], paths["val"], weights, str(work / "metrics.json"), ENTRY,
-                  {**RECIPE, "epochs": args.epochs, "seed": train_seed}, "calib", "cpu", 0)  # fmt: skip
+    pretrain.main(
+        paths["train"],
+        paths["val"],
+        weights,
+        str(work / "metrics.json"),
+        ENTRY,
+        {**RECIPE, "epochs": args.epochs, "seed": train_seed},
+        "calib",
+        "cpu",
+        0,
+    )
     settings = PredictSettings(
         stages=[f"scratch-{name}-seed{train_seed}"],
         entry=ENTRY,
@@ -149,10 +198,18 @@ def _trained(cooccurrence: dict, data_seed: int, train_seed: int, args, work: Pa
     ev, scores = _rows(ev, parts[0]), scores[parts[0]]  # the known answers: on --n-test images, as without it
     val_map = json.loads((work / "metrics.json").read_text())["metric_value"]
     sizes = dict(zip(ev.attribute_names, ev.attributes.sum(axis=0).astype(int).tolist()))
-    return {"data_seed": data_seed, "train_seed": train_seed, "val_mAP": val_map, "images_per_attribute": sizes,
-            "truth_rate": {a: float(ev.truth[ev.attributes[:, i] == 1, ev.tasks.index(TASK)].mean())
-                           for i, a in enumerate(ev.attribute_names)},
-            **measure(ev, scores, args.replicates), **checks}  # fmt: skip
+    return {
+        "data_seed": data_seed,
+        "train_seed": train_seed,
+        "val_mAP": val_map,
+        "images_per_attribute": sizes,
+        "truth_rate": {
+            a: float(ev.truth[ev.attributes[:, i] == 1, ev.tasks.index(TASK)].mean())
+            for i, a in enumerate(ev.attribute_names)
+        },
+        **measure(ev, scores, args.replicates),
+        **checks,
+    }
 
 
 def _rows(ev, rows: np.ndarray):
@@ -216,27 +273,38 @@ def _shown(r: dict) -> str:
 def figures(record: dict) -> list:
     """The record's ``[what, value]`` rows: verdicts, counts, then every network's term and shift."""
     v = record["verdicts"]
-    rows = [["known answer 1 (planted, term at base rates above 0, interval excluding 0, every seed)",
-             v["answer_1"]],
-            ["known answer 2 (unbiased, term's interval at base rates holds 0 in >= 90% of datasets)", v["answer_2"]],
-            ["the intervals at base rates, for a fixed network: coverage of its own term and shift", v["coverage"]]]  # fmt: skip
+    rows = [
+        ["known answer 1 (planted, term at base rates above 0, interval excluding 0, every seed)", v["answer_1"]],
+        ["known answer 2 (unbiased, term's interval at base rates holds 0 in >= 90% of datasets)", v["answer_2"]],
+        ["the intervals at base rates, for a fixed network: coverage of its own term and shift", v["coverage"]],
+    ]
     for threshold in ("base_rate", "0.5"):
         for what in ("term", "shift"):
             planted = sum(r[threshold][what]["excludes_0_above"] for r in record["planted"])
             unbiased = sum(r[threshold][what]["holds_0"] for r in record["unbiased"])
-            rows.append([f"{what} at {threshold}: planted seeds above 0 / unbiased datasets holding 0",
-                         f"{planted} of {len(record['planted'])} / {unbiased} of {len(record['unbiased'])}"])  # fmt: skip
+            rows.append(
+                [
+                    f"{what} at {threshold}: planted seeds above 0 / unbiased datasets holding 0",
+                    f"{planted} of {len(record['planted'])} / {unbiased} of {len(record['unbiased'])}",
+                ]
+            )
     for part in ("planted", "unbiased"):
         for r in record[part]:
-            rows.append([
-                f"{part} dataset seed {r['data_seed']} (val mAP {r['val_mAP']:.3f}): term / shift at base rates; "
-                "term / shift at 0.5",
-                f"{_shown(r['base_rate']['term'])} / {_shown(r['base_rate']['shift'])}; "
-                f"{_shown(r['0.5']['term'])} / {_shown(r['0.5']['shift'])}",
-            ])  # fmt: skip
-    rows += [["CPU seconds (all networks, one core each) / wall seconds (networks trained at once)",
-              f"{record['cpu_seconds']:.0f} / {record['wall_seconds']:.0f} ({record['workers']})"],
-             ["load average (1 min) before / after", record["load_average"]]]  # fmt: skip
+            rows.append(
+                [
+                    f"{part} dataset seed {r['data_seed']} (val mAP {r['val_mAP']:.3f}): term / shift at base rates; "
+                    "term / shift at 0.5",
+                    f"{_shown(r['base_rate']['term'])} / {_shown(r['base_rate']['shift'])}; "
+                    f"{_shown(r['0.5']['term'])} / {_shown(r['0.5']['shift'])}",
+                ]
+            )
+    rows += [
+        [
+            "CPU seconds (all networks, one core each) / wall seconds (networks trained at once)",
+            f"{record['cpu_seconds']:.0f} / {record['wall_seconds']:.0f} ({record['workers']})",
+        ],
+        ["load average (1 min) before / after", record["load_average"]],
+    ]
     return rows
 
 
@@ -252,9 +320,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--p-occluded", type=float, default=0.6)
     parser.add_argument("--planted", type=float, default=0.9, help="P(person_a beside a surfboard) when planted")
     parser.add_argument("--replicates", type=int, default=1000)
-    parser.add_argument("--coverage", type=int, default=0,
-                        help="K >= 2: each network also scores K - 1 more test splits of --n-test images; each "
-                        "split's intervals are checked against the network's term and shift on the others")  # fmt: skip
+    parser.add_argument(
+        "--coverage",
+        type=int,
+        default=0,
+        help="K >= 2: each network also scores K - 1 more test splits of --n-test images; each "
+        "split's intervals are checked against the network's term and shift on the others",
+    )
     parser.add_argument("--workers", type=int, default=1, help="networks trained at once, one core each")
     parser.add_argument("--json", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
@@ -262,8 +334,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--seeds and --workers must be at least 1, --datasets at least 0, --coverage 0 or at least 2")
     load_before = os.getloadavg()[0]
     wall = time.perf_counter()
-    jobs = [(part, (cooccurrence, base + i, i, args)) for part, n, cooccurrence, base in
-            (("planted", args.seeds, {TASK: args.planted}, 1000), ("unbiased", args.datasets, {}, 2000)) for i in range(n)]  # fmt: skip
+    jobs = [
+        (part, (cooccurrence, base + i, i, args))
+        for part, n, cooccurrence, base in (
+            ("planted", args.seeds, {TASK: args.planted}, 1000),
+            ("unbiased", args.datasets, {}, 2000),
+        )
+        for i in range(n)
+    ]
     runs = {"planted": [], "unbiased": []}
     fork = multiprocessing.get_context("fork")
     pool = concurrent.futures.ProcessPoolExecutor(args.workers, mp_context=fork) if args.workers > 1 else None
@@ -297,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
             "pair": [ATTRIBUTE, TASK],
             "planted_cooccurrence": {TASK: args.planted},
             "level": 0.95,
-        },  # fmt: skip
+        },
         "verdicts": {
             "answer_1": ("holds" if above == len(runs["planted"]) else "fails")
             + f": {above} of {len(runs['planted'])} planted seeds' term intervals lie above 0",

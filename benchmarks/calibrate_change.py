@@ -54,8 +54,13 @@ def calibrate(n: int, noise: int, shift: float, datasets: int, replicates: int, 
         plain_sds.append(np.std(reps[1] - reps[0], ddof=1))
         corrected += res.pvalue < 0.05
         plain += bootstrap_pvalue(reps[1] - reps[0]) < 0.05
-    return {"sd": float(np.std(deltas, ddof=1)), "se": float(np.mean(ses)), "plain_sd": float(np.mean(plain_sds)),
-            "corrected": corrected / datasets, "plain": plain / datasets}  # fmt: skip
+    return {
+        "sd": float(np.std(deltas, ddof=1)),
+        "se": float(np.mean(ses)),
+        "plain_sd": float(np.mean(plain_sds)),
+        "corrected": corrected / datasets,
+        "plain": plain / datasets,
+    }
 
 
 def main() -> None:

@@ -87,10 +87,11 @@ def short_commit() -> str:
 def machine(load_before: float, load_after: float, *, pinned: bool = True) -> str:
     """A record's ``machine``: the cores, whether threads were pinned to 1, and whether other work shared them."""
     return (
-        f"{os.cpu_count()} shared cores, " + ("threads pinned to 1, " if pinned else "")
+        f"{os.cpu_count()} shared cores, "
+        + ("threads pinned to 1, " if pinned else "")
         + ("CPU loaded by other work" if max(load_before, load_after) > 1 else "CPU otherwise idle")
         + f" (load average {load_before:.1f} before, {load_after:.1f} after)"
-    )  # fmt: skip
+    )
 
 
 def write_record(record: dict, path: Path) -> None:

@@ -47,9 +47,23 @@ def similarity_table() -> pd.DataFrame:
                     noise = 0.0 if stage == "pretrained" else rng.normal(0, 0.12, len(keys))
                     for key, value in zip(keys, base + shift + noise):
                         p, q = key.split("|") if kind == "inter" else ("", "")
-                        rows.append(dict(analysis_set=analysis_set, model=model, stage=stage, finetune_dataset=dataset,
-                                         seed=seed, kind=kind, key=key, class_p=p, class_q=q, value=value, se=0.01,
-                                         n=10, method="exact"))  # fmt: skip
+                        rows.append(
+                            dict(
+                                analysis_set=analysis_set,
+                                model=model,
+                                stage=stage,
+                                finetune_dataset=dataset,
+                                seed=seed,
+                                kind=kind,
+                                key=key,
+                                class_p=p,
+                                class_q=q,
+                                value=value,
+                                se=0.01,
+                                n=10,
+                                method="exact",
+                            )
+                        )
     return pd.DataFrame(rows)
 
 
@@ -75,11 +89,26 @@ def bts_table(similarity: pd.DataFrame) -> pd.DataFrame:
                     else ft[ft["seed"] == seed].set_index("key")["value"]
                 )
                 result = spearmanr(pre.to_numpy(), values.loc[pre.index].to_numpy())
-                rows.append(dict(analysis_set=analysis_set, model=model, stage=f"ft-{dataset}", finetune_dataset=dataset,
-                                 seed=seed, kind=kind, statistic=result.statistic, pvalue=result.pvalue, n=len(pre),
-                                 pvalue_method="asymptotic", pvalue_t=result.pvalue, pvalue_floor=0.0,
-                                 ci_low=result.statistic - 0.2, ci_high=min(1.0, result.statistic + 0.2),
-                                 ci_level=0.95, bootstrap=200))  # fmt: skip
+                rows.append(
+                    dict(
+                        analysis_set=analysis_set,
+                        model=model,
+                        stage=f"ft-{dataset}",
+                        finetune_dataset=dataset,
+                        seed=seed,
+                        kind=kind,
+                        statistic=result.statistic,
+                        pvalue=result.pvalue,
+                        n=len(pre),
+                        pvalue_method="asymptotic",
+                        pvalue_t=result.pvalue,
+                        pvalue_floor=0.0,
+                        ci_low=result.statistic - 0.2,
+                        ci_high=min(1.0, result.statistic + 0.2),
+                        ci_level=0.95,
+                        bootstrap=200,
+                    )
+                )
     table = pd.DataFrame(rows)
     table["pvalue_holm"] = np.nan
     table["pvalue_bh"] = np.nan
@@ -98,13 +127,42 @@ def ieat_table() -> pd.DataFrame:
             for stage, dataset, seed in stages():
                 for a, b in tests:
                     d = rng.uniform(-0.5, 1.2)
-                    rows.append(dict(analysis_set=analysis_set, model=model, stage=stage, finetune_dataset=dataset, seed=seed,
-                                     test=f"{a}-{b}", X="man", Y="woman", A=a, B=b, effect_size=d, statistic=d / 10,
-                                     pvalue=float(np.clip(0.5 - d / 2.5, 1e-4, 1)), pvalue_se=0.001, method="permutation",
-                                     pvalue_two_sided=float(np.clip(1 - abs(d) / 1.25, 1e-4, 1)), pvalue_floor=1e-4,
-                                     ci_low=d - 0.4, ci_high=d + 0.4, ci_level=0.95, bootstrap=200, mean_difference=0.05 * d,
-                                     pooled_sd=0.05, detectable_d=1.1, detectable_alpha=0.05, detectable_power=0.8,
-                                     alternative="greater", permutations=10000, n_x=10, n_y=10, n_a=10, n_b=10))  # fmt: skip
+                    rows.append(
+                        dict(
+                            analysis_set=analysis_set,
+                            model=model,
+                            stage=stage,
+                            finetune_dataset=dataset,
+                            seed=seed,
+                            test=f"{a}-{b}",
+                            X="man",
+                            Y="woman",
+                            A=a,
+                            B=b,
+                            effect_size=d,
+                            statistic=d / 10,
+                            pvalue=float(np.clip(0.5 - d / 2.5, 1e-4, 1)),
+                            pvalue_se=0.001,
+                            method="permutation",
+                            pvalue_two_sided=float(np.clip(1 - abs(d) / 1.25, 1e-4, 1)),
+                            pvalue_floor=1e-4,
+                            ci_low=d - 0.4,
+                            ci_high=d + 0.4,
+                            ci_level=0.95,
+                            bootstrap=200,
+                            mean_difference=0.05 * d,
+                            pooled_sd=0.05,
+                            detectable_d=1.1,
+                            detectable_alpha=0.05,
+                            detectable_power=0.8,
+                            alternative="greater",
+                            permutations=10000,
+                            n_x=10,
+                            n_y=10,
+                            n_a=10,
+                            n_b=10,
+                        )
+                    )
     table = pd.DataFrame(rows)
     table["pvalue_holm"] = _holm(table["pvalue"].to_numpy())
     table["pvalue_bh"] = false_discovery_control(table["pvalue"].to_numpy())
@@ -117,9 +175,21 @@ def finetune_metrics() -> pd.DataFrame:
         for dataset, seeds in FINETUNE.items():
             metric = "mAP" if dataset == "coco" else "micro_f1"
             for seed in seeds:
-                rows.append(dict(dataset=dataset, model=model, seed=seed, epoch_best=3, metric_name=metric,
-                                 metric_value=0.6 + 0.01 * seed, epochs=25, lr=0.001, batch_size=32,
-                                 optimizer="sgd", scheduler="reduce_on_plateau"))  # fmt: skip
+                rows.append(
+                    dict(
+                        dataset=dataset,
+                        model=model,
+                        seed=seed,
+                        epoch_best=3,
+                        metric_name=metric,
+                        metric_value=0.6 + 0.01 * seed,
+                        epochs=25,
+                        lr=0.001,
+                        batch_size=32,
+                        optimizer="sgd",
+                        scheduler="reduce_on_plateau",
+                    )
+                )
     return pd.DataFrame(rows)
 
 
@@ -141,11 +211,30 @@ def ieat_change(ieat: pd.DataFrame) -> pd.DataFrame:
     ft["d_pretrained"] = [pre[k] for k in zip(*(ft[c] for c in keys))]
     ft["d_finetuned"] = ft["effect_size"]
     ft["delta_d"] = ft["d_finetuned"] - ft["d_pretrained"]
-    ft = ft.assign(ci_low=ft["delta_d"] - 0.3, ci_high=ft["delta_d"] + 0.3, ci_level=0.95, bootstrap=2000,
-                   pvalue_floor=2 / 2001)  # fmt: skip
+    ft = ft.assign(
+        ci_low=ft["delta_d"] - 0.3, ci_high=ft["delta_d"] + 0.3, ci_level=0.95, bootstrap=2000, pvalue_floor=2 / 2001
+    )
     ft["pvalue"] = np.where(ft["delta_d"].abs() > 0.3, ft["pvalue_floor"], 0.5)
-    return ft[[*keys, "finetune_dataset", "seed", "X", "Y", "A", "B", "d_pretrained", "d_finetuned", "delta_d",
-               "ci_low", "ci_high", "pvalue", "pvalue_floor", "ci_level", "bootstrap"]]  # fmt: skip
+    return ft[
+        [
+            *keys,
+            "finetune_dataset",
+            "seed",
+            "X",
+            "Y",
+            "A",
+            "B",
+            "d_pretrained",
+            "d_finetuned",
+            "delta_d",
+            "ci_low",
+            "ci_high",
+            "pvalue",
+            "pvalue_floor",
+            "ci_level",
+            "bootstrap",
+        ]
+    ]
 
 
 def similarity_change(similarity: pd.DataFrame) -> pd.DataFrame:
@@ -160,8 +249,27 @@ def similarity_change(similarity: pd.DataFrame) -> pd.DataFrame:
         ci_low=ft["delta"] - 0.02, ci_high=ft["delta"] + 0.02, ci_level=0.95, bootstrap=2000, pvalue_floor=2 / 2001
     )
     ft["pvalue"] = np.where(ft["delta"].abs() > 0.02, ft["pvalue_floor"], 0.5)
-    return ft[["analysis_set", "model", "finetune_dataset", "seed", "kind", "key", "class_p", "class_q", "value_pretrained",
-               "value_finetuned", "delta", "ci_low", "ci_high", "pvalue", "pvalue_floor", "ci_level", "bootstrap"]]  # fmt: skip
+    return ft[
+        [
+            "analysis_set",
+            "model",
+            "finetune_dataset",
+            "seed",
+            "kind",
+            "key",
+            "class_p",
+            "class_q",
+            "value_pretrained",
+            "value_finetuned",
+            "delta",
+            "ci_low",
+            "ci_high",
+            "pvalue",
+            "pvalue_floor",
+            "ci_level",
+            "bootstrap",
+        ]
+    ]
 
 
 def write_run_files(root, analysis_set: str = "coco", dataset: str = "coco", model: str = "resnet18") -> None:
@@ -182,15 +290,31 @@ def write_run_files(root, analysis_set: str = "coco", dataset: str = "coco", mod
             path = Path("results/data/analysis") / analysis_set / f"{cls}-{i}.png"
             (root / path).parent.mkdir(parents=True, exist_ok=True)
             Image.new("RGB", (24, 24), (40 * c % 256, 80 * i, 120)).save(root / path)
-            rows.append(dict(image_id=f"{cls}-{i}", **{"class": cls}, path=str(path), sha256=f"{c:02d}{i:062d}",
-                             source_split="val", source=f"http://example.org/{cls}-{i}.png (CC BY 4.0)", reason="test"))  # fmt: skip
+            rows.append(
+                dict(
+                    image_id=f"{cls}-{i}",
+                    **{"class": cls},
+                    path=str(path),
+                    sha256=f"{c:02d}{i:062d}",
+                    source_split="val",
+                    source=f"http://example.org/{cls}-{i}.png (CC BY 4.0)",
+                    reason="test",
+                )
+            )
     write_manifest(root / "results" / "analysis_sets" / analysis_set / "manifest.parquet", pd.DataFrame(rows))
     for seed in FINETUNE[dataset]:
         run = root / "results" / "finetune" / dataset / model / f"seed{seed}"
         run.mkdir(parents=True, exist_ok=True)
         epochs = np.arange(1, 5)
-        pd.DataFrame({"epoch": epochs, "train_loss": 1 / epochs + 0.01 * seed, "val_loss": 1.1 / epochs, "metric": 0.5 + 0.1 * epochs,
-                      "lr": 0.01}).to_csv(run / "curve.csv", index=False)  # fmt: skip
+        pd.DataFrame(
+            {
+                "epoch": epochs,
+                "train_loss": 1 / epochs + 0.01 * seed,
+                "val_loss": 1.1 / epochs,
+                "metric": 0.5 + 0.1 * epochs,
+                "lr": 0.01,
+            }
+        ).to_csv(run / "curve.csv", index=False)
         (run / "metrics.json").write_text(json.dumps({"metric_name": "mAP", "epoch_best": 4, "seed": seed}))
     scratch = (
         root / "results" / "scratch" / dataset / model / "seed0"
@@ -208,9 +332,12 @@ def scratch_ieat(ieat: pd.DataFrame) -> pd.DataFrame:
     """The scratch reference networks' iEATs (seed 0 of each finetuning dataset): the pretrained rows, restaged."""
     pre = ieat[ieat["stage"] == "pretrained"]
     return pd.concat(
-        [pre.assign(stage=f"scratch-{d}-seed0", finetune_dataset=d, seed="0", effect_size=pre["effect_size"] / 2)
-         for d in FINETUNE], ignore_index=True,
-    )  # fmt: skip
+        [
+            pre.assign(stage=f"scratch-{d}-seed0", finetune_dataset=d, seed="0", effect_size=pre["effect_size"] / 2)
+            for d in FINETUNE
+        ],
+        ignore_index=True,
+    )
 
 
 def write_all(folder) -> dict[str, str]:

@@ -42,7 +42,7 @@ CONFIG = {
             ],
         }
         for a, tests in rd.IEAT_TESTS.items()
-    },  # fmt: skip
+    },
     "finetune": {
         "datasets": list(rd.FINETUNE),
         "seeds": [0, 1, 2],
@@ -81,42 +81,134 @@ def build(folder: Path) -> Path:
     paths = rd.write_all(summary)
     tests = {a: s["ieat"] for a, s in CONFIG["analysis_sets"].items()}
     findings = summary / "findings.rst"
-    findings.write_text(describe_findings(pd.read_csv(paths["ieat"], keep_default_na=False, na_values=[""]),
-                                          pd.read_csv(paths["bts"], keep_default_na=False, na_values=[""]), tests, 0.05))  # fmt: skip
+    findings.write_text(
+        describe_findings(
+            pd.read_csv(paths["ieat"], keep_default_na=False, na_values=[""]),
+            pd.read_csv(paths["bts"], keep_default_na=False, na_values=[""]),
+            tests,
+            0.05,
+        )
+    )
     provenance = summary / "provenance.csv"
-    pd.DataFrame([{"file": f"results/embeddings/coco/{m}/pretrained.parquet", "analysis_set": "coco", "model": m,
-                   "stage": "pretrained", "weights_sha256": LONG_HASH, "layer": "penultimate", "preprocessing": '{"resize": 224}',
-                   "versions": "torch 2.5, timm 1.0", "dim": 512} for m in rd.MODELS]).to_csv(provenance, index=False)  # fmt: skip
+    pd.DataFrame(
+        [
+            {
+                "file": f"results/embeddings/coco/{m}/pretrained.parquet",
+                "analysis_set": "coco",
+                "model": m,
+                "stage": "pretrained",
+                "weights_sha256": LONG_HASH,
+                "layer": "penultimate",
+                "preprocessing": '{"resize": 224}',
+                "versions": "torch 2.5, timm 1.0",
+                "dim": 512,
+            }
+            for m in rd.MODELS
+        ]
+    ).to_csv(provenance, index=False)
     tables, make_tables = folder / "tables", script("make_tables")
     tables.mkdir()
     items = []
-    for kind, source, caption, wildcards in (("ieat", "ieat", "table_ieat.rst", {"analysis_set": "openimages"}),
-                                             ("bts", "bts", "table_bts.rst", {"analysis_set": "coco", "dataset": "coco"})):  # fmt: skip
+    for kind, source, caption, wildcards in (
+        ("ieat", "ieat", "table_ieat.rst", {"analysis_set": "openimages"}),
+        ("bts", "bts", "table_bts.rst", {"analysis_set": "coco", "dataset": "coco"}),
+    ):
         stem = tables / "_".join([kind, *wildcards.values()])
         files = {"csv": f"{stem}.csv", "fragment": f"{stem}_tabular.tex", "document": f"{stem}.tex"}
-        run(make_tables.main, None, ["--kind", kind, "--summary", paths[source], "--document", files["document"],
-                                     "--fragment", files["fragment"], "--csv", files["csv"],
-                                     *[f"--{'dataset' if k == 'dataset' else k}={v}" for k, v in wildcards.items()]])  # fmt: skip
-        items.append({"kind": "table", "group": "iEAT" if kind == "ieat" else "Bias transfer scores", "title": stem.name,
-                      "caption": str(CAPTIONS / caption), "files": files, "wildcards": wildcards})  # fmt: skip
+        run(
+            make_tables.main,
+            None,
+            [
+                "--kind",
+                kind,
+                "--summary",
+                paths[source],
+                "--document",
+                files["document"],
+                "--fragment",
+                files["fragment"],
+                "--csv",
+                files["csv"],
+                *[f"--{'dataset' if k == 'dataset' else k}={v}" for k, v in wildcards.items()],
+            ],
+        )
+        items.append(
+            {
+                "kind": "table",
+                "group": "iEAT" if kind == "ieat" else "Bias transfer scores",
+                "title": stem.name,
+                "caption": str(CAPTIONS / caption),
+                "files": files,
+                "wildcards": wildcards,
+            }
+        )
     empty = tables / "paper_comparison.csv"  # a table without rows in this run: named, not shown
     empty.write_text("table,model,ours,paper\n")
-    items.append({"kind": "table", "group": "Comparison with the paper", "title": "Ours vs published",
-                  "caption": str(CAPTIONS / "comparison.rst"), "files": {"csv": str(empty)}, "wildcards": {}})  # fmt: skip
-    items.append({"kind": "figure", "group": "Analysis set coco, resnet18", "title": "Intra-class similarity",
-                  "caption": str(CAPTIONS / "intra.rst"), "files": _figure(folder),
-                  "wildcards": {"analysis_set": "coco", "model": "resnet18"}})  # fmt: skip
+    items.append(
+        {
+            "kind": "table",
+            "group": "Comparison with the paper",
+            "title": "Ours vs published",
+            "caption": str(CAPTIONS / "comparison.rst"),
+            "files": {"csv": str(empty)},
+            "wildcards": {},
+        }
+    )
+    items.append(
+        {
+            "kind": "figure",
+            "group": "Analysis set coco, resnet18",
+            "title": "Intra-class similarity",
+            "caption": str(CAPTIONS / "intra.rst"),
+            "files": _figure(folder),
+            "wildcards": {"analysis_set": "coco", "model": "resnet18"},
+        }
+    )
     config_page = summary / "config.html"  # the effective_config rule's page, as a page item of the report
     config_page.write_text("<html><body><pre>models: {}</pre></body></html>\n")
-    items.append({"kind": "page", "group": "Configuration", "title": "Configuration",
-                  "caption": str(CAPTIONS / "config.rst"), "files": {"html": str(config_page)}, "wildcards": {}})  # fmt: skip
+    items.append(
+        {
+            "kind": "page",
+            "group": "Configuration",
+            "title": "Configuration",
+            "caption": str(CAPTIONS / "config.rst"),
+            "files": {"html": str(config_page)},
+            "wildcards": {},
+        }
+    )
     site = folder / "report"
-    run(script("html_report").main, None, [
-        "--ieat", paths["ieat"], "--bts", paths["bts"], "--findings", str(findings), "--provenance", str(provenance),
-        "--analysis_sets", paths["analysis_sets"], "--config", json.dumps(CONFIG), "--shown", *map(json.dumps, items),
-        "--alpha", "0.05", "--index", str(site / "index.html"), "--files", str(site / "files"),
-        "--pages", *[str(site / f"{p}.html") for p in ("findings", "tables", "figures", "provenance")],
-        "--verdicts", str(folder / "results.json"), "--bundle", str(folder / "report.zip"),
-        "--citation", str(SCRIPTS.parents[1] / "CITATION.cff"),
-    ])  # fmt: skip
+    run(
+        script("html_report").main,
+        None,
+        [
+            "--ieat",
+            paths["ieat"],
+            "--bts",
+            paths["bts"],
+            "--findings",
+            str(findings),
+            "--provenance",
+            str(provenance),
+            "--analysis_sets",
+            paths["analysis_sets"],
+            "--config",
+            json.dumps(CONFIG),
+            "--shown",
+            *map(json.dumps, items),
+            "--alpha",
+            "0.05",
+            "--index",
+            str(site / "index.html"),
+            "--files",
+            str(site / "files"),
+            "--pages",
+            *[str(site / f"{p}.html") for p in ("findings", "tables", "figures", "provenance")],
+            "--verdicts",
+            str(folder / "results.json"),
+            "--bundle",
+            str(folder / "report.zip"),
+            "--citation",
+            str(SCRIPTS.parents[1] / "CITATION.cff"),
+        ],
+    )
     return site / "index.html"

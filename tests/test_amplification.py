@@ -38,8 +38,17 @@ def test_the_six_image_example_by_hand():
     # 3 images per attribute is below the resampling floor (5 at 95%): no interval
     assert np.isnan([d.ci_low, d.ci_high, z.ci_low, z.ci_high]).all() and np.isnan(d.terms_low).all()
     table = d.table()
-    assert list(table.columns) == ["measure", "attribute", "task", "y_at", "term", "ci_low", "ci_high", "level",
-                                   "excluded"]  # fmt: skip
+    assert list(table.columns) == [
+        "measure",
+        "attribute",
+        "task",
+        "y_at",
+        "term",
+        "ci_low",
+        "ci_high",
+        "level",
+        "excluded",
+    ]
     assert table["attribute"].tolist() == ["man"] * 3 + ["woman"] * 3 and table["task"].tolist() == ["0", "1", "2"] * 2
     assert "selected" in z.table().columns and (table["excluded"] == "").all() and d.excluded == ()
 
@@ -51,8 +60,9 @@ def test_a_class_with_no_image_is_left_out_of_the_mean_with_its_reason(predicted
     (with the absent task's 0 or -1/3 terms in the mean it would be 1/12 or 1/36); the table names why."""
     T = np.hstack([T6, np.zeros((6, 1), dtype=int)])
     P = np.hstack([P6, np.array([[predicted, 0, 0, predicted, 0, 0]]).T])
-    r = bias_amplifications(A6, T, P, attribute_names=["man", "woman"], task_names=["a", "b", "c", "absent"],
-                            replicates=40)  # fmt: skip
+    r = bias_amplifications(
+        A6, T, P, attribute_names=["man", "woman"], task_names=["a", "b", "c", "absent"], replicates=40
+    )
     d, z = r["directional"], r["zhao"]
     assert d.estimate == pytest.approx(1 / 9, abs=1e-15) and d.excluded == z.excluded == ("absent",)
     np.testing.assert_allclose(d.terms, np.hstack([DIRECTIONAL_TERMS, [[np.nan], [np.nan]]]), atol=1e-15)
@@ -82,8 +92,9 @@ def brute_force(A, T, seeds, indices):
 
     N, nA, nT, nAT, _ = counts(range(n), seeds[0])
     y = [[nAT[a][t] / N > (nA[a] / N) * (nT[t] / N) for t in range(K)] for a in range(G)]
-    chosen = [[nAT[a][t] / sum(nAT[g][t] for g in range(G)) > 1 / G if nT[t] else False for t in range(K)]
-              for a in range(G)]  # fmt: skip
+    chosen = [
+        [nAT[a][t] / sum(nAT[g][t] for g in range(G)) > 1 / G if nT[t] else False for t in range(K)] for a in range(G)
+    ]
 
     def measures(rows):
         directional, zhao, d_terms, z_terms = [], [], np.zeros((G, K)), np.zeros((G, K))
@@ -120,8 +131,9 @@ def test_the_fast_path_matches_plain_loops_over_images_and_replicates(n_seeds):
     seeds = [(rng.random((n, K)) < 0.4).astype(int) for _ in range(n_seeds)]
     seeds[0][:, 2] = 0  # a task no image is predicted for: Zhao drops it
     r = bias_amplifications(A, T, seeds if n_seeds > 1 else seeds[0], replicates=R, seed=7)
-    observed, replicated = brute_force(A.astype(int).tolist(), T.tolist(), [s.tolist() for s in seeds],
-                                       resample_indices(n, R, 7))  # fmt: skip
+    observed, replicated = brute_force(
+        A.astype(int).tolist(), T.tolist(), [s.tolist() for s in seeds], resample_indices(n, R, 7)
+    )
     d, z = r["directional"], r["zhao"]
     assert d.estimate == pytest.approx(observed[0], abs=1e-12) and z.estimate == pytest.approx(observed[1], abs=1e-12)
     np.testing.assert_allclose(d.terms, observed[2], atol=1e-12)
@@ -273,8 +285,10 @@ def test_leakage_interval_is_the_bootstrap_of_the_held_out_correctness():
     held_out = crossfit_predictions(X, labels, folds=5, seed=4)
     correct = held_out == labels
     assert r.accuracy == correct.mean() and r.estimate == pytest.approx((correct[:30].mean() + correct[30:].mean()) / 2)
-    loops = [np.mean([np.mean([correct[i] for i in row if labels[i] == g]) for g in (0, 1)])
-             for row in resample_indices(80, 60, 4)]  # fmt: skip
+    loops = [
+        np.mean([np.mean([correct[i] for i in row if labels[i] == g]) for g in (0, 1)])
+        for row in resample_indices(80, 60, 4)
+    ]
     np.testing.assert_allclose(r.replicate_estimates, loops, atol=1e-12)
     assert 0.5 < r.ci_low < r.estimate < r.ci_high
 

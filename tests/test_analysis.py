@@ -85,16 +85,42 @@ def test_adjusted_pvalues_are_computed_within_groups():
 
 
 def test_findings_state_the_verdicts_in_words():
-    ieat = pd.DataFrame({
-        "analysis_set": "s", "test": "planted", "model": ["m", "m", "m"], "alternative": "greater",
-        "stage": ["pretrained", "ft-d-seed0", "ft-d-seed1"], "finetune_dataset": ["", "d", "d"], "seed": ["", "0", "1"],
-        "effect_size": [1.2, 0.3, -0.77], "pvalue": [1e-5, 0.2, 1.0], "pvalue_holm": [3e-5, 0.4, 1.0],
-        "pvalue_two_sided": [2e-5, 0.4, 1e-5], "pvalue_floor": 1e-5, "ci_low": [0.8, -0.1, -1.1], "ci_high": [1.6, 0.7, -0.4],
-        "ci_level": 0.95,
-    })  # fmt: skip
-    bts = pd.DataFrame({"analysis_set": "s", "model": "m", "finetune_dataset": "d", "seed": ["0", "pooled"],
-                        "kind": "intra", "statistic": [0.5, 1.0], "pvalue": [0.2, 2 / 5040], "pvalue_floor": 2 / 5040,
-                        "pvalue_holm": [0.2, 0.003], "n": 7, "ci_low": 0.6, "ci_high": 1.0, "ci_level": 0.95})  # fmt: skip
+    ieat = pd.DataFrame(
+        {
+            "analysis_set": "s",
+            "test": "planted",
+            "model": ["m", "m", "m"],
+            "alternative": "greater",
+            "stage": ["pretrained", "ft-d-seed0", "ft-d-seed1"],
+            "finetune_dataset": ["", "d", "d"],
+            "seed": ["", "0", "1"],
+            "effect_size": [1.2, 0.3, -0.77],
+            "pvalue": [1e-5, 0.2, 1.0],
+            "pvalue_holm": [3e-5, 0.4, 1.0],
+            "pvalue_two_sided": [2e-5, 0.4, 1e-5],
+            "pvalue_floor": 1e-5,
+            "ci_low": [0.8, -0.1, -1.1],
+            "ci_high": [1.6, 0.7, -0.4],
+            "ci_level": 0.95,
+        }
+    )
+    bts = pd.DataFrame(
+        {
+            "analysis_set": "s",
+            "model": "m",
+            "finetune_dataset": "d",
+            "seed": ["0", "pooled"],
+            "kind": "intra",
+            "statistic": [0.5, 1.0],
+            "pvalue": [0.2, 2 / 5040],
+            "pvalue_floor": 2 / 5040,
+            "pvalue_holm": [0.2, 0.003],
+            "n": 7,
+            "ci_low": 0.6,
+            "ci_high": 1.0,
+            "ci_level": 0.95,
+        }
+    )
     tests = {"s": [{"name": "planted", "X": "x", "Y": "y", "A": "a", "B": "b", "role": "planted"}]}
     text = describe_findings(ieat, bts, tests, alpha=0.01)
     # a p at the Monte Carlo floor is a bound; the verdict reads the adjusted p, as the tables' stars do
@@ -113,20 +139,52 @@ def test_findings_state_the_verdicts_in_words():
 def findings_inputs():
     """One pretrained and one finetuned iEAT of a test that is not significant at alpha = 0.01, with d's
     numerator and SD, the detectable |d| at its set sizes, and a scratch reference row."""
-    ieat = pd.DataFrame({
-        "analysis_set": "s", "test": "t", "model": "m", "alternative": "greater", "stage": ["pretrained", "ft-d-seed0"],
-        "finetune_dataset": ["", "d"], "seed": ["", "0"], "effect_size": [0.5, 1.0], "mean_difference": 0.02,
-        "pooled_sd": [0.04, 0.02], "pvalue": [0.03, 0.004], "pvalue_holm": [0.03, 0.008], "pvalue_two_sided": 0.06,
-        "pvalue_floor": 1e-4, "ci_low": [-0.2, 0.3], "ci_high": [1.2, 1.7], "ci_level": 0.95, "n_x": 6, "n_y": 6,
-        "detectable_d": 1.45, "detectable_power": 0.8,
-    })  # fmt: skip
+    ieat = pd.DataFrame(
+        {
+            "analysis_set": "s",
+            "test": "t",
+            "model": "m",
+            "alternative": "greater",
+            "stage": ["pretrained", "ft-d-seed0"],
+            "finetune_dataset": ["", "d"],
+            "seed": ["", "0"],
+            "effect_size": [0.5, 1.0],
+            "mean_difference": 0.02,
+            "pooled_sd": [0.04, 0.02],
+            "pvalue": [0.03, 0.004],
+            "pvalue_holm": [0.03, 0.008],
+            "pvalue_two_sided": 0.06,
+            "pvalue_floor": 1e-4,
+            "ci_low": [-0.2, 0.3],
+            "ci_high": [1.2, 1.7],
+            "ci_level": 0.95,
+            "n_x": 6,
+            "n_y": 6,
+            "detectable_d": 1.45,
+            "detectable_power": 0.8,
+        }
+    )
     # the numerator stays at 0.02 while the SD halves: d doubles through the spread of the scores alone
-    change = pd.DataFrame({
-        "model": "m", "finetune_dataset": "d", "test": "t", "seed": [0], "delta_d": 0.5, "ci_low": 0.1, "ci_high": 0.9,
-        "ci_level": 0.95, "pvalue": 0.01, "pvalue_floor": 1e-3, "d_pretrained": 0.5, "d_finetuned": 1.0,
-        "mean_difference_pretrained": 0.02, "mean_difference_finetuned": 0.02, "pooled_sd_pretrained": 0.04,
-        "pooled_sd_finetuned": 0.02,
-    })  # fmt: skip
+    change = pd.DataFrame(
+        {
+            "model": "m",
+            "finetune_dataset": "d",
+            "test": "t",
+            "seed": [0],
+            "delta_d": 0.5,
+            "ci_low": 0.1,
+            "ci_high": 0.9,
+            "ci_level": 0.95,
+            "pvalue": 0.01,
+            "pvalue_floor": 1e-3,
+            "d_pretrained": 0.5,
+            "d_finetuned": 1.0,
+            "mean_difference_pretrained": 0.02,
+            "mean_difference_finetuned": 0.02,
+            "pooled_sd_pretrained": 0.04,
+            "pooled_sd_finetuned": 0.02,
+        }
+    )
     scratch = ieat.iloc[[1]].assign(stage="scratch-d-seed0", effect_size=0.1, pvalue_holm=0.6, mean_difference=0.004)
     tests = {"s": [{"name": "t", "X": "x", "Y": "y", "A": "a", "B": "b"}]}
     return ieat, change, scratch, tests

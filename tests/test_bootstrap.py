@@ -290,9 +290,13 @@ def test_jackknife_acceleration_equals_brute_force_deletion():
     deviations = []
     for k in range(4):
         theta = np.array(
-            [ieat(*[np.delete(s, i, 0) if j == k else s for j, s in enumerate(sets)], bootstrap=0, alpha=None)
-             .effect_size for i in range(len(sets[k]))]
-        )  # fmt: skip
+            [
+                ieat(
+                    *[np.delete(s, i, 0) if j == k else s for j, s in enumerate(sets)], bootstrap=0, alpha=None
+                ).effect_size
+                for i in range(len(sets[k]))
+            ]
+        )
         deviations.append(theta.mean() - theta)
     D = np.concatenate(deviations)
     assert IEATBlocks(*sets).acceleration() == pytest.approx(np.sum(D**3) / (6 * np.sum(D**2) ** 1.5), abs=1e-12)

@@ -55,9 +55,15 @@ def images(tmp_path):
 def build(tmp_path, split, paths, **kwargs):
     index = tmp_path / "cache" / "train.json"
     built = build_cache(
-        split, [f"img{i}" for i in range(len(paths))], paths, index, index.with_suffix(".shards"),
-        CacheSetting(64, "bilinear", 95), log=lambda m: None, **kwargs,
-    )  # fmt: skip
+        split,
+        [f"img{i}" for i in range(len(paths))],
+        paths,
+        index,
+        index.with_suffix(".shards"),
+        CacheSetting(64, "bilinear", 95),
+        log=lambda m: None,
+        **kwargs,
+    )
     return index, built
 
 
@@ -295,8 +301,15 @@ def small_coco(tmp_path_factory):
     for path in (train, val):
         frame = read_split(path).frame
         index = root / "cache" / f"{path.stem}.json"
-        build_cache(path, list(frame["image_id"]), list(frame["path"]), index, index.with_suffix(".shards"),
-                    CacheSetting(32, "bilinear"), log=lambda m: None)  # fmt: skip
+        build_cache(
+            path,
+            list(frame["image_id"]),
+            list(frame["path"]),
+            index,
+            index.with_suffix(".shards"),
+            CacheSetting(32, "bilinear"),
+            log=lambda m: None,
+        )
         indexes.append(str(index))
     return train, val, tuple(indexes)
 
@@ -306,14 +319,20 @@ def _train(small_coco, tmp_path, cache, spec, epochs=1):
     return run_training(
         lambda classes: create_classifier(spec, len(classes), None),
         spec,
-        TrainingFiles(str(train), str(val), str(tmp_path / "model.safetensors"), str(tmp_path / "m.json"),
-                      train_cache=cache and cache[0], val_cache=cache and cache[1]),
+        TrainingFiles(
+            str(train),
+            str(val),
+            str(tmp_path / "model.safetensors"),
+            str(tmp_path / "m.json"),
+            train_cache=cache and cache[0],
+            val_cache=cache and cache[1],
+        ),
         train_config({"epochs": epochs, "lr": 0.05, "batch_size": 8}, 5, 0),
         resume=str(tmp_path / "r.pt"),
         device=torch.device("cpu"),
         threads=1,
         log=lambda s: None,
-    )  # fmt: skip
+    )
 
 
 def test_training_from_the_cache_equals_training_from_the_files(small_coco, tmp_path):
@@ -435,12 +454,22 @@ def test_a_run_from_the_cache_resumes_and_a_state_without_it_is_discarded(small_
     logs = []
     train, val, cache = small_coco
     run_training(
-        lambda classes: create_classifier(spec, len(classes), None), spec,
-        TrainingFiles(str(train), str(val), str(tmp_path / "mixed" / "model.safetensors"),
-                      str(tmp_path / "mixed" / "m.json"), train_cache=cache[0], val_cache=cache[1]),
-        train_config({"epochs": 2, "lr": 0.05, "batch_size": 8}, 5, 0), resume=str(tmp_path / "mixed" / "r.pt"),
-        device=torch.device("cpu"), threads=1, log=logs.append,
-    )  # fmt: skip
+        lambda classes: create_classifier(spec, len(classes), None),
+        spec,
+        TrainingFiles(
+            str(train),
+            str(val),
+            str(tmp_path / "mixed" / "model.safetensors"),
+            str(tmp_path / "mixed" / "m.json"),
+            train_cache=cache[0],
+            val_cache=cache[1],
+        ),
+        train_config({"epochs": 2, "lr": 0.05, "batch_size": 8}, 5, 0),
+        resume=str(tmp_path / "mixed" / "r.pt"),
+        device=torch.device("cpu"),
+        threads=1,
+        log=logs.append,
+    )
     assert any("was written with another cache; discarding it" in m for m in logs), logs
 
 

@@ -18,8 +18,24 @@ def test_a_toy_calibration_writes_a_complete_record_that_renders(tmp_path, monke
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))  # as when run as a script: render_benchmarks beside it
     calibrate = _module("calibrate_amplification")
     out = tmp_path / "amplification_calibration.json"
-    toy = ["--seeds", "1", "--epochs", "1", "--n-train", "40", "--n-val", "16", "--n-test", "60",
-           "--replicates", "100", "--planted", "0.8", "--json", str(out)]  # fmt: skip
+    toy = [
+        "--seeds",
+        "1",
+        "--epochs",
+        "1",
+        "--n-train",
+        "40",
+        "--n-val",
+        "16",
+        "--n-test",
+        "60",
+        "--replicates",
+        "100",
+        "--planted",
+        "0.8",
+        "--json",
+        str(out),
+    ]
     assert calibrate.main([*toy, "--datasets", "0"]) == 0
     alone = json.loads(out.read_text())  # the planted arm alone, at another co-occurrence
     assert alone["unbiased"] == [] and alone["verdicts"]["answer_2"] == "not measured in this run (--datasets 0)"

@@ -66,8 +66,14 @@ def test_reading_the_config_and_its_light_modules_imports_neither_torch_nor_scip
         "import biastransfer.report.artefacts, biastransfer.check_cache;"
         "print(sorted({'torch', 'scipy.stats', 'matplotlib', 'timm'} & set(sys.modules)))"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                          cwd=ROOT, env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"})  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"},
+    )
     assert done.stdout.strip() == "[]"
 
 

@@ -30,8 +30,11 @@ def test_sign_flip_pvalues_match_brute_force():
     d = np.random.default_rng(0).normal(0.3, 1, size=7)
     sums = [np.dot(d, s) for s in itertools.product((1, -1), repeat=7)]
     t, eps = d.sum(), 1e-9  # the observed flip's sum equals t up to rounding
-    for alternative, extreme in (("greater", lambda s: s >= t - eps), ("less", lambda s: s <= t + eps),
-                                 ("two-sided", lambda s: abs(s) >= abs(t) - eps)):  # fmt: skip
+    for alternative, extreme in (
+        ("greater", lambda s: s >= t - eps),
+        ("less", lambda s: s <= t + eps),
+        ("two-sided", lambda s: abs(s) >= abs(t) - eps),
+    ):
         brute = np.mean([extreme(s) for s in sums])
         assert paired_pvalues(d, sign_flips(7)[0], alternative)[0] == pytest.approx(brute)
 
@@ -59,9 +62,15 @@ def _claims(rng, shift, n=6, paired_shift=0.0, pairs=8):
     x = rng.normal(0, 1, pairs)
     return [
         {"name": "retention", "kind": "groups", "direction": "greater", "x": a, "y": b, "measure": "bts"},
-        {"name": "change", "kind": "paired", "direction": "greater", "x": x + paired_shift + rng.normal(0, 0.3, pairs),
-         "y": x, "measure": "delta_d"},
-    ]  # fmt: skip
+        {
+            "name": "change",
+            "kind": "paired",
+            "direction": "greater",
+            "x": x + paired_shift + rng.normal(0, 0.3, pairs),
+            "y": x,
+            "measure": "delta_d",
+        },
+    ]
 
 
 def test_planted_differences_are_supported_and_reversed_ones_contradicted():
@@ -122,30 +131,60 @@ def test_bad_claims_are_named():
 
 
 def _ieat_rows(model, test, d, *, stage="pretrained", dataset=None, seed=None, ci=(0.5, 1.5)):
-    return {"analysis_set": "s", "model": model, "stage": stage, "finetune_dataset": dataset, "seed": seed,
-            "test": test, "effect_size": d, "ci_low": ci[0], "ci_high": ci[1]}  # fmt: skip
+    return {
+        "analysis_set": "s",
+        "model": model,
+        "stage": stage,
+        "finetune_dataset": dataset,
+        "seed": seed,
+        "test": test,
+        "effect_size": d,
+        "ci_low": ci[0],
+        "ci_high": ci[1],
+    }
 
 
 def _change_rows(model, test, delta, dataset, seed, p=0.5):
-    return {"analysis_set": "s", "model": model, "finetune_dataset": dataset, "seed": seed, "test": test,
-            "delta_d": delta, "pvalue_holm": p, "pvalue_bh": p}  # fmt: skip
+    return {
+        "analysis_set": "s",
+        "model": model,
+        "finetune_dataset": dataset,
+        "seed": seed,
+        "test": test,
+        "delta_d": delta,
+        "pvalue_holm": p,
+        "pvalue_bh": p,
+    }
 
 
 def _bts_rows(model, dataset, kind, values):
-    return [{"analysis_set": "s", "model": model, "finetune_dataset": dataset, "seed": seed, "kind": kind,
-             "statistic": v} for seed, v in zip(["0", "1", "pooled"], values)]  # fmt: skip
+    return [
+        {"analysis_set": "s", "model": model, "finetune_dataset": dataset, "seed": seed, "kind": kind, "statistic": v}
+        for seed, v in zip(["0", "1", "pooled"], values)
+    ]
 
 
 def test_each_models_value_is_its_seeds_mean_with_their_range():
     from biastransfer.stats.claim_measures import model_value
 
-    ieat = pd.DataFrame([_ieat_rows("m", "t", 0.2, ci=(-0.3, 0.7)), _ieat_rows("m", "u", 1.0, ci=(0.4, 1.6)),
-                         _ieat_rows("m", "t", 0.9, stage="ft-c-seed0", dataset="c", seed=0.0, ci=(0.3, 1.5)),
-                         _ieat_rows("m", "t", 0.1, stage="ft-c-seed1", dataset="c", seed=1.0, ci=(-0.4, 0.6)),
-                         _ieat_rows("m", "u", 1.1, stage="ft-c-seed0", dataset="c", seed=0.0),
-                         _ieat_rows("m", "u", 1.2, stage="ft-c-seed1", dataset="c", seed=1.0)])  # fmt: skip
-    change = pd.DataFrame([_change_rows("m", "t", 0.7, "c", 0), _change_rows("m", "t", -0.1, "c", 1),
-                           _change_rows("m", "u", 0.1, "c", 0), _change_rows("m", "u", 0.2, "c", 1, p=0.001)])  # fmt: skip
+    ieat = pd.DataFrame(
+        [
+            _ieat_rows("m", "t", 0.2, ci=(-0.3, 0.7)),
+            _ieat_rows("m", "u", 1.0, ci=(0.4, 1.6)),
+            _ieat_rows("m", "t", 0.9, stage="ft-c-seed0", dataset="c", seed=0.0, ci=(0.3, 1.5)),
+            _ieat_rows("m", "t", 0.1, stage="ft-c-seed1", dataset="c", seed=1.0, ci=(-0.4, 0.6)),
+            _ieat_rows("m", "u", 1.1, stage="ft-c-seed0", dataset="c", seed=0.0),
+            _ieat_rows("m", "u", 1.2, stage="ft-c-seed1", dataset="c", seed=1.0),
+        ]
+    )
+    change = pd.DataFrame(
+        [
+            _change_rows("m", "t", 0.7, "c", 0),
+            _change_rows("m", "t", -0.1, "c", 1),
+            _change_rows("m", "u", 0.1, "c", 0),
+            _change_rows("m", "u", 0.2, "c", 1, p=0.001),
+        ]
+    )
     bts = pd.DataFrame(_bts_rows("m", "c", "intra", [0.8, 0.6, 0.75]))
     summaries = {"ieat": ieat, "change": change, "bts": bts}
     common = dict(analysis_set="s", model="m", dataset="c")
@@ -158,8 +197,12 @@ def test_each_models_value_is_its_seeds_mean_with_their_range():
     # t gains an association in seed 0 (interval now excludes 0); u's change is significant in seed 1
     new = model_value("new_associations", summaries, alpha=0.05, **common)
     assert new == {"value": 0.5, "value_min": 0.5, "value_max": 0.5, "n_seeds": 2}
-    assert model_value("bts_intra", summaries, **common) == {"value": 0.75, "value_min": 0.6, "value_max": 0.8,
-                                                              "n_seeds": 2}  # fmt: skip
+    assert model_value("bts_intra", summaries, **common) == {
+        "value": 0.75,
+        "value_min": 0.6,
+        "value_max": 0.8,
+        "n_seeds": 2,
+    }
     with pytest.raises(ValueError, match="model 'other'.*no rows"):
         model_value("d", summaries, test="t", **{**common, "model": "other"})
 
@@ -182,12 +225,30 @@ def test_groups_from_the_control_arms_support_the_planted_pair_only():
     from biastransfer.stats.claim_measures import claims_from_summaries
 
     summaries, groups = _arms_summaries(np.random.default_rng(0))
-    claim = {"measure": "d", "analysis_set": "s", "stage": "pretrained", "compare": "groups", "x": "planted",
-             "y": "mirrored", "dataset": None, "models": [], "direction": "greater"}  # fmt: skip
-    claims = {"groups": groups, "alpha": 0.05, "permutations": 100_000, "level": 0.95, "power": 0.8,
-              "simulations": 300, "seed": 0,
-              "tests": [{**claim, "name": "planted", "test": "planted_pair"},
-                        {**claim, "name": "control", "test": "control_pair"}]}  # fmt: skip
+    claim = {
+        "measure": "d",
+        "analysis_set": "s",
+        "stage": "pretrained",
+        "compare": "groups",
+        "x": "planted",
+        "y": "mirrored",
+        "dataset": None,
+        "models": [],
+        "direction": "greater",
+    }
+    claims = {
+        "groups": groups,
+        "alpha": 0.05,
+        "permutations": 100_000,
+        "level": 0.95,
+        "power": 0.8,
+        "simulations": 300,
+        "seed": 0,
+        "tests": [
+            {**claim, "name": "planted", "test": "planted_pair"},
+            {**claim, "name": "control", "test": "control_pair"},
+        ],
+    }
     table, values = claims_from_summaries(claims, summaries, datasets=[])
     verdicts = dict(zip(table["claim"], table["verdict"]))
     assert verdicts["planted"] == "supported" and not verdicts["control"].startswith(("supported", "contradicted"))
@@ -209,25 +270,41 @@ def _paper(edit):
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (lambda c: c["claims"]["groups"]["self_supervised"].append("vit_huge"),
-         "claims.groups.self_supervised: unknown model 'vit_huge'"),
-        (lambda c: c["claims"]["groups"]["supervised_in1k"].append("moco_r50_v1"),
-         "claims.groups.self_supervised: model 'moco_r50_v1' is also in group 'supervised_in1k'"),
-        (lambda c: c["claims"]["tests"][0].update(x="supervised"),
-         "claims.tests.in21k_retains_more_coco.x: unknown group 'supervised'"),
-        (lambda c: c["claims"]["tests"][0].update(dataset="imagenet"),
-         "claims.tests.in21k_retains_more_coco.dataset: 'imagenet' is not in finetune.datasets"),
-        (lambda c: c["claims"]["tests"][0].update(measure="d"),
-         "claims.tests.in21k_retains_more_coco.test: measure d needs one iEAT test"),
-        (lambda c: c["claims"]["tests"][0].update(test="sports_vs_car"),
-         "claims.tests.in21k_retains_more_coco.test: 'sports_vs_car' is not an iEAT test of analysis_sets.coco"),
-        (lambda c: c["analysis"]["ieat"].update(bootstrap=0),
-         "claims.tests.larger_dataset_more_new_associations.measure: new_associations needs the change of d"),
+        (
+            lambda c: c["claims"]["groups"]["self_supervised"].append("vit_huge"),
+            "claims.groups.self_supervised: unknown model 'vit_huge'",
+        ),
+        (
+            lambda c: c["claims"]["groups"]["supervised_in1k"].append("moco_r50_v1"),
+            "claims.groups.self_supervised: model 'moco_r50_v1' is also in group 'supervised_in1k'",
+        ),
+        (
+            lambda c: c["claims"]["tests"][0].update(x="supervised"),
+            "claims.tests.in21k_retains_more_coco.x: unknown group 'supervised'",
+        ),
+        (
+            lambda c: c["claims"]["tests"][0].update(dataset="imagenet"),
+            "claims.tests.in21k_retains_more_coco.dataset: 'imagenet' is not in finetune.datasets",
+        ),
+        (
+            lambda c: c["claims"]["tests"][0].update(measure="d"),
+            "claims.tests.in21k_retains_more_coco.test: measure d needs one iEAT test",
+        ),
+        (
+            lambda c: c["claims"]["tests"][0].update(test="sports_vs_car"),
+            "claims.tests.in21k_retains_more_coco.test: 'sports_vs_car' is not an iEAT test of analysis_sets.coco",
+        ),
+        (
+            lambda c: c["analysis"]["ieat"].update(bootstrap=0),
+            "claims.tests.larger_dataset_more_new_associations.measure: new_associations needs the change of d",
+        ),
         (lambda c: c["claims"]["tests"][4].update(x="coco"), "larger_dataset_more_new_associations: x and y are both"),
-        (lambda c: c["claims"]["tests"][4].update(models=["vision"]),
-         "claims.tests.larger_dataset_more_new_associations.models: unknown group 'vision'"),
+        (
+            lambda c: c["claims"]["tests"][4].update(models=["vision"]),
+            "claims.tests.larger_dataset_more_new_associations.models: unknown group 'vision'",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_bad_claim_is_named_before_any_job(edit, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         _paper(edit)
@@ -243,12 +320,33 @@ def _arms_table():
     summaries, groups = _arms_summaries(np.random.default_rng(0))
     groups["few"] = ["planted0", "planted1"][:1]
     groups["planted"] = groups["planted"][1:]
-    claim = {"measure": "d", "analysis_set": "s", "stage": "pretrained", "compare": "groups", "x": "planted",
-             "y": "mirrored", "dataset": None, "models": [], "direction": "greater", "test": "planted_pair"}  # fmt: skip
-    tests = [{**claim, "name": "planted_pair_mirrored"}, {**claim, "name": "one_model", "x": "few"},
-             {**claim, "name": "control_pair_differs", "test": "control_pair", "direction": "two-sided"}]  # fmt: skip
-    claims = {"groups": groups, "alpha": 0.05, "permutations": 100_000, "level": 0.95, "power": 0.8,
-              "simulations": 300, "seed": 0, "tests": tests}  # fmt: skip
+    claim = {
+        "measure": "d",
+        "analysis_set": "s",
+        "stage": "pretrained",
+        "compare": "groups",
+        "x": "planted",
+        "y": "mirrored",
+        "dataset": None,
+        "models": [],
+        "direction": "greater",
+        "test": "planted_pair",
+    }
+    tests = [
+        {**claim, "name": "planted_pair_mirrored"},
+        {**claim, "name": "one_model", "x": "few"},
+        {**claim, "name": "control_pair_differs", "test": "control_pair", "direction": "two-sided"},
+    ]
+    claims = {
+        "groups": groups,
+        "alpha": 0.05,
+        "permutations": 100_000,
+        "level": 0.95,
+        "power": 0.8,
+        "simulations": 300,
+        "seed": 0,
+        "tests": tests,
+    }
     return claims_from_summaries(claims, summaries, datasets=[])
 
 
@@ -274,15 +372,29 @@ def test_the_figure_joins_each_model_across_the_datasets_of_a_paired_claim():
 
     models = ["m1", "m2", "m3"]
     values = pd.DataFrame(
-        [{"claim": c, "side": side, "label": d, "model": m, "dataset": d, "value": v, "value_min": v - 0.1,
-          "value_max": v + 0.1, "n_seeds": 2}
-         for c in ("paired", "grouped") for side, d in (("x", "coco"), ("y", "openimages"))
-         for m, v in zip(models, (0.2, 0.5, 0.9))]
-    )  # fmt: skip
+        [
+            {
+                "claim": c,
+                "side": side,
+                "label": d,
+                "model": m,
+                "dataset": d,
+                "value": v,
+                "value_min": v - 0.1,
+                "value_max": v + 0.1,
+                "n_seeds": 2,
+            }
+            for c in ("paired", "grouped")
+            for side, d in (("x", "coco"), ("y", "openimages"))
+            for m, v in zip(models, (0.2, 0.5, 0.9))
+        ]
+    )
     table = pd.DataFrame(
-        [{"claim": c, "kind": k, "x": "coco", "y": "openimages", "measure": "d", "verdict": "not supported"}
-         for c, k in (("paired", "paired"), ("grouped", "groups"))]
-    )  # fmt: skip
+        [
+            {"claim": c, "kind": k, "x": "coco", "y": "openimages", "measure": "d", "verdict": "not supported"}
+            for c, k in (("paired", "paired"), ("grouped", "groups"))
+        ]
+    )
     paired, grouped = claims_figure(values, table).axes[:2]
     joins = [
         line for line in paired.lines if len(line.get_xdata()) == 2 and line.get_xdata()[0] < 0.5 < line.get_xdata()[1]
@@ -315,10 +427,28 @@ def test_a_model_measured_in_no_table_is_left_out_of_its_group_and_named():
 
     summaries, groups = _arms_summaries(np.random.default_rng(0))
     groups["planted"].append("planted_broken")
-    claim = {"measure": "d", "analysis_set": "s", "stage": "pretrained", "compare": "groups", "x": "planted",
-             "y": "mirrored", "dataset": None, "models": [], "direction": "greater", "test": "planted_pair"}  # fmt: skip
-    claims = {"groups": groups, "alpha": 0.05, "permutations": 100_000, "level": 0.95, "power": 0.8,
-              "simulations": 300, "seed": 0, "tests": [{**claim, "name": "planted"}]}  # fmt: skip
+    claim = {
+        "measure": "d",
+        "analysis_set": "s",
+        "stage": "pretrained",
+        "compare": "groups",
+        "x": "planted",
+        "y": "mirrored",
+        "dataset": None,
+        "models": [],
+        "direction": "greater",
+        "test": "planted_pair",
+    }
+    claims = {
+        "groups": groups,
+        "alpha": 0.05,
+        "permutations": 100_000,
+        "level": 0.95,
+        "power": 0.8,
+        "simulations": 300,
+        "seed": 0,
+        "tests": [{**claim, "name": "planted"}],
+    }
     with pytest.raises(ValueError, match="model 'planted_broken'.*no rows"):
         claims_from_summaries(claims, summaries, datasets=[])
     why = {"planted_broken": "failed its zoo check: no weights"}
@@ -364,8 +494,9 @@ def test_the_claims_overlay_has_enough_models_in_every_group_to_test_the_papers_
             else [sum(len(m) for m in groups.values())]
         )
         kind = "groups" if test["compare"] == "groups" else "paired"
-        needed = models_needed(config["claims"]["alpha"] / len(config["claims"]["tests"]), kind=kind,
-                               alternative=test["direction"])  # fmt: skip
+        needed = models_needed(
+            config["claims"]["alpha"] / len(config["claims"]["tests"]), kind=kind, alternative=test["direction"]
+        )
         assert min(sizes) >= needed, (test["name"], sizes, needed)  # testable even at Holm's first step
     for model in config["models"]:
         for dataset in config["finetune"]["datasets"]:

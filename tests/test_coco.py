@@ -387,11 +387,17 @@ def test_caption_attributes_need_captions_that_agree(tmp_path):
     """Five images of a captions JSON: man words only (one caption neutral), woman words only, both
     (disagree), no gender word, and no caption at all; only the first two get an attribute."""
     captions = [
-        (1, "A man rides a wave."), (1, "Someone on a surfboard"), (2, "two women at a table"),
-        (3, "a man and his dog"), (3, "A woman walks a dog"), (4, "a dog on a couch"),
-    ]  # fmt: skip
-    data = {"images": [{"id": i} for i in range(1, 6)],
-            "annotations": [{"image_id": i, "id": k, "caption": c} for k, (i, c) in enumerate(captions)]}  # fmt: skip
+        (1, "A man rides a wave."),
+        (1, "Someone on a surfboard"),
+        (2, "two women at a table"),
+        (3, "a man and his dog"),
+        (3, "A woman walks a dog"),
+        (4, "a dog on a couch"),
+    ]
+    data = {
+        "images": [{"id": i} for i in range(1, 6)],
+        "annotations": [{"image_id": i, "id": k, "caption": c} for k, (i, c) in enumerate(captions)],
+    }
     (tmp_path / "captions_val2017.json").write_text(json.dumps(data))
     caps = coco.load_captions(tmp_path / "captions_val2017.json")
     got = coco.caption_attributes(
@@ -410,8 +416,9 @@ def test_caption_attributes_need_captions_that_agree(tmp_path):
 def test_the_val2017_holdout_is_seeded_and_disjoint():
     from biastransfer.data.splits import Split
 
-    frame = pd.DataFrame({"image_id": [str(i) for i in range(20)], "path": [f"{i}.jpg" for i in range(20)],
-                          "labels": [["person"]] * 20})  # fmt: skip
+    frame = pd.DataFrame(
+        {"image_id": [str(i) for i in range(20)], "path": [f"{i}.jpg" for i in range(20)], "labels": [["person"]] * 20}
+    )
     val2017 = Split("coco", "val", ("person",), frame)
     val, test = coco.holdout(val2017, 0.25, seed=3)
     assert (val.name, test.name, len(val.frame), len(test.frame)) == ("val", "test", 15, 5)
@@ -442,17 +449,27 @@ def test_the_training_split_attributes_come_from_the_train2017_captions(tmp_path
         "train2017": [(1, "A man rides a wave."), (2, "two women, laughing"), (3, "a man and a woman"), (4, "a dog")],
         "val2017": [(1, "a woman rides a wave")],
     }.items():
-        data = {"images": [{"id": i} for i in range(1, 5)],
-                "annotations": [{"image_id": i, "id": k, "caption": c} for k, (i, c) in enumerate(captions)]}  # fmt: skip
+        data = {
+            "images": [{"id": i} for i in range(1, 5)],
+            "annotations": [{"image_id": i, "id": k, "caption": c} for k, (i, c) in enumerate(captions)],
+        }
         (ann_dir / f"captions_{source}.json").write_text(json.dumps(data))
-    frame = pd.DataFrame({"image_id": ["1", "2", "3", "4"], "path": [f"{i}.jpg" for i in range(4)],
-                          "labels": [["person", "surfboard"], ["person"], ["person"], ["dog"]]})  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "image_id": ["1", "2", "3", "4"],
+            "path": [f"{i}.jpg" for i in range(4)],
+            "labels": [["person", "surfboard"], ["person"], ["person"], ["dog"]],
+        }
+    )
     write_split(tmp_path / "train.parquet", Split("coco", "train", ("person", "surfboard", "dog"), frame))
     out = tmp_path / "train_attributes.parquet"
     script("real_attributes").main(
-        {"kind": "coco", "root": str(tmp_path / "coco")}, str(tmp_path / "train.parquet"), str(out),
-        gender_words=str(ROOT / "resources" / "gender_words.yaml"), words_list="wang2021",
-    )  # fmt: skip
+        {"kind": "coco", "root": str(tmp_path / "coco")},
+        str(tmp_path / "train.parquet"),
+        str(out),
+        gender_words=str(ROOT / "resources" / "gender_words.yaml"),
+        words_list="wang2021",
+    )
     attrs = read_attributes(out)
     assert (attrs.dataset, attrs.split, attrs.split_sha256) == (
         "coco",

@@ -66,28 +66,69 @@ def reproducing_run(reference: pd.DataFrame) -> dict[str, pd.DataFrame]:
     for model, part in t4.groupby("model", sort=False):
         v = part.set_index("measure")["value"]
         for kind in ("intra", "inter"):
-            bts.append(dict(analysis_set="openimages", model=model, stage="ft-openimages", finetune_dataset="openimages",
-                            seed="pooled", kind=kind, statistic=v[f"bts_{kind}"], pvalue=1.0, pvalue_t=v[f"bts_{kind}_p"],
-                            n=7))  # fmt: skip
+            bts.append(
+                dict(
+                    analysis_set="openimages",
+                    model=model,
+                    stage="ft-openimages",
+                    finetune_dataset="openimages",
+                    seed="pooled",
+                    kind=kind,
+                    statistic=v[f"bts_{kind}"],
+                    pvalue=1.0,
+                    pvalue_t=v[f"bts_{kind}_p"],
+                    n=7,
+                )
+            )
     t9 = reference[(reference["table"] == "9") & reference["model"].isin(["bit_m_r50x1", "clip_vit_b32"])]
     ieat = []
     for (model, pair, stage), part in t9.groupby(["model", "concept_pair", "stage"], sort=False):
         v = part.set_index("measure")["value"]
         a, b = pair.split("|")
-        ieat.append(dict(analysis_set="openimages", model=model, stage="pretrained" if stage == "pretrained" else "ft-openimages-seed0",
-                         finetune_dataset="" if stage == "pretrained" else "openimages", seed="" if stage == "pretrained" else "0",
-                         test=f"{a}_vs_{b}", X="man", Y="woman", A=a, B=b, effect_size=v["ieat_d"], pvalue=v["ieat_p"],
-                         pvalue_holm=v["ieat_p"], pvalue_bh=v["ieat_p"], pvalue_two_sided=1.0, pvalue_floor=1e-5,
-                         ci_low=float("nan"), ci_high=float("nan"), alternative="greater"))  # fmt: skip
+        ieat.append(
+            dict(
+                analysis_set="openimages",
+                model=model,
+                stage="pretrained" if stage == "pretrained" else "ft-openimages-seed0",
+                finetune_dataset="" if stage == "pretrained" else "openimages",
+                seed="" if stage == "pretrained" else "0",
+                test=f"{a}_vs_{b}",
+                X="man",
+                Y="woman",
+                A=a,
+                B=b,
+                effect_size=v["ieat_d"],
+                pvalue=v["ieat_p"],
+                pvalue_holm=v["ieat_p"],
+                pvalue_bh=v["ieat_p"],
+                pvalue_two_sided=1.0,
+                pvalue_floor=1e-5,
+                ci_low=float("nan"),
+                ci_high=float("nan"),
+                alternative="greater",
+            )
+        )
     metrics = []
     for table, dataset, metric, seeds in (("7", "coco", "mAP", (0, 1, 2)), ("8", "openimages", "micro_f1", (0,))):
         for model, part in reference[reference["table"] == table].groupby("model", sort=False):
             v = part.set_index("measure")["value"]
             sd = v.get(f"{metric}_sd", 0.0)
             for seed, step in zip(seeds, (-1, 0, 1) if len(seeds) == 3 else (0,)):
-                metrics.append(dict(dataset=dataset, model=model, seed=str(seed), epoch_best=5, metric_name=metric,
-                                    metric_value=v[metric] + step * sd, epochs=v["epochs"], lr=v["lr"], batch_size=32,
-                                    optimizer="sgd", scheduler="none"))  # fmt: skip
+                metrics.append(
+                    dict(
+                        dataset=dataset,
+                        model=model,
+                        seed=str(seed),
+                        epoch_best=5,
+                        metric_name=metric,
+                        metric_value=v[metric] + step * sd,
+                        epochs=v["epochs"],
+                        lr=v["lr"],
+                        batch_size=32,
+                        optimizer="sgd",
+                        scheduler="none",
+                    )
+                )
     t6 = reference[reference["table"] == "6"]
     stats = pd.DataFrame(
         {
@@ -236,8 +277,19 @@ def test_compare_paper_script_runs_standalone(reference, run_tables, tmp_path):
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
-    argv = ["--reference", str(REFERENCE), "--csv", str(tmp_path / "c.csv"), "--document", str(tmp_path / "c.tex"),
-            "--tolerances", '{"ieat_d": 0.05}', "--targets", "man", "woman"]  # fmt: skip
+    argv = [
+        "--reference",
+        str(REFERENCE),
+        "--csv",
+        str(tmp_path / "c.csv"),
+        "--document",
+        str(tmp_path / "c.tex"),
+        "--tolerances",
+        '{"ieat_d": 0.05}',
+        "--targets",
+        "man",
+        "woman",
+    ]
     argv += [a for name, path in paths.items() for a in (f"--{name}", str(path))]
     run(module.main, None, argv)
     written = pd.read_csv(tmp_path / "c.csv")

@@ -320,10 +320,23 @@ def test_a_key_given_twice_in_a_configfile_stops_the_workflow(tmp_path):
     twice = tmp_path / "twice.yaml"
     twice.write_text((ROOT / "config" / "config.yaml").read_text() + "\nanalysis: {}\n")
     done = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-n", "--cores", "1", "-s", str(ROOT / "Snakefile"),
-         "--configfile", str(twice)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-n",
+            "--cores",
+            "1",
+            "-s",
+            str(ROOT / "Snakefile"),
+            "--configfile",
+            str(twice),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode != 0
     assert f"{twice}, line" in done.stdout + done.stderr and "duplicate key 'analysis'" in done.stdout + done.stderr
 

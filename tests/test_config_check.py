@@ -28,11 +28,14 @@ REFUSED = {
     ),
     "float_for_int": ({"finetune": {"defaults": {"epochs": 2.0}}}, "finetune.defaults.epochs: 2.0 is not an integer"),
     "x_is_a": (
-        {"analysis_sets": {"synthetic": {"ieat": [{"name": "same", "X": "person_a", "Y": "person_b", "A": "person_a",
-                                                   "B": "car"}]}}},
+        {
+            "analysis_sets": {
+                "synthetic": {"ieat": [{"name": "same", "X": "person_a", "Y": "person_b", "A": "person_a", "B": "car"}]}
+            }
+        },
         "analysis_sets.synthetic.ieat.same: X and A are both 'person_a' (a class takes one role)",
     ),
-}  # fmt: skip
+}
 
 # Every shipped config, as it is run: alone, or an overlay after the config it overlays (config/*.yaml say which).
 SHIPPED = [
@@ -69,9 +72,13 @@ def overlay(tmp_path, name, content):
 def check_files(*paths, cwd):
     """``python -m biastransfer.config PATH...`` run in ``cwd``."""
     return subprocess.run(
-        [sys.executable, "-m", "biastransfer.config", *map(str, paths)], cwd=cwd, capture_output=True, text=True,
-        env=os.environ, timeout=300,
-    )  # fmt: skip
+        [sys.executable, "-m", "biastransfer.config", *map(str, paths)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=os.environ,
+        timeout=300,
+    )
 
 
 def problem_lines(text):
@@ -107,8 +114,11 @@ def test_every_problem_after_the_schema_is_named_at_once(tmp_path):
 
 def test_every_schema_problem_is_named_and_nothing_is_filled_after_one(tmp_path):
     """Snakemake's own check stops at the first; the later checks need a config the schema accepts."""
-    bad = {"finetune": {"defaults": {"epochs": 2.0}}, "analysis": {"ieat": {"permutation": 10, "bootstrap": 1}},
-           "models": {"democnn": None}}  # fmt: skip
+    bad = {
+        "finetune": {"defaults": {"epochs": 2.0}},
+        "analysis": {"ieat": {"permutation": 10, "bootstrap": 1}},
+        "models": {"democnn": None},
+    }
     config = cfg.merge_configs([DEMO, overlay(tmp_path, "bad", bad)])
     assert validation_problems(config) == [
         "analysis.ieat: Additional properties are not allowed ('permutation' was unexpected)",
@@ -140,10 +150,22 @@ def test_a_missing_file_or_none_is_refused_without_a_traceback(tmp_path):
 def test_every_shipped_config_passes_every_check(tmp_path, monkeypatch, files):
     if "config/examples/own_images.yaml" in files:  # its images: written as its header says, at toy size
         subprocess.run(
-            [sys.executable, str(ROOT / "workflow" / "scripts" / "export_synthetic_images.py"), "--out",
-             "data/own_images", "--n_per_class", "2", "--n_images", "60", "--size", "16"],
-            cwd=tmp_path, check=True, capture_output=True,
-        )  # fmt: skip
+            [
+                sys.executable,
+                str(ROOT / "workflow" / "scripts" / "export_synthetic_images.py"),
+                "--out",
+                "data/own_images",
+                "--n_per_class",
+                "2",
+                "--n_images",
+                "60",
+                "--size",
+                "16",
+            ],
+            cwd=tmp_path,
+            check=True,
+            capture_output=True,
+        )
     monkeypatch.chdir(tmp_path)
     assert validation_problems(cfg.merge_configs([ROOT / f for f in files])) == []
 
@@ -156,11 +178,22 @@ def test_every_shipped_config_file_is_checked():
 def test_the_workflow_checks_its_config_with_the_checker_alone():
     """rules/common.smk calls validate_config before anything reads the config, and no rule file or the
     Snakefile calls another check, so the workflow and the command line refuse the same configs."""
-    code = [line for line in (ROOT / "rules" / "common.smk").read_text().splitlines()
-            if line.strip() and not line.startswith(("#", "import ", "from "))]  # fmt: skip
+    code = [
+        line
+        for line in (ROOT / "rules" / "common.smk").read_text().splitlines()
+        if line.strip() and not line.startswith(("#", "import ", "from "))
+    ]
     assert next(line for line in code if re.search(r"\bconfig\b", line)) == "validate_config(config)"
-    others = ("check_config", "fill_defaults", "section_problems", "schema_problems", "layer_problems",
-              "passed_check", "validation_problems", "drop_removed")  # fmt: skip
+    others = (
+        "check_config",
+        "fill_defaults",
+        "section_problems",
+        "schema_problems",
+        "layer_problems",
+        "passed_check",
+        "validation_problems",
+        "drop_removed",
+    )
     for path in [ROOT / "Snakefile", *sorted((ROOT / "rules").glob("*.smk"))]:
         text = path.read_text()
         assert not [name for name in others if name in text], path

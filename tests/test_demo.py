@@ -121,8 +121,10 @@ def test_what_finetuning_changed_is_reported_in_both_directions(demo):
     ieat = pd.read_csv(demo / "summary" / "ieat.csv")
     change = pd.read_csv(demo / "summary" / "ieat_change.csv")
     text = (demo / "summary" / "findings.rst").read_text()
-    sections = {"surfboard_vs_car": text.split("surfboard_vs_car", 1)[1].split("refrigerator_vs_stop_sign", 1)[0],
-                "refrigerator_vs_stop_sign": text.split("refrigerator_vs_stop_sign", 1)[1]}  # fmt: skip
+    sections = {
+        "surfboard_vs_car": text.split("surfboard_vs_car", 1)[1].split("refrigerator_vs_stop_sign", 1)[0],
+        "refrigerator_vs_stop_sign": text.split("refrigerator_vs_stop_sign", 1)[1],
+    }
     for test, section in sections.items():
         rows = change[change["test"] == test].set_index("seed")
         assert sorted(rows.index) == [0, 1, 2]

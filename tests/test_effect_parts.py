@@ -76,9 +76,12 @@ def test_spread_share_known_answers():
 
 @settings(max_examples=50, deadline=None)
 @given(
-    num=st.floats(0.01, 1.0), sd=st.floats(0.01, 1.0), f_num=st.floats(0.2, 5.0), f_sd=st.floats(0.2, 5.0),
+    num=st.floats(0.01, 1.0),
+    sd=st.floats(0.01, 1.0),
+    f_num=st.floats(0.2, 5.0),
+    f_sd=st.floats(0.2, 5.0),
     sign=st.sampled_from([-1.0, 1.0]),
-)  # fmt: skip
+)
 def test_spread_share_splits_the_log_change_of_d(num, sd, f_num, f_sd, sign):
     """The SD's share and the numerator's share of the change of log |d| add up to 1, for either sign."""
     total = math.log(f_num) - math.log(f_sd)

@@ -18,17 +18,28 @@ MODEL_ROW = {"source": "torchvision", "arch": "resnet50", "crop": 224, "params_m
 
 @pytest.fixture()
 def costs(tmp_path):
-    pd.DataFrame([{"model": "resnet50", "device": "cpu", "train_s_per_image": 0.5, "embed_s_per_image": 0.1, **MODEL_ROW}]).to_csv(
-        tmp_path / "models.csv", index=False
-    )  # fmt: skip
     pd.DataFrame(
-        [{"size": s, "files_s_per_image": 0.01, "cache_s_per_image": 0.002, "build_s_per_image": 0.008,
-          "bytes_per_cached_image": 40_000, "bytes_per_source_image": 1} for s in ("640x480", "1024x768")]
-    ).to_csv(tmp_path / "input.csv", index=False)  # fmt: skip
+        [{"model": "resnet50", "device": "cpu", "train_s_per_image": 0.5, "embed_s_per_image": 0.1, **MODEL_ROW}]
+    ).to_csv(tmp_path / "models.csv", index=False)
     pd.DataFrame(
-        [{"kind": "coco", "split": "train", "images": 100, "bytes_per_image": 1000, "source": "test"},
-         {"kind": "coco", "split": "val", "images": 10, "bytes_per_image": 2000, "source": "test"}]
-    ).to_csv(tmp_path / "datasets.csv", index=False)  # fmt: skip
+        [
+            {
+                "size": s,
+                "files_s_per_image": 0.01,
+                "cache_s_per_image": 0.002,
+                "build_s_per_image": 0.008,
+                "bytes_per_cached_image": 40_000,
+                "bytes_per_source_image": 1,
+            }
+            for s in ("640x480", "1024x768")
+        ]
+    ).to_csv(tmp_path / "input.csv", index=False)
+    pd.DataFrame(
+        [
+            {"kind": "coco", "split": "train", "images": 100, "bytes_per_image": 1000, "source": "test"},
+            {"kind": "coco", "split": "val", "images": 10, "bytes_per_image": 2000, "source": "test"},
+        ]
+    ).to_csv(tmp_path / "datasets.csv", index=False)
     return tmp_path
 
 
@@ -140,11 +151,23 @@ def test_a_dataset_kind_without_counts_is_a_clear_error(costs):
 
 def test_the_command_line_prints_the_paper_estimate():
     out = subprocess.run(
-        [sys.executable, "workflow/scripts/preflight.py", "--configfile", "config/paper.yaml", "--estimate",
-         "--gpus", "4", "--cores", "64"],
-        cwd=ROOT, capture_output=True, text=True, check=True,
+        [
+            sys.executable,
+            "workflow/scripts/preflight.py",
+            "--configfile",
+            "config/paper.yaml",
+            "--estimate",
+            "--gpus",
+            "4",
+            "--cores",
+            "64",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
         env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"},
-    ).stdout  # fmt: skip
+    ).stdout
     assert "image_cache" in out and "finetune" in out and "wall time with 4 GPU(s) and 64 cores" in out
     assert re.search(
         r"predictions of one network on its evaluation split: at most \d\.\d% of one finetuning epoch", out

@@ -122,8 +122,13 @@ def test_without_change_table_the_change_panel_shows_each_seeds_change_without_i
 def test_finetuned_summary_is_the_seed_mean_with_min_max_and_mean_se(run_tables):
     sims = run_tables["similarity"]
     table = figures.similarity_by_stage(sims, analysis_set="coco", model="bit_m_r50x1", kind="intra")
-    raw = sims[(sims.analysis_set == "coco") & (sims.model == "bit_m_r50x1") & (sims.kind == "intra")
-               & (sims.finetune_dataset == "coco") & (sims.key == "car")]  # fmt: skip
+    raw = sims[
+        (sims.analysis_set == "coco")
+        & (sims.model == "bit_m_r50x1")
+        & (sims.kind == "intra")
+        & (sims.finetune_dataset == "coco")
+        & (sims.key == "car")
+    ]
     row = table[(table.group == "ft-coco") & (table.key == "car")].iloc[0]
     assert row["n_seeds"] == 3
     assert row["mean"] == pytest.approx(raw["value"].mean())
@@ -133,8 +138,14 @@ def test_finetuned_summary_is_the_seed_mean_with_min_max_and_mean_se(run_tables)
 
 
 def test_inter_figure_covers_configured_pairs_and_shades_random_controls(run_tables):
-    fig = figures.inter_figure(run_tables["similarity"], run_tables["bts"], change_rows(run_tables), alpha=0.05, analysis_set="openimages",
-                               model="bit_m_r50x1")  # fmt: skip
+    fig = figures.inter_figure(
+        run_tables["similarity"],
+        run_tables["bts"],
+        change_rows(run_tables),
+        alpha=0.05,
+        analysis_set="openimages",
+        model="bit_m_r50x1",
+    )
     labels = [t.get_text() for t in fig.axes[1].get_xticklabels()]
     assert labels == [p.replace("|", " vs ") for p in rd.PAIRS["openimages"]]
     n_controls = sum("random" in pair.split("|") for pair in rd.PAIRS["openimages"])
@@ -151,8 +162,13 @@ def test_rank_scatter_points_are_the_ranks_whose_correlation_is_the_pooled_bts(r
         for collection, dataset in zip(ax.collections, rd.FINETUNE):
             points = collection.get_offsets()
             assert len(points) == n_keys
-            rho = bts[(bts.analysis_set == "coco") & (bts.model == "resnet18") & (bts.kind == kind)
-                      & (bts.seed == "pooled") & (bts.finetune_dataset == dataset)]["statistic"].item()  # fmt: skip
+            rho = bts[
+                (bts.analysis_set == "coco")
+                & (bts.model == "resnet18")
+                & (bts.kind == kind)
+                & (bts.seed == "pooled")
+                & (bts.finetune_dataset == dataset)
+            ]["statistic"].item()
             assert np.corrcoef(points[:, 0], points[:, 1])[0, 1] == pytest.approx(rho)
             assert f"ρ = {rho:.3f} ({dataset})" in ax.get_title().replace("\n", " ")
         fig.canvas.draw()
@@ -197,11 +213,21 @@ def test_ieat_heatmap_cells_and_marks_from_adjusted_p(run_tables):
 
 
 def test_change_figure_has_a_bar_per_seed_and_the_p_as_a_bound_at_its_floor():
-    change = pd.DataFrame({
-        "analysis_set": "s", "model": "m", "finetune_dataset": "d", "seed": [0, 1], "test": "t",
-        "delta_d": [-0.7, 0.1], "ci_low": [-0.9, -0.2], "ci_high": [-0.4, 0.3], "pvalue": [2 / 2001, 0.6],
-        "pvalue_floor": 2 / 2001, "ci_level": 0.95,
-    })  # fmt: skip
+    change = pd.DataFrame(
+        {
+            "analysis_set": "s",
+            "model": "m",
+            "finetune_dataset": "d",
+            "seed": [0, 1],
+            "test": "t",
+            "delta_d": [-0.7, 0.1],
+            "ci_low": [-0.9, -0.2],
+            "ci_high": [-0.4, 0.3],
+            "pvalue": [2 / 2001, 0.6],
+            "pvalue_floor": 2 / 2001,
+            "ci_level": 0.95,
+        }
+    )
     ax = ieat_figures.change_figure(change).axes[0]
     assert [t.get_text() for t in ax.texts] == ["p <= 0.001", "p = 0.6"]
     assert len(ax.get_yticklabels()) == 2
@@ -244,8 +270,16 @@ def test_figures_show_only_the_listed_classes_and_pairs_in_their_order(run_table
 
 
 def test_ieat_columns_name_the_targets_they_use():
-    tests = pd.DataFrame({"analysis_set": ["s", "s"], "test": ["t1", "t2"], "X": ["person_a"] * 2,
-                          "Y": ["person_b"] * 2, "A": ["surfboard", "refrigerator"], "B": ["car", "stop_sign"]})  # fmt: skip
+    tests = pd.DataFrame(
+        {
+            "analysis_set": ["s", "s"],
+            "test": ["t1", "t2"],
+            "X": ["person_a"] * 2,
+            "Y": ["person_b"] * 2,
+            "A": ["surfboard", "refrigerator"],
+            "B": ["car", "stop_sign"],
+        }
+    )
     assert ieat_figures.ieat_columns(tests) == (
         ["surfboard vs car", "refrigerator vs stop_sign"],
         "X vs Y = person_a vs person_b",
@@ -301,8 +335,22 @@ def _script(name):
 def test_plot_scripts_run_standalone(run_tables, tmp_path):
     paths = run_tables["paths"]
     out = {f"{k}_{e}": str(tmp_path / f"{k}.{e}") for k in ("intra", "inter", "rank", "person") for e in ("png", "pdf")}
-    argv = ["--similarity", paths["similarity"], "--bts", paths["bts"], "--change", paths["similarity_change"],
-            "--analysis_set", "coco", "--model", "resnet18", "--adjust", "holm", "--alpha", "0.01"]  # fmt: skip
+    argv = [
+        "--similarity",
+        paths["similarity"],
+        "--bts",
+        paths["bts"],
+        "--change",
+        paths["similarity_change"],
+        "--analysis_set",
+        "coco",
+        "--model",
+        "resnet18",
+        "--adjust",
+        "holm",
+        "--alpha",
+        "0.01",
+    ]
     argv += [a for k, v in out.items() for a in (f"--{k}", v)]
     run(_script("plot_similarity").main, None, argv)
     run(
@@ -326,17 +374,54 @@ def test_plot_scripts_run_standalone(run_tables, tmp_path):
     )
     rd.write_run_files(tmp_path)
     run_dir = tmp_path / "results" / "finetune" / "coco" / "resnet18"
-    run(_script("plot_curves").main, None, ["--curves", *map(str, sorted(run_dir.glob("seed*/curve.csv"))), "--metrics",
-                                             *map(str, sorted(run_dir.glob("seed*/metrics.json"))), "--png", str(tmp_path / "k.png"),
-                                             "--pdf", str(tmp_path / "k.pdf")])  # fmt: skip
+    run(
+        _script("plot_curves").main,
+        None,
+        [
+            "--curves",
+            *map(str, sorted(run_dir.glob("seed*/curve.csv"))),
+            "--metrics",
+            *map(str, sorted(run_dir.glob("seed*/metrics.json"))),
+            "--png",
+            str(tmp_path / "k.png"),
+            "--pdf",
+            str(tmp_path / "k.pdf"),
+        ],
+    )
     scratch = tmp_path / "results" / "scratch" / "coco" / "resnet18" / "seed0" / "metrics.json"
-    run(_script("plot_curves").main, None, ["--metrics", str(scratch), "--scratch", "true", "--png", str(tmp_path / "r.png"),
-                                             "--pdf", str(tmp_path / "r.pdf")])  # fmt: skip
+    run(
+        _script("plot_curves").main,
+        None,
+        [
+            "--metrics",
+            str(scratch),
+            "--scratch",
+            "true",
+            "--png",
+            str(tmp_path / "r.png"),
+            "--pdf",
+            str(tmp_path / "r.pdf"),
+        ],
+    )
     sheet = [tmp_path / f"s.{e}" for e in ("png", "pdf", "csv")]
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(tmp_path)  # manifest paths are relative to the working directory
-        run(_script("plot_contact_sheet").main, None, ["--manifest", "results/analysis_sets/coco/manifest.parquet", "--analysis_set",
-                                                       "coco", "--png", str(sheet[0]), "--pdf", str(sheet[1]), "--csv", str(sheet[2])])  # fmt: skip
+        run(
+            _script("plot_contact_sheet").main,
+            None,
+            [
+                "--manifest",
+                "results/analysis_sets/coco/manifest.parquet",
+                "--analysis_set",
+                "coco",
+                "--png",
+                str(sheet[0]),
+                "--pdf",
+                str(sheet[1]),
+                "--csv",
+                str(sheet[2]),
+            ],
+        )
     figures_written = [*out.values(), *(tmp_path / f"{n}.{e}" for n in "hckr" for e in ("png", "pdf")), *sheet[:2]]
     assert all(Path(p).stat().st_size > 5_000 for p in figures_written)
     assert len(pd.read_csv(sheet[2])) == 3 * len(rd.CLASSES["coco"])
@@ -370,7 +455,7 @@ def figure_builders(tables, root):
         ),
         "curves": lambda: curves.curves_figure(
             curves.read_curves(sorted(run_dir.glob("seed*/curve.csv")), sorted(run_dir.glob("seed*/metrics.json")))
-        ),  # fmt: skip
+        ),
     }
 
 
@@ -386,8 +471,17 @@ def test_every_figure_prints_at_a_paper_width_with_fonts_of_at_least_7_pt(run_ta
 def test_object_person_classes_pair_each_object_with_its_person_classes():
     classes = ["man", "woman", "car", "car_man", "car_woman", "dog_man", "surfboard", "surfboard_man", "random"]
     assert person_figures.object_person_classes(classes) == {"car": [("car_man", "man"), ("car_woman", "woman")]}
-    demo = ["person_a", "person_b", "car", "car_person_a", "car_person_b", "refrigerator", "refrigerator_person_a",
-            "refrigerator_person_b", "stop_sign"]  # fmt: skip
+    demo = [
+        "person_a",
+        "person_b",
+        "car",
+        "car_person_a",
+        "car_person_b",
+        "refrigerator",
+        "refrigerator_person_a",
+        "refrigerator_person_b",
+        "stop_sign",
+    ]
     assert list(person_figures.object_person_classes(demo)) == ["car", "refrigerator"]
 
 
@@ -402,8 +496,11 @@ def test_person_figure_plots_each_object_person_pair_and_the_gap_before_and_afte
     table = figures.similarity_by_stage(
         sims, analysis_set="coco", model="resnet18", kind="inter", items=[("car_man", "car"), ("car_woman", "car")]
     )
-    gaps = [table[(table.group == g) & (table.key == "car_man|car")]["mean"].item() - table[(table.group == g) & (table.key == "car_woman|car")]["mean"].item()
-            for g in ("pretrained", "ft-coco", "ft-openimages")]  # fmt: skip
+    gaps = [
+        table[(table.group == g) & (table.key == "car_man|car")]["mean"].item()
+        - table[(table.group == g) & (table.key == "car_woman|car")]["mean"].item()
+        for g in ("pretrained", "ft-coco", "ft-openimages")
+    ]
     assert ax.get_title().endswith(" → ".join(f"{g:+.3f}" for g in gaps))
     pre = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
     assert [c.lines[0].get_ydata()[0] for c in pre] == pytest.approx(list(table[table.group == "pretrained"]["mean"]))
@@ -494,19 +591,38 @@ def test_report_rules_run_and_the_report_builds(tmp_path):
     rd.write_all(summary)
     rd.write_run_files(tmp_path)
     (summary / "findings.rst").write_text("Findings\n========\n\nNone in this test.\n")
-    pd.DataFrame([{"file": "results/embeddings/coco/resnet18/pretrained.parquet", "analysis_set": "coco", "model": "resnet18",
-                   "stage": "pretrained", "weights_sha256": "0" * 64, "layer": "penultimate", "preprocessing": "{}",
-                   "versions": "torch", "dim": 512}]).to_csv(summary / "provenance.csv", index=False)  # fmt: skip
+    pd.DataFrame(
+        [
+            {
+                "file": "results/embeddings/coco/resnet18/pretrained.parquet",
+                "analysis_set": "coco",
+                "model": "resnet18",
+                "stage": "pretrained",
+                "weights_sha256": "0" * 64,
+                "layer": "penultimate",
+                "preprocessing": "{}",
+                "versions": "torch",
+                "dim": 512,
+            }
+        ]
+    ).to_csv(summary / "provenance.csv", index=False)
     snakemake = [sys.executable, "-m", "snakemake", "--cores", "2"]
     lint = subprocess.run([*snakemake, "--lint"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert "Congratulations" in lint.stdout + lint.stderr, lint.stdout + lint.stderr
     for extra in (["--quiet", "all"], ["--report", "report.html"]):
         done = subprocess.run([*snakemake, *extra], cwd=tmp_path, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stderr[-3000:]
-    for target in ("results/figures/coco/resnet18/rank.pdf", "results/figures/coco/resnet18/person.pdf",
-                   "results/figures/coco/contact_sheet.png", "results/figures/curves/coco/resnet18.png", "results/tables/bts_coco_ft-coco.tex",
-                   "results/tables/finetune_coco.tex", "results/comparison/paper_comparison.tex", "results/report/index.html",
-                   "results/figures/scratch_curves/coco/resnet18.pdf"):  # fmt: skip
+    for target in (
+        "results/figures/coco/resnet18/rank.pdf",
+        "results/figures/coco/resnet18/person.pdf",
+        "results/figures/coco/contact_sheet.png",
+        "results/figures/curves/coco/resnet18.png",
+        "results/tables/bts_coco_ft-coco.tex",
+        "results/tables/finetune_coco.tex",
+        "results/comparison/paper_comparison.tex",
+        "results/report/index.html",
+        "results/figures/scratch_curves/coco/resnet18.pdf",
+    ):
         assert (tmp_path / target).stat().st_size > 0
     html = (tmp_path / "report.html").read_text()
     assert "Analysis set coco" in html and "Comparison with the paper" in html

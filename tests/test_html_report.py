@@ -24,16 +24,49 @@ def ieat_rows(*rows: dict) -> pd.DataFrame:
     out = []
     for r in rows:
         pretrained = r["stage"] == "pretrained"
-        out.append(dict(analysis_set="s", model="m", stage=r["stage"], finetune_dataset="" if pretrained else "ft",
-                        seed="" if pretrained else str(r["seed"]), test="t", X="x", Y="y", A="a", B="b",
-                        effect_size=r["d"], ci_low=r["d"] - 0.3, ci_high=r["d"] + 0.3, pvalue=r["p"],
-                        pvalue_two_sided=r["p2"], pvalue_floor=1e-5, alternative="greater",
-                        pvalue_holm=r.get("holm", r["p"]), pvalue_bh=r["p"]))  # fmt: skip
+        out.append(
+            dict(
+                analysis_set="s",
+                model="m",
+                stage=r["stage"],
+                finetune_dataset="" if pretrained else "ft",
+                seed="" if pretrained else str(r["seed"]),
+                test="t",
+                X="x",
+                Y="y",
+                A="a",
+                B="b",
+                effect_size=r["d"],
+                ci_low=r["d"] - 0.3,
+                ci_high=r["d"] + 0.3,
+                pvalue=r["p"],
+                pvalue_two_sided=r["p2"],
+                pvalue_floor=1e-5,
+                alternative="greater",
+                pvalue_holm=r.get("holm", r["p"]),
+                pvalue_bh=r["p"],
+            )
+        )
     return pd.DataFrame(out)
 
 
-NO_BTS = pd.DataFrame(columns=["analysis_set", "model", "finetune_dataset", "seed", "kind", "statistic", "pvalue", "n",
-                               "ci_low", "ci_high", "pvalue_floor", "pvalue_holm", "pvalue_bh"])  # fmt: skip
+NO_BTS = pd.DataFrame(
+    columns=[
+        "analysis_set",
+        "model",
+        "finetune_dataset",
+        "seed",
+        "kind",
+        "statistic",
+        "pvalue",
+        "n",
+        "ci_low",
+        "ci_high",
+        "pvalue_floor",
+        "pvalue_holm",
+        "pvalue_bh",
+    ]
+)
 
 
 def known(role: str, *rows: dict) -> list[tuple[str, str, str]]:
@@ -76,7 +109,7 @@ def test_the_summary_says_what_was_run_each_known_answer_and_what_could_not_be_t
     text = " ".join(
         headline_summary(
             table, synthetic=True, models=["m"], finetuned="finetuned on ft with 2 seeds", alpha=0.01, adjust="holm"
-        )  # fmt: skip
+        )
     )
     assert text.startswith("This is the synthetic planted-bias demo: person_a and person_b are drawn figures")
     assert "1 model (m), finetuned on ft with 2 seeds; every verdict reads the Holm-adjusted p at alpha = 0.01." in text
@@ -132,9 +165,20 @@ def test_bad_alpha_or_adjustment_is_an_error():
 
 
 def test_table_cells_merge_intervals_and_ranges_and_print_floor_p_values_as_bounds():
-    frame = pd.DataFrame({"model": ["m", "n"], "d": [0.5, -0.25], "d_min": [0.25, np.nan], "d_max": [0.75, np.nan],
-                          "ci_low": [0.1, -0.6], "ci_high": [0.9, 0.1], "p": [1e-4, 0.3], "p_floor": [1e-4, 1e-4],
-                          "p_holm": [4e-4, 0.6], "held": ["yes", "no"]})  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "model": ["m", "n"],
+            "d": [0.5, -0.25],
+            "d_min": [0.25, np.nan],
+            "d_max": [0.75, np.nan],
+            "ci_low": [0.1, -0.6],
+            "ci_high": [0.9, 0.1],
+            "p": [1e-4, 0.3],
+            "p_floor": [1e-4, 1e-4],
+            "p_holm": [4e-4, 0.6],
+            "held": ["yes", "no"],
+        }
+    )
     html = html_table(frame, table_id="t")
     headers = re.findall(r'<th scope="col">(.*?)</th>', html)
     assert headers == ["model", "d", "d range", "CI", "p", "p holm", "held"]  # the floor is not a column
@@ -148,9 +192,15 @@ def test_numbers_print_the_decimals_their_interval_supports():
     from biastransfer.report.html import interval_decimals
 
     assert [interval_decimals(*e) for e in ((0.65, 1.6), (-1.0, 3.0), (0.9831, 0.9834), (0.5, 0.5))] == [2, 2, 5, 2]
-    frame = pd.DataFrame({"estimate": [0.98312, -0.84567, 0.123456], "estimate_min": [0.98301, -0.96, np.nan],
-                          "estimate_max": [0.98327, -0.78, np.nan], "ci_low": [0.86, np.nan, np.nan],
-                          "ci_high": [1.0, np.nan, np.nan]})  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "estimate": [0.98312, -0.84567, 0.123456],
+            "estimate_min": [0.98301, -0.96, np.nan],
+            "estimate_max": [0.98327, -0.78, np.nan],
+            "ci_low": [0.86, np.nan, np.nan],
+            "ci_high": [1.0, np.nan, np.nan],
+        }
+    )
     cells = re.findall(r"<td[^>]*>(.*?)</td>", html_table(frame, table_id="t"))
     # an estimate follows its CI, else its range; a narrow range is not rounded to one value
     assert cells[:3] == ["0.98", "0.98301 to 0.98327", "[0.86, 1.00]"]
@@ -238,12 +288,30 @@ def test_a_missing_file_is_an_error_naming_it_before_any_page_is_written(tmp_pat
         "files": {"png": str(tmp_path / "no.png")},
     }
     with pytest.raises(FileNotFoundError, match="no.png"):
-        write_site(tmp_path / "out", run={}, headline=pd.DataFrame(), summary=[], findings_rst="", provenance=pd.DataFrame(),
-                   items=[item], config={}, params={})  # fmt: skip
+        write_site(
+            tmp_path / "out",
+            run={},
+            headline=pd.DataFrame(),
+            summary=[],
+            findings_rst="",
+            provenance=pd.DataFrame(),
+            items=[item],
+            config={},
+            params={},
+        )
     assert not (tmp_path / "out").exists()
     with pytest.raises(ValueError, match="unknown file role"):
-        write_site(tmp_path / "out", run={}, headline=pd.DataFrame(), summary=[], findings_rst="", provenance=pd.DataFrame(),
-                   items=[{**item, "files": {"gif": "x"}}], config={}, params={})  # fmt: skip
+        write_site(
+            tmp_path / "out",
+            run={},
+            headline=pd.DataFrame(),
+            summary=[],
+            findings_rst="",
+            provenance=pd.DataFrame(),
+            items=[{**item, "files": {"gif": "x"}}],
+            config={},
+            params={},
+        )
 
 
 def test_an_iEAT_whose_d_is_not_estimable_is_said_in_words_on_every_page(tmp_path, monkeypatch):

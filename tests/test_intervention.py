@@ -62,8 +62,10 @@ def test_one_seed_is_not_tested_over_seeds_and_seeds_must_match():
         intervention_table(u, {5: i[4]}, TEST, bootstrap=400)
 
 
-@pytest.mark.parametrize("low, high, word", [(-0.3, -0.1, "lowered"), (0.1, 0.2, "raised"), (-0.1, 0.2, "unchanged"),
-                                             (np.nan, np.nan, "untested")])  # fmt: skip
+@pytest.mark.parametrize(
+    "low, high, word",
+    [(-0.3, -0.1, "lowered"), (0.1, 0.2, "raised"), (-0.1, 0.2, "unchanged"), (np.nan, np.nan, "untested")],
+)
 def test_direction(low, high, word):
     assert direction(low, high) == word
 
@@ -71,10 +73,14 @@ def test_direction(low, high, word):
 def config(**spec):
     return {
         "models": {},
-        "datasets": {"syn": {"kind": "synthetic"}, "coco": {"kind": "coco"}, "oi": {"kind": "openimages"},
-                     "other": {"kind": "intervention", "from": "syn", "objects": ["car"], "method": "subsample"},
-                     "fix": {"kind": "intervention", "objects": ["surfboard"], "method": "subsample"} | spec},
-    }  # fmt: skip
+        "datasets": {
+            "syn": {"kind": "synthetic"},
+            "coco": {"kind": "coco"},
+            "oi": {"kind": "openimages"},
+            "other": {"kind": "intervention", "from": "syn", "objects": ["car"], "method": "subsample"},
+            "fix": {"kind": "intervention", "objects": ["surfboard"], "method": "subsample"} | spec,
+        },
+    }
 
 
 @pytest.mark.parametrize(
@@ -125,8 +131,18 @@ def test_an_intervention_on_a_table_needs_its_attribute_column_and_its_classes(t
     ]
 
 
-SPEC = {"kind": "synthetic", "size": 16, "n_train": 80, "n_val": 10, "label_groups": True, "p_person": 0.9,
-        "p_object": 0.9, "cooccurrence": {"surfboard": 0.9}, "p_occluded": 0.5, "seed": 3}  # fmt: skip
+SPEC = {
+    "kind": "synthetic",
+    "size": 16,
+    "n_train": 80,
+    "n_val": 10,
+    "label_groups": True,
+    "p_person": 0.9,
+    "p_object": 0.9,
+    "cooccurrence": {"surfboard": 0.9},
+    "p_occluded": 0.5,
+    "seed": 3,
+}
 
 
 @pytest.fixture(scope="module")
@@ -168,10 +184,25 @@ def test_the_intervention_scripts_write_its_splits_weights_and_table(drawn, tmp_
 
     _, files = drawn
     out = {k: str(tmp_path / f"{k}.parquet") for k in ("train", "val", "weights")}
-    spec = {"kind": "intervention", "from": "syn", "objects": ["surfboard"], "target": target, "method": method,
-            "seed": 1}  # fmt: skip
-    script("intervention").main(files["train"], files["attributes"], files["val"], spec, "fix", out["train"],
-                                out["val"], out["weights"], str(tmp_path / "c.csv"))  # fmt: skip
+    spec = {
+        "kind": "intervention",
+        "from": "syn",
+        "objects": ["surfboard"],
+        "target": target,
+        "method": method,
+        "seed": 1,
+    }
+    script("intervention").main(
+        files["train"],
+        files["attributes"],
+        files["val"],
+        spec,
+        "fix",
+        out["train"],
+        out["val"],
+        out["weights"],
+        str(tmp_path / "c.csv"),
+    )
     source, train, val = read_split(files["train"]), read_split(out["train"]), read_split(out["val"])
     assert train.dataset == val.dataset == "fix" and train.classes == source.classes
     assert val.frame.equals(read_split(files["val"]).frame)
@@ -206,8 +237,9 @@ def test_an_intervention_on_a_table_that_changes_nothing_says_so(tmp_path, caplo
     rows = []
     for i in range(100):
         Image.new("RGB", (8, 8), (i, 0, 0)).save(tmp_path / f"{i}.png")
-        rows.append((f"{i}.png", "surfboard" if i % 4 < 2 else "car", "train" if i < 80 else "val",
-                     "man" if i % 2 else "woman"))  # fmt: skip
+        rows.append(
+            (f"{i}.png", "surfboard" if i % 4 < 2 else "car", "train" if i < 80 else "val", "man" if i % 2 else "woman")
+        )
     pd.DataFrame(rows, columns=["path", "labels", "split", "attribute"]).to_csv(tmp_path / "t.csv", index=False)
     own = {"kind": "table", "table": str(tmp_path / "t.csv"), "attributes": ["man", "woman"]}
     files = {k: str(tmp_path / f"{k}.parquet") for k in ("train", "val", "attributes", "out", "out_val", "weights")}
@@ -215,24 +247,43 @@ def test_an_intervention_on_a_table_that_changes_nothing_says_so(tmp_path, caplo
     write_split(files["train"], train)
     write_split(files["val"], val)
     script("real_attributes").main(own, files["train"], files["attributes"])
-    spec = {"kind": "intervention", "from": "own", "objects": ["surfboard"], "target": "independent",
-            "method": "subsample", "seed": 0}  # fmt: skip
+    spec = {
+        "kind": "intervention",
+        "from": "own",
+        "objects": ["surfboard"],
+        "target": "independent",
+        "method": "subsample",
+        "seed": 0,
+    }
     cooccurrence = tmp_path / "interventions" / "fix" / "cooccurrence.csv"
     cooccurrence.parent.mkdir(parents=True)
     with caplog.at_level(logging.WARNING):
-        script("intervention").main(files["train"], files["attributes"], files["val"], spec, "fix", files["out"],
-                                    files["out_val"], files["weights"], str(cooccurrence))  # fmt: skip
+        script("intervention").main(
+            files["train"],
+            files["attributes"],
+            files["val"],
+            spec,
+            "fix",
+            files["out"],
+            files["out_val"],
+            files["weights"],
+            str(cooccurrence),
+        )
     assert len(read_split(files["out"]).frame) == 80
-    assert ("fix changed nothing in the training split of own (80 of 80 images kept, every weight 1: each object "
-            "is already within one image of its target)") in caplog.text  # fmt: skip
+    assert (
+        "fix changed nothing in the training split of own (80 of 80 images kept, every weight 1: each object "
+        "is already within one image of its target)"
+    ) in caplog.text
     table = pd.read_csv(cooccurrence)
     assert set(zip(table["split_images"], table["split_kept"], table["changed"])) == {(80, 80, False)}
     summary = tmp_path / "intervention.csv"
     script("intervention_summary").main([], {"fix": "own"}, str(summary), [str(cooccurrence)])
     frame = pd.read_csv(summary, keep_default_na=False, na_values=[""])
-    said = ("the intervention changed nothing in the training split (80 of 80 images kept, every weight 1: each "
-            "object was already at its target), so its networks learn from the same data as the untouched ones and "
-            "any difference between them is not the intervention's")  # fmt: skip
+    said = (
+        "the intervention changed nothing in the training split (80 of 80 images kept, every weight 1: each "
+        "object was already at its target), so its networks learn from the same data as the untouched ones and "
+        "any difference between them is not the intervention's"
+    )
     assert frame["level"].tolist() == ["data"] and frame["verdict"].tolist() == [said]
     assert f"- Training split: {said}." in describe_interventions(frame)
     assert f"Training split: {said}." in intervention_latex(frame, "fix")
@@ -242,15 +293,37 @@ def amplification_rows():
     """Two finetuned networks' directional amplification on the same test split: untouched and intervened."""
     import pandas as pd
 
-    base = {"network": "finetuned", "model": "m", "seed": "pooled", "measure": "directional", "threshold": "0.5",
-            "level": 0.95, "replicates": 100, "n_images": 50, "n_excluded": 3, "images_per_attribute": "a: 25"}  # fmt: skip
-    return pd.DataFrame([
-        base | {"dataset": "syn", "estimate": 0.05, "ci_low": 0.02, "ci_high": 0.08},
-        base | {"dataset": "fix", "estimate": 0.0, "ci_low": -0.01, "ci_high": 0.01},
-        base | {"dataset": "fix", "network": "scratch", "estimate": 9.0, "ci_low": 8.0, "ci_high": 10.0},
-        *(base | {"dataset": d, "measure": "leakage_embedding", "threshold": None, "estimate": e, "ci_low": e - 0.1,
-                  "ci_high": e + 0.1} for d, e in (("syn", 0.7), ("fix", 0.6))),
-    ])  # fmt: skip
+    base = {
+        "network": "finetuned",
+        "model": "m",
+        "seed": "pooled",
+        "measure": "directional",
+        "threshold": "0.5",
+        "level": 0.95,
+        "replicates": 100,
+        "n_images": 50,
+        "n_excluded": 3,
+        "images_per_attribute": "a: 25",
+    }
+    return pd.DataFrame(
+        [
+            base | {"dataset": "syn", "estimate": 0.05, "ci_low": 0.02, "ci_high": 0.08},
+            base | {"dataset": "fix", "estimate": 0.0, "ci_low": -0.01, "ci_high": 0.01},
+            base | {"dataset": "fix", "network": "scratch", "estimate": 9.0, "ci_low": 8.0, "ci_high": 10.0},
+            *(
+                base
+                | {
+                    "dataset": d,
+                    "measure": "leakage_embedding",
+                    "threshold": None,
+                    "estimate": e,
+                    "ci_low": e - 0.1,
+                    "ci_high": e + 0.1,
+                }
+                for d, e in (("syn", 0.7), ("fix", 0.6))
+            ),
+        ]
+    )
 
 
 def test_prediction_measures_side_by_side_and_the_report():
@@ -269,8 +342,10 @@ def test_prediction_measures_side_by_side_and_the_report():
     rows = both[both["name"] == "directional"]
     row = rows.iloc[0]
     assert (row["untouched"], row["intervened"], row["delta"]) == (0.05, 0.0, -0.05)
-    assert row["verdict"] == ("lower after the intervention (the intervals do not overlap); the interval "
-                              "contains 0 after the intervention only")  # fmt: skip
+    assert row["verdict"] == (
+        "lower after the intervention (the intervals do not overlap); the interval "
+        "contains 0 after the intervention only"
+    )
     u, i = tables(0.8, 0.0)
     emb = embedding_rows(intervention_table(u, i, TEST, bootstrap=200, permutations=1000), "fix", "syn", "set", "m")
     summary = pd.concat([emb, rows], ignore_index=True)

@@ -127,8 +127,17 @@ def test_the_contrast_is_the_difference_of_the_two_objects_shifts():
     rng = np.random.default_rng(1)
     a, A, T = _data(n=12, seed=1)
     P = (rng.random(T.shape) < 0.5).astype(int)
-    got = association_contrast(A, T, P, attribute="person_b", first="stop_sign", second="car",
-                               attribute_names=NAMES, task_names=TASKS, replicates=200)  # fmt: skip
+    got = association_contrast(
+        A,
+        T,
+        P,
+        attribute="person_b",
+        first="stop_sign",
+        second="car",
+        attribute_names=NAMES,
+        task_names=TASKS,
+        replicates=200,
+    )
     assert got.estimate == pytest.approx(_brute_contrast(A, T, P, 1, 2, 0))
     assert got.ci_low <= got.estimate <= got.ci_high and got.n_images == 12 and got.n_seeds == 1
 
@@ -137,15 +146,34 @@ def test_a_planted_prediction_bias_is_found_and_exact_predictions_show_none():
     a, A, T = _data()
     towards = T.copy()
     towards[a == 0, 1] = 1  # surfboard predicted for every person_a image
-    found = association_contrast(A, T, towards, attribute="person_a", first="surfboard", second="car",
-                                 attribute_names=NAMES, task_names=TASKS, replicates=300)  # fmt: skip
+    found = association_contrast(
+        A,
+        T,
+        towards,
+        attribute="person_a",
+        first="surfboard",
+        second="car",
+        attribute_names=NAMES,
+        task_names=TASKS,
+        replicates=300,
+    )
     assert found.ci_low > 0
-    exact = association_contrast(A, T, [T, T], attribute="person_a", first="surfboard", second="car",
-                                 attribute_names=NAMES, task_names=TASKS, replicates=300)  # fmt: skip
+    exact = association_contrast(
+        A,
+        T,
+        [T, T],
+        attribute="person_a",
+        first="surfboard",
+        second="car",
+        attribute_names=NAMES,
+        task_names=TASKS,
+        replicates=300,
+    )
     assert exact.estimate == 0 and exact.ci_low == exact.ci_high == 0 and exact.n_seeds == 2
     with pytest.raises(ValueError, match=r"task 'refrigerator' is not one of car, surfboard, stop_sign"):
-        association_contrast(A, T, T, attribute="person_a", first="refrigerator", second="car",
-                             attribute_names=NAMES, task_names=TASKS)  # fmt: skip
+        association_contrast(
+            A, T, T, attribute="person_a", first="refrigerator", second="car", attribute_names=NAMES, task_names=TASKS
+        )
 
 
 def _files(tmp_path, a, T, scores_by_stage):
@@ -167,13 +195,55 @@ def _files(tmp_path, a, T, scores_by_stage):
 
 def _summaries(tmp_path, stages):
     """ieat.csv, ieat_change.csv and amplification_terms.csv rows for the test t (person_a: surfboard vs car)."""
-    ieat = pd.DataFrame([{"analysis_set": "s", "model": "m", "stage": s, "test": "t", "effect_size": d, "ci_low": d - 0.3,
-                          "ci_high": d + 0.3} for s, d in stages.items()])  # fmt: skip
-    change = pd.DataFrame([{"analysis_set": "s", "model": "m", "finetune_dataset": "d", "seed": float(k), "test": "t",
-                            "delta_d": 0.1 * k, "ci_low": -0.2, "ci_high": 0.3} for k in range(3)])  # fmt: skip
-    terms = pd.DataFrame([{"network": "finetuned", "model": "m", "dataset": "d", "seed": "1", "measure": "directional",
-                           "threshold": "0.5", "attribute": "person_a", "task": "car", "term": 0.01, "ci_low": 0.0,
-                           "ci_high": 0.02, "shift": 0.5, "shift_low": 0.4, "shift_high": 0.6}])  # fmt: skip
+    ieat = pd.DataFrame(
+        [
+            {
+                "analysis_set": "s",
+                "model": "m",
+                "stage": s,
+                "test": "t",
+                "effect_size": d,
+                "ci_low": d - 0.3,
+                "ci_high": d + 0.3,
+            }
+            for s, d in stages.items()
+        ]
+    )
+    change = pd.DataFrame(
+        [
+            {
+                "analysis_set": "s",
+                "model": "m",
+                "finetune_dataset": "d",
+                "seed": float(k),
+                "test": "t",
+                "delta_d": 0.1 * k,
+                "ci_low": -0.2,
+                "ci_high": 0.3,
+            }
+            for k in range(3)
+        ]
+    )
+    terms = pd.DataFrame(
+        [
+            {
+                "network": "finetuned",
+                "model": "m",
+                "dataset": "d",
+                "seed": "1",
+                "measure": "directional",
+                "threshold": "0.5",
+                "attribute": "person_a",
+                "task": "car",
+                "term": 0.01,
+                "ci_low": 0.0,
+                "ci_high": 0.02,
+                "shift": 0.5,
+                "shift_low": 0.4,
+                "shift_high": 0.6,
+            }
+        ]
+    )
     paths = {}
     for name, frame in (("ieat", ieat), ("change", change), ("terms", terms)):
         paths[name] = str(tmp_path / f"{name}.csv")
@@ -189,12 +259,19 @@ def linked(tmp_path_factory):
     rng = np.random.default_rng(2)
     stages = {f"ft-d-seed{k}": 0.2 + 0.4 * k for k in range(3)} | {"scratch-d-seed0": -0.5, "pretrained": 0.9}
     # the predictions push surfboard towards person_a more the larger the network's d
-    scores = {s: np.clip(T * 0.8 + 0.1 + np.outer(a == 0, [0, 0.3 * (1 + d), 0]) * (rng.random(len(a)) < 0.5)[:, None],
-                         0, 1) for s, d in stages.items() if s != "pretrained"}  # fmt: skip
+    scores = {
+        s: np.clip(T * 0.8 + 0.1 + np.outer(a == 0, [0, 0.3 * (1 + d), 0]) * (rng.random(len(a)) < 0.5)[:, None], 0, 1)
+        for s, d in stages.items()
+        if s != "pretrained"
+    }
     split, attrs, preds = _files(tmp_path, a, T, scores)
     paths = _summaries(tmp_path, stages)
-    tests = {"s": [{"name": "t", "X": "person_a", "Y": "person_b", "A": "surfboard", "B": "car", "role": "planted"},
-                   {"name": "other", "X": "person_a", "Y": "person_b", "A": "surfboard", "B": "refrigerator"}]}  # fmt: skip
+    tests = {
+        "s": [
+            {"name": "t", "X": "person_a", "Y": "person_b", "A": "surfboard", "B": "car", "role": "planted"},
+            {"name": "other", "X": "person_a", "Y": "person_b", "A": "surfboard", "B": "refrigerator"},
+        ]
+    }
     out = {"table": str(tmp_path / "link.csv"), "correlation": str(tmp_path / "corr.csv")}
     settings = LinkSettings(tests=tests, threshold=0.5, bootstrap=200, ci_level=0.95, seed=0)
     inputs = (paths["ieat"], paths["change"], paths["terms"], [str(split)], [str(attrs)], [str(p) for p in preds])
@@ -227,15 +304,28 @@ def test_the_link_script_puts_each_networks_levels_side_by_side(linked):
     corr = pd.read_csv(out["correlation"]).set_index("embedding")
     assert corr.loc["d", "n"] == 4 and corr.loc["delta_d", "n"] == 3
     assert corr["verdict"].str.startswith(TOO_FEW).all()
-    assert corr.loc["d", "estimate"] == pytest.approx(spearman(rows.loc[[("finetuned", "0"), ("finetuned", "1"),
-        ("finetuned", "2"), ("scratch", "0")], "d"], rows.loc[[("finetuned", "0"), ("finetuned", "1"),
-        ("finetuned", "2"), ("scratch", "0")], "contrast"]))  # fmt: skip
+    assert corr.loc["d", "estimate"] == pytest.approx(
+        spearman(
+            rows.loc[[("finetuned", "0"), ("finetuned", "1"), ("finetuned", "2"), ("scratch", "0")], "d"],
+            rows.loc[[("finetuned", "0"), ("finetuned", "1"), ("finetuned", "2"), ("scratch", "0")], "contrast"],
+        )
+    )
 
 
 def test_the_correlation_table_reads_the_networks_not_the_pooled_rows():
-    rows = pd.DataFrame({"analysis_set": "s", "test": "t", "role": "planted", "dataset": "d", "network": "finetuned",
-                         "seed": [*map(str, range(7)), "pooled"], "d": [*range(7), 100.0],
-                         "delta_d": [*range(7), np.nan], "contrast": [*(0.1 * k for k in range(7)), -5.0]})  # fmt: skip
+    rows = pd.DataFrame(
+        {
+            "analysis_set": "s",
+            "test": "t",
+            "role": "planted",
+            "dataset": "d",
+            "network": "finetuned",
+            "seed": [*map(str, range(7)), "pooled"],
+            "d": [*range(7), 100.0],
+            "delta_d": [*range(7), np.nan],
+            "contrast": [*(0.1 * k for k in range(7)), -5.0],
+        }
+    )
     corr = correlation_table(rows).set_index("embedding")
     assert corr.loc["d", "n"] == 7 and corr.loc["d", "estimate"] == 1 and corr.loc["d", "verdict"] == TOGETHER
 
@@ -248,8 +338,14 @@ def test_the_report_shows_the_link_as_a_table_a_figure_and_in_words(linked, tmp_
     assert "Spearman rho = " in latex and "too few networks to tell" in latex and "95\\% interval" in latex
     assert "no iEAT of this run" in link_latex(table, corr, "other")
     main = _script("make_tables").main
-    main("link", linked["table"], str(tmp_path / "t.tex"), dataset="d", correlation=linked["correlation"],
-         csv=str(tmp_path / "t.csv"))  # fmt: skip
+    main(
+        "link",
+        linked["table"],
+        str(tmp_path / "t.tex"),
+        dataset="d",
+        correlation=linked["correlation"],
+        csv=str(tmp_path / "t.csv"),
+    )
     assert len(pd.read_csv(tmp_path / "t.csv")) == 5
     _script("plot_link").main(
         linked["table"], linked["correlation"], "d", str(tmp_path / "f.png"), str(tmp_path / "f.pdf")

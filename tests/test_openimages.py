@@ -209,8 +209,12 @@ def test_miap_boxes_take_precedence_over_the_gender_labels(tmp_path):
     lines = ["ImageID,Source,LabelName,Confidence"]
     lines += [f"{i},verification,{M[n]},{c}" for i, ls in labels.items() for n, c in ls]
     (tmp_path / "test-labels.csv").write_text("\n".join(lines) + "\n")
-    boxes = [(ids[0], "Predominantly Masculine"), (ids[2], "Predominantly Masculine"),
-             (ids[2], "Predominantly Feminine"), (ids[3], "Unknown")]  # fmt: skip
+    boxes = [
+        (ids[0], "Predominantly Masculine"),
+        (ids[2], "Predominantly Masculine"),
+        (ids[2], "Predominantly Feminine"),
+        (ids[3], "Unknown"),
+    ]
     box_line = "{},/m/01g317,1,0.1,0.5,0.1,0.9,0,0,0,0,0,{},Middle"
     (tmp_path / "miap.csv").write_text("\n".join([MIAP_HEADER, *(box_line.format(*b) for b in boxes)]) + "\n")
     classes = oi.load_classes(tmp_path / "classes.csv")
@@ -251,8 +255,13 @@ def test_the_training_split_attributes_come_from_the_train_labels_only(tmp_path)
     ann.mkdir(parents=True)
     (ann / "class-descriptions-boxable.csv").write_text("".join(f"{m},{n}\n" for m, n in CLASSES))
     ids = [f"{k:016x}" for k in range(5)]
-    train = {ids[0]: [("Man", 1), ("Car", 1)], ids[1]: [("Girl", 1)], ids[2]: [("Boy", 1), ("Woman", 1)],
-             ids[3]: [("Man", 0), ("Car", 1)], ids[4]: [("Bicycle", 0)]}  # fmt: skip
+    train = {
+        ids[0]: [("Man", 1), ("Car", 1)],
+        ids[1]: [("Girl", 1)],
+        ids[2]: [("Boy", 1), ("Woman", 1)],
+        ids[3]: [("Man", 0), ("Car", 1)],
+        ids[4]: [("Bicycle", 0)],
+    }
     for name, labels in (("train", train), ("test", {ids[0]: [("Woman", 1)]})):
         lines = ["ImageID,Source,LabelName,Confidence"]
         lines += [f"{i},verification,{M[n]},{c}" for i, ls in labels.items() for n, c in ls]
@@ -260,9 +269,14 @@ def test_the_training_split_attributes_come_from_the_train_labels_only(tmp_path)
     classes = oi.load_classes(ann / "class-descriptions-boxable.csv")
     labels = oi.load_labels(ann / "train-annotations-human-imagelabels-boxable.csv", classes)
     split = oi.make_split(labels, classes, dataset="oi", name="train", source_split="train", root=tmp_path / "oi")
-    split = type(split)(split.dataset, split.name, split.classes,
-                        pd.concat([split.frame, pd.DataFrame({"image_id": [ids[4]], "path": ["x.jpg"], "labels": [[]]})],
-                                  ignore_index=True))  # fmt: skip
+    split = type(split)(
+        split.dataset,
+        split.name,
+        split.classes,
+        pd.concat(
+            [split.frame, pd.DataFrame({"image_id": [ids[4]], "path": ["x.jpg"], "labels": [[]]})], ignore_index=True
+        ),
+    )
     write_split(tmp_path / "train.parquet", split)
     out = tmp_path / "train_attributes.parquet"
     dataset = {"kind": "openimages", "root": str(tmp_path / "oi"), "verified_only": True}

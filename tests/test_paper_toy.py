@@ -184,9 +184,14 @@ def test_the_intervention_rebalances_cocos_training_split_and_is_compared(toy):
     assert len(read_split(splits / "coco_independent" / "train.parquet").frame) == 36 - 9
     table = pd.read_csv(workdir / "results" / "interventions" / "coco_independent" / "cooccurrence.csv")
     images = table.set_index(["when", "object", "attribute"])["images"]
-    assert images["before"].to_dict() == {("refrigerator", "man"): 1, ("refrigerator", "woman"): 4,
-                                          ("surfboard", "man"): 1, ("surfboard", "woman"): 4,
-                                          ("car", "man"): 4, ("car", "woman"): 1}  # fmt: skip
+    assert images["before"].to_dict() == {
+        ("refrigerator", "man"): 1,
+        ("refrigerator", "woman"): 4,
+        ("surfboard", "man"): 1,
+        ("surfboard", "woman"): 4,
+        ("car", "man"): 4,
+        ("car", "woman"): 1,
+    }
     assert (images["after"] == 1).all() and (table["target"] == 0.5).all()
     summary = pd.read_csv(workdir / "results" / "summary" / "intervention.csv")
     embedding = summary[summary["level"] == "embedding"]

@@ -27,8 +27,19 @@ from biastransfer.workflow.rules.inference import PredictSettings
 from biastransfer.workflow.rules.predictions import AmplificationSettings
 
 ROOT = Path(__file__).resolve().parents[1]
-SPEC = {"kind": "synthetic", "size": 24, "n_train": 30, "n_val": 10, "n_test": 80, "label_groups": False,
-        "p_person": 0.8, "p_object": 0.85, "cooccurrence": {}, "p_occluded": 0, "seed": 5}  # fmt: skip
+SPEC = {
+    "kind": "synthetic",
+    "size": 24,
+    "n_train": 30,
+    "n_val": 10,
+    "n_test": 80,
+    "label_groups": False,
+    "p_person": 0.8,
+    "p_object": 0.85,
+    "cooccurrence": {},
+    "p_occluded": 0,
+    "seed": 5,
+}
 TASKS = ("car", "refrigerator", "stop_sign", "surfboard")
 
 
@@ -37,10 +48,22 @@ def drawn(tmp_path_factory):
     """A small synthetic dataset's train/val splits, its test split and attribute file."""
     root = tmp_path_factory.mktemp("syn")
     files = {k: str(root / f"{k}.parquet") for k in ("train", "val", "test", "attributes")}
-    _script("synthetic_dataset").main({k: v for k, v in SPEC.items() if k != "n_test"}, str(root / "images"),
-                                      files["train"], files["val"], synthetic="syn")  # fmt: skip
-    _script("synthetic_test_split").main(SPEC, files["train"], files["val"], str(root / "test_images"),
-                                         files["test"], files["attributes"], synthetic="syn")  # fmt: skip
+    _script("synthetic_dataset").main(
+        {k: v for k, v in SPEC.items() if k != "n_test"},
+        str(root / "images"),
+        files["train"],
+        files["val"],
+        synthetic="syn",
+    )
+    _script("synthetic_test_split").main(
+        SPEC,
+        files["train"],
+        files["val"],
+        str(root / "test_images"),
+        files["test"],
+        files["attributes"],
+        synthetic="syn",
+    )
     return root, files
 
 
@@ -213,8 +236,14 @@ def _write_inputs(tmp_path, ev, a, scores, *, classes=TASKS, split_sha=None, emb
         split, Split("d", "test", (*TASKS, "person"), pd.DataFrame({"image_id": ids, "path": ids, "labels": labels}))
     )
     values = [("person_a", "person_b")[k] for k in a] + [None]
-    attrs = Attributes("d", "test", file_digest(split), ("person_a", "person_b"), ("person",),
-                       pd.DataFrame({"image_id": ids, "attribute": values, "source": [v and "drawn" for v in values]}))  # fmt: skip
+    attrs = Attributes(
+        "d",
+        "test",
+        file_digest(split),
+        ("person_a", "person_b"),
+        ("person",),
+        pd.DataFrame({"image_id": ids, "attribute": values, "source": [v and "drawn" for v in values]}),
+    )
     write_attributes(tmp_path / "attrs.parquet", attrs)
     pred = tmp_path / "ft-d-seed0.parquet"
     full = np.vstack([scores, np.full((1, len(classes)), 0.5)])
@@ -236,8 +265,15 @@ def test_the_amplification_script_writes_every_measure_and_checks_its_inputs(tmp
     out = {"summary": str(tmp_path / "s.csv"), "terms": str(tmp_path / "t.csv"), "settings": settings}
     main([str(split)], [str(attrs)], [str(pred)], [str(emb)], **out)
     summary = pd.read_csv(out["summary"], keep_default_na=False)
-    assert set(summary["measure"]) == {"directional", "zhao", "leakage_model", "leakage_dataset_matched",
-                                       "leakage_amplification", "leakage_embedding", "leakage_dataset"}  # fmt: skip
+    assert set(summary["measure"]) == {
+        "directional",
+        "zhao",
+        "leakage_model",
+        "leakage_dataset_matched",
+        "leakage_amplification",
+        "leakage_embedding",
+        "leakage_dataset",
+    }
     leak = summary[summary["measure"] == "leakage_embedding"].iloc[0]
     assert (leak["network"], leak["seed"], leak["threshold"]) == ("finetuned", "0", "") and leak["ci_low"] > 0.5
     assert set(summary["n_images"]) == {120} and set(summary["n_excluded"]) == {1}
@@ -251,8 +287,11 @@ def test_the_amplification_script_writes_every_measure_and_checks_its_inputs(tmp
     ):
         main([str(split)], [str(attrs)], [str(other)], [str(emb)], **out)
     # an embedding of another split, of another network, with its images in another order
-    with pytest.raises(ValueError, match=r"o/ft-d-seed0.embedding.parquet: not the embedding of the network and "
-                                         r"split of .*ft-d-seed0.parquet \(split_sha256 'ffff"):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=r"o/ft-d-seed0.embedding.parquet: not the embedding of the network and "
+        r"split of .*ft-d-seed0.parquet \(split_sha256 'ffff",
+    ):
         main([str(split)], [str(attrs)], [str(pred)], [str(other_emb)], **out)
     table = read_embeddings(emb)
     write_embeddings(
@@ -264,8 +303,11 @@ def test_the_amplification_script_writes_every_measure_and_checks_its_inputs(tmp
         main([str(split)], [str(attrs)], [str(pred)], [str(other_emb)], **out)
     order = np.r_[1, 0, 2 : len(table.image_ids)]
     write_embeddings(other_emb, table.image_ids[order], table.classes, table.embeddings[order], table.metadata)
-    with pytest.raises(ValueError, match=r"ft-d-seed0.embedding.parquet: row 0 is 'd-test-000001' but .*ft-d-seed0"
-                                         r".parquet has 'd-test-000000' there"):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=r"ft-d-seed0.embedding.parquet: row 0 is 'd-test-000001' but .*ft-d-seed0"
+        r".parquet has 'd-test-000000' there",
+    ):
         main([str(split)], [str(attrs)], [str(pred)], [str(other_emb)], **out)
     with pytest.raises(ValueError, match=r"1 prediction files but 0 embedding files"):
         main([str(split)], [str(attrs)], [str(pred)], [], **out)
@@ -309,7 +351,8 @@ def test_a_class_absent_from_the_test_split_is_left_out_with_its_reason_a_warnin
     for key in [("directional", "0.5"), ("directional", "base_rate")]:
         got, want = got_rows.loc[key], want_rows.loc[key]
         assert (got["estimate"], got["ci_low"], got["ci_high"]) == pytest.approx(
-            (want["estimate"], want["ci_low"], want["ci_high"]))  # fmt: skip
+            (want["estimate"], want["ci_low"], want["ci_high"])
+        )
     absent = terms[terms["task"] == "stop_sign"]
     assert absent["term"].isna().all() and (absent["excluded"] == ABSENT).all()
     assert terms.loc[terms["task"] != "stop_sign", "excluded"].isna().all()
@@ -345,15 +388,18 @@ def test_embedding_leakage_rows_per_seed_and_pooled_follow_what_the_embedding_ca
     rng = np.random.default_rng(2)
     carries = {s: a[:, None] + rng.normal(0, 0.8, (200, 4)) for s in (0, 1)}
     blind = {0: rng.normal(0, 1, (200, 4))}
-    embedded = {("finetuned", "m"): {s: embedding_leakage(ev, f, SETTINGS) for s, f in carries.items()},
-                ("scratch", "m"): {s: embedding_leakage(ev, f, SETTINGS) for s, f in blind.items()}}  # fmt: skip
+    embedded = {
+        ("finetuned", "m"): {s: embedding_leakage(ev, f, SETTINGS) for s, f in carries.items()},
+        ("scratch", "m"): {s: embedding_leakage(ev, f, SETTINGS) for s, f in blind.items()},
+    }
     networks = {("finetuned", "m"): {0: ev.truth * 0.9, 1: ev.truth * 0.8}, ("scratch", "m"): {0: ev.truth * 0.9}}
     summary, _ = prediction_bias(ev, networks, SETTINGS, embedded)
     rows = summary[summary["measure"] == "leakage_embedding"].set_index(["network", "seed"])
     assert sorted(rows.index) == [("finetuned", "0"), ("finetuned", "1"), ("finetuned", "pooled"), ("scratch", "0")]
     assert (rows["threshold"] == "").all() and (rows.loc["finetuned", "ci_low"] > 0.5).all()
     assert rows.loc[("finetuned", "pooled"), "estimate"] == pytest.approx(
-        np.mean([embedded[("finetuned", "m")][s].estimate for s in (0, 1)]))  # fmt: skip
+        np.mean([embedded[("finetuned", "m")][s].estimate for s in (0, 1)])
+    )
     assert rows.loc[("scratch", "0"), "ci_low"] <= 0.5 <= rows.loc[("scratch", "0"), "ci_high"]
     with pytest.raises(ValueError, match=r"finetuned m: embeddings of seeds \[0\] but predictions of seeds \[0, 1\]"):
         prediction_bias(ev, networks, SETTINGS, {("finetuned", "m"): {0: embedded[("finetuned", "m")][0]}})
@@ -363,8 +409,10 @@ def test_the_table_and_the_findings_follow_the_intervals():
     ev, a = _evaluation(n=200)
     biased, against = {0: _towards(ev, a, 0)}, {0: _towards(ev, a, 1)}
     rng = np.random.default_rng(3)
-    embedded = {("finetuned", "m"): {0: embedding_leakage(ev, a[:, None] + rng.normal(0, 0.5, (200, 3)), SETTINGS)},
-                ("scratch", "m"): {0: embedding_leakage(ev, rng.normal(0, 1, (200, 3)), SETTINGS)}}  # fmt: skip
+    embedded = {
+        ("finetuned", "m"): {0: embedding_leakage(ev, a[:, None] + rng.normal(0, 0.5, (200, 3)), SETTINGS)},
+        ("scratch", "m"): {0: embedding_leakage(ev, rng.normal(0, 1, (200, 3)), SETTINGS)},
+    }
     summary, terms = prediction_bias(ev, {("finetuned", "m"): biased, ("scratch", "m"): against}, SETTINGS, embedded)
     frame = amplification_frame(summary, "d")
     assert len(frame) == len(summary)
@@ -406,8 +454,12 @@ def _checkpoint(path, classes, seed=0):
 
 
 STAGES = ["ft-syn-seed0", "scratch-syn-seed0"]
-ENTRY = {"source": "timm", "arch": "resnet10t", "weights": None,
-         "preprocess": {"resize": 32, "crop": 32, "interpolation": "bilinear", "mean": [0.5] * 3, "std": [0.25] * 3}}  # fmt: skip
+ENTRY = {
+    "source": "timm",
+    "arch": "resnet10t",
+    "weights": None,
+    "preprocess": {"resize": 32, "crop": 32, "interpolation": "bilinear", "mean": [0.5] * 3, "std": [0.25] * 3},
+}
 
 
 def _settings(datasets: list, stages: list) -> PredictSettings:
@@ -470,8 +522,10 @@ def test_predict_names_a_lacking_class_or_an_unmatched_stage_before_scoring(draw
     monkeypatch.setattr(FeatureExtractor, "forward", lambda self, x: pytest.fail("an image was scored"))
     predict = _script("predict").main
     weights = [str(tmp_path / "model.safetensors"), str(tmp_path / "lacking.safetensors")]
-    outputs = dict(predictions=[str(tmp_path / f"{s}.parquet") for s in STAGES],
-                   embeddings=[str(tmp_path / f"{s}.embedding.parquet") for s in STAGES])  # fmt: skip
+    outputs = dict(
+        predictions=[str(tmp_path / f"{s}.parquet") for s in STAGES],
+        embeddings=[str(tmp_path / f"{s}.embedding.parquet") for s in STAGES],
+    )
     with pytest.raises(ValueError, match=r"lacking.safetensors: the network has no output for class 'person'"):
         predict([files["test"]], weights, **outputs, settings=_settings(["syn"], STAGES), model="tiny")
     # a second dataset's split: its network is checked before the first dataset's networks score

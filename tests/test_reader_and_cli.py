@@ -159,8 +159,12 @@ def test_an_ieat_with_a_class_in_two_roles_is_refused(good, capsys):
 def test_ieat_says_when_a_set_is_too_small_for_an_interval(good, capsys, tmp_path):
     small = tmp_path / "small.parquet"
     rng = np.random.default_rng(0)
-    write_embeddings(small, [f"i{k}" for k in range(8)], [c for c in ("man", "woman", "car", "boat") for _ in range(2)],
-                     rng.standard_normal((8, 4)))  # fmt: skip
+    write_embeddings(
+        small,
+        [f"i{k}" for k in range(8)],
+        [c for c in ("man", "woman", "car", "boat") for _ in range(2)],
+        rng.standard_normal((8, 4)),
+    )
     status, _, err = run(capsys, "ieat", small, "--X", "man", "--Y", "woman", "--A", "car", "--B", "boat")
     assert status == 0 and "95% CI not estimable (a set under 5 images)" in err
 

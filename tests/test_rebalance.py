@@ -22,11 +22,15 @@ def table(cells):
 
 # surfboard 6 a / 2 b, car 2 a / 6 b, no object 4 a / 4 b (overall 12 / 12), two images without a figure
 SKEWED = [
-    (["surfboard", "person"], "person_a", 6), (["surfboard", "person"], "person_b", 2),
-    (["car", "person"], "person_a", 2), (["car", "person"], "person_b", 6),
-    (["person"], "person_a", 4), (["person"], "person_b", 4),
-    (["surfboard"], None, 1), ([], None, 1),
-]  # fmt: skip
+    (["surfboard", "person"], "person_a", 6),
+    (["surfboard", "person"], "person_b", 2),
+    (["car", "person"], "person_a", 2),
+    (["car", "person"], "person_b", 6),
+    (["person"], "person_a", 4),
+    (["person"], "person_b", 4),
+    (["surfboard"], None, 1),
+    ([], None, 1),
+]
 
 
 def after(result, obj):
@@ -69,8 +73,12 @@ def test_given_ratio_reweight_is_exact_and_weights_sum_to_the_image_count():
 def test_data_already_at_its_target_is_not_changed_and_says_so(method):
     """Surfboards 4 : 4 beside an overall 8 : 8: independent keeps every image at weight 1 (changed False);
     the skewed table is changed by either method."""
-    balanced = [(["surfboard"], "person_a", 4), (["surfboard"], "person_b", 4), (["car"], "person_a", 4),
-                (["car"], "person_b", 4)]  # fmt: skip
+    balanced = [
+        (["surfboard"], "person_a", 4),
+        (["surfboard"], "person_b", 4),
+        (["car"], "person_a", 4),
+        (["car"], "person_b", 4),
+    ]
     out = rebalance(*table(balanced), ATTRS, ["surfboard"], target="independent", method=method)
     assert out.keep.all() and np.allclose(out.weights, 1) and out.changed is False
     assert rebalance(*table(SKEWED), ATTRS, ["surfboard"], target="independent", method=method).changed is True
@@ -78,8 +86,10 @@ def test_data_already_at_its_target_is_not_changed_and_says_so(method):
 
 def test_seeded_and_reproducible():
     labels, codes = table(SKEWED)
-    runs = [rebalance(labels, codes, ATTRS, ["surfboard"], target="independent", method="subsample", seed=s).keep
-            for s in (5, 5, 6)]  # fmt: skip
+    runs = [
+        rebalance(labels, codes, ATTRS, ["surfboard"], target="independent", method="subsample", seed=s).keep
+        for s in (5, 5, 6)
+    ]
     assert (runs[0] == runs[1]).all()
     assert not (runs[0] == runs[2]).all()
 
@@ -87,16 +97,32 @@ def test_seeded_and_reproducible():
 @pytest.mark.parametrize(
     "cells, target, method, message",
     [
-        ([(["surfboard"], "person_a", 5), (["car"], "person_b", 5)], "independent", "subsample",
-         "object 'surfboard', attribute 'person_b'"),
-        ([(["surfboard"], "person_a", 5), (["car"], "person_b", 5)], 0.5, "reweight",
-         "object 'surfboard', attribute 'person_b'"),
-        ([(["surfboard"], "person_a", 6), (["surfboard"], "person_b", 2)], "reversed", "subsample",
-         "object 'surfboard', attribute 'person_a'"),
-        ([(["surfboard"], None, 3), (["car"], "person_b", 5)], "independent", "reweight",
-         "object 'surfboard': no image"),
+        (
+            [(["surfboard"], "person_a", 5), (["car"], "person_b", 5)],
+            "independent",
+            "subsample",
+            "object 'surfboard', attribute 'person_b'",
+        ),
+        (
+            [(["surfboard"], "person_a", 5), (["car"], "person_b", 5)],
+            0.5,
+            "reweight",
+            "object 'surfboard', attribute 'person_b'",
+        ),
+        (
+            [(["surfboard"], "person_a", 6), (["surfboard"], "person_b", 2)],
+            "reversed",
+            "subsample",
+            "object 'surfboard', attribute 'person_a'",
+        ),
+        (
+            [(["surfboard"], None, 3), (["car"], "person_b", 5)],
+            "independent",
+            "reweight",
+            "object 'surfboard': no image",
+        ),
     ],
-)  # fmt: skip
+)
 def test_an_unreachable_target_is_refused_naming_object_and_attribute(cells, target, method, message):
     labels, codes = table(cells)
     with pytest.raises(ValueError, match=message):
@@ -119,8 +145,13 @@ counts = st.integers(min_value=1, max_value=40)
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(counts, counts), min_size=1, max_size=3), st.integers(0, 5), st.integers(0, 5),
-       st.sampled_from(["independent", "reversed", 0.4]), st.integers(0, 2**31))  # fmt: skip
+@given(
+    st.lists(st.tuples(counts, counts), min_size=1, max_size=3),
+    st.integers(0, 5),
+    st.integers(0, 5),
+    st.sampled_from(["independent", "reversed", 0.4]),
+    st.integers(0, 2**31),
+)
 def test_property_achieved_shares(per_object, plain_a, plain_b, target, seed):
     """One object per image: a reweighting hits the target exactly; a subsample is within one image of it,
     keeps at least one image of each attribute and drops only images of listed objects."""

@@ -74,8 +74,11 @@ def test_the_findings_give_each_iEAT_the_verdict_and_interval_of_results_json(si
         name = v["test"].split(" (", 1)[0]  # "coco: car-random"
         section = findings.split(f"{name} —", 1)[1].split(" — ", 1)[0]
         if v["stage"] == "pretrained":
-            found = re.search(rf"{re.escape(v['model'])} pretrained: ([a-z ]+) \(d = ({NUMBER}), 95% CI \[({NUMBER}), "
-                              rf"({NUMBER})\]", section)  # fmt: skip
+            found = re.search(
+                rf"{re.escape(v['model'])} pretrained: ([a-z ]+) \(d = ({NUMBER}), 95% CI \[({NUMBER}), "
+                rf"({NUMBER})\]",
+                section,
+            )
             assert found, (name, v["model"])
             verdict, d, low, high = found.groups()
             assert verdict.strip() == v["verdict"] and agrees(d, v["estimate"]), (found.group(0), v)

@@ -87,7 +87,7 @@ EDITS = {
             "compare_paper": 1,
             **CHANGE,
             **LINK,
-        },  # fmt: skip
+        },
     ),
     "a report option": (
         lambda c: c.setdefault("report", {}).update(p_adjust="bh"),

@@ -349,9 +349,13 @@ def zoo_run(slurm_cluster, tmp_path_factory):
         workdir = root / "run"
         workdir.mkdir()
         command = _snakemake_command(
-            workdir, "--profile", str(PROFILE), *LOCAL_CLUSTER_OPTIONS, "--slurm-keep-successful-logs",
+            workdir,
+            "--profile",
+            str(PROFILE),
+            *LOCAL_CLUSTER_OPTIONS,
+            "--slurm-keep-successful-logs",
             configfile=configfile,
-        )  # fmt: skip
+        )
         env = {**slurm_cluster.env, "HF_HUB_OFFLINE": "1"}
         with _started(command, workdir, env, root / "zoo.log") as process:
             yield BackgroundRun(workdir, process, root / "zoo.log")

@@ -32,8 +32,11 @@ def compile_latex(document: str, folder: Path, name: str = "table") -> Path:
     (folder / f"{name}.tex").write_text(document)
     result = subprocess.run(
         [PDFLATEX, "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape", f"{name}.tex"],
-        cwd=folder, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     errors = [line for line in result.stdout.splitlines() if line.startswith("!")]
     assert result.returncode == 0, f"{name}: pdflatex failed: {errors or result.stdout[-2000:]}"
     pdf = folder / f"{name}.pdf"
@@ -78,27 +81,41 @@ def data_rows(document: str) -> list[list[str]]:
 
 @pytest.mark.parametrize(
     ("text", "latex"),
-    [("car_man", r"car\_man"), ("a&b 50%", r"a\&b 50\%"), ("$x^2~{y}#", r"\$x\textasciicircum{}2\textasciitilde{}\{y\}\#"),
-     ("back\\slash", r"back\textbackslash{}slash")],
-)  # fmt: skip
+    [
+        ("car_man", r"car\_man"),
+        ("a&b 50%", r"a\&b 50\%"),
+        ("$x^2~{y}#", r"\$x\textasciicircum{}2\textasciitilde{}\{y\}\#"),
+        ("back\\slash", r"back\textbackslash{}slash"),
+    ],
+)
 def test_latex_escape(text, latex):
     assert formatting.latex_escape(text) == latex
 
 
 @pytest.mark.parametrize(
     ("p", "text"),
-    [(0.0071, "$0.007$"), (0.5, "$0.500$"), (0.001, "$0.001$"), (1e-5, "$10^{-5}$"), (2.5e-4, r"$2.5\times10^{-4}$"),
-     (float("nan"), "--")],
-)  # fmt: skip
+    [
+        (0.0071, "$0.007$"),
+        (0.5, "$0.500$"),
+        (0.001, "$0.001$"),
+        (1e-5, "$10^{-5}$"),
+        (2.5e-4, r"$2.5\times10^{-4}$"),
+        (float("nan"), "--"),
+    ],
+)
 def test_format_p(p, text):
     assert formatting.format_p(p) == text
 
 
 @pytest.mark.parametrize(
     ("p", "floor", "latex", "words"),
-    [(1e-5, 1e-5, r"$\leq10^{-5}$", "p <= 1e-05"), (2 / 5040, 2 / 5040, r"$\leq4.0\times10^{-4}$", "p <= 0.0004"),
-     (0.0, 0.0, "$<10^{-16}$", "p < 1e-16"), (0.03, 1e-5, "$0.030$", "p = 0.03")],
-)  # fmt: skip
+    [
+        (1e-5, 1e-5, r"$\leq10^{-5}$", "p <= 1e-05"),
+        (2 / 5040, 2 / 5040, r"$\leq4.0\times10^{-4}$", "p <= 0.0004"),
+        (0.0, 0.0, "$<10^{-16}$", "p < 1e-16"),
+        (0.03, 1e-5, "$0.030$", "p = 0.03"),
+    ],
+)
 def test_a_p_at_its_floor_is_a_bound_and_never_zero(p, floor, latex, words):
     assert formatting.format_p(p, floor) == latex
     assert formatting.p_text(p, floor) == words
@@ -123,9 +140,19 @@ def test_an_adjusted_p_is_a_bound_where_its_raw_p_is_at_the_floor():
 
 @pytest.mark.parametrize(
     ("alpha", "p", "marks"),
-    [(0.05, 0.2, ""), (0.05, 0.05, ""), (0.05, 0.04, "*"), (0.05, 0.004, "**"), (0.05, 0.0004, "***"),
-     (0.05, float("nan"), ""), (0.01, 0.03, ""), (0.01, 0.009, "*"), (0.01, 0.0009, "**"), (0.01, 0.00009, "***")],
-)  # fmt: skip
+    [
+        (0.05, 0.2, ""),
+        (0.05, 0.05, ""),
+        (0.05, 0.04, "*"),
+        (0.05, 0.004, "**"),
+        (0.05, 0.0004, "***"),
+        (0.05, float("nan"), ""),
+        (0.01, 0.03, ""),
+        (0.01, 0.009, "*"),
+        (0.01, 0.0009, "**"),
+        (0.01, 0.00009, "***"),
+    ],
+)
 def test_stars_follow_the_runs_alpha_one_star_is_significant(alpha, p, marks):
     rule = formatting.Significance(alpha)
     assert rule.stars(p) == marks
@@ -148,10 +175,20 @@ def test_bts_table_shows_pooled_scores_with_adjusted_p_and_marks(summaries):
     assert [r[0] for r in rows] == [formatting.model_label(m) for m in rd.MODELS]
     for model, row in zip(rd.MODELS, rows):
         for offset, kind in ((1, "intra"), (6, "inter")):
-            r = bts[(bts.model == model) & (bts.kind == kind) & (bts.seed == "pooled") & (bts.finetune_dataset == "coco")
-                    & (bts.analysis_set == "coco")].iloc[0]  # fmt: skip
-            seeds = bts[(bts.analysis_set == "coco") & (bts.finetune_dataset == "coco") & (bts.model == r.model)
-                        & (bts.kind == kind) & (bts.seed != "pooled")].statistic  # fmt: skip
+            r = bts[
+                (bts.model == model)
+                & (bts.kind == kind)
+                & (bts.seed == "pooled")
+                & (bts.finetune_dataset == "coco")
+                & (bts.analysis_set == "coco")
+            ].iloc[0]
+            seeds = bts[
+                (bts.analysis_set == "coco")
+                & (bts.finetune_dataset == "coco")
+                & (bts.model == r.model)
+                & (bts.kind == kind)
+                & (bts.seed != "pooled")
+            ].statistic
             spread = formatting.format_spread(seeds.min(), seeds.max())  # coco has three seeds
             assert row[offset] == formatting.format_number(r.statistic, mark=RULE.stars(r.pvalue_holm)) + spread
             assert row[offset + 1] == formatting.format_interval(r.ci_low, r.ci_high)
@@ -275,8 +312,10 @@ def test_a_table_fragment_is_input_into_a_papers_own_table(summaries, tmp_path):
     assert fragment.startswith("% Table fragment") and "\\documentclass" not in fragment
     assert all(line.startswith("%") for line in fragment.split("\\begin{tabular}")[0].splitlines())
     (tmp_path / "ieat_tabular.tex").write_text(fragment)
-    paper = ("\\documentclass{article}\n\\usepackage{booktabs,graphicx}\n\\begin{document}\n\\begin{table}\n"
-             "\\resizebox{\\textwidth}{!}{\\input{ieat_tabular.tex}}\n\\caption{Ours.}\n\\end{table}\n\\end{document}\n")  # fmt: skip
+    paper = (
+        "\\documentclass{article}\n\\usepackage{booktabs,graphicx}\n\\begin{document}\n\\begin{table}\n"
+        "\\resizebox{\\textwidth}{!}{\\input{ieat_tabular.tex}}\n\\caption{Ours.}\n\\end{table}\n\\end{document}\n"
+    )
     assert "Type3" not in font_types(compile_latex(paper, tmp_path, "paper"))
 
 
@@ -286,8 +325,22 @@ def test_make_tables_script_runs_standalone(summaries, tmp_path):
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     out = tmp_path / "bts.tex"
-    run(module.main, None, ["--kind", "bts", "--summary", summaries["paths"]["bts"], "--analysis_set", "coco",
-                            "--dataset", "openimages", "--document", str(out)])  # fmt: skip
+    run(
+        module.main,
+        None,
+        [
+            "--kind",
+            "bts",
+            "--summary",
+            summaries["paths"]["bts"],
+            "--analysis_set",
+            "coco",
+            "--dataset",
+            "openimages",
+            "--document",
+            str(out),
+        ],
+    )
     assert out.read_text() == tables.bts_latex(summaries["bts"], "coco", "openimages", alpha=0.05)
     with pytest.raises(ValueError, match="kind must be"):
         run(module.main, None, ["--kind", "plot", "--summary", summaries["paths"]["bts"], "--document", str(out)])
@@ -335,8 +388,13 @@ def test_the_scratch_reference_is_a_row_beside_the_finetuned_ones(summaries):
     scratch = rd.scratch_ieat(ieat)
     doc = tables.ieat_latex(ieat, "coco", alpha=0.05, scratch=scratch)
     titles = re.findall(r"\\multicolumn\{8\}\{c\}\{([^&]*)\}(?: &|\s*\\\\)", doc)
-    assert titles == ["Pretrained", "Finetuned on \\texttt{coco}", "Finetuned on \\texttt{openimages}",
-                      "Trained on \\texttt{coco} alone (scratch)", "Trained on \\texttt{openimages} alone (scratch)"]  # fmt: skip
+    assert titles == [
+        "Pretrained",
+        "Finetuned on \\texttt{coco}",
+        "Finetuned on \\texttt{openimages}",
+        "Trained on \\texttt{coco} alone (scratch)",
+        "Trained on \\texttt{openimages} alone (scratch)",
+    ]
     assert "the scratch reference network" in doc
     assert len(data_rows(doc)[0]) == 3 + 8 * 5
     frame = tables.ieat_frame(ieat, "coco", alpha=0.05, scratch=scratch)

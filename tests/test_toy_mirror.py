@@ -84,9 +84,16 @@ def test_coco_mirror_parses_and_its_lists_select_their_classes(tmp_path):
     attrs = coco.caption_attributes(train.frame["image_id"], caps, words["male"], words["female"], punctuation="delete")
     pairs = train.frame.assign(attribute=attrs["attribute"].to_numpy()).explode("labels").dropna(subset=["attribute"])
     counts = pairs[pairs["labels"].isin(aset["curation"]["objects"].values())].groupby(["labels", "attribute"]).size()
-    assert counts.to_dict() == {("car", "man"): 4, ("car", "woman"): 1, ("refrigerator", "man"): 1,
-                                ("refrigerator", "woman"): 4, ("stop sign", "man"): 4, ("stop sign", "woman"): 1,
-                                ("surfboard", "man"): 1, ("surfboard", "woman"): 4}  # fmt: skip
+    assert counts.to_dict() == {
+        ("car", "man"): 4,
+        ("car", "woman"): 1,
+        ("refrigerator", "man"): 1,
+        ("refrigerator", "woman"): 4,
+        ("stop sign", "man"): 4,
+        ("stop sign", "woman"): 1,
+        ("surfboard", "man"): 1,
+        ("surfboard", "woman"): 4,
+    }
     assert attrs["attribute"].isna().sum() == 5  # the neutral captions of the five other training images
     # config/paper.yaml's intervention reaches its target there: one man and one woman beside each object
     spec = PAPER["datasets"]["coco_independent"]
@@ -143,8 +150,9 @@ def test_openimages_mirror_parses_with_real_mids(tmp_path):
     assert len(ids) == 12 and attrs["attribute"].value_counts().to_dict() == {"man": 5, "woman": 5}
     assert attrs["source"].str.startswith("MIAP").sum() == 6 and attrs["source"].str.startswith("labels").sum() == 6
     first = toy_mirror._oi_id("test", 0)  # a Masculine box beside a Woman label
-    assert attrs.loc[first, "attribute"] == "man" and "Woman" in set(test.loc[test["image_id"] == first, "mid"].map(
-        dict(zip(classes["mid"], classes["name"]))))  # fmt: skip
+    assert attrs.loc[first, "attribute"] == "man" and "Woman" in set(
+        test.loc[test["image_id"] == first, "mid"].map(dict(zip(classes["mid"], classes["name"])))
+    )
 
 
 @pytest.mark.parametrize("name", ["resnet18", "moco_r50_v1", "simclr_r50_v1"])

@@ -64,14 +64,19 @@ def test_finetune_writes_best_checkpoint_and_curve(data, tmp_path, source, datas
     written = run_training(
         lambda classes: model_for(spec, len(classes)),
         spec,
-        TrainingFiles(str(data[dataset][0]), str(data[dataset][1]), str(out / "model.safetensors"),
-                      str(out / "metrics.json"), str(out / "curve.csv")),
+        TrainingFiles(
+            str(data[dataset][0]),
+            str(data[dataset][1]),
+            str(out / "model.safetensors"),
+            str(out / "metrics.json"),
+            str(out / "curve.csv"),
+        ),
         train_config(hyper, 3, 0),
         resume=str(resume),
         device=torch.device("cpu"),
         threads=1,
         log=logs.append,
-    )  # fmt: skip
+    )
     on_disk = json.loads((out / "metrics.json").read_text())
     assert on_disk == json.loads(json.dumps(written))
     assert on_disk["metric_name"] == metric and on_disk["seed"] == 3 and on_disk["hyper"]["lr"] == 0.05

@@ -322,8 +322,18 @@ def test_staged_files_left_by_a_killed_run_go_when_the_trajectory_is_turned_off(
     monkeypatch.setitem(finetune["main"].__globals__, "run_training", lambda *a, **k: None)
     monkeypatch.setitem(finetune["main"].__globals__, "weights_file_and_sha256", lambda w: (w, "0" * 64))
     finetune["main"](
-        weights="w", train="t", val="v", trained=str(tmp_path / "m.safetensors"), metrics="m", curve="c",
-        entry=DEMO["models"]["democnn"], hyper={"epochs": 1, "lr": 0.1}, model="democnn", seed=0, device="cpu", num_workers=0,
+        weights="w",
+        train="t",
+        val="v",
+        trained=str(tmp_path / "m.safetensors"),
+        metrics="m",
+        curve="c",
+        entry=DEMO["models"]["democnn"],
+        hyper={"epochs": 1, "lr": 0.1},
+        model="democnn",
+        seed=0,
+        device="cpu",
+        num_workers=0,
         resume=str(tmp_path / "seed0.resume.pt"),
-    )  # fmt: skip
+    )
     assert not staging_folder(tmp_path / "seed0.resume.pt").exists()

@@ -406,8 +406,11 @@ def test_a_bad_file_stops_the_workflow_before_any_training_or_embedding(tmp_path
 def test_a_table_datasets_test_rows_are_its_evaluation_split_with_their_attribute(tmp_path):
     split = ["val", "val", "train", "train", "train", "train", "test", "test", "test", "test"]
     attribute = ["", "", "", "", "", "", "man", "woman", "", "man"]
-    spec = {**dataset_table(tmp_path, split=split, attribute=attribute), "classes": ["a", "b"],
-            "attributes": ["man", "woman"]}  # fmt: skip
+    spec = {
+        **dataset_table(tmp_path, split=split, attribute=attribute),
+        "classes": ["a", "b"],
+        "attributes": ["man", "woman"],
+    }
     assert has_test_split(spec) and not has_test_split(dataset_table(tmp_path / "no", n=4))
     train, val = table_splits(spec, "own")
     test = table_test_split(spec, "own", exclude={"imgs/a/9.png"})
@@ -435,8 +438,11 @@ def test_a_table_datasets_training_rows_give_the_attribute_an_intervention_rebal
 
     split = ["val", "val", "train", "train", "train", "train", "test", "test", "test", "test"]
     attribute = ["", "", "woman", "man", "man", "woman", "man", "", "", ""]
-    spec = {**dataset_table(tmp_path, split=split, attribute=attribute), "classes": ["a", "b"],
-            "attributes": ["man", "woman"]}  # fmt: skip
+    spec = {
+        **dataset_table(tmp_path, split=split, attribute=attribute),
+        "classes": ["a", "b"],
+        "attributes": ["man", "woman"],
+    }
     train, _ = table_splits(spec, "own")
     write_split(tmp_path / "train.parquet", train)
     out = tmp_path / "train_attributes.parquet"
@@ -446,8 +452,11 @@ def test_a_table_datasets_training_rows_give_the_attribute_an_intervention_rebal
     assert list(attrs.of(train.frame["image_id"], where="t")) == ["woman", "man", "man", "woman"]
     assert set(attrs.frame["source"]) == {"the table's attribute column"}
     attribute[3] = " "
-    gap = {**dataset_table(tmp_path / "gap", split=split, attribute=attribute), "classes": ["a", "b"],
-           "attributes": ["man", "woman"]}  # fmt: skip
+    gap = {
+        **dataset_table(tmp_path / "gap", split=split, attribute=attribute),
+        "classes": ["a", "b"],
+        "attributes": ["man", "woman"],
+    }
     with pytest.raises(UserDataError) as err:
         table_train_attributes(gap, "own", table_splits(gap, "own")[0].frame["image_id"])
     assert str(err.value).startswith(f"dataset own table {tmp_path / 'gap' / 'd.csv'}: an intervention takes its")
@@ -462,8 +471,12 @@ def test_a_table_datasets_training_rows_give_the_attribute_an_intervention_rebal
 def typo_table(tmp_path, attribute, split, **entry):
     """A 14-row dataset table with ``attribute`` and ``split`` columns, classes a and b, attributes man and
     woman unless ``entry`` says otherwise."""
-    return {**dataset_table(tmp_path, n=len(split), split=split, attribute=attribute), "classes": ["a", "b"],
-            "attributes": ["man", "woman"], **entry}  # fmt: skip
+    return {
+        **dataset_table(tmp_path, n=len(split), split=split, attribute=attribute),
+        "classes": ["a", "b"],
+        "attributes": ["man", "woman"],
+        **entry,
+    }
 
 
 SPLIT = ["train"] * 4 + ["val"] * 2 + ["test"] * 8
@@ -486,9 +499,11 @@ def test_an_attribute_typo_on_test_rows_is_named_with_its_lines_not_taken_as_a_g
     spec["table"] = str(tmp_path / "d.parquet")
     pd.read_csv(tmp_path / "d.csv", keep_default_na=False).to_parquet(spec["table"])
     assert config_problems("datasets.own", spec, dataset=True) == [
-        message.replace("d.csv", "d.parquet").replace("line 9", "row 8").replace("line 11", "row 10")
+        message.replace("d.csv", "d.parquet")
+        .replace("line 9", "row 8")
+        .replace("line 11", "row 10")
         .replace("line 14", "row 13")
-    ]  # fmt: skip
+    ]
 
 
 def test_six_rows_of_a_differently_cased_value_stop_the_config_check(tmp_path):
@@ -520,19 +535,25 @@ def test_a_typo_on_one_training_row_of_an_intervened_table_is_found_before_train
     conf = yaml.safe_load(TINY.read_text())
     conf["datasets"]["own_target"] = typo_table(tmp_path, attribute, SPLIT, attributes=["alpha", "beta"])
     conf["datasets"]["own_fix"] = {"kind": "intervention", "from": "own_target", "objects": ["a"]}
-    with pytest.raises(ValueError, match=re.escape(
-        f"{tmp_path / 'd.csv'}, line 4 ('imgs/a/2.png'): attribute 'alpah' is not one of "
-        "datasets.own_target.attributes (alpha, beta); did you mean 'alpha'?"
-    )):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            f"{tmp_path / 'd.csv'}, line 4 ('imgs/a/2.png'): attribute 'alpah' is not one of "
+            "datasets.own_target.attributes (alpha, beta); did you mean 'alpha'?"
+        ),
+    ):
         check_config(fill_defaults(copy.deepcopy(conf)))
     with pytest.raises(UserDataError, match="attribute 'alpah' is not one of"):
         table_train_attributes(conf["datasets"]["own_target"], "own_target", ["imgs/a/0.png"])
     attribute[2] = ""
     conf["datasets"]["own_target"] = typo_table(tmp_path / "gap", attribute, SPLIT, attributes=["alpha", "beta"])
-    with pytest.raises(ValueError, match=re.escape(
-        f"datasets.own_fix.from: table {tmp_path / 'gap' / 'd.csv'}, line 4 ('imgs/a/2.png'): empty 'attribute' "
-        "cell on a training row"
-    )):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            f"datasets.own_fix.from: table {tmp_path / 'gap' / 'd.csv'}, line 4 ('imgs/a/2.png'): empty 'attribute' "
+            "cell on a training row"
+        ),
+    ):
         check_config(fill_defaults(copy.deepcopy(conf)))
 
 
@@ -583,8 +604,9 @@ def test_an_intervention_on_a_table_runs_through_its_rules(tmp_path):
         "  tab_int: {kind: intervention, from: tab, objects: [surfboard], target: independent, method: subsample}\n"
     )
     target = "results/splits/tab_int/train.parquet"
-    done = run_snakemake("--cores", "1", "--configfile", ROOT / "config" / "config.yaml", "over.yaml", "--", target,
-                         cwd=tmp_path)  # fmt: skip
+    done = run_snakemake(
+        "--cores", "1", "--configfile", ROOT / "config" / "config.yaml", "over.yaml", "--", target, cwd=tmp_path
+    )
     assert (
         "rule real_train_attributes" in done.stdout + done.stderr and "rule finetune" not in done.stdout + done.stderr
     )
@@ -595,8 +617,17 @@ def test_an_intervention_on_a_table_runs_through_its_rules(tmp_path):
     assert len(read_split(tmp_path / target).frame) == 20 - 6
     rows[3] = (*rows[3][:3], "alpah")  # a typo on one training row: the workflow stops before any job
     pd.DataFrame(rows, columns=["path", "labels", "split", "attribute"]).to_csv(tmp_path / "t.csv", index=False)
-    done = run_snakemake("--cores", "1", "--configfile", ROOT / "config" / "config.yaml", "over.yaml", "--", target,
-                         cwd=tmp_path, check=False)  # fmt: skip
+    done = run_snakemake(
+        "--cores",
+        "1",
+        "--configfile",
+        ROOT / "config" / "config.yaml",
+        "over.yaml",
+        "--",
+        target,
+        cwd=tmp_path,
+        check=False,
+    )
     assert (
         done.returncode != 0
         and "t.csv, line 5 ('imgs/3.png'): attribute 'alpah' is not one of datasets.tab.attributes (man, woman)"

@@ -232,8 +232,11 @@ def test_the_paper_dag_with_its_intervention_switched_on(tmp_path):
     assert jobs["finetune"] == 6 * (3 + 1 + 3) and jobs["embed"] == 2 * 6  # each for 1 + 3 + 1 + 3 networks
     assert jobs["predict"] == 6 and jobs["real_test_attributes"] == 2
     assert jobs["intervention_change"] == 2 * 6 and jobs["intervention_summary"] == jobs["table_intervention"] == 1
-    for planned in ("results/splits/coco/train_attributes.parquet", "results/interventions/coco_independent/coco/resnet18.csv",
-                    "results/predictions/clip_vit_b32/ft-coco_independent-seed2.parquet"):  # fmt: skip
+    for planned in (
+        "results/splits/coco/train_attributes.parquet",
+        "results/interventions/coco_independent/coco/resnet18.csv",
+        "results/predictions/clip_vit_b32/ft-coco_independent-seed2.parquet",
+    ):
         assert planned in done.stdout, planned
     # an object that is no COCO category stops the run before any job, named
     switch.write_text("datasets:\n  coco_independent: {enabled: true, objects: [refrigerator, fridge]}\n")
@@ -241,7 +244,8 @@ def test_the_paper_dag_with_its_intervention_switched_on(tmp_path):
     bad.mkdir()
     done = snakemake("--cores", "1", "--configfile", str(ROOT / "config" / "paper.yaml"), switch, cwd=bad, check=False)
     assert done.returncode != 0 and "datasets.coco_independent.objects: 'fridge' is not one of the COCO categories" in (
-        done.stderr + done.stdout)  # fmt: skip
+        done.stderr + done.stdout
+    )
     assert not (bad / "results").exists()
 
 
@@ -260,8 +264,10 @@ def test_the_paper_dag_with_its_open_images_intervention_switched_on(tmp_path):
     assert jobs["real_train_attributes"] == jobs["intervention"] == jobs["intervention_test_split"] == 1
     assert jobs["finetune"] == 6 * (3 + 1 + 1) and jobs["predict"] == 6
     assert jobs["intervention_change"] == 2 * 6 and jobs["real_test_attributes"] == 2
-    for planned in ("results/splits/openimages/train_attributes.parquet",
-                    "results/predictions/resnet18/ft-openimages_independent-seed0.parquet"):  # fmt: skip
+    for planned in (
+        "results/splits/openimages/train_attributes.parquet",
+        "results/predictions/resnet18/ft-openimages_independent-seed0.parquet",
+    ):
         assert planned in done.stdout, planned
     assert "results/splits/coco/train_attributes.parquet" not in done.stdout
 
@@ -302,8 +308,14 @@ def test_the_predictions_and_their_bias_follow_the_documented_formats(demo_run):
     assert set(fine["seed"]) == {"0", "1", "2", "pooled"} and thresholds[False] == {"0.5", "base_rate"}
     assert thresholds[True] == {""}  # the embedding's leakage depends on no threshold (docs/formats.md)
     assert set(summary.loc[summary["network"] == "scratch", "seed"]) == {"0"}
-    for measure in ("directional", "zhao", "leakage_model", "leakage_amplification", "leakage_embedding",
-                    "leakage_dataset"):  # fmt: skip
+    for measure in (
+        "directional",
+        "zhao",
+        "leakage_model",
+        "leakage_amplification",
+        "leakage_embedding",
+        "leakage_dataset",
+    ):
         rows = summary[summary["measure"] == measure]
         assert not rows.empty and (rows["ci_low"].astype(float) < rows["ci_high"].astype(float)).all(), measure
     assert (summary["replicates"] == 1000).all() and summary["n_excluded"].gt(0).all()
@@ -322,17 +334,25 @@ def test_the_predictions_and_their_bias_follow_the_documented_formats(demo_run):
         ("scratch", "0"),
     }
     assert set(link["test"]) == {"surfboard_vs_car", "refrigerator_vs_stop_sign"} and set(link["first"]) == {
-        "surfboard", "refrigerator"}  # fmt: skip
-    shift = terms[(terms["measure"] == "directional") & (terms["threshold"] == "0.5") & (terms["task"] == "surfboard")
-                  & (terms["attribute"] == "person_a")].set_index(["network", "seed"])["shift"]  # fmt: skip
+        "surfboard",
+        "refrigerator",
+    }
+    shift = terms[
+        (terms["measure"] == "directional")
+        & (terms["threshold"] == "0.5")
+        & (terms["task"] == "surfboard")
+        & (terms["attribute"] == "person_a")
+    ].set_index(["network", "seed"])["shift"]
     mine = link[link["test"] == "surfboard_vs_car"].set_index(["network", "seed"])["shift_first"]
     assert (mine - shift.loc[mine.index]).abs().max() < 1e-12
     assert (link["contrast_low"] <= link["contrast"]).all() and (link["contrast"] <= link["contrast_high"]).all()
     corr = pd.read_csv(out / "summary" / "link_correlation.csv")
     assert set(corr.loc[corr["embedding"] == "d", "n"]) == {4} and corr["verdict"].str.startswith("too few").all()
     assert (out / "figures" / "link_synthetic_target.png").is_file()
-    assert "Predictions of democnn finetuned on synthetic_target (3 seeds pooled)" in (
-        demo_run / "results" / "report" / "index.html").read_text()  # fmt: skip
+    assert (
+        "Predictions of democnn finetuned on synthetic_target (3 seeds pooled)"
+        in (demo_run / "results" / "report" / "index.html").read_text()
+    )
 
 
 def test_the_controls_overlay_trains_five_networks_per_arm(tmp_path):

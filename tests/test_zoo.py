@@ -119,10 +119,19 @@ ZOO_CLAIMS = {
         "clip": ["clip_RN50_openai", "clip_ViT_B_32_openai", "clip_ViT_B_16_openai", "clip_ViT_L_14_openai"],
     },
     "tests": [
-        {"name": "clip_more_biased", "measure": "d", "stage": "pretrained", "analysis_set": "coco",
-         "test": "refrigerator_vs_surfboard", "compare": "groups", "x": "clip", "y": "cnn", "direction": "greater"},
+        {
+            "name": "clip_more_biased",
+            "measure": "d",
+            "stage": "pretrained",
+            "analysis_set": "coco",
+            "test": "refrigerator_vs_surfboard",
+            "compare": "groups",
+            "x": "clip",
+            "y": "cnn",
+            "direction": "greater",
+        },
     ],
-}  # fmt: skip
+}
 
 
 def test_a_zoo_tests_claims_on_pretrained_d_and_refuses_any_other_naming_it():
@@ -158,8 +167,10 @@ def test_a_zoos_claims_job_reads_the_ieats_and_leaves_out_the_models_that_failed
     from claims import main
 
     groups = {"a": ["a1", "a2", "a3", "a_broken"], "b": ["b1", "b2", "b3"]}
-    rows = [{**_ieat_rows(m, d, 0.01), "finetune_dataset": None, "seed": None}
-            for m, d in zip(["a1", "a2", "a3", "b1", "b2", "b3"], [1.0, 1.1, 1.2, 0.1, 0.2, 0.3])]  # fmt: skip
+    rows = [
+        {**_ieat_rows(m, d, 0.01), "finetune_dataset": None, "seed": None}
+        for m, d in zip(["a1", "a2", "a3", "b1", "b2", "b3"], [1.0, 1.1, 1.2, 0.1, 0.2, 0.3])
+    ]
     pd.DataFrame(rows).to_csv(tmp_path / "ieat.csv", index=False)
     statuses = []
     for model in [m for members in groups.values() for m in members]:
@@ -168,12 +179,37 @@ def test_a_zoos_claims_job_reads_the_ieats_and_leaves_out_the_models_that_failed
             write_failure(statuses[-1], model=model, error="ValueError: no weights\ntraceback")
         else:
             statuses[-1].write_text(json.dumps({"format": "biastransfer-weights/1", "model": model, "params": 1}))
-    claim = {"name": "a_above_b", "measure": "d", "stage": "pretrained", "analysis_set": "s", "test": "t",
-             "compare": "groups", "x": "a", "y": "b", "dataset": None, "models": [], "direction": "greater"}  # fmt: skip
-    claims = {"groups": groups, "tests": [claim], "alpha": 0.05, "permutations": 1000, "level": 0.95, "power": 0.8,
-              "simulations": 100, "seed": 0}  # fmt: skip
-    main(ieat=str(tmp_path / "ieat.csv"), claims=claims, datasets=[], table=str(tmp_path / "claims.csv"),
-         values=str(tmp_path / "values.csv"), statuses=[str(p) for p in statuses])  # fmt: skip
+    claim = {
+        "name": "a_above_b",
+        "measure": "d",
+        "stage": "pretrained",
+        "analysis_set": "s",
+        "test": "t",
+        "compare": "groups",
+        "x": "a",
+        "y": "b",
+        "dataset": None,
+        "models": [],
+        "direction": "greater",
+    }
+    claims = {
+        "groups": groups,
+        "tests": [claim],
+        "alpha": 0.05,
+        "permutations": 1000,
+        "level": 0.95,
+        "power": 0.8,
+        "simulations": 100,
+        "seed": 0,
+    }
+    main(
+        ieat=str(tmp_path / "ieat.csv"),
+        claims=claims,
+        datasets=[],
+        table=str(tmp_path / "claims.csv"),
+        values=str(tmp_path / "values.csv"),
+        statuses=[str(p) for p in statuses],
+    )
     table = pd.read_csv(tmp_path / "claims.csv")
     assert table[["claim", "n_x", "n_y"]].values.tolist() == [["a_above_b", 3, 3]]
     assert table["left_out"].tolist() == ["a_broken (failed its zoo check: ValueError: no weights)"]
@@ -304,10 +340,19 @@ SMALL_ZOO_CLAIMS = {
         "other": ["deit_tiny_patch16_224_fb_in1k", "clip_RN50_openai", "user_resnet18", "broken_weights"],
     },
     "tests": [
-        {"name": "cnn_differs", "measure": "d", "stage": "pretrained", "analysis_set": "synthetic",
-         "test": "surfboard_vs_car", "compare": "groups", "x": "cnn", "y": "other", "direction": "two-sided"},
+        {
+            "name": "cnn_differs",
+            "measure": "d",
+            "stage": "pretrained",
+            "analysis_set": "synthetic",
+            "test": "surfboard_vs_car",
+            "compare": "groups",
+            "x": "cnn",
+            "y": "other",
+            "direction": "two-sided",
+        },
     ],
-}  # fmt: skip
+}
 
 
 @pytest.fixture(scope="module")
@@ -377,21 +422,49 @@ def test_small_zoo_report_builds_without_finetuning(small_zoo):
     report = small_zoo / "report.zip"
     run_snakemake("--configfile", small_zoo.parent / "zoo.yaml", "--report", report, cwd=small_zoo)
     files = {Path(n).name for n in zipfile.ZipFile(report).namelist()}
-    assert {"report.html", "ranking.csv", "ranking.tex", "zoo_forest.png", "findings.html", "ieat_heatmap.png",
-            "claims.csv", "claims.png"} <= files  # fmt: skip
+    assert {
+        "report.html",
+        "ranking.csv",
+        "ranking.tex",
+        "zoo_forest.png",
+        "findings.html",
+        "ieat_heatmap.png",
+        "claims.csv",
+        "claims.png",
+    } <= files
 
 
 def test_the_zoo_findings_count_significant_models_by_the_runs_one_rule():
     from biastransfer.report.findings import describe_zoo
 
-    rows = [("m1", "cnn", 1.2, 0.6, 1.7, 1e-4, 0.003), ("m2", "cnn", 0.4, -0.2, 0.9, 0.02, 0.04),
-            ("m3", "vit", -0.8, -1.3, -0.2, 0.99, 1.0), ("m4", "vit", np.nan, np.nan, np.nan, np.nan, np.nan)]  # fmt: skip
-    ranking = pd.DataFrame(rows, columns=["model", "family", "effect_size", "ci_low", "ci_high", "pvalue",
-                                          "pvalue_adjusted"]).assign(
-        data="d", pvalue_floor=1e-4, adjust="holm", ci_level=0.95, analysis_set="s", test="t", X="x", Y="y",
-        A="a", B="b", alternative="greater")  # fmt: skip
-    status = pd.DataFrame({"model": ["m1", "m2", "m3", "m4", "m5"], "ok": [True] * 4 + [False],
-                           "error": [""] * 4 + ["weights not found\nmore"]})  # fmt: skip
+    rows = [
+        ("m1", "cnn", 1.2, 0.6, 1.7, 1e-4, 0.003),
+        ("m2", "cnn", 0.4, -0.2, 0.9, 0.02, 0.04),
+        ("m3", "vit", -0.8, -1.3, -0.2, 0.99, 1.0),
+        ("m4", "vit", np.nan, np.nan, np.nan, np.nan, np.nan),
+    ]
+    ranking = pd.DataFrame(
+        rows, columns=["model", "family", "effect_size", "ci_low", "ci_high", "pvalue", "pvalue_adjusted"]
+    ).assign(
+        data="d",
+        pvalue_floor=1e-4,
+        adjust="holm",
+        ci_level=0.95,
+        analysis_set="s",
+        test="t",
+        X="x",
+        Y="y",
+        A="a",
+        B="b",
+        alternative="greater",
+    )
+    status = pd.DataFrame(
+        {
+            "model": ["m1", "m2", "m3", "m4", "m5"],
+            "ok": [True] * 4 + [False],
+            "error": [""] * 4 + ["weights not found\nmore"],
+        }
+    )
     text = describe_zoo(ranking, status, analysis_set="s", test="t", alpha=0.01)
     # at alpha 0.01 only m1 is significant (m2's adjusted p 0.04 is not; m4's missing p counts as not)
     assert "cnn (2 models): median d 0.80" in text and "1 with adjusted p < 0.01" in text

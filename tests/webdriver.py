@@ -40,12 +40,22 @@ class Browser:
             raise WebDriverError("chromium and chromedriver must be on PATH (.ci/install-chromium.sh)")
         self.port = _free_port()
         self.timeout = timeout
-        self.driver = subprocess.Popen([CHROMEDRIVER, f"--port={self.port}"], stdout=subprocess.DEVNULL,
-                                       stderr=subprocess.DEVNULL)  # fmt: skip
+        self.driver = subprocess.Popen(
+            [CHROMEDRIVER, f"--port={self.port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         try:
             self._wait_ready()
-            options = {"binary": CHROMIUM, "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
-                       "--disable-dev-shm-usage", "--allow-file-access-from-files", f"--window-size={width},{height}"]}  # fmt: skip
+            options = {
+                "binary": CHROMIUM,
+                "args": [
+                    "--headless=new",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--disable-dev-shm-usage",
+                    "--allow-file-access-from-files",
+                    f"--window-size={width},{height}",
+                ],
+            }
             caps = {"browserName": "chrome", "goog:chromeOptions": options, "goog:loggingPrefs": {"browser": "ALL"}}
             self.session = self._call("POST", "/session", {"capabilities": {"alwaysMatch": caps}})["sessionId"]
         except BaseException:
@@ -66,8 +76,12 @@ class Browser:
 
     def _call(self, method: str, path: str, body: dict | None = None):
         data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=data, method=method,
-                                         headers={"Content-Type": "application/json"})  # fmt: skip
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}{path}",
+            data=data,
+            method=method,
+            headers={"Content-Type": "application/json"},
+        )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 return json.loads(response.read() or b"{}").get("value", {})

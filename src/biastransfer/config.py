@@ -133,9 +133,11 @@ def _unique_key_loader():
                     try:
                         if key in first:
                             raise yaml.constructor.ConstructorError(
-                                None, None, f"duplicate key {key!r} (first given on line {first[key] + 1})",
+                                None,
+                                None,
+                                f"duplicate key {key!r} (first given on line {first[key] + 1})",
                                 key_node.start_mark,
-                            )  # fmt: skip
+                            )
                         first[key] = key_node.start_mark.line
                     except TypeError:  # an unhashable key: the base class names it
                         pass

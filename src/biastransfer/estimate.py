@@ -95,8 +95,17 @@ def predict_share(config: Mapping, costs: Path = COSTS) -> pd.DataFrame:
             n_test = evaluation_images(d, entry, facts)[0]
             epoch = splits["train"][0] * c["train_s_per_image"] + splits["val"][0] * c["embed_s_per_image"]
             predict = n_test * c["embed_s_per_image"]
-            rows.append({"model": m, "dataset": d, "test_images": n_test, "predict_s": predict, "epoch_s": epoch,
-                         "share": predict / epoch, "basis": c["basis"]})  # fmt: skip
+            rows.append(
+                {
+                    "model": m,
+                    "dataset": d,
+                    "test_images": n_test,
+                    "predict_s": predict,
+                    "epoch_s": epoch,
+                    "share": predict / epoch,
+                    "basis": c["basis"],
+                }
+            )
     return pd.DataFrame(rows, columns=["model", "dataset", "test_images", "predict_s", "epoch_s", "share", "basis"])
 
 
@@ -208,7 +217,7 @@ def estimate(config: Mapping, costs: Path = COSTS) -> pd.DataFrame:
                     "cpu_h": cpu,
                     "gpu_h": gpu,
                     "basis": c["basis"],
-                }  # fmt: skip
+                }
             )
         stages = 1 + sum(len(finetune_seeds(config, d)) for d in datasets)
         n = stages * sum(analysis.values())
@@ -226,9 +235,11 @@ def estimate(config: Mapping, costs: Path = COSTS) -> pd.DataFrame:
         n = sum(networks[d] * tests[d][0] for d in datasets)
         if n:
             decode = sum(
-                networks[d] * tests[d][0] * inputs.loc[INPUT_SIZE.get(config["datasets"][d]["kind"], "640x480"),
-                                                       "files_s_per_image"] for d in datasets
-            )  # fmt: skip
+                networks[d]
+                * tests[d][0]
+                * inputs.loc[INPUT_SIZE.get(config["datasets"][d]["kind"], "640x480"), "files_s_per_image"]
+                for d in datasets
+            )
             rows.append(
                 {
                     "family": "predict",

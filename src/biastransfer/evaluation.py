@@ -34,8 +34,10 @@ def read_evaluation(split_path: str, attributes_path: str) -> tuple[Evaluation, 
     split, attrs = read_split(split_path), read_attributes(attributes_path)
     digest = file_digest(split_path)
     if attrs.split_sha256 != digest:
-        raise ValueError(f"{attributes_path}: describes another version of the split than {split_path} (sha256 "
-                         f"{attrs.split_sha256[:12]} recorded, {digest[:12]} now)")  # fmt: skip
+        raise ValueError(
+            f"{attributes_path}: describes another version of the split than {split_path} (sha256 "
+            f"{attrs.split_sha256[:12]} recorded, {digest[:12]} now)"
+        )
     ids = split.frame["image_id"].astype(str).to_numpy()
     values = attrs.of(ids, where=split_path)
     keep = np.asarray([v is not None for v in values])
@@ -95,8 +97,14 @@ def read_evaluations(splits, attributes) -> dict[str, tuple[Evaluation, np.ndarr
     for split_path, attributes_path in zip(splits, attributes):
         ev, ids, digest = read_evaluation(split_path, attributes_path)
         datasets[ev.dataset] = (ev, ids, digest)
-        log.info("%s: %d images (%s), %d without an attribute left out; tasks %s", ev.dataset, len(ids),
-                 ev.per_attribute, ev.n_excluded, ", ".join(ev.tasks))  # fmt: skip
+        log.info(
+            "%s: %d images (%s), %d without an attribute left out; tasks %s",
+            ev.dataset,
+            len(ids),
+            ev.per_attribute,
+            ev.n_excluded,
+            ", ".join(ev.tasks),
+        )
     return datasets
 
 
@@ -105,8 +113,7 @@ def _network_of(path, meta: dict, datasets: Mapping) -> tuple[str, tuple[str, st
     stage = str(meta.get("stage", ""))
     dataset, seed = parse_stage(stage)
     if dataset not in datasets:
-        raise ValueError(f"{path}: stage {stage!r} is of no dataset whose test split was given "
-                         f"({', '.join(datasets)})")  # fmt: skip
+        raise ValueError(f"{path}: stage {stage!r} is of no dataset whose test split was given ({', '.join(datasets)})")
     return dataset, (stage_kind(stage), str(meta.get("model", ""))), seed
 
 
@@ -162,8 +169,10 @@ def check_embeddings(datasets: Mapping, predictions, embeddings) -> list[tuple[s
             row = int(wrong[0]) if len(wrong) else n
             got = str(ids[row]) if row < len(ids) else "no image"
             want = str(expected[row]) if row < len(expected) else "no image"
-            raise ValueError(f"{emb}: row {row} is {got!r} but {pred} has {want!r} there ({len(ids)} rows against "
-                             f"{len(expected)}; both come from one forward pass over the split, in its order)")  # fmt: skip
+            raise ValueError(
+                f"{emb}: row {row} is {got!r} but {pred} has {want!r} there ({len(ids)} rows against "
+                f"{len(expected)}; both come from one forward pass over the split, in its order)"
+            )
         out.append((*_network_of(pred, theirs, datasets), emb))
     return out
 

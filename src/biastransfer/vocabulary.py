@@ -168,7 +168,9 @@ OPENIMAGES_CLASSES = tuple(
 #: Dataset kinds whose training split has a per-image attribute file, so that an intervention can take them,
 #: and the classes its objects are drawn from, for biastransfer.config.intervention_problems (None: a
 #: table's own, biastransfer.data.user.intervention_classes).
-INTERVENABLE = {"synthetic": ("objects of the synthetic scenes", SYNTHETIC_OBJECTS),
-                "coco": ("COCO categories", COCO_CLASSES),
-                "openimages": ("Open Images V4 boxable classes (display names)", OPENIMAGES_CLASSES),
-                "table": ("classes of the table", None)}  # fmt: skip
+INTERVENABLE = {
+    "synthetic": ("objects of the synthetic scenes", SYNTHETIC_OBJECTS),
+    "coco": ("COCO categories", COCO_CLASSES),
+    "openimages": ("Open Images V4 boxable classes (display names)", OPENIMAGES_CLASSES),
+    "table": ("classes of the table", None),
+}

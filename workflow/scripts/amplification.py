@@ -57,8 +57,12 @@ def main(
     term_table = pd.concat([t[1] for t in tables], ignore_index=True)[list(TERM_COLUMNS)]
     left_out = term_table[term_table["excluded"] != ""].drop_duplicates(["dataset", "task"])
     for row in left_out.itertuples():
-        log.warning("test split of %s: class %r is left out of the bias amplification means: %s", row.dataset,
-                    row.task, row.excluded)  # fmt: skip
+        log.warning(
+            "test split of %s: class %r is left out of the bias amplification means: %s",
+            row.dataset,
+            row.task,
+            row.excluded,
+        )
     write_csv(summary, pd.concat([t[0] for t in tables], ignore_index=True)[list(COLUMNS)])
     write_csv(terms, term_table)
     log.info("bias amplification and leakage of %d prediction and embedding files -> %s", len(predictions), summary)

@@ -80,9 +80,15 @@ def main(
     for row in scores.itertuples():
         log.info("BTS %s seed %s: rho %.3f, p %.3g, n %d", row.kind, row.seed, row.statistic, row.pvalue, row.n)
         if reference:
-            log.info("  against the scratch reference: rho %.3f, p %.3g; retention %.3f [%.3f, %.3f]: %s",
-                     row.scratch_statistic, row.scratch_pvalue, row.retention_difference, row.retention_ci_low,
-                     row.retention_ci_high, row.retention_verdict)  # fmt: skip
+            log.info(
+                "  against the scratch reference: rho %.3f, p %.3g; retention %.3f [%.3f, %.3f]: %s",
+                row.scratch_statistic,
+                row.scratch_pvalue,
+                row.retention_difference,
+                row.retention_ci_low,
+                row.retention_ci_high,
+                row.retention_verdict,
+            )
 
 
 if __name__ == "__main__":

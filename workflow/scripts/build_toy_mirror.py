@@ -34,10 +34,11 @@ def overlay_for(
 ) -> dict:
     """The overlay config: location and scale only, and every intervention on (see the module docstring)."""
     datasets = {
-        name: {"enabled": True} if spec["kind"] == "intervention" else
-        {"mirror": mirror, "workers": 2, "checksums": checksums[name]}
+        name: {"enabled": True}
+        if spec["kind"] == "intervention"
+        else {"mirror": mirror, "workers": 2, "checksums": checksums[name]}
         for name, spec in config["datasets"].items()
-    }  # fmt: skip
+    }
     models = {}
     for name, (_path, sha256, md5, local) in weights.items():
         entry = {"sha256": sha256}

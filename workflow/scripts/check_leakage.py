@@ -39,11 +39,14 @@ def main(manifest: str, splits: list, ok: str, hash_files: bool | list = True, e
         if unknown:
             raise ValueError(f"evaluation: {unknown[0]} is not one of the splits checked")
         check_no_leakage(frames[test], {p: frames[p] for p in training}, what=f"evaluation ({test})")
-        lines.append(f"evaluation split {test}: {len(frames[test])} images, in none of "
-                     f"{', '.join(f'{p} ({len(frames[p])})' for p in training)}")  # fmt: skip
+        lines.append(
+            f"evaluation split {test}: {len(frames[test])} images, in none of "
+            f"{', '.join(f'{p} ({len(frames[p])})' for p in training)}"
+        )
     n = sum(len(f) for f in frames.values())
-    write_text(ok, "\n".join([f"{len(analysis)} analysis images of {manifest} are in none of {n} split images",
-                              *lines]) + "\n")  # fmt: skip
+    write_text(
+        ok, "\n".join([f"{len(analysis)} analysis images of {manifest} are in none of {n} split images", *lines]) + "\n"
+    )
     log.info("no leakage: %d analysis images vs %d split images in %d splits", len(analysis), n, len(frames))
 
 

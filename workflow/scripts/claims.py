@@ -25,8 +25,17 @@ def _read(path: str) -> pd.DataFrame:
     return pd.read_csv(path, keep_default_na=False, na_values=[""])
 
 
-def main(ieat: str, claims: dict, datasets: list, table: str, values: str, change: str | None = None,
-         bts: str | None = None, statuses: list | None = None, adjust: str = "holm") -> None:  # fmt: skip
+def main(
+    ieat: str,
+    claims: dict,
+    datasets: list,
+    table: str,
+    values: str,
+    change: str | None = None,
+    bts: str | None = None,
+    statuses: list | None = None,
+    adjust: str = "holm",
+) -> None:
     summaries = {name: _read(path) for name, path in (("ieat", ieat), ("change", change), ("bts", bts)) if path}
     failed = [record for record in map(read_status, statuses or []) if not record["ok"]]
     left_out = {r["model"]: f"failed its zoo check: {r['error'].splitlines()[0]}" for r in failed}
@@ -34,8 +43,14 @@ def main(ieat: str, claims: dict, datasets: list, table: str, values: str, chang
     write_csv(values, per_model)
     write_csv(table, result)
     for row in result.itertuples():
-        log.info("%s: %s (difference %.3g, adjusted p %.3g, floor %.3g)", row.claim, row.verdict, row.difference,
-                 row.p_adjusted, row.p_floor)  # fmt: skip
+        log.info(
+            "%s: %s (difference %.3g, adjusted p %.3g, floor %.3g)",
+            row.claim,
+            row.verdict,
+            row.difference,
+            row.p_adjusted,
+            row.p_floor,
+        )
         if row.left_out:
             log.warning("%s: left out of its groups: %s", row.claim, row.left_out)
 

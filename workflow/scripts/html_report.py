@@ -39,15 +39,16 @@ log = logging.getLogger(__name__)
 def run_summary(config: dict, analysis_sets: pd.DataFrame, n_embeddings: int) -> dict[str, str]:
     """What was run, in a few lines, from the (filled) config and the analysis sets' class counts."""
     # no defaults: a model entry without source and arch takes the registry's
-    models = ", ".join(f"{name} ({spec.get('source', '?')} {spec.get('arch', '')})".replace(" )", ")")
-                       for name, spec in config["models"].items())  # fmt: skip
+    models = ", ".join(
+        f"{name} ({spec.get('source', '?')} {spec.get('arch', '')})".replace(" )", ")")
+        for name, spec in config["models"].items()
+    )
     sets = "; ".join(
         f"{name}: {len(part)} classes, {int(part['n'].sum())} images"
         for name, part in analysis_sets.groupby("analysis_set", sort=False)
     )
     defaults = config["finetune"]["defaults"]
-    tests = "; ".join(f"{a}: {t['name']} ({t['role']})"
-                      for a, s in config["analysis_sets"].items() for t in s["ieat"])  # fmt: skip
+    tests = "; ".join(f"{a}: {t['name']} ({t['role']})" for a, s in config["analysis_sets"].items() for t in s["ieat"])
     report, analysis = config["report"], config["analysis"]
     reference = analysis["bts"]["reference"]
     return {
@@ -56,14 +57,14 @@ def run_summary(config: dict, analysis_sets: pd.DataFrame, n_embeddings: int) ->
         "Finetuning": (
             f"{finetuning_phrase(seeds_per_dataset(config), name_seeds=True)} ({defaults['epochs']} epochs, lr {defaults['lr']}, "
             f"{defaults['optimizer']})"
-        ),  # fmt: skip
+        ),
         "BTS reference network": "trained from scratch on the target data"
         if reference == "scratch"
         else str(reference),
         "iEAT tests (role)": tests or "none",
         "Significance": (
             f"alpha = {analysis['ieat']['alpha']}, p-values adjusted by {report['p_adjust']} within each table"
-        ),  # fmt: skip
+        ),
         "Embeddings": f"{n_embeddings} files (analysis set x model x stage); see Provenance",
     }
 
@@ -96,8 +97,13 @@ def main(
         )
     items = [json.loads(item) if isinstance(item, str) else item for item in shown]
     tests = {a: s["ieat"] for a, s in config["analysis_sets"].items()}
-    table = headline_table(read_summary(ieat, IEAT_COLUMNS), read_summary(bts, ("analysis_set", "model", "kind", "statistic")),
-                     tests, alpha, adjust)  # fmt: skip
+    table = headline_table(
+        read_summary(ieat, IEAT_COLUMNS),
+        read_summary(bts, ("analysis_set", "model", "kind", "statistic")),
+        tests,
+        alpha,
+        adjust,
+    )
     prov = pd.read_csv(provenance, dtype=str, keep_default_na=False)
     sets = read_summary(analysis_sets, ("analysis_set", "class", "n"))
     params = {"adjust": adjust, "alpha": alpha, "control_class": config["report"]["control_class"]}
@@ -116,11 +122,20 @@ def main(
     if link:
         summary += link_sentences(pd.read_csv(link, keep_default_na=False, na_values=[""]))
     Path(site).mkdir(parents=True, exist_ok=True)
-    pages = write_site(site, run=run_summary(config, sets, len(prov)), headline=table, summary=summary,
-                       findings_rst=Path(findings).read_text(), provenance=prov, items=items, config=config,
-                       params=params, snakemake_report=snakemake_report,
-                       citation=yaml.safe_load(Path(citation).read_text()) if citation else None,
-                       run_provenance=run_record(config))  # fmt: skip
+    pages = write_site(
+        site,
+        run=run_summary(config, sets, len(prov)),
+        headline=table,
+        summary=summary,
+        findings_rst=Path(findings).read_text(),
+        provenance=prov,
+        items=items,
+        config=config,
+        params=params,
+        snakemake_report=snakemake_report,
+        citation=yaml.safe_load(Path(citation).read_text()) if citation else None,
+        run_provenance=run_record(config),
+    )
     write_text(verdicts, json.dumps(verdicts_record(table, summary, alpha=alpha, adjust=adjust), indent=1) + "\n")
     zip_site(site, bundle)
     log.info("HTML report: %s", ", ".join(map(str, pages)))

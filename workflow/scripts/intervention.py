@@ -49,14 +49,25 @@ def main(
     write_csv(cooccurrence, table)
     after = table[table["when"] == "after"]
     for row in after.itertuples():
-        log.info("%s beside %s: %.1f images, share %.3f (target %.3f)", row.attribute, row.object, row.images,
-                 row.share, row.target)  # fmt: skip
+        log.info(
+            "%s beside %s: %.1f images, share %.3f (target %.3f)",
+            row.attribute,
+            row.object,
+            row.images,
+            row.share,
+            row.target,
+        )
     log.info("%s: %d of %d training images kept (%s)", intervention, len(new.frame), len(split.frame), spec["method"])
     if not table["changed"].iloc[0]:
-        log.warning("%s changed nothing in the training split of %s (%d of %d images kept, every weight 1: each "
-                    "object is already within one image of its target), so its networks learn from the same data as "
-                    "the untouched ones and any difference between them is not the intervention's", intervention,
-                    split.dataset, len(new.frame), len(split.frame))  # fmt: skip
+        log.warning(
+            "%s changed nothing in the training split of %s (%d of %d images kept, every weight 1: each "
+            "object is already within one image of its target), so its networks learn from the same data as "
+            "the untouched ones and any difference between them is not the intervention's",
+            intervention,
+            split.dataset,
+            len(new.frame),
+            len(split.frame),
+        )
 
 
 if __name__ == "__main__":

@@ -26,8 +26,9 @@ def by_seed(paths: list) -> tuple[str, dict]:
     stages = [parse_stage(Path(p).stem) for p in paths]
     datasets = {d for d, _ in stages}
     if len(datasets) != 1:
-        raise ValueError(f"{', '.join(paths)}: embeddings of networks finetuned on {sorted(map(str, datasets))}, "
-                         "not on one dataset")  # fmt: skip
+        raise ValueError(
+            f"{', '.join(paths)}: embeddings of networks finetuned on {sorted(map(str, datasets))}, not on one dataset"
+        )
     return datasets.pop(), {s: read_embeddings(p) for (_, s), p in zip(stages, paths)}
 
 

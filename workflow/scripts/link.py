@@ -30,8 +30,22 @@ log = logging.getLogger(__name__)
 
 IEAT_NEEDS = ("analysis_set", "model", "stage", "test", "effect_size", "ci_low", "ci_high")
 CHANGE_NEEDS = ("analysis_set", "model", "finetune_dataset", "seed", "test", "delta_d", "ci_low", "ci_high")
-TERMS_NEEDS = ("network", "model", "dataset", "seed", "measure", "threshold", "attribute", "task", "term", "ci_low",
-               "ci_high", "shift", "shift_low", "shift_high")  # fmt: skip
+TERMS_NEEDS = (
+    "network",
+    "model",
+    "dataset",
+    "seed",
+    "measure",
+    "threshold",
+    "attribute",
+    "task",
+    "term",
+    "ci_low",
+    "ci_high",
+    "shift",
+    "shift_low",
+    "shift_high",
+)
 
 
 def main(
@@ -51,8 +65,13 @@ def main(
     stages = pd.concat([read_summary(p, IEAT_NEEDS) for p in [ieat, *scratch]], ignore_index=True)
     changes, term_table = read_summary(change, CHANGE_NEEDS), read_summary(terms, TERMS_NEEDS)
     datasets = evaluations_and_scores(splits, attributes, predictions)
-    links = {link for listed in tests.values() for t in listed for ev, _ in datasets.values()
-             if (link := linked_test(t, ev.attribute_names, ev.tasks))}  # fmt: skip
+    links = {
+        link
+        for listed in tests.values()
+        for t in listed
+        for ev, _ in datasets.values()
+        if (link := linked_test(t, ev.attribute_names, ev.tasks))
+    }
     contrasts = {}
     for name, (ev, networks) in datasets.items():
         for (network, model), scores in networks.items():
@@ -64,10 +83,18 @@ def main(
                     continue
                 for label, members in groups:
                     contrasts[(name, network, model, label, attribute, first, second)] = association_contrast(
-                        ev.attributes, ev.truth, [predicted[s] for s in members], attribute=attribute, first=first,
-                        second=second, attribute_names=ev.attribute_names, task_names=ev.tasks,
-                        replicates=settings.bootstrap, level=settings.ci_level, seed=settings.seed,
-                    )  # fmt: skip
+                        ev.attributes,
+                        ev.truth,
+                        [predicted[s] for s in members],
+                        attribute=attribute,
+                        first=first,
+                        second=second,
+                        attribute_names=ev.attribute_names,
+                        task_names=ev.tasks,
+                        replicates=settings.bootstrap,
+                        level=settings.ci_level,
+                        seed=settings.seed,
+                    )
     evaluations = {name: (ev.attribute_names, ev.tasks) for name, (ev, _) in datasets.items()}
     rows = link_table(tests, evaluations, contrasts, stages, changes, term_table, f"{settings.threshold:g}")
     write_csv(table, rows)

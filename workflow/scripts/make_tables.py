@@ -96,9 +96,14 @@ def main(
     required, text_of, rows_of = KINDS[kind]
     table = read_summary(summary, required)
     scratch = [scratch] if isinstance(scratch, str) else list(scratch or [])  # none, or the scratch iEAT summary
-    options = {"analysis_set": analysis_set, "dataset": dataset, "adjust": adjust, "alpha": alpha,
-               "scratch": read_summary(scratch[0], IEAT_COLUMNS + IEAT_PARTS) if scratch else None,
-               "correlation": read_summary(correlation, CORRELATION_REQUIRED) if correlation else None}  # fmt: skip
+    options = {
+        "analysis_set": analysis_set,
+        "dataset": dataset,
+        "adjust": adjust,
+        "alpha": alpha,
+        "scratch": read_summary(scratch[0], IEAT_COLUMNS + IEAT_PARTS) if scratch else None,
+        "correlation": read_summary(correlation, CORRELATION_REQUIRED) if correlation else None,
+    }
     text, rows = _built(text_of, table, options), _built(rows_of, table, options)
     write_text(document, text)
     if fragment:

@@ -72,9 +72,11 @@ def main(
     torch.set_num_threads(max(1, threads))
     datasets, stages, entry = settings.datasets, settings.stages, settings.entry
     if len(datasets) != len(splits) or not len(stages) == len(weights) == len(predictions) == len(embeddings):
-        raise ValueError(f"{len(splits)} splits for {len(datasets)} datasets, and {len(stages)} stages for "
-                         f"{len(weights)} checkpoints, {len(predictions)} prediction and {len(embeddings)} "
-                         "embedding files: one split per dataset, one of each file per stage")  # fmt: skip
+        raise ValueError(
+            f"{len(splits)} splits for {len(datasets)} datasets, and {len(stages)} stages for "
+            f"{len(weights)} checkpoints, {len(predictions)} prediction and {len(embeddings)} "
+            "embedding files: one split per dataset, one of each file per stage"
+        )
     split_of = dict(zip(datasets, splits))
     spec = model_spec(model, entry)
     inference = Inference(**settings.inference.as_dict())
@@ -119,8 +121,13 @@ def main(
             )
             write_predictions(n.predictions, images.frame["image_id"], n.classes, scores, provenance)
             write_embeddings(n.embeddings, images.frame["image_id"], [images.name] * len(paths), features, provenance)
-            log.info("wrote %s: %d images x %d classes, and %s: %d dimensions", n.predictions, *scores.shape,
-                     n.embeddings, features.shape[1])  # fmt: skip
+            log.info(
+                "wrote %s: %d images x %d classes, and %s: %d dimensions",
+                n.predictions,
+                *scores.shape,
+                n.embeddings,
+                features.shape[1],
+            )
 
 
 if __name__ == "__main__":

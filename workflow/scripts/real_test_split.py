@@ -31,8 +31,13 @@ def main(dataset: dict, name: str, selections: list, train: str, val: str, test:
         split.frame, {s: read_split_columns(p, ["image_id"]) for s, p in disjoint.items()}, what="evaluation"
     )
     write_split(test, split)
-    log.info("%s: %d images (%d analysis images excluded; disjoint from %s)", test, len(split.frame), len(exclude),
-             " and ".join(disjoint))  # fmt: skip
+    log.info(
+        "%s: %d images (%d analysis images excluded; disjoint from %s)",
+        test,
+        len(split.frame),
+        len(exclude),
+        " and ".join(disjoint),
+    )
 
 
 if __name__ == "__main__":

@@ -27,8 +27,11 @@ def _summary(paths: list, by: list) -> pd.DataFrame:
 
 
 def main(ieat: list, similarity: list, seeds: list, ieat_out: str, similarity_out: str, seeds_out: str) -> None:
-    for paths, out, by in ((ieat, ieat_out, ["analysis_set"]), (similarity, similarity_out, ["analysis_set", "kind"]),
-                           (seeds, seeds_out, ["analysis_set"])):  # fmt: skip
+    for paths, out, by in (
+        (ieat, ieat_out, ["analysis_set"]),
+        (similarity, similarity_out, ["analysis_set", "kind"]),
+        (seeds, seeds_out, ["analysis_set"]),
+    ):
         frame = _summary(paths, by)
         write_csv(out, frame)
         log.info("%s: %d rows", out, len(frame))

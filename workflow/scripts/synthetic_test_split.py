@@ -51,10 +51,12 @@ def main(
     hashed = frame.assign(sha256=[file_digest(p) for p in frame["path"]])
     check_no_leakage(
         hashed,
-        {s: read_split(p).frame.assign(sha256=lambda f: [file_digest(x) for x in f["path"]]) for s, p in
-         (("train", train), ("val", val))},
+        {
+            s: read_split(p).frame.assign(sha256=lambda f: [file_digest(x) for x in f["path"]])
+            for s, p in (("train", train), ("val", val))
+        },
         what="test",
-    )  # fmt: skip
+    )
     write_split(test, split)
     attrs = scenes.figure_attributes(
         synthetic, "test", file_digest(test), split.classes, frame["image_id"], frame["figure"]

@@ -31,8 +31,10 @@ def main(spec: dict, train: str, attributes: str, synthetic: str = "synthetic") 
         raise ValueError(f"{train}: {len(split.frame)} images, but the spec of {synthetic!r} draws {len(drawn)}")
     for image_id, labels, scene in zip(split.frame["image_id"], split.frame["labels"], drawn):
         if sorted(labels) != scene.labels(spec["label_groups"]):
-            raise ValueError(f"{train}: image {image_id!r} has labels {sorted(labels)}, but the spec of "
-                             f"{synthetic!r} draws {scene.labels(spec['label_groups'])}; was it made with another spec?")  # fmt: skip
+            raise ValueError(
+                f"{train}: image {image_id!r} has labels {sorted(labels)}, but the spec of "
+                f"{synthetic!r} draws {scene.labels(spec['label_groups'])}; was it made with another spec?"
+            )
     attrs = scenes.figure_attributes(
         synthetic, "train", file_digest(train), split.classes, split.frame["image_id"], (s.person for s in drawn)
     )

@@ -18,8 +18,9 @@ def _read(path: str) -> pd.DataFrame:
     return pd.read_csv(path, keep_default_na=False, na_values=[""])
 
 
-def main(ranking: str, status_csv: str, rank_by: dict, alpha: float, findings: str, html: str,
-         claims: list | None = None) -> None:  # fmt: skip
+def main(
+    ranking: str, status_csv: str, rank_by: dict, alpha: float, findings: str, html: str, claims: list | None = None
+) -> None:
     text = describe_zoo(_read(ranking), _read(status_csv), alpha=alpha, **rank_by)
     if claims:
         text += "\n" + "\n".join(describe_claims(_read(claims[0])))

@@ -218,9 +218,16 @@ def _table(rows, codes, targets, attributes, amount: np.ndarray, when: str) -> p
         sums = np.bincount(codes[r], weights=amount[r], minlength=len(attributes))
         total = sums.sum()
         for a, name in enumerate(attributes):
-            out.append({"object": obj, "attribute": name, "when": when, "images": float(sums[a]),
-                        "share": float(sums[a] / total) if total else float("nan"),
-                        "target": float(targets[obj][a])})  # fmt: skip
+            out.append(
+                {
+                    "object": obj,
+                    "attribute": name,
+                    "when": when,
+                    "images": float(sums[a]),
+                    "share": float(sums[a] / total) if total else float("nan"),
+                    "target": float(targets[obj][a]),
+                }
+            )
     return pd.DataFrame(out, columns=list(TABLE_COLUMNS))
 
 
@@ -284,14 +291,27 @@ def intervene(split: Split, attrs: Attributes, spec: Mapping, name: str) -> tupl
     codes = attribute_codes(list(attrs.of(ids, where=f"training split of {split.dataset}")), attrs.attributes)
     labels = Labels.from_lists(split.frame["labels"], split.classes)
     try:
-        out = rebalance(labels, codes, attrs.attributes, spec["objects"], target=spec["target"],
-                        method=spec["method"], seed=spec["seed"])  # fmt: skip
+        out = rebalance(
+            labels,
+            codes,
+            attrs.attributes,
+            spec["objects"],
+            target=spec["target"],
+            method=spec["method"],
+            seed=spec["seed"],
+        )
     except ValueError as err:
         raise ValueError(f"intervention {name!r} on the training split of {split.dataset!r}: {err}") from err
     frame = split.frame.loc[out.keep, ["image_id", "path", "labels"]].reset_index(drop=True)
     weights = pd.DataFrame({"image_id": frame["image_id"].astype(str), "weight": out.weights[out.keep]})
-    table = out.table.assign(dataset=name, source=split.dataset, method=spec["method"], split_images=len(ids),
-                             split_kept=len(frame), changed=out.changed)  # fmt: skip
+    table = out.table.assign(
+        dataset=name,
+        source=split.dataset,
+        method=spec["method"],
+        split_images=len(ids),
+        split_kept=len(frame),
+        changed=out.changed,
+    )
     return Split(name, split.name, split.classes, frame), weights, table
 
 
@@ -299,8 +319,12 @@ def write_weights(path: str | os.PathLike, weights: pd.DataFrame, *, dataset: st
     """Write sample weights (image_id, weight) of a training split atomically, tagged with its digest."""
     if (weights["weight"] < 0).any() or not np.isfinite(weights["weight"]).all():
         raise ValueError(f"{path}: sample weights must be finite and non-negative")
-    table = pa.table({"image_id": pa.array(weights["image_id"].tolist(), pa.string()),
-                      "weight": pa.array(weights["weight"].to_numpy(np.float64), pa.float64())})  # fmt: skip
+    table = pa.table(
+        {
+            "image_id": pa.array(weights["image_id"].tolist(), pa.string()),
+            "weight": pa.array(weights["weight"].to_numpy(np.float64), pa.float64()),
+        }
+    )
     write_tagged(path, table, {"dataset": dataset, "split": "train", "split_sha256": split_sha256})
 
 
@@ -309,8 +333,10 @@ def read_weights(path: str | os.PathLike, image_ids: Sequence[str], split_sha256
     ValueError naming the file when it is of another split or misses an image."""
     frame, meta = read_tagged(path, WEIGHT_COLUMNS, what="sample weights file", holding="the split digest")
     if meta.get("split_sha256") != split_sha256:
-        raise ValueError(f"{path}: the weights of another version of the training split (sha256 "
-                         f"{str(meta.get('split_sha256'))[:12]} recorded, {split_sha256[:12]} now)")  # fmt: skip
+        raise ValueError(
+            f"{path}: the weights of another version of the training split (sha256 "
+            f"{str(meta.get('split_sha256'))[:12]} recorded, {split_sha256[:12]} now)"
+        )
     known = dict(zip(frame["image_id"], frame["weight"]))
     missing = [i for i in image_ids if i not in known]
     if missing:

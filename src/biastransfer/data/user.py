@@ -134,8 +134,10 @@ def intervention_classes(where: str, entry: Mapping) -> tuple[tuple[str, ...] | 
     except (OSError, ValueError):
         return None, []
     if "attribute" not in frame.columns:
-        return None, [f"{where}: table {entry['table']} has no 'attribute' column (each training row's protected "
-                      "attribute, which an intervention rebalances)"]  # fmt: skip
+        return None, [
+            f"{where}: table {entry['table']} has no 'attribute' column (each training row's protected "
+            "attribute, which an intervention rebalances)"
+        ]
     labels = _label_lists(frame["labels"], entry.get("label_separator", "|"))
     problems = empty_attribute_problems(where, entry["table"], frame, ~_is_val(frame, entry) & ~is_test_row(frame))
     return tuple(entry.get("classes") or sorted({x for ls in labels for x in ls})), problems

@@ -231,8 +231,14 @@ def run_on_images(
     small = undersized_images(paths, spec.preprocess.crop)
     if small:
         shown = ", ".join(f"{p} ({w}x{h})" for p, w, h in small[:5]) + (", ..." if len(small) > 5 else "")
-        log("%d of %d images are smaller than the %d-pixel crop of %s and are upscaled: %s",
-            len(small), len(paths), spec.preprocess.crop, spec.name, shown)  # fmt: skip
+        log(
+            "%d of %d images are smaller than the %d-pixel crop of %s and are upscaled: %s",
+            len(small),
+            len(paths),
+            spec.preprocess.crop,
+            spec.name,
+            shown,
+        )
     from biastransfer.progress import Progress
 
     progress = Progress(what, len(paths), unit="images")

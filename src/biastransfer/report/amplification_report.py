@@ -8,8 +8,22 @@ import pandas as pd
 from biastransfer.report.formatting import estimate_cell, latex_escape, model_label, rows_where
 from biastransfer.report.latex import standalone_document, tabular
 
-AMPLIFICATION_REQUIRED = ("network", "model", "dataset", "seed", "measure", "threshold", "estimate", "ci_low",
-                          "ci_high", "level", "replicates", "n_images", "n_excluded", "images_per_attribute")  # fmt: skip
+AMPLIFICATION_REQUIRED = (
+    "network",
+    "model",
+    "dataset",
+    "seed",
+    "measure",
+    "threshold",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "level",
+    "replicates",
+    "n_images",
+    "n_excluded",
+    "images_per_attribute",
+)
 
 #: The measures' words in the table, in its row order.
 MEASURE_WORDS = {
@@ -43,8 +57,12 @@ def amplification_latex(summary: pd.DataFrame, dataset: str) -> str:
     rows = rows.assign(threshold=rows["threshold"].astype(str), seed=rows["seed"].astype(str))
     thresholds = [t for t in dict.fromkeys(rows["threshold"]) if t not in ("", "base_rate")]
     columns = [*thresholds, "base_rate"]
-    header = ["Network", "Seeds", "Measure", *(f"at {latex_escape(t)}" if t != "base_rate" else "at base rate"
-                                              for t in columns)]  # fmt: skip
+    header = [
+        "Network",
+        "Seeds",
+        "Measure",
+        *(f"at {latex_escape(t)}" if t != "base_rate" else "at base rate" for t in columns),
+    ]
     body = []
     for (network, model), m in rows[rows["network"] != "dataset"].groupby(["network", "model"], sort=False):
         pooled = m[m["seed"] == "pooled"]

@@ -13,9 +13,28 @@ from biastransfer.report.formatting import format_interval, format_number, forma
 from biastransfer.report.latex import standalone_document, tabular
 from biastransfer.report.style import STAGE_COLOURS, paper_figure, paper_style
 
-CLAIMS_REQUIRED = ("claim", "analysis_set", "measure", "kind", "x", "y", "direction", "n_x", "n_y", "difference",
-                   "ci_low", "ci_high", "level", "p", "p_adjusted", "p_floor", "detectable_difference",
-                   "models_needed", "verdict", "left_out")  # fmt: skip
+CLAIMS_REQUIRED = (
+    "claim",
+    "analysis_set",
+    "measure",
+    "kind",
+    "x",
+    "y",
+    "direction",
+    "n_x",
+    "n_y",
+    "difference",
+    "ci_low",
+    "ci_high",
+    "level",
+    "p",
+    "p_adjusted",
+    "p_floor",
+    "detectable_difference",
+    "models_needed",
+    "verdict",
+    "left_out",
+)
 VALUES_REQUIRED = ("claim", "side", "label", "model", "value", "value_min", "value_max", "n_seeds")
 
 _DIRECTION_LATEX = {"greater": "$>$", "less": "$<$", "two-sided": "$\\neq$"}
@@ -24,9 +43,26 @@ _DIRECTION_LATEX = {"greater": "$>$", "less": "$<$", "two-sided": "$\\neq$"}
 def claims_frame(table: pd.DataFrame) -> pd.DataFrame:
     """The claims table's rows, verdict first."""
     require_columns(table, CLAIMS_REQUIRED, where="claims table")
-    columns = ["verdict", "claim", "analysis_set", "measure", "x", "y", "direction", "n_x", "n_y", "difference",
-               "ci_low", "ci_high", "p", "p_adjusted", "p_floor", "detectable_difference", "models_needed",
-               "left_out"]  # fmt: skip
+    columns = [
+        "verdict",
+        "claim",
+        "analysis_set",
+        "measure",
+        "x",
+        "y",
+        "direction",
+        "n_x",
+        "n_y",
+        "difference",
+        "ci_low",
+        "ci_high",
+        "p",
+        "p_adjusted",
+        "p_floor",
+        "detectable_difference",
+        "models_needed",
+        "left_out",
+    ]
     return table[columns].reset_index(drop=True)
 
 
@@ -41,12 +77,20 @@ def claims_latex(table: pd.DataFrame) -> str:
     and the verdict; the caption names the models left out of a claim's groups."""
     require_columns(table, CLAIMS_REQUIRED, where="claims table")
     cells = [
-        [latex_escape(r.claim), latex_escape(f"{r.measure} ({r.analysis_set})"),
-         f"{latex_escape(f'{r.x} - {r.y}')} {_DIRECTION_LATEX[r.direction]} 0",
-         f"{r.n_x}, {r.n_y}", format_number(r.difference), format_interval(r.ci_low, r.ci_high),
-         format_p(r.p, r.p_floor), format_p(r.p_adjusted), format_p(r.p_floor), latex_escape(r.verdict)]
+        [
+            latex_escape(r.claim),
+            latex_escape(f"{r.measure} ({r.analysis_set})"),
+            f"{latex_escape(f'{r.x} - {r.y}')} {_DIRECTION_LATEX[r.direction]} 0",
+            f"{r.n_x}, {r.n_y}",
+            format_number(r.difference),
+            format_interval(r.ci_low, r.ci_high),
+            format_p(r.p, r.p_floor),
+            format_p(r.p_adjusted),
+            format_p(r.p_floor),
+            latex_escape(r.verdict),
+        ]
         for r in table.itertuples()
-    ]  # fmt: skip
+    ]
     head = ["Claim", "Measure", "Claimed", "$n$", "Difference", "CI", "$p$", "$p$ (Holm)", "smallest $p$", "Verdict"]
     body = tabular("lllrrrrrrp{5cm}", head, cells)
     level = f"{float(table['level'].iloc[0]):.0%}".replace("%", "\\%") if len(table) else "95\\%"
@@ -80,8 +124,17 @@ def claims_figure(values: pd.DataFrame, table: pd.DataFrame):
                 part = of_claim[of_claim["side"] == side]
                 x = i + part["model"].map(offset).to_numpy(dtype=float)
                 err = [part["value"] - part["value_min"], part["value_max"] - part["value"]]
-                ax.errorbar(x, part["value"], yerr=err, fmt="o", ms=3, color=STAGE_COLOURS[(i + 1) % len(STAGE_COLOURS)],
-                            elinewidth=0.7, capsize=1.5, zorder=3)  # fmt: skip
+                ax.errorbar(
+                    x,
+                    part["value"],
+                    yerr=err,
+                    fmt="o",
+                    ms=3,
+                    color=STAGE_COLOURS[(i + 1) % len(STAGE_COLOURS)],
+                    elinewidth=0.7,
+                    capsize=1.5,
+                    zorder=3,
+                )
                 ax.hlines(part["value"].mean(), i - 0.3, i + 0.3, color="black", linewidth=1.2, zorder=4)
                 sides[side] = dict(zip(part["model"], zip(x, part["value"])))
             if row["kind"] == "paired":

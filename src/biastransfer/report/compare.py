@@ -31,20 +31,35 @@ KEYS = ("table", "analysis_set", "finetune_dataset", "model", "measure", "stage"
 JOIN_KEYS = KEYS[1:]
 REFERENCE_COLUMNS = (*KEYS, "value", "provenance", "note")
 FAMILIES = {
-    "bts_intra": "bts", "bts_intra_p": "bts", "bts_inter": "bts", "bts_inter_p": "bts",
-    "ieat_d": "ieat", "ieat_p": "ieat",
-    "mAP": "finetune", "mAP_sd": "finetune", "micro_f1": "finetune", "micro_f1_sd": "finetune",
-    "epochs": "finetune", "lr": "finetune",
+    "bts_intra": "bts",
+    "bts_intra_p": "bts",
+    "bts_inter": "bts",
+    "bts_inter_p": "bts",
+    "ieat_d": "ieat",
+    "ieat_p": "ieat",
+    "mAP": "finetune",
+    "mAP_sd": "finetune",
+    "micro_f1": "finetune",
+    "micro_f1_sd": "finetune",
+    "epochs": "finetune",
+    "lr": "finetune",
     "n_images": "analysis_set",
-}  # fmt: skip
+}
 P_MEASURES = frozenset({"bts_intra_p", "bts_inter_p", "ieat_p"})
 #: Largest |ours - paper| still called agreement. Effect sizes and rho from a re-run (new draws of
 #: analysis images' embeddings, new finetuning seeds) differ by noise of about this size.
 DEFAULT_TOLERANCES = {
-    "bts_intra": 0.1, "bts_inter": 0.1, "ieat_d": 0.1,
-    "mAP": 0.02, "mAP_sd": 0.02, "micro_f1": 0.02, "micro_f1_sd": 0.02,
-    "epochs": 0.0, "lr": 0.0, "n_images": 0.0,
-}  # fmt: skip
+    "bts_intra": 0.1,
+    "bts_inter": 0.1,
+    "ieat_d": 0.1,
+    "mAP": 0.02,
+    "mAP_sd": 0.02,
+    "micro_f1": 0.02,
+    "micro_f1_sd": 0.02,
+    "epochs": 0.0,
+    "lr": 0.0,
+    "n_images": 0.0,
+}
 _EPS = 1e-12
 
 
@@ -90,22 +105,41 @@ def run_measurements(
         pooled = bts[bts["seed"] == "pooled"]
         # the paper's BTS p-values are scipy's t approximation: compare like with like (pvalue_t)
         for value_col, suffix in (("statistic", ""), ("pvalue_t", "_p")):
-            parts.append(pd.DataFrame({
-                "analysis_set": pooled["analysis_set"], "finetune_dataset": pooled["finetune_dataset"], "model": pooled["model"],
-                "measure": "bts_" + pooled["kind"] + suffix, "stage": "", "concept_pair": "", "value": pooled[value_col], "n_seeds": np.nan,
-                "floor": np.nan,  # the t approximation has no floor
-            }))  # fmt: skip
+            parts.append(
+                pd.DataFrame(
+                    {
+                        "analysis_set": pooled["analysis_set"],
+                        "finetune_dataset": pooled["finetune_dataset"],
+                        "model": pooled["model"],
+                        "measure": "bts_" + pooled["kind"] + suffix,
+                        "stage": "",
+                        "concept_pair": "",
+                        "value": pooled[value_col],
+                        "n_seeds": np.nan,
+                        "floor": np.nan,  # the t approximation has no floor
+                    }
+                )
+            )
     if ieat is not None:
         agg = ieat_by_stage(ieat)
         agg = agg[(agg["X"] == targets[0]) & (agg["Y"] == targets[1])]
         pretrained = agg["group"] == "pretrained"
         for value_col, measure in (("effect_size", "ieat_d"), ("pvalue", "ieat_p")):
-            parts.append(pd.DataFrame({
-                "analysis_set": agg["analysis_set"], "finetune_dataset": np.where(pretrained, "", agg["group"].str.removeprefix("ft-")),
-                "model": agg["model"], "measure": measure, "stage": np.where(pretrained, "pretrained", "finetuned"),
-                "concept_pair": agg["A"] + "|" + agg["B"], "value": agg[value_col], "n_seeds": agg["n_seeds"],
-                "floor": agg["pvalue_floor"] if measure == "ieat_p" else np.nan,
-            }))  # fmt: skip
+            parts.append(
+                pd.DataFrame(
+                    {
+                        "analysis_set": agg["analysis_set"],
+                        "finetune_dataset": np.where(pretrained, "", agg["group"].str.removeprefix("ft-")),
+                        "model": agg["model"],
+                        "measure": measure,
+                        "stage": np.where(pretrained, "pretrained", "finetuned"),
+                        "concept_pair": agg["A"] + "|" + agg["B"],
+                        "value": agg[value_col],
+                        "n_seeds": agg["n_seeds"],
+                        "floor": agg["pvalue_floor"] if measure == "ieat_p" else np.nan,
+                    }
+                )
+            )
     if finetune_metrics is not None:
         summary = finetune_summary(finetune_metrics)
         rows = []
@@ -121,10 +155,20 @@ def run_measurements(
         parts.append(pd.DataFrame(rows))
     if analysis_sets is not None:
         require_columns(analysis_sets, ("analysis_set", "class", "n"), where="analysis-set statistics")
-        parts.append(pd.DataFrame({
-            "analysis_set": analysis_sets["analysis_set"], "finetune_dataset": "", "model": "", "measure": "n_images",
-            "stage": "", "concept_pair": analysis_sets["class"], "value": analysis_sets["n"].astype(float), "n_seeds": np.nan,
-        }))  # fmt: skip
+        parts.append(
+            pd.DataFrame(
+                {
+                    "analysis_set": analysis_sets["analysis_set"],
+                    "finetune_dataset": "",
+                    "model": "",
+                    "measure": "n_images",
+                    "stage": "",
+                    "concept_pair": analysis_sets["class"],
+                    "value": analysis_sets["n"].astype(float),
+                    "n_seeds": np.nan,
+                }
+            )
+        )
     if not parts:
         raise ValueError("run_measurements: give at least one of bts, ieat, finetune_metrics, analysis_sets")
     ours = pd.concat(parts, ignore_index=True)

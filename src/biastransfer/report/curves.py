@@ -16,8 +16,15 @@ from biastransfer.report.formatting import model_label, require_columns
 from biastransfer.report.style import OKABE_ITO, paper_figure, paper_style
 
 CURVE_COLUMNS = ("epoch", "train_loss", "val_loss", "metric")
-SEED_COLOURS = (OKABE_ITO["blue"], OKABE_ITO["orange"], OKABE_ITO["bluish_green"], OKABE_ITO["reddish_purple"],
-                OKABE_ITO["vermillion"], OKABE_ITO["sky_blue"], OKABE_ITO["black"])  # fmt: skip
+SEED_COLOURS = (
+    OKABE_ITO["blue"],
+    OKABE_ITO["orange"],
+    OKABE_ITO["bluish_green"],
+    OKABE_ITO["reddish_purple"],
+    OKABE_ITO["vermillion"],
+    OKABE_ITO["sky_blue"],
+    OKABE_ITO["black"],
+)
 _RUN = re.compile(r"(?P<dataset>[^/]+)/(?P<model>[^/]+)/seed(?P<seed>[0-9]+)/(curve\.csv|metrics\.json)$")
 
 
@@ -63,8 +70,15 @@ def read_histories(metrics: Sequence[str | os.PathLike]) -> pd.DataFrame:
         history = pd.DataFrame(record.get("history") or [])
         require_columns(history, CURVE_COLUMNS, where=f"{path}: history")
         dataset, model, seed = run_of(path)
-        frames.append(history.assign(dataset=dataset, model=model, seed=seed, metric_name=record.get("metric_name", "metric"),
-                                     epoch_best=record.get("epoch_best")))  # fmt: skip
+        frames.append(
+            history.assign(
+                dataset=dataset,
+                model=model,
+                seed=seed,
+                metric_name=record.get("metric_name", "metric"),
+                epoch_best=record.get("epoch_best"),
+            )
+        )
     return pd.concat(frames, ignore_index=True)
 
 

@@ -132,8 +132,10 @@ def _bts_text(bts_rows: pd.DataFrame, groups: Sequence[str], rule: Significance)
             raise ValueError(f"BTS summary: no pooled row for finetune dataset {dataset!r}")
         r = bts_rows.loc[dataset]
         floor = float(r["pvalue_floor"]) if "pvalue_floor" in r else None
-        parts.append(f"{dataset}: BTS ρ = {r['statistic']:.3f}{rule.stars(r[rule.column])} "
-                     f"({p_text(float(r['pvalue']), floor)}, {'' if rule.significant(r[rule.column]) else 'not '}significant)")  # fmt: skip
+        parts.append(
+            f"{dataset}: BTS ρ = {r['statistic']:.3f}{rule.stars(r[rule.column])} "
+            f"({p_text(float(r['pvalue']), floor)}, {'' if rule.significant(r[rule.column]) else 'not '}significant)"
+        )
     # a line each beyond two finetuning datasets, so that the title fits a page
     return ("; " if len(parts) <= 2 else "\n").join(parts) + (f"\n{rule.legend()}" if parts else "")
 
@@ -190,23 +192,50 @@ def _similarity_figure(similarity, bts, change, *, analysis_set, model, kind, co
             n_seeds = int(part["n_seeds"].max())
             label = stage_words(group, None if group == "pretrained" else n_seeds)
             if group == "pretrained":
-                top.errorbar(x + shift[i], part["mean"], yerr=Z95 * part["se"], fmt=marker, color=colour, ms=4, capsize=2,
-                             elinewidth=0.8, markeredgecolor="black", markeredgewidth=0.4, label=f"{label} (95% interval from SE)")  # fmt: skip
+                top.errorbar(
+                    x + shift[i],
+                    part["mean"],
+                    yerr=Z95 * part["se"],
+                    fmt=marker,
+                    color=colour,
+                    ms=4,
+                    capsize=2,
+                    elinewidth=0.8,
+                    markeredgecolor="black",
+                    markeredgewidth=0.4,
+                    label=f"{label} (95% interval from SE)",
+                )
                 continue
             dataset = group.removeprefix("ft-")
             seeds = rows[rows["finetune_dataset"] == dataset]
             seed_x = x[[keys.index(k) for k in seeds["key"]]] + shift[i]
             top.scatter(seed_x, seeds["value"], s=9, facecolor="none", edgecolor=colour, linewidth=0.7, zorder=3)
-            top.hlines(part["mean"], x + shift[i] - 0.4 / len(groups), x + shift[i] + 0.4 / len(groups), color=colour, linewidth=1.6,
-                       label=f"{label}; circles: seeds")  # fmt: skip
+            top.hlines(
+                part["mean"],
+                x + shift[i] - 0.4 / len(groups),
+                x + shift[i] + 0.4 / len(groups),
+                color=colour,
+                linewidth=1.6,
+                label=f"{label}; circles: seeds",
+            )
             mine = deltas[deltas["finetune_dataset"] == dataset]
             if not mine.empty:
                 spread = np.linspace(-0.25, 0.25, int(mine["seed"].nunique()) + 2)[1:-1] / len(groups)
                 seed_pos = {s: spread[j] for j, s in enumerate(dict.fromkeys(mine["seed"]))}
                 dx = x[[keys.index(k) for k in mine["key"]]] + shift[i] + mine["seed"].map(seed_pos).to_numpy()
-                bottom.errorbar(dx, mine["delta"], yerr=[mine["delta"] - mine["ci_low"], mine["ci_high"] - mine["delta"]], fmt=marker,
-                                color=colour, ms=3, capsize=1.5, elinewidth=0.8, markeredgecolor="black", markeredgewidth=0.3,
-                                label=f"{dataset}: each seed, {float(mine['ci_level'].iloc[0]):.0%} paired bootstrap interval")  # fmt: skip
+                bottom.errorbar(
+                    dx,
+                    mine["delta"],
+                    yerr=[mine["delta"] - mine["ci_low"], mine["ci_high"] - mine["delta"]],
+                    fmt=marker,
+                    color=colour,
+                    ms=3,
+                    capsize=1.5,
+                    elinewidth=0.8,
+                    markeredgecolor="black",
+                    markeredgewidth=0.3,
+                    label=f"{dataset}: each seed, {float(mine['ci_level'].iloc[0]):.0%} paired bootstrap interval",
+                )
                 mean_delta = mine.groupby("key", sort=False)["delta"].mean().reindex(keys)
                 bottom.hlines(
                     mean_delta,
@@ -217,8 +246,15 @@ def _similarity_figure(similarity, bts, change, *, analysis_set, model, kind, co
                 )
             else:
                 pre = table[table["group"] == "pretrained"].set_index("key").loc[keys]
-                bottom.scatter(seed_x, seeds["value"].to_numpy() - pre.loc[seeds["key"], "mean"].to_numpy(), s=9, facecolor="none",
-                               edgecolor=colour, linewidth=0.7, label=f"{dataset}: each seed (no bootstrap intervals computed)")  # fmt: skip
+                bottom.scatter(
+                    seed_x,
+                    seeds["value"].to_numpy() - pre.loc[seeds["key"], "mean"].to_numpy(),
+                    s=9,
+                    facecolor="none",
+                    edgecolor=colour,
+                    linewidth=0.7,
+                    label=f"{dataset}: each seed (no bootstrap intervals computed)",
+                )
         for k, key in enumerate(keys):
             if control_class and control_class in key.split("|"):
                 for ax in (top, bottom):
@@ -226,8 +262,12 @@ def _similarity_figure(similarity, bts, change, *, analysis_set, model, kind, co
         bottom.axhline(0, color="black", linewidth=0.6)
         top.set_ylabel(SIMILARITY_LABEL)
         bottom.set_ylabel("change after finetuning")
-        bottom.set_xticks(x, [key_label(k) for k in keys], rotation=35 if kind == "inter" or len(keys) > 8 else 0,
-                          ha="right" if kind == "inter" or len(keys) > 8 else "center")  # fmt: skip
+        bottom.set_xticks(
+            x,
+            [key_label(k) for k in keys],
+            rotation=35 if kind == "inter" or len(keys) > 8 else 0,
+            ha="right" if kind == "inter" or len(keys) > 8 else "center",
+        )
         bottom.set_xlim(-0.6, len(keys) - 0.4)
         # two columns fit a page for the pretrained network and up to two finetuning datasets
         top.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncols=2 if len(groups) <= 3 else 1, borderaxespad=0.2)
@@ -238,30 +278,74 @@ def _similarity_figure(similarity, bts, change, *, analysis_set, model, kind, co
             else ""
         )
         words = "class" if kind == "intra" else "class pair"
-        fig.suptitle(f"{model_label(model)}, analysis set {analysis_set}: {kind}-class similarity per {words}{shaded}"
-                     + (f"\n{bts_line}" if bts_line else ""))  # fmt: skip
+        fig.suptitle(
+            f"{model_label(model)}, analysis set {analysis_set}: {kind}-class similarity per {words}{shaded}"
+            + (f"\n{bts_line}" if bts_line else "")
+        )
     return fig
 
 
-def intra_figure(similarity: pd.DataFrame, bts: pd.DataFrame, change: pd.DataFrame | None = None, *, analysis_set: str,
-                 model: str, alpha: float, adjust: str = "holm", control_class: str = "random",
-                 lists: Mapping[str, Sequence] | None = None) -> Figure:  # fmt: skip
+def intra_figure(
+    similarity: pd.DataFrame,
+    bts: pd.DataFrame,
+    change: pd.DataFrame | None = None,
+    *,
+    analysis_set: str,
+    model: str,
+    alpha: float,
+    adjust: str = "holm",
+    control_class: str = "random",
+    lists: Mapping[str, Sequence] | None = None,
+) -> Figure:
     """Intra-class similarity per class before and after finetuning, and its change (paper Fig. 2); BTS in the
     title, marked by the run's significance rule (``alpha``, ``adjust``)."""
-    return _similarity_figure(similarity, bts, change, analysis_set=analysis_set, model=model, kind="intra",
-                              control_class=control_class, rule=Significance(alpha, adjust), lists=lists)  # fmt: skip
+    return _similarity_figure(
+        similarity,
+        bts,
+        change,
+        analysis_set=analysis_set,
+        model=model,
+        kind="intra",
+        control_class=control_class,
+        rule=Significance(alpha, adjust),
+        lists=lists,
+    )
 
 
-def inter_figure(similarity: pd.DataFrame, bts: pd.DataFrame, change: pd.DataFrame | None = None, *, analysis_set: str,
-                 model: str, alpha: float, adjust: str = "holm", control_class: str = "random",
-                 lists: Mapping[str, Sequence] | None = None) -> Figure:  # fmt: skip
+def inter_figure(
+    similarity: pd.DataFrame,
+    bts: pd.DataFrame,
+    change: pd.DataFrame | None = None,
+    *,
+    analysis_set: str,
+    model: str,
+    alpha: float,
+    adjust: str = "holm",
+    control_class: str = "random",
+    lists: Mapping[str, Sequence] | None = None,
+) -> Figure:
     """Inter-class similarity per configured pair before and after finetuning, and its change (paper Fig. 3)."""
-    return _similarity_figure(similarity, bts, change, analysis_set=analysis_set, model=model, kind="inter",
-                              control_class=control_class, rule=Significance(alpha, adjust), lists=lists)  # fmt: skip
+    return _similarity_figure(
+        similarity,
+        bts,
+        change,
+        analysis_set=analysis_set,
+        model=model,
+        kind="inter",
+        control_class=control_class,
+        rule=Significance(alpha, adjust),
+        lists=lists,
+    )
 
 
-def rank_figure(similarity: pd.DataFrame, bts: pd.DataFrame, *, analysis_set: str, model: str,
-                lists: Mapping[str, Sequence] | None = None) -> Figure:  # fmt: skip
+def rank_figure(
+    similarity: pd.DataFrame,
+    bts: pd.DataFrame,
+    *,
+    analysis_set: str,
+    model: str,
+    lists: Mapping[str, Sequence] | None = None,
+) -> Figure:
     """Pretrained rank vs finetuned rank of each class (left) and pair (right): what BTS measures.
 
     BTS is Spearman's rho, i.e. the Pearson correlation of these ranks (average ranks for ties) with the
@@ -287,14 +371,30 @@ def rank_figure(similarity: pd.DataFrame, bts: pd.DataFrame, *, analysis_set: st
                     rhos.append(
                         f"ρ = {bts_rows.loc[dataset, 'statistic']:.3f}" + (f" ({dataset})" if len(groups) > 2 else "")
                     )
-                ax.scatter(pre_rank, ft_rank, s=22, color=STAGE_COLOURS[i % len(STAGE_COLOURS)],
-                           marker=STAGE_MARKERS[i % len(STAGE_MARKERS)], edgecolor="black", linewidth=0.4,
-                           label=f"finetuned on {dataset}", zorder=3)  # fmt: skip
+                ax.scatter(
+                    pre_rank,
+                    ft_rank,
+                    s=22,
+                    color=STAGE_COLOURS[i % len(STAGE_COLOURS)],
+                    marker=STAGE_MARKERS[i % len(STAGE_MARKERS)],
+                    edgecolor="black",
+                    linewidth=0.4,
+                    label=f"finetuned on {dataset}",
+                    zorder=3,
+                )
                 if i == 1:
                     for key, px, py in zip(keys, pre_rank, ft_rank):
                         right = px > (n + 1) / 2
-                        ax.annotate(key_label(key), (px, py), textcoords="offset points", xytext=(-4 if right else 4, 0),
-                                    ha="right" if right else "left", va="center", fontsize=7, annotation_clip=True)  # fmt: skip
+                        ax.annotate(
+                            key_label(key),
+                            (px, py),
+                            textcoords="offset points",
+                            xytext=(-4 if right else 4, 0),
+                            ha="right" if right else "left",
+                            va="center",
+                            fontsize=7,
+                            annotation_clip=True,
+                        )
             ax.plot([1, n], [1, n], color="black", linewidth=0.6, linestyle="--", label="same rank")
             ticks = np.arange(1, n + 1, max(1, n // 7))
             ax.set_xticks(ticks)

@@ -27,10 +27,29 @@ MODEL_LABELS = {
 
 #: Columns that hold names, never numbers (read as strings; empty cells become "").
 LABEL_COLUMNS = (
-    "analysis_set", "model", "stage", "finetune_dataset", "seed", "kind", "key", "class_p", "class_q",
-    "test", "X", "Y", "A", "B", "dataset", "metric_name", "class", "optimizer", "scheduler", "method",
-    "pvalue_method", "alternative",
-)  # fmt: skip
+    "analysis_set",
+    "model",
+    "stage",
+    "finetune_dataset",
+    "seed",
+    "kind",
+    "key",
+    "class_p",
+    "class_q",
+    "test",
+    "X",
+    "Y",
+    "A",
+    "B",
+    "dataset",
+    "metric_name",
+    "class",
+    "optimizer",
+    "scheduler",
+    "method",
+    "pvalue_method",
+    "alternative",
+)
 
 ADJUSTMENTS = {"holm": "pvalue_holm", "bh": "pvalue_bh"}
 ADJUSTMENT_NAMES = {"holm": "Holm", "bh": "Benjamini--Hochberg"}
@@ -142,8 +161,10 @@ class Significance:
         """The rule in words, for a caption (``latex``) or a figure's title."""
         a, b, c = (f"{level:g}" for level in self.levels)
         if latex:
-            return (f"*/**/***: {ADJUSTMENT_NAMES[self.adjust]}-adjusted $p<{a}$/${b}$/${c}$; no mark: not "
-                    f"significant at $\\alpha={a}$")  # fmt: skip
+            return (
+                f"*/**/***: {ADJUSTMENT_NAMES[self.adjust]}-adjusted $p<{a}$/${b}$/${c}$; no mark: not "
+                f"significant at $\\alpha={a}$"
+            )
         words = ADJUSTMENT_NAMES[self.adjust].replace("--", "-")
         return f"*/**/***: {words}-adjusted p < {a}/{b}/{c}; no mark: not significant at alpha = {a}"
 

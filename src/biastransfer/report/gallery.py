@@ -26,9 +26,13 @@ def sheet_images(manifest: pd.DataFrame, per_class: int = 4) -> pd.DataFrame:
     if per_class < 1:
         raise ValueError(f"per_class must be at least 1, not {per_class}")
     order = list(dict.fromkeys(manifest["class"]))
-    shown = (manifest.sort_values("image_id").groupby("class", sort=False).head(per_class)
-             .assign(rank=lambda f: f["class"].map({c: i for i, c in enumerate(order)}))
-             .sort_values(["rank", "image_id"], kind="stable"))  # fmt: skip
+    shown = (
+        manifest.sort_values("image_id")
+        .groupby("class", sort=False)
+        .head(per_class)
+        .assign(rank=lambda f: f["class"].map({c: i for i, c in enumerate(order)}))
+        .sort_values(["rank", "image_id"], kind="stable")
+    )
     shown = shown.assign(number=np.arange(1, len(shown) + 1))
     return shown.loc[:, list(SHEET_COLUMNS)].reset_index(drop=True)
 
@@ -56,8 +60,13 @@ def contact_sheet(
     sources = sorted(set(shown["source"]))
     one_source = len(sources) == 1
     with paper_style(**{"axes.grid": False}):
-        fig, axes = paper_figure("double", 0.5 + rows * (7.0 / (blocks * per_class) + 0.25), nrows=rows,
-                                 ncols=blocks * per_class, squeeze=False)  # fmt: skip
+        fig, axes = paper_figure(
+            "double",
+            0.5 + rows * (7.0 / (blocks * per_class) + 0.25),
+            nrows=rows,
+            ncols=blocks * per_class,
+            squeeze=False,
+        )
         for ax in axes.flat:
             ax.axis("off")
         for c, cls in enumerate(classes):

@@ -29,9 +29,26 @@ from biastransfer.report.tables import ieat_by_stage
 #: The adjustments in words for HTML.
 ADJUSTMENT_WORDS = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
 
-HEADLINE_COLUMNS = ("measure", "test", "model", "stage", "estimate", "estimate_min", "estimate_max", "ci_low",
-                    "ci_high", "ci_seeds_min", "ci_seeds_max", "p", "p_two_sided", "p_floor", "p_adjusted", "verdict",
-                    "known_answer", "held")  # fmt: skip
+HEADLINE_COLUMNS = (
+    "measure",
+    "test",
+    "model",
+    "stage",
+    "estimate",
+    "estimate_min",
+    "estimate_max",
+    "ci_low",
+    "ci_high",
+    "ci_seeds_min",
+    "ci_seeds_max",
+    "p",
+    "p_two_sided",
+    "p_floor",
+    "p_adjusted",
+    "verdict",
+    "known_answer",
+    "held",
+)
 
 
 def _stage(group: str, n_seeds: int) -> str:
@@ -74,11 +91,25 @@ def ieat_headline(
         several = not pretrained and r.n_seeds > 1
         spread = (r.effect_min, r.effect_max) if several else (np.nan, np.nan)
         interval = (np.nan, np.nan, r.ci_low, r.ci_high) if several else (r.ci_low, r.ci_high, np.nan, np.nan)
-        rows.append(dict(measure="iEAT d", model=r.model, stage=_stage(r.group, r.n_seeds),
-                         test=f"{r.analysis_set}: {r.test} (X {r.X}, Y {r.Y}, A {r.A}, B {r.B}; {r.alternative})",
-                         estimate=r.effect_size, estimate_min=spread[0], estimate_max=spread[1],
-                         **dict(zip(("ci_low", "ci_high", "ci_seeds_min", "ci_seeds_max"), interval)), p=r.pvalue, p_two_sided=r.pvalue_two_sided, p_floor=r.pvalue_floor,
-                         p_adjusted=getattr(r, adj_col), verdict=verdict, known_answer=known, held=held))  # fmt: skip
+        rows.append(
+            dict(
+                measure="iEAT d",
+                model=r.model,
+                stage=_stage(r.group, r.n_seeds),
+                test=f"{r.analysis_set}: {r.test} (X {r.X}, Y {r.Y}, A {r.A}, B {r.B}; {r.alternative})",
+                estimate=r.effect_size,
+                estimate_min=spread[0],
+                estimate_max=spread[1],
+                **dict(zip(("ci_low", "ci_high", "ci_seeds_min", "ci_seeds_max"), interval)),
+                p=r.pvalue,
+                p_two_sided=r.pvalue_two_sided,
+                p_floor=r.pvalue_floor,
+                p_adjusted=getattr(r, adj_col),
+                verdict=verdict,
+                known_answer=known,
+                held=held,
+            )
+        )
     return pd.DataFrame(rows, columns=HEADLINE_COLUMNS)
 
 
@@ -89,8 +120,12 @@ def bts_headline(bts: pd.DataFrame, alpha: float, adjust: str = "holm") -> pd.Da
     seeds = bts[bts["seed"].astype(str) != "pooled"]
     rows = []
     for r in bts[bts["seed"].astype(str) == "pooled"].itertuples(index=False):
-        same = seeds[(seeds["analysis_set"] == r.analysis_set) & (seeds["model"] == r.model)
-                     & (seeds["finetune_dataset"] == r.finetune_dataset) & (seeds["kind"] == r.kind)]["statistic"]  # fmt: skip
+        same = seeds[
+            (seeds["analysis_set"] == r.analysis_set)
+            & (seeds["model"] == r.model)
+            & (seeds["finetune_dataset"] == r.finetune_dataset)
+            & (seeds["kind"] == r.kind)
+        ]["statistic"]
         p_adj = float(getattr(r, adj_col))
         verdict = "significant" if rule.significant(p_adj) else "not significant"
         scratch = float(getattr(r, "scratch_statistic", np.nan))
@@ -98,18 +133,32 @@ def bts_headline(bts: pd.DataFrame, alpha: float, adjust: str = "holm") -> pd.Da
             verdict += f"; rho(scratch, finetuned) = {scratch:.2f}" + (
                 " (not evidence of retention)" if r.retention_verdict != "retained" else ""
             )
-        rows.append(dict(measure=f"BTS rho, {r.kind}", model=r.model,
-                         stage=f"finetuned on {r.finetune_dataset}, {len(same)} seed{'s' if len(same) != 1 else ''} pooled",
-                         test=f"{r.analysis_set}: {r.kind}-class similarities, n = {int(r.n)}", estimate=r.statistic,
-                         estimate_min=same.min() if len(same) > 1 else np.nan,
-                         estimate_max=same.max() if len(same) > 1 else np.nan, ci_low=r.ci_low, ci_high=r.ci_high,
-                         p=r.pvalue, p_two_sided=np.nan, p_floor=float(getattr(r, "pvalue_floor", 0.0)), p_adjusted=p_adj,
-                         verdict=verdict, known_answer="", held=""))  # fmt: skip
+        rows.append(
+            dict(
+                measure=f"BTS rho, {r.kind}",
+                model=r.model,
+                stage=f"finetuned on {r.finetune_dataset}, {len(same)} seed{'s' if len(same) != 1 else ''} pooled",
+                test=f"{r.analysis_set}: {r.kind}-class similarities, n = {int(r.n)}",
+                estimate=r.statistic,
+                estimate_min=same.min() if len(same) > 1 else np.nan,
+                estimate_max=same.max() if len(same) > 1 else np.nan,
+                ci_low=r.ci_low,
+                ci_high=r.ci_high,
+                p=r.pvalue,
+                p_two_sided=np.nan,
+                p_floor=float(getattr(r, "pvalue_floor", 0.0)),
+                p_adjusted=p_adj,
+                verdict=verdict,
+                known_answer="",
+                held="",
+            )
+        )
     return pd.DataFrame(rows, columns=HEADLINE_COLUMNS)
 
 
-def headline_table(ieat: pd.DataFrame, bts: pd.DataFrame, tests: Mapping[str, Sequence[Mapping]], alpha: float,
-             adjust: str = "holm") -> pd.DataFrame:  # fmt: skip
+def headline_table(
+    ieat: pd.DataFrame, bts: pd.DataFrame, tests: Mapping[str, Sequence[Mapping]], alpha: float, adjust: str = "holm"
+) -> pd.DataFrame:
     """The landing page's table: the iEAT rows, then the BTS rows."""
     Significance(alpha, adjust)  # ValueError for an alpha outside (0, 1) or an unknown adjustment
     return pd.concat([ieat_headline(ieat, tests, alpha, adjust), bts_headline(bts, alpha, adjust)], ignore_index=True)

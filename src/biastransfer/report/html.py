@@ -90,8 +90,13 @@ document.querySelectorAll("table.sortable").forEach(function (table) {
 """
 
 #: The report's pages, in navigation order: file name and link text.
-PAGES = (("index.html", "Overview"), ("findings.html", "Findings"), ("tables.html", "Tables"),
-         ("figures.html", "Figures"), ("provenance.html", "Provenance"))  # fmt: skip
+PAGES = (
+    ("index.html", "Overview"),
+    ("findings.html", "Findings"),
+    ("tables.html", "Tables"),
+    ("figures.html", "Figures"),
+    ("provenance.html", "Provenance"),
+)
 
 
 def rst_to_html(text: str, *, part: str = "body") -> str:

@@ -26,8 +26,19 @@ from biastransfer.report.formatting import (
 from biastransfer.report.style import message_figure, paper_figure, paper_style, stage_words
 from biastransfer.report.tables import ieat_by_stage
 
-CHANGE_COLUMNS = ("analysis_set", "model", "finetune_dataset", "seed", "test", "delta_d", "ci_low", "ci_high",
-                  "pvalue", "pvalue_floor", "ci_level")  # fmt: skip
+CHANGE_COLUMNS = (
+    "analysis_set",
+    "model",
+    "finetune_dataset",
+    "seed",
+    "test",
+    "delta_d",
+    "ci_low",
+    "ci_high",
+    "pvalue",
+    "pvalue_floor",
+    "ci_level",
+)
 
 
 def ieat_columns(tests: pd.DataFrame) -> tuple[list[str], str]:
@@ -95,20 +106,34 @@ def ieat_heatmap(ieat: pd.DataFrame, *, alpha: float, adjust: str = "holm") -> F
                         r = index.loc[key]
                         values[i, j] = r["effect_size"]
                         flag = "†" if opposite_direction(r["effect_size"], r["alternative"]) else ""
-                        ax.text(j, i, f"{r['effect_size']:.2f}{rule.stars(r[rule.column])}{flag}", ha="center", va="center", fontsize=7,
-                                color="white" if abs(r["effect_size"]) > 0.6 * limit else "black")  # fmt: skip
+                        ax.text(
+                            j,
+                            i,
+                            f"{r['effect_size']:.2f}{rule.stars(r[rule.column])}{flag}",
+                            ha="center",
+                            va="center",
+                            fontsize=7,
+                            color="white" if abs(r["effect_size"]) > 0.6 * limit else "black",
+                        )
             image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, norm=norm, aspect="auto")
-            ax.set_xticks(range(len(columns)), labels, rotation=0 if wrapped else 30, ha="center" if wrapped else "right",
-                          rotation_mode="anchor")  # fmt: skip
+            ax.set_xticks(
+                range(len(columns)),
+                labels,
+                rotation=0 if wrapped else 30,
+                ha="center" if wrapped else "right",
+                rotation_mode="anchor",
+            )
             ax.set_yticks(range(len(models)), [model_label(m) for m in models])
             ax.tick_params(length=0)
             ax.set_title(stage_words(group, None if group == "pretrained" else int(seeds[group])))
         fig.colorbar(
             image, ax=axes[:, 0].tolist(), label="iEAT effect size d", fraction=0.04, aspect=8 * len(groups), pad=0.01
         )
-        fig.suptitle(f"iEAT effect sizes d ({targets}); finetuned: d is the mean over seeds\n"
-                     f"{rule.legend()}\n"
-                     f"finetuned: the largest p over seeds; †: |d| ≥ {OPPOSITE_EFFECT:g} against the tested direction")  # fmt: skip
+        fig.suptitle(
+            f"iEAT effect sizes d ({targets}); finetuned: d is the mean over seeds\n"
+            f"{rule.legend()}\n"
+            f"finetuned: the largest p over seeds; †: |d| ≥ {OPPOSITE_EFFECT:g} against the tested direction"
+        )
     return fig
 
 
@@ -132,13 +157,21 @@ def change_figure(change: pd.DataFrame) -> Figure:
             )
         )
         for r in rows.itertuples()
-    ]  # fmt: skip (wrapped: a long label would widen the figure past its page)
+    ]  # wrapped: a long label would widen the figure past its page
     y = np.arange(len(rows))[::-1]
     with paper_style():
         fig, ax = paper_figure("double", 1.1 + 0.14 * sum(label.count("\n") + 1 for label in labels) + 0.06 * len(rows))
         ax.axvline(0, color="0.5", lw=0.8)
-        ax.errorbar(rows["delta_d"], y, xerr=[rows["delta_d"] - rows["ci_low"], rows["ci_high"] - rows["delta_d"]],
-                    fmt="o", color="#5e3c99", ecolor="#b2abd2", capsize=2, ms=4)  # fmt: skip
+        ax.errorbar(
+            rows["delta_d"],
+            y,
+            xerr=[rows["delta_d"] - rows["ci_low"], rows["ci_high"] - rows["delta_d"]],
+            fmt="o",
+            color="#5e3c99",
+            ecolor="#b2abd2",
+            capsize=2,
+            ms=4,
+        )
         ends = rows[["delta_d", "ci_low", "ci_high"]].to_numpy(float)
         finite = ends[np.isfinite(ends)]
         low, high = (float(finite.min()), float(finite.max())) if finite.size else (-1.0, 1.0)

@@ -36,12 +36,26 @@ def intervention_latex(summary: pd.DataFrame, dataset: str) -> str:
     body = []
     for r in embedding.itertuples():
         what = f"iEAT {latex_escape(r.name)} on {latex_escape(r.analysis_set)}"
-        body.append([model_label(r.model), what, estimate_cell(r.untouched), estimate_cell(r.intervened),
-                     estimate_cell(r.delta, r.ci_low, r.ci_high)])  # fmt: skip
+        body.append(
+            [
+                model_label(r.model),
+                what,
+                estimate_cell(r.untouched),
+                estimate_cell(r.intervened),
+                estimate_cell(r.delta, r.ci_low, r.ci_high),
+            ]
+        )
     for r in prediction.itertuples():
         what = latex_escape(r.name + (f" at {r.threshold}" if r.threshold else ""))
-        body.append([model_label(r.model), what, estimate_cell(r.untouched, r.untouched_low, r.untouched_high),
-                     estimate_cell(r.intervened, r.intervened_low, r.intervened_high), estimate_cell(r.delta)])  # fmt: skip
+        body.append(
+            [
+                model_label(r.model),
+                what,
+                estimate_cell(r.untouched, r.untouched_low, r.untouched_high),
+                estimate_cell(r.intervened, r.intervened_low, r.intervened_high),
+                estimate_cell(r.delta),
+            ]
+        )
     table = tabular("llrrr", header, body)
     measured = rows[rows["level"] != "data"]
     first = (measured if not measured.empty else rows).iloc[0]

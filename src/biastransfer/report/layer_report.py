@@ -18,8 +18,20 @@ from biastransfer.report.latex import standalone_document
 from biastransfer.report.style import STAGE_COLOURS, STAGE_MARKERS, paper_figure, paper_style, stage_words
 from biastransfer.stages import PRETRAINED
 
-PROFILE_REQUIRED = ("analysis_set", "model", "layer", "depth", "measure", "stage", "finetune_dataset", "seed",
-                    "item", "estimate", "ci_low", "ci_high")  # fmt: skip
+PROFILE_REQUIRED = (
+    "analysis_set",
+    "model",
+    "layer",
+    "depth",
+    "measure",
+    "stage",
+    "finetune_dataset",
+    "seed",
+    "item",
+    "estimate",
+    "ci_low",
+    "ci_high",
+)
 
 
 def _layers(rows: pd.DataFrame) -> list[str]:
@@ -42,8 +54,18 @@ def _draw(ax, rows: pd.DataFrame, layers: list[str], datasets: list[str], styles
         y = g["estimate"].to_numpy(float)
         err = np.vstack([y - g["ci_low"].to_numpy(float), g["ci_high"].to_numpy(float) - y])
         label = stage_words(stage) + (f", {item}" if styles else "")
-        ax.errorbar(x, y, yerr=None if np.isnan(err).all() else err, color=colour, marker=marker, ms=3.5,
-                    ls=(styles or {}).get(item, "-"), capsize=2, elinewidth=0.7, label=label)  # fmt: skip
+        ax.errorbar(
+            x,
+            y,
+            yerr=None if np.isnan(err).all() else err,
+            color=colour,
+            marker=marker,
+            ms=3.5,
+            ls=(styles or {}).get(item, "-"),
+            capsize=2,
+            elinewidth=0.7,
+            label=label,
+        )
     ax.axhline(0, color="0.5", lw=0.6)
     ax.set_xticks(np.arange(len(layers)), layers, rotation=30, ha="right")
     ax.set_xlabel("layer (shallow to deep)")

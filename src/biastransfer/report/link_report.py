@@ -13,13 +13,52 @@ from biastransfer.report.formatting import estimate_cell, latex_escape, model_la
 from biastransfer.report.latex import standalone_document, tabular
 from biastransfer.report.style import STAGE_COLOURS, STAGE_MARKERS, paper_figure, paper_style
 
-LINK_REQUIRED = ("analysis_set", "test", "role", "dataset", "network", "model", "seed", "attribute", "first",
-                 "second", "threshold", "d_pretrained", "d_pretrained_low", "d_pretrained_high", "d", "d_low",
-                 "d_high", "delta_d", "delta_low", "delta_high", "shift_first", "shift_first_low",
-                 "shift_first_high", "shift_second", "shift_second_low", "shift_second_high", "contrast",
-                 "contrast_low", "contrast_high", "level", "n_images")  # fmt: skip
-CORRELATION_REQUIRED = ("analysis_set", "test", "dataset", "embedding", "n", "estimate", "ci_low", "ci_high", "level",
-                        "min_n", "verdict")  # fmt: skip
+LINK_REQUIRED = (
+    "analysis_set",
+    "test",
+    "role",
+    "dataset",
+    "network",
+    "model",
+    "seed",
+    "attribute",
+    "first",
+    "second",
+    "threshold",
+    "d_pretrained",
+    "d_pretrained_low",
+    "d_pretrained_high",
+    "d",
+    "d_low",
+    "d_high",
+    "delta_d",
+    "delta_low",
+    "delta_high",
+    "shift_first",
+    "shift_first_low",
+    "shift_first_high",
+    "shift_second",
+    "shift_second_low",
+    "shift_second_high",
+    "contrast",
+    "contrast_low",
+    "contrast_high",
+    "level",
+    "n_images",
+)
+CORRELATION_REQUIRED = (
+    "analysis_set",
+    "test",
+    "dataset",
+    "embedding",
+    "n",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "level",
+    "min_n",
+    "verdict",
+)
 
 
 def _rows(table: pd.DataFrame, dataset: str) -> pd.DataFrame:
@@ -46,10 +85,12 @@ def correlation_words(row, short: bool = False) -> str:
 
 
 def _correlation(correlation: pd.DataFrame, row, embedding: str = "d"):
-    hit = correlation[(correlation["analysis_set"].astype(str) == str(row["analysis_set"]))
-                      & (correlation["test"].astype(str) == str(row["test"]))
-                      & (correlation["dataset"].astype(str) == str(row["dataset"]))
-                      & (correlation["embedding"] == embedding)]  # fmt: skip
+    hit = correlation[
+        (correlation["analysis_set"].astype(str) == str(row["analysis_set"]))
+        & (correlation["test"].astype(str) == str(row["test"]))
+        & (correlation["dataset"].astype(str) == str(row["dataset"]))
+        & (correlation["embedding"] == embedding)
+    ]
     return None if hit.empty else hit.iloc[0]
 
 
@@ -58,19 +99,34 @@ def link_latex(table: pd.DataFrame, correlation: pd.DataFrame, dataset: str) -> 
     two objects and its contrast, each with its interval; the rank correlations in the caption."""
     require_columns(correlation, CORRELATION_REQUIRED, where="link correlation")
     rows = _rows(table, dataset)
-    header = ["iEAT", "Network", "Seed", "$d$ pretrained", "$d$", "$\\Delta d$", "shift first", "shift second",
-              "contrast"]  # fmt: skip
+    header = [
+        "iEAT",
+        "Network",
+        "Seed",
+        "$d$ pretrained",
+        "$d$",
+        "$\\Delta d$",
+        "shift first",
+        "shift second",
+        "contrast",
+    ]
     body, notes = [], []
     for (analysis_set, test), part in rows.groupby(["analysis_set", "test"], sort=False):
         first = part.iloc[0]
         for _, row in part.iterrows():
-            body.append([f"{latex_escape(analysis_set)}/{latex_escape(test)}",
-                         f"{latex_escape(row['network'])} {latex_escape(model_label(row['model']))}",
-                         latex_escape(row["seed"]), _cell(row, "d_pretrained", "d_pretrained_low", "d_pretrained_high"),
-                         _cell(row, "d", "d_low", "d_high"), _cell(row, "delta_d", "delta_low", "delta_high"),
-                         _cell(row, "shift_first", "shift_first_low", "shift_first_high"),
-                         _cell(row, "shift_second", "shift_second_low", "shift_second_high"),
-                         _cell(row, "contrast", "contrast_low", "contrast_high")])  # fmt: skip
+            body.append(
+                [
+                    f"{latex_escape(analysis_set)}/{latex_escape(test)}",
+                    f"{latex_escape(row['network'])} {latex_escape(model_label(row['model']))}",
+                    latex_escape(row["seed"]),
+                    _cell(row, "d_pretrained", "d_pretrained_low", "d_pretrained_high"),
+                    _cell(row, "d", "d_low", "d_high"),
+                    _cell(row, "delta_d", "delta_low", "delta_high"),
+                    _cell(row, "shift_first", "shift_first_low", "shift_first_high"),
+                    _cell(row, "shift_second", "shift_second_low", "shift_second_high"),
+                    _cell(row, "contrast", "contrast_low", "contrast_high"),
+                ]
+            )
         found = _correlation(correlation, first)
         notes.append(
             f"{test}: {first['first']} and {first['second']} towards {first['attribute']}"
@@ -101,27 +157,48 @@ def link_figure(table: pd.DataFrame, correlation: pd.DataFrame, dataset: str):
     rows = rows[rows["seed"] != "pooled"]
     panels = list(rows.groupby(["analysis_set", "test"], sort=False))
     with paper_style():
-        fig, axes = paper_figure("double" if len(panels) > 1 else "single", 2.6, ncols=max(1, min(len(panels), 2)),
-                                 nrows=max(1, math.ceil(len(panels) / 2)), squeeze=False)  # fmt: skip
+        fig, axes = paper_figure(
+            "double" if len(panels) > 1 else "single",
+            2.6,
+            ncols=max(1, min(len(panels), 2)),
+            nrows=max(1, math.ceil(len(panels) / 2)),
+            squeeze=False,
+        )
         for ax, ((analysis_set, test), part) in zip(axes.flat, panels):
             for k, (network, net) in enumerate(part.groupby("network", sort=True)):
-                ax.errorbar(net["d"], net["contrast"], xerr=[net["d"] - net["d_low"], net["d_high"] - net["d"]],
-                            yerr=[net["contrast"] - net["contrast_low"], net["contrast_high"] - net["contrast"]],
-                            fmt=STAGE_MARKERS[k % len(STAGE_MARKERS)], ms=3.5, elinewidth=0.6, capsize=1.5,
-                            color=STAGE_COLOURS[(k + 1) % len(STAGE_COLOURS)], label=network)  # fmt: skip
+                ax.errorbar(
+                    net["d"],
+                    net["contrast"],
+                    xerr=[net["d"] - net["d_low"], net["d_high"] - net["d"]],
+                    yerr=[net["contrast"] - net["contrast_low"], net["contrast_high"] - net["contrast"]],
+                    fmt=STAGE_MARKERS[k % len(STAGE_MARKERS)],
+                    ms=3.5,
+                    elinewidth=0.6,
+                    capsize=1.5,
+                    color=STAGE_COLOURS[(k + 1) % len(STAGE_COLOURS)],
+                    label=network,
+                )
             ax.axhline(0, color="grey", linewidth=0.5)
             ax.axvline(0, color="grey", linewidth=0.5)
             first = part.iloc[0]
             ax.set_xlabel("the network's iEAT d (embedding)")
-            ax.set_ylabel(textwrap.fill(f"contrast: {first['first']} minus {first['second']} towards "
-                                        f"{first['attribute']}", 30))  # fmt: skip
+            ax.set_ylabel(
+                textwrap.fill(f"contrast: {first['first']} minus {first['second']} towards {first['attribute']}", 30)
+            )
             found = _correlation(correlation, first)
             parts = [f"{analysis_set}/{test}", *([correlation_words(found, short=True)] if found is not None else [])]
             ax.set_title("\n".join(textwrap.fill(p, 46) for p in parts), fontsize=7)
             ax.legend(loc="best")
         if not panels:
-            axes.flat[0].text(0.5, 0.5, f"no iEAT has its objects among the tasks of {dataset}", ha="center",
-                              va="center", transform=axes.flat[0].transAxes, fontsize=7)  # fmt: skip
+            axes.flat[0].text(
+                0.5,
+                0.5,
+                f"no iEAT has its objects among the tasks of {dataset}",
+                ha="center",
+                va="center",
+                transform=axes.flat[0].transAxes,
+                fontsize=7,
+            )
         for ax in list(axes.flat)[max(len(panels), 1) :]:
             ax.axis("off")
         if not panels:

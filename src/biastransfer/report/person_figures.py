@@ -75,12 +75,26 @@ def person_figure(similarity: pd.DataFrame, *, analysis_set: str, model: str) ->
                 part = table[table["key"] == key].set_index("group").loc[groups]
                 x = np.arange(len(groups)) + offsets[j]
                 ax.plot(x, part["mean"], color=colour, linewidth=0.7, alpha=0.6)
-                handles[person] = ax.errorbar(x[:1], part["mean"].iloc[:1], yerr=Z95 * part["se"].iloc[:1], fmt=marker, color=colour,
-                                              ms=4, capsize=2, elinewidth=0.8, markeredgecolor="black", markeredgewidth=0.4)  # fmt: skip
+                handles[person] = ax.errorbar(
+                    x[:1],
+                    part["mean"].iloc[:1],
+                    yerr=Z95 * part["se"].iloc[:1],
+                    fmt=marker,
+                    color=colour,
+                    ms=4,
+                    capsize=2,
+                    elinewidth=0.8,
+                    markeredgecolor="black",
+                    markeredgewidth=0.4,
+                )
                 ax.hlines(part["mean"].iloc[1:], x[1:] - 0.07, x[1:] + 0.07, color=colour, linewidth=1.6)
-                seeds = similarity[(similarity["analysis_set"] == analysis_set) & (similarity["model"] == model)
-                                   & (similarity["kind"] == "inter") & similarity["key"].isin([key, pair_key(*reversed(pairs[j]))])
-                                   & (similarity["stage"] != "pretrained")]  # fmt: skip
+                seeds = similarity[
+                    (similarity["analysis_set"] == analysis_set)
+                    & (similarity["model"] == model)
+                    & (similarity["kind"] == "inter")
+                    & similarity["key"].isin([key, pair_key(*reversed(pairs[j]))])
+                    & (similarity["stage"] != "pretrained")
+                ]
                 seed_x = [groups.index(f"ft-{d}") + offsets[j] for d in seeds["finetune_dataset"]]
                 ax.scatter(seed_x, seeds["value"], s=9, facecolor="none", edgecolor=colour, linewidth=0.7, zorder=3)
             for group in groups:
@@ -99,6 +113,8 @@ def person_figure(similarity: pd.DataFrame, *, analysis_set: str, model: str) ->
             loc="outside lower center",
             ncols=len(persons),
         )
-        fig.suptitle(f"{model_label(model)}, analysis set {analysis_set}: {SIMILARITY_LABEL} of each object+person class with the object\n"
-                     f"pretrained: 95% interval from SE; finetuned: circles are seeds, the bar their mean")  # fmt: skip
+        fig.suptitle(
+            f"{model_label(model)}, analysis set {analysis_set}: {SIMILARITY_LABEL} of each object+person class with the object\n"
+            f"pretrained: 95% interval from SE; finetuned: circles are seeds, the bar their mean"
+        )
     return fig

@@ -77,12 +77,16 @@ def _item_html(item: Mapping, files: Mapping[str, str], caption: str) -> str:
     anchor = _anchor(f"{item['kind']}-{item['group']}-{item['title']}")
     links = downloads([(files[r], FILE_ROLES[r]) for r in FILE_ROLES if r in files and r != "png"])
     if item["kind"] == "figure":
-        return (f'<figure id="{anchor}"><h3>{esc(item["title"])}</h3>'
-                f'<img src="{esc(files["png"])}" alt="{esc(item["title"])}" loading="lazy">'
-                f"<figcaption>{caption}{links}</figcaption></figure>")  # fmt: skip
+        return (
+            f'<figure id="{anchor}"><h3>{esc(item["title"])}</h3>'
+            f'<img src="{esc(files["png"])}" alt="{esc(item["title"])}" loading="lazy">'
+            f"<figcaption>{caption}{links}</figcaption></figure>"
+        )
     frame = pd.read_csv(item["files"]["csv"], keep_default_na=False, na_values=[""])
-    return (f'<section id="{anchor}"><h3>{esc(item["title"])}</h3><div class="caption">{caption}</div>{links}'
-            f"{html_table(frame, table_id=anchor)}</section>")  # fmt: skip
+    return (
+        f'<section id="{anchor}"><h3>{esc(item["title"])}</h3><div class="caption">{caption}</div>{links}'
+        f"{html_table(frame, table_id=anchor)}</section>"
+    )
 
 
 def _grouped(blocks: Sequence[tuple[str, str]]) -> str:
@@ -239,10 +243,21 @@ SECTION_WORDS = {
 }
 
 
-def write_site(folder: str | Path, *, run: Mapping, headline: pd.DataFrame, summary: Sequence[str],
-               findings_rst: str, provenance: pd.DataFrame, items: Sequence[Mapping], config: Mapping,
-               params: Mapping, snakemake_report: str = "../report.html",
-               citation: Mapping | None = None, run_provenance: Mapping[str, str] | None = None) -> list[Path]:  # fmt: skip
+def write_site(
+    folder: str | Path,
+    *,
+    run: Mapping,
+    headline: pd.DataFrame,
+    summary: Sequence[str],
+    findings_rst: str,
+    provenance: pd.DataFrame,
+    items: Sequence[Mapping],
+    config: Mapping,
+    params: Mapping,
+    snakemake_report: str = "../report.html",
+    citation: Mapping | None = None,
+    run_provenance: Mapping[str, str] | None = None,
+) -> list[Path]:
     """Write the report's pages and copy every item's files under ``folder``; return the pages. A table
     without rows in this run (the paper comparison of a run that shares no model with the paper) is named
     on the tables page instead of shown (its files are still copied, into the report's bundle)."""
@@ -269,7 +284,7 @@ def write_site(folder: str | Path, *, run: Mapping, headline: pd.DataFrame, summ
             "Overview",
             overview_body(run, headline, shown, summary=summary, snakemake_report=snakemake_report, citation=citation),
             current="index.html",
-        ),  # fmt: skip
+        ),
         "findings.html": page("Findings", rst_to_html(findings_rst, part="html_body"), current="findings.html"),
         "tables.html": page(
             "Tables",

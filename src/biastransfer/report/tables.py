@@ -40,9 +40,27 @@ from biastransfer.report.formatting import (
 )
 from biastransfer.report.latex import standalone_document, table_rows, tabular
 
-IEAT_COLUMNS = ("analysis_set", "model", "stage", "finetune_dataset", "seed", "test", "X", "Y", "A", "B",
-                "effect_size", "ci_low", "ci_high", "pvalue", "pvalue_two_sided", "pvalue_floor", "alternative",
-                "pvalue_holm", "pvalue_bh")  # fmt: skip
+IEAT_COLUMNS = (
+    "analysis_set",
+    "model",
+    "stage",
+    "finetune_dataset",
+    "seed",
+    "test",
+    "X",
+    "Y",
+    "A",
+    "B",
+    "effect_size",
+    "ci_low",
+    "ci_high",
+    "pvalue",
+    "pvalue_two_sided",
+    "pvalue_floor",
+    "alternative",
+    "pvalue_holm",
+    "pvalue_bh",
+)
 #: What the iEAT tables show beside d (results/ieat/*.csv carry them): its numerator and denominator, and the
 #: smallest |d| the test detects at its set sizes with this power.
 IEAT_PARTS = ("mean_difference", "pooled_sd", "detectable_d", "detectable_power")
@@ -174,8 +192,16 @@ def ieat_latex(
     rules = "".join(f"\\cmidrule(lr){{{4 + k * i}-{3 + k * (i + 1)}}}" for i in range(len(groups)))
     header2 = ["Model", "Concept A", "Concept B"]
     for group in groups:
-        header2 += ["$d$", "CI range" if _several(agg, group) else "CI", "$\\Delta\\bar{s}$", "SD", "$p$", "$p_{2}$",
-                    f"$p_{{\\mathrm{{{adj}}}}}$", "$|d|_{80}$"]  # fmt: skip
+        header2 += [
+            "$d$",
+            "CI range" if _several(agg, group) else "CI",
+            "$\\Delta\\bar{s}$",
+            "SD",
+            "$p$",
+            "$p_{2}$",
+            f"$p_{{\\mathrm{{{adj}}}}}$",
+            "$|d|_{80}$",
+        ]
     body = f"\\begin{{tabular}}{{lll{'r' * k * len(groups)}}}\n\\toprule\n"
     body += table_rows([header1]).rstrip("\n") + f"\n{rules}\n" + table_rows([header2]) + "\\midrule\n"
     index = agg.set_index(["model", "X", "Y", "A", "B", "group"])
@@ -195,11 +221,16 @@ def ieat_latex(
                 )
                 spread = format_spread(r["effect_min"], r["effect_max"]) if r["n_seeds"] > 1 else ""
                 detectable = "" if rule.significant(r[rule.column]) else _detectable(r["detectable_d"])
-                row += [format_number(r["effect_size"], mark=mark) + spread, format_interval(r["ci_low"], r["ci_high"]),
-                        _sig(r["mean_difference"]), _sig(r["pooled_sd"]),
-                        format_p(r["pvalue"], r["pvalue_floor"]), format_p(r["pvalue_two_sided"], r["pvalue_floor"]),
-                        format_p(r[rule.column], adjusted_floor(r["pvalue"], r["pvalue_floor"], r[rule.column])),
-                        detectable]  # fmt: skip
+                row += [
+                    format_number(r["effect_size"], mark=mark) + spread,
+                    format_interval(r["ci_low"], r["ci_high"]),
+                    _sig(r["mean_difference"]),
+                    _sig(r["pooled_sd"]),
+                    format_p(r["pvalue"], r["pvalue_floor"]),
+                    format_p(r["pvalue_two_sided"], r["pvalue_floor"]),
+                    format_p(r[rule.column], adjusted_floor(r["pvalue"], r["pvalue_floor"], r[rule.column])),
+                    detectable,
+                ]
             else:
                 row += ["--"] * k
         cells.append(row)
@@ -237,16 +268,36 @@ def ieat_latex(
     return standalone_document(body, caption, landscape=len(groups) > 1)
 
 
-BTS_PVALUE_WORDS = {"permutation": "permutation p-value (exact over all $n!$ orderings for $n \\leq 8$)",
-                    "asymptotic": "Student-t approximation (scipy), as in the paper"}  # fmt: skip
+BTS_PVALUE_WORDS = {
+    "permutation": "permutation p-value (exact over all $n!$ orderings for $n \\leq 8$)",
+    "asymptotic": "Student-t approximation (scipy), as in the paper",
+}
 
 
 def bts_latex(bts: pd.DataFrame, analysis_set: str, dataset: str, *, alpha: float, adjust: str = "holm") -> str:
     """Bias transfer scores (Spearman rho) for intra- and inter-class similarities (Tables 3/4)."""
     rule = Significance(alpha, adjust)
     adj_col = rule.column
-    require_columns(bts, ("analysis_set", "model", "finetune_dataset", "seed", "kind", "statistic", "ci_low", "ci_high",
-                          "ci_level", "pvalue", "pvalue_floor", "pvalue_method", "n", adj_col), where="BTS summary")  # fmt: skip
+    require_columns(
+        bts,
+        (
+            "analysis_set",
+            "model",
+            "finetune_dataset",
+            "seed",
+            "kind",
+            "statistic",
+            "ci_low",
+            "ci_high",
+            "ci_level",
+            "pvalue",
+            "pvalue_floor",
+            "pvalue_method",
+            "n",
+            adj_col,
+        ),
+        where="BTS summary",
+    )
     rows = _subset(bts, "BTS summary", analysis_set=analysis_set, finetune_dataset=dataset, seed="pooled")
     spread = _seed_spread(bts, analysis_set, dataset)
     kinds = [k for k in ("intra", "inter") if k in set(rows["kind"])]
@@ -266,10 +317,13 @@ def bts_latex(bts: pd.DataFrame, analysis_set: str, dataset: str, *, alpha: floa
         for kind in kinds:
             if (model, kind) in index.index:
                 r = index.loc[(model, kind)]
-                row += [format_number(r["statistic"], mark=rule.stars(r[adj_col])) + spread.get((model, kind), ""),
-                        format_interval(r["ci_low"], r["ci_high"]),
-                        format_p(r["pvalue"], r["pvalue_floor"]),
-                        format_p(r[adj_col], adjusted_floor(r["pvalue"], r["pvalue_floor"], r[adj_col])), f"{int(r['n'])}"]  # fmt: skip
+                row += [
+                    format_number(r["statistic"], mark=rule.stars(r[adj_col])) + spread.get((model, kind), ""),
+                    format_interval(r["ci_low"], r["ci_high"]),
+                    format_p(r["pvalue"], r["pvalue_floor"]),
+                    format_p(r[adj_col], adjusted_floor(r["pvalue"], r["pvalue_floor"], r[adj_col])),
+                    f"{int(r['n'])}",
+                ]
             else:
                 row += ["--"] * 5
         cells.append(row)
@@ -301,8 +355,19 @@ def _seed_spread(bts: pd.DataFrame, analysis_set: str, finetune_dataset: str) ->
     return out
 
 
-FINETUNE_COLUMNS = ("dataset", "model", "seed", "epoch_best", "metric_name", "metric_value", "epochs", "lr",
-                    "batch_size", "optimizer", "scheduler")  # fmt: skip
+FINETUNE_COLUMNS = (
+    "dataset",
+    "model",
+    "seed",
+    "epoch_best",
+    "metric_name",
+    "metric_value",
+    "epochs",
+    "lr",
+    "batch_size",
+    "optimizer",
+    "scheduler",
+)
 
 
 def finetune_summary(metrics: pd.DataFrame) -> pd.DataFrame:
@@ -340,9 +405,19 @@ def finetune_latex(metrics: pd.DataFrame, dataset: str) -> str:
     cells = []
     for r in summary.itertuples(index=False):
         value = f"${r.mean:.3f}$" if math.isnan(r.sd) else f"${r.mean:.3f} \\pm {r.sd:.3f}$"
-        cells.append([latex_escape(model_label(r.model)), f"{r.epochs:g}", f"{r.lr:g}", f"{r.batch_size:g}",
-                      latex_escape(r.optimizer), latex_escape(r.scheduler),
-                      latex_escape(metric_names[r.metric_name]), value, f"{r.n_seeds}"])  # fmt: skip
+        cells.append(
+            [
+                latex_escape(model_label(r.model)),
+                f"{r.epochs:g}",
+                f"{r.lr:g}",
+                f"{r.batch_size:g}",
+                latex_escape(r.optimizer),
+                latex_escape(r.scheduler),
+                latex_escape(metric_names[r.metric_name]),
+                value,
+                f"{r.n_seeds}",
+            ]
+        )
     head = ["Model", "Epochs", "Learning rate", "Batch", "Optimizer", "Scheduler", "Metric", "Value", "Seeds"]
     body = tabular("lrrrllllr", head, cells)
     caption = (
@@ -384,19 +459,37 @@ def ieat_frame(
     agg = ieat_by_stage(subset, rule)
     several = agg["n_seeds"] > 1
     significant = agg[rule.column].map(rule.significant)  # in every seed
-    return pd.DataFrame({
-        "model": agg["model"], "stage": agg["group"], "test": agg["test"], "X": agg["X"], "Y": agg["Y"],
-        "A": agg["A"], "B": agg["B"], "alternative": agg["alternative"], "seeds": agg["n_seeds"],
-        "d": agg["effect_size"], "d_min": agg["effect_min"].where(several), "d_max": agg["effect_max"].where(several),
-        "mean_difference": agg["mean_difference"], "pooled_sd": agg["pooled_sd"],
-        "ci_low": agg["ci_low"].mask(several), "ci_high": agg["ci_high"].mask(several),
-        "ci_seeds_min": agg["ci_low"].where(several), "ci_seeds_max": agg["ci_high"].where(several),
-        "p": agg["pvalue"], "p_two_sided": agg["pvalue_two_sided"], "p_floor": agg["pvalue_floor"],
-        f"p_{adjust}": agg[rule.column],
-        "verdict": [f"significant in {k} of {n} seeds" if n > 1 else ("significant" if hit else "not significant")
-                    for hit, k, n in zip(significant, agg["n_significant"], agg["n_seeds"])],
-        "detectable_d": agg["detectable_d"].mask(significant),
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "model": agg["model"],
+            "stage": agg["group"],
+            "test": agg["test"],
+            "X": agg["X"],
+            "Y": agg["Y"],
+            "A": agg["A"],
+            "B": agg["B"],
+            "alternative": agg["alternative"],
+            "seeds": agg["n_seeds"],
+            "d": agg["effect_size"],
+            "d_min": agg["effect_min"].where(several),
+            "d_max": agg["effect_max"].where(several),
+            "mean_difference": agg["mean_difference"],
+            "pooled_sd": agg["pooled_sd"],
+            "ci_low": agg["ci_low"].mask(several),
+            "ci_high": agg["ci_high"].mask(several),
+            "ci_seeds_min": agg["ci_low"].where(several),
+            "ci_seeds_max": agg["ci_high"].where(several),
+            "p": agg["pvalue"],
+            "p_two_sided": agg["pvalue_two_sided"],
+            "p_floor": agg["pvalue_floor"],
+            f"p_{adjust}": agg[rule.column],
+            "verdict": [
+                f"significant in {k} of {n} seeds" if n > 1 else ("significant" if hit else "not significant")
+                for hit, k, n in zip(significant, agg["n_significant"], agg["n_seeds"])
+            ],
+            "detectable_d": agg["detectable_d"].mask(significant),
+        }
+    )
 
 
 def bts_frame(bts: pd.DataFrame, analysis_set: str, dataset: str, *, adjust: str = "holm") -> pd.DataFrame:
@@ -408,14 +501,21 @@ def bts_frame(bts: pd.DataFrame, analysis_set: str, dataset: str, *, adjust: str
     spread = single.groupby(["model", "kind"])["statistic"].agg(["min", "max", "size"])
     keys = list(zip(rows["model"], rows["kind"]))
     several = [k in spread.index and spread.loc[k, "size"] > 1 for k in keys]
-    out = pd.DataFrame({
-        "model": rows["model"].to_numpy(), "kind": rows["kind"].to_numpy(), "rho": rows["statistic"].to_numpy(),
-        "rho_min": [spread.loc[k, "min"] if s else np.nan for k, s in zip(keys, several)],
-        "rho_max": [spread.loc[k, "max"] if s else np.nan for k, s in zip(keys, several)],
-        "ci_low": rows["ci_low"].to_numpy(), "ci_high": rows["ci_high"].to_numpy(), "p": rows["pvalue"].to_numpy(),
-        "p_floor": rows["pvalue_floor"].to_numpy(), f"p_{adjust}": rows[_adjust_column(adjust)].to_numpy(),
-        "n": rows["n"].to_numpy(),
-    })  # fmt: skip
+    out = pd.DataFrame(
+        {
+            "model": rows["model"].to_numpy(),
+            "kind": rows["kind"].to_numpy(),
+            "rho": rows["statistic"].to_numpy(),
+            "rho_min": [spread.loc[k, "min"] if s else np.nan for k, s in zip(keys, several)],
+            "rho_max": [spread.loc[k, "max"] if s else np.nan for k, s in zip(keys, several)],
+            "ci_low": rows["ci_low"].to_numpy(),
+            "ci_high": rows["ci_high"].to_numpy(),
+            "p": rows["pvalue"].to_numpy(),
+            "p_floor": rows["pvalue_floor"].to_numpy(),
+            f"p_{adjust}": rows[_adjust_column(adjust)].to_numpy(),
+            "n": rows["n"].to_numpy(),
+        }
+    )
     if "scratch_statistic" in rows:
         out["rho_scratch_finetuned"] = rows["scratch_statistic"].to_numpy()
         for column in ("retention_difference", "retention_ci_low", "retention_ci_high", "retention_verdict"):

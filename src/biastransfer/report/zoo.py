@@ -170,8 +170,16 @@ def forest_figure(ranking: pd.DataFrame, status: pd.DataFrame, *, analysis_set: 
         ax.axvline(0, color="0.5", lw=0.8)
         for family in families:
             sel = rows[rows["family"] == family]
-            ax.errorbar(sel["effect_size"], sel.index, xerr=[sel["effect_size"] - sel["ci_low"], sel["ci_high"] - sel["effect_size"]],
-                        fmt="o", ms=3, capsize=1.5, color=colours[family], label=family)  # fmt: skip
+            ax.errorbar(
+                sel["effect_size"],
+                sel.index,
+                xerr=[sel["effect_size"] - sel["ci_low"], sel["ci_high"] - sel["effect_size"]],
+                fmt="o",
+                ms=3,
+                capsize=1.5,
+                color=colours[family],
+                label=family,
+            )
         for boundary in np.flatnonzero(rows["family"].to_numpy()[1:] != rows["family"].to_numpy()[:-1]):
             ax.axhline(boundary + 0.5, color="0.75", lw=0.6)
         ax.set_yticks(rows.index, rows["model"])

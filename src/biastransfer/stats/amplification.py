@@ -359,10 +359,26 @@ def bias_amplifications(
         low, high = _quantiles(estimates, level) if resample else (np.nan, np.nan)
         terms_low, terms_high = _quantiles(term_reps, level) if resample else (np.full((G, K), np.nan),) * 2
         results[m] = AmplificationResult(
-            float(estimate[0]), float(low), float(high), level, replicates, seed, m, n, S, int(dropped[0]),
-            int(np.count_nonzero(~np.isfinite(estimates))) if resample else 0, *names, terms[0], terms_low,
-            terms_high, selected[0], estimates, term_reps, tuple(t for t, p in zip(names[1], present) if not p),
-        )  # fmt: skip
+            float(estimate[0]),
+            float(low),
+            float(high),
+            level,
+            replicates,
+            seed,
+            m,
+            n,
+            S,
+            int(dropped[0]),
+            int(np.count_nonzero(~np.isfinite(estimates))) if resample else 0,
+            *names,
+            terms[0],
+            terms_low,
+            terms_high,
+            selected[0],
+            estimates,
+            term_reps,
+            tuple(t for t, p in zip(names[1], present) if not p),
+        )
     return results
 
 

@@ -59,9 +59,19 @@ class Design(Result):
         """The fields every comparison reports beside its estimate: its p-value (``method``, over ``permutations``
         relabellings) and floor, this design's settings, and the detectable ``shift`` in SDs and, times ``sd``, in
         the measure's units."""
-        return dict(pvalue=pvalue, method=method, permutations=permutations, min_pvalue=floor, level=self.level,
-                    alternative=self.alternative, alpha=self.alpha, power=self.power, detectable_shift=shift,
-                    detectable_difference=shift * sd, seed=self.seed)  # fmt: skip
+        return dict(
+            pvalue=pvalue,
+            method=method,
+            permutations=permutations,
+            min_pvalue=floor,
+            level=self.level,
+            alternative=self.alternative,
+            alpha=self.alpha,
+            power=self.power,
+            detectable_shift=shift,
+            detectable_difference=shift * sd,
+            seed=self.seed,
+        )
 
 
 @dataclass(frozen=True)

@@ -215,9 +215,11 @@ def ieat_ci(X, Y, A, B, replicates: int = BOOTSTRAP, level: float = 0.95, seed: 
         return BootstrapResult(estimate, math.nan, math.nan, math.nan, level, replicates, seed)
     reps = ieat_replicates([blocks], replicates, seed)[0]
     low, high = bias_corrected_interval(
-        reps, estimate, expanded_level(level, min((n for n in blocks.sizes.values() if n > 1), default=2)),
+        reps,
+        estimate,
+        expanded_level(level, min((n for n in blocks.sizes.values() if n > 1), default=2)),
         blocks.acceleration(),
-    )  # fmt: skip
+    )
     return BootstrapResult(estimate, low, high, _sd(reps), level, replicates, seed)
 
 
@@ -258,8 +260,22 @@ def ieat_changes(
         p = float(2 * special.ndtr(-abs(delta) / se)) if se > 0 else float(delta == 0)
         if too_few_to_resample(blocks[0].sizes.values(), level):
             se = p = math.nan
-        results.append(ChangeResult(before, after, delta, se, delta - z * se, delta + z * se, p, 0.0, level,
-                                    replicates, seed, "corrected normal"))  # fmt: skip
+        results.append(
+            ChangeResult(
+                before,
+                after,
+                delta,
+                se,
+                delta - z * se,
+                delta + z * se,
+                p,
+                0.0,
+                level,
+                replicates,
+                seed,
+                "corrected normal",
+            )
+        )
     return results
 
 

@@ -170,8 +170,10 @@ def retention_difference(
             raise ValueError(f"{name} and finetuned have different keys (missing in {name}: {missing})")
     if len(keys) < 3:
         raise ValueError(f"the retention interval needs at least 3 keys, got {len(keys)}")
-    p, s, f = (_values(m, keys, name) for m, name in ((pretrained, "pretrained"), (scratch, "scratch"),
-                                                       (finetuned, "finetuned")))  # fmt: skip
+    p, s, f = (
+        _values(m, keys, name)
+        for m, name in ((pretrained, "pretrained"), (scratch, "scratch"), (finetuned, "finetuned"))
+    )
     rows = np.random.default_rng(seed).integers(0, len(keys), size=(replicates, len(keys)))
     deltas = _spearman(p[rows], f[rows]) - _spearman(s[rows], f[rows])
     observed = float(_spearman(p[None], f[None])[0] - _spearman(s[None], f[None])[0])

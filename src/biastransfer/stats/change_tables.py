@@ -66,13 +66,27 @@ def ieat_change_table(
         blocks = [IEATBlocks(*v) for v in sets.values()]
         for ft, r in zip(seeds, ieat_changes(blocks, bootstrap, ci_level, seed)):
             (num_0, sd_0), (num_1, sd_1) = parts[PRETRAINED], parts[ft]
-            rows.append({
-                "seed": ft, "test": test["name"], "X": test["X"], "Y": test["Y"], "A": test["A"], "B": test["B"],
-                "d_pretrained": r.before, "d_finetuned": r.after, "delta_d": r.delta, **_interval(r),
-                "mean_difference_pretrained": num_0, "mean_difference_finetuned": num_1,
-                "delta_mean_difference": num_1 - num_0, "pooled_sd_pretrained": sd_0, "pooled_sd_finetuned": sd_1,
-                "delta_pooled_sd": sd_1 - sd_0, "spread_share": spread_share(num_0, sd_0, num_1, sd_1),
-            })  # fmt: skip
+            rows.append(
+                {
+                    "seed": ft,
+                    "test": test["name"],
+                    "X": test["X"],
+                    "Y": test["Y"],
+                    "A": test["A"],
+                    "B": test["B"],
+                    "d_pretrained": r.before,
+                    "d_finetuned": r.after,
+                    "delta_d": r.delta,
+                    **_interval(r),
+                    "mean_difference_pretrained": num_0,
+                    "mean_difference_finetuned": num_1,
+                    "delta_mean_difference": num_1 - num_0,
+                    "pooled_sd_pretrained": sd_0,
+                    "pooled_sd_finetuned": sd_1,
+                    "delta_pooled_sd": sd_1 - sd_0,
+                    "spread_share": spread_share(num_0, sd_0, num_1, sd_1),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -106,8 +120,17 @@ def change_from_spread(
 
 def _interval(r: ChangeResult) -> dict:
     """The interval and p-value columns of a change table row."""
-    return {"se": r.se, "ci_low": r.ci_low, "ci_high": r.ci_high, "pvalue": r.pvalue, "pvalue_floor": r.pvalue_floor,
-            "ci_method": r.method, "ci_level": r.level, "bootstrap": r.replicates, "bootstrap_seed": r.seed}  # fmt: skip
+    return {
+        "se": r.se,
+        "ci_low": r.ci_low,
+        "ci_high": r.ci_high,
+        "pvalue": r.pvalue,
+        "pvalue_floor": r.pvalue_floor,
+        "ci_method": r.method,
+        "ci_level": r.level,
+        "bootstrap": r.replicates,
+        "bootstrap_seed": r.seed,
+    }
 
 
 def stage_replicates(
@@ -130,11 +153,19 @@ def similarity_change_table(reps: SimilarityReplicates, *, ci_level: float = 0.9
     for ft in [s for s in reps.observed if s != PRETRAINED]:
         for key, r in similarity_changes(reps, PRETRAINED, ft, level=ci_level).items():
             inter = isinstance(key, tuple)
-            rows.append({
-                "seed": ft, "kind": "inter" if inter else "intra", "key": pair_key(*key) if inter else key,
-                "class_p": key[0] if inter else key, "class_q": key[1] if inter else "",
-                "value_pretrained": r.before, "value_finetuned": r.after, "delta": r.delta, **_interval(r),
-            })  # fmt: skip
+            rows.append(
+                {
+                    "seed": ft,
+                    "kind": "inter" if inter else "intra",
+                    "key": pair_key(*key) if inter else key,
+                    "class_p": key[0] if inter else key,
+                    "class_q": key[1] if inter else "",
+                    "value_pretrained": r.before,
+                    "value_finetuned": r.after,
+                    "delta": r.delta,
+                    **_interval(r),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -159,8 +190,15 @@ def ieat_seeds_table(
         r = combined_ieat(
             strata, paired=True, permutations=permutations, alternative=alternative, method=method, seed=seed
         )
-        rows.append({
-            "test": test["name"], "X": test["X"], "Y": test["Y"], "A": test["A"], "B": test["B"],
-            "seeds": " ".join(str(s) for s in seeds), **r.as_dict(),
-        })  # fmt: skip
+        rows.append(
+            {
+                "test": test["name"],
+                "X": test["X"],
+                "Y": test["Y"],
+                "A": test["A"],
+                "B": test["B"],
+                "seeds": " ".join(str(s) for s in seeds),
+                **r.as_dict(),
+            }
+        )
     return pd.DataFrame(rows).rename(columns={"seed": "permutation_seed"})

@@ -53,9 +53,18 @@ def _new_associations(ieat: pd.DataFrame, change: pd.DataFrame, alpha: float, ad
     return both.groupby(both["seed"].astype(str))["new"].mean()
 
 
-def model_value(measure: str, summaries: Mapping[str, pd.DataFrame], *, analysis_set: str, model: str,
-                dataset: str | None, test: str | None = None, stage: str = "finetuned", alpha: float = 0.05,
-                adjust: str = "holm") -> dict:  # fmt: skip
+def model_value(
+    measure: str,
+    summaries: Mapping[str, pd.DataFrame],
+    *,
+    analysis_set: str,
+    model: str,
+    dataset: str | None,
+    test: str | None = None,
+    stage: str = "finetuned",
+    alpha: float = 0.05,
+    adjust: str = "holm",
+) -> dict:
     """``{value, value_min, value_max, n_seeds}`` of one model (``summaries``: ``ieat``, ``change``, ``bts``)."""
     where = f"measure {measure} of model {model!r} on analysis set {analysis_set!r}"
 
@@ -87,23 +96,36 @@ def model_value(measure: str, summaries: Mapping[str, pd.DataFrame], *, analysis
         seeds = bts[bts["seed"].astype(str) != "pooled"]["statistic"]
         if pooled.empty:
             raise ValueError(f"{where}: no pooled BTS row for finetuning dataset {dataset!r}")
-        return {"value": float(pooled.iloc[0]), "value_min": float(seeds.min()), "value_max": float(seeds.max()),
-                "n_seeds": int(seeds.size)}  # fmt: skip
+        return {
+            "value": float(pooled.iloc[0]),
+            "value_min": float(seeds.min()),
+            "value_max": float(seeds.max()),
+            "n_seeds": int(seeds.size),
+        }
     else:
         raise ValueError(f"unknown measure {measure!r} (known: {', '.join(MEASURES)})")
     if values.empty or values.isna().all():
         raise ValueError(f"{where}: no rows" + (f" for finetuning dataset {dataset!r}" if dataset else ""))
-    return {"value": float(values.mean()), "value_min": float(values.min()), "value_max": float(values.max()),
-            "n_seeds": int(values.size)}  # fmt: skip
+    return {
+        "value": float(values.mean()),
+        "value_min": float(values.min()),
+        "value_max": float(values.max()),
+        "n_seeds": int(values.size),
+    }
 
 
 def _members(groups: Mapping[str, Sequence[str]], labels: Sequence[str]) -> list[str]:
     return [m for label in (labels or groups) for m in groups[label]]
 
 
-def claims_from_summaries(claims: Mapping, summaries: Mapping[str, pd.DataFrame], *, datasets: Sequence[str],
-                          adjust: str = "holm", left_out: Mapping[str, str] | None = None,
-                          ) -> tuple[pd.DataFrame, pd.DataFrame]:  # fmt: skip
+def claims_from_summaries(
+    claims: Mapping,
+    summaries: Mapping[str, pd.DataFrame],
+    *,
+    datasets: Sequence[str],
+    adjust: str = "holm",
+    left_out: Mapping[str, str] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(the claims table, every model's value) for the config's ``claims`` section (filled and checked);
     ``datasets``: finetune.datasets, the first of which is a group claim's dataset by default. ``left_out``:
     ``{model: why}`` of models the summaries do not measure (a zoo model that failed its check), left out of
@@ -114,8 +136,13 @@ def claims_from_summaries(claims: Mapping, summaries: Mapping[str, pd.DataFrame]
     for test in claims["tests"]:
         labels = [test["x"], test["y"]] if test["compare"] == "groups" else test["models"]
         omitted.append("; ".join(f"{m} ({left_out[m]})" for m in _members(claims["groups"], labels) if m in left_out))
-        common = dict(analysis_set=test["analysis_set"], test=test["test"], stage=test["stage"], alpha=claims["alpha"],
-                      adjust=adjust)  # fmt: skip
+        common = dict(
+            analysis_set=test["analysis_set"],
+            test=test["test"],
+            stage=test["stage"],
+            alpha=claims["alpha"],
+            adjust=adjust,
+        )
         if test["compare"] == "groups":
             dataset = test["dataset"] or (datasets[0] if datasets else None)
             sides = [(side, label, dataset, groups[label]) for side, label in (("x", test["x"]), ("y", test["y"]))]
@@ -125,15 +152,22 @@ def claims_from_summaries(claims: Mapping, summaries: Mapping[str, pd.DataFrame]
         arrays = {}
         for side, label, dataset, models in sides:
             rows = [
-                {"claim": test["name"], "side": side, "label": label, "model": m, "dataset": dataset,
-                 **model_value(test["measure"], summaries, model=m, dataset=dataset, **common)}
+                {
+                    "claim": test["name"],
+                    "side": side,
+                    "label": label,
+                    "model": m,
+                    "dataset": dataset,
+                    **model_value(test["measure"], summaries, model=m, dataset=dataset, **common),
+                }
                 for m in models
-            ]  # fmt: skip
+            ]
             values += rows
             arrays[side] = np.array([r["value"] for r in rows])
         kind = "groups" if test["compare"] == "groups" else "paired"
-        specs.append({"name": test["name"], "kind": kind, "direction": test["direction"], "measure": test["measure"],
-                      **arrays})  # fmt: skip
+        specs.append(
+            {"name": test["name"], "kind": kind, "direction": test["direction"], "measure": test["measure"], **arrays}
+        )
     options = {k: claims[k] for k in ("alpha", "permutations", "level", "power", "simulations", "seed")}
     table = claims_table(specs, Design(**options))
     if not table.empty:

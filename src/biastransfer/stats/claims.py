@@ -188,10 +188,25 @@ def _untestable(name, kind, measure, direction, x, y, design: Design, needed) ->
         else min_paired_pvalue(x.size, direction, design.permutations)
     )
     difference = float(x.mean() - y.mean()) if x.size and y.size else math.nan
-    return {"claim": name, "kind": kind, "measure": measure, "direction": direction, "n_x": int(x.size),
-            "n_y": int(y.size), "difference": difference, "ci_low": math.nan, "ci_high": math.nan,
-            "level": design.level, "p": math.nan, "p_opposite": math.nan, "p_floor": floor, "method": "none",
-            "detectable_difference": math.inf, "models_needed": needed, "testable": False}  # fmt: skip
+    return {
+        "claim": name,
+        "kind": kind,
+        "measure": measure,
+        "direction": direction,
+        "n_x": int(x.size),
+        "n_y": int(y.size),
+        "difference": difference,
+        "ci_low": math.nan,
+        "ci_high": math.nan,
+        "level": design.level,
+        "p": math.nan,
+        "p_opposite": math.nan,
+        "p_floor": floor,
+        "method": "none",
+        "detectable_difference": math.inf,
+        "models_needed": needed,
+        "testable": False,
+    }
 
 
 def claim_verdict(row: Mapping, alpha: float, power: float = 0.8) -> str:

@@ -215,8 +215,15 @@ def partition_pvalues(
     if method == "normal":
         s, n_x = scores[0], sizes_x[0]
         pvalue, two_sided = (_normal_pvalue(s, n_x, observed, alt) for alt in (alternative, "two-sided"))
-        return dict(pvalue=pvalue, pvalue_two_sided=two_sided, pvalue_floor=0.0, pvalue_se=0.0,
-                    method="normal", permutations=0, seed=None)  # fmt: skip
+        return dict(
+            pvalue=pvalue,
+            pvalue_two_sided=two_sided,
+            pvalue_floor=0.0,
+            pvalue_se=0.0,
+            method="normal",
+            permutations=0,
+            seed=None,
+        )
     if method == "exact":
         if n_partitions > MAX_EXACT_PARTITIONS:
             raise ValueError(
@@ -228,8 +235,15 @@ def partition_pvalues(
             for block in _all_partition_sums(scores[0], sizes_x[0])
         )
         pvalue, two_sided = (float(v) for v in hits / n_partitions)
-        return dict(pvalue=pvalue, pvalue_two_sided=two_sided, pvalue_floor=1 / n_partitions, pvalue_se=0.0,
-                    method="exact", permutations=n_partitions, seed=None)  # fmt: skip
+        return dict(
+            pvalue=pvalue,
+            pvalue_two_sided=two_sided,
+            pvalue_floor=1 / n_partitions,
+            pvalue_se=0.0,
+            method="exact",
+            permutations=n_partitions,
+            seed=None,
+        )
 
     if permutations < 2:
         raise ValueError("permutations must be at least 2 for method='permutation'")
@@ -240,9 +254,15 @@ def partition_pvalues(
     streams = [_random_partition_sums(s, n, draws, rng) for s, n in zip(scores, sizes_x)]
     hits = sum(_count_extreme(sum(blocks), observed, center, tol, alternative) for blocks in zip(*streams))
     pvalue, two_sided = (float(v) for v in (1 + hits) / permutations)
-    return dict(pvalue=pvalue, pvalue_two_sided=two_sided, pvalue_floor=1 / permutations,
-                pvalue_se=math.sqrt(pvalue * (1 - pvalue) / draws), method="permutation",
-                permutations=permutations, seed=seed)  # fmt: skip
+    return dict(
+        pvalue=pvalue,
+        pvalue_two_sided=two_sided,
+        pvalue_floor=1 / permutations,
+        pvalue_se=math.sqrt(pvalue * (1 - pvalue) / draws),
+        method="permutation",
+        permutations=permutations,
+        seed=seed,
+    )
 
 
 def _count_extreme(sums: np.ndarray, observed: float, center: float, tol: float, alternative: str) -> np.ndarray:

@@ -20,9 +20,29 @@ from biastransfer.stages import PRETRAINED, parse_stage, stage_kind
 from biastransfer.stats.change_tables import stage_replicates
 from biastransfer.stats.results import add_adjusted_pvalues, bts_table, ieat_table, similarity_table
 
-PROFILE_COLUMNS = ("analysis_set", "model", "layer", "depth", "dim", "pool", "measure", "stage",
-                   "finetune_dataset", "seed", "item", "role", "estimate", "ci_low", "ci_high", "ci_level",
-                   "pvalue", "pvalue_floor", "pvalue_holm", "pvalue_bh", "n")  # fmt: skip
+PROFILE_COLUMNS = (
+    "analysis_set",
+    "model",
+    "layer",
+    "depth",
+    "dim",
+    "pool",
+    "measure",
+    "stage",
+    "finetune_dataset",
+    "seed",
+    "item",
+    "role",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "ci_level",
+    "pvalue",
+    "pvalue_floor",
+    "pvalue_holm",
+    "pvalue_bh",
+    "n",
+)
 
 
 def _check_layers(stages: Mapping[str, Mapping[str, EmbeddingTable]]) -> list[str]:
@@ -40,10 +60,24 @@ def _ieat_rows(stage: str, table: EmbeddingTable, tests: Sequence[Mapping], opti
     dataset, seed = parse_stage(stage)
     frame = ieat_table(table, tests, **options)
     roles = {t["name"]: t.get("role", "") for t in tests}
-    return [{"measure": "ieat", "stage": stage, "finetune_dataset": dataset or "", "seed": "" if seed is None else seed,
-             "item": r.test, "role": roles[r.test] or "", "estimate": r.effect_size, "ci_low": r.ci_low, "ci_high": r.ci_high,
-             "ci_level": r.ci_level, "pvalue": r.pvalue, "pvalue_floor": r.pvalue_floor, "n": r.n_x + r.n_y + r.n_a + r.n_b}
-            for r in frame.itertuples()]  # fmt: skip
+    return [
+        {
+            "measure": "ieat",
+            "stage": stage,
+            "finetune_dataset": dataset or "",
+            "seed": "" if seed is None else seed,
+            "item": r.test,
+            "role": roles[r.test] or "",
+            "estimate": r.effect_size,
+            "ci_low": r.ci_low,
+            "ci_high": r.ci_high,
+            "ci_level": r.ci_level,
+            "pvalue": r.pvalue,
+            "pvalue_floor": r.pvalue_floor,
+            "n": r.n_x + r.n_y + r.n_a + r.n_b,
+        }
+        for r in frame.itertuples()
+    ]
 
 
 def _bts_rows(
@@ -76,9 +110,23 @@ def _bts_rows(
         scores = bts_table(sims[PRETRAINED], after, lists, pvalue=pvalue, replicates=replicates, ci_level=ci_level)
         for r in scores.itertuples():
             stage = f"ft-{dataset}" if r.seed == "pooled" else f"ft-{dataset}-seed{r.seed}"
-            rows.append({"measure": "bts", "stage": stage, "finetune_dataset": dataset, "seed": r.seed,
-                         "item": r.kind, "role": "", "estimate": r.statistic, "ci_low": r.ci_low, "ci_high": r.ci_high,
-                         "ci_level": ci_level, "pvalue": r.pvalue, "pvalue_floor": r.pvalue_floor, "n": r.n})  # fmt: skip
+            rows.append(
+                {
+                    "measure": "bts",
+                    "stage": stage,
+                    "finetune_dataset": dataset,
+                    "seed": r.seed,
+                    "item": r.kind,
+                    "role": "",
+                    "estimate": r.statistic,
+                    "ci_low": r.ci_low,
+                    "ci_high": r.ci_high,
+                    "ci_level": ci_level,
+                    "pvalue": r.pvalue,
+                    "pvalue_floor": r.pvalue_floor,
+                    "n": r.n,
+                }
+            )
     return rows
 
 

@@ -138,8 +138,9 @@ def _leakage_result(A, correct, reps, level, replicates, seed, folds) -> Leakage
     G = A.shape[1]
     estimate = float(_balanced((A * correct[:, None]).sum(axis=0, keepdims=True), A.sum(axis=0, keepdims=True))[0])
     low, high = percentile_interval(reps, level)
-    return LeakageResult(estimate, low, high, level, replicates, seed, float(correct.mean()), 1 / G, folds,
-                         len(correct), correct, reps)  # fmt: skip
+    return LeakageResult(
+        estimate, low, high, level, replicates, seed, float(correct.mean()), 1 / G, folds, len(correct), correct, reps
+    )
 
 
 def _check(attributes, folds, replicates, level, seed):
@@ -235,5 +236,16 @@ def leakage_amplification(
     reps = _bootstrap(A, corrects, replicates, level, seed)
     model, dataset = (_leakage_result(A, c, r, level, replicates, seed, folds) for c, r in zip(corrects, reps))
     low, high = percentile_interval(reps[0] - reps[1], level)
-    return LeakageAmplificationResult(model.estimate - dataset.estimate, low, high, level, replicates, seed, model,
-                                      dataset, mean_f1(T, P), mean_f1(T, perturbed), len(labels))  # fmt: skip
+    return LeakageAmplificationResult(
+        model.estimate - dataset.estimate,
+        low,
+        high,
+        level,
+        replicates,
+        seed,
+        model,
+        dataset,
+        mean_f1(T, P),
+        mean_f1(T, perturbed),
+        len(labels),
+    )

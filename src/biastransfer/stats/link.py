@@ -159,29 +159,86 @@ def association_contrast(
     for value, pool, what in ((attribute, names, "attribute"), (first, tasks, "task"), (second, tasks, "task")):
         if value not in pool:
             raise ValueError(f"{what} {value!r} is not one of {', '.join(pool)}")
-    result = bias_amplifications(attributes, truth, predictions, measures=["directional"], attribute_names=names,
-                                 task_names=tasks, replicates=replicates, level=level, seed=seed)["directional"]  # fmt: skip
+    result = bias_amplifications(
+        attributes,
+        truth,
+        predictions,
+        measures=["directional"],
+        attribute_names=names,
+        task_names=tasks,
+        replicates=replicates,
+        level=level,
+        seed=seed,
+    )["directional"]
     observed, reps = attribute_shifts(result)
     a, i, j = names.index(attribute), tasks.index(first), tasks.index(second)
     estimate, draws = observed[a, i] - observed[a, j], reps[:, a, i] - reps[:, a, j]
     low, high = percentile_interval(draws, result.level)
-    return ContrastResult(float(estimate), float(low), float(high), result.level, result.replicates, result.seed,
-                          attribute, first, second, result.n_images, result.n_seeds)  # fmt: skip
+    return ContrastResult(
+        float(estimate),
+        float(low),
+        float(high),
+        result.level,
+        result.replicates,
+        result.seed,
+        attribute,
+        first,
+        second,
+        result.n_images,
+        result.n_seeds,
+    )
 
 
 #: The link table's columns: the iEAT and the network, its embedding-level d (pretrained, its own, the change),
 #: the prediction-level terms of the two objects towards the first attribute and their contrast.
-_TERM_PARTS = [f"{m}_{o}{b}" for m in ("directional", "shift", "zhao") for o in ("first", "second")
-               for b in ("", "_low", "_high")]  # fmt: skip
+_TERM_PARTS = [
+    f"{m}_{o}{b}" for m in ("directional", "shift", "zhao") for o in ("first", "second") for b in ("", "_low", "_high")
+]
 LINK_COLUMNS = (
-    "analysis_set", "test", "role", "dataset", "network", "model", "seed", "attribute", "first", "second",
-    "threshold", "d_pretrained", "d_pretrained_low", "d_pretrained_high", "d", "d_low", "d_high", "delta_d",
-    "delta_low", "delta_high", *_TERM_PARTS, "contrast", "contrast_low", "contrast_high", "level", "n_images",
-)  # fmt: skip
+    "analysis_set",
+    "test",
+    "role",
+    "dataset",
+    "network",
+    "model",
+    "seed",
+    "attribute",
+    "first",
+    "second",
+    "threshold",
+    "d_pretrained",
+    "d_pretrained_low",
+    "d_pretrained_high",
+    "d",
+    "d_low",
+    "d_high",
+    "delta_d",
+    "delta_low",
+    "delta_high",
+    *_TERM_PARTS,
+    "contrast",
+    "contrast_low",
+    "contrast_high",
+    "level",
+    "n_images",
+)
 CORRELATION_COLUMNS = (
-    "analysis_set", "test", "role", "dataset", "embedding", "prediction", "networks", "n", "estimate", "ci_low",
-    "ci_high", "level", "min_n", "method", "verdict",
-)  # fmt: skip
+    "analysis_set",
+    "test",
+    "role",
+    "dataset",
+    "embedding",
+    "prediction",
+    "networks",
+    "n",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "level",
+    "min_n",
+    "method",
+    "verdict",
+)
 #: The embedding-level measure each correlation reads, and which networks have it.
 EMBEDDING_MEASURES = {"d": "every network's own iEAT d", "delta_d": "the finetuned networks' change of d"}
 METHOD = "Spearman; Fisher z, Bonett-Wright variance"
@@ -226,28 +283,62 @@ def link_table(
                     if key[0] != dataset or key[4:] != link:
                         continue
                     _, network, model, seed = key[:4]
-                    row = {"analysis_set": analysis_set, "test": test["name"], "role": test.get("role", ""),
-                           "dataset": dataset, "network": network, "model": model, "seed": seed,
-                           "attribute": attribute, "first": first, "second": second, "threshold": threshold}  # fmt: skip
+                    row = {
+                        "analysis_set": analysis_set,
+                        "test": test["name"],
+                        "role": test.get("role", ""),
+                        "dataset": dataset,
+                        "network": network,
+                        "model": model,
+                        "seed": seed,
+                        "attribute": attribute,
+                        "first": first,
+                        "second": second,
+                        "threshold": threshold,
+                    }
                     ci = ["effect_size", "ci_low", "ci_high"]
-                    row |= dict(zip(("d_pretrained", "d_pretrained_low", "d_pretrained_high"),
-                                    pick(by_stage, (analysis_set, model, "pretrained", test["name"]), ci)))  # fmt: skip
+                    row |= dict(
+                        zip(
+                            ("d_pretrained", "d_pretrained_low", "d_pretrained_high"),
+                            pick(by_stage, (analysis_set, model, "pretrained", test["name"]), ci),
+                        )
+                    )
                     own = (analysis_set, model, _stage(network, dataset, seed), test["name"])
                     row |= dict(zip(("d", "d_low", "d_high"), pick(by_stage, own, ci)))
                     moved = (analysis_set, model, dataset, seed, test["name"])
-                    row |= dict(zip(("delta_d", "delta_low", "delta_high"),
-                                    pick(deltas, moved, ["delta_d", "ci_low", "ci_high"]) if network == "finetuned"
-                                    else [math.nan] * 3))  # fmt: skip
-                    for measure, columns in (("directional", ["term", "ci_low", "ci_high"]),
-                                             ("shift", ["shift", "shift_low", "shift_high"]),
-                                             ("zhao", ["term", "ci_low", "ci_high"])):  # fmt: skip
+                    row |= dict(
+                        zip(
+                            ("delta_d", "delta_low", "delta_high"),
+                            pick(deltas, moved, ["delta_d", "ci_low", "ci_high"])
+                            if network == "finetuned"
+                            else [math.nan] * 3,
+                        )
+                    )
+                    for measure, columns in (
+                        ("directional", ["term", "ci_low", "ci_high"]),
+                        ("shift", ["shift", "shift_low", "shift_high"]),
+                        ("zhao", ["term", "ci_low", "ci_high"]),
+                    ):
                         for which, obj in (("first", first), ("second", second)):
-                            at = (dataset, network, model, seed, "zhao" if measure == "zhao" else "directional",
-                                  attribute, obj)  # fmt: skip
-                            row |= dict(zip([f"{measure}_{which}{b}" for b in ("", "_low", "_high")],
-                                            pick(chosen, at, columns)))  # fmt: skip
-                    row |= {"contrast": result.estimate, "contrast_low": result.ci_low,
-                            "contrast_high": result.ci_high, "level": result.level, "n_images": result.n_images}  # fmt: skip
+                            at = (
+                                dataset,
+                                network,
+                                model,
+                                seed,
+                                "zhao" if measure == "zhao" else "directional",
+                                attribute,
+                                obj,
+                            )
+                            row |= dict(
+                                zip([f"{measure}_{which}{b}" for b in ("", "_low", "_high")], pick(chosen, at, columns))
+                            )
+                    row |= {
+                        "contrast": result.estimate,
+                        "contrast_low": result.ci_low,
+                        "contrast_high": result.ci_high,
+                        "level": result.level,
+                        "n_images": result.n_images,
+                    }
                     rows.append(row)
     return pd.DataFrame(rows, columns=list(LINK_COLUMNS))
 
@@ -260,8 +351,23 @@ def correlation_table(table, level: float = 0.95):
     for (analysis_set, test, dataset), part in networks.groupby(["analysis_set", "test", "dataset"], sort=False):
         for embedding, words in EMBEDDING_MEASURES.items():
             result = rank_correlation(part[embedding], part["contrast"], level)
-            rows.append({"analysis_set": analysis_set, "test": test, "role": part["role"].iloc[0], "dataset": dataset,
-                         "embedding": embedding, "prediction": "contrast", "networks": words, "n": result.n,
-                         "estimate": result.estimate, "ci_low": result.ci_low, "ci_high": result.ci_high,
-                         "level": result.level, "min_n": result.min_n, "method": METHOD, "verdict": result.verdict})  # fmt: skip
+            rows.append(
+                {
+                    "analysis_set": analysis_set,
+                    "test": test,
+                    "role": part["role"].iloc[0],
+                    "dataset": dataset,
+                    "embedding": embedding,
+                    "prediction": "contrast",
+                    "networks": words,
+                    "n": result.n,
+                    "estimate": result.estimate,
+                    "ci_low": result.ci_low,
+                    "ci_high": result.ci_high,
+                    "level": result.level,
+                    "min_n": result.min_n,
+                    "method": METHOD,
+                    "verdict": result.verdict,
+                }
+            )
     return pd.DataFrame(rows, columns=list(CORRELATION_COLUMNS))

@@ -31,14 +31,43 @@ from biastransfer.stats.leakage import LeakageResult, leakage, leakage_amplifica
 
 #: The summary's columns, in order.
 COLUMNS = (
-    "network", "model", "dataset", "seed", "measure", "threshold", "estimate", "ci_low", "ci_high", "level",
-    "replicates", "n_images", "n_excluded", "images_per_attribute", "seeds",
-)  # fmt: skip
+    "network",
+    "model",
+    "dataset",
+    "seed",
+    "measure",
+    "threshold",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "level",
+    "replicates",
+    "n_images",
+    "n_excluded",
+    "images_per_attribute",
+    "seeds",
+)
 #: The per-(attribute, task) terms' columns.
 TERM_COLUMNS = (
-    "network", "model", "dataset", "seed", "measure", "threshold", "attribute", "task", "n_attribute", "selected",
-    "term", "ci_low", "ci_high", "level", "shift", "shift_low", "shift_high", "excluded",
-)  # fmt: skip
+    "network",
+    "model",
+    "dataset",
+    "seed",
+    "measure",
+    "threshold",
+    "attribute",
+    "task",
+    "n_attribute",
+    "selected",
+    "term",
+    "ci_low",
+    "ci_high",
+    "level",
+    "shift",
+    "shift_low",
+    "shift_high",
+    "excluded",
+)
 
 
 @dataclass(frozen=True)
@@ -56,24 +85,47 @@ class Settings:
 
 def _row(ev: Evaluation, key: Mapping, measure: str, threshold: str, result, seeds: int, **values) -> dict:
     return {
-        **key, "dataset": ev.dataset, "measure": measure, "threshold": threshold, "estimate": result.estimate,
-        "ci_low": result.ci_low, "ci_high": result.ci_high, "level": result.level, "replicates": result.replicates,
-        "n_images": len(ev.truth), "n_excluded": ev.n_excluded, "images_per_attribute": ev.per_attribute,
-        "seeds": seeds, **values,
-    }  # fmt: skip
+        **key,
+        "dataset": ev.dataset,
+        "measure": measure,
+        "threshold": threshold,
+        "estimate": result.estimate,
+        "ci_low": result.ci_low,
+        "ci_high": result.ci_high,
+        "level": result.level,
+        "replicates": result.replicates,
+        "n_images": len(ev.truth),
+        "n_excluded": ev.n_excluded,
+        "images_per_attribute": ev.per_attribute,
+        "seeds": seeds,
+        **values,
+    }
 
 
 def dataset_leakage(ev: Evaluation, settings: Settings) -> dict:
     """The row of the leakage of the attribute from the dataset's own ground-truth task labels."""
-    result = leakage(ev.truth, ev.attributes, folds=settings.folds, replicates=settings.bootstrap,
-                     level=settings.ci_level, seed=settings.seed)  # fmt: skip
+    result = leakage(
+        ev.truth,
+        ev.attributes,
+        folds=settings.folds,
+        replicates=settings.bootstrap,
+        level=settings.ci_level,
+        seed=settings.seed,
+    )
     return _row(ev, {"network": "dataset", "model": "", "seed": ""}, "leakage_dataset", "", result, 0)
 
 
 def embedding_leakage(ev: Evaluation, features: np.ndarray, settings: Settings) -> LeakageResult:
     """Leakage of the attribute from one network's embedding of ``ev``'s images (n x d, rows in its order)."""
-    return leakage(features, ev.attributes, folds=settings.folds, replicates=settings.bootstrap,
-                   level=settings.ci_level, seed=settings.seed, components=settings.embedding_components or None)  # fmt: skip
+    return leakage(
+        features,
+        ev.attributes,
+        folds=settings.folds,
+        replicates=settings.bootstrap,
+        level=settings.ci_level,
+        seed=settings.seed,
+        components=settings.embedding_components or None,
+    )
 
 
 class _Pooled:
@@ -88,16 +140,23 @@ class _Pooled:
 
 def _amplification_rows(ev, key, label, preds, threshold, settings, nseeds):
     results = bias_amplifications(
-        ev.attributes, ev.truth, preds, attribute_names=ev.attribute_names, task_names=ev.tasks,
-        replicates=settings.bootstrap, level=settings.ci_level, seed=settings.seed,
-    )  # fmt: skip
+        ev.attributes,
+        ev.truth,
+        preds,
+        attribute_names=ev.attribute_names,
+        task_names=ev.tasks,
+        replicates=settings.bootstrap,
+        level=settings.ci_level,
+        seed=settings.seed,
+    )
     rows, terms = [], []
     sizes = dict(zip(ev.attribute_names, ev.attributes.sum(axis=0).astype(int)))
     for measure, result in results.items():
         rows.append(_row(ev, {**key, "seed": label}, measure, threshold, result, nseeds))
         table = result.table().rename(columns={"y_at": "selected"})
-        table = table.assign(**key, seed=label, dataset=ev.dataset, threshold=threshold,
-                             n_attribute=table["attribute"].map(sizes))  # fmt: skip
+        table = table.assign(
+            **key, seed=label, dataset=ev.dataset, threshold=threshold, n_attribute=table["attribute"].map(sizes)
+        )
         if measure == "directional":
             shift, low, high = attribute_shift(result)
             table = table.assign(shift=shift.ravel(), shift_low=low.ravel(), shift_high=high.ravel())
@@ -140,15 +199,14 @@ def network_rows(
             replicates=settings.bootstrap,
             level=settings.ci_level,
             seed=settings.seed,
-        )  # fmt: skip
+        )
         for s in seeds
     }
     parts = {
         "leakage_model": lambda r: (r.model.estimate, r.model.replicate_estimates, r.model),
         "leakage_dataset_matched": lambda r: (r.dataset.estimate, r.dataset.replicate_estimates, r.dataset),
-        "leakage_amplification": lambda r: (
-            r.estimate, r.model.replicate_estimates - r.dataset.replicate_estimates, r),
-    }  # fmt: skip
+        "leakage_amplification": lambda r: (r.estimate, r.model.replicate_estimates - r.dataset.replicate_estimates, r),
+    }
     threshold = f"{settings.threshold:g}"
     for label, members in groups:
         for measure, part in parts.items():
@@ -161,8 +219,11 @@ def network_rows(
     if embedded is not None:
         for label, members in groups:
             got = [embedded[s] for s in members]
-            result = got[0] if len(got) == 1 else _Pooled([g.estimate for g in got],
-                                                          [g.replicate_estimates for g in got], got[0])  # fmt: skip
+            result = (
+                got[0]
+                if len(got) == 1
+                else _Pooled([g.estimate for g in got], [g.replicate_estimates for g in got], got[0])
+            )
             rows.append(_row(ev, {**key, "seed": label}, "leakage_embedding", "", result, len(members)))
     return rows, terms
 

@@ -100,8 +100,11 @@ def rank_correlation_ci(
     x = reps.replicates[before][:, cols]
     y = np.mean([reps.replicates[a][:, cols] for a in after], axis=0)
     rhos = _spearman_rows(x, y)
-    observed = float(_spearman_rows(reps.observed[before][None, cols],
-                                    np.mean([reps.observed[a][cols] for a in after], axis=0)[None])[0])  # fmt: skip
+    observed = float(
+        _spearman_rows(
+            reps.observed[before][None, cols], np.mean([reps.observed[a][cols] for a in after], axis=0)[None]
+        )[0]
+    )
     if reps.too_few(keys, level):
         return BootstrapResult(observed, math.nan, math.nan, math.nan, level, rhos.size, reps.seed)
     low, high = percentile_interval(rhos, level)

@@ -120,9 +120,20 @@ def bts_table(
         for seed, after in [*per_seed.items(), ("pooled", pooled)]:
             r = bias_transfer_score(before, after, pvalue=pvalue)
             t = bias_transfer_score(before, after, pvalue="asymptotic")
-            row = {"seed": seed, "kind": kind, "statistic": r.statistic, "pvalue": r.pvalue, "n": r.n,
-                   "pvalue_method": pvalue, "pvalue_floor": r.pvalue_floor, "pvalue_t": t.pvalue,
-                   "ci_low": np.nan, "ci_high": np.nan, "ci_level": ci_level, "bootstrap": 0}  # fmt: skip
+            row = {
+                "seed": seed,
+                "kind": kind,
+                "statistic": r.statistic,
+                "pvalue": r.pvalue,
+                "n": r.n,
+                "pvalue_method": pvalue,
+                "pvalue_floor": r.pvalue_floor,
+                "pvalue_t": t.pvalue,
+                "ci_low": np.nan,
+                "ci_high": np.nan,
+                "ci_level": ci_level,
+                "bootstrap": 0,
+            }
             if replicates is not None:
                 after_stages = list(per_seed) if seed == "pooled" else [seed]
                 ci = rank_correlation_ci(replicates, "pretrained", after_stages, keys, level=ci_level)
@@ -169,8 +180,14 @@ def scratch_columns(
         pooled = {k: float(np.mean([v[k] for v in per_seed.values()])) for k in before}
         for after in [*per_seed.values(), pooled]:
             r = retention_difference(before, ref, after, replicates=bootstrap, level=ci_level, seed=seed)
-            retention.append({"retention_difference": r.difference, "retention_ci_low": r.ci_low,
-                              "retention_ci_high": r.ci_high, "retention_verdict": r.verdict})  # fmt: skip
+            retention.append(
+                {
+                    "retention_difference": r.difference,
+                    "retention_ci_low": r.ci_low,
+                    "retention_ci_high": r.ci_high,
+                    "retention_verdict": r.verdict,
+                }
+            )
     return pd.DataFrame(
         {
             "scratch_statistic": vs_finetuned["statistic"],

@@ -97,8 +97,13 @@ def describe_amplification(
                     f"truth, it predicts {obj} for {attribute} images than for the others)."
                 )
     for row in chosen[chosen["measure"] == "leakage_amplification"].itertuples():
-        word = verdict(row.ci_low, row.ci_high, more="leaks more", less="leaks less",
-                       neither="leaks neither more nor less (the interval holds 0)")  # fmt: skip
+        word = verdict(
+            row.ci_low,
+            row.ci_high,
+            more="leaks more",
+            less="leaks less",
+            neither="leaks neither more nor less (the interval holds 0)",
+        )
         lines.append(
             f"- {_who(row)} {word} of the attribute than labels of its own F1 do: leakage amplification "
             f"{row.estimate:.3f} {interval(row.ci_low, row.ci_high, row.level, 3)}."
@@ -106,9 +111,13 @@ def describe_amplification(
     scored = chosen[chosen["measure"] == "leakage_model"].set_index(["network", "model", "dataset"])
     for row in chosen[chosen["measure"] == "leakage_embedding"].itertuples():
         chance = 1 / len(str(row.images_per_attribute).split(";"))
-        word = verdict(row.ci_low - chance, row.ci_high - chance, more="gives the attribute away beyond chance",
-                       less="gives an attacker less than chance (the interval lies below it)",
-                       neither="does not give the attribute away beyond chance (the interval holds chance)")  # fmt: skip
+        word = verdict(
+            row.ci_low - chance,
+            row.ci_high - chance,
+            more="gives the attribute away beyond chance",
+            less="gives an attacker less than chance (the interval lies below it)",
+            neither="does not give the attribute away beyond chance (the interval holds chance)",
+        )
         key, beside = (row.network, row.model, row.dataset), ""
         if key in scored.index:
             scores = scored.loc[[key]].iloc[0]
@@ -125,10 +134,14 @@ def describe_amplification(
             f"- The ground-truth labels of {row.dataset}'s test split give the attribute away with balanced accuracy "
             f"{row.estimate:.3f} {interval(row.ci_low, row.ci_high, row.level, 3)} (chance: 0.5 for two groups)."
         )
-    lines += ["", "Measured on the test split's images with an attribute (results/summary/amplification.csv); each "
-              "verdict follows the percentile bootstrap interval over images: above 0 amplifies, below 0 reduces. "
-              "The interval covers the test images, not the network's training sample: a network trained on "
-              "unbiased scenes can amplify a chance skew of its own sample, so it says what this network does, "
-              "not whether its data or recipe makes networks amplify; that takes networks trained on independently "
-              "drawn data as units (docs/statistics.md, 'Validation on trained networks').", ""]  # fmt: skip
+    lines += [
+        "",
+        "Measured on the test split's images with an attribute (results/summary/amplification.csv); each "
+        "verdict follows the percentile bootstrap interval over images: above 0 amplifies, below 0 reduces. "
+        "The interval covers the test images, not the network's training sample: a network trained on "
+        "unbiased scenes can amplify a chance skew of its own sample, so it says what this network does, "
+        "not whether its data or recipe makes networks amplify; that takes networks trained on independently "
+        "drawn data as units (docs/statistics.md, 'Validation on trained networks').",
+        "",
+    ]
     return lines

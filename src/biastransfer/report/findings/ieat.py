@@ -79,8 +79,10 @@ def _opposite_words(d: float, row, spec: Mapping) -> str:
         else f"{x} closer to {a}, relative to {b}, than {y} is"
     )
     two = p_text(float(_get(row, "pvalue_two_sided")), float(_get(row, "pvalue_floor", 0.0)))
-    return (f" **Opposite direction:** d = {d:.2f} (a large effect, at least {OPPOSITE_EFFECT:g} in size) means {toward}, "
-            f"which the one-sided test cannot detect; two-sided {two}.")  # fmt: skip
+    return (
+        f" **Opposite direction:** d = {d:.2f} (a large effect, at least {OPPOSITE_EFFECT:g} in size) means {toward}, "
+        f"which the one-sided test cannot detect; two-sided {two}."
+    )
 
 
 def _parts(row) -> str:
@@ -99,8 +101,10 @@ def _detectable_words(row) -> str:
         return f" With {sizes} the test cannot reach significance at all: not significant is no evidence of no association."
     power, level = float(_get(row, "detectable_power", 0.8)), float(_get(row, "detectable_alpha"))
     at = "" if np.isnan(level) else f" at alpha = {level:g} (unadjusted)"
-    return (f" With {sizes} only an effect of size {d:.2f} or more (either sign of d) is detected with {power:.0%} "
-            f"power{at}: not significant is not evidence of no association.")  # fmt: skip
+    return (
+        f" With {sizes} only an effect of size {d:.2f} or more (either sign of d) is detected with {power:.0%} "
+        f"power{at}: not significant is not evidence of no association."
+    )
 
 
 def _estimate(row) -> str:
@@ -116,9 +120,11 @@ def _verdict(row, rule: Significance, spec: Mapping) -> str:
     d, floor = float(row.effect_size), float(_get(row, "pvalue_floor", 0.0))
     p_adj = float(_get(row, rule.column, row.pvalue))
     significant = rule.significant(p_adj)
-    return (f"{'significant' if significant else 'not significant'} ({_estimate(row)}, "
-            f"{p_text(float(row.pvalue), floor)}, adjusted {p_text(p_adj, adjusted_floor(float(row.pvalue), floor, p_adj))})."
-            f"{'' if significant else _detectable_words(row)}{_opposite_words(d, row, spec)}")  # fmt: skip
+    return (
+        f"{'significant' if significant else 'not significant'} ({_estimate(row)}, "
+        f"{p_text(float(row.pvalue), floor)}, adjusted {p_text(p_adj, adjusted_floor(float(row.pvalue), floor, p_adj))})."
+        f"{'' if significant else _detectable_words(row)}{_opposite_words(d, row, spec)}"
+    )
 
 
 def _seed_lines(runs: pd.DataFrame, rule: Significance, spec: Mapping) -> list[str]:
@@ -138,11 +144,16 @@ def _combined(seeds: pd.DataFrame | None, keys: Mapping, spec: Mapping) -> str:
     r = next(sel.itertuples())
     floor = float(_get(r, "pvalue_floor", 0.0))
     sd = "" if np.isnan(float(r.sd_d)) else f", between-seed SD {r.sd_d:.2f}"
-    mean = (f"mean d = {r.mean_d:.2f}{sd}, range {value_range(r.min_d, r.max_d)}" if not np.isnan(float(r.mean_d))
-            else NOT_ESTIMABLE)  # fmt: skip
-    return (f"  - over {int(r.n_seeds)} seeds: {mean}; "
-            f"one test on all seeds' embeddings (images re-partitioned once for every seed): "
-            f"{r.alternative} {p_text(float(r.pvalue), floor)}, two-sided {p_text(float(r.pvalue_two_sided), floor)}.")  # fmt: skip
+    mean = (
+        f"mean d = {r.mean_d:.2f}{sd}, range {value_range(r.min_d, r.max_d)}"
+        if not np.isnan(float(r.mean_d))
+        else NOT_ESTIMABLE
+    )
+    return (
+        f"  - over {int(r.n_seeds)} seeds: {mean}; "
+        f"one test on all seeds' embeddings (images re-partitioned once for every seed): "
+        f"{r.alternative} {p_text(float(r.pvalue), floor)}, two-sided {p_text(float(r.pvalue_two_sided), floor)}."
+    )
 
 
 def _changes(change: pd.DataFrame | None, keys: Mapping, spec: Mapping) -> list[str]:
@@ -173,19 +184,28 @@ def _spread_words(r) -> str:
     moved = f" Raw association {num_0:.3g} to {num_1:.3g}, pooled SD {sd_0:.3g} to {sd_1:.3g}"
     if not change_from_spread(num_0, sd_0, num_1, sd_1):
         return moved + "."
-    return (f"{moved}: **d changed through the spread of the scores, not the association** (the pooled SD "
-            f"accounts for at least {SPREAD_SHARE:.0%} of the change of the log of the size of d: the raw association changed by a "
-            f"factor of {num_1 / num_0:.2f}, the SD by {sd_1 / sd_0:.2f}).")  # fmt: skip
+    return (
+        f"{moved}: **d changed through the spread of the scores, not the association** (the pooled SD "
+        f"accounts for at least {SPREAD_SHARE:.0%} of the change of the log of the size of d: the raw association changed by a "
+        f"factor of {num_1 / num_0:.2f}, the SD by {sd_1 / sd_0:.2f})."
+    )
 
 
 def _scratch_lines(scratch: pd.DataFrame | None, keys: Mapping, rule: Significance, spec: Mapping) -> list[str]:
     """The scratch reference network's own iEAT (the target data alone) beside a model's finetuned seeds."""
     if scratch is None or scratch.empty:
         return []
-    sel = scratch[(scratch["analysis_set"] == keys["analysis_set"]) & (scratch["model"] == keys["model"])
-                  & (scratch["finetune_dataset"] == keys["dataset"]) & (scratch["test"] == spec["name"])]  # fmt: skip
-    return [f"  - target data alone (trained from scratch on {keys['dataset']}, seed {_seed(r.seed)}; p adjusted "
-            f"across the scratch networks' own iEATs): {_verdict(r, rule, spec)}" for r in sel.itertuples()]  # fmt: skip
+    sel = scratch[
+        (scratch["analysis_set"] == keys["analysis_set"])
+        & (scratch["model"] == keys["model"])
+        & (scratch["finetune_dataset"] == keys["dataset"])
+        & (scratch["test"] == spec["name"])
+    ]
+    return [
+        f"  - target data alone (trained from scratch on {keys['dataset']}, seed {_seed(r.seed)}; p adjusted "
+        f"across the scratch networks' own iEATs): {_verdict(r, rule, spec)}"
+        for r in sel.itertuples()
+    ]
 
 
 def describe_ieat(
@@ -220,8 +240,11 @@ def describe_ieat(
             for model, rows in sel.groupby("model", sort=False):
                 pre = rows[rows["stage"] == "pretrained"]
                 ft = rows[rows["stage"] != "pretrained"]
-                items = [f"- **{model}** pretrained: {_verdict(next(pre.itertuples()), rule, spec)}"
-                         if not pre.empty else f"- **{model}**"]  # fmt: skip
+                items = [
+                    f"- **{model}** pretrained: {_verdict(next(pre.itertuples()), rule, spec)}"
+                    if not pre.empty
+                    else f"- **{model}**"
+                ]
                 for dataset, runs in ft.groupby("finetune_dataset", sort=False):
                     hits = sum(map(rule.significant, runs[rule.column] if rule.column in runs else runs["pvalue"]))
                     items.append(f"- **{model}** finetuned on {dataset}: significant in {hits} of {len(runs)} seeds.")
@@ -235,8 +258,9 @@ def describe_ieat(
     return lines
 
 
-def describe_bts(bts: pd.DataFrame, *, alpha: float = 0.05, adjust: str = "holm",
-                 similarity_change: pd.DataFrame | None = None) -> list[str]:  # fmt: skip
+def describe_bts(
+    bts: pd.DataFrame, *, alpha: float = 0.05, adjust: str = "holm", similarity_change: pd.DataFrame | None = None
+) -> list[str]:
     """The pooled BTS of every model, intra and inter, and how far the similarities it ranks moved."""
     pooled = bts[bts["seed"].astype(str) == "pooled"]
     if pooled.empty:
@@ -251,13 +275,18 @@ def describe_bts(bts: pd.DataFrame, *, alpha: float = 0.05, adjust: str = "holm"
         parts = []
         for r in rows.itertuples():
             p_adj, floor = float(_get(r, adj_col, r.pvalue)), float(_get(r, "pvalue_floor", 0.0))
-            parts.append(f"{r.kind} rho = {r.statistic:.2f}{_ci(r)} ({p_text(float(r.pvalue), floor)}, "
-                         f"adjusted {p_text(p_adj, adjusted_floor(float(r.pvalue), floor, p_adj))}, {'significant' if rule.significant(p_adj) else 'not significant'}, n = {int(r.n)})")  # fmt: skip
+            parts.append(
+                f"{r.kind} rho = {r.statistic:.2f}{_ci(r)} ({p_text(float(r.pvalue), floor)}, "
+                f"adjusted {p_text(p_adj, adjusted_floor(float(r.pvalue), floor, p_adj))}, {'significant' if rule.significant(p_adj) else 'not significant'}, n = {int(r.n)})"
+            )
         items = [f"- **{model}** on {analysis_set}, finetuned on {dataset}: " + "; ".join(parts) + "."]
         lines += _spaced(items + _moved(similarity_change, analysis_set, model, dataset))
-    lines += ["", "A high rho means the ranking of similarities survived finetuning: the pretrained biases were retained. "
-              "It does not say how strongly finetuning changed the network; the changes above (and a reference "
-              "network trained only on the target data, where configured) say that."]  # fmt: skip
+    lines += [
+        "",
+        "A high rho means the ranking of similarities survived finetuning: the pretrained biases were retained. "
+        "It does not say how strongly finetuning changed the network; the changes above (and a reference "
+        "network trained only on the target data, where configured) say that.",
+    ]
     return lines
 
 
@@ -272,10 +301,12 @@ def _moved(change: pd.DataFrame | None, analysis_set: str, model: str, dataset: 
         return []
     big = sel.loc[sel["delta"].abs().idxmax()]
     excludes = int(((sel["ci_low"] > 0) | (sel["ci_high"] < 0)).sum())
-    return [f"  - the ranked similarities moved by at most {abs(big['delta']):.3f} in absolute value ({big['kind']} {str(big['key']).replace('|', ' and ')}, "
-            f"seed {_seed(big['seed'])}: {big['value_pretrained']:.3f} to {big['value_finetuned']:.3f}, "
-            f"{interval(big['ci_low'], big['ci_high'], big['ci_level'], digits=3)}); {excludes} of {len(sel)} "
-            f"changes (similarities x seeds) have an interval that excludes 0."]  # fmt: skip
+    return [
+        f"  - the ranked similarities moved by at most {abs(big['delta']):.3f} in absolute value ({big['kind']} {str(big['key']).replace('|', ' and ')}, "
+        f"seed {_seed(big['seed'])}: {big['value_pretrained']:.3f} to {big['value_finetuned']:.3f}, "
+        f"{interval(big['ci_low'], big['ci_high'], big['ci_level'], digits=3)}); {excludes} of {len(sel)} "
+        f"changes (similarities x seeds) have an interval that excludes 0."
+    ]
 
 
 def describe_findings(

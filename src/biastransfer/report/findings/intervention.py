@@ -16,8 +16,10 @@ def describe_interventions(summary: pd.DataFrame | None) -> list[str]:
         return []
     lines = ["", "Interventions on the finetuning data", "-------------------------------------", ""]
     for (intervention, source), rows in summary.groupby(["intervention", "from"], sort=False):
-        lines.append(f"Intervention **{intervention}** against the untouched finetuning on **{source}** "
-                     "(the same pretrained weights, seeds and images):")  # fmt: skip
+        lines.append(
+            f"Intervention **{intervention}** against the untouched finetuning on **{source}** "
+            "(the same pretrained weights, seeds and images):"
+        )
         lines.append("")
         lines += [f"- Training split: {v.verdict}." for v in rows[rows["level"] == "data"].itertuples()]
         embedding = rows[rows["level"] == "embedding"]
@@ -26,8 +28,10 @@ def describe_interventions(summary: pd.DataFrame | None) -> list[str]:
             chosen = over if not over.empty else r[r["unit"] == "images"]
             role = f" ({chosen['role'].iloc[0]})" if str(chosen["role"].iloc[0]) not in ("", "nan") else ""
             for v in chosen.itertuples():
-                lines.append(f"- {model}, iEAT {test}{role} on {analysis_set}: d {v.untouched:.3f} untouched, "
-                             f"{v.intervened:.3f} intervened; {v.verdict}.")  # fmt: skip
+                lines.append(
+                    f"- {model}, iEAT {test}{role} on {analysis_set}: d {v.untouched:.3f} untouched, "
+                    f"{v.intervened:.3f} intervened; {v.verdict}."
+                )
         prediction = rows[(rows["level"] == "prediction") & (rows["name"] == "directional")]
         pooled = prediction[prediction["seed"].astype(str) == "pooled"]
         prediction = pooled if not pooled.empty else prediction

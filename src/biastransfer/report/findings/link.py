@@ -23,8 +23,12 @@ def _families(table: pd.DataFrame) -> pd.DataFrame:
 def _members(row, table: pd.DataFrame) -> pd.DataFrame:
     """The per-seed rows of a row's network family and linked iEAT."""
     same = (table["network"] == row.network) & (table["model"] == row.model) & (table["dataset"] == row.dataset)
-    return table[same & (table["analysis_set"] == row.analysis_set) & (table["test"] == row.test)
-                 & (table["seed"].astype(str) != "pooled")]  # fmt: skip
+    return table[
+        same
+        & (table["analysis_set"] == row.analysis_set)
+        & (table["test"] == row.test)
+        & (table["seed"].astype(str) != "pooled")
+    ]
 
 
 def _seeds(row, table: pd.DataFrame) -> str:
@@ -66,10 +70,14 @@ def describe_link(table: pd.DataFrame | None, correlation: pd.DataFrame | None) 
             + (f" {bounds}" if bounds else "")
             + f"; {row.verdict}."
         )
-    lines += ["", "The contrast is the first object's shift towards the first attribute minus the second's, in the "
-              "predictions on the test split at the score threshold, with its percentile bootstrap interval over "
-              "images; rho's interval is Fisher's z with Bonett and Wright's variance (results/summary/link.csv, "
-              "link_correlation.csv).", ""]  # fmt: skip
+    lines += [
+        "",
+        "The contrast is the first object's shift towards the first attribute minus the second's, in the "
+        "predictions on the test split at the score threshold, with its percentile bootstrap interval over "
+        "images; rho's interval is Fisher's z with Bonett and Wright's variance (results/summary/link.csv, "
+        "link_correlation.csv).",
+        "",
+    ]
     return lines
 
 
