@@ -15,6 +15,7 @@ import argparse
 import csv
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -80,6 +81,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--out", default=None, help="write the figures as a benchmarks/results record")
+    parser.add_argument("--keep", default=None, help="copy the last demo run's results folder here")
     args = parser.parse_args()
     if (args.baseline is None) != (args.label is None):
         parser.error("--baseline and --label go together")
@@ -105,10 +107,15 @@ def main() -> None:
                 else:
                     added -= set(jobs)
                 print(f"{name} {i}: {wall:.0f} s wall, {cpus[name][-1]:.0f} s of job CPU", flush=True)
+        if args.keep:
+            shutil.copytree(tmp / f"demo{args.repeats - 1}" / "results", args.keep, dirs_exist_ok=True)
     median = {k: statistics.median(v) for k, v in walls.items()}
     figures = [
         ["demo, median wall", f"{median['demo']:.0f} s"],
-        ["demo jobs; their CPU (median)", f"{sum(n for n, _ in rules[0].values())}; {statistics.median(cpus['demo']):.0f} s"],
+        [
+            "demo jobs; their CPU (median)",
+            f"{sum(n for n, _ in rules[0].values())}; {statistics.median(cpus['demo']):.0f} s",
+        ],
         *(
             [
                 f"rule {rule}: jobs, summed wall (median s)",
