@@ -121,6 +121,8 @@ rule summarise:
     threads: 1
     resources:
         **RESOURCES["gather"],
+    params:
+        settings=lambda wildcards: PLAN.settings("summarise", wildcards),
     script:
         "../workflow/scripts/summarise.py"
 

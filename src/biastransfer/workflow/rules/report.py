@@ -8,7 +8,19 @@ from dataclasses import dataclass
 from biastransfer.report.compare import PAPER_TARGETS
 from biastransfer.workflow.settings import Settings
 
-#: The make_tables.py kinds whose tables mark significance (and read the significance rule).
+#: The kinds of table make_tables.py makes (its KINDS), and those that mark significance (read the significance rule).
+TABLE_KINDS = (
+    "analysis_set",
+    "ieat",
+    "bts",
+    "finetune",
+    "layers",
+    "trajectory",
+    "claims",
+    "amplification",
+    "link",
+    "intervention",
+)
 MARKED_TABLES = ("ieat", "bts")
 
 
@@ -109,6 +121,8 @@ class TableSettings(Settings):
 
     @classmethod
     def build(cls, plan, kind: str) -> TableSettings:
+        if kind not in TABLE_KINDS:
+            raise ValueError(f"table kind {kind!r}: make_tables.py makes {', '.join(TABLE_KINDS)}")
         marked = Significance(**Significance.of(plan)) if kind in MARKED_TABLES else None
         return cls(kind=kind, significance=marked)
 
