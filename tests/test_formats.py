@@ -12,6 +12,7 @@ from biastransfer.data.manifest import read_manifest, validate_manifest, verify_
 from biastransfer.data.splits import Split, read_split, read_split_columns, write_split
 from biastransfer.embeddings import checked_embedding_ids, read_embeddings, read_metadata, write_embeddings
 from biastransfer.hashing import file_digest
+from biastransfer.workflow.rules.data import LeakageSettings
 
 
 def test_embeddings_round_trip_with_metadata(tmp_path):
@@ -166,12 +167,18 @@ def test_the_leakage_check_compares_ids_and_the_files_of_hashed_splits(tmp_path,
     write_manifest("m.parquet", pd.DataFrame({**analysis, "source": ["s", "s"], "reason": ["r", "r"]}))
     frame = pd.DataFrame({"image_id": ["1", "2"], "path": ["b.png", "c.png"], "labels": [["car"], []]})
     write_split("train.parquet", Split("d", "train", ("car",), frame))
-    check_leakage.main("m.parquet", ["train.parquet"], "ok")
+
+    def leakage(hashed: list) -> LeakageSettings:
+        return LeakageSettings(hash_files=hashed, evaluation={})
+
+    check_leakage.main("m.parquet", ["train.parquet"], "ok", leakage(["train.parquet"]))
     assert Path("ok").read_text().startswith("2 analysis images of m.parquet are in none of 2 split images")
     write_split("val.parquet", Split("d", "val", ("car",), frame.assign(path=["a.png", "c.png"])))
-    check_leakage.main("m.parquet", ["train.parquet", "val.parquet"], "ok", hash_files=["train.parquet"])
+    check_leakage.main("m.parquet", ["train.parquet", "val.parquet"], "ok", leakage(["train.parquet"]))
     with pytest.raises(ValueError, match=r"split 'val.parquet': 1 image\(s\) with an analysis image's sha256: 1 "):
-        check_leakage.main("m.parquet", ["train.parquet", "val.parquet"], "ok", hash_files=True)
+        check_leakage.main(
+            "m.parquet", ["train.parquet", "val.parquet"], "ok", leakage(["train.parquet", "val.parquet"])
+        )
     write_split("test.parquet", Split("d", "test", ("car",), frame.assign(image_id=["x1", "3"])))
     with pytest.raises(ValueError, match=r"split 'test.parquet': 1 analysis image id\(s\): x1"):
-        check_leakage.main("m.parquet", ["train.parquet", "test.parquet"], "ok", hash_files=False)
+        check_leakage.main("m.parquet", ["train.parquet", "test.parquet"], "ok", leakage([]))

@@ -107,7 +107,6 @@ def main(
     )
     prov = pd.read_csv(provenance, dtype=str, keep_default_na=False)
     sets = read_summary(analysis_sets, ("analysis_set", "class", "n"))
-    params = {"adjust": adjust, "alpha": alpha, "control_class": config["report"]["control_class"]}
     summary = headline_summary(
         table,
         synthetic=any(s["source"] == "synthetic" for s in config["analysis_sets"].values()),
@@ -132,7 +131,6 @@ def main(
         provenance=prov,
         items=items,
         config=config,
-        params=params,
         snakemake_report=snakemake_report,
         citation=yaml.safe_load(Path(citation).read_text()) if citation else None,
         run_provenance=run_record(config),
