@@ -169,7 +169,7 @@ def test_the_leakage_check_compares_ids_and_the_files_of_hashed_splits(tmp_path,
     write_split("train.parquet", Split("d", "train", ("car",), frame))
 
     def leakage(hashed: list) -> LeakageSettings:
-        return LeakageSettings(hash_files=hashed, evaluation={})
+        return LeakageSettings(hash_files=hashed, evaluation=[])
 
     check_leakage.main("m.parquet", ["train.parquet"], "ok", leakage(["train.parquet"]))
     assert Path("ok").read_text().startswith("2 analysis images of m.parquet are in none of 2 split images")
@@ -182,3 +182,16 @@ def test_the_leakage_check_compares_ids_and_the_files_of_hashed_splits(tmp_path,
     write_split("test.parquet", Split("d", "test", ("car",), frame.assign(image_id=["x1", "3"])))
     with pytest.raises(ValueError, match=r"split 'test.parquet': 1 analysis image id\(s\): x1"):
         check_leakage.main("m.parquet", ["train.parquet", "test.parquet"], "ok", leakage([]))
+    # each evaluation split against its training splits, recorded in the settings' order
+    for name, ids in (("eval_b.parquet", ["7", "8"]), ("eval_a.parquet", ["9"])):
+        write_split(name, Split("d", "test", ("car",), frame.head(len(ids)).assign(image_id=ids)))
+    pairs = [{"test": t, "training": ["train.parquet"]} for t in ("eval_b.parquet", "eval_a.parquet")]
+    splits = ["train.parquet", "eval_b.parquet", "eval_a.parquet"]
+    check_leakage.main("m.parquet", splits, "ok", LeakageSettings(hash_files=[], evaluation=pairs))
+    assert Path("ok").read_text().splitlines()[1:] == [
+        "evaluation split eval_b.parquet: 2 images, in none of train.parquet (2)",
+        "evaluation split eval_a.parquet: 1 images, in none of train.parquet (2)",
+    ]
+    write_split("eval_a.parquet", Split("d", "test", ("car",), frame.head(1).assign(image_id=["2"])))
+    with pytest.raises(ValueError, match=r"evaluation \(eval_a.parquet\) images leak .*\n  split 'train.parquet': 1"):
+        check_leakage.main("m.parquet", splits, "ok", LeakageSettings(hash_files=[], evaluation=pairs))

@@ -3,11 +3,11 @@ evaluation image in a training split of its dataset.
 
 Images are compared by id and also by the sha256 of their files (the same picture under another id) in
 the splits the settings' ``hash_files`` names; a split's files are hashed only when its rows do not record a
-sha256 already. Their ``evaluation`` maps each evaluation (test) split to the training splits it must share
-no image with (every split it names is one of ``splits``); the ok file records each.
+sha256 already. Their ``evaluation`` pairs each evaluation split (``test``) with the training splits it must
+share no image with (``training``; every split it names is one of ``splits``); the ok file records each.
 Standalone: python workflow/scripts/check_leakage.py --manifest M.parquet --splits a/train.parquet
 a/val.parquet a/test.parquet --ok leakage.ok --settings '{"hash_files": ["a/train.parquet"],
-"evaluation": {"a/test.parquet": ["a/train.parquet", "a/val.parquet"]}}'
+"evaluation": [{"test": "a/test.parquet", "training": ["a/train.parquet", "a/val.parquet"]}]}'
 """
 
 import logging
@@ -35,7 +35,7 @@ def main(manifest: str, splits: list, ok: str, settings: LeakageSettings) -> Non
             frames[path] = read_split_columns(path, ["image_id"])
     check_no_leakage(analysis, frames)
     lines = []
-    for test, training in settings.evaluation.items():
+    for test, training in ((e["test"], e["training"]) for e in settings.evaluation):
         unknown = [p for p in (test, *training) if p not in frames]
         if unknown:
             raise ValueError(f"evaluation: {unknown[0]} is not one of the splits checked")

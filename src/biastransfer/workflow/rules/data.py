@@ -31,12 +31,12 @@ class SyntheticTestSplitSettings(Settings):
 @dataclass(frozen=True)
 class LeakageSettings(Settings):
     """The splits whose images are compared by file hash as well as by id (``HASHED_KINDS``' training
-    splits and evaluation splits), and each evaluation split with the training splits it must not share an
-    image with (``Plan.evaluation_disjoint``)."""
+    splits and evaluation splits), and each evaluation split (``test``) with the training splits it must not
+    share an image with (``training``; ``Plan.evaluation_disjoint``), in the plan's order: the ok file's."""
 
     rule = "check_leakage"
     hash_files: list
-    evaluation: dict
+    evaluation: list
 
     @classmethod
     def build(cls, plan) -> LeakageSettings:
@@ -47,7 +47,7 @@ class LeakageSettings(Settings):
                 *(path("split", dataset=d, split=s) for d in hashed for s in ("train", "val")),
                 *(path("split", dataset=d, split="test") for d in tested),
             ],
-            evaluation=plan.evaluation_disjoint(),
+            evaluation=[{"test": t, "training": s} for t, s in plan.evaluation_disjoint().items()],
         )
 
 
