@@ -576,7 +576,10 @@ def test_report_rules_run_and_the_report_builds(tmp_path):
         'configfile: "config.yaml"\n\n\n'
         "# the plan's part that rules/report.smk reads: no claims nor predictions in this config\n"
         "PLAN = SimpleNamespace(\n"
-        "    summary=Plan.summary, summaries=lambda *names: [], scratch_stages=cfg.scratch_stages(config)\n"
+        "    summary=Plan.summary,\n"
+        "    summaries=lambda *names: [],\n"
+        "    scratch_stages=cfg.scratch_stages(config),\n"
+        "    settings=Plan(config, BASEDIR).settings,\n"
         ")\n\n\n"
         'report: "workflow/report/workflow.rst"\n\n\n'
         'include: "rules/artefacts.smk"\ninclude: "rules/report.smk"\ninclude: "rules/tables.smk"\n\n\n'
