@@ -165,8 +165,8 @@ class ContactSheetSettings(Settings):
 
 @dataclass(frozen=True)
 class CurvesFigure(Settings):
-    """A training-curves figure: the finetuning's curves (their trajectory's d beside the loss), or the
-    scratch reference networks' training histories (``scratch``)."""
+    """A training-curves figure (loss and validation metric per epoch and seed): of the finetuned networks, or of
+    the scratch reference networks (``scratch``: their curves are in their metrics.json)."""
 
     scratch: bool
 
