@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from biastransfer.data.cache import CACHE_FORMAT
 from biastransfer.paths import path
 from biastransfer.workflow.settings import Settings
 
@@ -74,4 +73,4 @@ class ImageCacheSettings(Settings):
 
     @classmethod
     def build(cls, plan) -> ImageCacheSettings:
-        return cls(cache_format=CACHE_FORMAT)
+        return cls(cache_format=plan.cache_format)
