@@ -297,7 +297,6 @@ def test_a_missing_file_is_an_error_naming_it_before_any_page_is_written(tmp_pat
             provenance=pd.DataFrame(),
             items=[item],
             config={},
-            params={},
         )
     assert not (tmp_path / "out").exists()
     with pytest.raises(ValueError, match="unknown file role"):
@@ -310,7 +309,6 @@ def test_a_missing_file_is_an_error_naming_it_before_any_page_is_written(tmp_pat
             provenance=pd.DataFrame(),
             items=[{**item, "files": {"gif": "x"}}],
             config={},
-            params={},
         )
 
 

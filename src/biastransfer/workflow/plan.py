@@ -156,6 +156,14 @@ class Plan:
         return switch(self.config["finetune"]["cache"])
 
     @cached_property
+    def cache_format(self) -> str:
+        """The format version of the image caches this library writes (``biastransfer.data.cache``; imported
+        here, so that the settings modules, which every step script imports, need no imaging library)."""
+        from biastransfer.data.cache import CACHE_FORMAT
+
+        return CACHE_FORMAT
+
+    @cached_property
     def layers_on(self) -> bool:
         return bool(self.config["analysis"]["layers"]["enabled"])
 
