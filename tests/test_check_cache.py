@@ -62,7 +62,7 @@ def test_an_unwritable_cache_is_skipped(tmp_path, monkeypatch):
 
 def test_reading_the_config_and_its_light_modules_imports_neither_torch_nor_scipy_stats():
     code = (
-        "import sys; from biastransfer import config; import biastransfer.stats.floors, biastransfer.models.resolve;"
+        "import sys; from biastransfer.workflow import config; import biastransfer.stats.floors, biastransfer.models.resolve;"
         "import biastransfer.report.artefacts, biastransfer.check_cache;"
         "print(sorted({'torch', 'scipy.stats', 'matplotlib', 'timm'} & set(sys.modules)))"
     )

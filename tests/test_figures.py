@@ -569,7 +569,7 @@ def test_report_rules_run_and_the_report_builds(tmp_path):
         (tmp_path / "rules" / name).symlink_to(ROOT / "rules" / name)
     (tmp_path / "Snakefile").write_text(  # the rest of the workflow needs a whole config
         'import os\nimport sys\nfrom types import SimpleNamespace\n\nsys.path.insert(0, "src")\n\n'
-        "from biastransfer import config as cfg  # noqa: E402\nfrom biastransfer.paths import path  # noqa: E402\n"
+        "from biastransfer.workflow import config as cfg  # noqa: E402\nfrom biastransfer.paths import path  # noqa: E402\n"
         "from biastransfer.workflow.plan import Plan  # noqa: E402\n\n"
         "BASEDIR = str(workflow.current_basedir)\n"
         'RESOURCES = {"small": {"mem_mb": 500}, "plot": {"mem_mb": 1000}}\n\n\n'

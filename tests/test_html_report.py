@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 import report_site
 
-from biastransfer.config import seeds_per_dataset
 from biastransfer.report.headline import finetuning_phrase, headline_summary, headline_table
 from biastransfer.report.html import html_table
+from biastransfer.workflow.config import seeds_per_dataset
 
 TEST = {"name": "t", "X": "x", "Y": "y", "A": "a", "B": "b"}
 

@@ -5,10 +5,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biastransfer.config import intervention_problems
 from biastransfer.embeddings import EmbeddingTable
 from biastransfer.stats.ieat import ieat
 from biastransfer.stats.intervention import direction, intervention_table
+from biastransfer.workflow.config import intervention_problems
 from biastransfer.workflow.rules.analysis import InterventionSummarySettings
 
 TEST = [{"name": "planted", "X": "x", "Y": "y", "A": "a", "B": "b", "role": "planted"}]

@@ -12,13 +12,13 @@ from conftest import ROOT, run_snakemake
 from snakemake.utils import update_config
 from test_workflow import planned_jobs
 
-from biastransfer import config as cfg
 from biastransfer.report.findings.networks import (
     convergence,
     describe_attribution,
     describe_convergence,
     describe_reference,
 )
+from biastransfer.workflow import config as cfg
 from biastransfer.workflow.rules.analysis import AttributionDesign, AttributionSettings
 
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))

@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from biastransfer import config as cfg
 from biastransfer.embeddings import write_embeddings
+from biastransfer.workflow import config as cfg
 from biastransfer.workflow.plan import Plan, switch
 from biastransfer.workflow.rules.analysis import ChangeSettings, IEATSettings
 from biastransfer.workflow.rules.report import MARKED_TABLES, TABLE_KINDS, TableSettings

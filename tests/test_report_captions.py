@@ -10,7 +10,7 @@ import jinja2
 import pytest
 from conftest import ROOT
 
-from biastransfer import config as cfg
+from biastransfer.workflow import config as cfg
 
 CAPTIONS = sorted((ROOT / "workflow" / "report").glob("*.rst"))
 

@@ -23,7 +23,6 @@ from PIL import Image
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-from biastransfer.config import check_config, fill_defaults
 from biastransfer.data.manifest import read_manifest
 from biastransfer.data.splits import read_split, write_split
 from biastransfer.data.user import (
@@ -42,6 +41,7 @@ from biastransfer.data.user_evaluation import (
     table_train_attributes,
 )
 from biastransfer.hashing import file_digest
+from biastransfer.workflow.config import check_config, fill_defaults
 from biastransfer.workflow.rules.data import LeakageSettings
 
 EXAMPLE = ROOT / "config" / "examples" / "own_images.yaml"

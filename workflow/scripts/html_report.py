@@ -24,7 +24,6 @@ import pandas as pd
 import yaml
 
 from biastransfer.atomic import write_text
-from biastransfer.config import seeds_per_dataset
 from biastransfer.provenance import run_record
 from biastransfer.report.findings import claims_sentence, link_sentences
 from biastransfer.report.formatting import read_summary
@@ -33,6 +32,7 @@ from biastransfer.report.html import PAGES
 from biastransfer.report.site import write_site, zip_site
 from biastransfer.report.tables import IEAT_COLUMNS
 from biastransfer.scripting import run
+from biastransfer.workflow.config import seeds_per_dataset
 from biastransfer.workflow.rules.report import HtmlReportSettings
 
 log = logging.getLogger(__name__)
