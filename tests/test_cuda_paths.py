@@ -14,22 +14,20 @@ import os
 import threading
 
 import numpy as np
-import pandas as pd
 import pytest
 import torch
 import yaml
 from conftest import ROOT, run_snakemake
-from fake_datasets import coco_splits
+from fake_datasets import coco_splits, write_image_manifest
 from PIL import Image
+from report_site import script as _script
 from snakemake.utils import validate
-from test_resume import ENTRY, _script, pretrained
+from test_resume import ENTRY, pretrained
 from test_trajectory import _writer
 
 from biastransfer import gpus
-from biastransfer.data.manifest import write_manifest
 from biastransfer.data.splits import read_split
 from biastransfer.embeddings import epoch_file, read_metadata
-from biastransfer.hashing import file_digest
 from biastransfer.models import features
 from biastransfer.models.device import native_bf16
 from biastransfer.models.extractors import create_classifier
@@ -225,22 +223,12 @@ def test_embeddings_record_amp_and_channels_last_and_the_config_turns_autocast_o
     validate(conf := copy.deepcopy(demo), schema=str(ROOT / "workflow" / "schemas" / "config.schema.yaml"))
     assert conf["analysis"]["embed"]["amp"] is True
     weights = pretrained(tmp_path / "pre.safetensors", seed=0)
-    rows = []
+    images = []
     for i, cls in enumerate(["man", "man", "woman", "woman"]):
         path = tmp_path / f"{i}.png"
         Image.new("RGB", (40, 40), (90 * i, 30, 200)).save(path)
-        rows.append(
-            {
-                "image_id": f"i{i}",
-                "class": cls,
-                "path": str(path),
-                "sha256": file_digest(path),
-                "source_split": "val",
-                "source": "test",
-                "reason": "",
-            }
-        )
-    write_manifest(tmp_path / "manifest.parquet", pd.DataFrame(rows))
+        images.append((path, cls))
+    write_image_manifest(tmp_path / "manifest.parquet", images)
     monkeypatch.setattr(features, "bf16_autocast", lambda device: True)  # as on a GPU with native bf16
     embed, got = _script("embed"), {}
     for amp in (True, False):

@@ -148,16 +148,23 @@ def test_a_script_runs_standalone_on_real_files(tmp_path):
     assert (tmp_path / "m.parquet").is_file() and "2 images" in (tmp_path / "x.log").read_text()
 
 
-def test_a_name_given_twice_is_an_error_naming_rule_name_and_script():
-    smk = SimpleNamespace(
+def _demo_job(**parts) -> SimpleNamespace:
+    """The ``snakemake`` object of a demo_rule job (input ``values``, output ``table``, one thread, no params,
+    wildcards or log); ``parts`` replace any of them."""
+    job = dict(
         rule="demo_rule",
         input=Named(values=["a"]),
         output=Named(table="t.csv"),
-        params=Named(table="x"),
+        params=Named(),
         threads=1,
         wildcards=Named(),
         log=[],
     )
+    return SimpleNamespace(**{**job, **parts})
+
+
+def test_a_name_given_twice_is_an_error_naming_rule_name_and_script():
+    smk = _demo_job(params=Named(table="x"))
     with pytest.raises(
         TypeError, match=r"rule demo_rule: 'table' is named in both output and params \(test_scripting.py\)"
     ):
@@ -165,43 +172,19 @@ def test_a_name_given_twice_is_an_error_naming_rule_name_and_script():
 
 
 def test_a_name_main_does_not_take_is_an_error():
-    smk = SimpleNamespace(
-        rule="demo_rule",
-        input=Named(values=["a"], extra="e"),
-        output=Named(table="t.csv"),
-        params=Named(),
-        threads=1,
-        wildcards=Named(),
-        log=[],
-    )
+    smk = _demo_job(input=Named(values=["a"], extra="e"))
     with pytest.raises(TypeError, match=r"rule demo_rule: input 'extra' is not a parameter of main"):
         run(demo_main, smk)
 
 
 def test_a_wildcard_that_shadows_a_named_file_is_an_error():
-    smk = SimpleNamespace(
-        rule="demo_rule",
-        input=Named(values=["a"]),
-        output=Named(table="t.csv"),
-        params=Named(),
-        threads=1,
-        wildcards=Named(table="x"),
-        log=[],
-    )
+    smk = _demo_job(wildcards=Named(table="x"))
     with pytest.raises(TypeError, match=r"'table' is named in both output and wildcards"):
         run(demo_main, smk)
 
 
 def test_wildcards_arrive_as_named_parameters_of_the_declared_type():
-    smk = SimpleNamespace(
-        rule="demo_rule",
-        input=Named(values=["a"]),
-        output=Named(table="t.csv"),
-        params=Named(),
-        threads=1,
-        wildcards=Named(count="7", model="m"),
-        log=[],  # model: a wildcard main does not take
-    )
+    smk = _demo_job(wildcards=Named(count="7", model="m"))  # model: a wildcard main does not take
     assert run(demo_main, smk) == ("t.csv", ["a"], None, 7, 1)
 
 
