@@ -8,6 +8,8 @@ then gets one coloured square per label at a class-specific place, so a small CN
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -25,6 +27,15 @@ def write_images(split: Split, size: int) -> None:
     for n, (path, labels) in enumerate(zip(split.frame["path"], split.frame["labels"])):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         label_image(list(labels), list(split.classes), size, seed=n).save(path, quality=95)
+
+
+def export_own_images(cwd: Path, n_per_class: int, size: int) -> None:
+    """The images of config/examples/own_images.yaml (``data/own_images`` in ``cwd``), written by the export
+    script as its header says, at a toy size: ``n_per_class`` analysis images per class, 60 finetuning images
+    of ``size`` px."""
+    script = Path(__file__).resolve().parents[1] / "workflow" / "scripts" / "export_synthetic_images.py"
+    options = ["--out", "data/own_images", "--n_per_class", str(n_per_class), "--n_images", "60", "--size", str(size)]
+    subprocess.run([sys.executable, str(script), *options], cwd=cwd, check=True, capture_output=True)
 
 
 def write_image_manifest(path: Path, images: list[tuple[Path, str]]) -> None:

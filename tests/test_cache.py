@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import ROOT, in_small_file_system, run_snakemake
+from conftest import ROOT, Killed, die_after_resume_save, in_small_file_system, run_snakemake
 from fake_datasets import coco_splits
 from PIL import Image
 from torchvision import transforms as T
@@ -389,20 +389,10 @@ def test_a_validation_cache_for_another_resize_is_refused(small_coco, tmp_path):
         _train(small_coco, tmp_path, (train_cache, val_cache), spec)
 
 
-class Killed(Exception):
-    """Stands in for the job being killed right after an epoch checkpoint was written."""
-
-
 def test_a_run_from_the_cache_resumes_and_a_state_without_it_is_discarded(small_coco, tmp_path, monkeypatch):
     spec = resolve_spec("tiny", {"source": "timm", "arch": "resnet10t", "weights": None, "preprocess": PRE})
     full = _train(small_coco, tmp_path / "full", small_coco[2], spec, epochs=2)
-    save = tr._save_resume
-
-    def save_then_die(*args, **kwargs):
-        save(*args, **kwargs)
-        raise Killed
-
-    monkeypatch.setattr(tr, "_save_resume", save_then_die)
+    save = die_after_resume_save(monkeypatch)
     with pytest.raises(Killed):
         _train(small_coco, tmp_path / "cut", small_coco[2], spec, epochs=2)
     monkeypatch.setattr(tr, "_save_resume", save)
@@ -412,7 +402,7 @@ def test_a_run_from_the_cache_resumes_and_a_state_without_it_is_discarded(small_
         for r, a in zip(full["history"], resumed["history"])
     ]
     # a resume state written without the cache is not continued with it
-    monkeypatch.setattr(tr, "_save_resume", save_then_die)
+    die_after_resume_save(monkeypatch)
     with pytest.raises(Killed):
         _train(small_coco, tmp_path / "mixed", None, spec, epochs=2)
     monkeypatch.setattr(tr, "_save_resume", save)

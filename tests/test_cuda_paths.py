@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 import yaml
-from conftest import ROOT, run_snakemake
+from conftest import ROOT, Killed, die_after_resume_save, run_snakemake
 from fake_datasets import coco_splits, write_image_manifest
 from PIL import Image
 from report_site import script as _script
@@ -63,21 +63,6 @@ def tiny_sets(data, layer="penultimate"):
 def classifier(spec, seed=0):
     torch.manual_seed(seed)
     return create_classifier(spec, 4, None)
-
-
-class Killed(Exception):
-    """Stands in for the job being killed right after its first epoch's resume state was saved."""
-
-
-def die_after_first_save(monkeypatch):
-    save = tr._save_resume
-
-    def save_then_die(*args, **kwargs):
-        save(*args, **kwargs)
-        raise Killed
-
-    monkeypatch.setattr(tr, "_save_resume", save_then_die)
-    return save
 
 
 def test_bf16_autocast_only_where_the_gpu_computes_it_natively(monkeypatch):
@@ -158,7 +143,7 @@ def test_a_run_resumed_with_another_precision_in_use_starts_over(data, tmp_path,
     cfg = TrainConfig(epochs=1, lr=0.05, batch_size=8)
     on_gpu = Runtime(CUDA, torch.bfloat16, True, False).describe()  # what auto gave there
     monkeypatch.setattr(tr.Runtime, "describe", lambda self: on_gpu)
-    save = die_after_first_save(monkeypatch)
+    save = die_after_resume_save(monkeypatch)
     with pytest.raises(Killed):
         train_classifier(classifier(spec), train, val, cfg, resume_path=tmp_path / "r.pt", log=lambda m: None)
     monkeypatch.undo()
@@ -255,7 +240,7 @@ def test_embeddings_record_amp_and_channels_last_and_the_config_turns_autocast_o
 def test_training_resumes_on_the_device_and_keeps_the_best_state_on_the_cpu(device, data, tmp_path, monkeypatch):
     spec, train, val = tiny_sets(data)
     cfg = TrainConfig(epochs=2, lr=0.05, batch_size=8, num_workers=1)
-    die_after_first_save(monkeypatch)
+    die_after_resume_save(monkeypatch)
     with pytest.raises(Killed):
         train_classifier(classifier(spec), train, val, cfg, resume_path=tmp_path / "r.pt", device=device)
     monkeypatch.undo()

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import in_small_file_system
+from conftest import Killed, die_after_resume_save, in_small_file_system
 from fake_datasets import coco_splits, write_image_manifest
 from PIL import Image
 from report_site import script as _script
@@ -51,21 +51,11 @@ def pretrained(path: Path, seed: int) -> Path:
     return path
 
 
-class Killed(Exception):
-    """Stands in for SIGKILL right after the first epoch's resume state was saved."""
-
-
 def finetune(
     splits, weights, out: Path, resume: Path, logs: list, *, hyper=HYPER, die_after_save=False, monkeypatch=None
 ):
     if die_after_save:
-        save = tr._save_resume
-
-        def save_then_die(*args, **kwargs):
-            save(*args, **kwargs)
-            raise Killed
-
-        monkeypatch.setattr(tr, "_save_resume", save_then_die)
+        die_after_resume_save(monkeypatch)
     script = _script("finetune")
     script.progress_log.addHandler(handler := _ListHandler(logs))
     level = script.progress_log.level

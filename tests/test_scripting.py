@@ -10,6 +10,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from conftest import planned_dag
 
 from biastransfer.scripting import SECTIONS, handoff_problems, run
 
@@ -196,26 +197,6 @@ def _main_parameters(script: Path) -> dict[str, bool]:
     return {a.arg: i < required for i, a in enumerate(fn.args.args)}
 
 
-def _planned_jobs(configfile: Path, workdir: Path):
-    """Every job of the workflow's DAG for one config (built with Snakemake's API; nothing runs), and
-    every rule of the workflow."""
-    from snakemake.api import SnakemakeApi
-    from snakemake.settings.types import ConfigSettings, DAGSettings, OutputSettings, ResourceSettings
-
-    with SnakemakeApi(OutputSettings()) as api:
-        workflow_api = api.workflow(
-            resource_settings=ResourceSettings(cores=1),
-            config_settings=ConfigSettings(configfiles=[configfile]),
-            snakefile=ROOT / "Snakefile",
-            workdir=workdir,
-        )
-        workflow_api.dag(dag_settings=DAGSettings(forceall=True))
-        workflow = workflow_api._workflow
-        workflow._prepare_dag(forceall=True, ignore_incomplete=True, lock_warn_only=True, nolock=True)
-        workflow._build_dag()
-        return list(workflow.dag.jobs), list(workflow.rules)
-
-
 def _problems(item, wildcards) -> list[str]:
     """Handoff problems of a job (names after input functions ran) or of a rule (names as declared)."""
     rule = getattr(item, "rule", item)
@@ -229,7 +210,7 @@ def test_every_rule_hands_its_script_exactly_what_main_takes(tmp_path):
     (optional features neither config turns on) as declared."""
     problems, planned, rules = [], set(), {}
     for name in ("config.yaml", "paper.yaml"):
-        jobs, all_rules = _planned_jobs(ROOT / "config" / name, tmp_path / name)
+        jobs, all_rules = planned_dag([ROOT / "config" / name], tmp_path / name)
         rules.update({r.name: r for r in all_rules if r.script})
         for job in jobs:
             if job.rule.script:

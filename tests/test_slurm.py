@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,31 +88,21 @@ rule embed:
 """
 
 
-def _snakemake_command(
-    workdir: Path, *args: str, snakefile: Path = REPO / "Snakefile", configfiles: Sequence[Path] = (TINY,)
-) -> list[str]:
-    """Snakemake on ``snakefile`` (the workflow's by default) with ``configfiles`` (the tiny demo by default; none:
-    the Snakefile's own) in ``workdir``, with ``args``."""
-    configs = ["--configfile", *map(str, configfiles)] if configfiles else []
-    return [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--snakefile",
-        str(snakefile),
-        *configs,
-        "--directory",
-        str(workdir),
-        *args,
-    ]
-
-
 def _snakemake(
     workdir: Path, args: list[str], *, env: dict[str, str], timeout_s: float = 300
 ) -> subprocess.CompletedProcess[str]:
     """Run Snakemake on ``workdir/Snakefile`` from inside ``workdir``."""
     return subprocess.run(
-        _snakemake_command(workdir, *args, snakefile=workdir / "Snakefile", configfiles=()),
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "--snakefile",
+            str(workdir / "Snakefile"),
+            "--directory",
+            str(workdir),
+            *args,
+        ],
         cwd=workdir,
         env=env,
         capture_output=True,
@@ -241,7 +231,19 @@ def _snakemake_dry_run(
     configfiles: list[Path], workdir: Path, args: list[str], env: dict[str, str]
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        _snakemake_command(workdir, "-n", *args, configfiles=configfiles),
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-n",
+            "--snakefile",
+            str(REPO / "Snakefile"),
+            "--configfile",
+            *map(str, configfiles),
+            "--directory",
+            str(workdir),
+            *args,
+        ],
         cwd=workdir,
         env=env,
         capture_output=True,
@@ -274,6 +276,22 @@ def slurm_cluster():
         assert set(pids) == {"munged", "slurmctld", "slurmd"}
         yield cluster
     assert not [name for name, pid in pids.items() if _alive(pid)], "daemons left running after the cluster stopped"
+
+
+def _snakemake_command(workdir: Path, *args: str, configfile: Path = TINY) -> list[str]:
+    """The workflow on ``configfile`` (the tiny demo by default) in ``workdir``, with ``args``."""
+    return [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(REPO / "Snakefile"),
+        "--configfile",
+        str(configfile),
+        "--directory",
+        str(workdir),
+        *args,
+    ]
 
 
 @contextlib.contextmanager
@@ -336,7 +354,7 @@ def zoo_run(slurm_cluster, tmp_path_factory):
             str(PROFILE),
             *LOCAL_CLUSTER_OPTIONS,
             "--slurm-keep-successful-logs",
-            configfiles=[configfile],
+            configfile=configfile,
         )
         env = {**slurm_cluster.env, "HF_HUB_OFFLINE": "1"}
         with _started(command, workdir, env, root / "zoo.log") as process:
