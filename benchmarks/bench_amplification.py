@@ -16,16 +16,21 @@ from __future__ import annotations
 
 import os
 
-for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
-    os.environ[_var] = "1"
+from render_benchmarks import (  # benchmarks/
+    machine,
+    median_time,
+    pin_threads,
+    record_arguments,
+    short_commit,
+    write_record,
+)
 
-import argparse  # noqa: E402
-import statistics  # noqa: E402
+pin_threads()
+
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
-from render_benchmarks import machine, short_commit, write_record  # noqa: E402  (benchmarks/)
 
 from biastransfer.stats import bias_amplifications  # noqa: E402
 from biastransfer.stats.amplification import design, measure_terms, resample_indices  # noqa: E402
@@ -60,29 +65,17 @@ def loop_baseline(A, T, P, replicates: int) -> float:
     return time.perf_counter() - start
 
 
-def timed(fn, repeats: int) -> tuple[float, object]:
-    times, out = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), out
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--json", type=Path, default=RESULTS)
-    args = parser.parse_args(argv)
+    args = record_arguments(__doc__.splitlines()[0], RESULTS, argv)
     from threadpoolctl import threadpool_limits
 
     load_before = os.getloadavg()[0]
     A, T, P, scores = data()
     with threadpool_limits(1):
-        amp, result = timed(lambda: bias_amplifications(A, T, P, replicates=REPLICATES, seed=0), args.repeats)
+        amp, result = median_time(lambda: bias_amplifications(A, T, P, replicates=REPLICATES, seed=0), args.repeats)
         loop = loop_baseline(A, T, P, 100) * REPLICATES / 100
-        leak, leak_result = timed(lambda: leakage(scores, A, replicates=REPLICATES, seed=0), args.repeats)
-        amp_leak, amp_leak_result = timed(
+        leak, leak_result = median_time(lambda: leakage(scores, A, replicates=REPLICATES, seed=0), args.repeats)
+        amp_leak, amp_leak_result = median_time(
             lambda: leakage_amplification(A, T, P, model_features=scores, replicates=REPLICATES, seed=0),
             args.repeats,
         )

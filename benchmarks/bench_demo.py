@@ -17,13 +17,11 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from render_benchmarks import machine, short_commit, write_record
+from render_benchmarks import machine, short_commit, snakemake_run, write_record
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -54,23 +52,7 @@ def demo(workdir: Path, cores: int, overlay: Path | None) -> tuple[float, dict[s
     env = {**os.environ, "BIASTRANSFER_CACHE_DIR": str(workdir / "cache"), "HF_HUB_OFFLINE": "1"}
     extra = ["--configfile", str(REPO / "config" / "config.yaml"), str(overlay)] if overlay else []
     start = time.perf_counter()
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "snakemake",
-            "--snakefile",
-            str(REPO / "Snakefile"),
-            "--cores",
-            str(cores),
-            "-q",
-            *extra,
-        ],
-        cwd=workdir,
-        env=env,
-        check=True,
-        capture_output=True,
-    )
+    snakemake_run(workdir, cores, "-q", *extra, env=env)
     return time.perf_counter() - start, job_times(workdir)
 
 

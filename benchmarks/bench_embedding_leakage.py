@@ -17,17 +17,21 @@ from __future__ import annotations
 
 import os
 
-for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
-    os.environ[_var] = "1"
+from render_benchmarks import (  # benchmarks/
+    machine,
+    median_time,
+    pin_threads,
+    record_arguments,
+    short_commit,
+    write_record,
+)
 
-import argparse  # noqa: E402
-import statistics  # noqa: E402
+pin_threads()
+
 import tempfile  # noqa: E402
-import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
-from render_benchmarks import machine, short_commit, write_record  # noqa: E402  (benchmarks/)
 
 from biastransfer.embeddings import read_embeddings, write_embeddings  # noqa: E402
 from biastransfer.stats.amplification import Evaluation  # noqa: E402
@@ -48,24 +52,12 @@ def data(seed: int = 0) -> tuple[Evaluation, np.ndarray]:
     return ev, features
 
 
-def timed(fn, repeats: int) -> tuple[float, object]:
-    times, out = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), out
-
-
 def _result(r) -> str:
     return f"{r.estimate:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--json", type=Path, default=RESULTS)
-    args = parser.parse_args(argv)
+    args = record_arguments(__doc__.splitlines()[0], RESULTS, argv)
     from threadpoolctl import threadpool_limits
 
     load_before = os.getloadavg()[0]
@@ -73,11 +65,11 @@ def main(argv: list[str] | None = None) -> int:
     projected = Settings(bootstrap=REPLICATES, folds=FOLDS)
     whole = Settings(bootstrap=REPLICATES, folds=FOLDS, embedding_components=0)
     with threadpool_limits(1), tempfile.TemporaryDirectory() as tmp:
-        pca, pca_result = timed(lambda: embedding_leakage(ev, features, projected), args.repeats)
-        full, full_result = timed(lambda: embedding_leakage(ev, features, whole), args.repeats)
+        pca, pca_result = median_time(lambda: embedding_leakage(ev, features, projected), args.repeats)
+        full, full_result = median_time(lambda: embedding_leakage(ev, features, whole), args.repeats)
         path = Path(tmp) / "ft-bench-seed0.embedding.parquet"
         write_embeddings(path, [f"i{k}" for k in range(N)], ["test"] * N, features, {})
-        read, _ = timed(lambda: read_embeddings(path), args.repeats)
+        read, _ = median_time(lambda: read_embeddings(path), args.repeats)
         size = path.stat().st_size
     load_after = os.getloadavg()[0]
     what = f"{N:,} images x {DIM:,} features, {FOLDS} folds, {REPLICATES:,} bootstrap replicates"

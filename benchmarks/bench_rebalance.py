@@ -15,16 +15,13 @@ Run: PYTHONPATH=workflow/scripts python benchmarks/bench_rebalance.py [--repeats
 
 from __future__ import annotations
 
-import argparse
 import os
 import resource
-import statistics
-import time
 import tracemalloc
 from pathlib import Path
 
 import numpy as np
-from render_benchmarks import machine, short_commit, write_record  # benchmarks/
+from render_benchmarks import machine, median_time, record_arguments, short_commit, write_record  # benchmarks/
 
 from biastransfer.data.rebalance import Labels, rebalance
 
@@ -50,23 +47,16 @@ def data(seed: int = 0) -> tuple[Labels, np.ndarray]:
 
 def timed(fn, repeats: int) -> tuple[float, float, object]:
     """(median seconds, peak traced MB of one call, the last result)."""
-    times, out = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - start)
+    median, out = median_time(fn, repeats)
     tracemalloc.start()
     fn()
     peak = tracemalloc.get_traced_memory()[1] / 2**20
     tracemalloc.stop()
-    return statistics.median(times), peak, out
+    return median, peak, out
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--json", type=Path, default=RESULTS)
-    args = parser.parse_args(argv)
+    args = record_arguments(__doc__.splitlines()[0], RESULTS, argv)
     load_before = os.getloadavg()[0]
     labels, codes = data()
     figures = [["images / classes / label entries", f"{N_IMAGES:,} / {N_CLASSES} / {len(labels.index):,}"]]

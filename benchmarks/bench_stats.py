@@ -27,10 +27,10 @@ import itertools
 import json
 import platform
 import statistics
-import time
 from pathlib import Path
 
 import numpy as np
+from render_benchmarks import median_time  # benchmarks/
 
 from biastransfer.atomic import write_text
 from biastransfer.stats.bootstrap import IEATBlocks, bias_corrected_interval, ieat_ci, ieat_replicates
@@ -117,15 +117,6 @@ def naive_bootstrap(X, Y, A, B, replicates: int, rng: np.random.Generator) -> np
     return out
 
 
-def _timed(func, repeats: int) -> tuple[float, object]:
-    times, result = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = func()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
@@ -135,12 +126,12 @@ def main() -> None:
 
     centres = rng.standard_normal((N_CLASSES, DIMS))
     classes = [(rng.standard_normal((N_ROWS, DIMS)) + 0.5 * c).astype(np.float32) for c in centres]
-    t_exact, (intra, inter) = _timed(lambda: exact_similarities_table(classes), args.repeats)
-    t_calls, per_call = _timed(lambda: exact_similarities_per_call(classes), args.repeats)
+    t_exact, (intra, inter) = median_time(lambda: exact_similarities_table(classes), args.repeats)
+    t_calls, per_call = median_time(lambda: exact_similarities_per_call(classes), args.repeats)
     assert np.allclose(
         np.concatenate(per_call), np.concatenate((intra, inter)), rtol=1e-12, atol=0
     )  # equal to rounding
-    t_authors, (intra_a, inter_a) = _timed(lambda: authors_similarities(classes, rng), args.repeats)
+    t_authors, (intra_a, inter_a) = median_time(lambda: authors_similarities(classes, rng), args.repeats)
     deviation = max(np.max(np.abs(np.subtract(intra, intra_a))), np.max(np.abs(np.subtract(inter, inter_a))))
     print(f"similarities (16 intra + 120 inter, 16 x {N_ROWS} x {DIMS}):")
     print(f"  exact, class_similarities     median {t_exact:8.3f} s")
@@ -153,8 +144,8 @@ def main() -> None:
     X, Y, A, B = (rng.standard_normal((N_ROWS, DIMS)).astype(np.float32) for _ in range(4))
     A = A + 0.05 * X.mean(axis=0)
     permutations = 100_000
-    t_vec, result = _timed(lambda: ieat(X, Y, A, B, permutations=permutations, seed=1, bootstrap=0), args.repeats)
-    t_loop_part, loop_p = _timed(lambda: loop_ieat_pvalue(X, Y, A, B, args.loop_permutations, rng), args.repeats)
+    t_vec, result = median_time(lambda: ieat(X, Y, A, B, permutations=permutations, seed=1, bootstrap=0), args.repeats)
+    t_loop_part, loop_p = median_time(lambda: loop_ieat_pvalue(X, Y, A, B, args.loop_permutations, rng), args.repeats)
     t_loop = t_loop_part * permutations / args.loop_permutations
     print(f"iEAT (150/150/150/150, d={DIMS}, {permutations} permutations):")
     print(f"  vectorised           median {t_vec:8.3f} s  (p = {result.pvalue:.5f} +- {result.pvalue_se:.5f})")
@@ -167,8 +158,8 @@ def main() -> None:
     # alternating single calls, so that load from other processes hits both alike; median of the pair ratios
     pairs = [
         (
-            _timed(lambda: class_similarities(dict(enumerate(classes))), 1)[0],
-            _timed(lambda: similarity_floor(classes), 1)[0],
+            median_time(lambda: class_similarities(dict(enumerate(classes))), 1)[0],
+            median_time(lambda: similarity_floor(classes), 1)[0],
         )
         for _ in range(max(args.repeats, 5) * 3)
     ]
@@ -182,8 +173,8 @@ def main() -> None:
     print(f"  ratio to the floor   {floor_ratio:8.2f} x  (median of {len(pairs)} alternating pairs)")
 
     replicates, naive_replicates = 2000, 100
-    t_boot, ci = _timed(lambda: ieat_ci(X, Y, A, B, replicates=replicates, seed=1), args.repeats)
-    t_naive_part, _ = _timed(lambda: naive_bootstrap(X, Y, A, B, naive_replicates, rng), args.repeats)
+    t_boot, ci = median_time(lambda: ieat_ci(X, Y, A, B, replicates=replicates, seed=1), args.repeats)
+    t_naive_part, _ = median_time(lambda: naive_bootstrap(X, Y, A, B, naive_replicates, rng), args.repeats)
     t_naive = t_naive_part * replicates / naive_replicates
     print(f"iEAT bootstrap interval (150/150/150/150, d={DIMS}, {replicates} replicates):")
     print(
@@ -200,7 +191,7 @@ def main() -> None:
         blocks = IEATBlocks(X, Y, A, B)
         return bias_corrected_interval(ieat_replicates([blocks], replicates, 1)[0], blocks.observed(), 0.95)
 
-    t_bc, _ = _timed(bc_interval, args.repeats)
+    t_bc, _ = median_time(bc_interval, args.repeats)
     print(f"  former BC interval (same replicates, no jackknife) median {t_bc:8.3f} s")
     print(f"  BCa / BC             {t_boot / t_bc:8.2f} x")
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -21,6 +20,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import yaml
+from render_benchmarks import snakemake_run  # benchmarks/
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "src")]
@@ -36,23 +36,7 @@ def run_zoo(models: list[str], cores: int) -> tuple[float, dict[str, float], dic
         config.write_text(yaml.safe_dump(small_zoo_config(root, models), sort_keys=False))
         (root / "work").mkdir()
         start = time.perf_counter()
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "snakemake",
-                "--snakefile",
-                str(ROOT / "Snakefile"),
-                "--cores",
-                str(cores),
-                "--configfile",
-                str(config),
-            ],
-            cwd=root / "work",
-            check=True,
-            capture_output=True,
-            text=True,
-        )
+        snakemake_run(root / "work", cores, "--configfile", str(config), text=True)
         wall = time.perf_counter() - start
         per_model, per_rule = defaultdict(float), defaultdict(float)
         bench = root / "work" / "results" / "benchmarks"

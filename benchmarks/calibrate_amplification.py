@@ -37,8 +37,9 @@ from __future__ import annotations
 
 import os
 
-for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
-    os.environ[_var] = "1"
+from render_benchmarks import machine, pin_threads, short_commit, write_record  # benchmarks/
+
+pin_threads()
 
 import argparse  # noqa: E402
 import concurrent.futures  # noqa: E402
@@ -59,7 +60,6 @@ import predict  # noqa: E402  (workflow/scripts, the rules' own scripts)
 import pretrain  # noqa: E402
 import synthetic_dataset  # noqa: E402
 import synthetic_test_split  # noqa: E402
-from render_benchmarks import machine, short_commit, write_record  # noqa: E402  (benchmarks/)
 
 from biastransfer.evaluation import network_scores, read_evaluation  # noqa: E402
 from biastransfer.stats.amplification import (  # noqa: E402

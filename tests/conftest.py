@@ -54,6 +54,45 @@ def in_small_file_system(folder: Path) -> list[str]:
     return [*mount, str(folder)]
 
 
+def planned_dag(configfiles: list[Path], workdir: Path, cores: int = 1) -> tuple[list, list]:
+    """Every job of the workflow's DAG for ``configfiles`` on ``cores`` (built with Snakemake's API; nothing
+    runs), and every rule of the workflow."""
+    from snakemake.api import SnakemakeApi
+    from snakemake.settings.types import ConfigSettings, DAGSettings, OutputSettings, ResourceSettings
+
+    with SnakemakeApi(OutputSettings()) as api:
+        workflow_api = api.workflow(
+            resource_settings=ResourceSettings(cores=cores),
+            config_settings=ConfigSettings(configfiles=configfiles),
+            snakefile=ROOT / "Snakefile",
+            workdir=workdir,
+        )
+        workflow_api.dag(dag_settings=DAGSettings(forceall=True))
+        workflow = workflow_api._workflow
+        workflow._prepare_dag(forceall=True, ignore_incomplete=True, lock_warn_only=True, nolock=True)
+        workflow._build_dag()
+        return list(workflow.dag.jobs), list(workflow.rules)
+
+
+class Killed(Exception):
+    """Stands in for a training job killed right after it saved an epoch's resume state."""
+
+
+def die_after_resume_save(monkeypatch):
+    """Make the training raise :class:`Killed` right after each resume state it saves; returns the saving
+    function it replaced (``monkeypatch.setattr(loop, "_save_resume", save)`` restores it)."""
+    from biastransfer.train import loop
+
+    save = loop._save_resume
+
+    def save_then_die(*args, **kwargs):
+        save(*args, **kwargs)
+        raise Killed
+
+    monkeypatch.setattr(loop, "_save_resume", save_then_die)
+    return save
+
+
 @contextlib.contextmanager
 def scratch(tmp_path_factory, name: str):
     """A folder for a module fixture's run, removed when the fixture ends: the paper toy run (4 GB) and the

@@ -8,12 +8,18 @@ then gets one coloured square per label at a class-specific place, so a small CN
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
+
+import pandas as pd
 
 from biastransfer.data import coco
 from biastransfer.data import openimages as oi
+from biastransfer.data.manifest import write_manifest
 from biastransfer.data.splits import Split, write_split
 from biastransfer.data.toy_mirror import label_image
+from biastransfer.hashing import file_digest
 
 
 def write_images(split: Split, size: int) -> None:
@@ -21,6 +27,32 @@ def write_images(split: Split, size: int) -> None:
     for n, (path, labels) in enumerate(zip(split.frame["path"], split.frame["labels"])):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         label_image(list(labels), list(split.classes), size, seed=n).save(path, quality=95)
+
+
+def export_own_images(cwd: Path, n_per_class: int, size: int) -> None:
+    """The images of config/examples/own_images.yaml (``data/own_images`` in ``cwd``), written by the export
+    script as its header says, at a toy size: ``n_per_class`` analysis images per class, 60 finetuning images
+    of ``size`` px."""
+    script = Path(__file__).resolve().parents[1] / "workflow" / "scripts" / "export_synthetic_images.py"
+    options = ["--out", "data/own_images", "--n_per_class", str(n_per_class), "--n_images", "60", "--size", str(size)]
+    subprocess.run([sys.executable, str(script), *options], cwd=cwd, check=True, capture_output=True)
+
+
+def write_image_manifest(path: Path, images: list[tuple[Path, str]]) -> None:
+    """An analysis set's manifest at ``path`` of these (image file, class) pairs, ids ``i0, i1, ...``."""
+    rows = [
+        {
+            "image_id": f"i{i}",
+            "class": cls,
+            "path": str(image),
+            "sha256": file_digest(image),
+            "source_split": "val",
+            "source": "test",
+            "reason": "",
+        }
+        for i, (image, cls) in enumerate(images)
+    ]
+    write_manifest(path, pd.DataFrame(rows))
 
 
 def coco_splits(root: Path, size: int = 48) -> tuple[Path, Path]:

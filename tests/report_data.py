@@ -203,18 +203,26 @@ def analysis_sets() -> pd.DataFrame:
     )
 
 
+def _finetuned_change(table: pd.DataFrame, keys: list, value: str, names: tuple, half: float) -> pd.DataFrame:
+    """The finetuned rows of ``table`` with the pretrained row's ``value`` (matched on ``keys``), their own and the
+    change (columns ``names``), a +-``half`` interval and p at its floor where the change exceeds ``half``."""
+    before, after, delta = names
+    pre = table[table["stage"] == "pretrained"].set_index(keys)[value]
+    ft = table[table["stage"] != "pretrained"].copy()
+    ft[before] = [pre[k] for k in zip(*(ft[c] for c in keys))]
+    ft[after] = ft[value]
+    ft[delta] = ft[after] - ft[before]
+    ft = ft.assign(
+        ci_low=ft[delta] - half, ci_high=ft[delta] + half, ci_level=0.95, bootstrap=2000, pvalue_floor=2 / 2001
+    )
+    ft["pvalue"] = np.where(ft[delta].abs() > half, ft["pvalue_floor"], 0.5)
+    return ft
+
+
 def ieat_change(ieat: pd.DataFrame) -> pd.DataFrame:
     """delta d of every finetuned iEAT row against its pretrained row, with a +-0.3 interval."""
     keys = ["analysis_set", "model", "test"]
-    pre = ieat[ieat["stage"] == "pretrained"].set_index(keys)["effect_size"]
-    ft = ieat[ieat["stage"] != "pretrained"].copy()
-    ft["d_pretrained"] = [pre[k] for k in zip(*(ft[c] for c in keys))]
-    ft["d_finetuned"] = ft["effect_size"]
-    ft["delta_d"] = ft["d_finetuned"] - ft["d_pretrained"]
-    ft = ft.assign(
-        ci_low=ft["delta_d"] - 0.3, ci_high=ft["delta_d"] + 0.3, ci_level=0.95, bootstrap=2000, pvalue_floor=2 / 2001
-    )
-    ft["pvalue"] = np.where(ft["delta_d"].abs() > 0.3, ft["pvalue_floor"], 0.5)
+    ft = _finetuned_change(ieat, keys, "effect_size", ("d_pretrained", "d_finetuned", "delta_d"), 0.3)
     return ft[
         [
             *keys,
@@ -239,16 +247,13 @@ def ieat_change(ieat: pd.DataFrame) -> pd.DataFrame:
 
 def similarity_change(similarity: pd.DataFrame) -> pd.DataFrame:
     """The change of every finetuned similarity row from its pretrained row, with a +-0.02 interval."""
-    keys = ["analysis_set", "model", "kind", "key"]
-    pre = similarity[similarity["stage"] == "pretrained"].set_index(keys)["value"]
-    ft = similarity[similarity["stage"] != "pretrained"].copy()
-    ft["value_pretrained"] = [pre[k] for k in zip(*(ft[c] for c in keys))]
-    ft["value_finetuned"] = ft["value"]
-    ft["delta"] = ft["value_finetuned"] - ft["value_pretrained"]
-    ft = ft.assign(
-        ci_low=ft["delta"] - 0.02, ci_high=ft["delta"] + 0.02, ci_level=0.95, bootstrap=2000, pvalue_floor=2 / 2001
+    ft = _finetuned_change(
+        similarity,
+        ["analysis_set", "model", "kind", "key"],
+        "value",
+        ("value_pretrained", "value_finetuned", "delta"),
+        0.02,
     )
-    ft["pvalue"] = np.where(ft["delta"].abs() > 0.02, ft["pvalue_floor"], 0.5)
     return ft[
         [
             "analysis_set",

@@ -7,11 +7,12 @@ import os
 import pickle
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from conftest import ROOT, in_small_file_system, run_snakemake
+from conftest import ROOT, Killed, die_after_resume_save, in_small_file_system, run_snakemake
 from fake_datasets import coco_splits
 from PIL import Image
 from torchvision import transforms as T
@@ -297,25 +298,29 @@ def small_coco(tmp_path_factory):
     """Fake COCO splits of 24-px JPEGs: smaller than the model's resize, so the cache keeps them verbatim."""
     root = tmp_path_factory.mktemp("small")
     train, val = coco_splits(root, size=24)
-    indexes = []
-    for path in (train, val):
-        frame = read_split(path).frame
-        index = root / "cache" / f"{path.stem}.json"
-        build_cache(
-            path,
-            list(frame["image_id"]),
-            list(frame["path"]),
-            index,
-            index.with_suffix(".shards"),
-            CacheSetting(32, "bilinear"),
-            log=lambda m: None,
-        )
-        indexes.append(str(index))
-    return train, val, tuple(indexes)
+    return train, val, tuple(_cache_split(path, root / "cache" / f"{path.stem}.json") for path in (train, val))
 
 
-def _train(small_coco, tmp_path, cache, spec, epochs=1):
-    train, val, _ = small_coco
+def _cache_split(split: Path, index: Path, size: int = 32) -> str:
+    """Build the decoded cache of a split's images at ``index`` (resized to ``size``, bilinear); its path."""
+    frame = read_split(split).frame
+    setting = CacheSetting(size, "bilinear")
+    build_cache(
+        split,
+        list(frame["image_id"]),
+        list(frame["path"]),
+        index,
+        index.with_suffix(".shards"),
+        setting,
+        log=lambda m: None,
+    )
+    return str(index)
+
+
+def _train(small_coco, tmp_path, cache, spec, epochs=1, **options):
+    """Train ``spec`` on the splits ``small_coco`` starts with, into ``tmp_path``, from the ``cache`` indexes (train,
+    val) or from the files (None); ``options`` replace run_training's quiet log and resume file."""
+    train, val = small_coco[:2]
     return run_training(
         lambda classes: create_classifier(spec, len(classes), None),
         spec,
@@ -328,10 +333,9 @@ def _train(small_coco, tmp_path, cache, spec, epochs=1):
             val_cache=cache and cache[1],
         ),
         train_config({"epochs": epochs, "lr": 0.05, "batch_size": 8}, 5, 0),
-        resume=str(tmp_path / "r.pt"),
         device=torch.device("cpu"),
         threads=1,
-        log=lambda s: None,
+        **{"resume": str(tmp_path / "r.pt"), "log": lambda s: None, **options},
     )
 
 
@@ -359,20 +363,7 @@ def test_a_cache_for_another_resize_is_refused(small_coco, tmp_path):
 def test_a_training_image_edited_in_place_is_what_the_network_learns_from(tmp_path):
     """The split (paths) is unchanged, so is the cache; the training from it must still see the new pixels."""
     train, val = coco_splits(tmp_path / "data", size=24)
-    indexes = []
-    for path in (train, val):
-        frame = read_split(path).frame
-        index = tmp_path / "cache" / f"{path.stem}.json"
-        build_cache(
-            path,
-            list(frame["image_id"]),
-            list(frame["path"]),
-            index,
-            index.with_suffix(".shards"),
-            CacheSetting(32, "bilinear"),
-            log=lambda m: None,
-        )
-        indexes.append(str(index))
+    indexes = [_cache_split(path, tmp_path / "cache" / f"{path.stem}.json") for path in (train, val)]
     edited = read_split(train).frame["path"].iloc[3]
     stat = os.stat(edited)
     Image.fromarray(255 - np.asarray(Image.open(edited))).save(edited, quality=95)
@@ -381,23 +372,7 @@ def test_a_training_image_edited_in_place_is_what_the_network_learns_from(tmp_pa
     logs = []
     runs = {}
     for name, cache in (("files", None), ("cache", indexes)):
-        out = tmp_path / name
-        runs[name] = run_training(
-            lambda classes: create_classifier(spec, len(classes), None),
-            spec,
-            TrainingFiles(
-                str(train),
-                str(val),
-                str(out / "model.safetensors"),
-                str(out / "m.json"),
-                train_cache=cache and cache[0],
-                val_cache=cache and cache[1],
-            ),
-            train_config({"epochs": 1, "lr": 0.05, "batch_size": 8}, 5, 0),
-            device=torch.device("cpu"),
-            threads=1,
-            log=logs.append,
-        )
+        runs[name] = _train((train, val), tmp_path / name, cache, spec, resume=None, log=logs.append)
     assert runs["cache"]["history"][0]["train_loss"] == runs["files"]["history"][0]["train_loss"]
     weights = [load_classifier_from_checkpoint(tmp_path / d / "model.safetensors")[0].state_dict() for d in runs]
     assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
@@ -406,38 +381,18 @@ def test_a_training_image_edited_in_place_is_what_the_network_learns_from(tmp_pa
 
 def test_a_validation_cache_for_another_resize_is_refused(small_coco, tmp_path):
     train, val, (train_cache, _) = small_coco
-    frame = read_split(val).frame
-    val_cache = tmp_path / "other" / "val.json"
-    build_cache(
-        val,
-        list(frame["image_id"]),
-        list(frame["path"]),
-        val_cache,
-        val_cache.with_suffix(".shards"),
-        CacheSetting(40, "bilinear"),
-        log=lambda m: None,
-    )
+    val_cache = _cache_split(val, tmp_path / "other" / "val.json", size=40)
     spec = resolve_spec("tiny", {"source": "timm", "arch": "resnet10t", "weights": None, "preprocess": PRE})
     with pytest.raises(
         ValueError, match=r"cache .*other/val.json is resized to 40 px \(bilinear\) but tiny resizes to 32"
     ):
-        _train(small_coco, tmp_path, (train_cache, str(val_cache)), spec)
-
-
-class Killed(Exception):
-    """Stands in for the job being killed right after an epoch checkpoint was written."""
+        _train(small_coco, tmp_path, (train_cache, val_cache), spec)
 
 
 def test_a_run_from_the_cache_resumes_and_a_state_without_it_is_discarded(small_coco, tmp_path, monkeypatch):
     spec = resolve_spec("tiny", {"source": "timm", "arch": "resnet10t", "weights": None, "preprocess": PRE})
     full = _train(small_coco, tmp_path / "full", small_coco[2], spec, epochs=2)
-    save = tr._save_resume
-
-    def save_then_die(*args, **kwargs):
-        save(*args, **kwargs)
-        raise Killed
-
-    monkeypatch.setattr(tr, "_save_resume", save_then_die)
+    save = die_after_resume_save(monkeypatch)
     with pytest.raises(Killed):
         _train(small_coco, tmp_path / "cut", small_coco[2], spec, epochs=2)
     monkeypatch.setattr(tr, "_save_resume", save)
@@ -447,7 +402,7 @@ def test_a_run_from_the_cache_resumes_and_a_state_without_it_is_discarded(small_
         for r, a in zip(full["history"], resumed["history"])
     ]
     # a resume state written without the cache is not continued with it
-    monkeypatch.setattr(tr, "_save_resume", save_then_die)
+    die_after_resume_save(monkeypatch)
     with pytest.raises(Killed):
         _train(small_coco, tmp_path / "mixed", None, spec, epochs=2)
     monkeypatch.setattr(tr, "_save_resume", save)

@@ -221,22 +221,23 @@ def _arms_summaries(rng, n=5):
     }
 
 
-def test_groups_from_the_control_arms_support_the_planted_pair_only():
-    from biastransfer.stats.claim_measures import claims_from_summaries
+#: A claim that the planted arm's pretrained d is greater than the mirrored arm's (a test adds its name and iEAT).
+ARMS_CLAIM = {
+    "measure": "d",
+    "analysis_set": "s",
+    "stage": "pretrained",
+    "compare": "groups",
+    "x": "planted",
+    "y": "mirrored",
+    "dataset": None,
+    "models": [],
+    "direction": "greater",
+}
 
-    summaries, groups = _arms_summaries(np.random.default_rng(0))
-    claim = {
-        "measure": "d",
-        "analysis_set": "s",
-        "stage": "pretrained",
-        "compare": "groups",
-        "x": "planted",
-        "y": "mirrored",
-        "dataset": None,
-        "models": [],
-        "direction": "greater",
-    }
-    claims = {
+
+def _arms_claims(groups: dict, tests: list) -> dict:
+    """The claims section over the arms' ``groups`` with these ``tests``."""
+    return {
         "groups": groups,
         "alpha": 0.05,
         "permutations": 100_000,
@@ -244,11 +245,19 @@ def test_groups_from_the_control_arms_support_the_planted_pair_only():
         "power": 0.8,
         "simulations": 300,
         "seed": 0,
-        "tests": [
-            {**claim, "name": "planted", "test": "planted_pair"},
-            {**claim, "name": "control", "test": "control_pair"},
-        ],
+        "tests": tests,
     }
+
+
+def test_groups_from_the_control_arms_support_the_planted_pair_only():
+    from biastransfer.stats.claim_measures import claims_from_summaries
+
+    summaries, groups = _arms_summaries(np.random.default_rng(0))
+    tests = [
+        {**ARMS_CLAIM, "name": "planted", "test": "planted_pair"},
+        {**ARMS_CLAIM, "name": "control", "test": "control_pair"},
+    ]
+    claims = _arms_claims(groups, tests)
     table, values = claims_from_summaries(claims, summaries, datasets=[])
     verdicts = dict(zip(table["claim"], table["verdict"]))
     assert verdicts["planted"] == "supported" and not verdicts["control"].startswith(("supported", "contradicted"))
@@ -320,33 +329,13 @@ def _arms_table():
     summaries, groups = _arms_summaries(np.random.default_rng(0))
     groups["few"] = ["planted0", "planted1"][:1]
     groups["planted"] = groups["planted"][1:]
-    claim = {
-        "measure": "d",
-        "analysis_set": "s",
-        "stage": "pretrained",
-        "compare": "groups",
-        "x": "planted",
-        "y": "mirrored",
-        "dataset": None,
-        "models": [],
-        "direction": "greater",
-        "test": "planted_pair",
-    }
+    claim = {**ARMS_CLAIM, "test": "planted_pair"}
     tests = [
         {**claim, "name": "planted_pair_mirrored"},
         {**claim, "name": "one_model", "x": "few"},
         {**claim, "name": "control_pair_differs", "test": "control_pair", "direction": "two-sided"},
     ]
-    claims = {
-        "groups": groups,
-        "alpha": 0.05,
-        "permutations": 100_000,
-        "level": 0.95,
-        "power": 0.8,
-        "simulations": 300,
-        "seed": 0,
-        "tests": tests,
-    }
+    claims = _arms_claims(groups, tests)
     return claims_from_summaries(claims, summaries, datasets=[])
 
 
@@ -427,28 +416,7 @@ def test_a_model_measured_in_no_table_is_left_out_of_its_group_and_named():
 
     summaries, groups = _arms_summaries(np.random.default_rng(0))
     groups["planted"].append("planted_broken")
-    claim = {
-        "measure": "d",
-        "analysis_set": "s",
-        "stage": "pretrained",
-        "compare": "groups",
-        "x": "planted",
-        "y": "mirrored",
-        "dataset": None,
-        "models": [],
-        "direction": "greater",
-        "test": "planted_pair",
-    }
-    claims = {
-        "groups": groups,
-        "alpha": 0.05,
-        "permutations": 100_000,
-        "level": 0.95,
-        "power": 0.8,
-        "simulations": 300,
-        "seed": 0,
-        "tests": [{**claim, "name": "planted"}],
-    }
+    claims = _arms_claims(groups, [{**ARMS_CLAIM, "test": "planted_pair", "name": "planted"}])
     with pytest.raises(ValueError, match="model 'planted_broken'.*no rows"):
         claims_from_summaries(claims, summaries, datasets=[])
     why = {"planted_broken": "failed its zoo check: no weights"}

@@ -9,6 +9,7 @@ import sys
 import pytest
 import yaml
 from conftest import ROOT, run_snakemake
+from fake_datasets import export_own_images
 
 from biastransfer.workflow import config as cfg
 from biastransfer.workflow.config_check import validate_config, validation_problems
@@ -149,23 +150,7 @@ def test_a_missing_file_or_none_is_refused_without_a_traceback(tmp_path):
 @pytest.mark.parametrize("files", SHIPPED, ids=lambda files: "+".join(f.split("/")[-1] for f in files))
 def test_every_shipped_config_passes_every_check(tmp_path, monkeypatch, files):
     if "config/examples/own_images.yaml" in files:  # its images: written as its header says, at toy size
-        subprocess.run(
-            [
-                sys.executable,
-                str(ROOT / "workflow" / "scripts" / "export_synthetic_images.py"),
-                "--out",
-                "data/own_images",
-                "--n_per_class",
-                "2",
-                "--n_images",
-                "60",
-                "--size",
-                "16",
-            ],
-            cwd=tmp_path,
-            check=True,
-            capture_output=True,
-        )
+        export_own_images(tmp_path, n_per_class=2, size=16)
     monkeypatch.chdir(tmp_path)
     assert validation_problems(cfg.merge_configs([ROOT / f for f in files])) == []
 

@@ -14,22 +14,20 @@ import os
 import threading
 
 import numpy as np
-import pandas as pd
 import pytest
 import torch
 import yaml
-from conftest import ROOT, run_snakemake
-from fake_datasets import coco_splits
+from conftest import ROOT, Killed, die_after_resume_save, run_snakemake
+from fake_datasets import coco_splits, write_image_manifest
 from PIL import Image
+from report_site import script as _script
 from snakemake.utils import validate
-from test_resume import ENTRY, _script, pretrained
+from test_resume import ENTRY, pretrained
 from test_trajectory import _writer
 
 from biastransfer import gpus
-from biastransfer.data.manifest import write_manifest
 from biastransfer.data.splits import read_split
 from biastransfer.embeddings import epoch_file, read_metadata
-from biastransfer.hashing import file_digest
 from biastransfer.models import features
 from biastransfer.models.device import native_bf16
 from biastransfer.models.extractors import create_classifier
@@ -65,21 +63,6 @@ def tiny_sets(data, layer="penultimate"):
 def classifier(spec, seed=0):
     torch.manual_seed(seed)
     return create_classifier(spec, 4, None)
-
-
-class Killed(Exception):
-    """Stands in for the job being killed right after its first epoch's resume state was saved."""
-
-
-def die_after_first_save(monkeypatch):
-    save = tr._save_resume
-
-    def save_then_die(*args, **kwargs):
-        save(*args, **kwargs)
-        raise Killed
-
-    monkeypatch.setattr(tr, "_save_resume", save_then_die)
-    return save
 
 
 def test_bf16_autocast_only_where_the_gpu_computes_it_natively(monkeypatch):
@@ -160,7 +143,7 @@ def test_a_run_resumed_with_another_precision_in_use_starts_over(data, tmp_path,
     cfg = TrainConfig(epochs=1, lr=0.05, batch_size=8)
     on_gpu = Runtime(CUDA, torch.bfloat16, True, False).describe()  # what auto gave there
     monkeypatch.setattr(tr.Runtime, "describe", lambda self: on_gpu)
-    save = die_after_first_save(monkeypatch)
+    save = die_after_resume_save(monkeypatch)
     with pytest.raises(Killed):
         train_classifier(classifier(spec), train, val, cfg, resume_path=tmp_path / "r.pt", log=lambda m: None)
     monkeypatch.undo()
@@ -225,22 +208,12 @@ def test_embeddings_record_amp_and_channels_last_and_the_config_turns_autocast_o
     validate(conf := copy.deepcopy(demo), schema=str(ROOT / "workflow" / "schemas" / "config.schema.yaml"))
     assert conf["analysis"]["embed"]["amp"] is True
     weights = pretrained(tmp_path / "pre.safetensors", seed=0)
-    rows = []
+    images = []
     for i, cls in enumerate(["man", "man", "woman", "woman"]):
         path = tmp_path / f"{i}.png"
         Image.new("RGB", (40, 40), (90 * i, 30, 200)).save(path)
-        rows.append(
-            {
-                "image_id": f"i{i}",
-                "class": cls,
-                "path": str(path),
-                "sha256": file_digest(path),
-                "source_split": "val",
-                "source": "test",
-                "reason": "",
-            }
-        )
-    write_manifest(tmp_path / "manifest.parquet", pd.DataFrame(rows))
+        images.append((path, cls))
+    write_image_manifest(tmp_path / "manifest.parquet", images)
     monkeypatch.setattr(features, "bf16_autocast", lambda device: True)  # as on a GPU with native bf16
     embed, got = _script("embed"), {}
     for amp in (True, False):
@@ -267,7 +240,7 @@ def test_embeddings_record_amp_and_channels_last_and_the_config_turns_autocast_o
 def test_training_resumes_on_the_device_and_keeps_the_best_state_on_the_cpu(device, data, tmp_path, monkeypatch):
     spec, train, val = tiny_sets(data)
     cfg = TrainConfig(epochs=2, lr=0.05, batch_size=8, num_workers=1)
-    die_after_first_save(monkeypatch)
+    die_after_resume_save(monkeypatch)
     with pytest.raises(Killed):
         train_classifier(classifier(spec), train, val, cfg, resume_path=tmp_path / "r.pt", device=device)
     monkeypatch.undo()

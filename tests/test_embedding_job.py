@@ -3,16 +3,15 @@ network's file the same bytes as one job per network wrote, a failing network na
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 import torch
+from fake_datasets import write_image_manifest
 from PIL import Image
+from report_site import script as _script
 
-from biastransfer.data.manifest import write_manifest
 from biastransfer.embeddings import read_metadata
 from biastransfer.hashing import file_digest
 from biastransfer.models import features
@@ -29,34 +28,17 @@ STAGES = ["pretrained", "ft-d-seed0", "scratch-d-seed0"]
 N_IMAGES = 7
 
 
-def _script(name):
-    spec = importlib.util.spec_from_file_location(f"script_{name}", ROOT / "workflow" / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory):
     """A manifest of seven images and one checkpoint per stage, each with its own seeded weights."""
     folder = tmp_path_factory.mktemp("job")
     rng = np.random.default_rng(0)
-    rows = []
+    images = []
     for i in range(N_IMAGES):
         path = folder / f"{i}.png"
         Image.fromarray(rng.integers(0, 256, (40, 36, 3), dtype=np.uint8)).save(path)
-        rows.append(
-            {
-                "image_id": f"i{i}",
-                "class": ["man", "woman"][i % 2],
-                "path": str(path),
-                "sha256": file_digest(path),
-                "source_split": "val",
-                "source": "test",
-                "reason": "",
-            }
-        )
-    write_manifest(folder / "manifest.parquet", pd.DataFrame(rows))
+        images.append((path, ["man", "woman"][i % 2]))
+    write_image_manifest(folder / "manifest.parquet", images)
     spec = resolve_spec("tiny", ENTRY)
     weights = []
     for seed, stage in enumerate(STAGES):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import report_data as rd
 from matplotlib.collections import PathCollection
 from matplotlib.container import ErrorbarContainer
 from matplotlib.text import Text
+from report_site import script as _script
 from scipy.stats import spearmanr
 
 from biastransfer.report import curves, figures, gallery, ieat_figures, person_figures, style
@@ -321,14 +321,6 @@ def test_bad_input_names_what_is_wrong(run_tables):
         figures.similarity_by_stage(lacking, analysis_set="coco", model="resnet18", kind="intra")
     with pytest.raises(ValueError, match="missing column.*value"):
         figures.intra_figure(sims.drop(columns="value"), bts, alpha=0.05, analysis_set="coco", model="resnet18")
-
-
-def _script(name):
-    spec = importlib.util.spec_from_file_location(f"script_{name}", SCRIPTS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # scripting.run reads the module's docstring for --help
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.slow  # about 21 s of CPU (make test-fast leaves it out)

@@ -287,7 +287,8 @@ def test_a_missing_file_is_an_error_naming_it_before_any_page_is_written(tmp_pat
         "caption": "c.rst",
         "files": {"png": str(tmp_path / "no.png")},
     }
-    with pytest.raises(FileNotFoundError, match="no.png"):
+
+    def write(items):
         write_site(
             tmp_path / "out",
             run={},
@@ -295,21 +296,15 @@ def test_a_missing_file_is_an_error_naming_it_before_any_page_is_written(tmp_pat
             summary=[],
             findings_rst="",
             provenance=pd.DataFrame(),
-            items=[item],
+            items=items,
             config={},
         )
+
+    with pytest.raises(FileNotFoundError, match="no.png"):
+        write([item])
     assert not (tmp_path / "out").exists()
     with pytest.raises(ValueError, match="unknown file role"):
-        write_site(
-            tmp_path / "out",
-            run={},
-            headline=pd.DataFrame(),
-            summary=[],
-            findings_rst="",
-            provenance=pd.DataFrame(),
-            items=[{**item, "files": {"gif": "x"}}],
-            config={},
-        )
+        write([{**item, "files": {"gif": "x"}}])
 
 
 def test_an_iEAT_whose_d_is_not_estimable_is_said_in_words_on_every_page(tmp_path, monkeypatch):

@@ -103,6 +103,13 @@ def test_which_side_of_an_ieat_are_the_objects_of_the_finetuning_task():
     assert linked_test({**test, "B": "refrigerator"}, NAMES, TASKS) is None
 
 
+def _contrast(A, T, P, attribute: str, first: str, second: str, **options):
+    """association_contrast of ``attribute`` towards ``first`` over ``second``, over NAMES and TASKS."""
+    return association_contrast(
+        A, T, P, attribute=attribute, first=first, second=second, attribute_names=NAMES, task_names=TASKS, **options
+    )
+
+
 def _brute_contrast(A, T, P, a, i, j):
     """shift(a, i) - shift(a, j) with shift = delta_at minus the other attribute's delta, by loops."""
 
@@ -128,17 +135,7 @@ def test_the_contrast_is_the_difference_of_the_two_objects_shifts():
     rng = np.random.default_rng(1)
     a, A, T = _data(n=12, seed=1)
     P = (rng.random(T.shape) < 0.5).astype(int)
-    got = association_contrast(
-        A,
-        T,
-        P,
-        attribute="person_b",
-        first="stop_sign",
-        second="car",
-        attribute_names=NAMES,
-        task_names=TASKS,
-        replicates=200,
-    )
+    got = _contrast(A, T, P, "person_b", "stop_sign", "car", replicates=200)
     assert got.estimate == pytest.approx(_brute_contrast(A, T, P, 1, 2, 0))
     assert got.ci_low <= got.estimate <= got.ci_high and got.n_images == 12 and got.n_seeds == 1
 
@@ -147,34 +144,12 @@ def test_a_planted_prediction_bias_is_found_and_exact_predictions_show_none():
     a, A, T = _data()
     towards = T.copy()
     towards[a == 0, 1] = 1  # surfboard predicted for every person_a image
-    found = association_contrast(
-        A,
-        T,
-        towards,
-        attribute="person_a",
-        first="surfboard",
-        second="car",
-        attribute_names=NAMES,
-        task_names=TASKS,
-        replicates=300,
-    )
+    found = _contrast(A, T, towards, "person_a", "surfboard", "car", replicates=300)
     assert found.ci_low > 0
-    exact = association_contrast(
-        A,
-        T,
-        [T, T],
-        attribute="person_a",
-        first="surfboard",
-        second="car",
-        attribute_names=NAMES,
-        task_names=TASKS,
-        replicates=300,
-    )
+    exact = _contrast(A, T, [T, T], "person_a", "surfboard", "car", replicates=300)
     assert exact.estimate == 0 and exact.ci_low == exact.ci_high == 0 and exact.n_seeds == 2
     with pytest.raises(ValueError, match=r"task 'refrigerator' is not one of car, surfboard, stop_sign"):
-        association_contrast(
-            A, T, T, attribute="person_a", first="refrigerator", second="car", attribute_names=NAMES, task_names=TASKS
-        )
+        _contrast(A, T, T, "person_a", "refrigerator", "car")
 
 
 def _files(tmp_path, a, T, scores_by_stage):

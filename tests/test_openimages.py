@@ -138,28 +138,20 @@ def test_paper_lists_splits_and_leakage(files):
     assert len(split.frame) == len(labelled - set(sel["image_id"]))
     row = split.frame.set_index("image_id").loc[ids[10]]
     assert row["labels"] == ["Car", "Man", "Person"]
-    small = oi.make_split(
-        labels,
-        classes,
-        dataset="openimages",
-        name="train",
-        source_split="train",
-        root="OI",
-        exclude=sel["image_id"],
-        subset=10,
-        seed=5,
-    )
-    again = oi.make_split(
-        labels,
-        classes,
-        dataset="openimages",
-        name="train",
-        source_split="train",
-        root="OI",
-        exclude=sel["image_id"],
-        subset=10,
-        seed=5,
-    )
+    small, again = (
+        oi.make_split(
+            labels,
+            classes,
+            dataset="openimages",
+            name="train",
+            source_split="train",
+            root="OI",
+            exclude=sel["image_id"],
+            subset=10,
+            seed=5,
+        )
+        for _ in range(2)
+    )  # twice: the same subset
     assert len(small.frame) == 10 and small.frame["image_id"].tolist() == again.frame["image_id"].tolist()
     manifest = sel.assign(sha256=["a" * 64, "b" * 64, "c" * 64])
     check_no_leakage(manifest, {"val": split.frame, "train": small.frame})

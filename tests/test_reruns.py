@@ -59,6 +59,25 @@ CHANGE = {"change": 1, "summarise_change": 1, "plot_change": 1, "model_analyses"
 PREDICTIONS = {"predict": 1, "amplification": 1, "table_amplification": 1}
 # The link across levels reads the iEATs, their change and the predictions (rules/link.smk).
 LINK = {"link": 1, "plot_link": 1, "table_link": 1}
+# A model's embed job rerun (rules/embed.smk: it embeds every network of the model) reruns the statistics of every
+# stage it rewrites, the predictions of the model's trained networks and all that reads them.
+REEMBEDDED = {
+    "embed": 1,
+    "similarity": STAGES,
+    "ieat": STAGES,
+    "bts": 1,
+    "summarise": 3,
+    "provenance": 1,
+    "findings": 1,
+    "plot_similarity": 1,
+    "plot_ieat": 1,
+    "table_ieat": 1,
+    "table_bts": 1,
+    "compare_paper": 1,
+    **CHANGE,
+    **PREDICTIONS,
+    **LINK,
+}
 # Every edit also reruns effective_config (its output is the config), html_report (the static report shows
 # the findings, which every edit here reruns) and the target rule `all`.
 EDITS = {
@@ -114,27 +133,7 @@ EDITS = {
     # statistics of the pretrained embedding it rewrites (the same numbers)
     "a finetune epoch count": (
         lambda c: c["finetune"]["defaults"].update(epochs=2),
-        {
-            "finetune": SEEDS,
-            "finetune_summary": 1,
-            "table_finetune": 1,
-            "embed": 1,
-            "similarity": STAGES,
-            "ieat": STAGES,
-            "bts": 1,
-            "summarise": 3,
-            "provenance": 1,
-            "findings": 1,
-            "plot_similarity": 1,
-            "plot_ieat": 1,
-            "table_ieat": 1,
-            "table_bts": 1,
-            "compare_paper": 1,
-            "plot_curves": 1,
-            **CHANGE,
-            **PREDICTIONS,
-            **LINK,
-        },
+        {"finetune": SEEDS, "finetune_summary": 1, "table_finetune": 1, "plot_curves": 1, **REEMBEDDED},
     ),
 }
 
@@ -161,25 +160,7 @@ def test_one_retrained_network_reruns_its_models_embed_job_and_every_stage_it_re
         jobs = planned(tiny_run, lambda c: None)
     finally:
         os.utime(checkpoint, ns=(before.st_atime_ns, before.st_mtime_ns))
-    assert jobs == {
-        "embed": 1,
-        "similarity": STAGES,
-        "ieat": STAGES,
-        "bts": 1,
-        "summarise": 3,
-        "provenance": 1,
-        "findings": 1,
-        "plot_similarity": 1,
-        "plot_ieat": 1,
-        "table_ieat": 1,
-        "table_bts": 1,
-        "compare_paper": 1,
-        **CHANGE,
-        **PREDICTIONS,
-        **LINK,
-        "html_report": 1,
-        "all": 1,
-    }
+    assert jobs == {**REEMBEDDED, "html_report": 1, "all": 1}
 
 
 def test_the_effective_config_shows_every_default(tiny_run):
@@ -214,21 +195,8 @@ NEW_MODEL = {
     "finetune_summary": 1,
     "table_finetune": 1,
     "plot_curves": 1,
-    "embed": 1,
-    "similarity": STAGES,
-    "ieat": STAGES,
-    "bts": 1,
-    "summarise": 3,
-    "provenance": 1,
-    "findings": 1,
+    **REEMBEDDED,  # the new model's finetuned networks score the test split too
     "plot_similarity": 2,  # one per model: each draws the change table, which gains the new model's rows
-    "plot_ieat": 1,
-    "table_ieat": 1,
-    "table_bts": 1,
-    "compare_paper": 1,
-    **CHANGE,
-    **PREDICTIONS,  # the new model's finetuned networks score the test split too
-    **LINK,
 }
 # Model keys the layer profile alone reads, and `pool` with the default layer (not pooled there).
 NETWORK_EDITS = {
@@ -331,20 +299,7 @@ OWN_EDITS = {
     # trajectory embeds at the training batch size
     "analysis.embed.batch_size with the trajectory on": (
         lambda c: c["analysis"]["embed"].update(batch_size=16),
-        {
-            **SET_STATISTICS,
-            "embed": 1,
-            "similarity": STAGES,
-            "ieat": STAGES,
-            "bts": 1,
-            "summarise": 3,
-            "provenance": 1,
-            "embed_layers": 1,
-            "plot_ieat": 1,
-            "table_ieat": 1,
-            "table_bts": 1,
-            **PREDICTIONS,  # scored at the embedding batch size
-        },
+        {**SET_STATISTICS, **REEMBEDDED, "embed_layers": 1},  # the predictions too: scored at this batch size
     ),
 }
 

@@ -3,7 +3,6 @@ every output; temporary files of killed writers removed by the next run (issue 1
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 import os
@@ -17,12 +16,12 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import in_small_file_system
-from fake_datasets import coco_splits
+from conftest import Killed, die_after_resume_save, in_small_file_system
+from fake_datasets import coco_splits, write_image_manifest
 from PIL import Image
+from report_site import script as _script
 
 from biastransfer.atomic import atomic_path, remove_stale_temporaries, write_text
-from biastransfer.data.manifest import write_manifest
 from biastransfer.embeddings import read_metadata, write_embeddings
 from biastransfer.hashing import file_digest
 from biastransfer.models.checkpoints import finetune_origin, save_checkpoint
@@ -39,13 +38,6 @@ ENTRY = {"source": "timm", "arch": "resnet10t", "weights": None, "preprocess": P
 HYPER = {"epochs": 2, "lr": 0.05, "batch_size": 8}
 
 
-def _script(name):
-    spec = importlib.util.spec_from_file_location(f"script_{name}", ROOT / "workflow" / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def splits(tmp_path_factory):
     return coco_splits(tmp_path_factory.mktemp("data"))
@@ -59,21 +51,11 @@ def pretrained(path: Path, seed: int) -> Path:
     return path
 
 
-class Killed(Exception):
-    """Stands in for SIGKILL right after the first epoch's resume state was saved."""
-
-
 def finetune(
     splits, weights, out: Path, resume: Path, logs: list, *, hyper=HYPER, die_after_save=False, monkeypatch=None
 ):
     if die_after_save:
-        save = tr._save_resume
-
-        def save_then_die(*args, **kwargs):
-            save(*args, **kwargs)
-            raise Killed
-
-        monkeypatch.setattr(tr, "_save_resume", save_then_die)
+        die_after_resume_save(monkeypatch)
     script = _script("finetune")
     script.progress_log.addHandler(handler := _ListHandler(logs))
     level = script.progress_log.level
@@ -178,23 +160,13 @@ def test_embeddings_and_the_provenance_table_show_what_a_finetuned_model_started
     """Also defect 7: a degenerate (1x1) analysis image is embedded with a warning naming it."""
     weights = pretrained(tmp_path / "pre.safetensors", seed=0)
     finetune(splits, weights, tmp_path / "ft", tmp_path / "r.pt", [], hyper={**HYPER, "epochs": 1})
-    rows = []
+    images = []
     for i, (cls, size) in enumerate([("man", 32), ("man", 1), ("woman", 32), ("woman", 40)]):
         path = tmp_path / "img" / f"{i}.png"
         path.parent.mkdir(exist_ok=True)
         Image.new("RGB", (size, size), (40 * i, 90, 200)).save(path)
-        rows.append(
-            {
-                "image_id": f"i{i}",
-                "class": cls,
-                "path": str(path),
-                "sha256": file_digest(path),
-                "source_split": "val",
-                "source": "test",
-                "reason": "",
-            }
-        )
-    write_manifest(tmp_path / "manifest.parquet", pd.DataFrame(rows))
+        images.append((path, cls))
+    write_image_manifest(tmp_path / "manifest.parquet", images)
     embed = _script("embed")
     out = {stage: tmp_path / f"{stage}.parquet" for stage in ("pretrained", "ft-coco-seed1")}
     inference = {"batch_size": 2, "num_workers": 0, "device": "cpu", "amp": True}

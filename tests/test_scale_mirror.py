@@ -10,7 +10,7 @@ import zipfile
 import pandas as pd
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import ROOT, planned_dag
 from PIL import Image
 
 from biastransfer.data import coco, scale_mirror
@@ -140,24 +140,11 @@ METADATA = ("results/data/", "results/splits/", "results/analysis_sets/", "resul
 def paper_dag(tmp_path_factory):
     """Every job of the paper's DAG with its COCO intervention on and 8 cores (as the benchmark runs it),
     and every rule of the workflow."""
-    from snakemake.api import SnakemakeApi
-    from snakemake.settings.types import ConfigSettings, DAGSettings, OutputSettings, ResourceSettings
-
     workdir = tmp_path_factory.mktemp("paper")
     overlay = workdir / "on.yaml"
     overlay.write_text(yaml.safe_dump({"datasets": {"coco_independent": {"enabled": True}}}))
-    with SnakemakeApi(OutputSettings()) as api:
-        workflow_api = api.workflow(
-            resource_settings=ResourceSettings(cores=8),
-            config_settings=ConfigSettings(configfiles=[ROOT / "config" / "paper.yaml", overlay]),
-            snakefile=ROOT / "Snakefile",
-            workdir=workdir,
-        )
-        workflow_api.dag(dag_settings=DAGSettings(forceall=True))
-        workflow = workflow_api._workflow
-        workflow._prepare_dag(forceall=True, ignore_incomplete=True, lock_warn_only=True, nolock=True)
-        workflow._build_dag()
-        return list(workflow.dag.jobs), {r.name for r in workflow.rules}
+    jobs, rules = planned_dag([ROOT / "config" / "paper.yaml", overlay], workdir, cores=8)
+    return jobs, {r.name for r in rules}
 
 
 def test_the_benchmark_runs_or_names_every_rule_that_reads_metadata(paper_dag):

@@ -10,6 +10,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from conftest import planned_dag
 
 from biastransfer.scripting import SECTIONS, handoff_problems, run
 
@@ -148,16 +149,23 @@ def test_a_script_runs_standalone_on_real_files(tmp_path):
     assert (tmp_path / "m.parquet").is_file() and "2 images" in (tmp_path / "x.log").read_text()
 
 
-def test_a_name_given_twice_is_an_error_naming_rule_name_and_script():
-    smk = SimpleNamespace(
+def _demo_job(**parts) -> SimpleNamespace:
+    """The ``snakemake`` object of a demo_rule job (input ``values``, output ``table``, one thread, no params,
+    wildcards or log); ``parts`` replace any of them."""
+    job = dict(
         rule="demo_rule",
         input=Named(values=["a"]),
         output=Named(table="t.csv"),
-        params=Named(table="x"),
+        params=Named(),
         threads=1,
         wildcards=Named(),
         log=[],
     )
+    return SimpleNamespace(**{**job, **parts})
+
+
+def test_a_name_given_twice_is_an_error_naming_rule_name_and_script():
+    smk = _demo_job(params=Named(table="x"))
     with pytest.raises(
         TypeError, match=r"rule demo_rule: 'table' is named in both output and params \(test_scripting.py\)"
     ):
@@ -165,43 +173,19 @@ def test_a_name_given_twice_is_an_error_naming_rule_name_and_script():
 
 
 def test_a_name_main_does_not_take_is_an_error():
-    smk = SimpleNamespace(
-        rule="demo_rule",
-        input=Named(values=["a"], extra="e"),
-        output=Named(table="t.csv"),
-        params=Named(),
-        threads=1,
-        wildcards=Named(),
-        log=[],
-    )
+    smk = _demo_job(input=Named(values=["a"], extra="e"))
     with pytest.raises(TypeError, match=r"rule demo_rule: input 'extra' is not a parameter of main"):
         run(demo_main, smk)
 
 
 def test_a_wildcard_that_shadows_a_named_file_is_an_error():
-    smk = SimpleNamespace(
-        rule="demo_rule",
-        input=Named(values=["a"]),
-        output=Named(table="t.csv"),
-        params=Named(),
-        threads=1,
-        wildcards=Named(table="x"),
-        log=[],
-    )
+    smk = _demo_job(wildcards=Named(table="x"))
     with pytest.raises(TypeError, match=r"'table' is named in both output and wildcards"):
         run(demo_main, smk)
 
 
 def test_wildcards_arrive_as_named_parameters_of_the_declared_type():
-    smk = SimpleNamespace(
-        rule="demo_rule",
-        input=Named(values=["a"]),
-        output=Named(table="t.csv"),
-        params=Named(),
-        threads=1,
-        wildcards=Named(count="7", model="m"),
-        log=[],  # model: a wildcard main does not take
-    )
+    smk = _demo_job(wildcards=Named(count="7", model="m"))  # model: a wildcard main does not take
     assert run(demo_main, smk) == ("t.csv", ["a"], None, 7, 1)
 
 
@@ -211,26 +195,6 @@ def _main_parameters(script: Path) -> dict[str, bool]:
     fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "main")
     required = len(fn.args.args) - len(fn.args.defaults)
     return {a.arg: i < required for i, a in enumerate(fn.args.args)}
-
-
-def _planned_jobs(configfile: Path, workdir: Path):
-    """Every job of the workflow's DAG for one config (built with Snakemake's API; nothing runs), and
-    every rule of the workflow."""
-    from snakemake.api import SnakemakeApi
-    from snakemake.settings.types import ConfigSettings, DAGSettings, OutputSettings, ResourceSettings
-
-    with SnakemakeApi(OutputSettings()) as api:
-        workflow_api = api.workflow(
-            resource_settings=ResourceSettings(cores=1),
-            config_settings=ConfigSettings(configfiles=[configfile]),
-            snakefile=ROOT / "Snakefile",
-            workdir=workdir,
-        )
-        workflow_api.dag(dag_settings=DAGSettings(forceall=True))
-        workflow = workflow_api._workflow
-        workflow._prepare_dag(forceall=True, ignore_incomplete=True, lock_warn_only=True, nolock=True)
-        workflow._build_dag()
-        return list(workflow.dag.jobs), list(workflow.rules)
 
 
 def _problems(item, wildcards) -> list[str]:
@@ -246,7 +210,7 @@ def test_every_rule_hands_its_script_exactly_what_main_takes(tmp_path):
     (optional features neither config turns on) as declared."""
     problems, planned, rules = [], set(), {}
     for name in ("config.yaml", "paper.yaml"):
-        jobs, all_rules = _planned_jobs(ROOT / "config" / name, tmp_path / name)
+        jobs, all_rules = planned_dag([ROOT / "config" / name], tmp_path / name)
         rules.update({r.name: r for r in all_rules if r.script})
         for job in jobs:
             if job.rule.script:

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from conftest import Killed, die_after_resume_save
 from fake_datasets import coco_splits, openimages_splits
 from torch import nn
 
@@ -127,10 +128,6 @@ def test_best_epoch_is_kept_and_plateau_lowers_the_rate(data, monkeypatch):
     assert [r.lr for r in result.history] == pytest.approx([0.02, 0.02, 0.02, 0.002])
 
 
-class Killed(Exception):
-    """Stands in for the job being killed right after an epoch checkpoint was written."""
-
-
 @pytest.mark.parametrize("optimizer, workers", [("sgd", 0), ("lars", 1)])
 def test_interrupted_run_resumes_and_matches(data, tmp_path, monkeypatch, optimizer, workers):
     spec = spec_of("timm")
@@ -148,13 +145,7 @@ def test_interrupted_run_resumes_and_matches(data, tmp_path, monkeypatch, optimi
     )
     full = train_classifier(model_for(spec, 10), train, val, cfg, resume_path=tmp_path / "full.pt", log=lambda m: None)
 
-    save = tr._save_resume
-
-    def save_then_die(*args, **kwargs):
-        save(*args, **kwargs)
-        raise Killed
-
-    monkeypatch.setattr(tr, "_save_resume", save_then_die)
+    save = die_after_resume_save(monkeypatch)
     with pytest.raises(Killed):
         train_classifier(model_for(spec, 10), train, val, cfg, resume_path=tmp_path / "cut.pt", log=lambda m: None)
     monkeypatch.setattr(tr, "_save_resume", save)

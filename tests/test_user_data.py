@@ -10,8 +10,6 @@ import copy
 import re
 import runpy
 import shutil
-import subprocess
-import sys
 from dataclasses import replace
 
 import numpy as np
@@ -19,6 +17,7 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import ROOT, run_snakemake
+from fake_datasets import export_own_images
 from PIL import Image
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
@@ -339,23 +338,7 @@ def toy_example(tmp_path):
         "embed": {"batch_size": 32, "num_workers": 0},
     }
     (tmp_path / "own.yaml").write_text(yaml.safe_dump(conf))
-    subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "workflow" / "scripts" / "export_synthetic_images.py"),
-            "--out",
-            "data/own_images",
-            "--n_per_class",
-            "16",
-            "--n_images",
-            "60",
-            "--size",
-            "32",
-        ],
-        cwd=tmp_path,
-        check=True,
-        capture_output=True,
-    )
+    export_own_images(tmp_path, n_per_class=16, size=32)
     return tmp_path / "own.yaml"
 
 

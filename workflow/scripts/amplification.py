@@ -26,7 +26,8 @@ import pandas as pd
 from biastransfer.atomic import write_csv
 from biastransfer.evaluation import check_embeddings, embedding_rows, read_evaluations, scores_by_network
 from biastransfer.scripting import run
-from biastransfer.stats.prediction_bias import COLUMNS, TERM_COLUMNS, Settings, embedding_leakage, prediction_bias
+from biastransfer.stats.amplification import SUMMARY_COLUMNS, TERM_COLUMNS
+from biastransfer.stats.prediction_bias import Settings, embedding_leakage, prediction_bias
 from biastransfer.workflow.rules.predictions import AmplificationSettings
 
 log = logging.getLogger(__name__)
@@ -63,7 +64,7 @@ def main(
             row.task,
             row.excluded,
         )
-    write_csv(summary, pd.concat([t[0] for t in tables], ignore_index=True)[list(COLUMNS)])
+    write_csv(summary, pd.concat([t[0] for t in tables], ignore_index=True)[list(SUMMARY_COLUMNS)])
     write_csv(terms, term_table)
     log.info("bias amplification and leakage of %d prediction and embedding files -> %s", len(predictions), summary)
 

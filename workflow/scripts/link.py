@@ -22,7 +22,7 @@ from biastransfer.atomic import write_csv
 from biastransfer.evaluation import evaluations_and_scores
 from biastransfer.report.formatting import read_summary
 from biastransfer.scripting import run
-from biastransfer.stats.amplification import predict_at_threshold
+from biastransfer.stats.amplification import TERM_COLUMNS, predict_at_threshold
 from biastransfer.stats.link import association_contrast, correlation_table, link_table, linked_test
 from biastransfer.workflow.rules.predictions import LinkSettings
 
@@ -30,22 +30,7 @@ log = logging.getLogger(__name__)
 
 IEAT_NEEDS = ("analysis_set", "model", "stage", "test", "effect_size", "ci_low", "ci_high")
 CHANGE_NEEDS = ("analysis_set", "model", "finetune_dataset", "seed", "test", "delta_d", "ci_low", "ci_high")
-TERMS_NEEDS = (
-    "network",
-    "model",
-    "dataset",
-    "seed",
-    "measure",
-    "threshold",
-    "attribute",
-    "task",
-    "term",
-    "ci_low",
-    "ci_high",
-    "shift",
-    "shift_low",
-    "shift_high",
-)
+TERMS_NEEDS = tuple(c for c in TERM_COLUMNS if c not in ("n_attribute", "selected", "level", "excluded"))
 
 
 def main(

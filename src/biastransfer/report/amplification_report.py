@@ -7,23 +7,10 @@ import pandas as pd
 
 from biastransfer.report.formatting import estimate_cell, latex_escape, model_label, rows_where
 from biastransfer.report.latex import standalone_document, tabular
+from biastransfer.stats.amplification import SUMMARY_COLUMNS
 
-AMPLIFICATION_REQUIRED = (
-    "network",
-    "model",
-    "dataset",
-    "seed",
-    "measure",
-    "threshold",
-    "estimate",
-    "ci_low",
-    "ci_high",
-    "level",
-    "replicates",
-    "n_images",
-    "n_excluded",
-    "images_per_attribute",
-)
+#: The summary's columns the table shows: all but the seeds pooled.
+AMPLIFICATION_REQUIRED = tuple(c for c in SUMMARY_COLUMNS if c != "seeds")
 
 #: The measures' words in the table, in its row order.
 MEASURE_WORDS = {

@@ -41,28 +41,9 @@ _DIRECTION_LATEX = {"greater": "$>$", "less": "$<$", "two-sided": "$\\neq$"}
 
 
 def claims_frame(table: pd.DataFrame) -> pd.DataFrame:
-    """The claims table's rows, verdict first."""
+    """The claims table's rows, verdict first (without its kind and interval level)."""
     require_columns(table, CLAIMS_REQUIRED, where="claims table")
-    columns = [
-        "verdict",
-        "claim",
-        "analysis_set",
-        "measure",
-        "x",
-        "y",
-        "direction",
-        "n_x",
-        "n_y",
-        "difference",
-        "ci_low",
-        "ci_high",
-        "p",
-        "p_adjusted",
-        "p_floor",
-        "detectable_difference",
-        "models_needed",
-        "left_out",
-    ]
+    columns = ["verdict", *(c for c in CLAIMS_REQUIRED if c not in ("kind", "level", "verdict"))]
     return table[columns].reset_index(drop=True)
 
 

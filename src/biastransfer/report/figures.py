@@ -167,6 +167,24 @@ def _offsets(n: int, width: float = 0.7) -> np.ndarray:
     return (np.arange(n) - (n - 1) / 2) * (width / max(n, 1))
 
 
+def se_errorbar(ax, x, mean, se, *, marker: str, colour: str, **options):
+    """Points at ``mean`` with their 95% interval from the standard error ``se``, as the similarity figures draw
+    the pretrained network's; ``options`` go to ``ax.errorbar`` (a label)."""
+    return ax.errorbar(
+        x,
+        mean,
+        yerr=Z95 * se,
+        fmt=marker,
+        color=colour,
+        ms=4,
+        capsize=2,
+        elinewidth=0.8,
+        markeredgecolor="black",
+        markeredgewidth=0.4,
+        **options,
+    )
+
+
 def _similarity_figure(similarity, bts, change, *, analysis_set, model, kind, control_class, rule, lists) -> Figure:
     table = similarity_by_stage(
         similarity, analysis_set=analysis_set, model=model, kind=kind, items=(lists or {}).get(kind)
@@ -192,17 +210,13 @@ def _similarity_figure(similarity, bts, change, *, analysis_set, model, kind, co
             n_seeds = int(part["n_seeds"].max())
             label = stage_words(group, None if group == "pretrained" else n_seeds)
             if group == "pretrained":
-                top.errorbar(
+                se_errorbar(
+                    top,
                     x + shift[i],
                     part["mean"],
-                    yerr=Z95 * part["se"],
-                    fmt=marker,
-                    color=colour,
-                    ms=4,
-                    capsize=2,
-                    elinewidth=0.8,
-                    markeredgecolor="black",
-                    markeredgewidth=0.4,
+                    part["se"],
+                    marker=marker,
+                    colour=colour,
                     label=f"{label} (95% interval from SE)",
                 )
                 continue

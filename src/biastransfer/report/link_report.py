@@ -12,53 +12,12 @@ import pandas as pd
 from biastransfer.report.formatting import estimate_cell, latex_escape, model_label, require_columns
 from biastransfer.report.latex import standalone_document, tabular
 from biastransfer.report.style import STAGE_COLOURS, STAGE_MARKERS, paper_figure, paper_style
+from biastransfer.stats.link import CORRELATION_COLUMNS, LINK_COLUMNS
 
-LINK_REQUIRED = (
-    "analysis_set",
-    "test",
-    "role",
-    "dataset",
-    "network",
-    "model",
-    "seed",
-    "attribute",
-    "first",
-    "second",
-    "threshold",
-    "d_pretrained",
-    "d_pretrained_low",
-    "d_pretrained_high",
-    "d",
-    "d_low",
-    "d_high",
-    "delta_d",
-    "delta_low",
-    "delta_high",
-    "shift_first",
-    "shift_first_low",
-    "shift_first_high",
-    "shift_second",
-    "shift_second_low",
-    "shift_second_high",
-    "contrast",
-    "contrast_low",
-    "contrast_high",
-    "level",
-    "n_images",
-)
-CORRELATION_REQUIRED = (
-    "analysis_set",
-    "test",
-    "dataset",
-    "embedding",
-    "n",
-    "estimate",
-    "ci_low",
-    "ci_high",
-    "level",
-    "min_n",
-    "verdict",
-)
+#: The link table's columns the report shows: all but the directional and Zhao terms of the two objects.
+LINK_REQUIRED = tuple(c for c in LINK_COLUMNS if not c.startswith(("directional_", "zhao_")))
+#: The correlation table's columns the report reads.
+CORRELATION_REQUIRED = tuple(c for c in CORRELATION_COLUMNS if c not in ("role", "prediction", "networks", "method"))
 
 
 def _rows(table: pd.DataFrame, dataset: str) -> pd.DataFrame:

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from biastransfer.report.figures import SIMILARITY_LABEL, Z95, similarity_by_stage
+from biastransfer.report.figures import SIMILARITY_LABEL, se_errorbar, similarity_by_stage
 from biastransfer.report.formatting import model_label
 from biastransfer.report.style import OKABE_ITO, message_figure, paper_figure, paper_style, stage_words
 from biastransfer.stats.results import pair_key
@@ -75,17 +75,8 @@ def person_figure(similarity: pd.DataFrame, *, analysis_set: str, model: str) ->
                 part = table[table["key"] == key].set_index("group").loc[groups]
                 x = np.arange(len(groups)) + offsets[j]
                 ax.plot(x, part["mean"], color=colour, linewidth=0.7, alpha=0.6)
-                handles[person] = ax.errorbar(
-                    x[:1],
-                    part["mean"].iloc[:1],
-                    yerr=Z95 * part["se"].iloc[:1],
-                    fmt=marker,
-                    color=colour,
-                    ms=4,
-                    capsize=2,
-                    elinewidth=0.8,
-                    markeredgecolor="black",
-                    markeredgewidth=0.4,
+                handles[person] = se_errorbar(
+                    ax, x[:1], part["mean"].iloc[:1], part["se"].iloc[:1], marker=marker, colour=colour
                 )
                 ax.hlines(part["mean"].iloc[1:], x[1:] - 0.07, x[1:] + 0.07, color=colour, linewidth=1.6)
                 seeds = similarity[

@@ -25,27 +25,11 @@ from biastransfer.report.formatting import (
 )
 from biastransfer.report.latex import standalone_document
 from biastransfer.report.style import OKABE_ITO, paper_figure, paper_style
+from biastransfer.report.tables import IEAT_COLUMNS
 
-ZOO_INPUT_COLUMNS = (
-    "analysis_set",
-    "model",
-    "stage",
-    "test",
-    "X",
-    "Y",
-    "A",
-    "B",
-    "effect_size",
-    "ci_low",
-    "ci_high",
-    "ci_level",
-    "pvalue",
-    "pvalue_two_sided",
-    "pvalue_floor",
-    "alternative",
-    "pvalue_holm",
-    "pvalue_bh",
-)
+#: The iEAT summary's columns the zoo reads: the pretrained networks' (no finetuning dataset or seed), and the
+#: intervals' level.
+ZOO_INPUT_COLUMNS = (*(c for c in IEAT_COLUMNS if c not in ("finetune_dataset", "seed")), "ci_level")
 RANKING_COLUMNS = (
     "rank",
     "analysis_set",

@@ -55,6 +55,39 @@ from biastransfer.stats.bootstrap import BOOTSTRAP, check_level
 from biastransfer.stats.floors import check_replicates, too_few_to_resample
 
 MEASURES = ("directional", "zhao")
+#: What a row of the prediction-level tables is about: the network (family and model), its finetuning dataset and
+#: seed, the measure and the score threshold.
+ROW_KEY = ("network", "model", "dataset", "seed", "measure", "threshold")
+#: The columns of the prediction-level summary (rule amplification's amplification.csv, written by
+#: :mod:`~biastransfer.stats.prediction_bias`), in order.
+SUMMARY_COLUMNS = (
+    *ROW_KEY,
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "level",
+    "replicates",
+    "n_images",
+    "n_excluded",
+    "images_per_attribute",
+    "seeds",
+)
+#: The columns of its per-(attribute, task) terms (amplification_terms.csv).
+TERM_COLUMNS = (
+    *ROW_KEY,
+    "attribute",
+    "task",
+    "n_attribute",
+    "selected",
+    "term",
+    "ci_low",
+    "ci_high",
+    "level",
+    "shift",
+    "shift_low",
+    "shift_high",
+    "excluded",
+)
 #: Why a task's terms are left out of the mean (the term table's ``excluded``).
 ABSENT = "no image of this class in the evaluation images: no direction to amplify, left out of the mean"
 _BLOCK = 512  # replicates per matrix product; fixed, so a seed always gives the same draws

@@ -17,7 +17,7 @@ from biastransfer.stages import PRETRAINED
 from biastransfer.stats.bootstrap import BOOTSTRAP, ChangeResult, IEATBlocks, ieat_changes
 from biastransfer.stats.ieat import association_scores, effect_size_parts
 from biastransfer.stats.resampled_similarity import SimilarityReplicates, similarity_changes, similarity_replicates
-from biastransfer.stats.results import pair_key
+from biastransfer.stats.results import ieat_test_row, pair_key
 from biastransfer.stats.seeds import combined_ieat
 
 
@@ -69,11 +69,7 @@ def ieat_change_table(
             rows.append(
                 {
                     "seed": ft,
-                    "test": test["name"],
-                    "X": test["X"],
-                    "Y": test["Y"],
-                    "A": test["A"],
-                    "B": test["B"],
+                    **ieat_test_row(test),
                     "d_pretrained": r.before,
                     "d_finetuned": r.after,
                     "delta_d": r.delta,
@@ -192,11 +188,7 @@ def ieat_seeds_table(
         )
         rows.append(
             {
-                "test": test["name"],
-                "X": test["X"],
-                "Y": test["Y"],
-                "A": test["A"],
-                "B": test["B"],
+                **ieat_test_row(test),
                 "seeds": " ".join(str(s) for s in seeds),
                 **r.as_dict(),
             }

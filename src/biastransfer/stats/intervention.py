@@ -21,6 +21,8 @@ from biastransfer.stats.bootstrap import IEATBlocks, ieat_changes
 from biastransfer.stats.change_tables import aligned_classes
 from biastransfer.stats.claims import compare_paired
 
+#: The columns of a change's interval, its paired test and the verdict, last in both tables.
+_CHANGE_TEST = ("ci_low", "ci_high", "ci_level", "pvalue", "min_pvalue", "method", "verdict")
 COLUMNS = (
     "test",
     "role",
@@ -30,13 +32,7 @@ COLUMNS = (
     "d_untouched",
     "d_intervened",
     "delta_d",
-    "ci_low",
-    "ci_high",
-    "ci_level",
-    "pvalue",
-    "min_pvalue",
-    "method",
-    "verdict",
+    *_CHANGE_TEST,
 )
 
 
@@ -163,13 +159,7 @@ SUMMARY_COLUMNS = (
     "intervened_low",
     "intervened_high",
     "delta",
-    "ci_low",
-    "ci_high",
-    "ci_level",
-    "pvalue",
-    "min_pvalue",
-    "method",
-    "verdict",
+    *_CHANGE_TEST,
 )
 #: The prediction-level measures set side by side (rows of results/summary/amplification.csv).
 PREDICTION_MEASURES = ("directional", "zhao", "leakage_model", "leakage_embedding", "leakage_amplification")

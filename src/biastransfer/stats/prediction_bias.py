@@ -20,6 +20,8 @@ import numpy as np
 import pandas as pd
 
 from biastransfer.stats.amplification import (
+    SUMMARY_COLUMNS,
+    TERM_COLUMNS,
     Evaluation,
     attribute_shift,
     bias_amplifications,
@@ -28,46 +30,6 @@ from biastransfer.stats.amplification import (
 )
 from biastransfer.stats.bootstrap import percentile_interval
 from biastransfer.stats.leakage import LeakageResult, leakage, leakage_amplification
-
-#: The summary's columns, in order.
-COLUMNS = (
-    "network",
-    "model",
-    "dataset",
-    "seed",
-    "measure",
-    "threshold",
-    "estimate",
-    "ci_low",
-    "ci_high",
-    "level",
-    "replicates",
-    "n_images",
-    "n_excluded",
-    "images_per_attribute",
-    "seeds",
-)
-#: The per-(attribute, task) terms' columns.
-TERM_COLUMNS = (
-    "network",
-    "model",
-    "dataset",
-    "seed",
-    "measure",
-    "threshold",
-    "attribute",
-    "task",
-    "n_attribute",
-    "selected",
-    "term",
-    "ci_low",
-    "ci_high",
-    "level",
-    "shift",
-    "shift_low",
-    "shift_high",
-    "excluded",
-)
 
 
 @dataclass(frozen=True)
@@ -242,7 +204,7 @@ def prediction_bias(
         r, t = network_rows(ev, network, model, scores, settings, embedded.get((network, model)))
         rows += r
         terms += t
-    summary = pd.DataFrame(rows, columns=list(COLUMNS))
+    summary = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
     term_table = (
         pd.concat(terms, ignore_index=True)[list(TERM_COLUMNS)] if terms else pd.DataFrame(columns=TERM_COLUMNS)
     )

@@ -30,6 +30,11 @@ def pair_key(p: str, q: str) -> str:
     return f"{p}{PAIR_SEP}{q}"
 
 
+def ieat_test_row(test: Mapping) -> dict:
+    """A configured iEAT test's columns in a table's row: its ``test`` name and its classes ``X, Y, A, B``."""
+    return {"test": test["name"], **{role: test[role] for role in "XYAB"}}
+
+
 def similarity_table(
     table: EmbeddingTable, *, method: str = "exact", iterations: int = 50, seed: int = 0
 ) -> pd.DataFrame:
@@ -213,11 +218,7 @@ def ieat_table(table: EmbeddingTable, tests: Sequence[Mapping], **options) -> pd
         r = ieat(*(table.of_class(test[role]) for role in "XYAB"), **options)
         rows.append(
             {
-                "test": test["name"],
-                "X": test["X"],
-                "Y": test["Y"],
-                "A": test["A"],
-                "B": test["B"],
+                **ieat_test_row(test),
                 "effect_size": r.effect_size,
                 "mean_difference": r.mean_difference,
                 "pooled_sd": r.pooled_sd,
