@@ -74,6 +74,23 @@ OPTIONS = {
 }
 
 
+def test_each_models_image_cache_setting_is_its_preprocessing_resolved_once(tmp_path, monkeypatch):
+    from biastransfer.data.cache import CacheSetting
+    from biastransfer.models import resolve
+
+    monkeypatch.setenv("BIASTRANSFER_CACHE_DIR", str(tmp_path))
+    config = cfg.read_configs([ROOT / "config" / "paper.yaml"])
+    config["finetune"]["cache_quality"] = 90
+    expected = {}
+    for model in config["models"]:
+        pre = resolve.model_spec(model, config["models"][model]).preprocess
+        expected[model] = CacheSetting(pre.resize, pre.interpolation, 90).name
+    assert Plan(config, ROOT).image_cache_settings == expected
+    assert len(set(expected.values())) > 1  # the paper's models start from different sizes
+    monkeypatch.setattr(resolve, "model_spec", lambda *a: pytest.fail("resolved again"))
+    assert Plan(config, ROOT).image_cache_settings == expected  # a later call reads them back
+
+
 def test_a_mapping_with_a_missing_or_unknown_key_is_named():
     assert IEATSettings.from_mapping({"tests": [], "options": OPTIONS}).options.permutations == 1000
     misspelt = {k: v for k, v in OPTIONS.items() if k != "permutations"} | {"permutation": 10}

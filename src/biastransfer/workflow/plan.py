@@ -226,6 +226,16 @@ class Plan:
     def training_datasets(self) -> list[str]:
         return cfg.training_datasets(self.config)
 
+    @cached_property
+    def image_cache_settings(self) -> dict[str, str]:
+        """{model: the setting (``biastransfer.data.cache.CacheSetting``) of the image caches its finetuning
+        reads}: its preprocessing's resize and interpolation, resolved once for every model."""
+        from biastransfer.data.cache import CacheSetting
+        from biastransfer.models.resolve import preprocess_resizes
+
+        quality = self.config["finetune"]["cache_quality"]
+        return {m: CacheSetting(side, how, quality).name for m, (side, how) in preprocess_resizes(self.config).items()}
+
     def finetune_runs(self, name: str = "metrics.json") -> list[str]:
         return [
             path("finetune_run", dataset=d, model=m, seed=s, file=name)
