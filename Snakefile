@@ -15,7 +15,7 @@ min_version("9.0")
 # folder that Snakemake puts on a script's path (in any conda env too, which blocks PYTHONPATH).
 BASEDIR = str(workflow.current_basedir)
 sys.path.insert(0, os.path.join(BASEDIR, "src"))
-from biastransfer.config import read_config_file
+from biastransfer.workflow.config import read_config_file
 
 # The demo config is the default; a --configfile given on the command line replaces it (not merged); a
 # module's host gives its config whole. Every config file's YAML is read first: Snakemake's own message for a

@@ -93,16 +93,16 @@ COMMANDS = ("preflight", "preflight --estimate", "finetune set-up")
 
 
 def paper_config(overlays=()) -> dict:
-    from biastransfer.config import read_configs
+    from biastransfer.workflow.config import read_configs
 
     return read_configs([PAPER, *overlays])
 
 
 def build(mirror: Path, config: dict, scale: float, seed: int) -> tuple[dict, dict]:
     """The mirror of the config's datasets at ``scale``: (overlay, {dataset: Written})."""
-    from biastransfer.config import read_config_file
     from biastransfer.data import coco, scale_mirror
     from biastransfer.data import openimages as oi
+    from biastransfer.workflow.config import read_config_file
 
     counts = scale_mirror.ScaleCounts().scaled(scale)
     overlay, written = {"datasets": {}, "analysis_sets": {}}, {}
@@ -205,13 +205,13 @@ def write_predictions_for(run: Path, config: dict, seed: int) -> list[str]:
     import numpy as np
     import pandas as pd
 
-    from biastransfer.config import finetune_seeds, reference_seeds
     from biastransfer.data.splits import read_split
     from biastransfer.embeddings import write_embeddings
     from biastransfer.hashing import file_digest
     from biastransfer.paths import path
     from biastransfer.predictions import write_predictions
     from biastransfer.stages import finetuned_stage, scratch_stage
+    from biastransfer.workflow.config import finetune_seeds, reference_seeds
 
     dims = pd.read_csv(REPO / "resources" / "costs" / "models.csv").groupby("model")["embed_dim"].first()
     rng, written = np.random.default_rng(seed), []

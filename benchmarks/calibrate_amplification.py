@@ -69,6 +69,7 @@ from biastransfer.stats.amplification import (  # noqa: E402
     predict_at_threshold,
 )
 from biastransfer.stats.floors import min_replicates  # noqa: E402
+from biastransfer.workflow.rules.data import SyntheticTestSplitSettings  # noqa: E402
 from biastransfer.workflow.rules.inference import InferenceOptions, PredictSettings  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "amplification_calibration.json"
@@ -164,7 +165,7 @@ def _trained(cooccurrence: dict, data_seed: int, train_seed: int, args, work: Pa
     paths = {k: str(work / f"{k}.parquet") for k in ("train", "val", "test", "attributes", "pred", "emb")}
     synthetic_dataset.main(spec, str(work / "images"), paths["train"], paths["val"], synthetic=name)
     synthetic_test_split.main(
-        spec,
+        SyntheticTestSplitSettings(spec=spec),
         paths["train"],
         paths["val"],
         str(work / "test_images"),

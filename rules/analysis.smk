@@ -121,6 +121,8 @@ rule summarise:
     threads: 1
     resources:
         **RESOURCES["gather"],
+    params:
+        settings=lambda wildcards: PLAN.settings("summarise", wildcards),
     script:
         "../workflow/scripts/summarise.py"
 
@@ -225,7 +227,7 @@ rule provenance:
             for a, m in PLAN.all_pairs()
             for s in PLAN.embedded_stages
         ],
-        # where each model's pretrained weights came from, in the order of params.models
+        # where each model's pretrained weights came from, in the order of the settings' models
         origins=[PLAN.weights_origin(m) for m in config["models"]],
     output:
         **artefact_outputs("provenance"),
@@ -241,7 +243,7 @@ rule provenance:
     resources:
         **RESOURCES["small"],
     params:
-        models=list(config["models"]),
+        settings=PLAN.settings("provenance"),
     script:
         "../workflow/scripts/provenance.py"
 
@@ -261,6 +263,6 @@ rule effective_config:
     resources:
         **RESOURCES["small"],
     params:
-        config=cfg.canonical(config),
+        settings=PLAN.settings("effective_config"),
     script:
         "../workflow/scripts/effective_config.py"

@@ -1,3 +1,4 @@
+# user_analysis_set keeps flat params: a new shape would retrain on its manifest (trajectory on, upgrading users).
 # Your own images as analysis sets (config `source: folder | table`): every listed file is hashed and
 # opened, and every bad file or row is named, before any training or embedding job (they all wait
 # for the manifest through the leakage checks). A table finetuning dataset (`kind: table`) goes through
@@ -53,22 +54,9 @@ rule check_leakage:
     threads: 1
     resources:
         **RESOURCES["stats"],
+    # the splits also compared by file hash, and each evaluation split against its training splits
     params:
-        # Synthetic and table (your own) images are compared by file hash too; COCO and Open Images
-        # by their own image ids (hashing all of COCO train2017 would read 18 GB).
-        hash_files=[
-            path("split", dataset=d, split=split)
-            for d in cfg.training_datasets(config)
-            if config["datasets"][d]["kind"] in ("synthetic", "table")
-            for split in ("train", "val")
-        ]
-        + [
-            path("split", dataset=d, split="test")
-            for d in PLAN.predicted_datasets
-            if config["datasets"][d]["kind"] in ("synthetic", "table")
-        ],
-        # each evaluation split is checked against its dataset's training splits too
-        evaluation=PLAN.evaluation_disjoint(),
+        settings=PLAN.settings("check_leakage"),
     script:
         "../workflow/scripts/check_leakage.py"
 
@@ -92,9 +80,6 @@ rule analysis_set_summary:
     resources:
         **RESOURCES["small"],
     params:
-        analysis_sets=lambda wildcards: {
-            a: s.get("dataset") or s["source"]
-            for a, s in config["analysis_sets"].items()
-        },
+        settings=PLAN.settings("analysis_set_summary"),
     script:
         "../workflow/scripts/analysis_set_summary.py"

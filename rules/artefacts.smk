@@ -6,7 +6,8 @@ from biastransfer.report.artefacts import Artefacts, combinations  # noqa: E402
 
 ARTEFACTS = Artefacts()
 
-# What each make_tables.py table reads (its summary) and is told (its params), by table (= artefact) name.
+# What each make_tables.py table reads (its summary and inputs), by table (= artefact) name; what it is told
+# is its settings (biastransfer.workflow.rules.report.TableSettings).
 MADE_TABLES = {}
 
 
@@ -20,15 +21,11 @@ def report_artefact(name, caption, **spec):
     )
 
 
-def table_artefact(name, summary, stem, params=None, inputs=None, **spec):
-    """Declare a table made by make_tables.py (--kind ``name``, rules/tables.smk) from ``summary`` (and the
-    named ``inputs``) with ``params``: its CSV, LaTeX fragment and standalone document are ``{stem}.csv``,
+def table_artefact(name, summary, stem, inputs=None, **spec):
+    """Declare a table made by make_tables.py (kind ``name``, rules/tables.smk) from ``summary`` (and the
+    named ``inputs``): its CSV, LaTeX fragment and standalone document are ``{stem}.csv``,
     ``{stem}_tabular.tex`` and ``{stem}.tex``."""
-    MADE_TABLES[name] = {
-        "summary": summary,
-        "inputs": inputs or {},
-        "params": params or {},
-    }
+    MADE_TABLES[name] = {"summary": summary, "inputs": inputs or {}}
     files = {
         "csv": f"{stem}.csv",
         "fragment": f"{stem}_tabular.tex",

@@ -18,13 +18,6 @@ rule attribution:
     resources:
         **RESOURCES["plot"],
     params:
-        comparisons=cfg.canonical(config["analysis"]["attribution"]["comparisons"]),
-        options=cfg.canonical(
-            {
-                k: v
-                for k, v in config["analysis"]["attribution"].items()
-                if k != "comparisons"
-            }
-        ),
+        settings=PLAN.settings("attribution"),
     script:
         "../workflow/scripts/attribution.py"

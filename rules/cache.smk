@@ -5,9 +5,8 @@
 # quality is another cache, and a new split (its sha256 is in the index) rebuilds it. Each row records
 # its image file's size, modification time and sha256: a finetuning job reads an image changed since
 # from its file. The format version is a param, so that a cache of an older format is rebuilt ("params
-# changed"). Input function: finetune_cache, below; the finetuning jobs read the caches as ancient
-# inputs: a rebuilt cache holds the same images (a new split reruns them through the split itself).
-from biastransfer.data.cache import CACHE_FORMAT  # noqa: E402
+# changed"). Input function: finetune_cache (rules/inputs.smk); the finetuning jobs read the caches as
+# ancient inputs: a rebuilt cache holds the same images (a new split reruns them through the split itself).
 
 
 rule image_cache:
@@ -31,6 +30,6 @@ rule image_cache:
         mem_mb=lambda wildcards, threads, attempt: (1000 + 300 * threads) * attempt,
         runtime=lambda wildcards, attempt: 240 * attempt,
     params:
-        cache_format=CACHE_FORMAT,
+        settings=PLAN.settings("image_cache"),
     script:
         "../workflow/scripts/image_cache.py"

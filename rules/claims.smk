@@ -15,7 +15,6 @@ table_artefact(
     PLAN.summary("claims"),
     "results/tables/claims",
     caption="table_claims.rst",
-    params={"alpha": config["claims"]["alpha"]},
     section="Claims about groups of models",
     title="Claims, tested with models as units",
     instances=[{}] if PLAN.claims_on else [],
@@ -49,9 +48,7 @@ rule claims:
     resources:
         **RESOURCES["plot"],
     params:
-        claims=cfg.canonical(config["claims"]),
-        datasets=config["finetune"]["datasets"],
-        adjust=REPORT["p_adjust"],
+        settings=PLAN.settings("claims"),
     script:
         "../workflow/scripts/claims.py"
 

@@ -3,14 +3,14 @@
 # input functions are in rules/inputs.smk (included below; Snakemake lint: no rules beside functions).
 import os
 
-from biastransfer import config as cfg  # noqa: E402
-from biastransfer.config_check import validate_config  # noqa: E402
+from biastransfer.workflow import config as cfg  # noqa: E402
+from biastransfer.workflow.config_check import validate_config  # noqa: E402
 from biastransfer.gpus import books_gpu  # noqa: E402
 from biastransfer.paths import path  # noqa: E402
 from biastransfer.workflow.plan import Plan  # noqa: E402
 
-# Every check of the config before any job (biastransfer.config_check.validate_config, the one that
-# `python -m biastransfer.config FILE...` runs): keys and types against the schema (integers strictly), every
+# Every check of the config before any job (biastransfer.workflow.config_check.validate_config, the one that
+# `python -m biastransfer.workflow.config FILE...` runs): keys and types against the schema (integers strictly), every
 # default filled, so rules read config[...] without defaults of their own (results/summary/config.yaml shows
 # them all), the filled config's cross-references, each model's network and its layer profile; every problem named at once.
 validate_config(config)

@@ -1,3 +1,4 @@
+# Flat params here: a new params shape would rerun every finished finetuning of an upgrading user.
 # Finetune every model on every target dataset with every seed (multi-label BCE, validation each epoch).
 # Resumable: the last epoch's state is kept beside (not inside) the declared outputs, since Snakemake
 # deletes declared outputs before a job runs. Recipe, per-model settings and GPU notes: docs/finetuning.md.

@@ -1,3 +1,4 @@
+# intervention keeps flat params: a new shape would rerun the finetuning on its split (upgrading users).
 # Interventions on the finetuning data (datasets of kind intervention; docs/finetuning.md): the training
 # split of `from` rebalanced with respect to each image's protected attribute beside a list of objects,
 # finetuned like any dataset, then compared with the untouched finetuning on the same networks and images:
@@ -118,6 +119,6 @@ rule intervention_summary:
     resources:
         **RESOURCES["gather"],
     params:
-        sources={d: config["datasets"][d]["from"] for d in PLAN.compared_interventions},
+        settings=PLAN.settings("intervention_summary"),
     script:
         "../workflow/scripts/intervention_summary.py"

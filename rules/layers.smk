@@ -98,7 +98,7 @@ rule summarise_layers:
     resources:
         **RESOURCES["gather"],
     params:
-        summary="layer_profile",
+        settings=PLAN.settings("summarise_layers"),
     script:
         "../workflow/scripts/summarise.py"
 

@@ -1,3 +1,4 @@
+# Flat params here: a new params shape would rerun an upgrading user's pretraining and weights downloads.
 # Pretrained weights: trained here for the synthetic demo's models (source: workflow), fetched otherwise.
 
 

@@ -1,3 +1,4 @@
+# Flat params here: a new params shape would rerun an upgrading user's downloads, splits and training.
 # Real datasets (config `kind: coco | openimages`, and `kind: table` for your own images listed in a table):
 # downloads, analysis sets (`source: paper | curated`), finetuning splits and the evaluation split with
 # each image's protected attribute (rules/predictions.smk measures the networks' predictions on it). They write the same files

@@ -4,15 +4,10 @@
 # to read it) all come. The tables' rules are in rules/tables.smk.
 # Config section `report:` (defaults in the schema): control_class, p_adjust (holm | bh), alpha (of the
 # comparison with the paper only), tolerances ({measure: largest |ours - paper| called agreement}),
-# ieat_targets ([X, Y] of the paper's iEAT).
+# ieat_targets ([X, Y] of the paper's iEAT). Each rule's settings: biastransfer.workflow.rules.report (the
+# run's one significance rule, report.formatting.Significance: analysis.ieat.alpha on the p-values adjusted by
+# report.p_adjust within each table; every star, verdict, legend and caption reads it).
 
-REPORT = config["report"]
-# The run's one significance rule (report.formatting.Significance): analysis.ieat.alpha on the p-values
-# adjusted by report.p_adjust within each table. Every star, verdict, legend and caption reads it.
-SIGNIFICANCE = {
-    "alpha": config["analysis"]["ieat"]["alpha"],
-    "adjust": REPORT["p_adjust"],
-}
 # The scratch reference networks' iEATs (the target data alone), beside the finetuned rows of the iEAT tables
 IEAT_SCRATCH = PLAN.summaries("ieat_scratch")
 
@@ -92,7 +87,6 @@ table_artefact(
     "results/tables/ieat_{analysis_set}",
     caption="table_ieat.rst",
     inputs={"scratch": IEAT_SCRATCH},
-    params=SIGNIFICANCE,
     section="iEAT",
     title="iEAT on {analysis_set}",
     instances=combinations(analysis_set=config["analysis_sets"]),
@@ -102,7 +96,6 @@ table_artefact(
     PLAN.summary("bts"),
     "results/tables/bts_{analysis_set}_ft-{dataset}",
     caption="table_bts.rst",
-    params=SIGNIFICANCE,
     section="Bias transfer scores",
     title="BTS on {analysis_set}, finetuned on {dataset}",
     instances=combinations(
@@ -174,9 +167,9 @@ rule html_report:
     threads: 1
     resources:
         **RESOURCES["small"],
+    # settings from the config; shown: the artefacts the rule files declare (rules/artefacts.smk)
     params:
-        **SIGNIFICANCE,
-        config=cfg.canonical(config),
+        settings=PLAN.settings("html_report"),
         shown=lambda wildcards: ARTEFACTS.items(),
     script:
         "../workflow/scripts/html_report.py"
@@ -200,12 +193,7 @@ rule plot_similarity:
     resources:
         **RESOURCES["plot"],
     params:
-        **SIGNIFICANCE,
-        # the classes and pairs the BTS ranks (all of them when the analysis set lists none)
-        control_class=REPORT["control_class"],
-        lists=lambda wildcards: cfg.canonical(
-            config["analysis_sets"][wildcards.analysis_set]["bts"]
-        ),
+        settings=lambda wildcards: PLAN.settings("plot_similarity", wildcards),
     script:
         "../workflow/scripts/plot_similarity.py"
 
@@ -226,7 +214,7 @@ rule plot_contact_sheet:
     resources:
         **RESOURCES["plot"],
     params:
-        per_class=4,
+        settings=PLAN.settings("plot_contact_sheet"),
     script:
         "../workflow/scripts/plot_contact_sheet.py"
 
@@ -265,6 +253,8 @@ rule plot_curves:
     threads: 1
     resources:
         **RESOURCES["plot"],
+    params:
+        settings=PLAN.settings("plot_curves"),
     script:
         "../workflow/scripts/plot_curves.py"
 
@@ -294,7 +284,7 @@ rule plot_scratch_curves:
     resources:
         **RESOURCES["plot"],
     params:
-        scratch=True,
+        settings=PLAN.settings("plot_scratch_curves"),
     script:
         "../workflow/scripts/plot_curves.py"
 
@@ -315,7 +305,7 @@ rule plot_ieat:
     resources:
         **RESOURCES["plot"],
     params:
-        **SIGNIFICANCE,
+        settings=PLAN.settings("plot_ieat"),
     script:
         "../workflow/scripts/plot_ieat.py"
 
@@ -359,8 +349,6 @@ rule compare_paper:
     resources:
         **RESOURCES["small"],
     params:
-        alpha=REPORT["alpha"],
-        tolerances=REPORT["tolerances"],
-        targets=REPORT["ieat_targets"],
+        settings=PLAN.settings("compare_paper"),
     script:
         "../workflow/scripts/compare_paper.py"

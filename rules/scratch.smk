@@ -1,3 +1,4 @@
+# Flat params here: a new params shape would rerun every finished scratch training of an upgrading user.
 # The reference for the Bias Transfer Score (analysis.bts.reference: scratch): each model's architecture
 # trained from random initialisation on a finetuning dataset with the finetuning recipe (hyper-parameters
 # and seed), so that rho(pretrained, finetuned) can be read beside rho(scratch, finetuned): how much of

@@ -1,3 +1,4 @@
+# Flat params but synthetic_test_split's: a new shape would retrain on the files they write (upgrading users).
 # Synthetic planted-bias datasets and analysis sets (config `kind: synthetic`, `source: synthetic`). The
 # rules for real data (rules/real_data.smk) write the same files for their kinds. Both are local rules:
 # each takes a few seconds, less than a cluster job's own start-up and status polling.
@@ -82,7 +83,7 @@ rule synthetic_test_split:
     resources:
         **RESOURCES["plot"],
     params:
-        spec=lambda wildcards: cfg.canonical(config["datasets"][wildcards.synthetic]),
+        settings=lambda wildcards: PLAN.settings("synthetic_test_split", wildcards),
     script:
         "../workflow/scripts/synthetic_test_split.py"
 

@@ -25,7 +25,6 @@ for table, made in MADE_TABLES.items():
         resources:
             **RESOURCES["small"],
         params:
-            **made["params"],
-            kind=table,
+            settings=PLAN.settings("table", {"kind": table}),
         script:
             "../workflow/scripts/make_tables.py"

@@ -1,3 +1,4 @@
+# trajectory_settings keeps flat params: a new shape would rerun the finetuning reading its record (upgrading users).
 # Trajectories over finetuning epochs (finetune.trajectory): the finetune job embeds every analysis set
 # after the chosen epochs (rules/finetune.smk); one job per (analysis set, model, finetune dataset) tests
 # every epoch of every seed, one job draws its figure, one writes its table (rules/tables.smk), and one table
@@ -101,7 +102,7 @@ rule summarise_trajectory:
     resources:
         **RESOURCES["gather"],
     params:
-        summary="trajectory",
+        settings=PLAN.settings("summarise_trajectory"),
     script:
         "../workflow/scripts/summarise.py"
 

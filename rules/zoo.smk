@@ -1,11 +1,10 @@
+# zoo_status keeps flat params: a new params shape would fetch every model's weights again (upgrading users).
 # The model zoo (config/zoo.yaml, docs/zoo.md): a pretrained-only audit of many models in one run.
 # Every model is checked first (zoo_status: weights fetched into the shared cache and verified, model
 # built); the checkpoint's records decide which models the summaries read, so a model that fails (an
 # unknown name, bad weights) is named in the ranked table's summary and never stops the others.
 # The per-model embeddings, similarities and iEATs are the ordinary rules' (embed, similarity, ieat).
-ZOO = config["zoo"]
-# the iEAT that orders the table and leads the figure and findings (none: the zoo is off, its rules unused)
-ZOO_RANK_BY = cfg.canonical(ZOO["rank_by"]) if ZOO else None
+# Settings (the iEAT that orders the table and leads the figure and findings): biastransfer.workflow.rules.zoo.
 
 
 ZOO_STATUSES = expand("results/zoo/status/{model}.json", model=config["models"])
@@ -96,12 +95,7 @@ rule zoo_table:
     resources:
         **RESOURCES["gather"],
     params:
-        about=cfg.canonical(
-            # no default: only the zoo's models need about
-            {m: e.get("about", {}) for m, e in config["models"].items()}
-        ),
-        rank_by=ZOO_RANK_BY,
-        adjust=config["report"]["p_adjust"],
+        settings=PLAN.settings("zoo_table"),
     script:
         "../workflow/scripts/zoo_table.py"
 
@@ -123,7 +117,7 @@ rule zoo_forest:
     resources:
         **RESOURCES["gather"],
     params:
-        rank_by=ZOO_RANK_BY,
+        settings=PLAN.settings("zoo_forest"),
     script:
         "../workflow/scripts/zoo_forest.py"
 
@@ -147,7 +141,6 @@ rule zoo_findings:
     resources:
         **RESOURCES["small"],
     params:
-        rank_by=ZOO_RANK_BY,
-        alpha=config["analysis"]["ieat"]["alpha"],
+        settings=PLAN.settings("zoo_findings"),
     script:
         "../workflow/scripts/zoo_findings.py"

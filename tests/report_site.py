@@ -51,6 +51,8 @@ CONFIG = {
     "report": {"p_adjust": "holm", "control_class": "random"},
     "analysis": {"ieat": {"alpha": 0.05}, "bts": {"reference": "none"}},
 }
+#: The significance rule the tables and the report mark with (analysis.ieat.alpha, report.p_adjust).
+SIGNIFICANCE = {"alpha": 0.05, "adjust": "holm"}
 #: A digest longer than any screen, to check that the provenance page wraps it.
 LONG_HASH = "0123456789abcdef" * 16
 
@@ -119,8 +121,8 @@ def build(folder: Path) -> Path:
             make_tables.main,
             None,
             [
-                "--kind",
-                kind,
+                "--settings",
+                json.dumps({"kind": kind, "significance": SIGNIFICANCE}),
                 "--summary",
                 paths[source],
                 "--document",
@@ -191,12 +193,10 @@ def build(folder: Path) -> Path:
             str(provenance),
             "--analysis_sets",
             paths["analysis_sets"],
-            "--config",
-            json.dumps(CONFIG),
+            "--settings",
+            json.dumps({**SIGNIFICANCE, "config": CONFIG}),
             "--shown",
             *map(json.dumps, items),
-            "--alpha",
-            "0.05",
             "--index",
             str(site / "index.html"),
             "--files",

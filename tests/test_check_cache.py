@@ -94,7 +94,7 @@ def test_a_value_is_computed_each_time_where_the_cache_cannot_be_written(tmp_pat
 
 def test_reading_the_config_and_its_light_modules_imports_neither_torch_nor_scipy_stats():
     code = (
-        "import sys; from biastransfer import config; import biastransfer.stats.floors, biastransfer.models.resolve;"
+        "import sys; from biastransfer.workflow import config; import biastransfer.stats.floors, biastransfer.models.resolve;"
         "import biastransfer.report.artefacts, biastransfer.check_cache;"
         "print(sorted({'torch', 'scipy.stats', 'matplotlib', 'timm'} & set(sys.modules)))"
     )

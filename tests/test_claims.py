@@ -260,7 +260,7 @@ def _paper(edit):
     import copy
     from pathlib import Path
 
-    from biastransfer.config import check_config, read_configs
+    from biastransfer.workflow.config import check_config, read_configs
 
     config = copy.deepcopy(read_configs([Path(__file__).parents[1] / "config" / "paper.yaml"]))
     edit(config)
@@ -478,7 +478,7 @@ def test_the_landing_page_counts_the_claims_verdicts():
 def test_the_claims_overlay_has_enough_models_in_every_group_to_test_the_papers_claims():
     from pathlib import Path
 
-    from biastransfer.config import read_configs
+    from biastransfer.workflow.config import read_configs
 
     root = Path(__file__).parents[1]
     config = read_configs([root / "config" / "paper.yaml", root / "config" / "claims.yaml"])

@@ -284,11 +284,8 @@ def test_compare_paper_script_runs_standalone(reference, run_tables, tmp_path):
         str(tmp_path / "c.csv"),
         "--document",
         str(tmp_path / "c.tex"),
-        "--tolerances",
-        '{"ieat_d": 0.05}',
-        "--targets",
-        "man",
-        "woman",
+        "--settings",
+        '{"alpha": 0.05, "tolerances": {"ieat_d": 0.05}, "targets": ["man", "woman"]}',
     ]
     argv += [a for name, path in paths.items() for a in (f"--{name}", str(path))]
     run(module.main, None, argv)

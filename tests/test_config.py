@@ -11,7 +11,7 @@ import yaml
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-from biastransfer import config as cfg
+from biastransfer.workflow import config as cfg
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = str(ROOT / "workflow" / "schemas" / "config.schema.yaml")
@@ -286,7 +286,9 @@ def test_a_yaml_syntax_error_names_the_file_and_the_line(tmp_path):
     bad.write_text("datasets:\n  a: {kind: synthetic\n  b: 1\n")
     with pytest.raises(ValueError, match=r"bad.yaml, line 3, column 4: "):
         cfg.read_config_file(bad)
-    done = subprocess.run([sys.executable, "-m", "biastransfer.config", str(bad)], capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "biastransfer.workflow.config", str(bad)], capture_output=True, text=True
+    )
     assert done.returncode == 2 and f"{bad}, line 3" in done.stderr and "Traceback" not in done.stderr
     (tmp_path / "list.yaml").write_text("- a\n- b\n")
     with pytest.raises(ValueError, match="list.yaml: a config file holds a mapping of keys, not list"):

@@ -1,5 +1,5 @@
-"""One config checker (biastransfer.config_check.validate_config): what the workflow refuses before any job,
-``python -m biastransfer.config FILE...`` refuses with the same lines; every shipped config passes both."""
+"""One config checker (biastransfer.workflow.config_check.validate_config): what the workflow refuses before any job,
+``python -m biastransfer.workflow.config FILE...`` refuses with the same lines; every shipped config passes both."""
 
 import os
 import re
@@ -10,8 +10,8 @@ import pytest
 import yaml
 from conftest import ROOT, run_snakemake
 
-from biastransfer import config as cfg
-from biastransfer.config_check import main, validate_config, validation_problems
+from biastransfer.workflow import config as cfg
+from biastransfer.workflow.config_check import main, validate_config, validation_problems
 
 DEMO = ROOT / "config" / "config.yaml"
 
@@ -70,9 +70,9 @@ def overlay(tmp_path, name, content):
 
 
 def check_files(*paths, cwd):
-    """``python -m biastransfer.config PATH...`` run in ``cwd``."""
+    """``python -m biastransfer.workflow.config PATH...`` run in ``cwd``."""
     return subprocess.run(
-        [sys.executable, "-m", "biastransfer.config", *map(str, paths)],
+        [sys.executable, "-m", "biastransfer.workflow.config", *map(str, paths)],
         cwd=cwd,
         capture_output=True,
         text=True,
@@ -82,7 +82,7 @@ def check_files(*paths, cwd):
 
 
 def check_here(*paths, capsys, monkeypatch, cwd):
-    """``check_files`` in this process (``biastransfer.config_check.main``, what the command runs), so that
+    """``check_files`` in this process (``biastransfer.workflow.config_check.main``, what the command runs), so that
     torch and the model libraries are imported once, not by each check: (exit status, stdout, stderr)."""
     monkeypatch.chdir(cwd)
     capsys.readouterr()
@@ -155,7 +155,7 @@ def test_a_missing_file_or_none_is_refused_without_a_traceback(tmp_path):
     done = check_files(DEMO, tmp_path / "missing.yaml", cwd=tmp_path)
     assert done.returncode == 2 and "missing.yaml" in done.stderr and "Traceback" not in done.stderr
     done = check_files(cwd=tmp_path)
-    assert done.returncode == 2 and done.stderr.startswith("usage: python -m biastransfer.config FILE...")
+    assert done.returncode == 2 and done.stderr.startswith("usage: python -m biastransfer.workflow.config FILE...")
 
 
 @pytest.mark.parametrize("files", SHIPPED, ids=lambda files: "+".join(f.split("/")[-1] for f in files))

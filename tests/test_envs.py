@@ -138,9 +138,9 @@ def test_the_import_walk_follows_subpackages():
     assert "biastransfer.stats.bts" in imported_modules(lazy, SCRIPTS / "bts.py")
     assert "torch" in third_party_imports(SCRIPTS / "embed.py", set())
     assert "PIL" in third_party_imports(SCRIPTS / "synthetic_dataset.py", set())
-    # biastransfer.config's command (python -m) is the checker, which builds networks; importing it does not
-    assert "torch" in third_party_imports(LIBRARY / "biastransfer" / "config_check.py", set())
-    assert "torch" not in third_party_imports(LIBRARY / "biastransfer" / "config.py", set())
+    # biastransfer.workflow.config's command (python -m) is the checker, which builds networks; importing it does not
+    assert "torch" in third_party_imports(LIBRARY / "biastransfer" / "workflow" / "config_check.py", set())
+    assert "torch" not in third_party_imports(LIBRARY / "biastransfer" / "workflow" / "config.py", set())
     with pytest.raises(AssertionError, match="no module"):
         library_files("biastransfer.no_such_module")
 

@@ -197,8 +197,8 @@ UNBUILDABLE = {
 def test_the_estimate_refuses_the_models_the_workflow_refuses_and_writes_nothing(tmp_path):
     import yaml
 
-    from biastransfer.config import read_configs
     from biastransfer.models.resolve import model_spec_problems
+    from biastransfer.workflow.config import read_configs
 
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump(UNBUILDABLE, sort_keys=False))
     configs = [ROOT / "config" / "config.yaml", tmp_path / "bad.yaml"]

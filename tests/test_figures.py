@@ -346,10 +346,8 @@ def test_plot_scripts_run_standalone(run_tables, tmp_path):
         "coco",
         "--model",
         "resnet18",
-        "--adjust",
-        "holm",
-        "--alpha",
-        "0.01",
+        "--settings",
+        '{"alpha": 0.01, "adjust": "holm", "control_class": null, "lists": {}}',
     ]
     argv += [a for k, v in out.items() for a in (f"--{k}", v)]
     run(_script("plot_similarity").main, None, argv)
@@ -359,8 +357,8 @@ def test_plot_scripts_run_standalone(run_tables, tmp_path):
         [
             "--ieat",
             paths["ieat"],
-            "--alpha",
-            "0.01",
+            "--settings",
+            '{"alpha": 0.01, "adjust": "holm"}',
             "--png",
             str(tmp_path / "h.png"),
             "--pdf",
@@ -382,6 +380,8 @@ def test_plot_scripts_run_standalone(run_tables, tmp_path):
             *map(str, sorted(run_dir.glob("seed*/curve.csv"))),
             "--metrics",
             *map(str, sorted(run_dir.glob("seed*/metrics.json"))),
+            "--settings",
+            '{"scratch": false}',
             "--png",
             str(tmp_path / "k.png"),
             "--pdf",
@@ -395,8 +395,8 @@ def test_plot_scripts_run_standalone(run_tables, tmp_path):
         [
             "--metrics",
             str(scratch),
-            "--scratch",
-            "true",
+            "--settings",
+            '{"scratch": true}',
             "--png",
             str(tmp_path / "r.png"),
             "--pdf",
@@ -420,6 +420,8 @@ def test_plot_scripts_run_standalone(run_tables, tmp_path):
                 str(sheet[1]),
                 "--csv",
                 str(sheet[2]),
+                "--settings",
+                '{"per_class": 4}',
             ],
         )
     figures_written = [*out.values(), *(tmp_path / f"{n}.{e}" for n in "hckr" for e in ("png", "pdf")), *sheet[:2]]
@@ -567,14 +569,17 @@ def test_report_rules_run_and_the_report_builds(tmp_path):
         (tmp_path / "rules" / name).symlink_to(ROOT / "rules" / name)
     (tmp_path / "Snakefile").write_text(  # the rest of the workflow needs a whole config
         'import os\nimport sys\nfrom types import SimpleNamespace\n\nsys.path.insert(0, "src")\n\n'
-        "from biastransfer import config as cfg  # noqa: E402\nfrom biastransfer.paths import path  # noqa: E402\n"
+        "from biastransfer.workflow import config as cfg  # noqa: E402\nfrom biastransfer.paths import path  # noqa: E402\n"
         "from biastransfer.workflow.plan import Plan  # noqa: E402\n\n"
         "BASEDIR = str(workflow.current_basedir)\n"
         'RESOURCES = {"small": {"mem_mb": 500}, "plot": {"mem_mb": 1000}}\n\n\n'
         'configfile: "config.yaml"\n\n\n'
         "# the plan's part that rules/report.smk reads: no claims nor predictions in this config\n"
         "PLAN = SimpleNamespace(\n"
-        "    summary=Plan.summary, summaries=lambda *names: [], scratch_stages=cfg.scratch_stages(config)\n"
+        "    summary=Plan.summary,\n"
+        "    summaries=lambda *names: [],\n"
+        "    scratch_stages=cfg.scratch_stages(config),\n"
+        "    settings=Plan(config, BASEDIR).settings,\n"
         ")\n\n\n"
         'report: "workflow/report/workflow.rst"\n\n\n'
         'include: "rules/artefacts.smk"\ninclude: "rules/report.smk"\ninclude: "rules/tables.smk"\n\n\n'

@@ -16,11 +16,11 @@ import yaml
 from conftest import ROOT
 from snakemake.utils import validate
 
-from biastransfer import config as cfg
 from biastransfer.stats.bootstrap import IEATBlocks, ieat_changes
 from biastransfer.stats.floors import min_replicates, min_resampled_size
 from biastransfer.stats.ieat import ieat
 from biastransfer.stats.resampled_similarity import rank_correlation_ci, similarity_changes, similarity_replicates
+from biastransfer.workflow import config as cfg
 
 SCHEMA = str(ROOT / "workflow" / "schemas" / "config.schema.yaml")
 

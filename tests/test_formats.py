@@ -12,6 +12,7 @@ from biastransfer.data.manifest import read_manifest, validate_manifest, verify_
 from biastransfer.data.splits import Split, read_split, read_split_columns, write_split
 from biastransfer.embeddings import checked_embedding_ids, read_embeddings, read_metadata, write_embeddings
 from biastransfer.hashing import file_digest
+from biastransfer.workflow.rules.data import LeakageSettings
 
 
 def test_embeddings_round_trip_with_metadata(tmp_path):
@@ -166,12 +167,31 @@ def test_the_leakage_check_compares_ids_and_the_files_of_hashed_splits(tmp_path,
     write_manifest("m.parquet", pd.DataFrame({**analysis, "source": ["s", "s"], "reason": ["r", "r"]}))
     frame = pd.DataFrame({"image_id": ["1", "2"], "path": ["b.png", "c.png"], "labels": [["car"], []]})
     write_split("train.parquet", Split("d", "train", ("car",), frame))
-    check_leakage.main("m.parquet", ["train.parquet"], "ok")
+
+    def leakage(hashed: list) -> LeakageSettings:
+        return LeakageSettings(hash_files=hashed, evaluation=[])
+
+    check_leakage.main("m.parquet", ["train.parquet"], "ok", leakage(["train.parquet"]))
     assert Path("ok").read_text().startswith("2 analysis images of m.parquet are in none of 2 split images")
     write_split("val.parquet", Split("d", "val", ("car",), frame.assign(path=["a.png", "c.png"])))
-    check_leakage.main("m.parquet", ["train.parquet", "val.parquet"], "ok", hash_files=["train.parquet"])
+    check_leakage.main("m.parquet", ["train.parquet", "val.parquet"], "ok", leakage(["train.parquet"]))
     with pytest.raises(ValueError, match=r"split 'val.parquet': 1 image\(s\) with an analysis image's sha256: 1 "):
-        check_leakage.main("m.parquet", ["train.parquet", "val.parquet"], "ok", hash_files=True)
+        check_leakage.main(
+            "m.parquet", ["train.parquet", "val.parquet"], "ok", leakage(["train.parquet", "val.parquet"])
+        )
     write_split("test.parquet", Split("d", "test", ("car",), frame.assign(image_id=["x1", "3"])))
     with pytest.raises(ValueError, match=r"split 'test.parquet': 1 analysis image id\(s\): x1"):
-        check_leakage.main("m.parquet", ["train.parquet", "test.parquet"], "ok", hash_files=False)
+        check_leakage.main("m.parquet", ["train.parquet", "test.parquet"], "ok", leakage([]))
+    # each evaluation split against its training splits, recorded in the settings' order
+    for name, ids in (("eval_b.parquet", ["7", "8"]), ("eval_a.parquet", ["9"])):
+        write_split(name, Split("d", "test", ("car",), frame.head(len(ids)).assign(image_id=ids)))
+    pairs = [{"test": t, "training": ["train.parquet"]} for t in ("eval_b.parquet", "eval_a.parquet")]
+    splits = ["train.parquet", "eval_b.parquet", "eval_a.parquet"]
+    check_leakage.main("m.parquet", splits, "ok", LeakageSettings(hash_files=[], evaluation=pairs))
+    assert Path("ok").read_text().splitlines()[1:] == [
+        "evaluation split eval_b.parquet: 2 images, in none of train.parquet (2)",
+        "evaluation split eval_a.parquet: 1 images, in none of train.parquet (2)",
+    ]
+    write_split("eval_a.parquet", Split("d", "test", ("car",), frame.head(1).assign(image_id=["2"])))
+    with pytest.raises(ValueError, match=r"evaluation \(eval_a.parquet\) images leak .*\n  split 'train.parquet': 1"):
+        check_leakage.main("m.parquet", splits, "ok", LeakageSettings(hash_files=[], evaluation=pairs))

@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 import report_site
 
-from biastransfer.config import seeds_per_dataset
 from biastransfer.report.headline import finetuning_phrase, headline_summary, headline_table
 from biastransfer.report.html import html_table
+from biastransfer.workflow.config import seeds_per_dataset
 
 TEST = {"name": "t", "X": "x", "Y": "y", "A": "a", "B": "b"}
 
@@ -297,7 +297,6 @@ def test_a_missing_file_is_an_error_naming_it_before_any_page_is_written(tmp_pat
             provenance=pd.DataFrame(),
             items=[item],
             config={},
-            params={},
         )
     assert not (tmp_path / "out").exists()
     with pytest.raises(ValueError, match="unknown file role"):
@@ -310,7 +309,6 @@ def test_a_missing_file_is_an_error_naming_it_before_any_page_is_written(tmp_pat
             provenance=pd.DataFrame(),
             items=[{**item, "files": {"gif": "x"}}],
             config={},
-            params={},
         )
 
 

@@ -5,10 +5,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biastransfer.config import intervention_problems
 from biastransfer.embeddings import EmbeddingTable
 from biastransfer.stats.ieat import ieat
 from biastransfer.stats.intervention import direction, intervention_table
+from biastransfer.workflow.config import intervention_problems
+from biastransfer.workflow.rules.analysis import InterventionSummarySettings
 
 TEST = [{"name": "planted", "X": "x", "Y": "y", "A": "a", "B": "b", "role": "planted"}]
 DIMS, N = 8, 30
@@ -277,7 +278,8 @@ def test_an_intervention_on_a_table_that_changes_nothing_says_so(tmp_path, caplo
     table = pd.read_csv(cooccurrence)
     assert set(zip(table["split_images"], table["split_kept"], table["changed"])) == {(80, 80, False)}
     summary = tmp_path / "intervention.csv"
-    script("intervention_summary").main([], {"fix": "own"}, str(summary), [str(cooccurrence)])
+    settings = InterventionSummarySettings(sources=[["fix", "own"]])
+    script("intervention_summary").main([], settings, str(summary), [str(cooccurrence)])
     frame = pd.read_csv(summary, keep_default_na=False, na_values=[""])
     said = (
         "the intervention changed nothing in the training split (80 of 80 images kept, every weight 1: each "

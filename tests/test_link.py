@@ -31,6 +31,7 @@ from biastransfer.stats.link import (
     spearman_interval,
 )
 from biastransfer.workflow.rules.predictions import LinkSettings
+from biastransfer.workflow.rules.report import TableSettings
 
 NAMES, TASKS = ("person_a", "person_b"), ("car", "surfboard", "stop_sign")
 
@@ -339,7 +340,7 @@ def test_the_report_shows_the_link_as_a_table_a_figure_and_in_words(linked, tmp_
     assert "no iEAT of this run" in link_latex(table, corr, "other")
     main = _script("make_tables").main
     main(
-        "link",
+        TableSettings(kind="link", significance=None),
         linked["table"],
         str(tmp_path / "t.tex"),
         dataset="d",

@@ -12,13 +12,14 @@ from conftest import ROOT, run_snakemake
 from snakemake.utils import update_config
 from test_workflow import planned_jobs
 
-from biastransfer import config as cfg
 from biastransfer.report.findings.networks import (
     convergence,
     describe_attribution,
     describe_convergence,
     describe_reference,
 )
+from biastransfer.workflow import config as cfg
+from biastransfer.workflow.rules.analysis import AttributionDesign, AttributionSettings
 
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
@@ -100,7 +101,11 @@ def test_attribution_script_writes_one_row_per_pair(tmp_path):
     ]
     pd.DataFrame(rows).to_csv(tmp_path / "ieat.csv", index=False)
     spec = {"name": "x", "analysis_set": "s", "test": "t", "groups": {"a": ["a0", "a1", "a2"], "b": ["b0", "b1", "b2"]}}
-    main(str(tmp_path / "ieat.csv"), str(tmp_path / "out.csv"), [spec], {"simulations": 100, "power": 0.8})
+    design = AttributionDesign.from_mapping(
+        {"alternative": "two-sided", "permutations": 100_000, "level": 0.95, "alpha": 0.05}
+        | {"power": 0.8, "simulations": 100, "seed": 0}
+    )
+    main(str(tmp_path / "ieat.csv"), str(tmp_path / "out.csv"), AttributionSettings(comparisons=[spec], design=design))
     out = pd.read_csv(tmp_path / "out.csv")
     assert (
         len(out) == 1

@@ -1,6 +1,7 @@
 """The plan (biastransfer.workflow): each rule's settings built from the filled config, in one shape,
 without running anything."""
 
+import importlib.util
 import inspect
 import itertools
 import json
@@ -14,10 +15,12 @@ import pandas as pd
 import pytest
 import yaml
 
-from biastransfer import config as cfg
 from biastransfer.embeddings import write_embeddings
+from biastransfer.workflow import config as cfg
 from biastransfer.workflow.plan import Plan, switch
 from biastransfer.workflow.rules.analysis import ChangeSettings, IEATSettings
+from biastransfer.workflow.rules.report import MARKED_TABLES, TABLE_KINDS, TableSettings
+from biastransfer.workflow.rules.zoo import ZooForestSettings
 from biastransfer.workflow.settings import RULE_SETTINGS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,14 +39,21 @@ def plan(request):
     return Plan(config, ROOT)
 
 
-#: The plan's names that each wildcard of a settings class's build takes.
-WILDCARD_VALUES = {"analysis_set": "analysis_sets", "model": "models", "dataset": "finetune_datasets"}
+#: The values that each wildcard (or, for the tables' rules, the kind) of a settings class's build takes.
+WILDCARD_VALUES = {
+    "analysis_set": lambda plan: plan.analysis_sets,
+    "model": lambda plan: plan.models,
+    "dataset": lambda plan: plan.finetune_datasets,
+    "synthetic": lambda plan: plan.datasets_of_kind("synthetic"),
+    "summary": lambda plan: ["similarity", "bts", "ieat", "ieat_scratch"],  # rule summarise's
+    "kind": lambda plan: TABLE_KINDS,
+}
 
 
 def job_wildcards(plan: Plan, kind) -> list[dict[str, str]]:
     """The wildcards of every job whose settings ``kind`` builds (one empty mapping for a rule of one job)."""
     names = [n for n in inspect.signature(kind.build).parameters if n != "plan"]
-    return [dict(zip(names, v)) for v in itertools.product(*(getattr(plan, WILDCARD_VALUES[n]) for n in names))]
+    return [dict(zip(names, v)) for v in itertools.product(*(WILDCARD_VALUES[n](plan) for n in names))]
 
 
 def test_every_rules_settings_build_and_survive_their_round_trip(plan):
@@ -112,6 +122,43 @@ def test_a_mapping_with_a_missing_or_unknown_key_is_named():
         IEATSettings.from_mapping({"tests": [], "options": misspelt})
     with pytest.raises(TypeError, match=r"ChangeSettings \(change\): missing"):
         ChangeSettings.from_mapping({})
+
+
+def test_only_the_tables_with_marks_read_the_significance_rule_and_an_unknown_kind_is_named(plan):
+    for kind in TABLE_KINDS:
+        table = plan.rule_settings("table", kind=kind)
+        assert (table.significance is not None) == (kind in MARKED_TABLES), kind
+    assert table.significance is None and TableSettings.from_mapping(table.as_dict()) == table
+    marked = plan.rule_settings("table", kind="ieat")
+    assert marked.significance.alpha == plan.config["analysis"]["ieat"]["alpha"]
+    assert TableSettings.from_mapping(marked.as_dict()) == marked
+    with pytest.raises(ValueError, match="table kind 'heatmap'"):
+        plan.rule_settings("table", kind="heatmap")
+
+
+def test_the_table_kinds_are_those_make_tables_makes():
+    spec = importlib.util.spec_from_file_location("make_tables", ROOT / "workflow" / "scripts" / "make_tables.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert set(module.KINDS) == set(TABLE_KINDS)
+
+
+def test_the_paper_comparison_compares_the_papers_targets_unless_the_config_names_others(plan):
+    targets = plan.config["report"]["ieat_targets"]
+    assert plan.rule_settings("compare_paper").targets == (targets or ["man", "woman"])
+
+
+def test_the_zoos_ranking_is_asked_for_only_while_the_zoo_is_on():
+    zoo = cfg.read_configs([ROOT / "config/paper.yaml", ROOT / "config/zoo.yaml"])
+    cfg.check_config(zoo)
+    forest = Plan(zoo, ROOT).rule_settings("zoo_forest")
+    assert forest.ranked_by() == zoo["zoo"]["rank_by"] and ZooForestSettings.from_mapping(forest.as_dict()) == forest
+    paper = cfg.read_configs([ROOT / "config/paper.yaml"])
+    cfg.check_config(paper)
+    off = Plan(paper, ROOT).rule_settings("zoo_forest")
+    assert off.rank_by is None and ZooForestSettings.from_mapping(off.as_dict()) == off
+    with pytest.raises(ValueError, match="ZooForestSettings: no rank_by, the zoo is off"):
+        off.ranked_by()
 
 
 @pytest.mark.parametrize("value, on", [("on", True), (True, True), ("off", False), (False, False), (None, False)])

@@ -23,6 +23,7 @@ from biastransfer.report.amplification_report import amplification_frame, amplif
 from biastransfer.report.findings.amplification import describe_amplification, verdict
 from biastransfer.stats.amplification import ABSENT
 from biastransfer.stats.prediction_bias import Evaluation, Settings, embedding_leakage, prediction_bias
+from biastransfer.workflow.rules.data import SyntheticTestSplitSettings
 from biastransfer.workflow.rules.inference import PredictSettings
 from biastransfer.workflow.rules.predictions import AmplificationSettings
 
@@ -56,7 +57,7 @@ def drawn(tmp_path_factory):
         synthetic="syn",
     )
     _script("synthetic_test_split").main(
-        SPEC,
+        SyntheticTestSplitSettings(spec=SPEC),
         files["train"],
         files["val"],
         str(root / "test_images"),

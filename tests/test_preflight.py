@@ -9,11 +9,11 @@ import yaml
 from conftest import ROOT
 from fake_datasets import paper_mirror
 
-from biastransfer.config import fill_defaults
 from biastransfer.data import toy_mirror
 from biastransfer.data.download import apply_mirror
 from biastransfer.models.registry import REGISTRY
 from biastransfer.preflight import MISMATCH, MISSING, OK, REMOTE, UNLISTED, preflight
+from biastransfer.workflow.config import fill_defaults
 
 PAPER = yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())
 

@@ -96,8 +96,8 @@ def test_the_run_record_names_the_settings_seeds_versions_and_time(tmp_path):
     from datetime import datetime
     from importlib.metadata import version
 
-    from biastransfer import config as cfg
     from biastransfer.provenance import run_record
+    from biastransfer.workflow import config as cfg
 
     conf = cfg.fill_defaults(cfg.read_configs([ROOT / "config" / "config.yaml"]))
     record = run_record(conf, now=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC))

@@ -31,6 +31,7 @@ from biastransfer.models.resolve import resolve_spec
 from biastransfer.provenance import workflow_provenance
 from biastransfer.train import loop as tr
 from biastransfer.workflow.rules.inference import EmbedSettings
+from biastransfer.workflow.rules.report import ProvenanceSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 PRE = {"resize": 32, "crop": 32, "interpolation": "bilinear", "mean": [0.5] * 3, "std": [0.25] * 3}
@@ -219,6 +220,7 @@ def test_embeddings_and_the_provenance_table_show_what_a_finetuned_model_started
         embeddings=[str(out["pretrained"]), str(out["ft-coco-seed1"])],
         table=str(tmp_path / "p.csv"),
         html=str(tmp_path / "p.html"),
+        settings=ProvenanceSettings(models=[]),
     )
     table = pd.read_csv(tmp_path / "p.csv").set_index("stage")
     assert table.loc["ft-coco-seed1", "init_weights_sha256"] == file_digest(weights)
@@ -236,7 +238,10 @@ def test_the_provenance_rule_names_a_truncated_embeddings_file(tmp_path):
     cut.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
     with pytest.raises(ValueError, match=f"{cut}: not a readable Parquet file"):
         _script("provenance").main(
-            embeddings=[str(good), str(cut)], table=str(tmp_path / "p.csv"), html=str(tmp_path / "p.html")
+            embeddings=[str(good), str(cut)],
+            table=str(tmp_path / "p.csv"),
+            html=str(tmp_path / "p.html"),
+            settings=ProvenanceSettings(models=[]),
         )
     assert not (tmp_path / "p.csv").exists()
 

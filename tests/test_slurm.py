@@ -34,8 +34,8 @@ from conftest import scratch
 from slurm_cluster import local_slurm_cluster, missing_binaries
 from zoo_toy import small_zoo_config
 
-from biastransfer.config import read_configs
 from biastransfer.provenance import RUN_DEPENDENT_FIELDS
+from biastransfer.workflow.config import read_configs
 
 pytestmark = pytest.mark.slurm
 

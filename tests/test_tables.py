@@ -325,25 +325,16 @@ def test_make_tables_script_runs_standalone(summaries, tmp_path):
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     out = tmp_path / "bts.tex"
-    run(
-        module.main,
-        None,
-        [
-            "--kind",
-            "bts",
-            "--summary",
-            summaries["paths"]["bts"],
-            "--analysis_set",
-            "coco",
-            "--dataset",
-            "openimages",
-            "--document",
-            str(out),
-        ],
-    )
+    where = ["--summary", summaries["paths"]["bts"], "--analysis_set", "coco", "--dataset", "openimages"]
+    marked = '{"kind": "bts", "significance": {"alpha": 0.05, "adjust": "holm"}}'
+    run(module.main, None, [*where, "--document", str(out), "--settings", marked])
     assert out.read_text() == tables.bts_latex(summaries["bts"], "coco", "openimages", alpha=0.05)
+    unmarked = '{"kind": "bts", "significance": null}'
+    with pytest.raises(ValueError, match=r"table kind 'bts' needs \['alpha', 'adjust'\]"):
+        run(module.main, None, [*where, "--document", str(tmp_path / "x.tex"), "--settings", unmarked])
+    assert not (tmp_path / "x.tex").exists()
     with pytest.raises(ValueError, match="kind must be"):
-        run(module.main, None, ["--kind", "plot", "--summary", summaries["paths"]["bts"], "--document", str(out)])
+        run(module.main, None, [*where, "--document", str(out), "--settings", '{"kind": "plot", "significance": null}'])
 
 
 def test_over_several_seeds_the_interval_is_labelled_a_range_over_seeds_never_a_ci(summaries):

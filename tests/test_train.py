@@ -347,7 +347,7 @@ def test_paper_finetune_config_transcribes_tables_7_and_8():
 
     import yaml
 
-    from biastransfer.config import finetune_params
+    from biastransfer.workflow.config import finetune_params
 
     section = yaml.safe_load((Path(__file__).parents[1] / "config" / "paper.yaml").read_text())
     config = {"finetune": section["finetune"]}

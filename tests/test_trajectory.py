@@ -14,11 +14,11 @@ from conftest import ROOT, run_snakemake
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-from biastransfer import config as cfg
 from biastransfer.embeddings import EmbeddingTable, epoch_file, epoch_files, read_embeddings
 from biastransfer.report.findings.trajectory import describe_trajectories, settling_epoch
 from biastransfer.stats.trajectory import trajectory_table
 from biastransfer.train.trajectory import staging_folder
+from biastransfer.workflow import config as cfg
 
 SCHEMA = str(ROOT / "workflow" / "schemas" / "config.schema.yaml")
 DEMO = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())

@@ -23,7 +23,6 @@ from PIL import Image
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-from biastransfer.config import check_config, fill_defaults
 from biastransfer.data.manifest import read_manifest
 from biastransfer.data.splits import read_split, write_split
 from biastransfer.data.user import (
@@ -42,6 +41,8 @@ from biastransfer.data.user_evaluation import (
     table_train_attributes,
 )
 from biastransfer.hashing import file_digest
+from biastransfer.workflow.config import check_config, fill_defaults
+from biastransfer.workflow.rules.data import LeakageSettings
 
 EXAMPLE = ROOT / "config" / "examples" / "own_images.yaml"
 TINY = ROOT / "tests" / "configs" / "tiny.yaml"
@@ -266,9 +267,11 @@ def test_the_leakage_check_finds_an_analysis_image_in_a_table_dataset_by_its_has
         write_split(tmp_path / f"{split.name}.parquet", split)
     main = runpy.run_path(str(ROOT / "workflow" / "scripts" / "check_leakage.py"))["main"]
     splits = [str(tmp_path / "train.parquet"), str(tmp_path / "val.parquet")]
-    main(manifest=str(tmp_path / "m.parquet"), splits=splits, ok=str(tmp_path / "ok"), hash_files=False)
+    by_id = LeakageSettings(hash_files=[], evaluation=[])
+    main(manifest=str(tmp_path / "m.parquet"), splits=splits, ok=str(tmp_path / "ok"), settings=by_id)
+    hashed = LeakageSettings(hash_files=splits, evaluation=[])
     with pytest.raises(ValueError, match=r"image\(s\) with an analysis image's sha256: imgs/a/5.png"):
-        main(manifest=str(tmp_path / "m.parquet"), splits=splits, ok=str(tmp_path / "ok2"), hash_files=splits)
+        main(manifest=str(tmp_path / "m.parquet"), splits=splits, ok=str(tmp_path / "ok2"), settings=hashed)
 
 
 def test_the_config_check_accepts_user_sets_and_names_what_is_wrong(tmp_path):
@@ -647,14 +650,8 @@ def test_the_leakage_check_records_each_evaluation_split_and_fails_on_a_training
     write_split(tmp_path / "test.parquet", table_test_split(spec, "own"))
     main = runpy.run_path(str(ROOT / "workflow" / "scripts" / "check_leakage.py"))["main"]
     splits = [str(tmp_path / f"{s}.parquet") for s in ("train", "val", "test")]
-    evaluation = {splits[2]: splits[:2]}
-    main(
-        manifest=str(tmp_path / "m.parquet"),
-        splits=splits,
-        ok=str(tmp_path / "ok"),
-        hash_files=False,
-        evaluation=evaluation,
-    )
+    settings = LeakageSettings(hash_files=[], evaluation=[{"test": splits[2], "training": splits[:2]}])
+    main(manifest=str(tmp_path / "m.parquet"), splits=splits, ok=str(tmp_path / "ok"), settings=settings)
     assert (
         f"evaluation split {splits[2]}: 4 images, in none of {splits[0]} (4), {splits[1]} (2)"
         in (tmp_path / "ok").read_text()
@@ -664,10 +661,4 @@ def test_the_leakage_check_records_each_evaluation_split_and_fails_on_a_training
     with pytest.raises(
         ValueError, match=rf"split '{splits[0]}': 1 evaluation \({splits[2]}\) image id\(s\): imgs/a/0.png"
     ):
-        main(
-            manifest=str(tmp_path / "m.parquet"),
-            splits=splits,
-            ok=str(tmp_path / "ok2"),
-            hash_files=False,
-            evaluation=evaluation,
-        )
+        main(manifest=str(tmp_path / "m.parquet"), splits=splits, ok=str(tmp_path / "ok2"), settings=settings)

@@ -18,8 +18,9 @@ from zoo_toy import BROKEN, SMALL_ZOO, small_zoo_config
 
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
-from biastransfer.config import read_configs
 from biastransfer.report.zoo import ranking_table, status_table
+from biastransfer.workflow.config import read_configs
+from biastransfer.workflow.rules.analysis import ClaimsSettings
 from biastransfer.zoo import embed_settings, read_status, write_failure, zoo_problems
 
 ZOO = [ROOT / "config" / "paper.yaml", ROOT / "config" / "zoo.yaml"]  # the --configfile files, in order
@@ -135,8 +136,8 @@ ZOO_CLAIMS = {
 
 
 def test_a_zoo_tests_claims_on_pretrained_d_and_refuses_any_other_naming_it():
-    from biastransfer.config import merge_configs
-    from biastransfer.config_check import validation_problems
+    from biastransfer.workflow.config import merge_configs
+    from biastransfer.workflow.config_check import validation_problems
 
     assert validation_problems({**merge_configs(ZOO), "claims": copy.deepcopy(ZOO_CLAIMS)}) == []
     claims = copy.deepcopy(ZOO_CLAIMS)
@@ -204,8 +205,7 @@ def test_a_zoos_claims_job_reads_the_ieats_and_leaves_out_the_models_that_failed
     }
     main(
         ieat=str(tmp_path / "ieat.csv"),
-        claims=claims,
-        datasets=[],
+        settings=ClaimsSettings(claims=claims, datasets=[], adjust="holm"),
         table=str(tmp_path / "claims.csv"),
         values=str(tmp_path / "values.csv"),
         statuses=[str(p) for p in statuses],

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from biastransfer.config import evaluation_is_val, finetune_params, finetune_seeds, reference_seeds, switch
 from biastransfer.data.cache import CacheSetting
+from biastransfer.workflow.config import evaluation_is_val, finetune_params, finetune_seeds, reference_seeds, switch
 
 COSTS = Path(__file__).resolve().parents[2] / "resources" / "costs"
 INPUT_SIZE = {"openimages": "1024x768"}  # every other kind: COCO-like (640x480, an upper bound for small images)

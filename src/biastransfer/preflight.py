@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from biastransfer.config import evaluated
 from biastransfer.data import coco, openimages
 from biastransfer.data.download import apply_mirror, is_remote
 from biastransfer.data.kinds import kind_of, pinned
 from biastransfer.hashing import file_digest
+from biastransfer.workflow.config import evaluated
 
 OK, MISSING, MISMATCH, REMOTE, UNLISTED = "ok", "missing", "checksum mismatch", "remote", "not listed yet"
 COLUMNS = ("group", "file", "url", "found_at", "status", "detail")

@@ -166,7 +166,7 @@ OPENIMAGES_CLASSES = tuple(
 )
 
 #: Dataset kinds whose training split has a per-image attribute file, so that an intervention can take them,
-#: and the classes its objects are drawn from, for biastransfer.config.intervention_problems (None: a
+#: and the classes its objects are drawn from, for biastransfer.workflow.config.intervention_problems (None: a
 #: table's own, biastransfer.data.user.intervention_classes).
 INTERVENABLE = {
     "synthetic": ("objects of the synthetic scenes", SYNTHETIC_OBJECTS),

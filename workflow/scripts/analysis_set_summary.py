@@ -1,7 +1,7 @@
 """Class sizes of every analysis set (the paper's Tables 5 and 6).
 
 Standalone: python workflow/scripts/analysis_set_summary.py --manifests M1.parquet M2.parquet
---analysis_sets '{"a1": "dataset1", "a2": "dataset2"}' --table sizes.csv
+--settings '{"analysis_sets": [{"name": "a1", "dataset": "d1"}, {"name": "a2", "dataset": "d2"}]}' --table sizes.csv
 """
 
 import pandas as pd
@@ -9,13 +9,15 @@ import pandas as pd
 from biastransfer.atomic import write_csv
 from biastransfer.data.manifest import read_manifest
 from biastransfer.scripting import run
+from biastransfer.workflow.rules.data import AnalysisSetSummarySettings
 
 
-def main(manifests: list, analysis_sets: dict, table: str) -> None:
-    if len(manifests) != len(analysis_sets):
-        raise ValueError(f"{len(manifests)} manifests for {len(analysis_sets)} analysis sets")
+def main(manifests: list, settings: AnalysisSetSummarySettings, table: str) -> None:
+    sets = settings.analysis_sets
+    if len(manifests) != len(sets):
+        raise ValueError(f"{len(manifests)} manifests for {len(sets)} analysis sets")
     rows = []
-    for (name, dataset), path in zip(analysis_sets.items(), manifests):
+    for (name, dataset), path in zip(((s["name"], s["dataset"]) for s in sets), manifests):
         sizes = read_manifest(path).groupby("class", sort=False).size()
         rows += [{"analysis_set": name, "dataset": dataset, "class": c, "n": int(n)} for c, n in sizes.items()]
     write_csv(table, pd.DataFrame(rows))

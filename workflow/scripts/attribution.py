@@ -1,8 +1,10 @@
 """Compare groups of networks that differ only in their training data on their iEAT effect sizes.
 
 Standalone: python workflow/scripts/attribution.py --ieat results/summary/ieat.csv --table A.csv
---comparisons '[{"name": "planted", "analysis_set": "synthetic", "test": "surfboard_vs_car",
-"groups": {"planted": ["m0", "m1"], "none": ["n0", "n1"]}}]' [--options '{"alpha": 0.05}': fields of biastransfer.stats.Design]
+--settings '{"comparisons": [{"name": "planted", "analysis_set": "synthetic", "test": "surfboard_vs_car",
+"groups": {"planted": ["m0", "m1"], "none": ["n0", "n1"]}}], "design": {"alternative": "two-sided",
+"permutations": 100000, "level": 0.95, "alpha": 0.05, "power": 0.8, "simulations": 2000, "seed": 0}}'
+(design: the fields of biastransfer.stats.Design)
 """
 
 import logging
@@ -12,14 +14,14 @@ import pandas as pd
 from biastransfer.atomic import write_csv
 from biastransfer.scripting import run
 from biastransfer.stats.attribution import Design, attribution_table
+from biastransfer.workflow.rules.analysis import AttributionSettings
 
 log = logging.getLogger(__name__)
 
 
-def main(ieat: str, table: str, comparisons: list, options: dict | None = None) -> None:
-    result = attribution_table(
-        pd.read_csv(ieat, keep_default_na=False, na_values=[""]), comparisons, Design(**(options or {}))
-    )
+def main(ieat: str, table: str, settings: AttributionSettings) -> None:
+    design = Design(**settings.design.as_dict())
+    result = attribution_table(pd.read_csv(ieat, keep_default_na=False, na_values=[""]), settings.comparisons, design)
     write_csv(table, result)
     for row in result.itertuples():
         log.info(

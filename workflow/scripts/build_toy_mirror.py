@@ -19,12 +19,12 @@ from pathlib import Path
 
 import yaml
 
-from biastransfer.config import fill_defaults, read_config_file
 from biastransfer.data import toy_mirror
 from biastransfer.data.download import apply_mirror
 from biastransfer.models.resolve import model_spec
 from biastransfer.models.toy_weights import write_weights
 from biastransfer.scripting import run
+from biastransfer.workflow.config import fill_defaults, read_config_file
 
 log = logging.getLogger(__name__)
 

@@ -2,12 +2,12 @@
 evaluation image in a training split of its dataset.
 
 Images are compared by id and also by the sha256 of their files (the same picture under another id) in
-the splits ``hash_files`` names (true: every split, false: none); a split's files are hashed only when
-its rows do not record a sha256 already. ``evaluation`` maps each evaluation (test) split to the training
-splits it must share no image with (every split it names is one of ``splits``); the ok file records each.
+the splits the settings' ``hash_files`` names; a split's files are hashed only when its rows do not record a
+sha256 already. Their ``evaluation`` pairs each evaluation split (``test``) with the training splits it must
+share no image with (``training``; every split it names is one of ``splits``); the ok file records each.
 Standalone: python workflow/scripts/check_leakage.py --manifest M.parquet --splits a/train.parquet
-a/val.parquet a/test.parquet --ok leakage.ok [--hash_files false | --hash_files '["a/train.parquet"]']
-[--evaluation '{"a/test.parquet": ["a/train.parquet", "a/val.parquet"]}']
+a/val.parquet a/test.parquet --ok leakage.ok --settings '{"hash_files": ["a/train.parquet"],
+"evaluation": [{"test": "a/test.parquet", "training": ["a/train.parquet", "a/val.parquet"]}]}'
 """
 
 import logging
@@ -18,13 +18,14 @@ from biastransfer.data.manifest import read_manifest
 from biastransfer.data.splits import read_split_columns
 from biastransfer.hashing import file_digest
 from biastransfer.scripting import run
+from biastransfer.workflow.rules.data import LeakageSettings
 
 log = logging.getLogger(__name__)
 
 
-def main(manifest: str, splits: list, ok: str, hash_files: bool | list = True, evaluation: dict | None = None) -> None:
+def main(manifest: str, splits: list, ok: str, settings: LeakageSettings) -> None:
     analysis = read_manifest(manifest)
-    hashed = set(splits) if hash_files is True else set(hash_files or ())
+    hashed = set(settings.hash_files)
     frames = {}
     for path in splits:  # ids (and paths to hash) only: the labels of 1.7M training images are not needed
         if path in hashed:
@@ -34,7 +35,7 @@ def main(manifest: str, splits: list, ok: str, hash_files: bool | list = True, e
             frames[path] = read_split_columns(path, ["image_id"])
     check_no_leakage(analysis, frames)
     lines = []
-    for test, training in (evaluation or {}).items():
+    for test, training in ((e["test"], e["training"]) for e in settings.evaluation):
         unknown = [p for p in (test, *training) if p not in frames]
         if unknown:
             raise ValueError(f"evaluation: {unknown[0]} is not one of the splits checked")

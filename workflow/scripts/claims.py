@@ -2,9 +2,10 @@
 
 Snakemake: rule claims (rules/claims.smk). Standalone, for a reviewer:
 python workflow/scripts/claims.py --ieat results/summary/ieat.csv --change results/summary/ieat_change.csv
-    --bts results/summary/bts.csv --claims '{"groups": {...}, "tests": [...], "alpha": 0.05, ...}'
-    --datasets '["coco"]' --table out/claims.csv --values out/claim_values.csv [--adjust holm]
-(--claims: the filled config's claims section, e.g. from results/summary/config.yaml.) A zoo run, whose
+    --bts results/summary/bts.csv --table out/claims.csv --values out/claim_values.csv
+    --settings '{"claims": {"groups": {...}, "tests": [...], "alpha": 0.05, ...}, "datasets": ["coco"],
+    "adjust": "holm"}'
+(claims: the filled config's claims section, e.g. from results/summary/config.yaml.) A zoo run, whose
 claims compare groups on pretrained d: --ieat and --statuses results/zoo/status/*.json (no --change, --bts);
 a model that failed its check is left out of its group and named in the table.
 """
@@ -16,6 +17,7 @@ import pandas as pd
 from biastransfer.atomic import write_csv
 from biastransfer.scripting import run
 from biastransfer.stats.claim_measures import claims_from_summaries
+from biastransfer.workflow.rules.analysis import ClaimsSettings
 from biastransfer.zoo import read_status
 
 log = logging.getLogger(__name__)
@@ -27,19 +29,19 @@ def _read(path: str) -> pd.DataFrame:
 
 def main(
     ieat: str,
-    claims: dict,
-    datasets: list,
+    settings: ClaimsSettings,
     table: str,
     values: str,
     change: str | None = None,
     bts: str | None = None,
     statuses: list | None = None,
-    adjust: str = "holm",
 ) -> None:
     summaries = {name: _read(path) for name, path in (("ieat", ieat), ("change", change), ("bts", bts)) if path}
     failed = [record for record in map(read_status, statuses or []) if not record["ok"]]
     left_out = {r["model"]: f"failed its zoo check: {r['error'].splitlines()[0]}" for r in failed}
-    result, per_model = claims_from_summaries(claims, summaries, datasets=datasets, adjust=adjust, left_out=left_out)
+    result, per_model = claims_from_summaries(
+        settings.claims, summaries, datasets=settings.datasets, adjust=settings.adjust, left_out=left_out
+    )
     write_csv(values, per_model)
     write_csv(table, result)
     for row in result.itertuples():

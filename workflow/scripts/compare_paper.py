@@ -5,7 +5,7 @@ python workflow/scripts/compare_paper.py --reference resources/paper_reference.c
     --bts results/summary/bts.csv --ieat results/summary/ieat.csv
     --finetune_metrics results/summary/finetune_metrics.csv --analysis_sets results/summary/analysis_sets.csv
     --csv out/paper_comparison.csv --document out/paper_comparison.tex
-    [--alpha 0.05] [--tolerances '{"ieat_d": 0.1}'] [--targets man woman]
+    --settings '{"alpha": 0.05, "tolerances": {"ieat_d": 0.1}, "targets": ["man", "woman"]}'
 """
 
 import logging
@@ -16,6 +16,7 @@ from biastransfer.report.figures import BTS_COLUMNS
 from biastransfer.report.formatting import read_summary
 from biastransfer.report.tables import FINETUNE_COLUMNS, IEAT_COLUMNS
 from biastransfer.scripting import run
+from biastransfer.workflow.rules.report import ComparisonSettings
 
 log = logging.getLogger(__name__)
 
@@ -28,18 +29,16 @@ def main(
     analysis_sets: str,
     csv: str,
     document: str,
-    alpha: float = 0.05,
-    tolerances: dict | None = None,
-    targets: list | None = None,
+    settings: ComparisonSettings,
 ) -> None:
     ours = run_measurements(
         bts=read_summary(bts, BTS_COLUMNS),
         ieat=read_summary(ieat, IEAT_COLUMNS),
         finetune_metrics=read_summary(finetune_metrics, FINETUNE_COLUMNS),
         analysis_sets=read_summary(analysis_sets, ("analysis_set", "class", "n")),
-        targets=tuple(targets or ("man", "woman")),
+        targets=tuple(settings.targets),
     )
-    comparison = compare_to_paper(ours, read_reference(reference), tolerances=tolerances, alpha=alpha)
+    comparison = compare_to_paper(ours, read_reference(reference), tolerances=settings.tolerances, alpha=settings.alpha)
     write_csv(csv, comparison.rows)
     write_text(document, comparison_document(comparison))
     log.info(

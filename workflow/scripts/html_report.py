@@ -7,7 +7,8 @@ Standalone (the rule html_report passes the same; each --shown value one item as
 report.site.ITEM_KEYS):
 python workflow/scripts/html_report.py --ieat results/summary/ieat.csv --bts results/summary/bts.csv
 --findings results/summary/findings.rst --provenance results/summary/provenance.csv
---analysis_sets results/summary/analysis_sets.csv --config "$(cat results/summary/config.json)"
+--analysis_sets results/summary/analysis_sets.csv
+--settings "{\"alpha\": 0.05, \"adjust\": \"holm\", \"config\": $(cat results/summary/config.json)}"
 --shown '{"kind": "figure", "group": "iEAT", "title": "effect sizes", "caption": "workflow/report/ieat_heatmap.rst",
 "files": {"png": "results/figures/ieat_heatmap.png", "pdf": "results/figures/ieat_heatmap.pdf"}}'
 --index out/index.html --pages out/findings.html out/tables.html out/figures.html out/provenance.html --files out/files
@@ -23,7 +24,6 @@ import pandas as pd
 import yaml
 
 from biastransfer.atomic import write_text
-from biastransfer.config import seeds_per_dataset
 from biastransfer.provenance import run_record
 from biastransfer.report.findings import claims_sentence, link_sentences
 from biastransfer.report.formatting import read_summary
@@ -32,6 +32,8 @@ from biastransfer.report.html import PAGES
 from biastransfer.report.site import write_site, zip_site
 from biastransfer.report.tables import IEAT_COLUMNS
 from biastransfer.scripting import run
+from biastransfer.workflow.config import seeds_per_dataset
+from biastransfer.workflow.rules.report import HtmlReportSettings
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +77,7 @@ def main(
     findings: str,
     provenance: str,
     analysis_sets: str,
-    config: dict,
+    settings: HtmlReportSettings,
     shown: list,
     index: str,
     pages: list,
@@ -83,12 +85,11 @@ def main(
     verdicts: str,
     bundle: str,
     citation: str = "",
-    alpha: float = 0.05,
-    adjust: str = "holm",
     snakemake_report: str = "../report.html",
     claims: list | str | None = None,
     link: list | str | None = None,
 ) -> None:
+    config, alpha, adjust = settings.config, settings.alpha, settings.adjust
     site = Path(index).parent
     expected = sorted(str(site / name) for name, _ in PAGES[1:]) + [str(site / "files")]
     if sorted(map(str, map(Path, pages))) + [str(Path(files))] != expected:
@@ -106,7 +107,6 @@ def main(
     )
     prov = pd.read_csv(provenance, dtype=str, keep_default_na=False)
     sets = read_summary(analysis_sets, ("analysis_set", "class", "n"))
-    params = {"adjust": adjust, "alpha": alpha, "control_class": config["report"]["control_class"]}
     summary = headline_summary(
         table,
         synthetic=any(s["source"] == "synthetic" for s in config["analysis_sets"].values()),
@@ -131,7 +131,6 @@ def main(
         provenance=prov,
         items=items,
         config=config,
-        params=params,
         snakemake_report=snakemake_report,
         citation=yaml.safe_load(Path(citation).read_text()) if citation else None,
         run_provenance=run_record(config),

@@ -5,7 +5,7 @@ prediction-level measures of the same networks side by side (from results/summar
 there is one).
 
 Standalone: python workflow/scripts/intervention_summary.py
---changes results/interventions/I/synthetic/democnn.csv --sources '{"I": "S"}'
+--changes results/interventions/I/synthetic/democnn.csv --settings '{"sources": [["I", "S"]]}'
 --cooccurrence results/interventions/I/cooccurrence.csv
 [--amplification results/summary/amplification.csv] --summary results/summary/intervention.csv
 """
@@ -17,11 +17,17 @@ import pandas as pd
 from biastransfer.atomic import write_csv
 from biastransfer.scripting import run
 from biastransfer.stats.intervention import data_rows, embedding_rows, prediction_rows
+from biastransfer.workflow.rules.analysis import InterventionSummarySettings
 
 
 def main(
-    changes: list, sources: dict, summary: str, cooccurrence: list | str, amplification: list | str | None = None
+    changes: list,
+    settings: InterventionSummarySettings,
+    summary: str,
+    cooccurrence: list | str,
+    amplification: list | str | None = None,
 ) -> None:
+    sources = dict(settings.sources)
     changes = [changes] if isinstance(changes, str) else list(changes)
     frames = []
     for path in changes:  # results/interventions/{intervention}/{analysis_set}/{model}.csv

@@ -2,7 +2,7 @@
 booktabs), its ``tabular`` alone for ``\\input`` into a paper (--fragment) and its rows as numbers (--csv,
 for the HTML report and for downloads).
 
---kind and the summary table it reads (--summary):
+The settings' kind and the summary table it reads (--summary):
   analysis_set  Tables 5/6  results/summary/analysis_sets.csv     with --analysis_set
   ieat          Tables 2/9  results/summary/ieat.csv              with --analysis_set [--scratch
                             results/summary/ieat_scratch.csv: the scratch reference's rows]
@@ -18,11 +18,13 @@ for the HTML report and for downloads).
 
 Snakemake: rules table_<kind> (rules/tables.smk, one for each table artefact).
 Standalone, for a reviewer:
-python workflow/scripts/make_tables.py --kind bts --summary results/summary/bts.csv
+python workflow/scripts/make_tables.py --summary results/summary/bts.csv
     --analysis_set coco --dataset coco --document out/bts_coco_ft-coco.tex
-    [--fragment out/bts_coco_ft-coco_tabular.tex --csv out/bts_coco_ft-coco.csv] [--adjust holm|bh] [--alpha 0.01]
+    --settings '{"kind": "bts", "significance": {"alpha": 0.01, "adjust": "holm"}}'
+    [--fragment out/bts_coco_ft-coco_tabular.tex --csv out/bts_coco_ft-coco.csv]
 
---alpha and --adjust: the run's significance rule (analysis.ieat.alpha, report.p_adjust) of the marks.
+significance: the run's significance rule of the marks (analysis.ieat.alpha; report.p_adjust, holm or bh), for
+the kinds that mark significance (ieat, bts; null for the others).
 """
 
 import inspect
@@ -52,6 +54,7 @@ from biastransfer.report.tables import (
 )
 from biastransfer.report.trajectory import TRAJECTORY_REQUIRED, trajectory_frame, trajectory_latex
 from biastransfer.scripting import run
+from biastransfer.workflow.rules.report import TableSettings
 
 log = logging.getLogger(__name__)
 
@@ -71,26 +74,28 @@ KINDS = {
 }
 
 
-def _built(builder, table, options: dict):
+def _built(kind: str, builder, table, options: dict):
     """``builder(table, ...)`` given the options that its signature names (every one of them: a name that is
-    not an option is a KeyError, not a silent default)."""
+    not an option is an error, not a silent default)."""
     names = list(inspect.signature(builder).parameters)[1:]
+    missing = [name for name in names if name not in options]
+    if missing:
+        raise ValueError(f"table kind {kind!r} needs {missing}, which its settings do not give")
     return builder(table, **{name: options[name] for name in names})
 
 
 def main(
-    kind: str,
+    settings: TableSettings,
     summary: str,
     document: str,
     analysis_set: str = "",
     dataset: str = "",
-    adjust: str = "holm",
-    alpha: float = 0.05,
     fragment: str = "",
     csv: str = "",
     scratch: list | None = None,
     correlation: str = "",
 ) -> None:
+    kind = settings.kind
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
     required, text_of, rows_of = KINDS[kind]
@@ -99,12 +104,11 @@ def main(
     options = {
         "analysis_set": analysis_set,
         "dataset": dataset,
-        "adjust": adjust,
-        "alpha": alpha,
+        **(settings.significance.as_dict() if settings.significance else {}),
         "scratch": read_summary(scratch[0], IEAT_COLUMNS + IEAT_PARTS) if scratch else None,
         "correlation": read_summary(correlation, CORRELATION_REQUIRED) if correlation else None,
     }
-    text, rows = _built(text_of, table, options), _built(rows_of, table, options)
+    text, rows = _built(kind, text_of, table, options), _built(kind, rows_of, table, options)
     write_text(document, text)
     if fragment:
         write_text(fragment, latex_fragment(text))

@@ -2,7 +2,8 @@
 
 Snakemake: rule plot_ieat (rules/report.smk). Standalone, for a reviewer:
 python workflow/scripts/plot_ieat.py --ieat results/summary/ieat.csv
-    --png out/ieat_heatmap.png --pdf out/ieat_heatmap.pdf --alpha 0.01 [--adjust holm|bh]
+    --png out/ieat_heatmap.png --pdf out/ieat_heatmap.pdf --settings '{"alpha": 0.01, "adjust": "holm"}'
+(adjust: holm or bh)
 """
 
 import logging
@@ -12,14 +13,15 @@ from biastransfer.report.ieat_figures import ieat_heatmap
 from biastransfer.report.style import figure_stem, save_figure
 from biastransfer.report.tables import IEAT_COLUMNS
 from biastransfer.scripting import run
+from biastransfer.workflow.rules.report import SignificanceSettings
 
 log = logging.getLogger(__name__)
 
 
-def main(ieat: str, png: str, pdf: str, alpha: float, adjust: str = "holm") -> None:
+def main(ieat: str, png: str, pdf: str, settings: SignificanceSettings) -> None:
     stem = figure_stem(png, pdf)
     table = read_summary(ieat, IEAT_COLUMNS)
-    written = save_figure(ieat_heatmap(table, alpha=alpha, adjust=adjust), stem)
+    written = save_figure(ieat_heatmap(table, alpha=settings.alpha, adjust=settings.adjust), stem)
     log.info("%d iEAT rows -> %s", len(table), ", ".join(map(str, written)))
 
 

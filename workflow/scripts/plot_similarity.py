@@ -7,10 +7,10 @@ python workflow/scripts/plot_similarity.py --similarity results/summary/similari
     --intra_png out/intra.png --intra_pdf out/intra.pdf --inter_png out/inter.png
     --inter_pdf out/inter.pdf --rank_png out/rank.png --rank_pdf out/rank.pdf --person_png out/person.png
     --person_pdf out/person.pdf
-    --alpha 0.01 --adjust holm [--control_class random] [--lists '{"intra": [...], "inter": [[p, q], ...]}']
+    --settings '{"alpha": 0.01, "adjust": "holm", "control_class": "random", "lists": {"intra": [...], "inter": [[p, q], ...]}}'
 
 ``lists`` (the analysis set's ``bts`` section) restricts the figures to the classes and pairs the
-BTS ranks; without it every class and pair in the summary is drawn. ``change`` may be empty (no
+BTS ranks; when it lists none, every class and pair in the summary is drawn. ``change`` may be empty (no
 bootstrap): the change panel then shows each seed's change without an interval.
 """
 
@@ -31,6 +31,7 @@ from biastransfer.report.formatting import read_summary
 from biastransfer.report.person_figures import person_figure
 from biastransfer.report.style import figure_stem, save_figure
 from biastransfer.scripting import run
+from biastransfer.workflow.rules.report import SimilarityFigures
 
 log = logging.getLogger(__name__)
 
@@ -54,11 +55,9 @@ def main(
     person_pdf: str,
     analysis_set: str,
     model: str,
-    alpha: float,
-    adjust: str,
-    control_class: str | None = None,
-    lists: dict | None = None,
+    settings: SimilarityFigures,
 ) -> None:
+    alpha, adjust, control_class, lists = settings.alpha, settings.adjust, settings.control_class, settings.lists
     sims = read_summary(similarity, SIMILARITY_COLUMNS)
     scores = read_summary(bts, BTS_COLUMNS)
     changes = _changes(change)

@@ -3,7 +3,7 @@ mirror or a data root, check presence and checksums, and report what is missing 
 
 Give the same config files as to Snakemake (later ones merged into earlier ones, as ``--configfile`` does)
 and run it from the run's working directory. The config is checked first as the workflow checks it
-(biastransfer.config_check.validate_config, the checker of `python -m biastransfer.config`); a config the workflow refuses, or a
+(biastransfer.workflow.config_check.validate_config, the checker of `python -m biastransfer.workflow.config`); a config the workflow refuses, or a
 bad argument, ends with status 2 and its message, before anything is written. Exits with status 1 if a
 file is missing or fails its checksum.
 Standalone: python workflow/scripts/preflight.py --configfile config/paper.yaml my-cluster.yaml --table need.csv
@@ -18,12 +18,12 @@ python workflow/scripts/preflight.py --configfile config/paper.yaml --estimate -
 import sys
 
 from biastransfer.atomic import atomic_path
-from biastransfer.config import merge_configs
-from biastransfer.config_check import validate_config
 from biastransfer.estimate import estimate as cost_estimate
 from biastransfer.estimate import format_estimate, predict_share
 from biastransfer.preflight import MISMATCH, MISSING, preflight, summary
 from biastransfer.scripting import run
+from biastransfer.workflow.config import merge_configs
+from biastransfer.workflow.config_check import validate_config
 
 
 def main(configfile: list, table: str | None = None, estimate: bool = False, gpus: int = 1, cores: int = 16) -> None:

@@ -5,10 +5,10 @@ validation splits) into one table, as CSV and as an HTML page for the report (on
 wrapped; report.site.provenance_page). A file that cannot be read is an error naming it, before anything is
 written.
 
-Standalone: python workflow/scripts/provenance.py --embeddings a.parquet b.parquet --models m --origins O.json
-    --table P.csv --html P.html
-(``--origins``: per model of ``--models``, its weights record or, for a model pretrained by the workflow, its
-pretraining metrics.json.)
+Standalone: python workflow/scripts/provenance.py --embeddings a.parquet b.parquet --origins O.json
+    --settings '{"models": ["m"]}' --table P.csv --html P.html
+(``--origins``: per model of the settings' ``models``, its weights record or, for a model pretrained by the
+workflow, its pretraining metrics.json.)
 """
 
 import json
@@ -22,6 +22,7 @@ from biastransfer.hashing import file_digest
 from biastransfer.provenance import workflow_provenance
 from biastransfer.report.site import provenance_page
 from biastransfer.scripting import run
+from biastransfer.workflow.rules.report import ProvenanceSettings
 
 COLUMNS = (
     "analysis_set",
@@ -56,7 +57,8 @@ def weights_source(path: str) -> str:
         raise ValueError(f"{path}: neither a weights record nor a pretraining metrics.json ({err!r})") from None
 
 
-def main(embeddings: list, table: str, html: str, models: list = (), origins: list = ()) -> None:
+def main(embeddings: list, table: str, html: str, settings: ProvenanceSettings, origins: list = ()) -> None:
+    models = settings.models
     if len(models) != len(origins):
         raise ValueError(f"{len(models)} model(s) but {len(origins)} weights origin(s): {models} / {origins}")
     sources = {model: weights_source(origin) for model, origin in zip(models, origins)}

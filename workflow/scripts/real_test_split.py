@@ -12,11 +12,11 @@ import logging
 
 import pandas as pd
 
-from biastransfer.config import evaluation_is_val
 from biastransfer.data.kinds import kind_of
 from biastransfer.data.leakage import check_no_leakage
 from biastransfer.data.splits import read_split_columns, write_split
 from biastransfer.scripting import run
+from biastransfer.workflow.config import evaluation_is_val
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ that they leave the finetuning study's p-values as they are. Stars, findings and
 these adjusted p-values. The trajectory tables (one per analysis set, model and finetune dataset) are
 only concatenated: their p-values describe single epochs, not a reported family.
 
-Standalone: python workflow/scripts/summarise.py --summary bts --tables b1.csv b2.csv ... --table B.csv
+Standalone: python workflow/scripts/summarise.py --settings '{"summary": "bts"}' --tables b1.csv b2.csv ... --table B.csv
 """
 
 import logging
@@ -18,12 +18,14 @@ import pandas as pd
 from biastransfer.atomic import write_csv
 from biastransfer.scripting import run
 from biastransfer.stats.results import add_adjusted_pvalues
+from biastransfer.workflow.rules.analysis import SummaryTable
 
 log = logging.getLogger(__name__)
 SUMMARIES = ("similarity", "bts", "ieat", "ieat_scratch", "trajectory", "layer_profile")
 
 
-def main(summary: str, tables: list, table: str) -> None:
+def main(settings: SummaryTable, tables: list, table: str) -> None:
+    summary = settings.summary
     if summary not in SUMMARIES:
         raise ValueError(f"summary must be one of {', '.join(SUMMARIES)}, not {summary!r}")
     frame = pd.concat([pd.read_csv(p, keep_default_na=False, na_values=[""]) for p in tables], ignore_index=True)

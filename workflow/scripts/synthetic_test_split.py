@@ -6,8 +6,9 @@ disjoint from train and val by image id and file sha256. The attribute is the fi
 (person_a / person_b); a scene without a figure has none (a null attribute, counted in the log).
 
 Standalone (``spec`` as for synthetic_dataset.py, with ``n_test``):
-python workflow/scripts/synthetic_test_split.py --spec '{"kind": "synthetic", "n_test": 100, "size": 64,
-"label_groups": false, "p_person": 0.8, "p_object": 0.85, "cooccurrence": {}, "p_occluded": 0, "seed": 0}'
+python workflow/scripts/synthetic_test_split.py --settings '{"spec": {"kind": "synthetic", "n_test": 100,
+"size": 64, "label_groups": false, "p_person": 0.8, "p_object": 0.85, "cooccurrence": {}, "p_occluded": 0,
+"seed": 0}}'
 --train /tmp/syn/train.parquet --val /tmp/syn/val.parquet --images /tmp/syn/test_images
 --test /tmp/syn/test.parquet --attributes /tmp/syn/test_attributes.parquet [--synthetic NAME]
 """
@@ -22,6 +23,7 @@ from biastransfer.data.leakage import check_no_leakage
 from biastransfer.data.splits import Split, read_split, write_split
 from biastransfer.hashing import file_digest
 from biastransfer.scripting import run
+from biastransfer.workflow.rules.data import SyntheticTestSplitSettings
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +45,15 @@ def draw_test_split(spec: dict, images: str, name: str) -> tuple[Split, pd.DataF
 
 
 def main(
-    spec: dict, train: str, val: str, images: str, test: str, attributes: str, synthetic: str = "synthetic"
+    settings: SyntheticTestSplitSettings,
+    train: str,
+    val: str,
+    images: str,
+    test: str,
+    attributes: str,
+    synthetic: str = "synthetic",
 ) -> None:
+    spec = settings.spec
     if spec["n_test"] < 1:
         raise ValueError(f"dataset {synthetic!r}: n_test is {spec['n_test']}, so it has no test split to draw")
     split, frame = draw_test_split(spec, images, synthetic)

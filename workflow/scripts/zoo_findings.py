@@ -2,7 +2,7 @@
 its claims about groups of models (when claims.tests lists any).
 
 Standalone: python workflow/scripts/zoo_findings.py --ranking results/zoo/ranking.csv \\
-    --status_csv results/zoo/status.csv --rank_by '{"analysis_set": "coco", "test": "t"}' --alpha 0.05 \\
+    --status_csv results/zoo/status.csv --settings '{"rank_by": {"analysis_set": "coco", "test": "t"}, "alpha": 0.05}' \\
     --findings F.rst --html F.html [--claims results/summary/claims.csv]
 """
 
@@ -12,6 +12,7 @@ from biastransfer.atomic import write_text
 from biastransfer.report.findings import describe_claims, describe_zoo
 from biastransfer.report.html import rst_to_html
 from biastransfer.scripting import run
+from biastransfer.workflow.rules.zoo import ZooFindingsSettings
 
 
 def _read(path: str) -> pd.DataFrame:
@@ -19,9 +20,9 @@ def _read(path: str) -> pd.DataFrame:
 
 
 def main(
-    ranking: str, status_csv: str, rank_by: dict, alpha: float, findings: str, html: str, claims: list | None = None
+    ranking: str, status_csv: str, settings: ZooFindingsSettings, findings: str, html: str, claims: list | None = None
 ) -> None:
-    text = describe_zoo(_read(ranking), _read(status_csv), alpha=alpha, **rank_by)
+    text = describe_zoo(_read(ranking), _read(status_csv), alpha=settings.alpha, **settings.ranked_by())
     if claims:
         text += "\n" + "\n".join(describe_claims(_read(claims[0])))
     write_text(findings, text)

@@ -218,7 +218,7 @@ def model_spec_problems(config: Mapping) -> list[str]:
     or its pretrained tag; resolved without weights or network, before any job (rules/common.smk, and the
     preflight and estimate), and remembered once passed for these entries (``biastransfer.check_cache``:
     timm, open_clip and torchvision are imported only then). Not in a zoo, which records a model that does
-    not resolve and leaves it out (docs/zoo.md). Kept out of ``biastransfer.config``, which the scripts of
+    not resolve and leaves it out (docs/zoo.md). Kept out of ``biastransfer.workflow.config``, which the scripts of
     environments without these libraries import."""
     if config["zoo"]:
         return []

@@ -45,6 +45,8 @@ FAMILIES = {
     "lr": "finetune",
     "n_images": "analysis_set",
 }
+#: The (X, Y) of the paper's iEATs, the ones compared when the config names none (report.ieat_targets).
+PAPER_TARGETS = ("man", "woman")
 P_MEASURES = frozenset({"bts_intra_p", "bts_inter_p", "ieat_p"})
 #: Largest |ours - paper| still called agreement. Effect sizes and rho from a re-run (new draws of
 #: analysis images' embeddings, new finetuning seeds) differ by noise of about this size.
@@ -86,7 +88,7 @@ def run_measurements(
     ieat: pd.DataFrame | None = None,
     finetune_metrics: pd.DataFrame | None = None,
     analysis_sets: pd.DataFrame | None = None,
-    targets: tuple[str, str] = ("man", "woman"),
+    targets: tuple[str, str] = PAPER_TARGETS,
 ) -> pd.DataFrame:
     """A run's numbers in the reference's keys (``JOIN_KEYS``) with ``value``, ``n_seeds`` and ``floor``
     (the smallest p its method can give, for iEAT p-values; NaN elsewhere).

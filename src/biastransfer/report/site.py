@@ -28,17 +28,18 @@ ITEM_KEYS = ("kind", "group", "title", "caption", "files")
 
 
 class _Words(SimpleNamespace):
-    """Wildcards or params for a caption template: a name it lacks renders as ``?``, not an error."""
+    """Wildcards for a caption template: a name it lacks renders as ``?``, not an error."""
 
     def __getattr__(self, name):
         return "?"
 
 
-def render_caption(path: str | Path, config: Mapping, wildcards: Mapping, params: Mapping) -> str:
-    """A report caption (a Jinja template of reStructuredText) rendered as Snakemake's report does."""
+def render_caption(path: str | Path, config: Mapping, wildcards: Mapping) -> str:
+    """A report caption (a Jinja template of reStructuredText) rendered as Snakemake's report does; a caption
+    reads the config and its item's wildcards (not its rule's params, which the static report does not have)."""
     import jinja2
 
-    snakemake = SimpleNamespace(config=config, wildcards=_Words(**wildcards), params=_Words(**params))
+    snakemake = SimpleNamespace(config=config, wildcards=_Words(**wildcards))
     return rst_to_html(jinja2.Environment().from_string(Path(path).read_text()).render(snakemake=snakemake))
 
 
@@ -253,7 +254,6 @@ def write_site(
     provenance: pd.DataFrame,
     items: Sequence[Mapping],
     config: Mapping,
-    params: Mapping,
     snakemake_report: str = "../report.html",
     citation: Mapping | None = None,
     run_provenance: Mapping[str, str] | None = None,
@@ -277,7 +277,7 @@ def write_site(
             continue
         shown.append({**item, "files": files})
         if item["kind"] != "page":
-            caption = render_caption(item["caption"], config, item.get("wildcards", {}), params)
+            caption = render_caption(item["caption"], config, item.get("wildcards", {}))
             blocks[item["kind"]].append((item["group"], _item_html(item, files, caption)))
     pages = {
         "index.html": page(

@@ -11,11 +11,11 @@ from collections.abc import Mapping
 from functools import cached_property
 from typing import Any
 
-from biastransfer import config as cfg
 from biastransfer.claims import claims_on
-from biastransfer.config import switch
 from biastransfer.paths import path
 from biastransfer.stages import PRETRAINED, finetuned_stage, parse_stage, scratch_stage, stage_kind
+from biastransfer.workflow import config as cfg
+from biastransfer.workflow.config import switch
 from biastransfer.workflow.settings import RULE_SETTINGS, Settings
 
 #: The finetuning datasets read from real files (their splits come from rules/real_data.smk).
@@ -46,7 +46,7 @@ SUMMARIES = (
 
 
 class Plan:
-    """One run's plan from its filled config (``biastransfer.config.fill_defaults`` and ``check_config``).
+    """One run's plan from its filled config (``biastransfer.workflow.config.fill_defaults`` and ``check_config``).
 
     ``basedir`` is the workflow's own folder (the shipped word list is found there, wherever the workflow is
     run from or included as a module).
@@ -161,6 +161,14 @@ class Plan:
     @cached_property
     def cache_on(self) -> bool:
         return switch(self.config["finetune"]["cache"])
+
+    @cached_property
+    def cache_format(self) -> str:
+        """The format version of the image caches this library writes (``biastransfer.data.cache``; imported
+        here, so that the settings modules, which every step script imports, need no imaging library)."""
+        from biastransfer.data.cache import CACHE_FORMAT
+
+        return CACHE_FORMAT
 
     @cached_property
     def layers_on(self) -> bool:

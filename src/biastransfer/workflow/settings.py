@@ -81,10 +81,14 @@ def canonical(value: Any) -> Any:
 
 
 def _typed(annotation: Any, value: Any) -> Any:
-    """A field's value as its declared type where that is a settings class; any other value as given."""
-    if inspect.isclass(annotation) and issubclass(annotation, Settings):
-        return annotation.from_mapping(value)
-    return value
+    """A field's value as its declared type where that is a settings class (or one or ``None``: ``None`` stays);
+    any other value as given."""
+    options = typing.get_args(annotation)
+    kinds = [a for a in options if a is not type(None)] or [annotation]
+    kind = settings_type(kinds[0]) if len(kinds) == 1 else None
+    if kind is None or (value is None and type(None) in options):
+        return value
+    return kind.from_mapping(value)
 
 
 def settings_type(annotation: Any) -> type[Settings] | None:

@@ -170,3 +170,94 @@ class InterventionChangeSettings(Resampling):
     @classmethod
     def build(cls, plan, analysis_set: str) -> InterventionChangeSettings:
         return cls.pick(plan.config["analysis"]["ieat"], tests=plan.config["analysis_sets"][analysis_set]["ieat"])
+
+
+@dataclass(frozen=True)
+class SummaryTable(Settings):
+    """Which summary (``biastransfer.workflow.plan.SUMMARIES``) a summarise job gathers its tables into."""
+
+    summary: str
+
+
+@dataclass(frozen=True)
+class SummariseSettings(SummaryTable):
+    rule = "summarise"
+
+    @classmethod
+    def build(cls, plan, summary: str) -> SummariseSettings:
+        return cls(summary=summary)
+
+
+@dataclass(frozen=True)
+class LayerSummarySettings(SummaryTable):
+    rule = "summarise_layers"
+
+    @classmethod
+    def build(cls, plan) -> LayerSummarySettings:
+        return cls(summary="layer_profile")
+
+
+@dataclass(frozen=True)
+class TrajectorySummarySettings(SummaryTable):
+    rule = "summarise_trajectory"
+
+    @classmethod
+    def build(cls, plan) -> TrajectorySummarySettings:
+        return cls(summary="trajectory")
+
+
+@dataclass(frozen=True)
+class AttributionDesign(Settings):
+    """``analysis.attribution`` less its comparisons: the fields of ``biastransfer.stats.attribution.Design``."""
+
+    alternative: str
+    permutations: int
+    level: float
+    alpha: float
+    power: float
+    simulations: int
+    seed: int
+
+
+@dataclass(frozen=True)
+class AttributionSettings(Settings):
+    """The comparisons across networks (``analysis.attribution.comparisons``) and how each is tested."""
+
+    rule = "attribution"
+    comparisons: list
+    design: AttributionDesign
+
+    @classmethod
+    def build(cls, plan) -> AttributionSettings:
+        attribution = plan.config["analysis"]["attribution"]
+        return cls(comparisons=attribution["comparisons"], design=AttributionDesign.pick(attribution))
+
+
+@dataclass(frozen=True)
+class InterventionSummarySettings(Settings):
+    """Each compared intervention with the dataset it rebalances (``[intervention, source]``, in the plan's
+    order: the order of the summary's prediction rows)."""
+
+    rule = "intervention_summary"
+    sources: list
+
+    @classmethod
+    def build(cls, plan) -> InterventionSummarySettings:
+        return cls(sources=[[d, plan.source_of(d)] for d in plan.compared_interventions])
+
+
+@dataclass(frozen=True)
+class ClaimsSettings(Settings):
+    """The claims about groups of models (the ``claims`` section), the finetuning datasets whose changes they
+    read and the adjustment of their p-values (``report.p_adjust``)."""
+
+    rule = "claims"
+    claims: dict
+    datasets: list
+    adjust: str
+
+    @classmethod
+    def build(cls, plan) -> ClaimsSettings:
+        return cls(
+            claims=plan.config["claims"], datasets=plan.finetune_datasets, adjust=plan.config["report"]["p_adjust"]
+        )

@@ -1,10 +1,27 @@
-"""Settings of the findings and the report (rules/analysis.smk's findings, rules/report.smk)."""
+"""Settings of the findings, the provenance and the report: rules/analysis.smk's findings, provenance and
+effective config, rules/report.smk's figures, comparison and static report, rules/tables.smk's tables."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from biastransfer.report.compare import PAPER_TARGETS
 from biastransfer.workflow.settings import Settings
+
+#: The kinds of table make_tables.py makes (its KINDS), and those that mark significance (read the significance rule).
+TABLE_KINDS = (
+    "analysis_set",
+    "ieat",
+    "bts",
+    "finetune",
+    "layers",
+    "trajectory",
+    "claims",
+    "amplification",
+    "link",
+    "intervention",
+)
+MARKED_TABLES = ("ieat", "bts")
 
 
 @dataclass(frozen=True)
@@ -32,3 +49,141 @@ class FindingsSettings(Significance):
     @classmethod
     def build(cls, plan) -> FindingsSettings:
         return cls(**Significance.of(plan), tests=plan.ieat_tests, planted=plan.planted_associations())
+
+
+@dataclass(frozen=True)
+class SignificanceSettings(Significance):
+    """A figure whose stars and legend read the significance rule alone."""
+
+    rule = "plot_ieat"
+
+    @classmethod
+    def build(cls, plan) -> SignificanceSettings:
+        return cls(**Significance.of(plan))
+
+
+@dataclass(frozen=True)
+class SimilarityFigures(Significance):
+    """One analysis set's similarity figures for one model: the significance rule, the class the BTS
+    figures hold as control (``report.control_class``) and the classes and pairs the BTS ranks (all of them
+    when the analysis set lists none)."""
+
+    rule = "plot_similarity"
+    control_class: str | None
+    lists: dict
+
+    @classmethod
+    def build(cls, plan, analysis_set: str) -> SimilarityFigures:
+        return cls(
+            **Significance.of(plan),
+            control_class=plan.config["report"]["control_class"],
+            lists=plan.config["analysis_sets"][analysis_set]["bts"],
+        )
+
+
+@dataclass(frozen=True)
+class HtmlReportSettings(Significance):
+    """The static report: the significance rule and the filled config it summarises."""
+
+    rule = "html_report"
+    config: dict
+
+    @classmethod
+    def build(cls, plan) -> HtmlReportSettings:
+        return cls(**Significance.of(plan), config=plan.config)
+
+
+@dataclass(frozen=True)
+class ComparisonSettings(Settings):
+    """The comparison with the paper's numbers (``report``): its own significance level, the tolerances and
+    the (X, Y) of the iEATs compared (the paper's when the config names none)."""
+
+    rule = "compare_paper"
+    alpha: float
+    tolerances: dict
+    targets: list
+
+    @classmethod
+    def build(cls, plan) -> ComparisonSettings:
+        report = plan.config["report"]
+        targets = report["ieat_targets"] or list(PAPER_TARGETS)
+        return cls(alpha=report["alpha"], tolerances=report["tolerances"], targets=targets)
+
+
+@dataclass(frozen=True)
+class TableSettings(Settings):
+    """One make_tables.py table (rules/tables.smk: one rule per table artefact, ``table_<kind>``): its kind
+    and, for the tables with significance marks (``MARKED_TABLES``), the significance rule."""
+
+    rule = "table"
+    kind: str
+    significance: Significance | None
+
+    @classmethod
+    def build(cls, plan, kind: str) -> TableSettings:
+        if kind not in TABLE_KINDS:
+            raise ValueError(f"table kind {kind!r}: make_tables.py makes {', '.join(TABLE_KINDS)}")
+        marked = Significance(**Significance.of(plan)) if kind in MARKED_TABLES else None
+        return cls(kind=kind, significance=marked)
+
+
+@dataclass(frozen=True)
+class ProvenanceSettings(Settings):
+    """The models, in the order of the rule's weights origins."""
+
+    rule = "provenance"
+    models: list
+
+    @classmethod
+    def build(cls, plan) -> ProvenanceSettings:
+        return cls(models=plan.models)
+
+
+@dataclass(frozen=True)
+class EffectiveConfigSettings(Settings):
+    """The filled config, every default shown."""
+
+    rule = "effective_config"
+    config: dict
+
+    @classmethod
+    def build(cls, plan) -> EffectiveConfigSettings:
+        return cls(config=plan.config)
+
+
+@dataclass(frozen=True)
+class ContactSheetSettings(Settings):
+    """How many images of each class an analysis set's contact sheet shows."""
+
+    rule = "plot_contact_sheet"
+    per_class: int
+
+    @classmethod
+    def build(cls, plan) -> ContactSheetSettings:
+        return cls(per_class=4)
+
+
+@dataclass(frozen=True)
+class CurvesFigure(Settings):
+    """A training-curves figure (loss and validation metric per epoch and seed): of the finetuned networks, or of
+    the scratch reference networks (``scratch``: their curves are in their metrics.json)."""
+
+    scratch: bool
+
+
+@dataclass(frozen=True)
+class CurvesSettings(CurvesFigure):
+    rule = "plot_curves"
+
+    @classmethod
+    def build(cls, plan) -> CurvesSettings:
+        return cls(scratch=False)
+
+
+@dataclass(frozen=True)
+class ScratchCurvesSettings(CurvesFigure):
+    rule = "plot_scratch_curves"
+
+    @classmethod
+    def build(cls, plan) -> ScratchCurvesSettings:
+        return cls(scratch=True)

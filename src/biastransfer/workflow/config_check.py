@@ -1,10 +1,10 @@
 """The one check of a config before any job: the workflow's (rules/common.smk) and the command line's
-(``python -m biastransfer.config FILE...``).
+(``python -m biastransfer.workflow.config FILE...``).
 
 :func:`validate_config` runs, in order: the schema (``biastransfer.schema_types.schema_problems``: every
-problem at once, integers counted strictly), the defaults (``biastransfer.config.fill_defaults``), every
-section's cross-references (``biastransfer.config.section_problems``) and the layer profiles
-(:func:`layer_check_problems`, which needs torch: so not in ``biastransfer.config``, which the jobs import).
+problem at once, integers counted strictly), the defaults (``biastransfer.workflow.config.fill_defaults``), every
+section's cross-references (``biastransfer.workflow.config.section_problems``) and the layer profiles
+(:func:`layer_check_problems`, which needs torch: so not in ``biastransfer.workflow.config``, which the jobs import).
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import sys
 from collections.abc import Mapping, Sequence
 
 from biastransfer.check_cache import passed_check
-from biastransfer.config import (
+from biastransfer.schema_types import schema_problems
+from biastransfer.workflow.config import (
     SCHEMA,
     ConfigError,
     drop_removed,
@@ -21,7 +22,6 @@ from biastransfer.config import (
     merge_configs,
     section_problems,
 )
-from biastransfer.schema_types import schema_problems
 
 
 def layer_check_problems(config: Mapping) -> list[str]:
@@ -65,11 +65,11 @@ def validate_config(config: dict) -> dict:
 
 
 def main(argv: Sequence[str]) -> int:
-    """``python -m biastransfer.config FILE...``: the files merged in order (as ``--configfile FILE...``) and
+    """``python -m biastransfer.workflow.config FILE...``: the files merged in order (as ``--configfile FILE...``) and
     checked as the workflow checks them (``validate_config``); every problem on stderr and exit status 2, or
     one line on stdout and 0."""
     if not argv:
-        print("usage: python -m biastransfer.config FILE... (config files, merged in order)", file=sys.stderr)
+        print("usage: python -m biastransfer.workflow.config FILE... (config files, merged in order)", file=sys.stderr)
         return 2
     try:
         config = validate_config(merge_configs(argv))

@@ -3,8 +3,8 @@
 The JSON schema (``workflow/schemas/config.schema.yaml``) checks keys and types and fills every default
 (``fill_defaults``), so the rules and these helpers read the config without
 defaults of their own; ``section_problems`` checks the filled config for what a schema cannot: that every name
-refers to something defined, section by section. ``biastransfer.config_check.validate_config`` runs every
-check, in order: the one the workflow runs (rules/common.smk) and ``python -m biastransfer.config FILE...``.
+refers to something defined, section by section. ``biastransfer.workflow.config_check.validate_config`` runs every
+check, in order: the one the workflow runs (rules/common.smk) and ``python -m biastransfer.workflow.config FILE...``.
 """
 
 from __future__ import annotations
@@ -165,7 +165,7 @@ def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
 
 
 #: The config's JSON schema: keys, types and every default.
-SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+SCHEMA = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "config.schema.yaml"
 #: Sections whose entries are named (``datasets.<name>``, ...): a null entry in a later file removes one.
 NAMED_SECTIONS = ("datasets", "analysis_sets", "models")
 
@@ -504,8 +504,8 @@ SECTION_CHECKS = (
 
 
 if __name__ == "__main__":
-    # python -m biastransfer.config FILE...: the checker's command (biastransfer.config_check, which needs torch
+    # python -m biastransfer.workflow.config FILE...: the checker's command (biastransfer.workflow.config_check, which needs torch
     # for the layer profiles: not imported by the jobs that read this module)
-    from biastransfer.config_check import main
+    from biastransfer.workflow.config_check import main
 
     sys.exit(main(sys.argv[1:]))
