@@ -23,7 +23,8 @@ and of the cached images, against the CPU rates above.
 --costs resources/costs/input.csv writes the per-image CPU-seconds (CPU runs) that the cost estimate
 (preflight.py --estimate) reads: COCO-like images take the 640x480 row, Open Images the 1024x768 row.
 
-    python benchmarks/bench_input.py [--images 48] [--rounds 3] [--device cpu|cuda] [--json PATH] [--costs PATH]
+    python benchmarks/bench_input.py [--images 48] [--rounds 3] [--demo-images 128] [--device cpu|cuda] [--json PATH]
+        [--costs PATH]
 """
 
 from __future__ import annotations
@@ -131,7 +132,7 @@ def demo_step_rates(folder: Path, rounds: int, n: int = 128) -> dict:
                 optimizer.step()
                 seen += len(y)
             rates[name].append(seen / (time.process_time() - tic))
-    out = {f"{name}_img_s": statistics.median(v) for name, v in rates.items()}
+    out = {"images": n, **{f"{name}_img_s": statistics.median(v) for name, v in rates.items()}}
     out["demo_uint8_vs_float"] = out["demo_uint8_img_s"] / out["demo_float_img_s"]
     return out
 
@@ -183,6 +184,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--images", type=int, default=48, help="images per size (one epoch)")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--demo-images", type=int, default=128, help="images of the demo training step's epoch")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--json", type=Path, default=RESULTS, help="where to write the figures")
     parser.add_argument(
@@ -243,7 +245,7 @@ def main() -> None:
             )
             for key in sorted(k for k in row if k.startswith("gpu_")):
                 print(f"  {key:28s} {row[key]:10.1f}")
-        report["demo"] = demo_step_rates(Path(tmp), args.rounds)
+        report["demo"] = demo_step_rates(Path(tmp), args.rounds, args.demo_images)
         print(
             "demo training step (resnet18, 64 px PNGs, batch 64, one core): float pipeline "
             f"{report['demo']['demo_float_img_s']:.1f} img/s, uint8 pipeline {report['demo']['demo_uint8_img_s']:.1f} "

@@ -227,7 +227,7 @@ def step_input(device: torch.device, cpu: bool, budget: float, work: Path) -> di
     batched GPU JPEG decoding; its figures (tiny sizes with --cpu) as this step's result."""
     figures = work / "input_pipeline.json"
     work.mkdir(parents=True, exist_ok=True)
-    tiny = ["--images", "4", "--rounds", "1"] if cpu else []
+    tiny = ["--images", "4", "--rounds", "1", "--demo-images", "8"] if cpu else []
     run = run_logged(
         [sys.executable, ROOT / "benchmarks" / "bench_input.py", "--device", device.type, "--json", figures, *tiny],
         timeout=budget,

@@ -1,8 +1,6 @@
 # The rules' input functions, in the order of the rule files that use them (Snakemake's lint keeps functions
 # and rules in separate files): each computes a job's inputs, params or resources from its wildcards and the
 # run's PLAN (rules/common.smk), which holds every path and list.
-from biastransfer.data.cache import CacheSetting  # noqa: E402
-from biastransfer.models.resolve import model_spec  # noqa: E402
 from biastransfer.zoo import embed_settings, read_status  # noqa: E402
 
 
@@ -224,10 +222,7 @@ def finetune_cache(wildcards):
     """The train and val cache indexes a finetuning job reads (none with finetune.cache off), ancient."""
     if not PLAN.cache_on:
         return {}
-    pre = model_spec(wildcards.model, PLAN.model_entry(wildcards.model)).preprocess
-    setting = CacheSetting(
-        pre.resize, pre.interpolation, config["finetune"]["cache_quality"]
-    ).name
+    setting = PLAN.image_cache_settings[wildcards.model]
     return {
         f"{split}_cache": ancient(
             path("image_cache", dataset=wildcards.dataset, setting=setting, split=split)

@@ -22,6 +22,12 @@ from _pytest.mark.expression import Expression
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # no test may reach a model hub
+# One BLAS and OpenMP thread in a test process and the scripts it starts (before numpy or torch is imported;
+# a Snakemake job gets its rule's threads): on 2 shared cores, OpenBLAS's threads on the tests' small
+# matrices took 3 to 5 times the CPU and the wall time (tests/test_bootstrap.py: 74 s, 22 s with one).
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+for _variable in THREAD_VARIABLES:
+    os.environ.setdefault(_variable, "1")
 SUBPROCESS_NAMES = {"subprocess", "Popen", "run", "check_call", "check_output", "call"}
 
 

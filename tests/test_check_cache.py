@@ -1,4 +1,4 @@
-"""Config checks remembered once passed (biastransfer.check_cache), and the lazy curated namespaces
+"""Config checks remembered once passed and values remembered once computed (biastransfer.check_cache), and the lazy curated namespaces
 (biastransfer._lazy) that keep a dry run from importing torch."""
 
 import subprocess
@@ -58,6 +58,38 @@ def test_an_unwritable_cache_is_skipped(tmp_path, monkeypatch):
     blocker.write_text("not a folder")
     monkeypatch.setenv("BIASTRANSFER_CACHE_DIR", str(blocker))
     assert check_cache.passed_check("layers", {}, lambda: [], code="models") == []
+
+
+def test_a_value_is_computed_once_for_its_key_and_read_back_as_json(cache):
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"m": [256, "bilinear"]}
+
+    for _ in range(2):
+        assert check_cache.remembered("resizes", {"m": {}}, compute, code="models") == {"m": [256, "bilinear"]}
+    assert len(calls) == 1 and len(list(cache.iterdir())) == 1
+    assert check_cache.remembered("resizes", {"m": {"arch": "x"}}, compute, code="models") == {"m": [256, "bilinear"]}
+    assert len(calls) == 2
+
+
+def test_a_remembered_value_that_is_not_json_is_computed_again(cache):
+    check_cache.remembered("resizes", {}, lambda: [1], code="models")
+    (stored,) = cache.iterdir()
+    stored.write_text("{cut off")
+    assert check_cache.remembered("resizes", {}, lambda: [2], code="models") == [2]
+    assert check_cache.remembered("resizes", {}, lambda: [3], code="models") == [2]
+
+
+def test_a_value_is_computed_each_time_where_the_cache_cannot_be_written(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("BIASTRANSFER_CACHE_DIR", str(blocker))
+    calls = []
+    for _ in range(2):
+        assert check_cache.remembered("resizes", {}, lambda: calls.append(1) or [1], code="models") == [1]
+    assert len(calls) == 2
 
 
 def test_reading_the_config_and_its_light_modules_imports_neither_torch_nor_scipy_stats():

@@ -12,7 +12,7 @@ from conftest import ROOT, run_snakemake
 from fake_datasets import export_own_images
 
 from biastransfer.workflow import config as cfg
-from biastransfer.workflow.config_check import validate_config, validation_problems
+from biastransfer.workflow.config_check import main, validate_config, validation_problems
 
 DEMO = ROOT / "config" / "config.yaml"
 
@@ -82,6 +82,16 @@ def check_files(*paths, cwd):
     )
 
 
+def check_here(*paths, capsys, monkeypatch, cwd):
+    """``check_files`` in this process (``biastransfer.workflow.config_check.main``, what the command runs), so that
+    torch and the model libraries are imported once, not by each check: (exit status, stdout, stderr)."""
+    monkeypatch.chdir(cwd)
+    capsys.readouterr()
+    status = main([str(p) for p in paths])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
 def problem_lines(text):
     """The problem lines of a ConfigError's message found in ``text`` (a command's output)."""
     lines = text.splitlines()
@@ -90,25 +100,27 @@ def problem_lines(text):
 
 
 @pytest.mark.parametrize("case", REFUSED)
-def test_what_the_workflow_refuses_the_checker_refuses_naming_key_and_value(tmp_path, case):
+def test_what_the_workflow_refuses_the_checker_refuses_naming_key_and_value(tmp_path, case, capsys, monkeypatch):
     edit, message = REFUSED[case]
     extra = overlay(tmp_path, case, edit)
     with pytest.raises(cfg.ConfigError) as err:
         validate_config(cfg.merge_configs([DEMO, extra]))
     assert [p for p in err.value.problems if p.startswith(message)], err.value.problems
-    done = check_files(DEMO, extra, cwd=tmp_path)
-    assert done.returncode == 2 and done.stdout == "" and "Traceback" not in done.stderr
-    assert problem_lines(done.stderr) == err.value.problems
+    status, out, err_text = check_here(DEMO, extra, capsys=capsys, monkeypatch=monkeypatch, cwd=tmp_path)
+    assert status == 2 and out == ""
+    assert problem_lines(err_text) == err.value.problems
 
 
-def test_every_problem_after_the_schema_is_named_at_once(tmp_path):
+def test_every_problem_after_the_schema_is_named_at_once(tmp_path, capsys, monkeypatch):
     """A bootstrap, a layer and an iEAT problem in one config: three lines from three checks, one run."""
     merged = {}
     for case in ("bootstrap_1", "unknown_layer", "x_is_a"):
         merged = {**merged, **REFUSED[case][0]}
-    done = check_files(DEMO, overlay(tmp_path, "all", merged), cwd=tmp_path)
-    lines = problem_lines(done.stderr)
-    assert done.returncode == 2 and len(lines) == 3
+    status, _, err = check_here(
+        DEMO, overlay(tmp_path, "all", merged), capsys=capsys, monkeypatch=monkeypatch, cwd=tmp_path
+    )
+    lines = problem_lines(err)
+    assert status == 2 and len(lines) == 3
     for case in ("bootstrap_1", "unknown_layer", "x_is_a"):
         assert [line for line in lines if line.startswith(REFUSED[case][1])], case
 

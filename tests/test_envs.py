@@ -4,6 +4,7 @@ Snakemake puts the script folder on sys.path, so `biastransfer` itself needs no 
 """
 
 import ast
+import functools
 import re
 import sys
 from pathlib import Path
@@ -55,13 +56,20 @@ def library_files(module: str) -> list[Path]:
     return files
 
 
+@functools.cache
+def parsed(path: Path) -> list[ast.stmt]:
+    """The statements of a Python file, parsed once per session (every rule's walk reads the same files)."""
+    return ast.parse(path.read_text()).body
+
+
+@functools.cache
 def lazy_exports(package: str) -> dict[str, str]:
     """``{name: module}`` of a package that loads its public names on first use (its ``_EXPORTS`` dict, as in
     biastransfer.stats); empty for any other package."""
     init = LIBRARY.joinpath(*package.split("."), "__init__.py")
     if not init.is_file():
         return {}
-    for node in ast.parse(init.read_text()).body:
+    for node in parsed(init):
         if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "_EXPORTS" for t in node.targets):
             return ast.literal_eval(node.value)
     return {}
@@ -109,7 +117,7 @@ def third_party_imports(path: Path, seen: set[Path]) -> set[str]:
         return set()
     seen.add(path)
     found = set()
-    body = ast.parse(path.read_text()).body
+    body = parsed(path)
     if path.is_relative_to(LIBRARY):
         body = [statement for statement in body if not _main_guard(statement)]
     for node in (n for statement in body for n in ast.walk(statement)):

@@ -31,6 +31,10 @@ def test_the_measurements_run_on_cpu_and_write_one_json_and_one_log(tmp_path):
     assert (train["ours"]["batch_size"], train["authors"]["batch_size"]) == (8, 32)
     assert train["ours"]["img_s"] > 0 and train["authors"]["autocast"] is None
     assert steps["input_pipeline"]["status"] == "ok" and steps["input_pipeline"]["result"]["images"] == 4
+    assert (
+        steps["input_pipeline"]["result"]["demo"]["images"] == 8
+        and steps["input_pipeline"]["result"]["demo"]["demo_uint8_img_s"] > 0
+    )
     assert "training step" in (tmp_path / "gpu_check.log").read_text()
 
 

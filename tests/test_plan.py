@@ -84,6 +84,37 @@ OPTIONS = {
 }
 
 
+def test_each_models_image_cache_setting_is_its_preprocessing_resolved_once(tmp_path, monkeypatch):
+    from biastransfer.data.cache import CacheSetting
+    from biastransfer.models import resolve
+
+    monkeypatch.setenv("BIASTRANSFER_CACHE_DIR", str(tmp_path))
+    config = cfg.read_configs([ROOT / "config" / "paper.yaml"])
+    config["finetune"]["cache_quality"] = 90
+    expected = {}
+    for model in config["models"]:
+        pre = resolve.model_spec(model, config["models"][model]).preprocess
+        expected[model] = CacheSetting(pre.resize, pre.interpolation, 90).name
+    assert Plan(config, ROOT).image_cache_settings == expected
+    assert len(set(expected.values())) > 1  # the paper's models start from different sizes
+    monkeypatch.setattr(resolve, "model_spec", lambda *a: pytest.fail("resolved again"))
+    assert Plan(config, ROOT).image_cache_settings == expected  # a later call reads them back
+
+
+def test_a_rules_settings_are_built_once_per_value_of_the_wildcards_they_take(monkeypatch):
+    plan = Plan(cfg.read_configs([ROOT / "config" / "config.yaml"]), ROOT)
+    analysis_set, model = plan.analysis_sets[0], plan.models[0]
+    expected = plan.rule_settings("ieat", analysis_set=analysis_set).as_dict()
+    built = []
+    build = plan.rule_settings
+    monkeypatch.setattr(plan, "rule_settings", lambda rule, **w: built.append((rule, w)) or build(rule, **w))
+    for stage in plan.stages:  # a wildcard the build does not take
+        assert plan.settings("ieat", {"analysis_set": analysis_set, "model": model, "stage": stage}) == expected
+    assert built == [("ieat", {"analysis_set": analysis_set})]
+    plan.settings("similarity", {"analysis_set": analysis_set})
+    assert built[1:] == [("similarity", {})]  # another rule: built anew (its settings take no wildcard)
+
+
 def test_a_mapping_with_a_missing_or_unknown_key_is_named():
     assert IEATSettings.from_mapping({"tests": [], "options": OPTIONS}).options.permutations == 1000
     misspelt = {k: v for k, v in OPTIONS.items() if k != "permutations"} | {"permutation": 10}

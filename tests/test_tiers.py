@@ -1,6 +1,8 @@
 """The test tiers of tests/conftest.py: tests that run Snakemake are marked slow from their code, and the
-fast tier (``make test-fast``) refuses a Snakemake subprocess that a test still starts."""
+fast tier (``make test-fast``) refuses a Snakemake subprocess that a test still starts; the threads a test
+process runs."""
 
+import os
 import shutil
 import subprocess
 import sys
@@ -81,3 +83,16 @@ def test_the_fast_tier_is_any_selection_that_leaves_out_every_slow_test():
         assert _fast_tier(_Config(markexpr)), markexpr
     for markexpr in ("", "slow", "not slurm", "slurm", "slow or not slow"):
         assert not _fast_tier(_Config(markexpr)), markexpr
+
+
+def test_a_test_process_runs_the_blas_and_openmp_threads_its_environment_gives():
+    """tests/conftest.py gives one unless the caller set them: numpy's BLAS and torch run that many."""
+    import numpy  # noqa: F401  (loads its BLAS)
+    import torch
+    from conftest import THREAD_VARIABLES
+    from threadpoolctl import threadpool_info
+
+    wanted = {v: int(os.environ[v]) for v in THREAD_VARIABLES}
+    pools = {p["internal_api"]: p["num_threads"] for p in threadpool_info()}
+    assert pools.get("openblas", wanted["OPENBLAS_NUM_THREADS"]) == wanted["OPENBLAS_NUM_THREADS"], pools
+    assert torch.get_num_threads() == wanted["OMP_NUM_THREADS"]

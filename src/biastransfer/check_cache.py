@@ -1,11 +1,12 @@
-"""Config checks that need torch, remembered once passed: a second ``snakemake`` call on the same config
-(a dry run, a rerun, each job of a cluster run, which parses the Snakefile again) skips them.
+"""Config checks that need torch, remembered once passed, and values read from those libraries, remembered
+once computed: a second ``snakemake`` call on the same config (a dry run, a rerun, each job of a cluster
+run, which parses the Snakefile again) neither runs the checks nor imports the libraries again.
 
-A check passes for a key made of its inputs (JSON), the library's version and source, and the versions
-of the packages it runs (torch, timm, open_clip); a passed key is an empty file under
-``$BIASTRANSFER_CACHE_DIR`` (default ``$XDG_CACHE_HOME/biastransfer`` or ``~/.cache/biastransfer``),
-``config-checks/``. A check that finds problems is never remembered, so its message is always today's.
-A cache that cannot be written is skipped.
+A check passes, or a value is computed, for a key made of its inputs (JSON), the library's version and
+source, and the versions of the packages it runs (torch, timm, open_clip); a passed key is an empty file
+under ``$BIASTRANSFER_CACHE_DIR`` (default ``$XDG_CACHE_HOME/biastransfer`` or ``~/.cache/biastransfer``),
+``config-checks/``, a computed value a JSON file beside it. A check that finds problems is never
+remembered, so its message is always today's. A cache that cannot be written is skipped.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from biastransfer import __version__
 from biastransfer.atomic import write_text
@@ -63,3 +65,20 @@ def passed_check(name: str, inputs, check: Callable[[], list[str]], *, code: str
         except OSError:
             pass
     return problems
+
+
+def remembered(name: str, inputs, compute: Callable[[], Any], *, code: str) -> Any:
+    """``compute()`` (a JSON value), or the value it gave before for the same key (:func:`check_key`),
+    read back from JSON without running it."""
+    stored = cache_dir() / f"{name}-{check_key(name, inputs, code)}.json"
+    try:
+        return json.loads(stored.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        pass
+    value = compute()
+    try:
+        stored.parent.mkdir(parents=True, exist_ok=True)
+        write_text(stored, json.dumps(value))
+    except OSError:
+        pass
+    return value

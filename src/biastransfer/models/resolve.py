@@ -6,7 +6,7 @@ import dataclasses
 import math
 from collections.abc import Mapping
 
-from biastransfer.check_cache import passed_check
+from biastransfer.check_cache import passed_check, remembered
 from biastransfer.models.registry import REGISTRY
 from biastransfer.models.spec import (
     CLIP_MEAN,
@@ -197,6 +197,19 @@ def model_spec(name: str, entry: Mapping) -> ModelSpec:
     if entry.get("source") == "workflow":
         entry.update(source="timm", weights=None, sha256=None)
     return resolve_spec(name, entry)
+
+
+def preprocess_resizes(config: Mapping) -> dict[str, list]:
+    """``{model: [resize, interpolation]}`` of each configured model's preprocessing (:func:`model_spec`):
+    where its finetuning's image cache starts, read at DAG time; remembered for these entries
+    (``biastransfer.check_cache.remembered``), so that timm and open_clip are imported once, not by every
+    Snakemake call."""
+
+    def resolve() -> dict[str, list]:
+        specs = {name: model_spec(name, entry).preprocess for name, entry in config["models"].items()}
+        return {name: [pre.resize, pre.interpolation] for name, pre in specs.items()}
+
+    return remembered("preprocess_resizes", config["models"], resolve, code="models")
 
 
 def model_spec_problems(config: Mapping) -> list[str]:

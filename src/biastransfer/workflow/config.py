@@ -1,7 +1,7 @@
 """Workflow configuration helpers: cross-reference checks and per-run parameters (read at DAG-build time).
 
 The JSON schema (``workflow/schemas/config.schema.yaml``) checks keys and types and fills every default
-(Snakemake's ``validate``, called by ``fill_defaults``), so the rules and these helpers read the config without
+(``fill_defaults``), so the rules and these helpers read the config without
 defaults of their own; ``section_problems`` checks the filled config for what a schema cannot: that every name
 refers to something defined, section by section. ``biastransfer.workflow.config_check.validate_config`` runs every
 check, in order: the one the workflow runs (rules/common.smk) and ``python -m biastransfer.workflow.config FILE...``.
@@ -201,12 +201,13 @@ def drop_switched_off(config: dict) -> dict:
 
 def fill_defaults(config: dict) -> dict:
     """In place: ``drop_removed``, then check keys and types against ``SCHEMA`` and fill every default
-    (Snakemake's ``validate``), so that readers need no defaults of their own; no two entries share one
-    default object; then ``drop_switched_off``."""
-    from snakemake.utils import validate
+    (``biastransfer.schema_types.filled_problems``; ConfigError naming every problem), so that readers need no
+    defaults of their own; no two entries share one default object; then ``drop_switched_off``."""
+    from biastransfer.schema_types import filled_problems
 
-    drop_removed(config)
-    validate(config, str(SCHEMA), set_default=True)
+    problems = filled_problems(drop_removed(config), SCHEMA)
+    if problems:
+        raise ConfigError(problems)
     config.update(json.loads(json.dumps(config)))
     return drop_switched_off(config)
 

@@ -55,6 +55,7 @@ class Plan:
     def __init__(self, config: Mapping, basedir: str | os.PathLike):
         self.config = config
         self.basedir = os.fspath(basedir)
+        self._settings: dict[tuple, dict[str, Any]] = {}
 
     # ---- each rule's settings ---------------------------------------------------------------------------
     def rule_settings(self, rule: str, **wildcards: str) -> Settings:
@@ -67,12 +68,18 @@ class Plan:
 
     def settings(self, rule: str, wildcards: Any = None) -> dict[str, Any]:
         """A rule's settings as the plain mapping the rule passes whole (``params: settings=...``):
-        ``wildcards`` is the job's (Snakemake's object, or a mapping) where the settings depend on them."""
+        ``wildcards`` is the job's (Snakemake's object, or a mapping) where the settings depend on them. Built
+        once per rule and values of the wildcards its build takes: every job that shares them gets the same
+        mapping (never modify it)."""
         from biastransfer.workflow import rules  # noqa: F401
 
         taken = [n for n in inspect.signature(RULE_SETTINGS[rule].build).parameters if n != "plan"]
         get = wildcards.get if isinstance(wildcards, Mapping) else lambda n: getattr(wildcards, n)
-        return self.rule_settings(rule, **{n: get(n) for n in taken}).as_dict()
+        values = {n: get(n) for n in taken}
+        key = (rule, *values.values())
+        if key not in self._settings:
+            self._settings[key] = self.rule_settings(rule, **values).as_dict()
+        return self._settings[key]
 
     # ---- names of things, by kind -----------------------------------------------------------------------
     @property
@@ -233,6 +240,16 @@ class Plan:
     @cached_property
     def training_datasets(self) -> list[str]:
         return cfg.training_datasets(self.config)
+
+    @cached_property
+    def image_cache_settings(self) -> dict[str, str]:
+        """{model: the setting (``biastransfer.data.cache.CacheSetting``) of the image caches its finetuning
+        reads}: its preprocessing's resize and interpolation, resolved once for every model."""
+        from biastransfer.data.cache import CacheSetting
+        from biastransfer.models.resolve import preprocess_resizes
+
+        quality = self.config["finetune"]["cache_quality"]
+        return {m: CacheSetting(side, how, quality).name for m, (side, how) in preprocess_resizes(self.config).items()}
 
     def finetune_runs(self, name: str = "metrics.json") -> list[str]:
         return [
