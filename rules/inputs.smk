@@ -10,16 +10,11 @@ def names_pattern(names):
     return "|".join(names) if names else "(?!x)x"
 
 
-def model_embed_settings(wildcards):
-    """A model's (embedding batch size, memory in MB) by its size (about.params_m, analysis.embed.sizes)."""
-    return embed_settings(
-        config["models"][wildcards.model], config["analysis"]["embed"]
-    )
-
-
 def embed_mem_mb(wildcards, attempt):
-    """A model's embedding (and zoo check) memory by its size, doubled on each retry."""
-    return model_embed_settings(wildcards)[1] * attempt
+    """A model's embedding (and zoo check) memory by its size (about.params_m, analysis.embed.sizes), doubled
+    on each retry."""
+    model = config["models"][wildcards.model]
+    return embed_settings(model, config["analysis"]["embed"])[1] * attempt
 
 
 def network_resources(networks):
