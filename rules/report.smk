@@ -140,14 +140,13 @@ rule html_report:
             f for item in ARTEFACTS.items() for f in item["files"].values()
         ],
         lambda wildcards: sorted({item["caption"] for item in ARTEFACTS.items()}),
-        ieat=PLAN.summary("ieat"),
-        bts=PLAN.summary("bts"),
+        # every summary this run writes: the results model (results.json) and the landing page read them
+        summaries=PLAN.summaries(*PLAN.written_summaries),
         findings="results/summary/findings.rst",
-        provenance=PLAN.summary("provenance"),
-        analysis_sets=PLAN.summary("analysis_sets"),
         citation=os.path.join(BASEDIR, "CITATION.cff"),
-        claims=PLAN.summaries("claims"),
-        link=PLAN.summaries("link"),
+        # the training runs, for whether each converged
+        curves=PLAN.finetune_runs("curve.csv"),
+        scratch=PLAN.scratch_runs(),
     output:
         index="results/report/index.html",
         pages=[

@@ -345,6 +345,19 @@ def scratch_ieat(ieat: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+#: The summaries :func:`write_all` writes.
+SUMMARY_NAMES = (
+    "ieat_scratch",
+    "similarity",
+    "bts",
+    "similarity_change",
+    "ieat",
+    "ieat_change",
+    "finetune_metrics",
+    "analysis_sets",
+)
+
+
 def write_all(folder) -> dict[str, str]:
     """Write the eight summary CSVs into ``folder``; return their paths by name."""
     similarity = similarity_table()
@@ -359,6 +372,7 @@ def write_all(folder) -> dict[str, str]:
         "finetune_metrics": finetune_metrics(),
         "analysis_sets": analysis_sets(),
     }
+    assert tuple(frames) == SUMMARY_NAMES
     paths = {}
     for name, frame in frames.items():
         path = folder / f"{name}.csv"

@@ -51,6 +51,15 @@ CONFIG = {
     "report": {"p_adjust": "holm", "control_class": "random"},
     "analysis": {"ieat": {"alpha": 0.05}, "bts": {"reference": "none"}},
 }
+TESTS = {a: s["ieat"] for a, s in CONFIG["analysis_sets"].items()}
+#: What the results model records of the run (workflow.rules.report.HtmlReportSettings builds it from a config).
+FACTS = {
+    "models": list(CONFIG["models"]),
+    "seeds": {d: CONFIG["finetune"]["seeds"] for d in CONFIG["finetune"]["datasets"]},
+    "planted": {},
+    "statistics": {"ieat": {"permutations": 10000, "bootstrap": 2000, "ci_level": 0.95}},
+    "config_hash": "0123456789abcdef",
+}
 #: The significance rule the tables and the report mark with (analysis.ieat.alpha, report.p_adjust).
 SIGNIFICANCE = {"alpha": 0.05, "adjust": "holm"}
 #: A digest longer than any screen, to check that the provenance page wraps it.
@@ -183,18 +192,13 @@ def build(folder: Path) -> Path:
         script("html_report").main,
         None,
         [
-            "--ieat",
-            paths["ieat"],
-            "--bts",
-            paths["bts"],
+            "--summaries",
+            *paths.values(),
+            str(provenance),
             "--findings",
             str(findings),
-            "--provenance",
-            str(provenance),
-            "--analysis_sets",
-            paths["analysis_sets"],
             "--settings",
-            json.dumps({**SIGNIFICANCE, "config": CONFIG}),
+            json.dumps({**SIGNIFICANCE, "config": CONFIG, "tests": TESTS, "facts": FACTS}),
             "--shown",
             *map(json.dumps, items),
             "--index",

@@ -124,12 +124,12 @@ def test_findings_state_the_verdicts_in_words():
     tests = {"s": [{"name": "planted", "X": "x", "Y": "y", "A": "a", "B": "b", "role": "planted"}]}
     text = describe_findings(ieat, bts, tests, alpha=0.01)
     # a p at the Monte Carlo floor is a bound; the verdict reads the adjusted p, as the tables' stars do
-    assert "**m** pretrained: significant (d = 1.20, 95% CI [0.80, 1.60], p <= 1e-05, adjusted p <= 3e-05)" in text
+    assert "**m** pretrained: significant (d = 1.20, 95% CI [0.80, 1.60], p < 0.001, adjusted p < 0.001)" in text
     # seed 1's effect against the tested direction is said in words, with its two-sided p
     assert "seed 1: not significant (d = -0.77" in text
     assert "**Opposite direction:** d = -0.77" in text and "x closer to b, relative to a, than y is" in text
-    assert "two-sided p <= 1e-05" in text and text.count("Opposite direction") == 1
-    assert "intra rho = 1.00, 95% CI [0.60, 1.00] (p <= 0.0004, adjusted p <= 0.003, significant, n = 7)" in text
+    assert "two-sided p < 0.001" in text and text.count("Opposite direction") == 1
+    assert "intra rho = 1.00, 95% CI [0.60, 1.00] (p < 0.001, adjusted p <= 0.003, significant, n = 7)" in text
     assert not re.search(r"p = 0(?![.\d])", text)  # never a p of zero
     assert "planted association" in rst_to_html(text, part="whole")
     with pytest.raises(ValueError, match="alpha"):

@@ -229,7 +229,7 @@ def test_change_figure_has_a_bar_per_seed_and_the_p_as_a_bound_at_its_floor():
         }
     )
     ax = ieat_figures.change_figure(change).axes[0]
-    assert [t.get_text() for t in ax.texts] == ["p <= 0.001", "p = 0.6"]
+    assert [t.get_text() for t in ax.texts] == ["p < 0.001", "p = 0.6"]
     assert len(ax.get_yticklabels()) == 2
     assert ieat_figures.change_figure(change.iloc[:0]).axes[0].texts  # no rows: says why
     tiny = change.assign(ci_low=[float("nan"), -0.2], ci_high=[float("nan"), 0.3], pvalue=[float("nan"), 0.6])
@@ -566,10 +566,14 @@ def test_report_rules_run_and_the_report_builds(tmp_path):
         "BASEDIR = str(workflow.current_basedir)\n"
         'RESOURCES = {"small": {"mem_mb": 500}, "plot": {"mem_mb": 1000}}\n\n\n'
         'configfile: "config.yaml"\n\n\n'
-        "# the plan's part that rules/report.smk reads: no claims nor predictions in this config\n"
+        "# the plan's part that rules/report.smk reads: the summaries below, no claims nor predictions\n"
+        f"WRITTEN = {(*rd.SUMMARY_NAMES, 'provenance')!r}\n"
         "PLAN = SimpleNamespace(\n"
         "    summary=Plan.summary,\n"
-        "    summaries=lambda *names: [],\n"
+        "    summaries=lambda *names: [Plan.summary(n) for n in names if n in WRITTEN],\n"
+        "    written_summaries=WRITTEN,\n"
+        "    finetune_runs=lambda name: [],\n"
+        "    scratch_runs=lambda: [],\n"
         "    scratch_stages=cfg.scratch_stages(config),\n"
         "    settings=Plan(config, BASEDIR).settings,\n"
         ")\n\n\n"
@@ -578,7 +582,7 @@ def test_report_rules_run_and_the_report_builds(tmp_path):
         'rule all:\n    input:\n        ARTEFACTS.targets(),\n        "results/report/index.html",\n'
     )
     (tmp_path / "config.yaml").write_text(  # the sections rules/report.smk reads, with the schema's defaults filled
-        "analysis_sets: {coco: {source: paper, ieat: [], bts: {}}}\nmodels: {resnet18: {}}\n"
+        "analysis_sets: {coco: {source: paper, ieat: [], bts: {}}}\nmodels: {resnet18: {}}\ndatasets: {}\n"
         "finetune: {datasets: [coco], seeds: [0, 1, 2], defaults: {epochs: 25, lr: 0.001, optimizer: sgd}}\n"
         "report: {p_adjust: bh, alpha: 0.05, control_class: random, tolerances: {}, ieat_targets: null}\n"
         "analysis: {ieat: {alpha: 0.05}, bts: {reference: scratch, reference_seeds: [0]}}\n"

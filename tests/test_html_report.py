@@ -12,8 +12,10 @@ import pandas as pd
 import pytest
 import report_site
 
-from biastransfer.report.headline import finetuning_phrase, headline_summary, headline_table
+from biastransfer.report.formatting import p_cell
+from biastransfer.report.headline import finetuning_phrase, headline_table
 from biastransfer.report.html import html_table
+from biastransfer.report.results import results_model, validate
 from biastransfer.workflow.config import seeds_per_dataset
 
 TEST = {"name": "t", "X": "x", "Y": "y", "A": "a", "B": "b"}
@@ -96,31 +98,90 @@ def test_after_finetuning_a_control_pair_has_no_known_answer_and_its_reverse_shi
     table = headline_table(ieat_rows(pre, *seeds), NO_BTS, {"s": [{**TEST, "role": "control"}]}, alpha=0.01)
     after = table.iloc[1]
     assert after["stage"] == "finetuned on ft, 2 seeds" and after["known_answer"] == after["held"] == ""
-    assert after["verdict"] == "significant in 0 of 2 seeds; opposite direction (|d| >= 0.5), two-sided p = 2e-05"
+    assert after["verdict"] == (
+        "significant in 0 of 2 seeds; opposite direction (|d| >= 0.5), two-sided p < 0.001 (the largest over seeds)"
+    )
     small = [dict(stage=f"ft-ft-seed{s}", seed=s, d=-0.2, p=0.8, p2=0.5) for s in (0, 1)]
     quiet = headline_table(ieat_rows(pre, *small), NO_BTS, {"s": [{**TEST, "role": "control"}]}, alpha=0.01)
     assert quiet.iloc[1]["verdict"] == "significant in 0 of 2 seeds" and quiet.iloc[1]["held"] == ""
 
 
-def test_the_summary_says_what_was_run_each_known_answer_and_what_could_not_be_told():
+FACTS = {"models": ["m"], "seeds": {"ft": [0, 1]}, "planted": {}, "statistics": {}, "config_hash": "h"}
+
+
+def link_rows(low: float, high: float) -> pd.DataFrame:
+    """The link summary's pooled row of the finetuned network for test ``t`` (contrast interval low..high)."""
+    base = dict(analysis_set="s", test="t", role="planted", dataset="ft", network="finetuned", model="m")
+    pair = dict(attribute="x", first="a", second="b", threshold="0.5", level=0.95)
+    return pd.DataFrame(
+        [
+            {**base, **pair, "seed": seed, "contrast": (low + high) / 2, "contrast_low": low, "contrast_high": high}
+            for seed in ("0", "1", "pooled")
+        ]
+    )
+
+
+def test_the_summary_says_what_was_planted_what_was_found_changed_and_acted_on_in_five_sentences():
     pre = dict(stage="pretrained", d=1.2, p=1e-5, p2=1e-5)
     seeds = [dict(stage=f"ft-ft-seed{s}", seed=s, d=d, p=p, p2=p) for s, (d, p) in enumerate([(0.9, 1e-5), (0.2, 0.4)])]
-    table = headline_table(ieat_rows(pre, *seeds), NO_BTS, {"s": [{**TEST, "role": "planted"}]}, alpha=0.01)
-    text = " ".join(
-        headline_summary(
-            table, synthetic=True, models=["m"], finetuned="finetuned on ft with 2 seeds", alpha=0.01, adjust="holm"
-        )
+    scratch = ieat_rows(dict(stage="scratch-ft-seed0", seed=0, d=-0.8, p=0.99, p2=1e-4)).assign(finetune_dataset="ft")
+    tables = {"ieat": ieat_rows(pre, *seeds), "bts": NO_BTS, "ieat_scratch": scratch, "link": link_rows(0.01, 0.2)}
+    planted = {**FACTS, "planted": {"biased": {"a": 0.9}}}
+    model = results_model(tables, facts=planted, tests={"s": [{**TEST, "role": "planted"}]}, alpha=0.01)
+    validate(model)
+    one, pretrained, after, scratch_words, predictions = model["summary"]
+    assert one == (
+        "Planted: the pretraining data biased put a beside person_a in 90% of its scenes with a person; the "
+        "finetuning data (ft) has no such co-occurrence. 1 model (m), finetuned on ft with 2 seeds; 1 iEAT test."
     )
-    assert text.startswith("This is the synthetic planted-bias demo: person_a and person_b are drawn figures")
-    assert "1 model (m), finetuned on ft with 2 seeds; every verdict reads the Holm-adjusted p at alpha = 0.01." in text
-    assert (
-        "Known answer, planted pair found (significant, d > 0): held for m on s: t (d = 1.20 [0.90, 1.50], adjusted p <= 1e-05)."
-        in text
+    assert pretrained == (
+        "Pretrained, 1 of 1 iEATs significant: t (a vs b with x vs y, m) significant, d = 1.20 [0.90, 1.50], "
+        "adjusted p < 0.001."
     )
-    assert "After finetuning, 0 of 1 iEATs are significant in every seed and 0 in none" in text
-    assert "1 of 2 iEAT verdicts are not significant" not in text  # one seed of two is significant
-    own = " ".join(headline_summary(table, synthetic=False, models=["m"], finetuned="x", alpha=0.01, adjust="bh"))
-    assert "synthetic" not in own and "Benjamini-Hochberg" in own
+    assert after == (
+        "After finetuning, 0 of 1 iEATs are significant in every seed and 0 in none: t (a vs b with x vs y, m) on "
+        "ft: significant in 1 of 2 seeds, d 0.20 to 0.90 over 2 seeds."
+    )
+    assert scratch_words.startswith("Trained from scratch on the finetuning data alone (no pretraining): t (a vs b")
+    assert "d = -0.80 [-1.10, -0.50], not significant" in scratch_words
+    assert predictions == (
+        "In the predictions (the primary measure of each pair): m finetuned on ft amplifies t (contrast +0.105 "
+        "[0.010, 0.200], 2 seeds pooled)."
+    )
+    assert model["known_answers"] == [
+        {
+            "analysis_set": "s",
+            "test": "t",
+            "model": "m",
+            "checks": "planted pair found (significant, d > 0)",
+            "held": True,
+        }
+    ]
+    assert [r["network"] for r in model["ieat"]] == ["pretrained", "finetuned", "finetuned", "scratch"]
+    assert [r["opposite"] for r in model["ieat"]] == [False, False, False, True]
+    neither = results_model({**tables, "link": link_rows(-0.1, 0.2)}, facts=FACTS, tests={"s": [TEST]}, alpha=0.01)
+    assert "m finetuned on ft neither t" in neither["summary"][-1] and not neither["known_answers"]
+
+
+def test_a_sentence_names_three_results_and_counts_the_rest():
+    rows = [dict(stage="pretrained", d=1.2, p=1e-5, p2=1e-5)]
+    tables = {"ieat": pd.concat([ieat_rows(*rows).assign(test=f"t{i}") for i in range(5)]), "bts": NO_BTS}
+    tests = {"s": [{**TEST, "name": f"t{i}"} for i in range(5)]}
+    model = results_model(tables, facts={**FACTS, "seeds": {}}, tests=tests, alpha=0.01)
+    assert model["summary"][0] == "1 model (m), pretrained only; 5 iEAT tests."
+    assert model["summary"][1].count("significant, d = 1.20") == 3
+    assert model["summary"][1].endswith("; and 2 more iEATs (the table below).")
+
+
+def test_the_results_schema_refuses_a_verdict_outside_its_words():
+    tables = {"ieat": ieat_rows(dict(stage="pretrained", d=1.2, p=1e-5, p2=1e-5)), "bts": NO_BTS}
+    model = results_model(tables, facts=FACTS, tests={"s": [TEST]}, alpha=0.01)
+    validate(model)
+    model["ieat"][0]["verdict"] = "borderline"
+    with pytest.raises(ValueError, match="ieat/0/verdict"):
+        validate(model)
+    with pytest.raises(ValueError, match="summary"):
+        validate({**model, "summary": ["s"] * 6, "ieat": []})
 
 
 def test_the_first_sentence_counts_each_datasets_own_seeds():
@@ -173,9 +234,9 @@ def test_table_cells_merge_intervals_and_ranges_and_print_floor_p_values_as_boun
             "d_max": [0.75, np.nan],
             "ci_low": [0.1, -0.6],
             "ci_high": [0.9, 0.1],
-            "p": [1e-4, 0.3],
-            "p_floor": [1e-4, 1e-4],
-            "p_holm": [4e-4, 0.6],
+            "p": [0.002, 0.3],
+            "p_floor": [0.002, 0.002],
+            "p_holm": [0.008, 0.6],
             "held": ["yes", "no"],
         }
     )
@@ -183,8 +244,12 @@ def test_table_cells_merge_intervals_and_ranges_and_print_floor_p_values_as_boun
     headers = re.findall(r'<th scope="col">(.*?)</th>', html)
     assert headers == ["model", "d", "d range", "CI", "p", "p holm", "held"]  # the floor is not a column
     assert "0.25 to 0.75" in html and "[0.10, 0.90]" in html and "[-0.60, 0.10]" in html
-    assert "≤ 0.0001" in html and "≤ 0.0004" in html and ">0.6<" in html  # a floor p and its adjusted p as bounds
-    assert 'data-sort="0.0001"' in html and 'class="yes">yes' in html and 'class="no">no' in html
+    assert "≤ 0.002" in html and "≤ 0.008" in html and ">0.6<" in html  # a floor p and its adjusted p as bounds
+    # below 0.001 a p is written as a bound, never with digits its method cannot support
+    assert [p_cell(p, floor) for p, floor in ((1e-5, 1e-5), (1.3e-8, 0.0), (4e-4, None), (0.0, None))] == [
+        "< 0.001"
+    ] * 4
+    assert 'data-sort="0.002"' in html and 'class="yes">yes' in html and 'class="no">no' in html
     assert 'class="sortable"' in html
 
 
@@ -292,8 +357,7 @@ def test_a_missing_file_is_an_error_naming_it_before_any_page_is_written(tmp_pat
         write_site(
             tmp_path / "out",
             run={},
-            headline=pd.DataFrame(),
-            summary=[],
+            model={},
             findings_rst="",
             provenance=pd.DataFrame(),
             items=items,

@@ -137,17 +137,18 @@ def test_convergence_is_read_from_the_curve():
         convergence(pd.DataFrame({"epoch": [1], "metric": [0.1]}))
 
 
-def test_scratch_runs_are_judged_from_their_metrics(tmp_path):
-    from findings import scratch_curve
+def test_finetuning_and_scratch_runs_are_named_and_judged_from_their_files(tmp_path):
+    from biastransfer.report.findings.networks import training_runs
 
     history = [{"epoch": 1, "metric": 0.4, "val_loss": 0.5}, {"epoch": 2, "metric": 0.5, "val_loss": 0.45}]
     path = tmp_path / "metrics.json"
     path.write_text(json.dumps({"model": "m", "dataset": "d", "seed": 0, "history": history}))
-    label, frame = scratch_curve(str(path))
-    assert label == "m trained from scratch on d (reference), seed 0"
-    assert "m trained from scratch on d (reference), seed 0: best epoch 2 of 2" in "\n".join(
-        describe_convergence({label: frame})
-    )
+    curve_file = tmp_path / "finetune" / "d" / "m" / "seed1" / "curve.csv"
+    curve_file.parent.mkdir(parents=True)
+    pd.DataFrame(history).to_csv(curve_file, index=False)
+    runs = training_runs([str(curve_file)], [str(path)])
+    assert list(runs) == ["m finetuned on d, seed 1", "m trained from scratch on d (reference), seed 0"]
+    assert "m trained from scratch on d (reference), seed 0: best epoch 2 of 2" in "\n".join(describe_convergence(runs))
 
 
 def test_reference_is_described_beside_the_bts():

@@ -110,9 +110,10 @@ def test_format_p(p, text):
 @pytest.mark.parametrize(
     ("p", "floor", "latex", "words"),
     [
-        (1e-5, 1e-5, r"$\leq10^{-5}$", "p <= 1e-05"),
-        (2 / 5040, 2 / 5040, r"$\leq4.0\times10^{-4}$", "p <= 0.0004"),
-        (0.0, 0.0, "$<10^{-16}$", "p < 1e-16"),
+        (1e-5, 1e-5, r"$\leq10^{-5}$", "p < 0.001"),
+        (2 / 5040, 2 / 5040, r"$\leq4.0\times10^{-4}$", "p < 0.001"),
+        (0.0, 0.0, "$<10^{-16}$", "p < 0.001"),
+        (2 / 720, 2 / 720, "$\\leq0.003$", "p <= 0.0028"),
         (0.03, 1e-5, "$0.030$", "p = 0.03"),
     ],
 )
@@ -134,7 +135,7 @@ def test_ieat_table_flags_a_large_effect_against_the_tested_direction(summaries)
 def test_an_adjusted_p_is_a_bound_where_its_raw_p_is_at_the_floor():
     # Holm over 8 tests of p <= 1e-05: the adjusted p is at most 8e-05, not exactly 8e-05
     assert formatting.format_p(8e-5, formatting.adjusted_floor(1e-5, 1e-5, 8e-5)) == r"$\leq8.0\times10^{-5}$"
-    assert formatting.p_text(8e-5, formatting.adjusted_floor(1e-5, 1e-5, 8e-5)) == "p <= 8e-05"
+    assert formatting.p_text(8e-5, formatting.adjusted_floor(1e-5, 1e-5, 8e-5)) == "p < 0.001"
     assert formatting.adjusted_floor(0.03, 1e-5, 0.06) is None and formatting.format_p(0.06, None) == "$0.060$"
 
 

@@ -10,7 +10,6 @@ attribution, ieat_change, ieat_seeds, similarity_change, layer_profile, trajecto
 amplification_terms, link, link_correlation and intervention are read when given).
 """
 
-import json
 from pathlib import Path
 
 import pandas as pd
@@ -28,22 +27,10 @@ from biastransfer.report.findings import (
     describe_reference,
     describe_trajectories,
 )
+from biastransfer.report.findings.networks import training_runs
 from biastransfer.report.html import rst_to_html
 from biastransfer.scripting import run
 from biastransfer.workflow.rules.report import FindingsSettings
-
-
-def curve_label(path: str) -> str:
-    """``model finetuned on dataset, seed n`` from results/finetune/{dataset}/{model}/seed{n}/curve.csv."""
-    seed, model, dataset = Path(path).parts[-2:-5:-1]
-    return f"{model} finetuned on {dataset}, {seed.replace('seed', 'seed ')}"
-
-
-def scratch_curve(path: str) -> tuple[str, pd.DataFrame]:
-    """Label and training curve of a scratch reference network from its metrics.json."""
-    metrics = json.loads(Path(path).read_text())
-    label = f"{metrics['model']} trained from scratch on {metrics['dataset']} (reference), seed {metrics['seed']}"
-    return label, pd.DataFrame(metrics["history"])
 
 
 def _read(path: str | None) -> pd.DataFrame | None:
@@ -79,12 +66,7 @@ def main(
         scratch=_read(tables.get("ieat_scratch")),
     )
     extra = [
-        *describe_convergence(
-            {
-                **{curve_label(p): pd.read_csv(p) for p in curves or []},
-                **dict(map(scratch_curve, scratch or [])),
-            }
-        ),
+        *describe_convergence(training_runs(curves or [], scratch or [])),
         *describe_reference(bts_table),
         *describe_attribution(_read(tables.get("attribution"))),
         *describe_layers(_read(tables.get("layer_profile")), alpha, adjust=adjust),

@@ -3,17 +3,19 @@ the files they show copied under --files) from a finished run's summaries, table
 verdict as JSON (--verdicts) and the whole report as one zip (--bundle). Open the index in a browser; it
 needs no server.
 
+The landing page and results.json are written from one results model (biastransfer.report.results), built
+from every summary table given (ieat, bts, provenance and analysis_sets are needed), the training curves
+(--curves, --scratch: whether each run converged) and the settings.
+
 Standalone (the rule html_report passes the same; each --shown value one item as a JSON object, keys
 report.site.ITEM_KEYS):
-python workflow/scripts/html_report.py --ieat results/summary/ieat.csv --bts results/summary/bts.csv
---findings results/summary/findings.rst --provenance results/summary/provenance.csv
---analysis_sets results/summary/analysis_sets.csv
---settings "{\"alpha\": 0.05, \"adjust\": \"holm\", \"config\": $(cat results/summary/config.json)}"
+python workflow/scripts/html_report.py --summaries results/summary/*.csv --findings results/summary/findings.rst
+--settings "{\"alpha\": 0.05, \"adjust\": \"holm\", \"planted\": {}, \"config\": $(cat results/summary/config.json)}"
 --shown '{"kind": "figure", "group": "iEAT", "title": "effect sizes", "caption": "workflow/report/ieat_heatmap.rst",
 "files": {"png": "results/figures/ieat_heatmap.png", "pdf": "results/figures/ieat_heatmap.pdf"}}'
 --index out/index.html --pages out/findings.html out/tables.html out/figures.html out/provenance.html --files out/files
---verdicts out/results.json --bundle out/report.zip [--claims results/summary/claims.csv: a line on the claims]
-[--link results/summary/link.csv: a line per finetuned model on whether its predictions act on the linked iEATs]
+--verdicts out/results.json --bundle out/report.zip [--curves results/finetune/*/*/seed*/curve.csv]
+[--scratch results/scratch/*/*/seed*/metrics.json]
 """
 
 import json
@@ -25,10 +27,11 @@ import yaml
 
 from biastransfer.atomic import write_text
 from biastransfer.provenance import run_record
-from biastransfer.report.findings import claims_sentence, link_sentences
-from biastransfer.report.formatting import read_summary
-from biastransfer.report.headline import finetuning_phrase, headline_summary, headline_table, verdicts_record
+from biastransfer.report.findings.networks import convergence, training_runs
+from biastransfer.report.formatting import read_summary, require_columns
+from biastransfer.report.headline import finetuning_phrase
 from biastransfer.report.html import PAGES
+from biastransfer.report.results import dumps, results_model, validate
 from biastransfer.report.site import write_site, zip_site
 from biastransfer.report.tables import IEAT_COLUMNS
 from biastransfer.scripting import run
@@ -71,12 +74,18 @@ def run_summary(config: dict, analysis_sets: pd.DataFrame, n_embeddings: int) ->
     }
 
 
+def summary_paths(summaries: list | str) -> dict[str, str]:
+    """``{summary name: path}`` of results/summary/<name>.csv files; ValueError naming a required one missing."""
+    paths = {Path(p).stem: str(p) for p in ([summaries] if isinstance(summaries, str) else summaries)}
+    missing = [n for n in ("ieat", "bts", "provenance", "analysis_sets") if n not in paths]
+    if missing:
+        raise ValueError(f"--summaries: no {', '.join(missing)} summary among {sorted(paths)}")
+    return paths
+
+
 def main(
-    ieat: str,
-    bts: str,
+    summaries: list,
     findings: str,
-    provenance: str,
-    analysis_sets: str,
     settings: HtmlReportSettings,
     shown: list,
     index: str,
@@ -86,10 +95,10 @@ def main(
     bundle: str,
     citation: str = "",
     snakemake_report: str = "../report.html",
-    claims: list | str | None = None,
-    link: list | str | None = None,
+    curves: list | None = None,
+    scratch: list | None = None,
 ) -> None:
-    config, alpha, adjust = settings.config, settings.alpha, settings.adjust
+    config = settings.config
     site = Path(index).parent
     expected = sorted(str(site / name) for name, _ in PAGES[1:]) + [str(site / "files")]
     if sorted(map(str, map(Path, pages))) + [str(Path(files))] != expected:
@@ -97,36 +106,20 @@ def main(
             f"the report's pages and files folder must be {expected} (beside {index}), not {[*pages, files]}"
         )
     items = [json.loads(item) if isinstance(item, str) else item for item in shown]
-    tests = {a: s["ieat"] for a, s in config["analysis_sets"].items()}
-    table = headline_table(
-        read_summary(ieat, IEAT_COLUMNS),
-        read_summary(bts, ("analysis_set", "model", "kind", "statistic")),
-        tests,
-        alpha,
-        adjust,
+    paths = summary_paths(summaries)
+    tables = {name: read_summary(path, ()) for name, path in paths.items() if name != "provenance"}
+    require_columns(tables["ieat"], IEAT_COLUMNS, where="iEAT summary")
+    runs = {label: convergence(curve) for label, curve in training_runs(curves or [], scratch or []).items()}
+    model = results_model(
+        tables, facts=settings.facts, tests=settings.tests, alpha=settings.alpha, adjust=settings.adjust, runs=runs
     )
-    prov = pd.read_csv(provenance, dtype=str, keep_default_na=False)
-    sets = read_summary(analysis_sets, ("analysis_set", "class", "n"))
-    summary = headline_summary(
-        table,
-        synthetic=any(s["source"] == "synthetic" for s in config["analysis_sets"].values()),
-        models=list(config["models"]),
-        finetuned=finetuning_phrase(seeds_per_dataset(config)),
-        alpha=alpha,
-        adjust=adjust,
-    )
-    claims = claims if isinstance(claims, str) else next(iter(claims or []), None)
-    if claims:
-        summary.append(claims_sentence(pd.read_csv(claims, keep_default_na=False, na_values=[""])))
-    link = link if isinstance(link, str) else next(iter(link or []), None)
-    if link:
-        summary += link_sentences(pd.read_csv(link, keep_default_na=False, na_values=[""]))
+    validate(model)
+    prov = pd.read_csv(paths["provenance"], dtype=str, keep_default_na=False)
     Path(site).mkdir(parents=True, exist_ok=True)
     pages = write_site(
         site,
-        run=run_summary(config, sets, len(prov)),
-        headline=table,
-        summary=summary,
+        run=run_summary(config, tables["analysis_sets"], len(prov)),
+        model=model,
         findings_rst=Path(findings).read_text(),
         provenance=prov,
         items=items,
@@ -135,7 +128,7 @@ def main(
         citation=yaml.safe_load(Path(citation).read_text()) if citation else None,
         run_provenance=run_record(config),
     )
-    write_text(verdicts, json.dumps(verdicts_record(table, summary, alpha=alpha, adjust=adjust), indent=1) + "\n")
+    write_text(verdicts, dumps(model))
     zip_site(site, bundle)
     log.info("HTML report: %s", ", ".join(map(str, pages)))
 

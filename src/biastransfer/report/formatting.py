@@ -208,21 +208,27 @@ def adjusted_floor(p: float, floor: float | None, adjusted: float) -> float | No
     return adjusted if at_floor(p, floor) else None
 
 
+#: The smallest p the report prints as a number: below it a p prints as ``< 0.001`` (the exact value stays in
+#: the CSV and results.json): a resampling p that small reads its method's tail, not a quantity to compare.
+P_DISPLAY_FLOOR = 0.001
+
+
 def p_cell(p: float, floor: float | None = None) -> str:
-    """A p-value for an HTML or CSV cell: ``0.031``, ``≤ 1e-05`` at its method's floor, ``< 1e-16`` for a
-    p of 0, ``–`` when missing (the words of :func:`p_text` without the ``p``)."""
+    """A p-value for an HTML cell or a sentence: ``0.031``; ``< 0.001`` below :data:`P_DISPLAY_FLOOR`; ``≤ f``
+    at its method's ``floor`` f where that floor is coarser; ``–`` when missing (the words of :func:`p_text`
+    without the ``p``)."""
     if p is None or math.isnan(p):
         return "–"
-    if at_floor(p, floor):
+    if at_floor(p, floor) and floor >= P_DISPLAY_FLOOR:
         return f"≤ {floor:.2g}"
-    if p == 0:
-        return "< 1e-16"
+    if p < P_DISPLAY_FLOOR:
+        return f"< {P_DISPLAY_FLOOR:g}"
     return f"{p:.2g}"
 
 
 def p_text(p: float, floor: float | None = None) -> str:
-    """A p-value in words for findings and figure legends: ``p = 0.031``, ``p <= 0.0002`` at the
-    method's floor, ``p < 1e-16`` for a p of 0; never ``p = 0``."""
+    """A p-value in words for findings and figure legends: ``p = 0.031``, ``p < 0.001``, ``p <= 0.002`` at a
+    coarser method floor (:func:`p_cell`); never ``p = 0``."""
     if p is None or math.isnan(p):
         return "p not available"
     cell = p_cell(p, floor)

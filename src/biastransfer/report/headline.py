@@ -46,6 +46,7 @@ HEADLINE_COLUMNS = (
     "p_floor",
     "p_adjusted",
     "verdict",
+    "retention",
     "known_answer",
     "held",
 )
@@ -86,7 +87,10 @@ def ieat_headline(
             else f"significant in {n_hits} of {r.n_seeds} seeds"
         )
         if opposite_direction(r.effect_size, r.alternative):
-            verdict += f"; opposite direction (|d| >= 0.5), two-sided {p_text(r.pvalue_two_sided, r.pvalue_floor)}"
+            largest = " (the largest over seeds)" if not pretrained and r.n_seeds > 1 else ""
+            verdict += (
+                f"; opposite direction (|d| >= 0.5), two-sided {p_text(r.pvalue_two_sided, r.pvalue_floor)}{largest}"
+            )
         known, held = _known(roles.get((r.analysis_set, r.test), "exploratory"), pretrained, r, significant, alpha)
         several = not pretrained and r.n_seeds > 1
         spread = (r.effect_min, r.effect_max) if several else (np.nan, np.nan)
@@ -106,6 +110,7 @@ def ieat_headline(
                 p_floor=r.pvalue_floor,
                 p_adjusted=getattr(r, adj_col),
                 verdict=verdict,
+                retention="",
                 known_answer=known,
                 held=held,
             )
@@ -129,10 +134,7 @@ def bts_headline(bts: pd.DataFrame, alpha: float, adjust: str = "holm") -> pd.Da
         p_adj = float(getattr(r, adj_col))
         verdict = "significant" if rule.significant(p_adj) else "not significant"
         scratch = float(getattr(r, "scratch_statistic", np.nan))
-        if not np.isnan(scratch):
-            verdict += f"; rho(scratch, finetuned) = {scratch:.2f}" + (
-                " (not evidence of retention)" if r.retention_verdict != "retained" else ""
-            )
+        retention = "" if np.isnan(scratch) else f"{r.retention_verdict} (rho with the scratch network {scratch:.2f})"
         rows.append(
             dict(
                 measure=f"BTS rho, {r.kind}",
@@ -149,6 +151,7 @@ def bts_headline(bts: pd.DataFrame, alpha: float, adjust: str = "holm") -> pd.Da
                 p_floor=float(getattr(r, "pvalue_floor", 0.0)),
                 p_adjusted=p_adj,
                 verdict=verdict,
+                retention=retention,
                 known_answer="",
                 held="",
             )

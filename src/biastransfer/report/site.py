@@ -182,17 +182,52 @@ def cite_block(citation: Mapping) -> str:
     )
 
 
+#: The file name (without suffix) of the forest plot that opens the landing page when the run draws it.
+FOREST_FIGURE = "ieat_forest"
+
+
+def _forest(items: Sequence[Mapping]) -> str:
+    """The forest plot (every iEAT's d with its interval, per network), linked to its full-size file."""
+    for item in items:
+        png = item["files"].get("png", "") if item["kind"] == "figure" else ""
+        if Path(png).stem == FOREST_FIGURE:
+            return (
+                f'<figure id="forest"><a href="{esc(png)}"><img src="{esc(png)}" alt="{esc(item["title"])}"></a>'
+                f"<figcaption>{esc(item['title'])}: every iEAT's d with its 95% bootstrap interval, per network "
+                "(pretrained, each finetuned seed, the network trained from scratch); the caption is on the <a "
+                'href="figures.html">figures</a> page.</figcaption></figure>'
+            )
+    return ""
+
+
+def _in_short(model: Mapping, items: Sequence[Mapping]) -> str:
+    """The results section's opening: the forest plot, at most five sentences, what the run cannot tell and the
+    decision rule of each level, all from the results model."""
+    sentences = "".join(f"<p>{esc(s)}</p>" for s in [*model["summary"], model["claims_summary"]] if s)
+    limits = "".join(f"<li>{esc(s)}</li>" for s in model["cannot_tell"])
+    rules = "".join(f"<dt>{esc(level)}</dt><dd>{esc(text)}</dd>" for level, text in model["rules"].items())
+    return (
+        f'<section class="summary" id="in-short"><h2>In short</h2>{_forest(items)}{sentences}'
+        + (f"<h3>What this run cannot tell</h3><ul>{limits}</ul>" if limits else "")
+        + f'<h3>How each verdict is decided</h3><dl class="record" id="rules">{rules}</dl>'
+        "<p>The words behind each verdict, with both directions of every effect, are in the "
+        '<a href="findings.html">findings</a>; every number of this page is in <code>results.json</code> '
+        "(results/summary/results.json).</p></section>"
+    )
+
+
 def overview_body(
     run: Mapping,
-    headline: pd.DataFrame,
+    model: Mapping,
     items: Sequence[Mapping],
     *,
-    summary: Sequence[str],
     snakemake_report: str,
     citation: Mapping | None = None,
 ) -> str:
-    """The landing page: what was found in a few sentences, the known answers, every verdict (verdict first),
-    what was run, and links to every section."""
+    """The landing page as a results section: the forest plot and what was found in a few sentences, what the
+    run cannot tell, the decision rules, the known answers, every verdict (verdict first), what was run, and
+    links to every section."""
+    headline = pd.DataFrame(model["verdicts"])
     what = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in run.items())
     verdicts = headline.drop(columns=["known_answer", "held"])
     table = html_table(verdicts[["verdict", *(c for c in verdicts if c != "verdict")]], table_id="headline")
@@ -215,16 +250,15 @@ def overview_body(
         contents += f"<li>{words}: {links}</li>" if links else ""
     return (
         f"<h1>{esc(run.get('Title', 'Bias transfer report'))}</h1>"
-        f'<section class="summary" id="in-short"><h2>In short</h2>{"".join(f"<p>{esc(s)}</p>" for s in summary)}'
-        "<p>The words behind each verdict, with both directions of every effect, are in the "
-        '<a href="findings.html">findings</a>.</p></section>'
+        f"{_in_short(model, items)}"
         f"{_known_answers(headline)}"
         f"<h2 id=headline-results>Every verdict</h2>"
         "<p class=caption>Every iEAT (effect size d: pretrained, and finetuned as the mean over seeds with the "
         "seeds' range) and every Bias Transfer Score (Spearman rho, finetuned similarities pooled over seeds), "
         "with its 95% bootstrap interval (finetuned iEAT: from the lowest to the highest bound of the seeds' "
-        "intervals, a range, not an interval), its p-value (a p written ≤ is at its method's floor) and its "
-        "adjusted p (the largest over seeds). Click a column to sort.</p>"
+        "intervals, a range, not an interval), its p-value (below 0.001 written &lt; 0.001; the exact value is "
+        "in results.json) and its adjusted p (over seeds: the largest). A BTS's retention compares it with the "
+        "network trained from scratch. Click a column to sort.</p>"
         f"{table}"
         f'<h2>What was run</h2><dl class="record">{what}</dl>'
         f"<h2>Sections</h2><ul>{sections}</ul><ul>{contents}</ul>"
@@ -248,8 +282,7 @@ def write_site(
     folder: str | Path,
     *,
     run: Mapping,
-    headline: pd.DataFrame,
-    summary: Sequence[str],
+    model: Mapping,
     findings_rst: str,
     provenance: pd.DataFrame,
     items: Sequence[Mapping],
@@ -282,7 +315,7 @@ def write_site(
     pages = {
         "index.html": page(
             "Overview",
-            overview_body(run, headline, shown, summary=summary, snakemake_report=snakemake_report, citation=citation),
+            overview_body(run, model, shown, snakemake_report=snakemake_report, citation=citation),
             current="index.html",
         ),
         "findings.html": page("Findings", rst_to_html(findings_rst, part="html_body"), current="findings.html"),

@@ -3,12 +3,28 @@ BTS compares with the scratch reference, and what the between-network comparison
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import pandas as pd
 
 from biastransfer.report.findings.prose import interval
+
+
+def training_runs(curves: Sequence[str] = (), scratch: Sequence[str] = ()) -> dict[str, pd.DataFrame]:
+    """``{label: training curve}`` of the finetuning runs (results/finetune/{dataset}/{model}/seed{n}/curve.csv)
+    and of the scratch reference networks (their metrics.json's history)."""
+    runs = {}
+    for path in curves:
+        seed, model, dataset = Path(path).parts[-2:-5:-1]
+        runs[f"{model} finetuned on {dataset}, {seed.replace('seed', 'seed ')}"] = pd.read_csv(path)
+    for path in scratch:
+        m = json.loads(Path(path).read_text())
+        label = f"{m['model']} trained from scratch on {m['dataset']} (reference), seed {m['seed']}"
+        runs[label] = pd.DataFrame(m["history"])
+    return runs
 
 
 def _title(text: str) -> list[str]:

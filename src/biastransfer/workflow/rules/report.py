@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from biastransfer.hashing import config_hash
 from biastransfer.report.compare import PAPER_TARGETS
+from biastransfer.workflow.config import seeds_per_dataset
 from biastransfer.workflow.settings import Settings
 
 #: The kinds of table make_tables.py makes (its KINDS), and those that mark significance (read the significance rule).
@@ -83,14 +85,39 @@ class SimilarityFigures(Significance):
 
 @dataclass(frozen=True)
 class HtmlReportSettings(Significance):
-    """The static report: the significance rule and the filled config it summarises."""
+    """The static report: the significance rule, the filled config it summarises (captions, what was run), the
+    iEAT tests, and the facts of the run its results model records (biastransfer.report.results.results_model):
+    models, seeds per finetuning dataset, the co-occurrences planted in the models' synthetic pretraining data
+    ({dataset: {object: P(person_a)}}; none for real data), the statistics settings and the config's hash."""
 
     rule = "html_report"
     config: dict
+    tests: dict
+    facts: dict
 
     @classmethod
     def build(cls, plan) -> HtmlReportSettings:
-        return cls(**Significance.of(plan), config=plan.config)
+        config, datasets = plan.config, plan.config["datasets"]
+        pretraining = {m.get("pretrain", {}).get("dataset") for m in config["models"].values()} - {None}
+        planted = {
+            d: dict(datasets[d]["cooccurrence"])
+            for d in sorted(pretraining)
+            if datasets.get(d, {}).get("kind") == "synthetic" and datasets[d].get("cooccurrence")
+        }
+        analysis = config["analysis"]
+        facts = {
+            "models": list(config["models"]),
+            "seeds": seeds_per_dataset(config),
+            "planted": planted,
+            "statistics": {
+                "ieat": {
+                    k: analysis["ieat"][k] for k in ("permutations", "bootstrap", "ci_level") if k in analysis["ieat"]
+                },
+                "bts": {k: analysis["bts"][k] for k in ("reference", "bootstrap") if k in analysis["bts"]},
+            },
+            "config_hash": config_hash(config),
+        }
+        return cls(**Significance.of(plan), config=config, tests=plan.ieat_tests, facts=facts)
 
 
 @dataclass(frozen=True)

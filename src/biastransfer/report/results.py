@@ -1,0 +1,452 @@
+"""The run's results model (results/summary/results.json, validated against ``results.schema.json`` beside
+this module): every result the report shows, with the commit, the config's hash, the statistics settings and
+the one decision rule of each level, and the landing page's sentences written from it alone.
+
+Each level has one decision rule (:data:`RULES`), stated once and read by the landing page, the findings and
+the tables alike:
+
+- an iEAT, a BTS, a change of d or of a similarity is *significant* when its p, adjusted within its table
+  (the run's ``report.p_adjust``), is below ``analysis.ieat.alpha``; a finetuned network's iEAT is read per
+  seed ("significant in k of n seeds"); an effect of |d| >= 0.5 against the tested direction is named;
+- a prediction-level verdict reads one primary measure per declared iEAT pair, the contrast of the pair's
+  two objects (seeds pooled, at the link's score threshold): it *amplifies* when its 95% bootstrap interval
+  lies above 0, *reduces* below 0, *neither* otherwise; every other prediction measure (BiasAmp means and
+  terms, Zhao's measure, leakage) is exploratory and never a headline verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from biastransfer.provenance import workflow_provenance
+from biastransfer.report.findings.amplification import verdict as interval_verdict
+from biastransfer.report.findings.claims import claims_sentence
+from biastransfer.report.formatting import ADJUSTMENT_NAMES, Significance, opposite_direction, p_cell
+from biastransfer.report.headline import finetuning_phrase, headline_table
+
+SCHEMA_FILE = Path(__file__).with_name("results.schema.json")
+SCHEMA_VERSION = 1
+
+#: The words of every verdict, by level: the report prints no other.
+VERDICT_WORDS = {
+    "test": ("significant", "not significant"),
+    "prediction": ("amplifies", "reduces", "neither"),
+}
+
+
+def rules(alpha: float, adjust: str) -> dict[str, str]:
+    """The decision rule of each level, in words (the model's ``rules``)."""
+    adjusted = f"its {ADJUSTMENT_NAMES[adjust].replace('--', '-')}-adjusted p < {alpha:g}"
+    return {
+        "iEAT": (
+            f"significant when {adjusted} (family: the iEATs of one analysis set, every model, stage and seed); "
+            "a finetuned network is read per seed (significant in k of n seeds); |d| >= 0.5 against the tested "
+            "direction is named as an opposite effect."
+        ),
+        "BTS": (
+            f"significant when {adjusted} (family: one analysis set, finetuning dataset and seed); retention "
+            "compares the finetuned network's BTS with that of the network trained from scratch."
+        ),
+        "change": f"a change of d is significant when {adjusted} (family: one analysis set and finetuning dataset).",
+        "predictions": (
+            "one primary measure per declared iEAT pair: the contrast of its two objects' shifts towards the first "
+            "attribute, seeds pooled; amplifies when its 95% bootstrap interval lies above 0, reduces below 0, "
+            "neither otherwise (not adjusted: one measure per pair). BiasAmp, Zhao's measure, their terms and "
+            "leakage are exploratory."
+        ),
+    }
+
+
+def _number(value) -> float | None:
+    if value is None or isinstance(value, str) and value == "":
+        return None
+    x = float(value)
+    return None if math.isnan(x) else x
+
+
+def _records(frame: pd.DataFrame | None) -> list[dict]:
+    """A table's rows as JSON records: NaN becomes null, numpy scalars plain numbers."""
+    if frame is None or frame.empty:
+        return []
+    clean = frame.astype(object).where(frame.notna(), None)
+    return json.loads(clean.to_json(orient="records"))
+
+
+def _network(stage: str) -> str:
+    return "pretrained" if stage == "pretrained" else "scratch" if stage.startswith("scratch-") else "finetuned"
+
+
+def ieat_records(
+    ieat: pd.DataFrame,
+    scratch: pd.DataFrame | None,
+    roles: Mapping[tuple[str, str], str],
+    rule: Significance,
+) -> list[dict]:
+    """Every iEAT of every network and seed: pretrained, each finetuned seed, each scratch network."""
+    frames = [ieat] + ([scratch] if scratch is not None and not scratch.empty else [])
+    records = []
+    for frame in frames:
+        for r in frame.itertuples(index=False):
+            p_adjusted = _number(getattr(r, rule.column))
+            records.append(
+                {
+                    "analysis_set": r.analysis_set,
+                    "test": r.test,
+                    "role": roles.get((r.analysis_set, r.test), "exploratory"),
+                    "X": r.X,
+                    "Y": r.Y,
+                    "A": r.A,
+                    "B": r.B,
+                    "alternative": r.alternative,
+                    "model": r.model,
+                    "network": _network(r.stage),
+                    "finetune_dataset": r.finetune_dataset or None,
+                    "seed": None if r.seed in ("", None) else int(float(r.seed)),
+                    "d": _number(r.effect_size),
+                    "association": _number(getattr(r, "mean_difference", None)),
+                    "sd": _number(getattr(r, "pooled_sd", None)),
+                    "ci_low": _number(r.ci_low),
+                    "ci_high": _number(r.ci_high),
+                    "ci_level": _number(getattr(r, "ci_level", None)),
+                    "p": _number(r.pvalue),
+                    "p_two_sided": _number(r.pvalue_two_sided),
+                    "p_floor": _number(r.pvalue_floor),
+                    "p_method": str(getattr(r, "method", "")),
+                    "p_adjusted": p_adjusted,
+                    "detectable_d": _number(getattr(r, "detectable_d", None)),
+                    "verdict": VERDICT_WORDS["test"][0 if rule.significant(p_adjusted) else 1],
+                    "opposite": opposite_direction(float(r.effect_size), r.alternative),
+                }
+            )
+    return records
+
+
+def known_answers(ieats: Sequence[Mapping], alpha: float) -> list[dict]:
+    """What the data were built to show, read in the pretrained networks: a planted pair is found (significant,
+    d > 0), a control pair is not (not significant, and two-sided p >= alpha)."""
+    answers = []
+    for r in ieats:
+        if r["network"] != "pretrained" or r["role"] not in ("planted", "control"):
+            continue
+        if r["role"] == "planted":
+            held = r["verdict"] == "significant" and r["d"] > 0
+            checks = "planted pair found (significant, d > 0)"
+        else:
+            held = r["verdict"] == "not significant" and (r["p_two_sided"] or 0) >= alpha
+            checks = "control pair not found (not significant, either direction)"
+        answers.append({**{k: r[k] for k in ("analysis_set", "test", "model")}, "checks": checks, "held": held})
+    return answers
+
+
+def convergence_records(runs: Mapping[str, Mapping]) -> list[dict]:
+    """Each training run's convergence (``{label: report.findings.networks.convergence(curve)}``)."""
+    return [
+        {"run": label, "converged": bool(c["converged"]), "best_epoch": c["best_epoch"], "last_epoch": c["last_epoch"]}
+        for label, c in runs.items()
+    ]
+
+
+def prediction_records(link: pd.DataFrame | None) -> list[dict]:
+    """The primary prediction measure of each declared pair and network family: the contrast, seeds pooled (the
+    one seed where a family has one), with its verdict."""
+    if link is None or link.empty:
+        return []
+    table = link.assign(seed=link["seed"].astype(str))
+    records = []
+    for _, rows in table.groupby(["analysis_set", "test", "dataset", "network", "model"], sort=False):
+        pooled = rows[rows["seed"] == "pooled"]
+        r = (pooled if not pooled.empty else rows.iloc[:1]).iloc[0]
+        n_seeds = int((rows["seed"] != "pooled").sum())
+        records.append(
+            {
+                "analysis_set": r["analysis_set"],
+                "test": r["test"],
+                "role": r["role"],
+                "dataset": r["dataset"],
+                "network": r["network"],
+                "model": r["model"],
+                "seeds": "pooled" if r["seed"] == "pooled" else r["seed"],
+                "n_seeds": n_seeds,
+                "attribute": r["attribute"],
+                "first": r["first"],
+                "second": r["second"],
+                "threshold": str(r["threshold"]),
+                "measure": "contrast",
+                "estimate": _number(r["contrast"]),
+                "ci_low": _number(r["contrast_low"]),
+                "ci_high": _number(r["contrast_high"]),
+                "ci_level": _number(r["level"]),
+                "verdict": _prediction_verdict(r["contrast_low"], r["contrast_high"]),
+            }
+        )
+    return records
+
+
+def _prediction_verdict(low, high) -> str:
+    word = interval_verdict(low, high, neither="neither")
+    return word if word in VERDICT_WORDS["prediction"] else "not estimable"
+
+
+def trajectory_records(trajectory: pd.DataFrame | None) -> list[dict]:
+    """The trajectories summarised: each curve's first and last checkpoint (the whole curve is in trajectory.csv)."""
+    if trajectory is None or trajectory.empty:
+        return []
+    keys = ["analysis_set", "model", "finetune_dataset", "measure", "seed", "kind", "key"]
+    frame = trajectory.sort_values("epoch", kind="stable")
+    ends = frame.groupby(keys, sort=False, dropna=False).nth([0, -1])
+    return _records(ends[[*keys, "role", "epoch", "value", "ci_low", "ci_high", "pvalue", "pvalue_floor"]])
+
+
+#: Results read whole from a summary table (its columns as fields): {section: summary}.
+TABLE_SECTIONS = {
+    "ieat_seeds": "ieat_seeds",
+    "ieat_change": "ieat_change",
+    "bts": "bts",
+    "attribution": "attribution",
+    "finetuning": "finetune_metrics",
+    "similarity": "similarity",
+    "similarity_change": "similarity_change",
+    "layers": "layer_profile",
+    "prediction_measures": "amplification",
+    "prediction_terms": "amplification_terms",
+    "link": "link",
+    "link_correlation": "link_correlation",
+    "claims": "claims",
+    "interventions": "intervention",
+}
+
+
+def results_model(
+    tables: Mapping[str, pd.DataFrame | None],
+    *,
+    facts: Mapping,
+    tests: Mapping[str, Sequence[Mapping]],
+    alpha: float,
+    adjust: str = "holm",
+    runs: Mapping[str, Mapping] | None = None,
+) -> dict:
+    """The results model of a run from its summary tables (``{summary name: frame}``; ``ieat`` and ``bts``
+    required), the run's ``facts`` (``models``, ``seeds`` {finetuning dataset: seeds}, ``planted`` {dataset:
+    {object: P(person_a)}}, ``statistics``, ``config_hash``), its iEAT ``tests`` ({analysis set: tests}), its
+    significance rule and its training runs' convergence (``runs``: {label: convergence record})."""
+    rule = Significance(alpha, adjust)
+    roles = {(a, t["name"]): t.get("role", "exploratory") for a, specs in tests.items() for t in specs}
+    ieats = ieat_records(tables["ieat"], tables.get("ieat_scratch"), roles, rule)
+    verdicts = headline_table(tables["ieat"], tables["bts"], tests, alpha, adjust)
+    workflow = workflow_provenance()
+    model = {
+        "schema_version": SCHEMA_VERSION,
+        "run": {
+            "workflow_version": workflow["workflow_version"],
+            "git_commit": workflow["git_commit"],
+            "git_dirty": workflow["git_dirty"],
+            "config_hash": facts["config_hash"],
+            "models": list(facts["models"]),
+            "seeds": {d: list(s) for d, s in facts["seeds"].items()},
+            "planted": {d: dict(p) for d, p in facts["planted"].items()},
+        },
+        "settings": {"alpha": alpha, "adjust": adjust, **facts["statistics"]},
+        "rules": rules(alpha, adjust),
+        "verdicts": _records(verdicts),
+        "ieat": ieats,
+        "known_answers": known_answers(ieats, alpha),
+        "convergence": convergence_records(runs or {}),
+        "predictions": prediction_records(tables.get("link")),
+        "trajectory": trajectory_records(tables.get("trajectory")),
+        **{section: _records(tables.get(summary)) for section, summary in TABLE_SECTIONS.items()},
+    }
+    model["summary"] = summary_sentences(model)
+    claims = tables.get("claims")
+    model["claims_summary"] = claims_sentence(claims) if claims is not None and not claims.empty else None
+    model["cannot_tell"] = cannot_tell(model)
+    return model
+
+
+# ---- the landing page's sentences, from the model alone ----------------------------------------------------
+
+
+def _d(r: Mapping) -> str:
+    if r["d"] is None:
+        return "d not estimable"
+    bounds = f" [{r['ci_low']:.2f}, {r['ci_high']:.2f}]" if r["ci_low"] is not None else ""
+    return f"d = {r['d']:.2f}{bounds}"
+
+
+def _p(r: Mapping) -> str:
+    return f"adjusted p {_p_words(r['p_adjusted'], r['p'], r['p_floor'])}"
+
+
+def _p_words(p_adjusted: float | None, p: float | None, floor: float | None) -> str:
+    """An adjusted p in words, as a bound where the raw p is at its method's floor."""
+    if p_adjusted is None:
+        return "not available"
+    cell = p_cell(p_adjusted, p_adjusted if p is not None and floor and p <= floor * (1 + 1e-9) else None)
+    return cell if cell[0] in "≤<" else f"= {cell}"
+
+
+def _pair(r: Mapping, sets: int) -> str:
+    where = f"{r['analysis_set']}: " if sets > 1 else ""
+    return f"{where}{r['test']} ({r['A']} vs {r['B']} with {r['X']} vs {r['Y']}, {r['model']})"
+
+
+#: How many results a landing sentence names before it only counts the rest.
+NAMED = 3
+
+
+def _named(parts: Sequence[str], of: str) -> str:
+    """Up to :data:`NAMED` parts, then how many more ``of`` there are."""
+    more = len(parts) - NAMED
+    return "; ".join(parts[:NAMED]) + (f"; and {more} more {of} (the table below)" if more > 0 else "")
+
+
+def _planted_words(planted: Mapping[str, Mapping[str, float]], datasets: Sequence[str]) -> str:
+    parts = []
+    for dataset, objects in planted.items():
+        said = ", ".join(f"{obj} beside person_a in {p:.0%} of its scenes with a person" for obj, p in objects.items())
+        parts.append(f"{dataset} put {said}")
+    return (
+        f"Planted: the pretraining data {'; '.join(parts)}; the finetuning data ({', '.join(datasets)}) has no "
+        "such co-occurrence."
+    )
+
+
+def summary_sentences(model: Mapping) -> list[str]:
+    """At most five plain sentences: what was tested, what was found, what finetuning changed, what the network
+    trained from scratch says about where an association came from, and whether the predictions act on it.
+    Each names the results with a known answer or an effect first, at most :data:`NAMED`, and counts the rest."""
+    run, ieats = model["run"], model["ieat"]
+    sets = len({r["analysis_set"] for r in ieats})
+    n_tests = len({(r["analysis_set"], r["test"]) for r in ieats})
+    tested = (
+        f"{len(run['models'])} model{'s' if len(run['models']) != 1 else ''} ({', '.join(run['models'])}), "
+        f"{finetuning_phrase(run['seeds'])}; {n_tests} iEAT test{'s' if n_tests != 1 else ''}."
+    )
+    planted = _planted_words(run["planted"], list(run["seeds"])) + " " if run["planted"] else ""
+    sentences = [planted + tested]
+    pretrained = sorted(
+        (r for r in ieats if r["network"] == "pretrained"),
+        key=lambda r: (r["role"] == "exploratory", r["verdict"] != "significant"),
+    )
+    found = sum(r["verdict"] == "significant" for r in pretrained)
+    if pretrained:
+        named = [f"{_pair(r, sets)} {r['verdict']}, {_d(r)}, {_p(r)}" for r in pretrained]
+        sentences.append(f"Pretrained, {found} of {len(pretrained)} iEATs significant: {_named(named, 'iEATs')}.")
+    finetuned = _grouped(
+        [r for r in ieats if r["network"] == "finetuned"], ("analysis_set", "test", "model", "finetune_dataset")
+    )
+    if finetuned:
+        every = sum(all(r["verdict"] == "significant" for r in rows) for _, rows in finetuned)
+        none = sum(all(r["verdict"] != "significant" for r in rows) for _, rows in finetuned)
+        notable = []
+        for _, rows in sorted(finetuned, key=lambda g: not any(r["opposite"] for r in g[1])):
+            r, ds = rows[0], [x["d"] for x in rows if x["d"] is not None]
+            hits = sum(x["verdict"] == "significant" for x in rows)
+            opposite = sum(x["opposite"] for x in rows)
+            d = (
+                "d not estimable"
+                if not ds
+                else f"d = {ds[0]:.2f}"
+                if len(rows) == 1
+                else f"d {min(ds):.2f} to {max(ds):.2f} over {len(ds)} seeds"
+            )
+            notable.append(
+                f"{_pair(r, sets)} on {r['finetune_dataset']}: significant in {hits} of {len(rows)} seed"
+                f"{'s' if len(rows) != 1 else ''}, {d}"
+                + (f", against the tested direction in {opposite} of {len(rows)}" if opposite else "")
+            )
+        sentences.append(
+            f"After finetuning, {every} of {len(finetuned)} iEATs are significant in every seed and {none} in none: "
+            f"{_named(notable, 'iEATs')}."
+        )
+    scratch = [r for r in ieats if r["network"] == "scratch"]
+    if scratch:
+        named = [f"{_pair(r, sets)} {_d(r)}, {r['verdict']}" for r in sorted(scratch, key=lambda r: -abs(r["d"] or 0))]
+        sentences.append(
+            f"Trained from scratch on the finetuning data alone (no pretraining): {_named(named, 'iEATs')}. An "
+            "association the scratch network shares with the finetuned ones can come from the finetuning data "
+            "rather than from pretraining."
+        )
+    predictions = [p for p in model["predictions"] if p["network"] == "finetuned"]
+    if predictions:
+        named = [
+            f"{p['model']} finetuned on {p['dataset']} {p['verdict']} {p['test']} (contrast {p['estimate']:+.3f} "
+            f"[{p['ci_low']:.3f}, {p['ci_high']:.3f}], {p['n_seeds']} seeds pooled)"
+            for p in predictions
+        ]
+        sentences.append(f"In the predictions (the primary measure of each pair): {_named(named, 'pairs')}.")
+    return sentences
+
+
+def _grouped(records: Sequence[Mapping], keys: Sequence[str]) -> list[tuple[tuple, list[Mapping]]]:
+    groups: dict[tuple, list[Mapping]] = {}
+    for r in records:
+        groups.setdefault(tuple(r[k] for k in keys), []).append(r)
+    return list(groups.items())
+
+
+def cannot_tell(model: Mapping) -> list[str]:
+    """What this run cannot tell: too few networks for the link, runs that did not converge, iEAT sets too
+    small to detect the effects they estimate."""
+    lines = []
+    few = [r for r in model["link_correlation"] if str(r.get("verdict", "")).startswith("too few")]
+    if few:
+        r = few[0]
+        lines.append(
+            f"Whether the embedding's d ranks networks as their predictions do: {r['verdict']} "
+            f"({len(few)} of {len(model['link_correlation'])} links)."
+        )
+    stalled = [c["run"] for c in model["convergence"] if not c["converged"]]
+    if stalled:
+        lines.append(
+            f"{len(stalled)} of {len(model['convergence'])} training runs had not converged ({', '.join(stalled)}): "
+            "a high BTS may only mean light finetuning."
+        )
+    elif model["convergence"]:
+        lines.append(f"Every one of the {len(model['convergence'])} training runs converged.")
+    small = [
+        r
+        for r in model["ieat"]
+        if r["verdict"] == "not significant"
+        and None not in (r["d"], r["detectable_d"])
+        and abs(r["d"]) < r["detectable_d"]
+    ]
+    if small:
+        lines.append(
+            f"{len(small)} of {len(model['ieat'])} iEATs are not significant with |d| below the smallest d their "
+            f"sets detect with 80% power ({min(r['detectable_d'] for r in small):.2f} to "
+            f"{max(r['detectable_d'] for r in small):.2f}): absence of evidence, not evidence of absence."
+        )
+    return lines
+
+
+@cache
+def schema() -> dict:
+    return json.loads(SCHEMA_FILE.read_text())
+
+
+def validate(model: Mapping) -> None:
+    """ValueError naming the first place where ``model`` breaks the schema."""
+    import jsonschema
+
+    errors = sorted(jsonschema.Draft202012Validator(schema()).iter_errors(model), key=lambda e: list(e.path))
+    if errors:
+        e = errors[0]
+        raise ValueError(f"results model: {'/'.join(map(str, e.path)) or '(top)'}: {e.message}")
+
+
+def dumps(model: Mapping) -> str:
+    """The model as JSON text (NaN written as null)."""
+    return json.dumps(model, indent=1, allow_nan=False, default=_plain) + "\n"
+
+
+def _plain(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"not JSON: {value!r}")
