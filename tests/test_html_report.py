@@ -132,18 +132,20 @@ def test_the_summary_says_what_was_planted_what_was_found_changed_and_acted_on_i
     one, pretrained, after, scratch_words, predictions = model["summary"]
     assert one == (
         "Planted: the pretraining data biased put a beside person_a in 90% of its scenes with a person; the "
-        "finetuning data (ft) has no such co-occurrence. 1 model (m), finetuned on ft with 2 seeds; 1 iEAT test."
+        "finetuning data (ft) has no such co-occurrence. 1 model (m), finetuned on ft with 2 seeds; 1 iEAT test: t (a "
+        "vs b with x vs y, planted)."
     )
     assert pretrained == (
-        "Pretrained, 1 of 1 iEATs significant: t (a vs b with x vs y, m) significant, d = 1.20 [0.90, 1.50], "
-        "adjusted p < 0.001."
+        "Pretrained, 1 of 1 iEATs significant: t significant, d = 1.20 [0.90, 1.50], adjusted p < 0.001."
     )
     assert after == (
-        "After finetuning, 0 of 1 iEATs are significant in every seed and 0 in none: t (a vs b with x vs y, m) on "
-        "ft: significant in 1 of 2 seeds, d 0.20 to 0.90 over 2 seeds."
+        "After finetuning, 0 of 1 iEATs are significant in every seed and 0 in none: t on ft: significant in 1 of 2 "
+        "seeds, d 0.20 to 0.90 over 2 seeds."
     )
-    assert scratch_words.startswith("Trained from scratch on the finetuning data alone (no pretraining): t (a vs b")
-    assert "d = -0.80 [-1.10, -0.50], not significant" in scratch_words
+    assert scratch_words == (
+        "Trained from scratch on the finetuning data alone (no pretraining): t d = -0.80 [-1.10, -0.50], not "
+        "significant; it has none of the finetuned networks' large effects (|d| >= 0.5)."
+    )
     assert predictions == (
         "In the predictions (the primary measure of each pair): m finetuned on ft amplifies t (contrast +0.105 "
         "[0.010, 0.200], 2 seeds pooled)."
@@ -160,7 +162,15 @@ def test_the_summary_says_what_was_planted_what_was_found_changed_and_acted_on_i
     assert [r["network"] for r in model["ieat"]] == ["pretrained", "finetuned", "finetuned", "scratch"]
     assert [r["opposite"] for r in model["ieat"]] == [False, False, False, True]
     neither = results_model({**tables, "link": link_rows(-0.1, 0.2)}, facts=FACTS, tests={"s": [TEST]}, alpha=0.01)
-    assert "m finetuned on ft neither t" in neither["summary"][-1] and not neither["known_answers"]
+    assert "m finetuned on ft neither amplifies nor reduces t" in neither["summary"][-1]
+    assert not neither["known_answers"]
+    # a scratch network with the finetuned seeds' large effect, same sign: the finetuning data alone can make it
+    large = ieat_rows(dict(stage="scratch-ft-seed0", seed=0, d=0.7, p=1e-3, p2=1e-3)).assign(finetune_dataset="ft")
+    shared = results_model({**tables, "ieat_scratch": large}, facts=FACTS, tests={"s": [TEST]}, alpha=0.01)
+    assert shared["summary"][3].endswith(
+        "it has the finetuned networks' large effect (|d| >= 0.5, same sign) for t, which the finetuning data alone "
+        "can therefore produce."
+    )
 
 
 def test_a_sentence_names_three_results_and_counts_the_rest():
@@ -168,7 +178,10 @@ def test_a_sentence_names_three_results_and_counts_the_rest():
     tables = {"ieat": pd.concat([ieat_rows(*rows).assign(test=f"t{i}") for i in range(5)]), "bts": NO_BTS}
     tests = {"s": [{**TEST, "name": f"t{i}"} for i in range(5)]}
     model = results_model(tables, facts={**FACTS, "seeds": {}}, tests=tests, alpha=0.01)
-    assert model["summary"][0] == "1 model (m), pretrained only; 5 iEAT tests."
+    assert model["summary"][0] == (
+        "1 model (m), pretrained only; 5 iEAT tests: t0 (a vs b with x vs y); t1 (a vs b with x vs y); t2 (a vs b "
+        "with x vs y); and 2 more tests (the table below)."
+    )
     assert model["summary"][1].count("significant, d = 1.20") == 3
     assert model["summary"][1].endswith("; and 2 more iEATs (the table below).")
 

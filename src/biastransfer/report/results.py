@@ -28,7 +28,13 @@ import pandas as pd
 from biastransfer.provenance import workflow_provenance
 from biastransfer.report.findings.amplification import verdict as interval_verdict
 from biastransfer.report.findings.claims import claims_sentence
-from biastransfer.report.formatting import ADJUSTMENT_NAMES, Significance, opposite_direction, p_cell
+from biastransfer.report.formatting import (
+    ADJUSTMENT_NAMES,
+    OPPOSITE_EFFECT,
+    Significance,
+    opposite_direction,
+    p_cell,
+)
 from biastransfer.report.headline import finetuning_phrase, headline_table
 
 SCHEMA_FILE = Path(__file__).with_name("results.schema.json")
@@ -291,9 +297,16 @@ def _p_words(p_adjusted: float | None, p: float | None, floor: float | None) -> 
     return cell if cell[0] in "≤<" else f"= {cell}"
 
 
-def _pair(r: Mapping, sets: int) -> str:
+def _pair(r: Mapping, sets: int, models: int) -> str:
+    """A test's name (with its analysis set where there are several, and its model where there are several)."""
     where = f"{r['analysis_set']}: " if sets > 1 else ""
-    return f"{where}{r['test']} ({r['A']} vs {r['B']} with {r['X']} vs {r['Y']}, {r['model']})"
+    return f"{where}{r['test']}" + (f" ({r['model']})" if models > 1 else "")
+
+
+def _test_words(r: Mapping, sets: int) -> str:
+    where = f"{r['analysis_set']}: " if sets > 1 else ""
+    role = "" if r["role"] == "exploratory" else f", {r['role']}"
+    return f"{where}{r['test']} ({r['A']} vs {r['B']} with {r['X']} vs {r['Y']}{role})"
 
 
 #: How many results a landing sentence names before it only counts the rest.
@@ -309,7 +322,10 @@ def _named(parts: Sequence[str], of: str) -> str:
 def _planted_words(planted: Mapping[str, Mapping[str, float]], datasets: Sequence[str]) -> str:
     parts = []
     for dataset, objects in planted.items():
-        said = ", ".join(f"{obj} beside person_a in {p:.0%} of its scenes with a person" for obj, p in objects.items())
+        said = ", ".join(
+            f"{obj} beside {'person_a' if p >= 0.5 else 'person_b'} in {max(p, 1 - p):.0%} of its scenes with a person"
+            for obj, p in objects.items()
+        )
         parts.append(f"{dataset} put {said}")
     return (
         f"Planted: the pretraining data {'; '.join(parts)}; the finetuning data ({', '.join(datasets)}) has no "
@@ -322,11 +338,13 @@ def summary_sentences(model: Mapping) -> list[str]:
     trained from scratch says about where an association came from, and whether the predictions act on it.
     Each names the results with a known answer or an effect first, at most :data:`NAMED`, and counts the rest."""
     run, ieats = model["run"], model["ieat"]
-    sets = len({r["analysis_set"] for r in ieats})
-    n_tests = len({(r["analysis_set"], r["test"]) for r in ieats})
+    sets, models = len({r["analysis_set"] for r in ieats}), len(run["models"])
+    tests = {(r["analysis_set"], r["test"]): r for r in ieats}
+    said = [_test_words(r, sets) for r in sorted(tests.values(), key=lambda r: r["role"] == "exploratory")]
     tested = (
-        f"{len(run['models'])} model{'s' if len(run['models']) != 1 else ''} ({', '.join(run['models'])}), "
-        f"{finetuning_phrase(run['seeds'])}; {n_tests} iEAT test{'s' if n_tests != 1 else ''}."
+        f"{models} model{'s' if models != 1 else ''} ({', '.join(run['models'])}), "
+        f"{finetuning_phrase(run['seeds'])}; {len(tests)} iEAT test{'s' if len(tests) != 1 else ''}: "
+        f"{_named(said, 'tests')}."
     )
     planted = _planted_words(run["planted"], list(run["seeds"])) + " " if run["planted"] else ""
     sentences = [planted + tested]
@@ -336,7 +354,7 @@ def summary_sentences(model: Mapping) -> list[str]:
     )
     found = sum(r["verdict"] == "significant" for r in pretrained)
     if pretrained:
-        named = [f"{_pair(r, sets)} {r['verdict']}, {_d(r)}, {_p(r)}" for r in pretrained]
+        named = [f"{_pair(r, sets, models)} {r['verdict']}, {_d(r)}, {_p(r)}" for r in pretrained]
         sentences.append(f"Pretrained, {found} of {len(pretrained)} iEATs significant: {_named(named, 'iEATs')}.")
     finetuned = _grouped(
         [r for r in ieats if r["network"] == "finetuned"], ("analysis_set", "test", "model", "finetune_dataset")
@@ -357,7 +375,7 @@ def summary_sentences(model: Mapping) -> list[str]:
                 else f"d {min(ds):.2f} to {max(ds):.2f} over {len(ds)} seeds"
             )
             notable.append(
-                f"{_pair(r, sets)} on {r['finetune_dataset']}: significant in {hits} of {len(rows)} seed"
+                f"{_pair(r, sets, models)} on {r['finetune_dataset']}: significant in {hits} of {len(rows)} seed"
                 f"{'s' if len(rows) != 1 else ''}, {d}"
                 + (f", against the tested direction in {opposite} of {len(rows)}" if opposite else "")
             )
@@ -367,21 +385,46 @@ def summary_sentences(model: Mapping) -> list[str]:
         )
     scratch = [r for r in ieats if r["network"] == "scratch"]
     if scratch:
-        named = [f"{_pair(r, sets)} {_d(r)}, {r['verdict']}" for r in sorted(scratch, key=lambda r: -abs(r["d"] or 0))]
+        named = [f"{_pair(r, sets, models)} {_d(r)}, {r['verdict']}" for r in scratch]
+        shared = [_pair(r, sets, models) for r in scratch if _shares(r, finetuned)]
         sentences.append(
-            f"Trained from scratch on the finetuning data alone (no pretraining): {_named(named, 'iEATs')}. An "
-            "association the scratch network shares with the finetuned ones can come from the finetuning data "
-            "rather than from pretraining."
+            f"Trained from scratch on the finetuning data alone (no pretraining): {_named(named, 'iEATs')}; "
+            + (
+                f"it has the finetuned networks' large effect (|d| >= {OPPOSITE_EFFECT}, same sign) for "
+                f"{', '.join(shared)}, which the finetuning data alone can therefore produce."
+                if shared
+                else f"it has none of the finetuned networks' large effects (|d| >= {OPPOSITE_EFFECT})."
+            )
         )
     predictions = [p for p in model["predictions"] if p["network"] == "finetuned"]
     if predictions:
         named = [
-            f"{p['model']} finetuned on {p['dataset']} {p['verdict']} {p['test']} (contrast {p['estimate']:+.3f} "
+            f"{p['model']} finetuned on {p['dataset']} {PREDICTION_PHRASES[p['verdict']]} {p['test']} (contrast {p['estimate']:+.3f} "
             f"[{p['ci_low']:.3f}, {p['ci_high']:.3f}], {p['n_seeds']} seeds pooled)"
             for p in predictions
         ]
         sentences.append(f"In the predictions (the primary measure of each pair): {_named(named, 'pairs')}.")
     return sentences
+
+
+#: A prediction verdict as a sentence's verb.
+PREDICTION_PHRASES = {
+    "amplifies": "amplifies",
+    "reduces": "reduces",
+    "neither": "neither amplifies nor reduces",
+    "not estimable": "cannot be judged on",
+}
+
+
+def _shares(scratch: Mapping, finetuned: Sequence[tuple[tuple, list[Mapping]]]) -> bool:
+    """Whether a scratch network's d and the mean d of the finetuned seeds of its test, model and dataset are
+    both large (|d| >= OPPOSITE_EFFECT) and of one sign."""
+    key = tuple(scratch[k] for k in ("analysis_set", "test", "model", "finetune_dataset"))
+    ds = [r["d"] for k, rows in finetuned if k == key for r in rows if r["d"] is not None]
+    if not ds or scratch["d"] is None:
+        return False
+    mean = sum(ds) / len(ds)
+    return min(abs(mean), abs(scratch["d"])) >= OPPOSITE_EFFECT and mean * scratch["d"] > 0
 
 
 def _grouped(records: Sequence[Mapping], keys: Sequence[str]) -> list[tuple[tuple, list[Mapping]]]:

@@ -76,8 +76,17 @@ def describe_amplification(
     each planted (object -> attribute) term, and the leakage amplification, each with its verdict."""
     if summary is None or summary.empty:
         return []
-    title = "Do the networks' predictions amplify the bias?"
-    lines = ["", f"{title}\n{'-' * len(title)}\n", *_left_out(terms)]  # a blank line ends the section before
+    title = "Do the networks' predictions amplify the bias? (exploratory)"
+    lines = [
+        "",
+        f"{title}\n{'-' * len(title)}\n",
+        "The run's prediction verdicts read one primary measure per declared iEAT pair, the contrast of its two "
+        "objects (the next section and the overview); the measures here describe the predictions more widely and "
+        "are exploratory: their intervals are not adjusted for their number, so one of them excluding 0 is not "
+        "a verdict on its own.",
+        "",
+        *_left_out(terms),
+    ]  # a blank line ends the section before
     chosen = _chosen(summary)
     for row in chosen[chosen["measure"].isin(["directional", "zhao"])].itertuples():
         at = "at base-rate thresholds" if row.threshold == "base_rate" else f"at threshold {row.threshold}"

@@ -48,7 +48,7 @@ def describe_link(table: pd.DataFrame | None, correlation: pd.DataFrame | None) 
     per linked iEAT, the rank correlation between the levels across networks."""
     if table is None or table.empty:
         return []
-    title = "Does the embedding's association show up in the predictions?"
+    title = "Does the embedding's association show up in the predictions? (primary measure)"
     lines = ["", f"{title}\n{'-' * len(title)}\n"]
     for row in _families(table).itertuples():
         if row.seed != "pooled":
