@@ -2,10 +2,10 @@
 tables that sort on a click (a few lines of inline JavaScript; no CDN, works offline).
 
 :func:`html_table` renders a result table by its column names (docs/formats.md conventions):
-``X_low``/``X_high`` merge into one interval column ``[low, high]``, ``X_min``/``X_max`` into a range
-``low to high``, p-value columns (``p``, ``p_*``, ``pvalue*``) print a p at its method's floor
-(``p_floor`` or ``pvalue_floor``, which is not shown) as a bound, ``≤ floor``, and an adjusted p of a
-row whose raw p is at its floor as a bound too (formatting.adjusted_floor). An interval or range, and the
+``X_low``/``X_high`` merge into one interval column ``[low, high]`` (headed ``X CI`` beside a column ``X``),
+``X_min``/``X_max`` into a range ``low to high``, p-value columns (``p``, ``p_*``, ``pvalue*``) print a p at
+its method's floor (``p_floor`` or ``pvalue_floor``, which is not shown) as a bound, ``≤ floor``, and an
+adjusted p of a row whose raw p is at its floor as a bound too (formatting.adjusted_floor). An interval or range, and the
 estimate it belongs to (``X`` of ``X_low``/``X_high`` or ``X_min``/``X_max``; ``estimate`` or ``d`` of ``ci``),
 print the decimals that the interval supports (:func:`interval_decimals`): an estimate with a CI follows the
 CI, one without follows its range. Every cell sorts by its number where it has one.
@@ -55,11 +55,14 @@ p, li, .caption, figcaption { max-width: 75ch; }
 @media (max-width: 900px) {
   main { padding: .5rem .6rem 2rem; } nav a { margin-right: .6rem; }
   table { font-size: .78rem; } th, td { max-width: 14rem; padding: .25rem .3rem; }
+  td:not(.num) { min-width: 0; overflow-wrap: anywhere; } td.num { white-space: normal; }
   ul.toc { columns: 1; } dl.record { grid-template-columns: 1fr; } dl.record dd { margin-bottom: .3rem; }
 }
 @media print {
   nav { display: none; } body { font-size: 10pt; } main { max-width: none; padding: 0; }
-  .scroll { overflow: visible; } table { font-size: 7.5pt; } th, td { max-width: none; }
+  .scroll { overflow: visible; } table { font-size: 7.5pt; line-height: 1.3; } th, td { max-width: none; padding: .1rem .3rem; }
+  td:not(.num) { min-width: 0; overflow-wrap: anywhere; } td.num { white-space: normal; }
+  h2 { margin-top: 1.2rem; } .caption, figcaption { font-size: 9pt; } h3, h4 { margin: .8rem 0 .3rem; break-after: avoid; } .caption p { margin: .3rem 0; }
   table.sortable th::after { content: ""; } figure, tr, .card { break-inside: avoid; } a { color: inherit; }
 }
 """
@@ -173,7 +176,13 @@ def _columns(frame: pd.DataFrame) -> list[tuple[str, tuple[str, ...]]]:
         for low, high, label in (("_low", "_high", ""), ("_min", "_max", " range")):
             if name.endswith(low) and name.removesuffix(low) + high in names:
                 stem = name.removesuffix(low)
-                header = _PAIR_HEADERS.get(stem, stem.replace("_", " ") + label)
+                words = stem.replace("_", " ")
+                if stem in _PAIR_HEADERS:
+                    header = _PAIR_HEADERS[stem]
+                elif stem in names and low == "_low":  # the interval of a column of its own: not its name again
+                    header = f"{words} CI"
+                else:
+                    header = words + label
                 out.append((header, (name, stem + high)))
                 used |= {name, stem + high}
                 break
@@ -239,8 +248,15 @@ def _cell(row: Mapping, sources: tuple[str, ...], floor: float | None) -> str:
 
 def html_table(frame: pd.DataFrame, *, table_id: str) -> str:
     """A sortable ``<table>`` of ``frame`` (column conventions in the module docstring); a ``held`` column's
-    cells that start with yes or no are coloured."""
+    cells that start with yes or no are coloured. ValueError when two columns would print one header."""
     columns = _columns(frame)
+    headers = [h for h, _ in columns]
+    twice = next((h for h in headers if headers.count(h) > 1), None)
+    if twice is not None:
+        sources = [", ".join(s) for h, s in columns if h == twice]
+        raise ValueError(
+            f"table {table_id!r}: column header {twice!r} names more than one column: {'; '.join(sources)}"
+        )
     head = "".join(f'<th scope="col">{esc(h)}</th>' for h, _ in columns)
     rows = []
     for record in frame.to_dict("records"):
