@@ -165,6 +165,11 @@ def _text(value, digits: int = 3) -> str:
 _PAIR_HEADERS = {"ci": "CI", "ci_seeds": "range over seeds of the CIs"}
 
 
+def _words(name: str) -> str:
+    """A column name as a header's words (``retention_ci`` reads ``retention CI``)."""
+    return " ".join("CI" if word == "ci" else word for word in name.split("_"))
+
+
 def _columns(frame: pd.DataFrame) -> list[tuple[str, tuple[str, ...]]]:
     """(header, source columns) in order: pairs merged, floors hidden."""
     names = list(frame.columns)
@@ -176,7 +181,7 @@ def _columns(frame: pd.DataFrame) -> list[tuple[str, tuple[str, ...]]]:
         for low, high, label in (("_low", "_high", ""), ("_min", "_max", " range")):
             if name.endswith(low) and name.removesuffix(low) + high in names:
                 stem = name.removesuffix(low)
-                words = stem.replace("_", " ")
+                words = _words(stem)
                 if stem in _PAIR_HEADERS:
                     header = _PAIR_HEADERS[stem]
                 elif stem in names and low == "_low":  # the interval of a column of its own: not its name again
@@ -187,7 +192,7 @@ def _columns(frame: pd.DataFrame) -> list[tuple[str, tuple[str, ...]]]:
                 used |= {name, stem + high}
                 break
         else:
-            out.append((name.replace("_", " "), (name,)))
+            out.append((_words(name), (name,)))
             used.add(name)
     return out
 

@@ -88,8 +88,8 @@ def _item_html(item: Mapping, files: Mapping[str, str], caption: str) -> str:
     parts, note = page_parts(frame)
     summary = f'<p class="caption">Shown: {esc(note)} Every row: <a href="{esc(files["csv"])}">the CSV</a>.</p>'
     tables = "".join(
-        (f"<h4>{esc(title)}</h4>" if title else "") + html_table(rows, table_id=f"{anchor}-{i}" if i else anchor)
-        for i, (title, rows) in enumerate(parts)
+        (f"<h4>{esc(title)}</h4>" if title else "") + html_table(rows, table_id=f"{anchor}-{i}")
+        for i, (title, rows) in enumerate(parts, start=1)
     )
     return (
         f'<section id="{anchor}"><h3>{esc(item["title"])}</h3><div class="caption">{caption}</div>{links}'
