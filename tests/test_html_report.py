@@ -209,6 +209,13 @@ def test_an_interval_beside_its_own_column_is_headed_by_it_and_a_repeated_header
         html_table(frame.assign(d_CI=0.0), table_id="link")
 
 
+def test_a_long_name_may_break_at_its_underscores_where_the_table_asks_for_it():
+    frame = pd.DataFrame({"test": ["refrigerator_vs_stop_sign"], "d": [0.5]})
+    assert "<td>refrigerator_vs_stop_sign</td>" in html_table(frame, table_id="t")  # the text as it is
+    broken = html_table(frame, table_id="t", breaks="_")
+    assert "<td>refrigerator_<wbr>vs_<wbr>stop_<wbr>sign</td>" in broken and 'class="scroll breaks"' in broken
+
+
 def test_numbers_print_the_decimals_their_interval_supports():
     from biastransfer.report.html import interval_decimals
 

@@ -54,14 +54,16 @@ p, li, .caption, figcaption { max-width: 75ch; }
 .summary { border-left: 4px solid var(--accent); padding: .1rem 1rem; background: #f8fafd; }
 @media (max-width: 900px) {
   main { padding: .5rem .6rem 2rem; } nav a { margin-right: .6rem; }
-  table { font-size: .78rem; } th, td { max-width: 14rem; padding: .25rem .3rem; }
-  td:not(.num) { min-width: 0; overflow-wrap: anywhere; } td.num { white-space: normal; }
+  table { font-size: .78rem; } th, td { max-width: 14rem; padding: .25rem .15rem; }
+  td:not(.num) { min-width: 0; overflow-wrap: anywhere; } .breaks td:not(.num) { overflow-wrap: normal; }
+  td.span { white-space: normal; }
   ul.toc { columns: 1; } dl.record { grid-template-columns: 1fr; } dl.record dd { margin-bottom: .3rem; }
 }
 @media print {
   nav { display: none; } body { font-size: 10pt; } main { max-width: none; padding: 0; }
   .scroll { overflow: visible; } table { font-size: 7.5pt; line-height: 1.3; } th, td { max-width: none; padding: .1rem .3rem; }
-  td:not(.num) { min-width: 0; overflow-wrap: anywhere; } td.num { white-space: normal; }
+  td:not(.num) { min-width: 0; overflow-wrap: anywhere; } .breaks td:not(.num) { overflow-wrap: normal; }
+  td.span { white-space: normal; }
   h2 { margin-top: 1.2rem; } .caption, figcaption { font-size: 9pt; } h3, h4 { margin: .8rem 0 .3rem; break-after: avoid; } .caption p { margin: .3rem 0; }
   table.sortable th::after { content: ""; } figure, tr, .card { break-inside: avoid; } a { color: inherit; }
 }
@@ -221,7 +223,7 @@ def _estimate_decimals(row: Mapping, name: str) -> int | None:
     return None
 
 
-def _cell(row: Mapping, sources: tuple[str, ...], floor: float | None) -> str:
+def _cell(row: Mapping, sources: tuple[str, ...], floor: float | None, breaks: str) -> str:
     if len(sources) == 2:
         ends = _pair(row, *sources)
         if ends is None:
@@ -229,7 +231,7 @@ def _cell(row: Mapping, sources: tuple[str, ...], floor: float | None) -> str:
         low, high = ends
         k = interval_decimals(low, high)
         text = f"[{low:.{k}f}, {high:.{k}f}]" if sources[0].endswith("_low") else f"{low:.{k}f} to {high:.{k}f}"
-        return f'<td class="num" data-sort="{low!r}">{esc(text)}</td>'
+        return f'<td class="num span" data-sort="{low!r}">{esc(text)}</td>'
     (name,) = sources
     value = row[name]
     number = _number(value)
@@ -237,7 +239,10 @@ def _cell(row: Mapping, sources: tuple[str, ...], floor: float | None) -> str:
         text = "" if value is None else str(value)
         word = text.split(" ", 1)[0].rstrip(":,").lower()
         mark = f' class="{word}"' if name == "held" and word in ("yes", "no") else ""
-        return f"<td{mark}>{esc(text)}</td>"
+        text = esc(text)
+        for character in breaks:
+            text = text.replace(character, f"{character}<wbr>")
+        return f"<td{mark}>{text}</td>"
     if _is_p(name):
         raw = row.get("p", row.get("pvalue"))
         if name in _RAW_P:
@@ -251,9 +256,11 @@ def _cell(row: Mapping, sources: tuple[str, ...], floor: float | None) -> str:
     return f'<td class="num" data-sort="{number!r}">{esc(text)}</td>'
 
 
-def html_table(frame: pd.DataFrame, *, table_id: str) -> str:
+def html_table(frame: pd.DataFrame, *, table_id: str, breaks: str = "") -> str:
     """A sortable ``<table>`` of ``frame`` (column conventions in the module docstring); a ``held`` column's
-    cells that start with yes or no are coloured. ValueError when two columns would print one header."""
+    cells that start with yes or no are coloured. On a narrow screen and in print a text cell breaks after each
+    character of ``breaks`` (``_``: ``refrigerator_vs_stop_sign`` wraps at its words), or, without ``breaks``,
+    anywhere, rather than widen the table. ValueError when two columns would print one header."""
     columns = _columns(frame)
     headers = [h for h, _ in columns]
     twice = next((h for h in headers if headers.count(h) > 1), None)
@@ -266,9 +273,10 @@ def html_table(frame: pd.DataFrame, *, table_id: str) -> str:
     rows = []
     for record in frame.to_dict("records"):
         floor = _number(record.get("p_floor", record.get("pvalue_floor")))
-        rows.append("<tr>" + "".join(_cell(record, sources, floor) for _, sources in columns) + "</tr>")
+        rows.append("<tr>" + "".join(_cell(record, sources, floor, breaks) for _, sources in columns) + "</tr>")
     return (
-        f'<div class="scroll"><table class="sortable" id="{esc(table_id)}"><thead><tr>{head}</tr></thead>'
+        f'<div class="{"scroll breaks" if breaks else "scroll"}"><table class="sortable" id="{esc(table_id)}">'
+        f"<thead><tr>{head}</tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
 

@@ -88,7 +88,7 @@ def _item_html(item: Mapping, files: Mapping[str, str], caption: str) -> str:
     parts, note = page_parts(frame)
     summary = f'<p class="caption">Shown: {esc(note)} Every row: <a href="{esc(files["csv"])}">the CSV</a>.</p>'
     tables = "".join(
-        (f"<h4>{esc(title)}</h4>" if title else "") + html_table(rows, table_id=f"{anchor}-{i}")
+        (f"<h4>{esc(title)}</h4>" if title else "") + html_table(rows, table_id=f"{anchor}-{i}", breaks="_")
         for i, (title, rows) in enumerate(parts, start=1)
     )
     return (
