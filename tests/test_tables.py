@@ -424,14 +424,14 @@ def test_on_the_page_a_wide_table_splits_into_narrow_parts_that_keep_every_colum
     for name, frame in frames.items():
         parts, note = tables.page_parts(frame)
         assert len(parts) > 1 and note == "", name
-        assert "More columns" not in [title for title, _ in parts], name  # the layout names every column
+        assert not [t for t, _ in parts if t.startswith("More columns")], name  # the layout names every column
         filters = {"measure"} if name == "layers" else set()
         assert _page_columns(parts) | filters == {renamed.get(c, c) for c in frame.columns}, name
         headers = [html_table(rows, table_id="t").count("<th ") for _, rows in parts]
         assert max(headers) <= 10, (name, headers)  # an interval's two columns print as one
     # each row of a part is one of the table's: the layer table's iEAT and BTS rows, every one of them once
     layers = dict(tables.page_parts(frames["layers"])[0])
-    assert len(layers["iEAT d by layer"]) + len(layers["BTS by layer"]) == len(frames["layers"])
+    assert len(layers["iEAT d by layer"]) + len(layers["BTS rho by layer"]) == len(frames["layers"])
     link = dict(tables.page_parts(frames["link"])[0])
     embedding = link["Embedding: d before and after finetuning"]
     assert len(embedding) == len(frames["link"]) and list(embedding["delta_d_low"]) == list(frames["link"]["delta_low"])
@@ -442,7 +442,13 @@ def test_a_column_that_no_layout_names_is_shown_in_a_last_part_beside_the_rows_k
 
     link = report_site.demo_sized_tables(np.random.default_rng(0))["link"].assign(new_measure=1.5)
     title, rows = tables.page_parts(link)[0][-1]
-    assert title == "More columns" and list(rows.columns) == ["test", "network", "model", "seed", "new_measure"]
+    assert title == "More columns of the link table" and list(rows.columns) == [
+        "test",
+        "network",
+        "model",
+        "seed",
+        "new_measure",
+    ]
     analysis_set = pd.DataFrame({"class": ["a", "b"], "n": [3, 4]})
     parts, note = tables.page_parts(analysis_set)  # a table that fits is shown whole
     assert len(parts) == 1 and parts[0][1] is analysis_set and note == ""
@@ -456,7 +462,7 @@ def test_the_trajectory_table_shows_each_series_at_its_first_epoch_and_its_check
     shown = full[full["measure"] != "similarity"]
     series = shown.groupby(list(tables.TRAJECTORY_SERIES), dropna=False)
     assert len(rows) == 2 * series.ngroups and len(full) == 1759
-    assert f"{len(rows)} of the table's 1759 rows" in note and "similarity rows" in note
+    assert f"{len(rows)} of the table's 1759 rows" in note and "similarity of every class and pair" in note
     for (measure, _, key, seed), part in series:  # a kind is empty beside an iEAT or curve key
         mine = rows[(rows["measure"] == measure) & (rows["key"] == key) & (rows["seed"] == seed)]
         first, last = mine.iloc[0], mine.iloc[1]

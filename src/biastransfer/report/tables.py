@@ -550,12 +550,17 @@ def analysis_set_frame(stats: pd.DataFrame, analysis_set: str) -> pd.DataFrame:
 @dataclass(frozen=True)
 class PagePart:
     """One part of a table on the page: ``columns`` (a name, or a prefix ending in ``*``) beside ``keys`` (the
-    columns that name a row), of the rows whose ``rows`` columns hold the given values, duplicates dropped."""
+    columns that name a row), duplicate rows dropped; with ``split_by``, one part per value of that column,
+    titled ``title`` with the value's words (:data:`VALUE_WORDS`) in place of ``{}``."""
 
     title: str
     keys: tuple[str, ...]
     columns: tuple[str, ...]
-    rows: Mapping[str, str] = field(default_factory=dict)
+    split_by: str = ""
+
+
+#: Words for a value that titles a part.
+VALUE_WORDS = {"ieat": "iEAT d", "bts": "BTS rho"}
 
 
 @dataclass(frozen=True)
@@ -572,8 +577,8 @@ class PageLayout:
 #: Columns of a trajectory table that the page shows one row of per series: at the first epoch and at the
 #: chosen checkpoint (``final``; the last epoch for the pooled seed, which has no checkpoint of its own).
 TRAJECTORY_SERIES = ("measure", "kind", "key", "seed")
-#: Trajectory measures the page summarises (the similarity of every class and pair is only in the CSV).
-TRAJECTORY_SHOWN = ("ieat", "bts", "curve")
+#: The trajectory measure that only the CSV shows: the similarity of every class and pair after every epoch.
+TRAJECTORY_CSV_ONLY = "similarity"
 
 PAGE_LAYOUTS = (
     PageLayout(
@@ -666,10 +671,7 @@ PAGE_LAYOUTS = (
         "layers",
         ("layer", "depth", "measure", "item", "estimate"),
         (
-            PagePart(
-                "iEAT d by layer", ("layer", "stage", "item"), ("estimate", "ci_low", "ci_high"), {"measure": "ieat"}
-            ),
-            PagePart("BTS by layer", ("layer", "stage", "item"), ("estimate", "ci_low", "ci_high"), {"measure": "bts"}),
+            PagePart("{} by layer", ("layer", "stage", "item"), ("estimate", "ci_low", "ci_high"), split_by="measure"),
             PagePart("Layers and networks", ("model", "layer"), ("depth",)),
             PagePart("Stages", ("stage",), ("finetune_dataset", "seed")),
         ),
@@ -687,12 +689,12 @@ def _matching(patterns: tuple[str, ...], columns: list[str]) -> list[str]:
 
 
 def trajectory_page_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """Of a trajectory table (trajectory_frame's columns), one row per series of :data:`TRAJECTORY_SHOWN` at its
-    first epoch and one at its chosen checkpoint, with the series' range over epochs; ``checkpoint`` names which."""
+    """Of a trajectory table (trajectory_frame's columns), one row per series (but the similarities) at its first
+    epoch and one at its chosen checkpoint, with the series' range over epochs; ``checkpoint`` names which."""
     require_columns(
         frame, ("epoch", *TRAJECTORY_SERIES, "value", "ci_low", "ci_high", "final"), where="trajectory table"
     )
-    shown = frame[frame["measure"].isin(TRAJECTORY_SHOWN)]
+    shown = frame[frame["measure"] != TRAJECTORY_CSV_ONLY]
     rows = []
     for _, series in shown.groupby(list(TRAJECTORY_SERIES), sort=False, dropna=False):
         series = series.sort_values("epoch", kind="stable")
@@ -714,16 +716,10 @@ def page_parts(frame: pd.DataFrame) -> tuple[list[tuple[str, pd.DataFrame]], str
     columns = list(frame.columns)
     if {"epoch", "final", *TRAJECTORY_SERIES} <= set(columns):
         rows = trajectory_page_rows(frame)
-        hidden = sorted(set(frame["measure"]) - set(TRAJECTORY_SHOWN))
         note = (
             f"{len(rows)} of the table's {len(frame)} rows: each series at its first epoch and at its chosen "
-            "checkpoint (the last epoch for the pooled seed), with its range over epochs"
-            + (
-                f"; the {', '.join(hidden)} rows (every class and pair after every epoch) are in the CSV"
-                if hidden
-                else ""
-            )
-            + "."
+            "checkpoint (the last epoch for the pooled seed), with its range over epochs; the similarity of "
+            "every class and pair after every epoch is in the CSV."
         )
         return [("", rows)], note
     layout = next((lay for lay in PAGE_LAYOUTS if set(lay.marks) <= set(columns)), None)
@@ -734,14 +730,16 @@ def page_parts(frame: pd.DataFrame) -> tuple[list[tuple[str, pd.DataFrame]], str
     parts, placed = [], set()
     for part in layout.parts:
         keys, shown = _matching(part.keys, columns), _matching(part.columns, columns)
-        placed |= {*keys, *shown, *part.rows}
-        rows = frame
-        for column, value in part.rows.items():
-            rows = rows[rows[column] == value] if column in columns else rows.iloc[:0]
-        if shown and len(rows):
-            parts.append((part.title, rows[keys + shown].drop_duplicates().reset_index(drop=True)))
+        placed |= {*keys, *shown, part.split_by}
+        if not shown:
+            continue
+        groups = frame.groupby(part.split_by, sort=False) if part.split_by else [("", frame)]
+        for value, rows in groups:
+            title = part.title.format(VALUE_WORDS.get(value, value))
+            parts.append((title, rows[keys + shown].drop_duplicates().reset_index(drop=True)))
     rest = [c for c in columns if c not in placed]
     if rest:
         keys = _matching(layout.parts[0].keys, columns)
-        parts.append(("More columns", frame[keys + rest].drop_duplicates().reset_index(drop=True)))
+        title = f"More columns of the {layout.table} table"
+        parts.append((title, frame[keys + rest].drop_duplicates().reset_index(drop=True)))
     return parts, ""
