@@ -61,7 +61,7 @@ p, li, .caption, figcaption { max-width: 75ch; }
 }
 @media print {
   nav { display: none; } body { font-size: 10pt; } main { max-width: none; padding: 0; }
-  .scroll { overflow: visible; } table { font-size: 7.5pt; line-height: 1.3; } th, td { max-width: none; padding: .1rem .3rem; }
+  .scroll { overflow: visible; } table { font-size: 7.5pt; line-height: 1.2; } th, td { max-width: none; padding: .05rem .3rem; }
   td:not(.num) { min-width: 0; overflow-wrap: anywhere; } .breaks td:not(.num) { overflow-wrap: normal; }
   td.span { white-space: normal; }
   h2 { margin-top: 1.2rem; } .caption, figcaption { font-size: 9pt; } h3, h4 { margin: .8rem 0 .3rem; break-after: avoid; } .caption p { margin: .3rem 0; }
