@@ -5,10 +5,11 @@ tables that sort on a click (a few lines of inline JavaScript; no CDN, works off
 ``X_low``/``X_high`` merge into one interval column ``[low, high]`` (headed ``X CI`` beside a column ``X``),
 ``X_min``/``X_max`` into a range ``low to high``, p-value columns (``p``, ``p_*``, ``pvalue*``) print a p at
 its method's floor (``p_floor`` or ``pvalue_floor``, which is not shown) as a bound, ``≤ floor``, and an
-adjusted p of a row whose raw p is at its floor as a bound too (formatting.adjusted_floor). An interval or range, and the
-estimate it belongs to (``X`` of ``X_low``/``X_high`` or ``X_min``/``X_max``; ``estimate`` or ``d`` of ``ci``),
-print the decimals that the interval supports (:func:`interval_decimals`): an estimate with a CI follows the
-CI, one without follows its range. Every cell sorts by its number where it has one.
+adjusted p of a row whose raw p is at its floor as a bound too (formatting.adjusted_floor). An interval or
+range, and the estimate it belongs to (``X`` of ``X_low``/``X_high`` or ``X_min``/``X_max``; ``estimate`` or
+``d`` of ``ci``), print the decimals that the interval supports (:func:`interval_decimals`): an estimate with
+a CI follows the CI, one without follows its range. Every cell sorts by its number where it has one. On a
+narrow screen and in print an interval or range may wrap at its space (class ``span``), a single number never.
 """
 
 from __future__ import annotations
