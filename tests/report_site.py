@@ -1,5 +1,6 @@
 """The static HTML report built from tests/report_data.py's small tables (no workflow run), through the
-html_report and make_tables scripts as the workflow calls them; shared by test_html_report and test_browser."""
+html_report and make_tables scripts as the workflow calls them, and the link, prediction-level, layer and
+trajectory tables at the demo's sizes (:func:`demo_sized_tables`); shared by test_html_report and test_browser."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import sys
 from pathlib import Path
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -85,6 +87,110 @@ def _figure(folder: Path) -> dict[str, str]:
     return files
 
 
+#: The demo's sizes (make demo): 13 classes of the analysis set, two linked iEAT tests, 3 seeds (and their
+#: pooled rows), epochs 0-5; tables built at these sizes are as wide and as long as the demo's.
+DEMO_CLASSES = tuple(f"class_{c}" for c in "abcdefghijklm")
+DEMO_TESTS = ("surfboard_vs_car", "refrigerator_vs_stop_sign")
+DEMO_SEEDS = ("0", "1", "2")
+DEMO_EPOCHS = range(6)
+DEMO_DATASET = "openimages"
+PREDICTION_MEASURES = {
+    "directional": ("0.5", "base_rate"),
+    "zhao": ("0.5", "base_rate"),
+    "leakage_model": ("0.5",),
+    "leakage_dataset_matched": ("0.5",),
+    "leakage_amplification": ("0.5",),
+    "leakage_embedding": ("",),
+    "leakage_dataset": ("",),
+}
+
+
+def _interval(rng, centre: float, half: float = 0.3) -> tuple[float, float, float]:
+    return centre, centre - half * rng.uniform(0.5, 1), centre + half * rng.uniform(0.5, 1)
+
+
+def demo_sized_tables(rng) -> dict[str, pd.DataFrame]:
+    """The link, prediction-level, layer and trajectory tables (the rows make_tables writes, through the
+    report modules' own frame functions) at the demo's sizes, with made-up numbers."""
+    from biastransfer.report.amplification_report import AMPLIFICATION_REQUIRED, amplification_frame
+    from biastransfer.report.layer_report import PROFILE_REQUIRED, layer_frame
+    from biastransfer.report.link_report import LINK_REQUIRED, link_frame
+    from biastransfer.report.trajectory import TRAJECTORY_REQUIRED, trajectory_frame
+
+    networks = [("finetuned", s) for s in (*DEMO_SEEDS, "pooled")] + [("scratch", "0")]
+    link = []
+    for test in DEMO_TESTS:
+        first, second = test.split("_vs_")
+        for network, seed in networks:
+            row = {"analysis_set": "openimages", "test": test, "role": "planted", "dataset": DEMO_DATASET}
+            row |= {"network": network, "model": "resnet18", "seed": seed, "attribute": "man"}
+            row |= {"first": first, "second": second, "threshold": 0.5, "level": 0.95, "n_images": 250}
+            for stem, low, high in (
+                ("d_pretrained", "d_pretrained_low", "d_pretrained_high"),
+                ("d", "d_low", "d_high"),
+                ("delta_d", "delta_low", "delta_high"),
+                *((f"{m}_{o}", f"{m}_{o}_low", f"{m}_{o}_high") for m in ("shift",) for o in ("first", "second")),
+                ("contrast", "contrast_low", "contrast_high"),
+            ):
+                row |= dict(zip((stem, low, high), _interval(rng, rng.normal(0.5, 0.5))))
+            link.append(row)
+    amplification = []
+    for network, seed in [("dataset", ""), *networks]:
+        for measure, thresholds in PREDICTION_MEASURES.items():
+            if (network == "dataset") != (measure == "leakage_dataset"):
+                continue
+            for threshold in thresholds:
+                estimate, low, high = _interval(rng, rng.normal(0, 0.1), 0.05)
+                amplification.append(
+                    {"network": network, "model": "" if network == "dataset" else "resnet18", "dataset": DEMO_DATASET}
+                    | {"seed": seed, "measure": measure, "threshold": threshold, "estimate": estimate}
+                    | {"ci_low": low, "ci_high": high, "level": 0.95, "replicates": 1000, "n_images": 250}
+                    | {"n_excluded": 50, "images_per_attribute": "man=121; woman=129"}
+                )
+    profile = []
+    stages = [("pretrained", "", "")] + [(f"ft-{DEMO_DATASET}-seed{s}", DEMO_DATASET, s) for s in DEMO_SEEDS]
+    for depth, layer in enumerate(("layer1", "layer2", "layer3", "layer4"), start=1):
+        for measure, items in (("ieat", DEMO_TESTS), ("bts", ("intra", "inter"))):
+            for stage, dataset, seed in stages + (
+                [(f"ft-{DEMO_DATASET}", DEMO_DATASET, "pooled")] if measure == "bts" else []
+            ):
+                if measure == "bts" and stage == "pretrained":
+                    continue
+                for item in items:
+                    estimate, low, high = _interval(rng, rng.normal(0.4, 0.4))
+                    profile.append(
+                        {"analysis_set": "openimages", "model": "resnet18", "layer": layer, "depth": depth}
+                        | {"measure": measure, "stage": stage, "finetune_dataset": dataset, "seed": seed}
+                        | {"item": item, "estimate": estimate, "ci_low": low, "ci_high": high}
+                    )
+    trajectory = []
+    pairs = [f"{p}|{q}" for i, p in enumerate(DEMO_CLASSES) for q in DEMO_CLASSES[i + 1 :]]
+    series = [("similarity", "intra", k, DEMO_SEEDS, DEMO_EPOCHS) for k in DEMO_CLASSES]
+    series += [("similarity", "inter", k, DEMO_SEEDS, DEMO_EPOCHS) for k in pairs]
+    series += [("bts", k, k, (*DEMO_SEEDS, "pooled"), DEMO_EPOCHS[1:]) for k in ("inter", "intra")]
+    series += [("ieat", "", t, DEMO_SEEDS, DEMO_EPOCHS) for t in DEMO_TESTS]
+    series += [("curve", "", k, DEMO_SEEDS, DEMO_EPOCHS[1:]) for k in ("train_loss", "val_loss", "val_mAP")]
+    for measure, kind, key, seeds, epochs in series:
+        for seed in seeds:
+            for epoch in epochs:
+                value, low, high = _interval(rng, rng.uniform(0, 1), 0.1)
+                interval = measure in ("bts", "ieat")
+                trajectory.append(
+                    {"analysis_set": "openimages", "model": "resnet18", "finetune_dataset": DEMO_DATASET}
+                    | {"measure": measure, "seed": seed, "epoch": epoch, "kind": kind, "key": key, "value": value}
+                    | {"ci_low": low if interval else np.nan, "ci_high": high if interval else np.nan}
+                    | {"final": seed != "pooled" and epoch == epochs[-2]}
+                )
+    return {
+        "link": link_frame(pd.DataFrame(link, columns=list(LINK_REQUIRED)), DEMO_DATASET),
+        "amplification": amplification_frame(
+            pd.DataFrame(amplification, columns=list(AMPLIFICATION_REQUIRED)), DEMO_DATASET
+        ),
+        "layers": layer_frame(pd.DataFrame(profile, columns=list(PROFILE_REQUIRED)), "openimages"),
+        "trajectory": trajectory_frame(pd.DataFrame(trajectory, columns=list(TRAJECTORY_REQUIRED))),
+    }
+
+
 def build(folder: Path) -> Path:
     """Write the summaries, tables, a figure and the report under ``folder``; the report's index.html."""
     summary = folder / "summary"
@@ -141,6 +247,7 @@ def build(folder: Path) -> Path:
                 "--csv",
                 files["csv"],
                 *[f"--{'dataset' if k == 'dataset' else k}={v}" for k, v in wildcards.items()],
+                *(["--scratch", paths["ieat_scratch"]] if kind == "ieat" else []),
             ],
         )
         items.append(
@@ -152,6 +259,25 @@ def build(folder: Path) -> Path:
                 "files": files,
                 "wildcards": wildcards,
             }
+        )
+    demo_sized = demo_sized_tables(np.random.default_rng(3))
+    for kind, group, title, wildcards in (
+        ("link", "Prediction-level bias", "Embedding d beside the predictions' bias", {"dataset": DEMO_DATASET}),
+        ("amplification", "Prediction-level bias", "Bias amplification and leakage", {"dataset": DEMO_DATASET}),
+        ("layers", "Layer profiles", "iEAT and BTS by layer", {"analysis_set": "openimages"}),
+        (
+            "trajectory",
+            "Trajectories",
+            "resnet18 over finetuning",
+            {"analysis_set": "openimages", "model": "resnet18", "dataset": DEMO_DATASET},
+        ),
+    ):
+        csv = tables / f"{kind}.csv"
+        demo_sized[kind].to_csv(csv, index=False)
+        caption = str(CAPTIONS / f"table_{kind}.rst")
+        items.append(
+            {"kind": "table", "group": group, "title": title, "caption": caption, "files": {"csv": str(csv)}}
+            | {"wildcards": wildcards}
         )
     empty = tables / "paper_comparison.csv"  # a table without rows in this run: named, not shown
     empty.write_text("table,model,ours,paper\n")

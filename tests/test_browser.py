@@ -2,7 +2,10 @@
 .ci/install-chromium.sh) opens the report built from tests/report_data.py's small tables as a file://
 URL, goes from the overview to the findings, a figure and a table, sorts the table, saves a screenshot
 of each (under the test's tmp dir) and finds no error in the browser console; at 800 px the verdicts come
-first and the page does not scroll sideways; printed (no shrinking to fit), no column is cut off."""
+first, the page does not scroll sideways and no table on the overview or the tables page is wider than its
+box or repeats a header; printed (no shrinking to fit), no column is cut off, every column header of every
+table is in the PDF's text and the tables page (with tables as wide and long as the demo's) takes at most
+8 pages."""
 
 from __future__ import annotations
 
@@ -70,9 +73,11 @@ def test_the_report_reads_in_a_browser_from_overview_to_findings_figure_and_tabl
     browser.click(browser.find('nav a[href="tables.html"]'))
     table = browser.find("table.sortable")
     assert browser.displayed(table) and "Download: CSV" in visible_text(browser, "main")
-    header = browser.find_all("table.sortable th")[9]  # d
-    assert browser.text(header).startswith("d")
-    column = "table.sortable tbody tr td:nth-child(10)"
+    first = "#" + browser.attribute(table, "id")  # the iEAT table's d
+    headers = browser.find_all(f"{first} th")
+    column = 1 + [browser.text(h) for h in headers].index("d")
+    header = headers[column - 1]
+    column = f"{first} tbody tr td:nth-child({column})"
     browser.click(header)
     values = [float(browser.text(c)) for c in browser.find_all(column)]
     assert values == sorted(values) and browser.attribute(header, "aria-sort") == "ascending"
@@ -105,6 +110,49 @@ def test_at_800_px_the_verdicts_come_first_and_the_page_does_not_scroll_sideways
     summary = narrow.rect(narrow.find("#in-short"))
     assert summary["x"] + summary["width"] <= 800
     no_console_errors(narrow)
+
+
+#: Every table's width, the width of the box it sits in, and its column headers.
+TABLES_JS = """return Array.from(document.querySelectorAll("table")).map(function (t) {
+  var box = t.getBoundingClientRect();
+  return {id: t.id, width: t.scrollWidth, box: t.parentElement.clientWidth, right: box.right,
+          headers: Array.from(t.querySelectorAll("thead th")).map(function (h) { return h.textContent; })};
+});"""
+
+
+def test_at_800_px_every_table_fits_its_box_and_the_window_with_unique_headers(report, narrow):
+    for page in ("index", "tables"):
+        narrow.get((report.parent / f"{page}.html").as_uri())
+        width = narrow.script("return window.innerWidth")
+        tables = narrow.script(TABLES_JS)
+        assert len(tables) >= (2 if page == "index" else 10), page
+        wide = [(t["id"], t["width"], t["box"]) for t in tables if t["width"] > t["box"] or t["right"] > width]
+        assert not wide, f"{page}: tables wider than their box or the {width} px window: {wide}"
+        repeated = {t["id"]: h for t in tables for h in t["headers"] if t["headers"].count(h) > 1}
+        assert not repeated, f"{page}: a column header repeated in one table: {repeated}"
+        assert narrow.script("return document.documentElement.scrollWidth") <= width, page
+    # the trajectory table: a summary on the page, every row in its CSV
+    section = narrow.find("section[id^=table-trajectories]")
+    assert "Every row: the CSV" in narrow.text(section)
+    rows = narrow.find_all("section[id^=table-trajectories] tbody tr")
+    assert 0 < len(rows) <= 60
+    no_console_errors(narrow)
+
+
+@pytest.mark.skipif(shutil.which("pdftotext") is None, reason="needs pdftotext (poppler-utils)")
+def test_printed_every_header_of_every_table_is_in_the_pdf_and_the_tables_fit_on_eight_pages(report, browser, tmp_path):
+    for page in ("index", "tables"):
+        browser.get((report.parent / f"{page}.html").as_uri())
+        tables = browser.script(TABLES_JS)
+        pdf = browser.print_pdf(tmp_path / f"{page}.pdf", orientation="portrait", shrinkToFit=False)
+        printed = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+        words = set(printed.split())
+        missing = {(t["id"], h) for t in tables for h in t["headers"] if not set(h.split()) <= words}
+        assert not missing, f"{page}: column headers not printed: {sorted(missing)}"
+        if page == "tables":
+            info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True, check=True).stdout
+            pages = int(next(line.split()[1] for line in info.splitlines() if line.startswith("Pages:")))
+            assert pages <= 8, f"tables.html prints on {pages} pages"
 
 
 @pytest.mark.skipif(shutil.which("pdftotext") is None, reason="needs pdftotext (poppler-utils)")

@@ -266,6 +266,34 @@ def test_table_cells_merge_intervals_and_ranges_and_print_floor_p_values_as_boun
     assert 'class="sortable"' in html
 
 
+def test_an_interval_beside_its_own_column_is_headed_by_it_and_a_repeated_header_is_an_error():
+    frame = pd.DataFrame(
+        {
+            "d_pretrained": [1.2],
+            "d_pretrained_low": [0.6],
+            "d_pretrained_high": [1.6],
+            "d": [1.1],
+            "d_low": [0.5],
+            "d_high": [1.5],
+            "retention_ci_low": [-0.1],
+            "retention_ci_high": [0.4],
+        }
+    )
+    headers = re.findall(r'<th scope="col">(.*?)</th>', html_table(frame, table_id="t"))
+    assert headers == ["d pretrained", "d pretrained CI", "d", "d CI", "retention CI"]
+    with pytest.raises(
+        ValueError, match=r"table 'link': column header 'd CI' names more than one column: d_low, d_high; d_CI"
+    ):
+        html_table(frame.assign(d_CI=0.0), table_id="link")
+
+
+def test_a_long_name_may_break_at_its_underscores_where_the_table_asks_for_it():
+    frame = pd.DataFrame({"test": ["refrigerator_vs_stop_sign"], "d": [0.5]})
+    assert "<td>refrigerator_vs_stop_sign</td>" in html_table(frame, table_id="t")  # the text as it is
+    broken = html_table(frame, table_id="t", breaks="_")
+    assert "<td>refrigerator_<wbr>vs_<wbr>stop_<wbr>sign</td>" in broken and 'class="scroll breaks"' in broken
+
+
 def test_numbers_print_the_decimals_their_interval_supports():
     from biastransfer.report.html import interval_decimals
 
@@ -323,7 +351,13 @@ def test_the_overview_answers_first(site):
 
 def test_tables_are_html_with_their_caption_and_downloads(site):
     text = (site / "tables.html").read_text()
-    assert text.count('<table class="sortable"') == 2
+    sections = dict(re.findall(r'<section id="(table-[^"]*)">(.*?)</section>', text, flags=re.S))
+    assert len(sections) == 6 and all('<table class="sortable"' in body for body in sections.values())
+    ids = re.findall(r'<table class="sortable" id="([^"]*)"', text)
+    assert len(ids) == len(set(ids)) and not set(ids) & set(sections)  # a table's id is its own
+    # the 1,759-row trajectory table: a summary on the page, every row in the CSV it links
+    trajectory = next(body for anchor, body in sections.items() if anchor.startswith("table-trajectories"))
+    assert trajectory.count("<tr>") <= 60 and 'Every row: <a href="files/' in trajectory
     assert (
         "Bias transfer scores on analysis set <strong>coco</strong>" in text
     )  # the caption, rendered, beside the table

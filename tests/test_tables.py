@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import report_data as rd
 from pdf_fonts import font_types
@@ -402,3 +403,76 @@ def test_an_estimate_cell_shows_its_interval_only_when_it_has_one():
     assert formatting.estimate_cell(0.5, 0.25, 0.75, 2) == "$0.50$ $[0.25, 0.75]$"
     assert formatting.estimate_cell(0.5) == formatting.estimate_cell(0.5, nan, 0.7) == "$0.500$"
     assert formatting.estimate_cell(nan, 0.1, 0.2) == "--"
+
+
+def _page_columns(parts) -> set[str]:
+    return {column for _, rows in parts for column in rows.columns}
+
+
+def test_on_the_page_a_wide_table_splits_into_narrow_parts_that_keep_every_column_and_row(summaries):
+    import report_site
+
+    demo = report_site.demo_sized_tables(np.random.default_rng(0))
+    retention = {"scratch_statistic": 0.4, "retention_difference": 0.2, "retention_ci_low": -0.1}
+    retention |= {"retention_ci_high": 0.5, "retention_verdict": "undecided"}  # beside the scratch network's BTS
+    frames = {
+        "ieat": tables.ieat_frame(summaries["ieat"], "coco", alpha=0.05, scratch=rd.scratch_ieat(summaries["ieat"])),
+        "bts": tables.bts_frame(summaries["bts"].assign(**retention), "coco", "coco"),
+        "finetune": tables.finetune_frame(summaries["finetune"], "coco"),
+        **{k: demo[k] for k in ("link", "amplification", "layers")},
+    }
+    renamed = {"delta_low": "delta_d_low", "delta_high": "delta_d_high"}
+    for name, frame in frames.items():
+        parts, note = tables.page_parts(frame)
+        assert len(parts) > 1 and note == "", name
+        assert not [t for t, _ in parts if t.startswith("More columns")], name  # the layout names every column
+        filters = {"measure"} if name == "layers" else set()
+        assert _page_columns(parts) | filters == {renamed.get(c, c) for c in frame.columns}, name
+        headers = [html_table(rows, table_id="t").count("<th ") for _, rows in parts]
+        assert max(headers) <= 10, (name, headers)  # an interval's two columns print as one
+    # each row of a part is one of the table's: the layer table's iEAT and BTS rows, every one of them once
+    layers = dict(tables.page_parts(frames["layers"])[0])
+    assert len(layers["iEAT d by layer"]) + len(layers["BTS rho by layer"]) == len(frames["layers"])
+    link = dict(tables.page_parts(frames["link"])[0])
+    embedding = link["Embedding: d before and after finetuning"]
+    assert len(embedding) == len(frames["link"]) and list(embedding["delta_d_low"]) == list(frames["link"]["delta_low"])
+
+
+def test_a_column_that_no_layout_names_is_shown_in_a_last_part_beside_the_rows_keys():
+    import report_site
+
+    link = report_site.demo_sized_tables(np.random.default_rng(0))["link"].assign(new_measure=1.5)
+    title, rows = tables.page_parts(link)[0][-1]
+    assert title == "More columns of the link table" and list(rows.columns) == [
+        "test",
+        "network",
+        "model",
+        "seed",
+        "new_measure",
+    ]
+    analysis_set = pd.DataFrame({"class": ["a", "b"], "n": [3, 4]})
+    parts, note = tables.page_parts(analysis_set)  # a table that fits is shown whole
+    assert len(parts) == 1 and parts[0][1] is analysis_set and note == ""
+
+
+def test_the_trajectory_table_shows_each_series_at_its_first_epoch_and_its_checkpoint_with_its_range():
+    import report_site
+
+    full = report_site.demo_sized_tables(np.random.default_rng(0))["trajectory"]
+    [(_, rows)], note = tables.page_parts(full)
+    shown = full[full["measure"] != "similarity"]
+    series = shown.groupby(list(tables.TRAJECTORY_SERIES), dropna=False)
+    assert len(rows) == 2 * series.ngroups and len(full) == 1759
+    assert f"{len(rows)} of the table's 1759 rows" in note and "similarity of every class and pair" in note
+    for (measure, _, key, seed), part in series:  # a kind is empty beside an iEAT or curve key
+        mine = rows[(rows["measure"] == measure) & (rows["key"] == key) & (rows["seed"] == seed)]
+        first, last = mine.iloc[0], mine.iloc[1]
+        assert first["checkpoint"] == "first epoch" and first["epoch"] == part["epoch"].min()
+        assert first["value"] == part.loc[part["epoch"].idxmin(), "value"]
+        chosen = part[part["final"]]
+        if seed == "pooled":  # no checkpoint of its own: its last epoch
+            assert last["checkpoint"] == "last epoch" and last["epoch"] == part["epoch"].max()
+        else:
+            assert last["checkpoint"] == "chosen checkpoint" and last["epoch"] == chosen["epoch"].item()
+            assert last["value"] == chosen["value"].item()
+        assert (mine["value_min"] == part["value"].min()).all() and (mine["value_max"] == part["value"].max()).all()

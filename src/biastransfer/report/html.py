@@ -2,13 +2,14 @@
 tables that sort on a click (a few lines of inline JavaScript; no CDN, works offline).
 
 :func:`html_table` renders a result table by its column names (docs/formats.md conventions):
-``X_low``/``X_high`` merge into one interval column ``[low, high]``, ``X_min``/``X_max`` into a range
-``low to high``, p-value columns (``p``, ``p_*``, ``pvalue*``) print a p at its method's floor
-(``p_floor`` or ``pvalue_floor``, which is not shown) as a bound, ``≤ floor``, and an adjusted p of a
-row whose raw p is at its floor as a bound too (formatting.adjusted_floor). An interval or range, and the
-estimate it belongs to (``X`` of ``X_low``/``X_high`` or ``X_min``/``X_max``; ``estimate`` or ``d`` of ``ci``),
-print the decimals that the interval supports (:func:`interval_decimals`): an estimate with a CI follows the
-CI, one without follows its range. Every cell sorts by its number where it has one.
+``X_low``/``X_high`` merge into one interval column ``[low, high]`` (headed ``X CI`` beside a column ``X``),
+``X_min``/``X_max`` into a range ``low to high``, p-value columns (``p``, ``p_*``, ``pvalue*``) print a p at
+its method's floor (``p_floor`` or ``pvalue_floor``, which is not shown) as a bound, ``≤ floor``, and an
+adjusted p of a row whose raw p is at its floor as a bound too (formatting.adjusted_floor). An interval or
+range, and the estimate it belongs to (``X`` of ``X_low``/``X_high`` or ``X_min``/``X_max``; ``estimate`` or
+``d`` of ``ci``), print the decimals that the interval supports (:func:`interval_decimals`): an estimate with
+a CI follows the CI, one without follows its range. Every cell sorts by its number where it has one. On a
+narrow screen and in print an interval or range may wrap at its space (class ``span``), a single number never.
 """
 
 from __future__ import annotations
@@ -54,12 +55,17 @@ p, li, .caption, figcaption { max-width: 75ch; }
 .summary { border-left: 4px solid var(--accent); padding: .1rem 1rem; background: #f8fafd; }
 @media (max-width: 900px) {
   main { padding: .5rem .6rem 2rem; } nav a { margin-right: .6rem; }
-  table { font-size: .78rem; } th, td { max-width: 14rem; padding: .25rem .3rem; }
+  table { font-size: .78rem; } th, td { max-width: 14rem; padding: .25rem .15rem; }
+  td:not(.num) { min-width: 0; overflow-wrap: anywhere; } .breaks td:not(.num) { overflow-wrap: normal; }
+  td.span { white-space: normal; }
   ul.toc { columns: 1; } dl.record { grid-template-columns: 1fr; } dl.record dd { margin-bottom: .3rem; }
 }
 @media print {
   nav { display: none; } body { font-size: 10pt; } main { max-width: none; padding: 0; }
-  .scroll { overflow: visible; } table { font-size: 7.5pt; } th, td { max-width: none; }
+  .scroll { overflow: visible; } table { font-size: 7.5pt; line-height: 1.2; } th, td { max-width: none; padding: .05rem .3rem; }
+  td:not(.num) { min-width: 0; overflow-wrap: anywhere; } .breaks td:not(.num) { overflow-wrap: normal; }
+  td.span { white-space: normal; }
+  h2 { margin-top: 1.2rem; } .caption, figcaption { font-size: 9pt; } h3, h4 { margin: .8rem 0 .3rem; break-after: avoid; } .caption p { margin: .3rem 0; }
   table.sortable th::after { content: ""; } figure, tr, .card { break-inside: avoid; } a { color: inherit; }
 }
 """
@@ -162,6 +168,11 @@ def _text(value, digits: int = 3) -> str:
 _PAIR_HEADERS = {"ci": "CI", "ci_seeds": "range over seeds of the CIs"}
 
 
+def _words(name: str) -> str:
+    """A column name as a header's words (``retention_ci`` reads ``retention CI``)."""
+    return " ".join("CI" if word == "ci" else word for word in name.split("_"))
+
+
 def _columns(frame: pd.DataFrame) -> list[tuple[str, tuple[str, ...]]]:
     """(header, source columns) in order: pairs merged, floors hidden."""
     names = list(frame.columns)
@@ -173,12 +184,18 @@ def _columns(frame: pd.DataFrame) -> list[tuple[str, tuple[str, ...]]]:
         for low, high, label in (("_low", "_high", ""), ("_min", "_max", " range")):
             if name.endswith(low) and name.removesuffix(low) + high in names:
                 stem = name.removesuffix(low)
-                header = _PAIR_HEADERS.get(stem, stem.replace("_", " ") + label)
+                words = _words(stem)
+                if stem in _PAIR_HEADERS:
+                    header = _PAIR_HEADERS[stem]
+                elif stem in names and low == "_low":  # the interval of a column of its own: not its name again
+                    header = f"{words} CI"
+                else:
+                    header = words + label
                 out.append((header, (name, stem + high)))
                 used |= {name, stem + high}
                 break
         else:
-            out.append((name.replace("_", " "), (name,)))
+            out.append((_words(name), (name,)))
             used.add(name)
     return out
 
@@ -207,7 +224,7 @@ def _estimate_decimals(row: Mapping, name: str) -> int | None:
     return None
 
 
-def _cell(row: Mapping, sources: tuple[str, ...], floor: float | None) -> str:
+def _cell(row: Mapping, sources: tuple[str, ...], floor: float | None, breaks: str) -> str:
     if len(sources) == 2:
         ends = _pair(row, *sources)
         if ends is None:
@@ -215,7 +232,7 @@ def _cell(row: Mapping, sources: tuple[str, ...], floor: float | None) -> str:
         low, high = ends
         k = interval_decimals(low, high)
         text = f"[{low:.{k}f}, {high:.{k}f}]" if sources[0].endswith("_low") else f"{low:.{k}f} to {high:.{k}f}"
-        return f'<td class="num" data-sort="{low!r}">{esc(text)}</td>'
+        return f'<td class="num span" data-sort="{low!r}">{esc(text)}</td>'
     (name,) = sources
     value = row[name]
     number = _number(value)
@@ -223,7 +240,10 @@ def _cell(row: Mapping, sources: tuple[str, ...], floor: float | None) -> str:
         text = "" if value is None else str(value)
         word = text.split(" ", 1)[0].rstrip(":,").lower()
         mark = f' class="{word}"' if name == "held" and word in ("yes", "no") else ""
-        return f"<td{mark}>{esc(text)}</td>"
+        text = esc(text)
+        for character in breaks:
+            text = text.replace(character, f"{character}<wbr>")
+        return f"<td{mark}>{text}</td>"
     if _is_p(name):
         raw = row.get("p", row.get("pvalue"))
         if name in _RAW_P:
@@ -237,17 +257,27 @@ def _cell(row: Mapping, sources: tuple[str, ...], floor: float | None) -> str:
     return f'<td class="num" data-sort="{number!r}">{esc(text)}</td>'
 
 
-def html_table(frame: pd.DataFrame, *, table_id: str) -> str:
+def html_table(frame: pd.DataFrame, *, table_id: str, breaks: str = "") -> str:
     """A sortable ``<table>`` of ``frame`` (column conventions in the module docstring); a ``held`` column's
-    cells that start with yes or no are coloured."""
+    cells that start with yes or no are coloured. On a narrow screen and in print a text cell breaks after each
+    character of ``breaks`` (``_``: ``refrigerator_vs_stop_sign`` wraps at its words), or, without ``breaks``,
+    anywhere, rather than widen the table. ValueError when two columns would print one header."""
     columns = _columns(frame)
+    headers = [h for h, _ in columns]
+    twice = next((h for h in headers if headers.count(h) > 1), None)
+    if twice is not None:
+        sources = [", ".join(s) for h, s in columns if h == twice]
+        raise ValueError(
+            f"table {table_id!r}: column header {twice!r} names more than one column: {'; '.join(sources)}"
+        )
     head = "".join(f'<th scope="col">{esc(h)}</th>' for h, _ in columns)
     rows = []
     for record in frame.to_dict("records"):
         floor = _number(record.get("p_floor", record.get("pvalue_floor")))
-        rows.append("<tr>" + "".join(_cell(record, sources, floor) for _, sources in columns) + "</tr>")
+        rows.append("<tr>" + "".join(_cell(record, sources, floor, breaks) for _, sources in columns) + "</tr>")
     return (
-        f'<div class="scroll"><table class="sortable" id="{esc(table_id)}"><thead><tr>{head}</tr></thead>'
+        f'<div class="{"scroll breaks" if breaks else "scroll"}"><table class="sortable" id="{esc(table_id)}">'
+        f"<thead><tr>{head}</tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
 

@@ -21,6 +21,7 @@ import pandas as pd
 from biastransfer.atomic import atomic_path, write_text
 from biastransfer.report.artefacts import FILE_ROLES, KINDS, REQUIRED_ROLES
 from biastransfer.report.html import PAGES, downloads, esc, html_table, page, rst_to_html
+from biastransfer.report.tables import page_parts
 
 #: Keys of one report item (a figure, table or page) as the html_report rule passes them
 #: (report.artefacts.Artefact.items).
@@ -84,9 +85,15 @@ def _item_html(item: Mapping, files: Mapping[str, str], caption: str) -> str:
             f"<figcaption>{caption}{links}</figcaption></figure>"
         )
     frame = pd.read_csv(item["files"]["csv"], keep_default_na=False, na_values=[""])
+    parts, note = page_parts(frame)
+    summary = f'<p class="caption">Shown: {esc(note)} Every row: <a href="{esc(files["csv"])}">the CSV</a>.</p>'
+    tables = "".join(
+        (f"<h4>{esc(title)}</h4>" if title else "") + html_table(rows, table_id=f"{anchor}-{i}", breaks="_")
+        for i, (title, rows) in enumerate(parts, start=1)
+    )
     return (
         f'<section id="{anchor}"><h3>{esc(item["title"])}</h3><div class="caption">{caption}</div>{links}'
-        f"{html_table(frame, table_id=anchor)}</section>"
+        f"{summary if note else ''}{tables}</section>"
     )
 
 

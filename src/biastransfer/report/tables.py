@@ -17,6 +17,8 @@ adjustment (rules/analysis.smk, summarise); marks follow the run's one rule (for
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -538,3 +540,206 @@ def finetune_frame(metrics: pd.DataFrame, dataset: str) -> pd.DataFrame:
 def analysis_set_frame(stats: pd.DataFrame, analysis_set: str) -> pd.DataFrame:
     """The analysis-set table's rows: class and number of images."""
     return _subset(stats, "analysis-set statistics", analysis_set=analysis_set)[["class", "n"]].reset_index(drop=True)
+
+
+# How each table shows on the report's tables page (report.site): a table too wide for an 800 px screen or a
+# printed page is split into parts, each with the columns that name its rows; a table too long to read (the
+# trajectory table) shows a summary, with every row in its CSV. The CSV and LaTeX files stay whole.
+
+
+@dataclass(frozen=True)
+class PagePart:
+    """One part of a table on the page: ``columns`` (a name, or a prefix ending in ``*``) beside ``keys`` (the
+    columns that name a row), duplicate rows dropped; with ``split_by``, one part per value of that column,
+    titled ``title`` with the value's words (:data:`VALUE_WORDS`) in place of ``{}``."""
+
+    title: str
+    keys: tuple[str, ...]
+    columns: tuple[str, ...]
+    split_by: str = ""
+
+
+#: Words for a value that titles a part.
+VALUE_WORDS = {"ieat": "iEAT d", "bts": "BTS rho"}
+
+
+@dataclass(frozen=True)
+class PageLayout:
+    """The page's parts of the table whose CSV has every column of ``marks``, its columns renamed by
+    ``rename`` first (an interval named for what it is the interval of)."""
+
+    table: str
+    marks: tuple[str, ...]
+    parts: tuple[PagePart, ...]
+    rename: Mapping[str, str] = field(default_factory=dict)
+
+
+#: Columns of a trajectory table that the page shows one row of per series: at the first epoch and at the
+#: chosen checkpoint (``final``; the last epoch for the pooled seed, which has no checkpoint of its own).
+TRAJECTORY_SERIES = ("measure", "kind", "key", "seed")
+#: The trajectory measure that only the CSV shows: the similarity of every class and pair after every epoch.
+TRAJECTORY_CSV_ONLY = "similarity"
+
+PAGE_LAYOUTS = (
+    PageLayout(
+        "iEAT",
+        ("mean_difference", "pooled_sd", "verdict", "detectable_d"),
+        (
+            PagePart(
+                "Effect size d and verdict",
+                ("model", "stage", "test"),
+                ("seeds", "d", "d_min", "d_max", "ci_low", "ci_high", "ci_seeds_min", "ci_seeds_max", "verdict"),
+            ),
+            PagePart(
+                "p-values and the smallest detectable |d|",
+                ("model", "stage", "test"),
+                ("alternative", "p", "p_*", "detectable_d"),
+            ),
+            PagePart(
+                "The parts of d: raw association and pooled SD",
+                ("model", "stage", "test"),
+                ("mean_difference", "pooled_sd"),
+            ),
+            PagePart("The sets of each test", ("test",), ("X", "Y", "A", "B")),
+        ),
+    ),
+    PageLayout(
+        "link",
+        ("d_pretrained", "shift_first", "shift_second", "contrast"),
+        (
+            PagePart(
+                "Embedding: d before and after finetuning",
+                ("test", "network", "model", "seed"),
+                ("d_pretrained", "d_pretrained_low", "d_pretrained_high", "d", "d_low", "d_high", "delta_d*"),
+            ),
+            PagePart(
+                "Predictions: the shift of each class and their contrast",
+                ("test", "network", "model", "seed"),
+                ("shift_first*", "shift_second*", "contrast*"),
+            ),
+            PagePart(
+                "Setting of each test",
+                ("test",),
+                ("analysis_set", "role", "dataset", "attribute", "first", "second", "threshold", "level", "n_images"),
+            ),
+        ),
+        rename={"delta_low": "delta_d_low", "delta_high": "delta_d_high"},
+    ),
+    PageLayout(
+        "prediction-level bias",
+        ("measure", "threshold", "estimate", "replicates", "images_per_attribute"),
+        (
+            PagePart(
+                "Estimates", ("network", "model", "seed", "measure", "threshold"), ("estimate", "ci_low", "ci_high")
+            ),
+            PagePart(
+                "Images and bootstrap of each network",
+                ("network", "model", "seed"),
+                ("dataset", "level", "replicates", "n_images", "n_excluded", "images_per_attribute"),
+            ),
+        ),
+    ),
+    PageLayout(
+        "BTS",
+        ("kind", "rho", "ci_low", "ci_high", "n"),
+        (
+            PagePart(
+                "Bias transfer scores",
+                ("model", "kind"),
+                ("rho", "rho_min", "rho_max", "ci_low", "ci_high", "p", "p_*", "n"),
+            ),
+            PagePart(
+                "Retention: beside the network trained on the target data alone",
+                ("model", "kind"),
+                ("rho_scratch_finetuned", "retention_*"),
+            ),
+        ),
+    ),
+    PageLayout(
+        "finetuning",
+        ("metric_name", "metric_mean", "optimizer"),
+        (
+            PagePart(
+                "Validation metric",
+                ("dataset", "model", "metric_name"),
+                ("metric_mean", "metric_sd", "metric_min", "metric_max", "n_seeds"),
+            ),
+            PagePart("Settings", ("dataset", "model"), ("epochs", "lr", "batch_size", "optimizer", "scheduler")),
+        ),
+    ),
+    PageLayout(
+        "layers",
+        ("layer", "depth", "measure", "item", "estimate"),
+        (
+            PagePart("{} by layer", ("layer", "stage", "item"), ("estimate", "ci_low", "ci_high"), split_by="measure"),
+            PagePart("Layers and networks", ("model", "layer"), ("depth",)),
+            PagePart("Stages", ("stage",), ("finetune_dataset", "seed")),
+        ),
+    ),
+)
+
+
+def _matching(patterns: tuple[str, ...], columns: list[str]) -> list[str]:
+    """The columns named by ``patterns`` (a prefix ending in ``*`` matches in the table's order), in order."""
+    out = []
+    for pattern in patterns:
+        found = [c for c in columns if c.startswith(pattern[:-1])] if pattern.endswith("*") else [pattern]
+        out += [c for c in found if c in columns and c not in out]
+    return out
+
+
+def trajectory_page_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """Of a trajectory table (trajectory_frame's columns), one row per series (but the similarities) at its first
+    epoch and one at its chosen checkpoint, with the series' range over epochs; ``checkpoint`` names which."""
+    require_columns(
+        frame, ("epoch", *TRAJECTORY_SERIES, "value", "ci_low", "ci_high", "final"), where="trajectory table"
+    )
+    shown = frame[frame["measure"] != TRAJECTORY_CSV_ONLY]
+    rows = []
+    for _, series in shown.groupby(list(TRAJECTORY_SERIES), sort=False, dropna=False):
+        series = series.sort_values("epoch", kind="stable")
+        final = series[series["final"].astype(str).str.lower() == "true"]
+        chosen = final.iloc[-1] if len(final) else series.iloc[-1]
+        first = series.iloc[0]
+        span = {"value_min": series["value"].min(), "value_max": series["value"].max()}
+        rows.append({**first.to_dict(), "checkpoint": "first epoch", **span})
+        word = "chosen checkpoint" if len(final) else "last epoch"
+        rows.append({**chosen.to_dict(), "checkpoint": word, **span})
+    columns = [*TRAJECTORY_SERIES, "checkpoint", "epoch", "value", "ci_low", "ci_high", "value_min", "value_max"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def page_parts(frame: pd.DataFrame) -> tuple[list[tuple[str, pd.DataFrame]], str]:
+    """How a table shows on the report page: ``(title, rows)`` parts, and a note when the page shows a summary
+    of the table's rows (empty when it shows them all). A column that no part of its layout names is shown in
+    a last part beside the first part's keys, so that no column of the CSV is left off the page."""
+    columns = list(frame.columns)
+    if {"epoch", "final", *TRAJECTORY_SERIES} <= set(columns):
+        rows = trajectory_page_rows(frame)
+        note = (
+            f"{len(rows)} of the table's {len(frame)} rows: each series at its first epoch and at its chosen "
+            "checkpoint (the last epoch for the pooled seed), with its range over epochs; the similarity of "
+            "every class and pair after every epoch is in the CSV."
+        )
+        return [("", rows)], note
+    layout = next((lay for lay in PAGE_LAYOUTS if set(lay.marks) <= set(columns)), None)
+    if layout is None:
+        return [("", frame)], ""
+    frame = frame.rename(columns=layout.rename)
+    columns = list(frame.columns)
+    parts, placed = [], set()
+    for part in layout.parts:
+        keys, shown = _matching(part.keys, columns), _matching(part.columns, columns)
+        placed |= {*keys, *shown, part.split_by}
+        if not shown:
+            continue
+        groups = frame.groupby(part.split_by, sort=False) if part.split_by else [("", frame)]
+        for value, rows in groups:
+            title = part.title.format(VALUE_WORDS.get(value, value))
+            parts.append((title, rows[keys + shown].drop_duplicates().reset_index(drop=True)))
+    rest = [c for c in columns if c not in placed]
+    if rest:
+        keys = _matching(layout.parts[0].keys, columns)
+        title = f"More columns of the {layout.table} table"
+        parts.append((title, frame[keys + rest].drop_duplicates().reset_index(drop=True)))
+    return parts, ""
