@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from biastransfer.report.findings.prose import interval
+from biastransfer.report.findings.prose import interval, value_range
 
 
 def _bounds(low: float, high: float) -> str:
@@ -54,6 +54,15 @@ def _path_words(means: pd.DataFrame) -> str:
     )
 
 
+def _over_seeds(rows: pd.DataFrame, epoch: int) -> str:
+    """d at ``epoch``: its one value (every seed's pretrained network is the same), or the seeds' range."""
+    values = rows.loc[rows["epoch"] == epoch, "value"]
+    low, high, n = values.min(), values.max(), values.size
+    if n == 1 or np.isclose(low, high):
+        return f"{low:.2f}"
+    return f"{value_range(low, high)} over {n} seeds"
+
+
 def describe_trajectories(trajectory: pd.DataFrame | None) -> list[str]:
     """Per (analysis set, model, finetune dataset): each iEAT test's d before finetuning and after the
     last epoch, the epoch from which it settles, its path, and the pooled BTS at the last epoch."""
@@ -62,9 +71,9 @@ def describe_trajectories(trajectory: pd.DataFrame | None) -> list[str]:
     text = "When did finetuning move the associations?"
     lines = [
         f"{text}\n{'-' * len(text)}\n",
-        "d is the mean over seeds after each epoch (epoch 0: pretrained), with the mean of the seeds' "
-        "bootstrap intervals. An association *settles* at the first epoch from which d stays inside the "
-        "last epoch's interval.",
+        "d after each epoch (epoch 0: pretrained) is given over the seeds (one value, or their range); each "
+        "network's own interval is in the iEAT table and results.json. An association *settles* at the first "
+        "epoch from which the seeds' mean d stays inside the mean of the seeds' last-epoch intervals.",
         "",
     ]
     runs = [r for r in trajectory.groupby(["analysis_set", "model", "finetune_dataset"], sort=False)]
@@ -83,10 +92,8 @@ def describe_trajectories(trajectory: pd.DataFrame | None) -> list[str]:
                 when = f"settles from epoch {settled}"
             lines.append(
                 f"- {model} finetuned on {dataset}, {analysis_set}, {test}{f' ({role})' if role else ''}: "
-                f"d {means['value'].iloc[0]:.2f}{_bounds(means['ci_low'].iloc[0], means['ci_high'].iloc[0])} "
-                f"pretrained, {means['value'].iloc[-1]:.2f}"
-                f"{_bounds(means['ci_low'].iloc[-1], means['ci_high'].iloc[-1])} after epoch {last} "
-                f"({int(means['n_seeds'].iloc[-1])} seed(s)); it {when} and {_path_words(means)}."
+                f"d {_over_seeds(by_test, 0)} pretrained, {_over_seeds(by_test, last)} after epoch {last}; it "
+                f"{when} and {_path_words(means)}."
             )
         bts = rows[(rows["measure"] == "bts") & (rows["seed"].astype(str) == "pooled") & (rows["epoch"] == last)]
         if not bts.empty:
