@@ -148,11 +148,13 @@ rule html_report:
         citation=os.path.join(BASEDIR, "CITATION.cff"),
         claims=PLAN.summaries("claims"),
         link=PLAN.summaries("link"),
+        # every summary table of the run, copied into the report (and its bundle) for the captions that cite it
+        summaries=PLAN.summaries(*PLAN.written_summaries),
     output:
         index="results/report/index.html",
         pages=[
             f"results/report/{page}.html"
-            for page in ("findings", "tables", "figures", "provenance")
+            for page in ("findings", "tables", "figures", "provenance", "glossary")
         ],
         files=directory("results/report/files"),
         verdicts="results/summary/results.json",

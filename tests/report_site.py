@@ -49,7 +49,17 @@ CONFIG = {
         "defaults": {"epochs": 25, "lr": 0.001, "optimizer": "sgd"},
     },
     "report": {"p_adjust": "holm", "control_class": "random"},
-    "analysis": {"ieat": {"alpha": 0.05}, "bts": {"reference": "none"}},
+    "analysis": {
+        "ieat": {
+            "alpha": 0.05,
+            "alternative": "greater",
+            "permutations": 100_000,
+            "bootstrap": 2000,
+            "ci_level": 0.95,
+            "seed": 0,
+        },
+        "bts": {"reference": "none", "pvalue": "permutation", "bootstrap": 2000, "ci_level": 0.95, "seed": 0},
+    },
 }
 #: The significance rule the tables and the report mark with (analysis.ieat.alpha, report.p_adjust).
 SIGNIFICANCE = {"alpha": 0.05, "adjust": "holm"}
@@ -77,7 +87,9 @@ def _figure(folder: Path) -> dict[str, str]:
 
 
 def build(folder: Path) -> Path:
-    """Write the summaries, tables, a figure and the report under ``folder``; the report's index.html."""
+    """Write the summaries, tables, a figure and the report under ``folder/results`` (laid out as a run's, so
+    that the paths the captions cite are the copies' paths in the report); the report's index.html."""
+    folder = Path(folder) / "results"
     summary = folder / "summary"
     summary.mkdir(parents=True)
     paths = rd.write_all(summary)
@@ -202,13 +214,15 @@ def build(folder: Path) -> Path:
             "--files",
             str(site / "files"),
             "--pages",
-            *[str(site / f"{p}.html") for p in ("findings", "tables", "figures", "provenance")],
+            *[str(site / f"{p}.html") for p in ("findings", "tables", "figures", "provenance", "glossary")],
             "--verdicts",
             str(folder / "results.json"),
             "--bundle",
             str(folder / "report.zip"),
             "--citation",
             str(SCRIPTS.parents[1] / "CITATION.cff"),
+            "--summaries",
+            *paths.values(),
         ],
     )
     return site / "index.html"

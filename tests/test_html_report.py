@@ -222,7 +222,7 @@ def test_a_table_without_rows_is_named_not_shown(site):
 
 def test_every_page_and_every_link_of_the_report_resolves(site):
     pages = sorted(p.name for p in site.glob("*.html"))
-    assert pages == ["figures.html", "findings.html", "index.html", "provenance.html", "tables.html"]
+    assert pages == ["figures.html", "findings.html", "glossary.html", "index.html", "provenance.html", "tables.html"]
     for page in site.glob("*.html"):
         text = page.read_text()
         assert "<script>" in text and "http://" not in text and "https://" not in text, page.name  # works offline
@@ -288,7 +288,7 @@ def test_a_missing_file_is_an_error_naming_it_before_any_page_is_written(tmp_pat
         "files": {"png": str(tmp_path / "no.png")},
     }
 
-    def write(items):
+    def write(items, cited=(), config=None):
         write_site(
             tmp_path / "out",
             run={},
@@ -297,7 +297,8 @@ def test_a_missing_file_is_an_error_naming_it_before_any_page_is_written(tmp_pat
             findings_rst="",
             provenance=pd.DataFrame(),
             items=items,
-            config={},
+            config=config or {},
+            cited=cited,
         )
 
     with pytest.raises(FileNotFoundError, match="no.png"):
@@ -305,6 +306,11 @@ def test_a_missing_file_is_an_error_naming_it_before_any_page_is_written(tmp_pat
     assert not (tmp_path / "out").exists()
     with pytest.raises(ValueError, match="unknown file role"):
         write([{**item, "files": {"gif": "x"}}])
+    with pytest.raises(FileNotFoundError, match="cites .*summary/gone.csv"):
+        write([], cited=[str(tmp_path / "summary" / "gone.csv")])
+    with pytest.raises(KeyError, match="analysis.ieat"):  # the methods paragraph's settings
+        write([], config={"analysis": {}})
+    assert not (tmp_path / "out").exists()
 
 
 def test_an_iEAT_whose_d_is_not_estimable_is_said_in_words_on_every_page(tmp_path, monkeypatch):
@@ -324,7 +330,7 @@ def test_an_iEAT_whose_d_is_not_estimable_is_said_in_words_on_every_page(tmp_pat
 
     monkeypatch.setattr(rd, "ieat_table", with_a_small_test)
     index = report_site.build(tmp_path)
-    findings = (tmp_path / "summary" / "findings.rst").read_text()
+    findings = (tmp_path / "results" / "summary" / "findings.rst").read_text()
     assert f"not significant ({why}, p = " in findings and "d = nan" not in findings.lower()
     for page in index.parent.glob("*.html"):
         text = re.sub(r"<[^>]+>", " ", page.read_text())

@@ -1,7 +1,7 @@
-"""Build the static HTML report (--index and its sibling --pages: findings, tables, figures, provenance;
-the files they show copied under --files) from a finished run's summaries, tables and figures, with every
-verdict as JSON (--verdicts) and the whole report as one zip (--bundle). Open the index in a browser; it
-needs no server.
+"""Build the static HTML report (--index and its sibling --pages: findings, tables, figures, provenance,
+glossary; the files they show and the --summaries they cite copied under --files) from a finished run's
+summaries, tables and figures, with every verdict as JSON (--verdicts) and the whole report as one zip
+(--bundle). Open the index in a browser; it needs no server.
 
 Standalone (the rule html_report passes the same; each --shown value one item as a JSON object, keys
 report.site.ITEM_KEYS):
@@ -11,8 +11,9 @@ python workflow/scripts/html_report.py --ieat results/summary/ieat.csv --bts res
 --settings "{\"alpha\": 0.05, \"adjust\": \"holm\", \"config\": $(cat results/summary/config.json)}"
 --shown '{"kind": "figure", "group": "iEAT", "title": "effect sizes", "caption": "workflow/report/ieat_heatmap.rst",
 "files": {"png": "results/figures/ieat_heatmap.png", "pdf": "results/figures/ieat_heatmap.pdf"}}'
---index out/index.html --pages out/findings.html out/tables.html out/figures.html out/provenance.html --files out/files
---verdicts out/results.json --bundle out/report.zip [--claims results/summary/claims.csv: a line on the claims]
+--index out/index.html --pages out/findings.html out/tables.html out/figures.html out/provenance.html out/glossary.html
+--files out/files --verdicts out/results.json --bundle out/report.zip [--summaries results/summary/*.csv: copied
+into the report, where the captions' paths link them] [--claims results/summary/claims.csv: a line on the claims]
 [--link results/summary/link.csv: a line per finetuned model on whether its predictions act on the linked iEATs]
 """
 
@@ -88,6 +89,7 @@ def main(
     snakemake_report: str = "../report.html",
     claims: list | str | None = None,
     link: list | str | None = None,
+    summaries: list | str | None = None,
 ) -> None:
     config, alpha, adjust = settings.config, settings.alpha, settings.adjust
     site = Path(index).parent
@@ -134,6 +136,7 @@ def main(
         snakemake_report=snakemake_report,
         citation=yaml.safe_load(Path(citation).read_text()) if citation else None,
         run_provenance=run_record(config),
+        cited=[summaries] if isinstance(summaries, str) else list(summaries or []),
     )
     write_text(verdicts, json.dumps(verdicts_record(table, summary, alpha=alpha, adjust=adjust), indent=1) + "\n")
     zip_site(site, bundle)

@@ -511,9 +511,7 @@ def methods_block(config: Mapping, citation: Mapping | None) -> str:
     ieat, bts = _setting(config, "analysis.ieat"), _setting(config, "analysis.bts")
     datasets = _setting(config, "finetune.datasets")
     seeds = "; ".join(f"{d}: seeds {', '.join(map(str, finetune_seeds(config, d)))}" for d in datasets)
-    scratch = "; ".join(
-        f"{d}: seeds {', '.join(map(str, s))}" for d in datasets if (s := reference_seeds(config, d))
-    )
+    scratch = "; ".join(f"{d}: seeds {', '.join(map(str, s))}" for d in datasets if (s := reference_seeds(config, d)))
     defaults = _setting(config, "finetune.defaults")
     text = (
         f"Each network embedded the images of every analysis set ({', '.join(_setting(config, 'analysis_sets'))}), "
