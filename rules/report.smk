@@ -148,8 +148,19 @@ rule html_report:
         citation=os.path.join(BASEDIR, "CITATION.cff"),
         claims=PLAN.summaries("claims"),
         link=PLAN.summaries("link"),
-        # every summary table of the run, copied into the report (and its bundle) for the captions that cite it
-        summaries=PLAN.summaries(*PLAN.written_summaries),
+        # the files the captions cite, copied into the report and its bundle: every summary of the run, its
+        # filled config (config.rst), the finetuning curves (curves.rst) and the per-model layer profiles (layers.rst)
+        cited=[
+            *PLAN.summaries(*PLAN.written_summaries),
+            "results/summary/config.yaml",
+            *PLAN.finetune_runs("curve.csv"),
+            *(
+                path("layer_profile", analysis_set=a, model=m)
+                for a in PLAN.analysis_sets
+                for m in PLAN.models
+                if PLAN.layers_on
+            ),
+        ],
     output:
         index="results/report/index.html",
         pages=[

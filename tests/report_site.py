@@ -221,7 +221,7 @@ def build(folder: Path) -> Path:
             str(folder / "report.zip"),
             "--citation",
             str(SCRIPTS.parents[1] / "CITATION.cff"),
-            "--summaries",
+            "--cited",
             *paths.values(),
         ],
     )

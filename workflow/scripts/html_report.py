@@ -1,5 +1,5 @@
 """Build the static HTML report (--index and its sibling --pages: findings, tables, figures, provenance,
-glossary; the files they show and the --summaries they cite copied under --files) from a finished run's
+glossary; the files they show and the --cited tables copied under --files) from a finished run's
 summaries, tables and figures, with every verdict as JSON (--verdicts) and the whole report as one zip
 (--bundle). Open the index in a browser; it needs no server.
 
@@ -12,8 +12,8 @@ python workflow/scripts/html_report.py --ieat results/summary/ieat.csv --bts res
 --shown '{"kind": "figure", "group": "iEAT", "title": "effect sizes", "caption": "workflow/report/ieat_heatmap.rst",
 "files": {"png": "results/figures/ieat_heatmap.png", "pdf": "results/figures/ieat_heatmap.pdf"}}'
 --index out/index.html --pages out/findings.html out/tables.html out/figures.html out/provenance.html out/glossary.html
---files out/files --verdicts out/results.json --bundle out/report.zip [--summaries results/summary/*.csv: copied
-into the report, where the captions' paths link them] [--claims results/summary/claims.csv: a line on the claims]
+--files out/files --verdicts out/results.json --bundle out/report.zip [--cited results/summary/*.csv ...: the tables the
+captions cite, copied into the report, where the captions' paths link them] [--claims results/summary/claims.csv: a line on the claims]
 [--link results/summary/link.csv: a line per finetuned model on whether its predictions act on the linked iEATs]
 """
 
@@ -89,7 +89,7 @@ def main(
     snakemake_report: str = "../report.html",
     claims: list | str | None = None,
     link: list | str | None = None,
-    summaries: list | str | None = None,
+    cited: list | str | None = None,
 ) -> None:
     config, alpha, adjust = settings.config, settings.alpha, settings.adjust
     site = Path(index).parent
@@ -136,7 +136,7 @@ def main(
         snakemake_report=snakemake_report,
         citation=yaml.safe_load(Path(citation).read_text()) if citation else None,
         run_provenance=run_record(config),
-        cited=[summaries] if isinstance(summaries, str) else list(summaries or []),
+        cited=[cited] if isinstance(cited, str) else list(cited or []),
     )
     write_text(verdicts, json.dumps(verdicts_record(table, summary, alpha=alpha, adjust=adjust), indent=1) + "\n")
     zip_site(site, bundle)

@@ -84,17 +84,21 @@ def take_away() -> str:
     )
 
 
-_CITED = re.compile(r"results/[\w./-]*\w")
+_CITED = re.compile(r"results/[\w./*-]*\w")
 
 
 def link_files(html: str, folder: str | Path) -> str:
     """``html`` with each ``results/...`` path in its text (code included, links not) that has a copy under
-    ``folder/files/`` linked to that copy."""
+    ``folder/files/`` linked to that copy; a pattern (``seed*``) is followed by a link to each copy it matches."""
     files = Path(folder) / "files"
 
     def replace(text: str) -> str:
         def link(match: re.Match) -> str:
             target = _relative(match.group(0))
+            if "*" in match.group(0):
+                copies = sorted(p.relative_to(files).as_posix() for p in files.glob(target.as_posix()) if p.is_file())
+                links = ", ".join(f'<a href="files/{c}">{esc(Path(c).parent.name)}</a>' for c in copies)
+                return f"{match.group(0)} ({links})" if copies else match.group(0)
             if not (files / target).is_file():
                 return match.group(0)
             return f'<a href="files/{target.as_posix()}">{match.group(0)}</a>'
@@ -381,16 +385,25 @@ def write_site(
     return written
 
 
+_OUTSIDE = re.compile(r'<a\b[^>]*\bhref="\.\./[^"]*"[^>]*>(.*?)</a>', re.S)
+
+
+def bundled_page(html: str) -> str:
+    """A page as the bundle holds it: :data:`BUNDLE_NOTE` for the link to the bundle, and each other link
+    outside the report folder (Snakemake's own report beside it) as its text, said to be outside the bundle."""
+    return _OUTSIDE.sub(r"\1 (beside the report folder, not in this bundle)", html.replace(BUNDLE_LINK, BUNDLE_NOTE))
+
+
 def zip_site(folder: str | Path, path: str | Path) -> None:
     """The whole report folder as one zip (entries under ``report/``, in order, with a fixed date, so that
-    the same report gives the same bytes), written atomically. Its pages say :data:`BUNDLE_NOTE` where the
-    folder's link to the bundle is, so that every link resolves in the bundle unpacked alone too."""
+    the same report gives the same bytes), written atomically. Its pages are :func:`bundled_page`, so that
+    every link resolves in the bundle unpacked alone too."""
     folder = Path(folder)
     with atomic_path(path) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as bundle:
         for file in sorted(p for p in folder.rglob("*") if p.is_file()):
             entry = zipfile.ZipInfo(f"report/{file.relative_to(folder).as_posix()}", date_time=(1980, 1, 1, 0, 0, 0))
             entry.compress_type = zipfile.ZIP_DEFLATED
             data = file.read_bytes()
-            if file.parent == folder and file.suffix == ".html":  # the bundle's pages: no link to the bundle
-                data = data.replace(BUNDLE_LINK.encode(), BUNDLE_NOTE.encode())
+            if file.parent == folder and file.suffix == ".html":
+                data = bundled_page(data.decode()).encode()
             bundle.writestr(entry, data)
