@@ -426,7 +426,8 @@ def glossary_body() -> str:
 
 
 #: The rule that computes each headline measure and the summary (results/summary/<name>.csv) it writes to:
-#: ``snakemake --forcerun <rule> <summary>`` recomputes the measure and every step between it and the table.
+#: ``snakemake <summary> --forcerun <rule>`` recomputes the measure and every step between it and the table
+#: (the target first: ``--forcerun`` takes every name after it as a rule).
 REPRODUCE: dict[str, tuple[str, str]] = {
     "similarity": ("similarity", "similarity"),
     "bts": ("bts", "bts"),
@@ -444,7 +445,10 @@ REPRODUCE: dict[str, tuple[str, str]] = {
     "trajectory": ("trajectory", "trajectory"),
     "attribution": ("attribution", "attribution"),
     "claims": ("claims", "claims"),
+    "claim_values": ("claims", "claim_values"),
     "intervention": ("intervention_change", "intervention"),
+    "analysis_sets": ("analysis_set_summary", "analysis_sets"),
+    "provenance": ("provenance", "provenance"),
 }
 
 
@@ -454,7 +458,7 @@ def reproduce_command(measure: str) -> tuple[str, str]:
     if measure not in REPRODUCE:
         raise KeyError(f"no reproduce command for measure {measure!r}; the measures are {', '.join(REPRODUCE)}")
     rule, summary = REPRODUCE[measure]
-    return rule, f"snakemake --cores 1 --forcerun {rule} {Plan.summary(summary)}"
+    return rule, f"snakemake --cores 1 {Plan.summary(summary)} --forcerun {rule}"
 
 
 def reproduce_block(measures: Sequence[str]) -> str:
