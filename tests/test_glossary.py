@@ -130,7 +130,7 @@ def test_the_methods_paragraph_reads_the_runs_settings_and_gives_bibtex():
         "greater alternative, 50,000 permutations",
         "1,500 replicates, level 0.9",
         "999 replicates, level 0.95, seed 2",
-        "adjusted by bh",
+        "adjusted by the Benjamini-Hochberg procedure",
         "alpha = 0.01",
     ):
         assert words in text, words
@@ -143,11 +143,15 @@ def test_the_methods_paragraph_reads_the_runs_settings_and_gives_bibtex():
 
 
 def test_each_reproduce_command_names_a_rule_of_the_workflow_and_a_summary():
-    rules = set(re.findall(r"^(?:rule|checkpoint) (\w+):", "".join(p.read_text() for p in ROOT.glob("rules/*.smk")), re.M))
+    rules = set(
+        re.findall(r"^(?:rule|checkpoint) (\w+):", "".join(p.read_text() for p in ROOT.glob("rules/*.smk")), re.M)
+    )
     for measure, (rule, summary) in REPRODUCE.items():
         got_rule, command = reproduce_command(measure)
         assert got_rule == rule and rule in rules, measure
-        assert summary in SUMMARIES and command == f"snakemake --cores 1 results/summary/{summary}.csv --forcerun {rule}"
+        assert (
+            summary in SUMMARIES and command == f"snakemake --cores 1 results/summary/{summary}.csv --forcerun {rule}"
+        )
     assert set(REPRODUCE) == set(SUMMARIES)  # a new summary needs its command
     with pytest.raises(KeyError, match="no reproduce command for measure 'd'"):
         reproduce_command("d")

@@ -296,7 +296,9 @@ def test_the_findings_and_table_captions_link_their_terms_to_the_glossary(site):
         assert not re.search(r"<t[hd][^>]*>[^<]*<a class=\"term\"", text)  # never in a table's cells
     methods = glossary[glossary.index('id="methods"') :]
     assert "alpha = 0.05" in methods and "@article{ranjit2023," in methods
-    assert "snakemake --cores 1 <a href=\"files/summary/ieat.csv\">results/summary/ieat.csv</a> --forcerun ieat" in glossary
+    assert (
+        'snakemake --cores 1 <a href="files/summary/ieat.csv">results/summary/ieat.csv</a> --forcerun ieat' in glossary
+    )
 
 
 def test_the_overview_answers_first(site):

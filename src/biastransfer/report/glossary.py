@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from biastransfer.report.headline import ADJUSTMENT_WORDS
 from biastransfer.report.html import esc
 from biastransfer.workflow.config import finetune_seeds, reference_seeds
 from biastransfer.workflow.plan import Plan
@@ -462,19 +463,17 @@ def reproduce_command(measure: str) -> tuple[str, str]:
 
 
 def reproduce_block(measures: Sequence[str]) -> str:
-    """The rule and the command behind each of ``measures``, as a table."""
+    """The rule and the command behind each of ``measures``, as a list."""
     rows = "".join(
-        f"<tr><td>{esc(m)}</td><td><code>{esc(rule)}</code></td><td><code>{esc(command)}</code></td></tr>"
+        f"<li>{esc(m)} (rule <code>{esc(rule)}</code>): <code>{esc(command)}</code></li>"
         for m in measures
         for rule, command in [reproduce_command(m)]
     )
     return (
-        '<h2 id="reproduce">Reproduce a number</h2><p class="caption">Each table of this run, the rule that '
-        "computes it and the command that recomputes it (run in the run's folder; add "
+        '<h2 id="reproduce">Reproduce a number</h2><p class="caption">Each summary table of this run, the rule '
+        "that computes it and the command that recomputes it (run in the run's folder; add "
         "<code>--configfile</code> with the run's config files, or with <code>results/summary/config.yaml</code>, "
-        "the filled config this run used).</p>"
-        '<div class="scroll"><table><thead><tr><th scope="col">table</th><th scope="col">rule</th>'
-        f'<th scope="col">command</th></tr></thead><tbody>{rows}</tbody></table></div>'
+        f'the filled config this run used).</p><ul class="commands">{rows}</ul>'
     )
 
 
@@ -529,8 +528,9 @@ def methods_block(config: Mapping, citation: Mapping | None) -> str:
         f"({_setting(ieat, 'bootstrap'):,} replicates, level {_setting(ieat, 'ci_level')}). Each BTS is Spearman's "
         f"rho with a {_setting(bts, 'pvalue')} p and a percentile bootstrap interval "
         f"({_setting(bts, 'bootstrap'):,} replicates, level {_setting(bts, 'ci_level')}, seed "
-        f"{_setting(bts, 'seed')}). p-values are adjusted by {_setting(config, 'report.p_adjust')} within each "
-        f"table, and a verdict is significant at alpha = {_setting(ieat, 'alpha')}."
+        f"{_setting(bts, 'seed')}). p-values are adjusted by the "
+        f"{ADJUSTMENT_WORDS.get(_setting(config, 'report.p_adjust'), _setting(config, 'report.p_adjust'))} "
+        f"procedure within each table, and a verdict is significant at alpha = {_setting(ieat, 'alpha')}."
     )
     cite = f"<h3>BibTeX</h3><pre><code>{esc(bibtex(citation))}</code></pre>" if citation else ""
     return f'<h2 id="methods">Methods</h2><p>{esc(text)}</p>{cite}'
