@@ -13,10 +13,10 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from biastransfer.paths import path
 from biastransfer.report.headline import ADJUSTMENT_WORDS
 from biastransfer.report.html import esc
 from biastransfer.workflow.config import finetune_seeds, reference_seeds
-from biastransfer.workflow.plan import Plan
 
 #: Primary sources, by key: (short form shown beside a term, full reference with its identifier).
 REFERENCES: dict[str, tuple[str, str]] = {
@@ -459,7 +459,7 @@ def reproduce_command(measure: str) -> tuple[str, str]:
     if measure not in REPRODUCE:
         raise KeyError(f"no reproduce command for measure {measure!r}; the measures are {', '.join(REPRODUCE)}")
     rule, summary = REPRODUCE[measure]
-    return rule, f"snakemake --cores 1 {Plan.summary(summary)} --forcerun {rule}"
+    return rule, f"snakemake --cores 1 {path('summary', summary=summary)} --forcerun {rule}"
 
 
 def reproduce_block(measures: Sequence[str]) -> str:

@@ -22,10 +22,10 @@ from types import SimpleNamespace
 import pandas as pd
 
 from biastransfer.atomic import atomic_path, write_text
+from biastransfer.paths import path as run_path
 from biastransfer.report.artefacts import FILE_ROLES, KINDS, REQUIRED_ROLES
 from biastransfer.report.glossary import REPRODUCE, glossary_body, link_terms, map_text, methods_block, reproduce_block
 from biastransfer.report.html import PAGES, downloads, esc, html_table, page, rst_to_html
-from biastransfer.workflow.plan import Plan
 
 #: Keys of one report item (a figure, table or page) as the html_report rule passes them
 #: (report.artefacts.Artefact.items).
@@ -371,7 +371,7 @@ def write_site(
                 [
                     m
                     for m, (_, summary) in REPRODUCE.items()
-                    if (folder / "files" / _relative(Plan.summary(summary))).is_file()
+                    if (folder / "files" / _relative(run_path("summary", summary=summary))).is_file()
                 ]
             )
             + take_away(),
