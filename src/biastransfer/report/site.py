@@ -1,6 +1,7 @@
 """The static HTML report (results/report/): an overview that answers first (what was run, the headline
 table, links to every section), then the findings, the tables (sortable, caption beside each, CSV and
-LaTeX downloads), the figures (PDF downloads) and the provenance of every embeddings file.
+LaTeX downloads), the figures (PDF downloads), the provenance of every embeddings file and the glossary
+(every term with its source, the methods, BibTeX and the commands that reproduce each table).
 
 Everything the pages show, and every summary table they cite, is copied under ``files/`` of the report
 folder, and each cited ``results/...`` path links its copy, so the folder opens from disk (``file://``) and
