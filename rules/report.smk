@@ -147,11 +147,24 @@ rule html_report:
         # the training runs, for whether each converged
         curves=PLAN.finetune_runs("curve.csv"),
         scratch=PLAN.scratch_runs(),
+        # the files the captions cite, copied into the report and its bundle: every summary of the run, its
+        # filled config (config.rst), the finetuning curves (curves.rst) and the per-model layer profiles (layers.rst)
+        cited=[
+            *PLAN.summaries(*PLAN.written_summaries),
+            "results/summary/config.yaml",
+            *PLAN.finetune_runs("curve.csv"),
+            *(
+                path("layer_profile", analysis_set=a, model=m)
+                for a in PLAN.analysis_sets
+                for m in PLAN.models
+                if PLAN.layers_on
+            ),
+        ],
     output:
         index="results/report/index.html",
         pages=[
             f"results/report/{page}.html"
-            for page in ("findings", "tables", "figures", "provenance")
+            for page in ("findings", "tables", "figures", "provenance", "glossary")
         ],
         files=directory("results/report/files"),
         verdicts="results/summary/results.json",

@@ -19,6 +19,7 @@ import report_data as rd  # noqa: E402
 
 from biastransfer.report.findings import describe_findings  # noqa: E402
 from biastransfer.scripting import run  # noqa: E402
+from biastransfer.workflow.rules.report import run_facts  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "workflow" / "scripts"
@@ -51,17 +52,21 @@ CONFIG = {
         "defaults": {"epochs": 25, "lr": 0.001, "optimizer": "sgd"},
     },
     "report": {"p_adjust": "holm", "control_class": "random"},
-    "analysis": {"ieat": {"alpha": 0.05}, "bts": {"reference": "none"}},
+    "analysis": {
+        "ieat": {
+            "alpha": 0.05,
+            "alternative": "greater",
+            "permutations": 100_000,
+            "bootstrap": 2000,
+            "ci_level": 0.95,
+            "seed": 0,
+        },
+        "bts": {"reference": "none", "pvalue": "permutation", "bootstrap": 2000, "ci_level": 0.95, "seed": 0},
+    },
 }
 TESTS = {a: s["ieat"] for a, s in CONFIG["analysis_sets"].items()}
-#: What the results model records of the run (workflow.rules.report.HtmlReportSettings builds it from a config).
-FACTS = {
-    "models": list(CONFIG["models"]),
-    "seeds": {d: CONFIG["finetune"]["seeds"] for d in CONFIG["finetune"]["datasets"]},
-    "planted": {},
-    "statistics": {"ieat": {"permutations": 10000, "bootstrap": 2000, "ci_level": 0.95}},
-    "config_hash": "0123456789abcdef",
-}
+#: What the results model records of the run, as the html_report rule's settings give it.
+FACTS = run_facts(CONFIG)
 #: The significance rule the tables and the report mark with (analysis.ieat.alpha, report.p_adjust).
 SIGNIFICANCE = {"alpha": 0.05, "adjust": "holm"}
 #: A digest longer than any screen, to check that the provenance page wraps it.
@@ -109,13 +114,13 @@ def _interval(rng, centre: float, half: float = 0.3) -> tuple[float, float, floa
     return centre, centre - half * rng.uniform(0.5, 1), centre + half * rng.uniform(0.5, 1)
 
 
-def demo_sized_tables(rng) -> dict[str, pd.DataFrame]:
-    """The link, prediction-level, layer and trajectory tables (the rows make_tables writes, through the
-    report modules' own frame functions) at the demo's sizes, with made-up numbers."""
-    from biastransfer.report.amplification_report import AMPLIFICATION_REQUIRED, amplification_frame
-    from biastransfer.report.layer_report import PROFILE_REQUIRED, layer_frame
-    from biastransfer.report.link_report import LINK_REQUIRED, link_frame
-    from biastransfer.report.trajectory import TRAJECTORY_REQUIRED, trajectory_frame
+def demo_sized_summaries(rng) -> dict[str, pd.DataFrame]:
+    """The link, prediction-level, layer-profile and trajectory summaries (results/summary/<name>.csv) at the
+    demo's sizes, with made-up numbers."""
+    from biastransfer.report.amplification_report import AMPLIFICATION_REQUIRED
+    from biastransfer.report.layer_report import PROFILE_REQUIRED
+    from biastransfer.report.link_report import LINK_REQUIRED
+    from biastransfer.report.trajectory import TRAJECTORY_REQUIRED
 
     networks = [("finetuned", s) for s in (*DEMO_SEEDS, "pooled")] + [("scratch", "0")]
     link = []
@@ -181,18 +186,53 @@ def demo_sized_tables(rng) -> dict[str, pd.DataFrame]:
                     | {"ci_low": low if interval else np.nan, "ci_high": high if interval else np.nan}
                     | {"final": seed != "pooled" and epoch == epochs[-2]}
                 )
+    correlation = [
+        {"analysis_set": "openimages", "test": test, "role": "planted", "dataset": DEMO_DATASET, "embedding": "d"}
+        | {"prediction": "contrast", "networks": "every network's own iEAT d", "n": 4, "estimate": 0.4}
+        | {"ci_low": -0.9, "ci_high": 1.0, "level": 0.95, "min_n": 6, "method": "Spearman; Fisher z"}
+        | {"verdict": "too few networks to tell (4 networks; a 95% interval could exclude 0 from 6 on)"}
+        for test in DEMO_TESTS
+    ]
+    terms = [
+        {"network": network, "model": "resnet18", "dataset": DEMO_DATASET, "seed": seed, "measure": "directional"}
+        | {"threshold": 0.5, "attribute": attribute, "task": task, "n_attribute": 120, "selected": 1}
+        | dict(zip(("term", "ci_low", "ci_high"), _interval(rng, rng.normal(0, 0.05), 0.03)))
+        | dict(zip(("shift", "shift_low", "shift_high"), _interval(rng, rng.normal(0, 0.05), 0.03)))
+        | {"level": 0.95, "excluded": ""}
+        for network, seed in networks
+        for attribute in ("man", "woman")
+        for task in DEMO_CLASSES
+    ]
     return {
-        "link": link_frame(pd.DataFrame(link, columns=list(LINK_REQUIRED)), DEMO_DATASET),
-        "amplification": amplification_frame(
-            pd.DataFrame(amplification, columns=list(AMPLIFICATION_REQUIRED)), DEMO_DATASET
-        ),
-        "layers": layer_frame(pd.DataFrame(profile, columns=list(PROFILE_REQUIRED)), "openimages"),
-        "trajectory": trajectory_frame(pd.DataFrame(trajectory, columns=list(TRAJECTORY_REQUIRED))),
+        "link": pd.DataFrame(link, columns=list(LINK_REQUIRED)),
+        "amplification_terms": pd.DataFrame(terms),
+        "link_correlation": pd.DataFrame(correlation),
+        "amplification": pd.DataFrame(amplification, columns=list(AMPLIFICATION_REQUIRED)),
+        "layer_profile": pd.DataFrame(profile, columns=list(PROFILE_REQUIRED)),
+        "trajectory": pd.DataFrame(trajectory, columns=list(TRAJECTORY_REQUIRED)),
+    }
+
+
+def demo_sized_tables(summaries: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """The link, prediction-level, layer and trajectory tables of :func:`demo_sized_summaries` (the rows
+    make_tables writes, through the report modules' own frame functions)."""
+    from biastransfer.report.amplification_report import amplification_frame
+    from biastransfer.report.layer_report import layer_frame
+    from biastransfer.report.link_report import link_frame
+    from biastransfer.report.trajectory import trajectory_frame
+
+    return {
+        "link": link_frame(summaries["link"], DEMO_DATASET),
+        "amplification": amplification_frame(summaries["amplification"], DEMO_DATASET),
+        "layers": layer_frame(summaries["layer_profile"], "openimages"),
+        "trajectory": trajectory_frame(summaries["trajectory"]),
     }
 
 
 def build(folder: Path) -> Path:
-    """Write the summaries, tables, a figure and the report under ``folder``; the report's index.html."""
+    """Write the summaries, tables, a figure and the report under ``folder/results`` (laid out as a run's, so
+    that the paths the captions cite are the copies' paths in the report); the report's index.html."""
+    folder = Path(folder) / "results"
     summary = folder / "summary"
     summary.mkdir(parents=True)
     paths = rd.write_all(summary)
@@ -260,7 +300,11 @@ def build(folder: Path) -> Path:
                 "wildcards": wildcards,
             }
         )
-    demo_sized = demo_sized_tables(np.random.default_rng(3))
+    summaries = demo_sized_summaries(np.random.default_rng(3))
+    for name, frame in summaries.items():
+        paths[name] = str(summary / f"{name}.csv")
+        frame.to_csv(paths[name], index=False)
+    demo_sized = demo_sized_tables(summaries)
     for kind, group, title, wildcards in (
         ("link", "Prediction-level bias", "Embedding d beside the predictions' bias", {"dataset": DEMO_DATASET}),
         ("amplification", "Prediction-level bias", "Bias amplification and leakage", {"dataset": DEMO_DATASET}),
@@ -332,13 +376,15 @@ def build(folder: Path) -> Path:
             "--files",
             str(site / "files"),
             "--pages",
-            *[str(site / f"{p}.html") for p in ("findings", "tables", "figures", "provenance")],
+            *[str(site / f"{p}.html") for p in ("findings", "tables", "figures", "provenance", "glossary")],
             "--verdicts",
             str(folder / "results.json"),
             "--bundle",
             str(folder / "report.zip"),
             "--citation",
             str(SCRIPTS.parents[1] / "CITATION.cff"),
+            "--cited",
+            *paths.values(),
         ],
     )
     return site / "index.html"

@@ -171,3 +171,26 @@ def test_printed_every_word_stays_on_its_page_and_the_verdicts_are_there(report,
         assert {h for h in headers if not set(h.split()) <= words} == set(), f"{page}: columns cut off in print"
         if page == "index":
             assert "In short" in printed and "verdict" in printed and "held" in printed
+
+
+@pytest.mark.skipif(shutil.which("pdftotext") is None, reason="needs pdftotext (poppler-utils)")
+def test_a_term_in_the_findings_opens_its_glossary_entry_which_fits_800_px_and_print(report, narrow, tmp_path):
+    from test_tables import text_outside_page
+
+    narrow.get((report.parent / "findings.html").as_uri())
+    narrow.click(narrow.find('main a.term[href="glossary.html#ieat"]'))
+    assert narrow.url.endswith("/glossary.html#ieat")
+    assert "association test" in visible_text(narrow, "dt#ieat + dd")
+    wide = narrow.script(
+        "return [...document.querySelectorAll('main *')].filter(e => e.getBoundingClientRect().right > innerWidth)"
+        ".map(e => e.tagName + ' ' + e.textContent.slice(0, 40))"
+    )
+    assert narrow.script("return document.documentElement.scrollWidth") <= narrow.script("return window.innerWidth"), (
+        wide
+    )
+    narrow.screenshot(tmp_path / "glossary.png")
+    no_console_errors(narrow)
+    pdf = narrow.print_pdf(tmp_path / "glossary.pdf", orientation="portrait", shrinkToFit=False)
+    assert not text_outside_page(pdf)[:5], "glossary: printed text outside the page"
+    printed = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    assert "@software{biastransfer," in printed and "--forcerun ieat" in printed

@@ -574,6 +574,9 @@ def test_report_rules_run_and_the_report_builds(tmp_path):
         "    written_summaries=WRITTEN,\n"
         "    finetune_runs=lambda name: [],\n"
         "    scratch_runs=lambda: [],\n"
+        "    analysis_sets=list(config['analysis_sets']),\n"
+        "    models=list(config['models']),\n"
+        "    layers_on=False,\n"
         "    scratch_stages=cfg.scratch_stages(config),\n"
         "    settings=Plan(config, BASEDIR).settings,\n"
         ")\n\n\n"
@@ -585,13 +588,16 @@ def test_report_rules_run_and_the_report_builds(tmp_path):
         "analysis_sets: {coco: {source: paper, ieat: [], bts: {}}}\nmodels: {resnet18: {}}\ndatasets: {}\n"
         "finetune: {datasets: [coco], seeds: [0, 1, 2], defaults: {epochs: 25, lr: 0.001, optimizer: sgd}}\n"
         "report: {p_adjust: bh, alpha: 0.05, control_class: random, tolerances: {}, ieat_targets: null}\n"
-        "analysis: {ieat: {alpha: 0.05}, bts: {reference: scratch, reference_seeds: [0]}}\n"
+        "analysis: {ieat: {alpha: 0.05, alternative: greater, permutations: 1000, seed: 0, bootstrap: 200, "
+        "ci_level: 0.95}, bts: {reference: scratch, reference_seeds: [0], pvalue: permutation, bootstrap: 200, "
+        "ci_level: 0.95, seed: 0}}\n"
     )
     summary = tmp_path / "results" / "summary"
     summary.mkdir(parents=True)
     rd.write_all(summary)
     rd.write_run_files(tmp_path)
     (summary / "findings.rst").write_text("Findings\n========\n\nNone in this test.\n")
+    (summary / "config.yaml").write_text((tmp_path / "config.yaml").read_text())  # the effective_config rule's
     pd.DataFrame(
         [
             {

@@ -5,18 +5,24 @@ from tests/report_data.py's small tables (every link resolves, captions beside t
 from __future__ import annotations
 
 import re
+import zipfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import report_site
+from conftest import ROOT, run_snakemake
 
 from biastransfer.report.formatting import p_cell
+from biastransfer.report.glossary import GLOSSARY
 from biastransfer.report.headline import finetuning_phrase, headline_table
 from biastransfer.report.html import html_table
 from biastransfer.report.results import results_model, validate
+from biastransfer.report.site import BUNDLE_LINK, BUNDLE_NOTE
+from biastransfer.workflow import config as cfg
 from biastransfer.workflow.config import seeds_per_dataset
+from biastransfer.workflow.plan import SUMMARIES, Plan
 
 TEST = {"name": "t", "X": "x", "Y": "y", "A": "a", "B": "b"}
 
@@ -106,7 +112,7 @@ def test_after_finetuning_a_control_pair_has_no_known_answer_and_its_reverse_shi
     assert quiet.iloc[1]["verdict"] == "significant in 0 of 2 seeds" and quiet.iloc[1]["held"] == ""
 
 
-FACTS = {"models": ["m"], "seeds": {"ft": [0, 1]}, "planted": {}, "statistics": {}, "config_hash": "h"}
+FACTS = {**report_site.FACTS, "models": ["m"], "analysis_sets": ["s"], "seeds": {"ft": [0, 1]}, "scratch_seeds": {}}
 
 
 def link_rows(low: float, high: float) -> pd.DataFrame:
@@ -328,13 +334,77 @@ def test_a_table_without_rows_is_named_not_shown(site):
 
 def test_every_page_and_every_link_of_the_report_resolves(site):
     pages = sorted(p.name for p in site.glob("*.html"))
-    assert pages == ["figures.html", "findings.html", "index.html", "provenance.html", "tables.html"]
+    assert pages == ["figures.html", "findings.html", "glossary.html", "index.html", "provenance.html", "tables.html"]
     for page in site.glob("*.html"):
         text = page.read_text()
         assert "<script>" in text and "http://" not in text and "https://" not in text, page.name  # works offline
         for link in re.findall(r'(?:href|src)="([^"#]+)', text):
             if link != "../report.html":  # Snakemake's own report (the rule graph), built beside it by --report
                 assert (site / link).is_file(), f"{page.name} links to {link}, which is not in the report"
+
+
+def _text(html: str) -> str:
+    return re.sub(r"<[^>]+>", "", re.sub(r"<(script|style)\b.*?</\1>", "", html, flags=re.S))
+
+
+def test_the_bundle_unpacked_alone_resolves_every_link_and_holds_every_cited_table(site, tmp_path):
+    with zipfile.ZipFile(site.parent / "report.zip") as bundle:
+        bundle.extractall(tmp_path)
+    unpacked = tmp_path / "report"
+    assert sorted(p.name for p in unpacked.glob("*.html")) == sorted(p.name for p in site.glob("*.html"))
+    ids = {p.name: set(re.findall(r'\bid="?([\w-]+)', p.read_text())) for p in unpacked.glob("*.html")}
+    for page in unpacked.glob("*.html"):
+        text = page.read_text()
+        for link in re.findall(r'(?:href|src)="([^"]+)"', text):
+            target, _, anchor = link.partition("#")
+            assert not target or (unpacked / target).is_file(), f"{page.name} links to {link}, not in the bundle"
+            if anchor:
+                assert anchor in ids[target or page.name], f"{page.name} links to {link}: no such anchor"
+        for cited in set(re.findall(r"results/[\w./-]*\.csv", _text(text))):  # each table a caption cites
+            copy = f"files/{cited.removeprefix('results/')}"
+            assert (unpacked / copy).is_file() and f'<a href="{copy}">{cited}</a>' in text, (page.name, cited)
+    assert "similarity_change.csv" in (unpacked / "figures.html").read_text()  # intra.rst's citation, linked
+    # the folder's landing page links the bundle beside it; the bundle's own says it is the bundle
+    assert BUNDLE_LINK in (site / "index.html").read_text() and (site.parent / "report.zip").is_file()
+    assert BUNDLE_NOTE in (unpacked / "index.html").read_text()
+
+
+def test_every_summary_a_caption_cites_is_copied_into_the_report():
+    """The html_report rule copies every summary the run writes (its input ``cited``), so a caption may cite
+    any summary, and only a summary, of results/summary/."""
+    for caption in (ROOT / "workflow" / "report").glob("*.rst"):
+        for name in re.findall(r"results/summary/(\w+)\.csv", caption.read_text()):
+            assert name in SUMMARIES, f"{caption.name} cites results/summary/{name}.csv, which is no summary"
+
+
+@pytest.mark.slow
+def test_the_report_rule_copies_every_summary_curve_and_layer_profile_of_the_demo(tmp_path):
+    done = run_snakemake("-n", "--cores", "1", "results/report/index.html", cwd=tmp_path, timeout=300)
+    job = done.stdout.split("rule html_report:", 1)[1].split("output:", 1)[0]
+    plan = Plan(cfg.read_configs([ROOT / "config" / "config.yaml"]), ROOT)
+    for wanted in (
+        *plan.summaries(*plan.written_summaries),
+        "results/summary/config.yaml",
+        *plan.finetune_runs("curve.csv"),
+        "results/layers/synthetic/democnn/profile.csv",
+    ):
+        assert wanted in job, wanted
+
+
+def test_the_findings_and_table_captions_link_their_terms_to_the_glossary(site):
+    glossary = (site / "glossary.html").read_text()
+    assert all(f'<dt id="{anchor}">' in glossary for anchor in GLOSSARY)
+    assert 'href="glossary.html"' in (site / "index.html").read_text()  # in the navigation of every page
+    for name in ("findings.html", "tables.html"):
+        text = (site / name).read_text()
+        anchors = re.findall(r'<a class="term" href="glossary\.html#([\w-]+)">', text)
+        assert "ieat" in anchors and len(anchors) == len(set(anchors)), name  # the first occurrence only
+        assert not re.search(r"<t[hd][^>]*>[^<]*<a class=\"term\"", text)  # never in a table's cells
+    methods = glossary[glossary.index('id="methods"') :]
+    assert "alpha = 0.05" in methods and "@article{ranjit2023," in methods
+    assert (
+        'snakemake --cores 1 <a href="files/summary/ieat.csv">results/summary/ieat.csv</a> --forcerun ieat' in glossary
+    )
 
 
 def test_the_overview_answers_first(site):
@@ -400,15 +470,16 @@ def test_a_missing_file_is_an_error_naming_it_before_any_page_is_written(tmp_pat
         "files": {"png": str(tmp_path / "no.png")},
     }
 
-    def write(items):
+    def write(items, cited=(), model=None):
         write_site(
             tmp_path / "out",
             run={},
-            model={},
+            model=model or {},
             findings_rst="",
             provenance=pd.DataFrame(),
             items=items,
             config={},
+            cited=cited,
         )
 
     with pytest.raises(FileNotFoundError, match="no.png"):
@@ -416,6 +487,11 @@ def test_a_missing_file_is_an_error_naming_it_before_any_page_is_written(tmp_pat
     assert not (tmp_path / "out").exists()
     with pytest.raises(ValueError, match="unknown file role"):
         write([{**item, "files": {"gif": "x"}}])
+    with pytest.raises(FileNotFoundError, match="cites .*summary/gone.csv"):
+        write([], cited=[str(tmp_path / "summary" / "gone.csv")])
+    with pytest.raises(KeyError, match="'settings'"):  # the methods paragraph's settings
+        write([], model={"run": {}})
+    assert not (tmp_path / "out").exists()
 
 
 def test_an_iEAT_whose_d_is_not_estimable_is_said_in_words_on_every_page(tmp_path, monkeypatch):
@@ -435,7 +511,7 @@ def test_an_iEAT_whose_d_is_not_estimable_is_said_in_words_on_every_page(tmp_pat
 
     monkeypatch.setattr(rd, "ieat_table", with_a_small_test)
     index = report_site.build(tmp_path)
-    findings = (tmp_path / "summary" / "findings.rst").read_text()
+    findings = (tmp_path / "results" / "summary" / "findings.rst").read_text()
     assert f"not significant ({why}, p = " in findings and "d = nan" not in findings.lower()
     for page in index.parent.glob("*.html"):
         text = re.sub(r"<[^>]+>", " ", page.read_text())

@@ -412,7 +412,7 @@ def _page_columns(parts) -> set[str]:
 def test_on_the_page_a_wide_table_splits_into_narrow_parts_that_keep_every_column_and_row(summaries):
     import report_site
 
-    demo = report_site.demo_sized_tables(np.random.default_rng(0))
+    demo = report_site.demo_sized_tables(report_site.demo_sized_summaries(np.random.default_rng(0)))
     retention = {"scratch_statistic": 0.4, "retention_difference": 0.2, "retention_ci_low": -0.1}
     retention |= {"retention_ci_high": 0.5, "retention_verdict": "undecided"}  # beside the scratch network's BTS
     frames = {
@@ -441,7 +441,9 @@ def test_on_the_page_a_wide_table_splits_into_narrow_parts_that_keep_every_colum
 def test_a_column_that_no_layout_names_is_shown_in_a_last_part_beside_the_rows_keys():
     import report_site
 
-    link = report_site.demo_sized_tables(np.random.default_rng(0))["link"].assign(new_measure=1.5)
+    link = report_site.demo_sized_tables(report_site.demo_sized_summaries(np.random.default_rng(0)))["link"].assign(
+        new_measure=1.5
+    )
     title, rows = tables.page_parts(link)[0][-1]
     assert title == "More columns of the link table" and list(rows.columns) == [
         "test",
@@ -458,7 +460,7 @@ def test_a_column_that_no_layout_names_is_shown_in_a_last_part_beside_the_rows_k
 def test_the_trajectory_table_shows_each_series_at_its_first_epoch_and_its_checkpoint_with_its_range():
     import report_site
 
-    full = report_site.demo_sized_tables(np.random.default_rng(0))["trajectory"]
+    full = report_site.demo_sized_tables(report_site.demo_sized_summaries(np.random.default_rng(0)))["trajectory"]
     [(_, rows)], note = tables.page_parts(full)
     shown = full[full["measure"] != "similarity"]
     series = shown.groupby(list(tables.TRAJECTORY_SERIES), dropna=False)

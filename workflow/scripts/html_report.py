@@ -1,7 +1,7 @@
-"""Build the static HTML report (--index and its sibling --pages: findings, tables, figures, provenance;
-the files they show copied under --files) from a finished run's summaries, tables and figures, with every
-verdict as JSON (--verdicts) and the whole report as one zip (--bundle). Open the index in a browser; it
-needs no server.
+"""Build the static HTML report (--index and its sibling --pages: findings, tables, figures, provenance,
+glossary; the files they show and the --cited tables copied under --files) from a finished run's
+summaries, tables and figures, with every verdict as JSON (--verdicts) and the whole report as one zip
+(--bundle). Open the index in a browser; it needs no server.
 
 The landing page and results.json are written from one results model (biastransfer.report.results), built
 from every summary table given (ieat, bts, provenance and analysis_sets are needed), the training curves
@@ -13,9 +13,10 @@ python workflow/scripts/html_report.py --summaries results/summary/*.csv --findi
 --settings "{\"alpha\": 0.05, \"adjust\": \"holm\", \"planted\": {}, \"config\": $(cat results/summary/config.json)}"
 --shown '{"kind": "figure", "group": "iEAT", "title": "effect sizes", "caption": "workflow/report/ieat_heatmap.rst",
 "files": {"png": "results/figures/ieat_heatmap.png", "pdf": "results/figures/ieat_heatmap.pdf"}}'
---index out/index.html --pages out/findings.html out/tables.html out/figures.html out/provenance.html --files out/files
---verdicts out/results.json --bundle out/report.zip [--curves results/finetune/*/*/seed*/curve.csv]
-[--scratch results/scratch/*/*/seed*/metrics.json]
+--index out/index.html --pages out/findings.html out/tables.html out/figures.html out/provenance.html out/glossary.html
+--files out/files --verdicts out/results.json --bundle out/report.zip [--curves results/finetune/*/*/seed*/curve.csv]
+[--scratch results/scratch/*/*/seed*/metrics.json] [--cited results/summary/*.csv ...: the tables the captions cite,
+copied into the report, where the captions' paths link them]
 """
 
 import json
@@ -97,6 +98,7 @@ def main(
     snakemake_report: str = "../report.html",
     curves: list | None = None,
     scratch: list | None = None,
+    cited: list | str | None = None,
 ) -> None:
     config = settings.config
     site = Path(index).parent
@@ -127,6 +129,7 @@ def main(
         snakemake_report=snakemake_report,
         citation=yaml.safe_load(Path(citation).read_text()) if citation else None,
         run_provenance=run_record(config),
+        cited=[cited] if isinstance(cited, str) else list(cited or []),
     )
     write_text(verdicts, dumps(model))
     zip_site(site, bundle)

@@ -53,6 +53,9 @@ code, .hash { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, mono
 ul.toc { columns: 2 18rem; }
 p, li, .caption, figcaption { max-width: 75ch; }
 .summary { border-left: 4px solid var(--accent); padding: .1rem 1rem; background: #f8fafd; }
+dl.glossary dt { font-weight: 600; margin-top: .8rem; } dl.glossary dd { margin: .1rem 0 0 1.2rem; max-width: 75ch; }
+.source { color: var(--muted); font-size: .9rem; } a.term { color: inherit; text-decoration: underline dotted; }
+pre { white-space: pre-wrap; overflow-wrap: anywhere; max-width: 75ch; }
 @media (max-width: 900px) {
   main { padding: .5rem .6rem 2rem; } nav a { margin-right: .6rem; }
   table { font-size: .78rem; } th, td { max-width: 14rem; padding: .25rem .15rem; }
@@ -102,6 +105,7 @@ PAGES = (
     ("tables.html", "Tables"),
     ("figures.html", "Figures"),
     ("provenance.html", "Provenance"),
+    ("glossary.html", "Glossary"),
 )
 
 

@@ -207,7 +207,8 @@ def trajectory_records(trajectory: pd.DataFrame | None) -> list[dict]:
     keys = ["analysis_set", "model", "finetune_dataset", "measure", "seed", "kind", "key"]
     frame = trajectory.sort_values("epoch", kind="stable")
     ends = frame.groupby(keys, sort=False, dropna=False).nth([0, -1])
-    return _records(ends[[*keys, "role", "epoch", "value", "ci_low", "ci_high", "pvalue", "pvalue_floor"]])
+    kept = [*keys, "role", "epoch", "value", "ci_low", "ci_high", "pvalue", "pvalue_floor"]
+    return _records(ends[[c for c in kept if c in ends]])
 
 
 #: Results read whole from a summary table (its columns as fields): {section: summary}.
@@ -239,8 +240,9 @@ def results_model(
     runs: Mapping[str, Mapping] | None = None,
 ) -> dict:
     """The results model of a run from its summary tables (``{summary name: frame}``; ``ieat`` and ``bts``
-    required), the run's ``facts`` (``models``, ``seeds`` {finetuning dataset: seeds}, ``planted`` {dataset:
-    {object: P(person_a)}}, ``statistics``, ``config_hash``), its iEAT ``tests`` ({analysis set: tests}), its
+    required), the run's ``facts`` (``models``, ``analysis_sets``, ``seeds`` and ``scratch_seeds`` {finetuning
+    dataset: seeds}, ``finetune`` (epochs, lr, optimizer), ``planted`` {dataset: {object: P(person_a)}},
+    ``statistics`` {"ieat": ..., "bts": ...}, ``config_hash``; workflow.rules.report.HtmlReportSettings), its iEAT ``tests`` ({analysis set: tests}), its
     significance rule and its training runs' convergence (``runs``: {label: convergence record})."""
     rule = Significance(alpha, adjust)
     roles = {(a, t["name"]): t.get("role", "exploratory") for a, specs in tests.items() for t in specs}
@@ -255,7 +257,10 @@ def results_model(
             "git_dirty": workflow["git_dirty"],
             "config_hash": facts["config_hash"],
             "models": list(facts["models"]),
+            "analysis_sets": list(facts["analysis_sets"]),
             "seeds": {d: list(s) for d, s in facts["seeds"].items()},
+            "scratch_seeds": {d: list(s) for d, s in facts["scratch_seeds"].items()},
+            "finetune": dict(facts["finetune"]),
             "planted": {d: dict(p) for d, p in facts["planted"].items()},
         },
         "settings": {"alpha": alpha, "adjust": adjust, **facts["statistics"]},

@@ -1,15 +1,19 @@
 """The static HTML report (results/report/): an overview that answers first (what was run, the headline
 table, links to every section), then the findings, the tables (sortable, caption beside each, CSV and
-LaTeX downloads), the figures (PDF downloads) and the provenance of every embeddings file.
+LaTeX downloads), the figures (PDF downloads), the provenance of every embeddings file and the glossary
+(every term with its source, the methods, BibTeX and the commands that reproduce each table).
 
-Everything the pages show is copied under ``files/`` of the report folder, so the folder opens from
-disk (``file://``) and can be moved or zipped as a whole. Captions are the report's reStructuredText
-captions (workflow/report/*.rst, Jinja templates as Snakemake renders them).
+Everything the pages show, and every summary table they cite, is copied under ``files/`` of the report
+folder, and each cited ``results/...`` path links its copy, so the folder opens from disk (``file://``) and
+can be moved or zipped as a whole (:func:`zip_site`). Captions are the report's reStructuredText captions
+(workflow/report/*.rst, Jinja templates as Snakemake renders them). The glossary page
+(report.glossary) explains every term, and the findings and the tables' captions link their terms to it.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import zipfile
 from collections.abc import Mapping, Sequence
@@ -19,7 +23,9 @@ from types import SimpleNamespace
 import pandas as pd
 
 from biastransfer.atomic import atomic_path, write_text
+from biastransfer.paths import path as run_path
 from biastransfer.report.artefacts import FILE_ROLES, KINDS, REQUIRED_ROLES
+from biastransfer.report.glossary import REPRODUCE, glossary_body, link_terms, map_text, methods_block, reproduce_block
 from biastransfer.report.html import PAGES, downloads, esc, html_table, page, rst_to_html
 from biastransfer.report.tables import page_parts
 
@@ -64,11 +70,54 @@ def _check_items(items: Sequence[Mapping]) -> None:
             raise FileNotFoundError(f"report item {item['title']!r}: no file {absent[0]}")
 
 
-def _relative(source: str) -> Path:
-    """Where a shown file goes under ``files/``: its path without a leading ``results/`` (or root)."""
+#: The landing page's link to the bundle, which zip_site turns into :data:`BUNDLE_NOTE` inside the bundle
+#: (a zip cannot hold itself): results/report.zip sits beside results/report/.
+BUNDLE_LINK = '<a class="bundle" href="../report.zip">report.zip</a>'
+#: What the bundle's own pages say in place of :data:`BUNDLE_LINK`.
+BUNDLE_NOTE = "<strong>report.zip</strong> (this folder is that file, unpacked)"
+
+
+def take_away() -> str:
+    """A paragraph that links the bundle and the methods, BibTeX and reproducing commands."""
+    return (
+        f'<p class="take-away">Take away: {BUNDLE_LINK}, this whole report in one file (every page, figure and '
+        "table, and the summary tables the captions cite, under <code>files/</code>); a methods paragraph, BibTeX "
+        'and the command that reproduces each table are on the <a href="glossary.html#methods">glossary page</a>.</p>'
+    )
+
+
+_CITED = re.compile(r"results/[\w./*-]*\w")
+
+
+def link_files(html: str, folder: str | Path) -> str:
+    """``html`` with each ``results/...`` path in its text (code included, links not) that has a copy under
+    ``folder/files/`` linked to that copy; a pattern (``seed*``) is followed by a link to each copy it matches."""
+    files = Path(folder) / "files"
+
+    def replace(text: str) -> str:
+        def link(match: re.Match) -> str:
+            target = _relative(match.group(0))
+            if "*" in match.group(0):
+                copies = sorted(p.relative_to(files).as_posix() for p in files.glob(target.as_posix()) if p.is_file())
+                links = ", ".join(f'<a href="files/{c}">{esc(Path(c).parent.name)}</a>' for c in copies)
+                return f"{match.group(0)} ({links})" if copies else match.group(0)
+            if not (files / target).is_file():
+                return match.group(0)
+            return f'<a href="files/{target.as_posix()}">{match.group(0)}</a>'
+
+        return _CITED.sub(link, text)
+
+    return map_text(html, replace, skip=frozenset({"a", "title", "nav"}))
+
+
+def _relative(source: str | Path) -> Path:
+    """Where a shown file goes under ``files/``: its path below the run's ``results/`` folder (the last one on
+    its path; a path outside one, without its root), as captions cite it (``results/summary/ieat.csv``)."""
     path = Path(source)
     path = path.relative_to(path.anchor) if path.is_absolute() else path
-    return path.relative_to("results") if path.parts[0] == "results" else path
+    if "results" in path.parts[:-1]:
+        return Path(*path.parts[len(path.parts) - path.parts[::-1].index("results") :])
+    return path
 
 
 def _anchor(title: str) -> str:
@@ -268,7 +317,7 @@ def overview_body(
         "network trained from scratch. Click a column to sort.</p>"
         f"{table}"
         f'<h2>What was run</h2><dl class="record">{what}</dl>'
-        f"<h2>Sections</h2><ul>{sections}</ul><ul>{contents}</ul>"
+        f"<h2>Sections</h2><ul>{sections}</ul><ul>{contents}</ul>{take_away()}"
         f"<p>The rule graph, run times and the configuration are in Snakemake's own report, "
         f'<a href="{esc(snakemake_report)}">{esc(snakemake_report)}</a> (built by '
         "<code>snakemake --report results/report.html --configfile &lt;the run's config files&gt;</code>: "
@@ -282,6 +331,7 @@ SECTION_WORDS = {
     "tables.html": "the paper's tables, sortable, with captions; CSV and LaTeX downloads",
     "figures.html": "the paper's figures with captions; PDF downloads",
     "provenance.html": "where every embedding came from (weights, splits, preprocessing, versions)",
+    "glossary.html": "every term in two sentences with its source; the methods, BibTeX and how to reproduce each table",
 }
 
 
@@ -297,12 +347,22 @@ def write_site(
     snakemake_report: str = "../report.html",
     citation: Mapping | None = None,
     run_provenance: Mapping[str, str] | None = None,
+    cited: Sequence[str] = (),
 ) -> list[Path]:
-    """Write the report's pages and copy every item's files under ``folder``; return the pages. A table
-    without rows in this run (the paper comparison of a run that shares no model with the paper) is named
-    on the tables page instead of shown (its files are still copied, into the report's bundle)."""
+    """Write the report's pages and copy every item's files and the ``cited`` summary tables under ``folder``;
+    return the pages. A table without rows in this run (the paper comparison of a run that shares no model
+    with the paper) is named on the tables page instead of shown (its files are still copied, into the
+    report's bundle). The findings and the tables' captions link their terms to the glossary."""
     _check_items(items)
+    absent = [c for c in cited if not Path(c).is_file()]
+    if absent:
+        raise FileNotFoundError(f"the report cites {absent[0]}, which does not exist")
+    methods = methods_block(model, citation)  # a KeyError naming a setting the paragraph lacks
     folder = Path(folder)
+    for source in cited:
+        target = folder / "files" / _relative(source)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
     blocks: dict[str, list[tuple[str, str]]] = {kind: [] for kind in KINDS}
     shown, empty = [], []
     for item in items:
@@ -325,12 +385,14 @@ def write_site(
             overview_body(run, model, shown, snakemake_report=snakemake_report, citation=citation),
             current="index.html",
         ),
-        "findings.html": page("Findings", rst_to_html(findings_rst, part="html_body"), current="findings.html"),
+        "findings.html": page(
+            "Findings", link_terms(rst_to_html(findings_rst, part="html_body")), current="findings.html"
+        ),
         "tables.html": page(
             "Tables",
             "<h1>Tables</h1>"
             + (f"<p class=caption>Not shown, without rows in this run: {esc(', '.join(empty))}.</p>" if empty else "")
-            + _grouped(blocks["table"]),
+            + link_terms(_grouped(blocks["table"])),
             current="tables.html",
         ),
         "figures.html": page("Figures", "<h1>Figures</h1>" + _grouped(blocks["figure"]), current="figures.html"),
@@ -342,20 +404,47 @@ def write_site(
                 (i["files"]["html"] for i in shown if i["files"].get("html", "").endswith("config.html")), None
             ),
         ),
+        "glossary.html": page(
+            "Glossary",
+            glossary_body()
+            + methods
+            + reproduce_block(
+                [
+                    m
+                    for m, (_, summary) in REPRODUCE.items()
+                    if (folder / "files" / _relative(run_path("summary", summary=summary))).is_file()
+                ]
+            )
+            + take_away(),
+            current="glossary.html",
+        ),
     }
     written = []
     for name, text in pages.items():
-        write_text(folder / name, text)
+        write_text(folder / name, link_files(text, folder))
         written.append(folder / name)
     return written
 
 
+_OUTSIDE = re.compile(r'<a\b[^>]*\bhref="\.\./[^"]*"[^>]*>(.*?)</a>', re.S)
+
+
+def bundled_page(html: str) -> str:
+    """A page as the bundle holds it: :data:`BUNDLE_NOTE` for the link to the bundle, and each other link
+    outside the report folder (Snakemake's own report beside it) as its text, said to be outside the bundle."""
+    return _OUTSIDE.sub(r"\1 (beside the report folder, not in this bundle)", html.replace(BUNDLE_LINK, BUNDLE_NOTE))
+
+
 def zip_site(folder: str | Path, path: str | Path) -> None:
     """The whole report folder as one zip (entries under ``report/``, in order, with a fixed date, so that
-    the same report gives the same bytes), written atomically."""
+    the same report gives the same bytes), written atomically. Its pages are :func:`bundled_page`, so that
+    every link resolves in the bundle unpacked alone too."""
     folder = Path(folder)
     with atomic_path(path) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as bundle:
         for file in sorted(p for p in folder.rglob("*") if p.is_file()):
             entry = zipfile.ZipInfo(f"report/{file.relative_to(folder).as_posix()}", date_time=(1980, 1, 1, 0, 0, 0))
             entry.compress_type = zipfile.ZIP_DEFLATED
-            bundle.writestr(entry, file.read_bytes())
+            data = file.read_bytes()
+            if file.parent == folder and file.suffix == ".html":
+                data = bundled_page(data.decode()).encode()
+            bundle.writestr(entry, data)

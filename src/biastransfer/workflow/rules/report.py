@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from biastransfer.hashing import config_hash
 from biastransfer.report.compare import PAPER_TARGETS
-from biastransfer.workflow.config import seeds_per_dataset
+from biastransfer.workflow.config import reference_seeds, seeds_per_dataset
 from biastransfer.workflow.settings import Settings
 
 #: The kinds of table make_tables.py makes (its KINDS), and those that mark significance (read the significance rule).
@@ -97,27 +97,35 @@ class HtmlReportSettings(Significance):
 
     @classmethod
     def build(cls, plan) -> HtmlReportSettings:
-        config, datasets = plan.config, plan.config["datasets"]
-        pretraining = {m.get("pretrain", {}).get("dataset") for m in config["models"].values()} - {None}
-        planted = {
-            d: dict(datasets[d]["cooccurrence"])
-            for d in sorted(pretraining)
-            if datasets.get(d, {}).get("kind") == "synthetic" and datasets[d].get("cooccurrence")
-        }
-        analysis = config["analysis"]
-        facts = {
-            "models": list(config["models"]),
-            "seeds": seeds_per_dataset(config),
-            "planted": planted,
-            "statistics": {
-                "ieat": {
-                    k: analysis["ieat"][k] for k in ("permutations", "bootstrap", "ci_level") if k in analysis["ieat"]
-                },
-                "bts": {k: analysis["bts"][k] for k in ("reference", "bootstrap") if k in analysis["bts"]},
-            },
-            "config_hash": config_hash(config),
-        }
-        return cls(**Significance.of(plan), config=config, tests=plan.ieat_tests, facts=facts)
+        config = plan.config
+        return cls(**Significance.of(plan), config=config, tests=plan.ieat_tests, facts=run_facts(config))
+
+
+def run_facts(config: dict) -> dict:
+    """What the results model records of a run, from its filled config: models, analysis sets, seeds and scratch
+    seeds per finetuning dataset, the finetuning recipe, the co-occurrences planted in the models' synthetic
+    pretraining data ({dataset: {object: P(person_a)}}; none for real data), the statistics settings and the
+    config's hash."""
+    datasets, analysis, finetune = config.get("datasets", {}), config["analysis"], config["finetune"]
+    pretraining = {m.get("pretrain", {}).get("dataset") for m in config["models"].values()} - {None}
+    planted = {
+        d: dict(datasets[d]["cooccurrence"])
+        for d in sorted(pretraining)
+        if datasets.get(d, {}).get("kind") == "synthetic" and datasets[d].get("cooccurrence")
+    }
+    return {
+        "models": list(config["models"]),
+        "analysis_sets": list(config["analysis_sets"]),
+        "seeds": seeds_per_dataset(config),
+        "scratch_seeds": {d: reference_seeds(config, d) for d in finetune["datasets"]},
+        "finetune": {k: finetune["defaults"][k] for k in ("epochs", "lr", "optimizer")},
+        "planted": planted,
+        "statistics": {
+            "ieat": {k: analysis["ieat"][k] for k in ("alternative", "permutations", "seed", "bootstrap", "ci_level")},
+            "bts": {k: analysis["bts"][k] for k in ("reference", "pvalue", "bootstrap", "ci_level", "seed")},
+        },
+        "config_hash": config_hash(config),
+    }
 
 
 @dataclass(frozen=True)
