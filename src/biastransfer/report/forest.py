@@ -16,7 +16,7 @@ from matplotlib.lines import Line2D
 
 from biastransfer.report.formatting import ADJUSTMENT_NAMES, Significance, model_label, require_columns
 from biastransfer.report.style import OKABE_ITO, STAGE_COLOURS, paper_figure, paper_style, stage_words
-from biastransfer.report.tables import IEAT_COLUMNS, with_scratch
+from biastransfer.report.tables import IEAT_COLUMNS
 from biastransfer.stages import PRETRAINED, parse_stage, stage_kind
 
 #: The marker of the pretrained network, and of the trained networks by the position of their seed among the
@@ -81,13 +81,17 @@ def forest_figure(
     require_columns(ieat, FOREST_COLUMNS, where="iEAT summary")
     if scratch is not None:
         require_columns(scratch, FOREST_COLUMNS, where="scratch iEAT summary")
-    rows = with_scratch(ieat, scratch).reset_index(drop=True)
+    rows = pd.concat([ieat, scratch], ignore_index=True) if scratch is not None else ieat.reset_index(drop=True)
     if rows.empty:
         raise ValueError("iEAT summary: no rows")
     networks = _networks(rows).set_index("stage")
     order = {s: i for i, s in enumerate(networks.index)}
     keys = ["analysis_set", "test", "model"]
     blocks = rows.drop_duplicates(keys)[[*keys, "A", "B", "X", "Y"]]
+    first = {k: {v: i for i, v in enumerate(dict.fromkeys(rows[k]))} for k in keys}
+    blocks = blocks.sort_values(
+        keys, key=lambda col: col.map(first[col.name]), kind="stable"
+    )  # a test's models together
     several_sets, several_models = rows["analysis_set"].nunique() > 1, rows["model"].nunique() > 1
     labels, y = [], 0
     placed = []  # (y, row) of every point
@@ -106,22 +110,23 @@ def forest_figure(
         ax.axvline(0, color="0.4", lw=0.8, zorder=1)
         for yi, row in placed:
             net = networks.loc[row["stage"]]
+            gid = f"{row['analysis_set']}/{row['test']}/{row['model']}/{row['stage']}"
             d, low, high = (float(row[c]) for c in ("effect_size", "ci_low", "ci_high"))
-            estimable = np.isfinite(low) and np.isfinite(high)
+            if np.isfinite(low) and np.isfinite(high):  # drawn apart from the point: d may lie outside it
+                ax.plot([low, high], [yi, yi], color=net["colour"], marker="|", ms=4, zorder=2, gid=f"{gid}/interval")
             significant = rule.significant(float(row[rule.column]))
-            bars = ax.errorbar(
-                d,
-                yi,
-                xerr=[[d - low], [high - d]] if estimable else None,
-                fmt=net["marker"],
+            ax.plot(
+                [d],
+                [yi],
+                ls="none",
+                marker=net["marker"],
                 ms=4,
                 mew=0.9,
-                capsize=1.5,
                 color=net["colour"],
                 mfc=net["colour"] if significant else "white",
                 zorder=3,
+                gid=gid,
             )
-            bars.lines[0].set_gid(f"{row['analysis_set']}/{row['test']}/{row['model']}/{row['stage']}")
         ax.set_yticks([t[0] for t in labels], [t[1] for t in labels])
         for tick, (_, _, heading) in zip(ax.get_yticklabels(), labels):
             tick.set_fontweight("bold" if heading else "normal")
@@ -135,7 +140,16 @@ def forest_figure(
             for net in networks.itertuples()
         ]
         handles += [
-            Line2D([], [], ls="none", marker="o", color="0.3", mfc="0.3", ms=4, label=f"filled: significant ({words}-adjusted p < {alpha:g})"),
+            Line2D(
+                [],
+                [],
+                ls="none",
+                marker="o",
+                color="0.3",
+                mfc="0.3",
+                ms=4,
+                label=f"filled: significant ({words}-adjusted p < {alpha:g})",
+            ),
             Line2D([], [], ls="none", marker="o", color="0.3", mfc="white", ms=4, label="hollow: not significant"),
         ]
         fig.legend(handles=handles, loc="outside lower center", ncols=2)
