@@ -15,14 +15,18 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from biastransfer.report.formatting import ADJUSTMENT_NAMES, Significance, model_label, require_columns
-from biastransfer.report.style import OKABE_ITO, STAGE_COLOURS, paper_figure, paper_style, stage_words
+from biastransfer.report.style import (
+    OKABE_ITO,
+    PRETRAINED_MARKER,
+    STAGE_COLOURS,
+    paper_figure,
+    paper_style,
+    seed_marker,
+    stage_words,
+)
 from biastransfer.report.tables import IEAT_COLUMNS
 from biastransfer.stages import PRETRAINED, parse_stage, stage_kind
 
-#: The marker of the pretrained network, and of the trained networks by the position of their seed among the
-#: run's seeds (cycled when there are more seeds than markers).
-PRETRAINED_MARKER = "D"
-SEED_MARKERS = ("o", "s", "^", "v", "P", "X", "<", ">")
 #: Colours of the networks trained from scratch, by the position of their dataset.
 SCRATCH_COLOURS = (OKABE_ITO["vermillion"], OKABE_ITO["reddish_purple"], OKABE_ITO["sky_blue"], OKABE_ITO["black"])
 
@@ -48,10 +52,10 @@ def _networks(rows: pd.DataFrame) -> pd.DataFrame:
             colour, marker = STAGE_COLOURS[0], PRETRAINED_MARKER
         elif kinds[s] == "finetuned":
             colour = STAGE_COLOURS[1 + finetuned.index(dataset) % (len(STAGE_COLOURS) - 1)]
-            marker = SEED_MARKERS[seeds.index(seed) % len(SEED_MARKERS)]
+            marker = seed_marker(seed, seeds)
         else:
             colour = SCRATCH_COLOURS[scratch.index(dataset) % len(SCRATCH_COLOURS)]
-            marker = SEED_MARKERS[seeds.index(seed) % len(SEED_MARKERS)]
+            marker = seed_marker(seed, seeds)
         short = kinds[s] if seed is None else f"{kinds[s]}{named.get(dataset, '')}, seed {seed}"
         table.append({"stage": s, "colour": colour, "marker": marker, "words": stage_words(s), "short": short})
     return pd.DataFrame(table)

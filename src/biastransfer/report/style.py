@@ -52,6 +52,10 @@ STAGE_COLOURS = (
     OKABE_ITO["vermillion"],
 )
 STAGE_MARKERS = ("o", "s", "^", "D", "v", "P")
+#: The pretrained network's marker, and the trained networks' by the position of their seed among the run's
+#: seeds (:func:`seed_marker`), where figures tell seeds apart.
+PRETRAINED_MARKER = "D"
+SEED_MARKERS = ("o", "s", "^", "v", "P", "X", "<", ">")
 #: rcParams of every figure: 8 pt text, 7 pt ticks and legends, vector (Type 42) fonts in PDFs.
 STYLE = {
     "font.size": 8,
@@ -117,6 +121,11 @@ def stage_words(stage: str, n_seeds: int | None = None) -> str:
     dataset, seed = parse_stage(stage)
     verb = "finetuned on" if stage_kind(stage) == "finetuned" else "trained from scratch on"
     return f"{verb} {dataset}, seed {seed}"
+
+
+def seed_marker(seed: int, seeds: list[int]) -> str:
+    """The marker of ``seed``: by its position among ``seeds`` (cycled when there are more than markers)."""
+    return SEED_MARKERS[seeds.index(seed) % len(SEED_MARKERS)]
 
 
 def _visible_texts(fig: Figure) -> list[Text]:
