@@ -439,12 +439,28 @@ def test_plot_scripts_run_standalone(run_tables, tmp_path):
         [
             "--ieat",
             paths["ieat"],
+            "--scratch",
+            paths["ieat_scratch"],
             "--settings",
             '{"alpha": 0.01, "adjust": "holm"}',
             "--png",
             str(tmp_path / "h.png"),
             "--pdf",
             str(tmp_path / "h.pdf"),
+        ],
+    )
+    forest_files = [tmp_path / f"f.{e}" for e in ("png", "pdf", "svg")]
+    run(
+        _script("plot_forest").main,
+        None,
+        [
+            "--ieat",
+            paths["ieat"],
+            "--scratch",
+            paths["ieat_scratch"],
+            "--settings",
+            '{"alpha": 0.01, "adjust": "holm"}',
+            *[a for f in forest_files for a in (f"--{f.suffix[1:]}", str(f))],
         ],
     )
     run(
@@ -506,7 +522,12 @@ def test_plot_scripts_run_standalone(run_tables, tmp_path):
                 '{"per_class": 4}',
             ],
         )
-    figures_written = [*out.values(), *(tmp_path / f"{n}.{e}" for n in "hckr" for e in ("png", "pdf")), *sheet[:2]]
+    figures_written = [
+        *out.values(),
+        *(tmp_path / f"{n}.{e}" for n in "hckr" for e in ("png", "pdf")),
+        *sheet[:2],
+        *forest_files,
+    ]
     assert all(Path(p).stat().st_size > 5_000 for p in figures_written)
     assert len(pd.read_csv(sheet[2])) == 3 * len(rd.CLASSES["coco"])
     empty = tmp_path / "empty.csv"
@@ -710,6 +731,7 @@ def test_report_rules_run_and_the_report_builds(tmp_path):
         "results/comparison/paper_comparison.tex",
         "results/report/index.html",
         "results/figures/scratch_curves/coco/resnet18.pdf",
+        "results/figures/ieat_forest.svg",
     ):
         assert (tmp_path / target).stat().st_size > 0
     html = (tmp_path / "report.html").read_text()
