@@ -282,6 +282,13 @@ def test_forest_plot_has_a_point_per_network_and_test_with_its_interval_and_zero
     assert style.print_size_problems(fig) == []
     without = forest_lines(forest.forest_figure(ieat, alpha=0.05))
     assert len(without) == 2 * len(ieat) and not any("/scratch-" in g for g in without)
+    paper = pd.concat(  # the paper run's long names: headings wrap, and the figure stays a page wide
+        ieat.assign(model=m, A=ieat["A"] + "_man/sport_woman_and_more", test=ieat["test"] + "_long")
+        for m in ("clip_vit_b32", "simclr_r50_v1")
+    )
+    wide = forest.forest_figure(paper, alpha=0.05)
+    assert style.print_size_problems(wide) == []
+    assert all("\n" in t.get_text() for t in wide.axes[0].get_yticklabels() if t.get_fontweight() == "bold")
 
 
 def test_forest_plot_names_each_seed_by_marker_and_fills_the_significant_points(run_tables):

@@ -31,6 +31,8 @@ from biastransfer.stages import PRETRAINED, parse_stage, stage_kind
 SCRATCH_COLOURS = (OKABE_ITO["vermillion"], OKABE_ITO["reddish_purple"], OKABE_ITO["sky_blue"], OKABE_ITO["black"])
 
 FOREST_COLUMNS = (*IEAT_COLUMNS, "ci_level")
+#: Characters per line of a test's heading (longer ones wrap, to keep the figure a page wide).
+HEADING_WIDTH = 48
 
 
 def _networks(rows: pd.DataFrame) -> pd.DataFrame:
@@ -101,8 +103,9 @@ def forest_figure(
     placed = []  # (y, row) of every point
     for block in blocks.itertuples(index=False):
         block = pd.Series(block._asdict())
-        labels.append((y, _block_title(block, several_sets, several_models), True))
-        y += 1
+        title = textwrap.wrap(_block_title(block, several_sets, several_models), HEADING_WIDTH, break_long_words=False)
+        labels.append((y + (len(title) - 1) / 2, "\n".join(title), True))  # a long heading takes a row per line
+        y += len(title)
         members = rows[(rows[keys] == block[keys]).all(axis=1)]
         for _, row in members.sort_values("stage", key=lambda s: s.map(order), kind="stable").iterrows():
             labels.append((y, networks.loc[row["stage"], "short"], False))
