@@ -323,6 +323,9 @@ def test_forest_plot_shows_a_point_alone_without_its_interval_and_names_a_missin
     first = ieat.iloc[0]
     assert gid(first) in lines and f"{gid(first)}/interval" not in lines
     assert sum(g.endswith("/interval") for g in lines) == len(ieat) - 1
+    ieat.loc[ieat.index[1], ["effect_size", "ci_low", "ci_high"]] = float("nan")  # d itself not estimable
+    (ax,) = forest.forest_figure(ieat, alpha=0.05).axes
+    assert [t.get_text() for t in ax.texts] == ["d not estimable"]
     with pytest.raises(ValueError, match="scratch iEAT summary: .*ci_level"):
         forest.forest_figure(ieat, scratch_rows(run_tables).drop(columns="ci_level"), alpha=0.05)
     with pytest.raises(ValueError, match="no rows"):

@@ -36,8 +36,8 @@ HEADING_WIDTH = 48
 
 
 def _networks(rows: pd.DataFrame) -> pd.DataFrame:
-    """One row per network (stage): its kind, dataset, seed, colour, marker and legend words, in plot order
-    (pretrained, then finetuned by dataset and seed, then scratch by dataset and seed)."""
+    """One row per network (``stage``): its ``colour``, ``marker``, legend ``words`` and ``short`` row label, in
+    plot order (pretrained, then finetuned by dataset and seed, then scratch by dataset and seed)."""
     stages = list(dict.fromkeys(rows["stage"]))
     parsed = {s: parse_stage(s) for s in stages}
     kinds = {s: stage_kind(s) for s in stages}
@@ -81,7 +81,7 @@ def forest_figure(
 
     Colour: the kind of network and its dataset; marker: its seed (the legend names each network); filled:
     adjusted p < ``alpha`` (significant), hollow: not significant. A vertical line marks d = 0; a network
-    whose interval could not be estimated has its point alone.
+    whose interval could not be estimated has its point alone, one whose d could not, the words instead.
     """
     rule = Significance(alpha, adjust)
     require_columns(ieat, FOREST_COLUMNS, where="iEAT summary")
@@ -121,6 +121,8 @@ def forest_figure(
             d, low, high = (float(row[c]) for c in ("effect_size", "ci_low", "ci_high"))
             if np.isfinite(low) and np.isfinite(high):  # drawn apart from the point: d may lie outside it
                 ax.plot([low, high], [yi, yi], color=net["colour"], marker="|", ms=4, zorder=2, gid=f"{gid}/interval")
+            if not np.isfinite(d):  # sets too small for d (the summary's not_estimable says why)
+                ax.annotate("d not estimable", (0, yi), xytext=(4, 0), textcoords="offset points", va="center")
             significant = rule.significant(float(row[rule.column]))
             ax.plot(
                 [d],
