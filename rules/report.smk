@@ -69,6 +69,14 @@ report_artefact(
     },
     instances=[i for i in FINETUNED if cfg.reference_seeds(config, i["dataset"])],
 )
+report_artefact(
+    "ieat_forest",
+    "ieat_forest.rst",
+    kind="figure",
+    section="iEAT",
+    title="Effect sizes with their intervals, every network",
+    files={ext: f"results/figures/ieat_forest.{ext}" for ext in ("png", "pdf", "svg")},
+)
 for name, title in (
     ("ieat_heatmap", "Effect sizes, all models"),
     ("ieat_change", "Change from pretrained, all models"),
@@ -304,6 +312,7 @@ rule plot_scratch_curves:
 rule plot_ieat:
     input:
         ieat=PLAN.summary("ieat"),
+        scratch=IEAT_SCRATCH,
     output:
         **artefact_outputs("ieat_heatmap"),
     log:
@@ -320,6 +329,28 @@ rule plot_ieat:
         settings=PLAN.settings("plot_ieat"),
     script:
         "../workflow/scripts/plot_ieat.py"
+
+
+rule plot_forest:
+    input:
+        ieat=PLAN.summary("ieat"),
+        scratch=IEAT_SCRATCH,
+    output:
+        **artefact_outputs("ieat_forest"),
+    log:
+        "logs/report/plot_forest.log",
+    benchmark:
+        "results/benchmarks/report/plot_forest.tsv"
+    localrule: True
+    conda:
+        "../envs/plot.yaml"
+    threads: 1
+    resources:
+        **RESOURCES["plot"],
+    params:
+        settings=PLAN.settings("plot_forest"),
+    script:
+        "../workflow/scripts/plot_forest.py"
 
 
 rule plot_change:

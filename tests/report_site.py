@@ -85,7 +85,7 @@ def _figure(folder: Path) -> dict[str, str]:
     fig, ax = plt.subplots(figsize=(3.5, 2.5))
     ax.bar(["man", "woman"], [0.4, 0.5])
     ax.set_ylabel("similarity")
-    files = {ext: str(folder / f"intra.{ext}") for ext in ("png", "pdf")}
+    files = {ext: str(folder / f"intra.{ext}") for ext in ("png", "pdf", "svg")}
     for path in files.values():
         fig.savefig(path)
     plt.close(fig)

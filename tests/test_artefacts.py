@@ -81,7 +81,7 @@ def test_an_artefact_without_instances_makes_nothing():
     [
         ({"kind": "chart"}, "kind must be one of figure, table, page, not 'chart'"),
         ({"run": "paper"}, "run must be one of transfer, zoo"),
-        ({"files": {"png": "a.png", "svg": "a.svg"}}, r"unknown file role\(s\) \['svg'\]"),
+        ({"files": {"png": "a.png", "gif": "a.gif"}}, r"unknown file role\(s\) \['gif'\]"),
         ({"files": {"pdf": "a.pdf"}}, "a figure needs a 'png' file"),
         ({"instances": [{"analysis_set": "coco"}]}, "instance {'analysis_set': 'coco'} lacks wildcard 'model'"),
     ],

@@ -14,14 +14,15 @@ import pytest
 import report_data as rd
 from matplotlib.collections import PathCollection
 from matplotlib.container import ErrorbarContainer
+from matplotlib.lines import Line2D
 from matplotlib.text import Text
 from report_site import script as _script
 from scipy.stats import spearmanr
 
-from biastransfer.report import curves, figures, gallery, ieat_figures, person_figures, style
+from biastransfer.report import curves, figures, forest, gallery, ieat_figures, person_figures, style
 from biastransfer.report.findings import describe_findings
 from biastransfer.report.formatting import read_summary
-from biastransfer.report.tables import IEAT_COLUMNS
+from biastransfer.report.tables import IEAT_COLUMNS, with_scratch
 from biastransfer.scripting import run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -244,6 +245,105 @@ def test_change_figure_has_a_bar_per_seed_and_the_p_as_a_bound_at_its_floor():
     assert style.print_size_problems(ieat_figures.change_figure(paper)) == []
 
 
+def scratch_rows(run_tables):
+    return read_summary(run_tables["paths"]["ieat_scratch"], forest.FOREST_COLUMNS)
+
+
+def forest_lines(fig) -> dict[str, Line2D]:
+    """The forest plot's points and intervals by their id, ``analysis_set/test/model/stage[/interval]``."""
+    (ax,) = fig.axes
+    return {line.get_gid(): line for line in ax.lines if line.get_gid()}
+
+
+def gid(r) -> str:
+    return f"{r.analysis_set}/{r.test}/{r.model}/{r.stage}"
+
+
+def test_forest_plot_has_a_point_per_network_and_test_with_its_interval_and_zero_line(run_tables):
+    ieat, scratch = run_tables["ieat"], scratch_rows(run_tables)
+    fig = forest.forest_figure(ieat, scratch, alpha=0.05)
+    lines = forest_lines(fig)
+    rows = pd.concat([ieat, scratch], ignore_index=True)
+    assert len(lines) == 2 * len(rows) == 2 * (len(ieat) + len(scratch))  # a point and an interval each
+    for r in rows.itertuples():
+        assert list(lines[gid(r)].get_xdata()) == pytest.approx([r.effect_size])
+        assert list(lines[f"{gid(r)}/interval"].get_xdata()) == pytest.approx([r.ci_low, r.ci_high])
+        assert lines[gid(r)].get_ydata()[0] == lines[f"{gid(r)}/interval"].get_ydata()[0]
+    (ax,) = fig.axes
+    assert len({line.get_ydata()[0] for line in lines.values()}) == len(rows)  # one row per network and test
+    assert any(list(line.get_xdata()) == [0, 0] for line in ax.lines)  # the vertical line at d = 0
+    headings = [t.get_text() for t in ax.get_yticklabels() if t.get_fontweight() == "bold"]
+    assert len(headings) == len(rows.drop_duplicates(["analysis_set", "test", "model"]))
+    assert headings[:3] == [
+        "coco: car vs random (man/woman), ResNet18",
+        "coco: car vs random (man/woman), BiT-M-R50x1",
+        "openimages: car vs fashion (man/woman), ResNet18",
+    ]  # in the summary's order, a test's models together
+    assert style.print_size_problems(fig) == []
+    without = forest_lines(forest.forest_figure(ieat, alpha=0.05))
+    assert len(without) == 2 * len(ieat) and not any("/scratch-" in g for g in without)
+    paper = pd.concat(  # the paper run's long names: headings wrap, and the figure stays a page wide
+        ieat.assign(model=m, A=ieat["A"] + "_man/sport_woman_and_more", test=ieat["test"] + "_long")
+        for m in ("clip_vit_b32", "simclr_r50_v1")
+    )
+    wide = forest.forest_figure(paper, alpha=0.05)
+    assert style.print_size_problems(wide) == []
+    assert all("\n" in t.get_text() for t in wide.axes[0].get_yticklabels() if t.get_fontweight() == "bold")
+
+
+def test_forest_plot_names_each_seed_by_marker_and_fills_the_significant_points(run_tables):
+    ieat, scratch = run_tables["ieat"].copy(), scratch_rows(run_tables)
+    ieat.loc[ieat.index[:3], "pvalue_holm"] = [0.01, 0.2, float("nan")]  # significant, not, no p
+    fig = forest.forest_figure(ieat, scratch, alpha=0.05)
+    points = {g: line for g, line in forest_lines(fig).items() if not g.endswith("/interval")}
+    marker = {g.rsplit("/", 1)[1]: line.get_marker() for g, line in points.items()}
+    seeds = [marker[f"ft-coco-seed{s}"] for s in (0, 1, 2)]
+    assert len(set(seeds)) == 3 and marker["pretrained"] not in seeds
+    assert marker["ft-openimages-seed0"] == marker["ft-coco-seed0"] == marker["scratch-coco-seed0"]
+    legend = {t.get_text(): h for t, h in zip(fig.legends[0].get_texts(), fig.legends[0].legend_handles)}
+    for stage in marker:
+        assert legend[style.stage_words(stage)].get_marker() == marker[stage]
+    assert "trained from scratch on coco, seed 0" in legend and "finetuned on coco, seed 2" in legend
+    assert legend["hollow: not significant"].get_markerfacecolor() == "white"
+    assert "filled: significant (Holm-adjusted p < 0.05)" in legend
+    for r in pd.concat([ieat, scratch], ignore_index=True).itertuples():
+        hollow = points[gid(r)].get_markerfacecolor() == "white"
+        assert hollow == (not r.pvalue_holm < 0.05), (r.stage, r.pvalue_holm)
+    assert [points[gid(r)].get_markerfacecolor() == "white" for r in ieat.iloc[:3].itertuples()] == [
+        False,
+        True,
+        True,
+    ]
+
+
+def test_forest_plot_shows_a_point_alone_without_its_interval_and_names_a_missing_column(run_tables):
+    ieat = run_tables["ieat"].copy()
+    ieat.loc[ieat.index[0], ["ci_low", "ci_high"]] = float("nan")  # a set too small to resample
+    lines = forest_lines(forest.forest_figure(ieat, alpha=0.05))
+    first = ieat.iloc[0]
+    assert gid(first) in lines and f"{gid(first)}/interval" not in lines
+    assert sum(g.endswith("/interval") for g in lines) == len(ieat) - 1
+    ieat.loc[ieat.index[1], ["effect_size", "ci_low", "ci_high"]] = float("nan")  # d itself not estimable
+    (ax,) = forest.forest_figure(ieat, alpha=0.05).axes
+    assert [t.get_text() for t in ax.texts] == ["d not estimable"]
+    with pytest.raises(ValueError, match="scratch iEAT summary: .*ci_level"):
+        forest.forest_figure(ieat, scratch_rows(run_tables).drop(columns="ci_level"), alpha=0.05)
+    with pytest.raises(ValueError, match="no rows"):
+        forest.forest_figure(ieat.iloc[:0], alpha=0.05)
+
+
+def test_ieat_heatmap_has_a_panel_for_each_scratch_network(run_tables):
+    ieat = with_scratch(run_tables["ieat"], read_summary(run_tables["paths"]["ieat_scratch"], IEAT_COLUMNS))
+    panels = [ax for ax in ieat_figures.ieat_heatmap(ieat, alpha=0.05).axes if ax.images]
+    assert [ax.get_title() for ax in panels][-2:] == [
+        "trained from scratch on coco (1 seed)",
+        "trained from scratch on openimages (1 seed)",
+    ]
+    scratch = ieat[ieat.stage == "scratch-coco-seed0"]
+    shown = {t.get_text().rstrip("*†") for t in panels[-2].texts}
+    assert shown == {f"{d:.2f}" for d in scratch["effect_size"]}
+
+
 LISTS = {"intra": ["woman", "car", "man"], "inter": [["car", "car_man"], ["random", "car"], ["man", "woman"]]}
 
 
@@ -349,12 +449,28 @@ def test_plot_scripts_run_standalone(run_tables, tmp_path):
         [
             "--ieat",
             paths["ieat"],
+            "--scratch",
+            paths["ieat_scratch"],
             "--settings",
             '{"alpha": 0.01, "adjust": "holm"}',
             "--png",
             str(tmp_path / "h.png"),
             "--pdf",
             str(tmp_path / "h.pdf"),
+        ],
+    )
+    forest_files = [tmp_path / f"f.{e}" for e in ("png", "pdf", "svg")]
+    run(
+        _script("plot_forest").main,
+        None,
+        [
+            "--ieat",
+            paths["ieat"],
+            "--scratch",
+            paths["ieat_scratch"],
+            "--settings",
+            '{"alpha": 0.01, "adjust": "holm"}',
+            *[a for f in forest_files for a in (f"--{f.suffix[1:]}", str(f))],
         ],
     )
     run(
@@ -416,7 +532,12 @@ def test_plot_scripts_run_standalone(run_tables, tmp_path):
                 '{"per_class": 4}',
             ],
         )
-    figures_written = [*out.values(), *(tmp_path / f"{n}.{e}" for n in "hckr" for e in ("png", "pdf")), *sheet[:2]]
+    figures_written = [
+        *out.values(),
+        *(tmp_path / f"{n}.{e}" for n in "hckr" for e in ("png", "pdf")),
+        *sheet[:2],
+        *forest_files,
+    ]
     assert all(Path(p).stat().st_size > 5_000 for p in figures_written)
     assert len(pd.read_csv(sheet[2])) == 3 * len(rd.CLASSES["coco"])
     empty = tmp_path / "empty.csv"
@@ -441,6 +562,7 @@ def figure_builders(tables, root):
         "person": lambda: person_figures.person_figure(sims, **where),
         "no persons": lambda: person_figures.person_figure(sims, analysis_set="openimages", model="resnet18"),
         "heat map": lambda: ieat_figures.ieat_heatmap(tables["ieat"], alpha=0.05),
+        "forest": lambda: forest.forest_figure(tables["ieat"], scratch_rows(tables), alpha=0.05),
         "change": lambda: ieat_figures.change_figure(
             read_summary(tables["paths"]["ieat_change"], ieat_figures.CHANGE_COLUMNS)
         ),
@@ -629,6 +751,7 @@ def test_report_rules_run_and_the_report_builds(tmp_path):
         "results/comparison/paper_comparison.tex",
         "results/report/index.html",
         "results/figures/scratch_curves/coco/resnet18.pdf",
+        "results/figures/ieat_forest.svg",
     ):
         assert (tmp_path / target).stat().st_size > 0
     html = (tmp_path / "report.html").read_text()

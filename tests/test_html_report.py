@@ -436,6 +436,15 @@ def test_tables_are_html_with_their_caption_and_downloads(site):
     assert "≤" in (site / "index.html").read_text() or "≤" in text
 
 
+def test_each_figure_opens_its_full_size_png_and_offers_its_vector_files(site):
+    figure = re.search(r"<figure .*?</figure>", (site / "figures.html").read_text(), re.S).group(0)
+    png = re.search(r'<img src="([^"]+)"', figure).group(1)
+    assert png.endswith("intra.png") and re.search(rf'<a href="{re.escape(png)}"[^>]*><img ', figure)
+    downloads = re.findall(r'<a href="([^"]+)" download>([^<]+)</a>', figure)
+    assert [(Path(href).name, text) for href, text in downloads] == [("intra.pdf", "PDF"), ("intra.svg", "SVG")]
+    assert all((site / href).is_file() for href, _ in downloads)
+
+
 def test_the_provenance_page_wraps_long_digests_instead_of_a_wide_table(site):
     text = (site / "provenance.html").read_text()
     assert "<table" not in text and f'<dd class="hash">{report_site.LONG_HASH}</dd>' in text

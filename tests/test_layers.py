@@ -211,6 +211,12 @@ def test_the_profile_figure_prints_and_the_table_compiles(tmp_path):
     # one line of two layers per stage (pretrained, two seeds); BTS: pooled intra and inter
     assert [len(c.lines[0].get_xdata()) for c in ieat_panel.containers] == [2, 2, 2]
     assert [len(c.lines[0].get_xdata()) for c in bts_panel.containers] == [2, 2]
+    # each seed its own marker, named in the legend; the pretrained network's differs from every seed's
+    marker = {c.get_label(): c.lines[0].get_marker() for ax in (ieat_panel, bts_panel) for c in ax.containers}
+    assert sorted(marker) == sorted(t.get_text() for t in fig.legends[0].get_texts())
+    seeds = [marker[k] for k in marker if ", seed " in k]
+    assert len(seeds) == len(set(seeds)) == 2 and marker["pretrained"] not in seeds
+    assert len(set(marker.values())) == 4  # pretrained, two seeds and the seeds pooled (BTS)
     document = layer_latex(profile, "s")
     assert sum(line.startswith("m & ") for line in document.splitlines()) == 2 * (
         1 + 2

@@ -71,6 +71,7 @@ REEMBEDDED = {
     "findings": 1,
     "plot_similarity": 1,
     "plot_ieat": 1,
+    "plot_forest": 1,
     "table_ieat": 1,
     "table_bts": 1,
     "compare_paper": 1,
@@ -88,6 +89,7 @@ EDITS = {
             "summarise": 1,
             "findings": 1,
             "plot_ieat": 1,
+            "plot_forest": 1,
             "table_ieat": 1,
             "compare_paper": 1,
             "plot_similarity": 1,
@@ -110,7 +112,7 @@ EDITS = {
     ),
     "a report option": (
         lambda c: c.setdefault("report", {}).update(p_adjust="bh"),
-        {"plot_similarity": 1, "plot_ieat": 1, "table_ieat": 1, "table_bts": 1, "findings": 1},
+        {"plot_similarity": 1, "plot_ieat": 1, "plot_forest": 1, "table_ieat": 1, "table_bts": 1, "findings": 1},
     ),
     # every iEAT row carries the |d| detectable at alpha, so the iEATs rerun (not the change, nor any training);
     # alpha is the run's one significance rule, so every figure and table with stars redraws too
@@ -121,6 +123,7 @@ EDITS = {
             "summarise": 1,
             "findings": 1,
             "plot_ieat": 1,
+            "plot_forest": 1,
             "plot_similarity": 1,
             "table_ieat": 1,
             "table_bts": 1,
@@ -284,7 +287,7 @@ PROFILE = {
 OWN_EDITS = {
     "an iEAT test added to a folder set": (
         add_own_ieat_test,
-        {"ieat": STAGES, "plot_ieat": 1, "table_ieat": 1, **SET_STATISTICS},
+        {"ieat": STAGES, "plot_ieat": 1, "plot_forest": 1, "table_ieat": 1, **SET_STATISTICS},
     ),
     "a BTS list of a folder set changed": (
         lambda c: c["analysis_sets"]["own"]["bts"]["inter"].pop(),

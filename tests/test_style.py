@@ -16,6 +16,7 @@ from biastransfer.report import style
         ("ft-coco", None, "finetuned on coco"),
         ("ft-coco-seed2", None, "finetuned on coco, seed 2"),
         ("scratch-coco-seed0", None, "trained from scratch on coco, seed 0"),
+        ("scratch-coco", 1, "trained from scratch on coco (1 seed)"),
     ],
 )
 def test_stage_words(stage, n_seeds, words):
@@ -50,3 +51,22 @@ def test_print_size_check_finds_small_fonts_and_wide_figures(tmp_path):
         ax.plot([0, 1])
     png, pdf = style.save_figure(ok, tmp_path / "ok")
     assert png.stat().st_size > 0 and pdf.read_bytes().startswith(b"%PDF")
+
+
+def test_save_figure_writes_an_svg_on_request_the_same_bytes_each_time(tmp_path):
+    def draw():
+        with style.paper_style():
+            fig, ax = style.paper_figure("single", 2.0)
+            ax.plot([0, 1], label="a line")
+            ax.legend()
+        return fig
+
+    written = style.save_figure(draw(), tmp_path / "a" / "f", formats=("png", "pdf", "svg"))
+    assert [p.name for p in written] == ["f.png", "f.pdf", "f.svg"]
+    svg = written[2].read_text()
+    assert svg.lstrip().startswith("<?xml") and "<svg" in svg and "<dc:date>" not in svg
+    again = style.save_figure(draw(), tmp_path / "b" / "f", formats=("svg",))
+    assert again[0].read_bytes() == written[2].read_bytes()  # no timestamp, fixed ids
+    with pytest.raises(ValueError, match=r"unknown format\(s\) \['gif'\]"):
+        style.save_figure(draw(), tmp_path / "c" / "f", formats=("png", "gif"))
+    assert not (tmp_path / "c").exists()  # nothing written

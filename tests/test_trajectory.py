@@ -154,6 +154,50 @@ def tiny(tmp_path_factory):
     return workdir / "results"
 
 
+def _trajectory_frame(seeds=(0, 1, 2), epochs=4) -> pd.DataFrame:
+    """A trajectory table (docs/formats.md) of one model: two iEAT tests, a BTS kind and the curves, per seed."""
+    rows = []
+    for seed in seeds:
+        for epoch in range(epochs):
+            final = epoch == epochs - 1
+            common = dict(analysis_set="s", model="m", finetune_dataset="d", seed=seed, epoch=epoch, final=final)
+            for test, d in (("t_planted", 1.0), ("t_control", -0.6)):
+                value = d + 0.05 * seed - 0.02 * epoch
+                rows.append(
+                    dict(
+                        common, measure="ieat", kind="", key=test, value=value, ci_low=value - 0.4, ci_high=value + 0.4
+                    )
+                )
+            rows.append(dict(common, measure="bts", kind="intra", key="intra", value=0.9, ci_low=0.8, ci_high=1.0))
+            for key, value in (("train_loss", 0.5 - 0.1 * epoch), ("val_loss", 0.4), ("val_mAP", 0.6 + 0.05 * epoch)):
+                if epoch:
+                    rows.append(
+                        dict(common, measure="curve", kind="", key=key, value=value, ci_low=np.nan, ci_high=np.nan)
+                    )
+    return pd.DataFrame(rows)
+
+
+def test_the_trajectory_figure_names_each_seeds_marker_and_keeps_its_legends_off_the_data():
+    from biastransfer.report.style import print_size_problems
+    from biastransfer.report.trajectory import trajectory_figure
+
+    fig = trajectory_figure(_trajectory_frame())
+    assert print_size_problems(fig) == []
+    (legend,) = fig.legends
+    seeds = {t.get_text(): h for t, h in zip(legend.get_texts(), legend.legend_handles)}
+    assert list(seeds) == ["seed 0", "seed 1", "seed 2", "best epoch"]
+    markers = [seeds[f"seed {s}"].get_marker() for s in range(3)]
+    assert len(set(markers)) == 3
+    ieat = fig.axes[0]
+    drawn = [line for line in ieat.lines if len(line.get_xdata()) > 2]  # each test's line per seed
+    assert [line.get_marker() for line in drawn] == markers * 2
+    assert [line.get_linestyle() for line in drawn] == [seeds[f"seed {s}"].get_linestyle() for s in range(3)] * 2
+    fig.canvas.draw()
+    for ax in fig.axes:  # each panel's legend above it, never over its data or the zero line
+        assert ax.get_legend().get_window_extent().y0 >= ax.get_window_extent().y1 - 1
+    assert any(list(line.get_ydata()) == [0, 0] for line in ieat.lines)
+
+
 @pytest.mark.slow
 def test_each_epoch_is_embedded_in_the_documented_schema(tiny):
     for seed in (0, 1):

@@ -21,6 +21,7 @@ KINDS = ("figure", "table", "page")
 FILE_ROLES = {
     "png": "image",
     "pdf": "PDF",
+    "svg": "SVG",
     "csv": "CSV",
     "fragment": "LaTeX tabular (\\input)",
     "document": "LaTeX document",

@@ -15,8 +15,15 @@ from matplotlib.figure import Figure
 
 from biastransfer.report.formatting import estimate_cell, latex_escape, model_label, require_columns
 from biastransfer.report.latex import standalone_document
-from biastransfer.report.style import STAGE_COLOURS, STAGE_MARKERS, paper_figure, paper_style, stage_words
-from biastransfer.stages import PRETRAINED
+from biastransfer.report.style import (
+    PRETRAINED_MARKER,
+    STAGE_COLOURS,
+    paper_figure,
+    paper_style,
+    seed_marker,
+    stage_words,
+)
+from biastransfer.stages import PRETRAINED, parse_stage
 
 PROFILE_REQUIRED = (
     "analysis_set",
@@ -38,22 +45,32 @@ def _layers(rows: pd.DataFrame) -> list[str]:
     return rows.drop_duplicates("layer").sort_values("depth")["layer"].tolist()
 
 
-def _colour_marker(dataset: str, datasets: list[str]) -> tuple[str, str]:
-    """Grey circles for pretrained, one colour and marker per finetuning dataset."""
-    i = 1 + datasets.index(dataset) if dataset else 0
-    return STAGE_COLOURS[i % len(STAGE_COLOURS)], STAGE_MARKERS[i % len(STAGE_MARKERS)]
+#: The marker of a finetuning dataset's BTS with its seeds pooled.
+POOLED_MARKER = "*"
+
+
+def _style(stage: str, dataset: str, datasets: list[str], seeds: list[int]) -> tuple[str, str, str]:
+    """Colour, marker and legend words of a stage's line: grey diamonds for pretrained; one colour per finetuning
+    dataset, one marker per seed (:func:`~biastransfer.report.style.seed_marker`), stars for the seeds pooled."""
+    if stage == PRETRAINED:
+        return STAGE_COLOURS[0], PRETRAINED_MARKER, stage_words(stage)
+    colour = STAGE_COLOURS[(1 + datasets.index(dataset)) % len(STAGE_COLOURS)]
+    if "-seed" not in stage:
+        return colour, POOLED_MARKER, f"{stage_words(stage)}, seeds pooled"
+    return colour, seed_marker(parse_stage(stage)[1], seeds), stage_words(stage)
 
 
 def _draw(ax, rows: pd.DataFrame, layers: list[str], datasets: list[str], styles: dict | None = None) -> None:
     """One line per stage (and per item when ``styles`` maps items to line styles), with intervals."""
     groups = list(rows.groupby(["stage", "item"], sort=False))
+    seeds = sorted({parse_stage(s)[1] for s in rows["stage"] if s != PRETRAINED and "-seed" in s})
     for k, ((stage, item), g) in enumerate(groups):
         g = g.set_index("layer").reindex(layers)
         x = np.arange(len(layers)) + 0.06 * (k - (len(groups) - 1) / 2)
-        colour, marker = _colour_marker(str(g["finetune_dataset"].dropna().iloc[0]), datasets)
+        colour, marker, words = _style(stage, str(g["finetune_dataset"].dropna().iloc[0]), datasets, seeds)
         y = g["estimate"].to_numpy(float)
         err = np.vstack([y - g["ci_low"].to_numpy(float), g["ci_high"].to_numpy(float) - y])
-        label = stage_words(stage) + (f", {item}" if styles else "")
+        label = words + (f", {item}" if styles else "")
         ax.errorbar(
             x,
             y,
@@ -105,7 +122,7 @@ def profile_figure(profile: pd.DataFrame, *, analysis_set: str, model: str) -> F
             for h, lab in zip(*a.get_legend_handles_labels()):
                 handles.setdefault(lab, h)
         labels = list(handles)
-        fig.legend([handles[lab] for lab in labels], labels, loc="outside lower center", ncols=3)
+        fig.legend([handles[lab] for lab in labels], labels, loc="outside lower center", ncols=2)
         fig.suptitle(f"Layer profile of {model_label(model)} on {analysis_set} (bars: bootstrap intervals)")
     return fig
 

@@ -127,10 +127,11 @@ def _anchor(title: str) -> str:
 def _item_html(item: Mapping, files: Mapping[str, str], caption: str) -> str:
     anchor = _anchor(f"{item['kind']}-{item['group']}-{item['title']}")
     links = downloads([(files[r], FILE_ROLES[r]) for r in FILE_ROLES if r in files and r != "png"])
-    if item["kind"] == "figure":
+    if item["kind"] == "figure":  # the image opens its full-size PNG; the downloads give its vector files
         return (
             f'<figure id="{anchor}"><h3>{esc(item["title"])}</h3>'
-            f'<img src="{esc(files["png"])}" alt="{esc(item["title"])}" loading="lazy">'
+            f'<a href="{esc(files["png"])}" title="full size">'
+            f'<img src="{esc(files["png"])}" alt="{esc(item["title"])}" loading="lazy"></a>'
             f"<figcaption>{caption}{links}</figcaption></figure>"
         )
     frame = pd.read_csv(item["files"]["csv"], keep_default_na=False, na_values=[""])

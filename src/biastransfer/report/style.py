@@ -52,6 +52,10 @@ STAGE_COLOURS = (
     OKABE_ITO["vermillion"],
 )
 STAGE_MARKERS = ("o", "s", "^", "D", "v", "P")
+#: The pretrained network's marker, and the trained networks' by the position of their seed among the run's
+#: seeds (:func:`seed_marker`), where figures tell seeds apart.
+PRETRAINED_MARKER = "D"
+SEED_MARKERS = ("o", "s", "^", "v", "P", "X", "<", ">")
 #: rcParams of every figure: 8 pt text, 7 pt ticks and legends, vector (Type 42) fonts in PDFs.
 STYLE = {
     "font.size": 8,
@@ -102,19 +106,26 @@ def stage_words(stage: str, n_seeds: int | None = None) -> str:
     """A stage or stage group in words for titles and legends.
 
     ``pretrained``; ``ft-{dataset}`` (a group of seeds) -> "finetuned on {dataset}" plus "(mean of n
-    seeds)" when ``n_seeds`` > 1 ("(1 seed)" for one); ``ft-{dataset}-seed{n}`` -> "finetuned on
+    seeds)" when ``n_seeds`` > 1 ("(1 seed)" for one), and ``scratch-{dataset}`` -> "trained from scratch on
+    {dataset}" likewise; ``ft-{dataset}-seed{n}`` -> "finetuned on
     {dataset}, seed n"; ``scratch-{dataset}-seed{n}`` -> "trained from scratch on {dataset}, seed n".
     """
     if stage == PRETRAINED:
         return "pretrained"
-    if stage.startswith("ft-") and "-seed" not in stage:
-        words = f"finetuned on {stage.removeprefix('ft-')}"
+    if stage.startswith(("ft-", "scratch-")) and "-seed" not in stage:
+        kind, _, dataset = stage.partition("-")
+        words = f"{'finetuned' if kind == 'ft' else 'trained from scratch'} on {dataset}"
         if n_seeds is None:
             return words
         return f"{words} (mean of {n_seeds} seeds)" if n_seeds > 1 else f"{words} (1 seed)"
     dataset, seed = parse_stage(stage)
     verb = "finetuned on" if stage_kind(stage) == "finetuned" else "trained from scratch on"
     return f"{verb} {dataset}, seed {seed}"
+
+
+def seed_marker(seed: int, seeds: list[int]) -> str:
+    """The marker of ``seed``: by its position among ``seeds`` (cycled when there are more than markers)."""
+    return SEED_MARKERS[seeds.index(seed) % len(SEED_MARKERS)]
 
 
 def _visible_texts(fig: Figure) -> list[Text]:
@@ -150,24 +161,37 @@ def figure_stem(png: str | os.PathLike, pdf: str | os.PathLike) -> Path:
     return stem
 
 
-def save_figure(fig: Figure, stem: str | os.PathLike, *, dpi: int = 300) -> tuple[Path, Path]:
-    """Write ``stem.png`` and ``stem.pdf`` atomically (TrueType fonts and no timestamps in the PDF); close the figure.
+#: The formats :func:`save_figure` writes, with the metadata that keeps each file free of timestamps.
+FIGURE_FORMATS = {
+    "png": {"Software": None},
+    "pdf": {"CreationDate": None, "Creator": None, "Producer": None},
+    "svg": {"Date": None, "Creator": None},
+}
 
-    ValueError (nothing written) when :func:`print_size_problems` finds any.
+
+def save_figure(
+    fig: Figure, stem: str | os.PathLike, *, dpi: int = 300, formats: tuple[str, ...] = ("png", "pdf")
+) -> tuple[Path, ...]:
+    """Write ``stem.png`` and ``stem.pdf`` (or the given :data:`FIGURE_FORMATS`) atomically (TrueType fonts in the
+    PDF, fixed ids in the SVG, no timestamps); close the figure. Returns the paths in the order of ``formats``.
+
+    ValueError (nothing written) when :func:`print_size_problems` finds any or a format is unknown.
     """
     stem = Path(stem)
+    unknown = [f for f in formats if f not in FIGURE_FORMATS]
+    if unknown:
+        plt.close(fig)
+        raise ValueError(f"figure {stem}: unknown format(s) {unknown} (known: {', '.join(FIGURE_FORMATS)})")
     problems = print_size_problems(fig)
     if problems:
         plt.close(fig)
         raise ValueError(f"figure {stem}: not fit for print: " + "; ".join(problems))
     paths = []
-    for fmt, metadata in (
-        ("png", {"Software": None}),
-        ("pdf", {"CreationDate": None, "Creator": None, "Producer": None}),
-    ):
+    fixed = {**{k: STYLE[k] for k in ("pdf.fonttype", "ps.fonttype")}, "svg.hashsalt": "biastransfer"}
+    for fmt in formats:
         path = stem.with_name(f"{stem.name}.{fmt}")
-        with atomic_path(path) as tmp, plt.rc_context({k: STYLE[k] for k in ("pdf.fonttype", "ps.fonttype")}):
-            fig.savefig(tmp, format=fmt, dpi=dpi, metadata=metadata, bbox_inches="tight", pad_inches=0.02)
+        with atomic_path(path) as tmp, plt.rc_context(fixed):
+            fig.savefig(tmp, format=fmt, dpi=dpi, metadata=FIGURE_FORMATS[fmt], bbox_inches="tight", pad_inches=0.02)
         paths.append(path)
     plt.close(fig)
-    return paths[0], paths[1]
+    return tuple(paths)

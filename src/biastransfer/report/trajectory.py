@@ -2,7 +2,7 @@
 curves against epoch, on one x axis) and a LaTeX table, from its trajectory table (docs/formats.md).
 
 Epoch 0 is the pretrained network. In the figure every seed is one line with its bootstrap interval as a
-band; a ring marks each seed's best epoch, the network every other rule embeds.
+band and its own dash and marker; a ring marks each seed's best epoch, the network every other rule embeds.
 """
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ import math
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from biastransfer.report.formatting import latex_escape, model_label, require_columns
 from biastransfer.report.latex import standalone_document, tabular
-from biastransfer.report.style import OKABE_ITO, paper_figure, paper_style
+from biastransfer.report.style import OKABE_ITO, paper_figure, paper_style, seed_marker
 
 TRAJECTORY_REQUIRED = (
     "analysis_set",
@@ -40,31 +41,42 @@ def _runs(frame: pd.DataFrame, measure: str) -> pd.DataFrame:
     return rows.assign(seed=rows["seed"].astype(int)).sort_values(["seed", "epoch"], kind="stable")
 
 
-def _draw(ax, rows: pd.DataFrame, *, band: bool) -> None:
-    """One line per (key, seed): colour by key, dash by seed, a band for its interval, a ring at its best epoch."""
-    seeds = sorted(rows["seed"].unique())
+def _seed_style(seed: int, seeds: list[int]) -> dict:
+    """The line style and marker of one seed's lines (the seed legend shows them in black)."""
+    return {"ls": _DASHES[seeds.index(seed) % len(_DASHES)], "marker": seed_marker(seed, seeds)}
+
+
+def _draw(ax, rows: pd.DataFrame, seeds: list[int], *, band: bool) -> list[Line2D]:
+    """One line per (key, seed): colour by key, dash and marker by seed, a band for its interval, a ring at its
+    best epoch. Returns a legend handle per key (its colour alone)."""
+    epochs = rows["epoch"].nunique()
+    keys = []
     for i, (key, by_key) in enumerate(rows.groupby("key", sort=False)):
         colour = _COLOURS[i % len(_COLOURS)]
-        for j, seed in enumerate(seeds):
+        keys.append(Line2D([], [], color=colour, label=str(key)))
+        for seed in seeds:
             line = by_key[by_key["seed"] == seed]
             if line.empty:
                 continue
             ax.plot(
                 line["epoch"],
                 line["value"],
-                _DASHES[j % len(_DASHES)],
                 color=colour,
-                label=str(key) if j == 0 else None,
+                ms=3,
+                markevery=max(1, math.ceil(epochs / 8)),
+                **_seed_style(seed, seeds),
             )
             if band and line["ci_low"].notna().any():
                 ax.fill_between(line["epoch"], line["ci_low"], line["ci_high"], color=colour, alpha=0.15, linewidth=0)
             final = line[line["final"].astype(bool)]
-            ax.plot(final["epoch"], final["value"], "o", mfc="none", color=colour, markersize=4)
+            ax.plot(final["epoch"], final["value"], "o", mfc="none", color=colour, markersize=7)
+    return keys
 
 
 def trajectory_figure(frame: pd.DataFrame) -> Figure:
     """iEAT d per test, BTS rho per kind, losses and the validation metric against epoch (one model,
-    one analysis set, one finetune dataset)."""
+    one analysis set, one finetune dataset). Each panel names its colours above it, outside the data (the
+    zero line of d stays visible); the legend below names each seed's line style and marker."""
     require_columns(frame, TRAJECTORY_REQUIRED, where="trajectory table")
     where = frame[["analysis_set", "model", "finetune_dataset"]].drop_duplicates()
     if len(where) != 1:
@@ -74,7 +86,7 @@ def trajectory_figure(frame: pd.DataFrame) -> Figure:
     metric = [k for k in curves["key"].unique() if k.startswith("val_") and k != "val_loss"]
     seeds = sorted(_runs(frame, "ieat")["seed"].unique())
     with paper_style():
-        fig, axes = paper_figure("double", 4.2, nrows=2, ncols=2, sharex=True)
+        fig, axes = paper_figure("double", 4.8, nrows=2, ncols=2, sharex=True)
         panels = [
             (axes[0, 0], _runs(frame, "ieat"), True, "iEAT effect size d"),
             (axes[0, 1], _runs(frame, "bts"), True, "BTS: Spearman rho vs pretrained"),
@@ -82,17 +94,20 @@ def trajectory_figure(frame: pd.DataFrame) -> Figure:
             (axes[1, 1], curves[curves["key"].isin(metric)], False, "validation " + ", ".join(m[4:] for m in metric)),
         ]
         for ax, rows, band, label in panels:
-            _draw(ax, rows, band=band)
+            keys = _draw(ax, rows, seeds, band=band)
             ax.set_ylabel(label)
-            ax.legend(loc="best")
+            ax.legend(handles=keys, loc="lower left", bbox_to_anchor=(0, 1), ncols=2, borderaxespad=0.2)
         axes[0, 0].axhline(0, color="black", linewidth=0.5)
         for ax in axes[1]:
             ax.set_xlabel("epoch (0 = pretrained)")
         epochs = sorted(frame["epoch"].unique())
         axes[1, 0].set_xticks(epochs if len(epochs) <= 16 else epochs[:: math.ceil(len(epochs) / 16)])
+        handles = [Line2D([], [], color="black", ms=3, label=f"seed {s}", **_seed_style(s, seeds)) for s in seeds]
+        handles.append(Line2D([], [], ls="none", marker="o", mfc="none", color="black", ms=7, label="best epoch"))
+        fig.legend(handles=handles, loc="outside lower center", ncols=len(handles))
         fig.suptitle(
             f"{model_label(model)} finetuned on {dataset}, analysis set {analysis_set}, {len(seeds)} seed(s)\n"
-            "line style: seed; band: bootstrap interval; ring: best epoch (the saved network)"
+            "line style and marker: seed; band: bootstrap interval; ring: best epoch (the saved network)"
         )
     return fig
 

@@ -65,6 +65,17 @@ class SignificanceSettings(Significance):
 
 
 @dataclass(frozen=True)
+class ForestSettings(Significance):
+    """The iEAT forest plot: its filled markers read the significance rule alone."""
+
+    rule = "plot_forest"
+
+    @classmethod
+    def build(cls, plan) -> ForestSettings:
+        return cls(**Significance.of(plan))
+
+
+@dataclass(frozen=True)
 class SimilarityFigures(Significance):
     """One analysis set's similarity figures for one model: the significance rule, the class the BTS
     figures hold as control (``report.control_class``) and the classes and pairs the BTS ranks (all of them
