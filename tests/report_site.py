@@ -4,8 +4,10 @@ trajectory tables at the demo's sizes (:func:`demo_sized_tables`); shared by tes
 
 from __future__ import annotations
 
+import html
 import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -388,3 +390,52 @@ def build(folder: Path) -> Path:
         ],
     )
     return site / "index.html"
+
+
+NUMBER = r"-?\d+(?:\.\d+)?(?:e-?\d+)?"
+#: An estimate of d with its interval as the pages print it: ``d = 1.27 [0.58, 1.65]``, ``d 1.27 [...]``,
+#: ``d = 1.27, 95% CI [...]``
+#: (not a change, ``delta d = ...``).
+D_WITH_INTERVAL = re.compile(rf"(?<!delta )\bd (?:= )?({NUMBER}),? (?:\d+% CI )?\[({NUMBER}), ({NUMBER})\]")
+
+
+def page_text(page: Path) -> str:
+    """A page's text, tags dropped (an inline tag without a space), whitespace collapsed."""
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", "", page.read_text())).split())
+
+
+def agrees(printed: str, value: float | None) -> bool:
+    """Whether a number printed with its digits is ``value`` rounded to them."""
+    if value is None:
+        return False
+    decimals = len(printed.split(".")[1].split("e")[0]) if "." in printed else 0
+    return abs(float(printed) - value) <= 0.5 * 10.0**-decimals + 1e-12
+
+
+def numbers_of(model) -> list[float]:
+    """Every number anywhere in a results model."""
+    if isinstance(model, dict):
+        return [x for v in model.values() for x in numbers_of(v)]
+    if isinstance(model, list):
+        return [x for v in model for x in numbers_of(v)]
+    return [float(model)] if isinstance(model, (int, float)) and not isinstance(model, bool) else []
+
+
+def unbacked_decimals(text: str, model: dict) -> list[str]:
+    """The decimal numbers of ``text`` that no number of the results model gives at their printed rounding."""
+    values = numbers_of(model)
+    printed = re.findall(r"(?<![\w.])-?\d+\.\d+(?![\w.])", text)
+    return [p for p in printed if not any(agrees(p, v) for v in values)]
+
+
+def second_intervals(texts: dict[str, str], model: dict) -> list[tuple[str, str]]:
+    """(page, printed) for each ``d = x [a, b]`` of the pages whose d is that of an iEAT of the results model but
+    whose interval is that of none of the iEATs with that d: one network given two intervals."""
+    found = []
+    for page, text in texts.items():
+        for match in D_WITH_INTERVAL.finditer(text):
+            d, low, high = match.groups()
+            same_d = [r for r in model["ieat"] if agrees(d, r["d"])]
+            if same_d and not any(agrees(low, r["ci_low"]) and agrees(high, r["ci_high"]) for r in same_d):
+                found.append((page, match.group(0)))
+    return found

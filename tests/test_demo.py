@@ -5,10 +5,13 @@ association (p < 0.01, effect size > 0.5) and the control pair does not. It read
 whole default workflow shared with test_workflow.py (a few minutes).
 """
 
+import html
 import json
+import re
 
 import pandas as pd
 import pytest
+import report_site
 
 
 @pytest.fixture(scope="module")
@@ -106,8 +109,9 @@ def test_the_known_answers_hold_with_intervals(demo):
     assert abs(control["effect_size"]) < planted["effect_size"], control.to_dict()
     record = json.loads((demo / "summary" / "results.json").read_text())
     held = {v["known_answer"].split(" (")[0]: v["held"] for v in record["verdicts"] if v["known_answer"]}
-    alpha = record["alpha"]  # the headline's significance rule: adjusted p and two-sided p against alpha
-    quiet = control["pvalue_two_sided"] >= alpha and control[f"pvalue_{record['adjust']}"] >= alpha
+    rule = record["settings"]  # the headline's significance rule: adjusted p and two-sided p against alpha
+    alpha = rule["alpha"]
+    quiet = control["pvalue_two_sided"] >= alpha and control[f"pvalue_{rule['adjust']}"] >= alpha
     assert held == {"planted pair found": "yes", "control pair not found": "yes" if quiet else "no"}, held
     assert (ieat["ci_low"] <= ieat["effect_size"]).all() and (ieat["effect_size"] <= ieat["ci_high"]).all()
     assert (ieat["pvalue_two_sided"] > 0).all() and (ieat["pvalue"] >= ieat["pvalue_floor"]).all()
@@ -206,10 +210,29 @@ def test_the_html_report_opens_on_the_known_answers(demo):
     verdicts = json.loads((demo / "summary" / "results.json").read_text())["verdicts"]
     held = sum(v["held"] == "yes" for v in verdicts if v["known_answer"])
     assert index.index("In short") < index.index(f"Known answers: {held} of 2 held") < index.index('id="headline"')
-    assert "This is the synthetic planted-bias demo" in index
+    assert "Planted: the pretraining data synthetic_biased put car beside person_b in 90% of its scenes" in index
     assert "planted pair found" in index and "control pair not found" in index and "opposite direction" in index
-    assert all((report / f"{page}.html").is_file() for page in ("findings", "tables", "figures", "provenance"))
+    assert 'id="forest"' in index and index.index('id="forest"') < index.index("Planted:")
+    pages = ("findings", "tables", "figures", "provenance", "glossary")
+    assert all((report / f"{page}.html").is_file() for page in pages)
     assert (demo / "tables" / "ieat_synthetic_tabular.tex").read_text().lstrip().startswith("% Table fragment")
+
+
+@pytest.mark.slow
+def test_no_page_of_the_demo_gives_a_network_two_intervals_or_a_number_results_json_lacks(demo):
+    """Every ``d = x [a, b]`` on every page is the interval results.json gives that network (the trajectory
+    findings once printed a second interval for the pretrained network), and every decimal of the landing
+    page's sentences is a number of results.json; results.json meets its schema."""
+    from biastransfer.report.results import validate
+
+    model = json.loads((demo / "summary" / "results.json").read_text())
+    validate(model)
+    texts = {p.name: report_site.page_text(p) for p in (demo / "report").glob("*.html")}
+    assert report_site.second_intervals(texts, model) == []
+    section = (demo / "report" / "index.html").read_text().split('id="in-short"', 1)[1].split("</section>", 1)[0]
+    sentences = " ".join(html.unescape(re.sub(r"<[^>]+>", "", section.split("</figure>")[-1])).split())
+    assert report_site.unbacked_decimals(sentences, model) == []
+    assert len(model["summary"]) <= 5 and model["predictions"] and model["convergence"]
 
 
 @pytest.mark.slow

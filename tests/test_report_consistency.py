@@ -96,3 +96,22 @@ def test_the_summary_sentences_are_the_ones_results_json_records(site):
     summary = json.loads((site.parent / "results.json").read_text())["summary"]
     index = text_of(site / "index.html")
     assert summary and all(" ".join(sentence.split()) in index for sentence in summary)
+
+
+def test_every_decimal_of_the_landing_sentences_is_a_number_of_results_json(site):
+    model = json.loads((site.parent / "results.json").read_text())
+    section = (site / "index.html").read_text().split('id="in-short"', 1)[1].split("</section>", 1)[0]
+    text = " ".join(html.unescape(re.sub(r"<[^>]+>", "", section.split("</figure>")[-1])).split())
+    assert text.count(".") > 10 and report_site.unbacked_decimals(text, model) == []
+    # a number the model does not hold is caught
+    assert report_site.unbacked_decimals("d = 9.87 [0.10, 0.20]", model) == ["9.87"]
+
+
+def test_no_page_gives_one_network_two_intervals(site):
+    model = json.loads((site.parent / "results.json").read_text())
+    texts = {p.name: report_site.page_text(p) for p in site.glob("*.html")}
+    assert sum(len(report_site.D_WITH_INTERVAL.findall(t)) for t in texts.values()) > 5
+    assert report_site.second_intervals(texts, model) == []
+    r = next(r for r in model["ieat"] if r["d"] is not None and r["ci_low"] is not None)
+    other = f"d = {r['d']:.2f} [{r['ci_low'] - 0.05:.2f}, {r['ci_high']:.2f}]"
+    assert report_site.second_intervals({"other.html": other}, model) == [("other.html", other)]

@@ -117,6 +117,7 @@ def main(
     )
     validate(model)
     prov = pd.read_csv(paths["provenance"], dtype=str, keep_default_na=False)
+    write_text(verdicts, dumps(model))  # first: the report and its bundle carry it, and the landing page links it
     Path(site).mkdir(parents=True, exist_ok=True)
     pages = write_site(
         site,
@@ -129,9 +130,8 @@ def main(
         snakemake_report=snakemake_report,
         citation=yaml.safe_load(Path(citation).read_text()) if citation else None,
         run_provenance=run_record(config),
-        cited=[cited] if isinstance(cited, str) else list(cited or []),
+        cited=[*([cited] if isinstance(cited, str) else cited or []), verdicts],
     )
-    write_text(verdicts, dumps(model))
     zip_site(site, bundle)
     log.info("HTML report: %s", ", ".join(map(str, pages)))
 

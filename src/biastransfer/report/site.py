@@ -264,12 +264,16 @@ def _in_short(model: Mapping, items: Sequence[Mapping]) -> str:
     limits = "".join(f"<li>{esc(s)}</li>" for s in model["cannot_tell"])
     rules = "".join(f"<dt>{esc(level)}</dt><dd>{esc(text)}</dd>" for level, text in model["rules"].items())
     return (
-        f'<section class="summary" id="in-short"><h2>In short</h2>{_forest(items)}{sentences}'
-        + (f"<h3>What this run cannot tell</h3><ul>{limits}</ul>" if limits else "")
-        + f'<h3>How each verdict is decided</h3><dl class="record" id="rules">{rules}</dl>'
-        "<p>The words behind each verdict, with both directions of every effect, are in the "
-        '<a href="findings.html">findings</a>; every number of this page is in <code>results.json</code> '
-        "(results/summary/results.json).</p></section>"
+        f'<section class="summary" id="in-short"><h2>In short</h2>{_forest(items)}'
+        + link_terms(
+            sentences
+            + (f"<h3>What this run cannot tell</h3><ul>{limits}</ul>" if limits else "")
+            + f'<h3>How each verdict is decided</h3><dl class="record" id="rules">{rules}</dl>'
+        )
+        + "<p>The words behind each verdict, with both directions of every effect, are in the "
+        '<a href="findings.html">findings</a>; every number of this page, and every other result of the run, is '
+        "in results/summary/results.json (its JSON Schema: biastransfer/report/results.schema.json in the "
+        "workflow's source).</p></section>"
     )
 
 
