@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import re
 import subprocess
 import sys
@@ -11,6 +12,8 @@ import pandas as pd
 import pytest
 
 from biastransfer.estimate import estimate, format_estimate, predict_share, wall_hours
+from biastransfer.workflow.config import fill_defaults
+from biastransfer.workflow.plan import Plan
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL_ROW = {"source": "torchvision", "arch": "resnet50", "crop": 224, "params_m": 25.0, "embed_dim": 2048}
@@ -44,16 +47,21 @@ def costs(tmp_path):
 
 
 def config(cache="off"):
+    """A config as written (not filled): one COCO finetuning on two seeds, ``finetune.cache`` left out for None."""
+    sizes = {"man": 2, "woman": 3}
     return {
-        "datasets": {"coco": {"kind": "coco"}},
-        "analysis_sets": {"coco": {"dataset": "coco", "curation": {"sizes": {"man": 2, "woman": 3}}}},
+        "datasets": {"coco": {"kind": "coco", "root": "data/coco"}},
+        "analysis_sets": {
+            "coco": {"dataset": "coco", "source": "curated", "classes": list(sizes), "curation": {"sizes": sizes}}
+        },
         "models": {"resnet50": {}},
+        "analysis": {},
         "finetune": {
             "datasets": ["coco"],
             "seeds": [0, 1],
             "defaults": {"epochs": 2, "lr": 0.1},
             "overrides": {},
-            "cache": cache,
+            **({} if cache is None else {"cache": cache}),
         },
     }
 
@@ -114,6 +122,19 @@ def test_the_cache_is_built_once_and_read_every_epoch(costs):
     assert rows["image_cache"]["cpu_h"] == pytest.approx(110 * 0.008 / 3600)
     assert rows["image_cache"]["disk_bytes"] == 110 * 40_000
     assert rows["finetune"]["cpu_h"] == pytest.approx(440 * 0.002 / 3600)
+
+
+@pytest.mark.parametrize("cache", ["on", True, "off", False, None])
+def test_the_estimate_builds_and_reads_the_caches_the_plan_gives(costs, cache):
+    """``finetune.cache`` on, off or left out: the estimate's image_cache rows are the plan's settings (one per
+    dataset and setting) and its finetuning reads the cache exactly when the plan's cache is on."""
+    plan = Plan(fill_defaults(copy.deepcopy(config(cache))), ROOT)
+    assert plan.cache_on == (cache in ("on", True))
+    rows = estimate(config(cache), costs)
+    built = rows.loc[rows["family"] == "image_cache", "model"].tolist()
+    assert built == ([f"coco {s}" for s in dict.fromkeys(plan.image_cache_settings.values())] if plan.cache_on else [])
+    decode = 0.002 if plan.cache_on else 0.01  # the costs fixture's seconds per image: cached / from the files
+    assert by_family(rows)["finetune"]["cpu_h"] == pytest.approx(440 * decode / 3600)
 
 
 def test_wall_time_needs_gpu_figures_and_is_bound_by_gpus_or_cores(costs):
