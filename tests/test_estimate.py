@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from report_site import script
 
 from biastransfer.estimate import estimate, format_estimate, predict_share, wall_hours
+from biastransfer.scripting import run
 from biastransfer.workflow.config import fill_defaults
 from biastransfer.workflow.plan import Plan
 
@@ -195,14 +197,25 @@ def test_the_command_line_prints_the_paper_estimate():
     )
 
 
-def _preflight(*args, cwd):
-    return subprocess.run(
-        [sys.executable, str(ROOT / "workflow" / "scripts" / "preflight.py"), *map(str, args)],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin", "HOME": str(cwd)},
-    )
+@pytest.fixture
+def preflight(tmp_path, capsys, monkeypatch):
+    """workflow/scripts/preflight.py's command line run in this process from ``tmp_path``, its passed checks
+    remembered there (none from before): the exit status, stdout and stderr of one call."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("BIASTRANSFER_CACHE_DIR", str(tmp_path / "cache"))
+    main = script("preflight").main
+
+    def call(*args) -> subprocess.CompletedProcess:
+        capsys.readouterr()
+        try:
+            run(main, None, [*map(str, args)])
+            status = 0
+        except SystemExit as stop:
+            status = stop.code
+        out = capsys.readouterr()
+        return subprocess.CompletedProcess(args, status, out.out, out.err)
+
+    return call
 
 
 UNBUILDABLE = {
@@ -215,7 +228,7 @@ UNBUILDABLE = {
 }
 
 
-def test_the_estimate_refuses_the_models_the_workflow_refuses_and_writes_nothing(tmp_path):
+def test_the_estimate_refuses_the_models_the_workflow_refuses_and_writes_nothing(tmp_path, preflight):
     import yaml
 
     from biastransfer.models.resolve import model_spec_problems
@@ -223,7 +236,7 @@ def test_the_estimate_refuses_the_models_the_workflow_refuses_and_writes_nothing
 
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump(UNBUILDABLE, sort_keys=False))
     configs = [ROOT / "config" / "config.yaml", tmp_path / "bad.yaml"]
-    done = _preflight("--configfile", *configs, "--estimate", "--table", tmp_path / "t.csv", cwd=tmp_path)
+    done = preflight("--configfile", *configs, "--estimate", "--table", tmp_path / "t.csv")
     assert done.returncode == 2 and done.stdout == "" and "Traceback" not in done.stderr
     assert not (tmp_path / "t.csv").exists()
     workflow = model_spec_problems(read_configs(configs))  # the check rules/common.smk runs
@@ -235,15 +248,9 @@ def test_the_estimate_refuses_the_models_the_workflow_refuses_and_writes_nothing
 
 
 @pytest.mark.parametrize("option", [("--gpus", "0"), ("--cores", "-4")])
-def test_bad_gpus_or_cores_are_one_line_before_anything_is_written(tmp_path, option):
-    done = _preflight(
-        "--configfile",
-        ROOT / "config" / "config.yaml",
-        "--estimate",
-        *option,
-        "--table",
-        tmp_path / "t.csv",
-        cwd=tmp_path,
+def test_bad_gpus_or_cores_are_one_line_before_anything_is_written(tmp_path, preflight, option):
+    done = preflight(
+        "--configfile", ROOT / "config" / "config.yaml", "--estimate", *option, "--table", tmp_path / "t.csv"
     )
     assert done.returncode == 2 and done.stdout == ""
     assert (
