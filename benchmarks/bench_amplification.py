@@ -16,14 +16,7 @@ from __future__ import annotations
 
 import os
 
-from render_benchmarks import (  # benchmarks/
-    machine,
-    median_time,
-    pin_threads,
-    record_arguments,
-    short_commit,
-    write_record,
-)
+from render_benchmarks import median_time, pin_threads, record_arguments, write_timed_record  # benchmarks/
 
 pin_threads()
 
@@ -37,6 +30,7 @@ from biastransfer.stats.amplification import design, measure_terms, resample_ind
 from biastransfer.stats.leakage import leakage, leakage_amplification  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "amplification.json"
+TITLE = "Prediction-level bias: bias amplification and leakage with bootstrap intervals, one core"
 N, CLASSES, REPLICATES = 5000, 80, 2000
 
 
@@ -79,7 +73,6 @@ def main(argv: list[str] | None = None) -> int:
             lambda: leakage_amplification(A, T, P, model_features=scores, replicates=REPLICATES, seed=0),
             args.repeats,
         )
-    load_after = os.getloadavg()[0]
     d, z = result["directional"], result["zhao"]
     figures = [
         ["both bias amplification measures + intervals (5,000 x 80 x 2, 2,000 replicates), median", f"{amp:.2f} s"],
@@ -95,16 +88,8 @@ def main(argv: list[str] | None = None) -> int:
             "model leakage (scores) / dataset leakage (matched labels), balanced accuracy",
             f"{amp_leak_result.model.estimate:.3f} / {amp_leak_result.dataset.estimate:.3f}",
         ],
-        ["load average (1 min) before / after", f"{load_before:.2f} / {load_after:.2f}"],
     ]
-    record = {
-        "title": "Prediction-level bias: bias amplification and leakage with bootstrap intervals, one core",
-        "command": f"PYTHONPATH=workflow/scripts python benchmarks/bench_amplification.py --repeats {args.repeats}",
-        "commit": short_commit(),
-        "machine": machine(load_before, load_after),
-        "figures": figures,
-    }
-    write_record(record, args.json)
+    write_timed_record(args, __file__, TITLE, figures, load_before)
     return 0
 
 

@@ -17,14 +17,7 @@ from __future__ import annotations
 
 import os
 
-from render_benchmarks import (  # benchmarks/
-    machine,
-    median_time,
-    pin_threads,
-    record_arguments,
-    short_commit,
-    write_record,
-)
+from render_benchmarks import median_time, pin_threads, record_arguments, write_timed_record  # benchmarks/
 
 pin_threads()
 
@@ -38,6 +31,7 @@ from biastransfer.stats.amplification import Evaluation  # noqa: E402
 from biastransfer.stats.prediction_bias import Settings, embedding_leakage  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "embedding_leakage.json"
+TITLE = "Embedding leakage: the cross-fitted attacker on a network's embedding of the test split, one core"
 N, DIM, FACTORS, REPLICATES, FOLDS = 5000, 2048, 64, 1000, 5
 
 
@@ -71,7 +65,6 @@ def main(argv: list[str] | None = None) -> int:
         write_embeddings(path, [f"i{k}" for k in range(N)], ["test"] * N, features, {})
         read, _ = median_time(lambda: read_embeddings(path), args.repeats)
         size = path.stat().st_size
-    load_after = os.getloadavg()[0]
     what = f"{N:,} images x {DIM:,} features, {FOLDS} folds, {REPLICATES:,} bootstrap replicates"
     figures = [
         [f"embedding leakage on 256 principal components (the default; {what}), median", f"{pca:.2f} s"],
@@ -81,16 +74,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{_result(pca_result)} / {_result(full_result)}",
         ],
         [f"reading one {N:,} x {DIM:,} embedding file ({size / 1e6:.0f} MB, zstd), median", f"{read:.2f} s"],
-        ["load average (1 min) before / after", f"{load_before:.2f} / {load_after:.2f}"],
     ]
-    record = {
-        "title": "Embedding leakage: the cross-fitted attacker on a network's embedding of the test split, one core",
-        "command": f"PYTHONPATH=workflow/scripts python benchmarks/bench_embedding_leakage.py --repeats {args.repeats}",
-        "commit": short_commit(),
-        "machine": machine(load_before, load_after),
-        "figures": figures,
-    }
-    write_record(record, args.json)
+    write_timed_record(args, __file__, TITLE, figures, load_before)
     return 0
 
 

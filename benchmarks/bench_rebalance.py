@@ -21,11 +21,12 @@ import tracemalloc
 from pathlib import Path
 
 import numpy as np
-from render_benchmarks import machine, median_time, record_arguments, short_commit, write_record  # benchmarks/
+from render_benchmarks import median_time, record_arguments, write_timed_record  # benchmarks/
 
 from biastransfer.data.rebalance import Labels, rebalance
 
 RESULTS = Path(__file__).resolve().parent / "results" / "rebalance.json"
+TITLE = "Interventions: rebalancing 1.74M Open Images-sized training rows (601 classes, CSR labels)"
 N_IMAGES, N_CLASSES = 1_743_042, 601
 ATTRS = ("man", "woman")
 
@@ -80,17 +81,8 @@ def main(argv: list[str] | None = None) -> int:
                 ]
             )
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    load_after = os.getloadavg()[0]
     figures.append(["peak resident size of the whole benchmark process (data included)", f"{rss:.0f} MB"])
-    figures.append(["load average (1 min) before / after", f"{load_before:.2f} / {load_after:.2f}"])
-    record = {
-        "title": "Interventions: rebalancing 1.74M Open Images-sized training rows (601 classes, CSR labels)",
-        "command": f"PYTHONPATH=workflow/scripts python benchmarks/bench_rebalance.py --repeats {args.repeats}",
-        "commit": short_commit(),
-        "machine": machine(load_before, load_after, pinned=False),
-        "figures": figures,
-    }
-    write_record(record, args.json)
+    write_timed_record(args, __file__, TITLE, figures, load_before, pinned=False)
     return 0
 
 

@@ -52,6 +52,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "tests"), str(REPO / "src")]
 
+from conftest import snakemake_command  # noqa: E402  (from tests/, put on sys.path above)
 from slurm_cluster import SlurmCluster, local_slurm_cluster  # noqa: E402  (from tests/, put on sys.path above)
 from test_slurm import LOCAL_CLUSTER_OPTIONS, PROFILE, TINY  # noqa: E402
 from zoo_toy import BROKEN, SMALL_ZOO, small_zoo_config  # noqa: E402
@@ -78,18 +79,7 @@ def models_config(n_models: int, root: Path) -> Path:
 def run_workflow(config: Path, workdir: Path, env: dict[str, str], args: list[str]) -> tuple[float, str]:
     """Run the workflow on ``config`` in ``workdir``; wall seconds and the log. Raises naming the log's tail."""
     workdir.mkdir(parents=True)
-    command = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--snakefile",
-        str(REPO / "Snakefile"),
-        "--configfile",
-        str(config),
-        "--directory",
-        str(workdir),
-        *args,
-    ]
+    command = snakemake_command("--configfile", config, "--directory", workdir, *args)
     start = time.monotonic()
     result = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True, timeout=3600, check=False)
     wall = time.monotonic() - start

@@ -98,6 +98,24 @@ def machine(load_before: float, load_after: float, *, pinned: bool = True) -> st
     )
 
 
+def write_timed_record(
+    args: argparse.Namespace, script: str, title: str, figures: list, load_before: float, *, pinned: bool = True
+) -> None:
+    """Write (:func:`write_record`, to ``args.json``) the record ``title`` of ``figures`` that the benchmark
+    ``script`` (its ``__file__``) measured with :func:`record_arguments` ``args`` since the 1-minute load average
+    was ``load_before``: the load average before and now as the last figure, the command, the commit and the
+    :func:`machine`."""
+    load_after = os.getloadavg()[0]
+    record = {
+        "title": title,
+        "command": f"PYTHONPATH=workflow/scripts python benchmarks/{Path(script).name} --repeats {args.repeats}",
+        "commit": short_commit(),
+        "machine": machine(load_before, load_after, pinned=pinned),
+        "figures": [*figures, ["load average (1 min) before / after", f"{load_before:.2f} / {load_after:.2f}"]],
+    }
+    write_record(record, args.json)
+
+
 def pin_threads() -> None:
     """Pin every numeric library to one thread (:data:`THREAD_VARIABLES`); call it before numpy loads."""
     for variable in THREAD_VARIABLES:

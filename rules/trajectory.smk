@@ -53,8 +53,8 @@ rule trajectory_settings:
         runtime=5,
     params:
         analysis_sets=list(config["analysis_sets"]) if PLAN.trajectory_on else [],
-        epochs=lambda wildcards: cfg.trajectory_epochs(
-            config, wildcards.model, wildcards.dataset
+        epochs=lambda wildcards: PLAN.trajectory_epochs(
+            wildcards.model, wildcards.dataset
         ),
         amp=config["analysis"]["embed"]["amp"],
     script:

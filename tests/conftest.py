@@ -1,8 +1,8 @@
 """Shared fixtures: one complete run of the default demo workflow, used by the workflow and demo tests.
 
-The test tiers. Every test that runs Snakemake (``run_snakemake``, any other subprocess of snakemake,
-or a fixture that does, such as ``demo_run``) is marked ``slow`` here, found from the code it reaches,
-not from a list. ``make test-fast`` deselects them (``-m "not slow and not slurm"``); in that tier a
+The test tiers. Every test that runs Snakemake (``run_snakemake``, a ``snakemake_command`` it starts, any
+other subprocess of snakemake, or a fixture that does, such as ``demo_run``) is marked ``slow`` here, found
+from the code it reaches, not from a list. ``make test-fast`` deselects them (``-m "not slow and not slurm"``); in that tier a
 Snakemake subprocess that a test still starts is an error naming the test, so the tier cannot grow slow.
 """
 
@@ -31,10 +31,16 @@ for _variable in THREAD_VARIABLES:
 SUBPROCESS_NAMES = {"subprocess", "Popen", "run", "check_call", "check_output", "call"}
 
 
+def snakemake_command(*args, snakefile: Path = ROOT / "Snakefile") -> list[str]:
+    """The command that runs Snakemake on ``snakefile`` (the repository's workflow) with ``args``; a test that
+    names it counts as running Snakemake (:func:`runs_snakemake`)."""
+    return [sys.executable, "-m", "snakemake", "--snakefile", str(snakefile), *map(str, args)]
+
+
 def run_snakemake(*args, cwd, check=True, timeout=1500) -> subprocess.CompletedProcess:
     """Run the repository's workflow in ``cwd``; on failure (with ``check``) show its output."""
     done = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), *map(str, args)],
+        snakemake_command(*args),
         cwd=cwd,
         capture_output=True,
         text=True,
@@ -119,8 +125,8 @@ def demo_run(tmp_path_factory) -> Path:
 
 
 def runs_snakemake(func, seen: set | None = None) -> bool:
-    """Whether ``func`` (a test, fixture or helper) calls ``run_snakemake`` or starts a snakemake subprocess,
-    itself or through the functions of the test modules it names (followed transitively)."""
+    """Whether ``func`` (a test, fixture or helper) calls ``run_snakemake``, builds ``snakemake_command`` or starts
+    a snakemake subprocess, itself or through the functions of the test modules it names (followed transitively)."""
     seen = set() if seen is None else seen
     func = inspect.unwrap(func)
     code = getattr(func, "__code__", None)
@@ -136,7 +142,7 @@ def runs_snakemake(func, seen: set | None = None) -> bool:
             return True
         for name in current.co_names:
             target = namespace.get(name)
-            if target is run_snakemake:
+            if target is run_snakemake or target is snakemake_command:
                 return True
             if inspect.isfunction(target) and Path(inspect.getfile(target)).resolve().parent == TESTS:
                 if runs_snakemake(target, seen):

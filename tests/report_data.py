@@ -11,6 +11,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import false_discovery_control, spearmanr
 
+from biastransfer.report.formatting import LABEL_COLUMNS
+
 MODELS = ("resnet18", "bit_m_r50x1")
 FINETUNE = {"coco": (0, 1, 2), "openimages": (0,)}
 CLASSES = {
@@ -24,11 +26,13 @@ PAIRS = {
 IEAT_TESTS = {"coco": (("car", "random"),), "openimages": (("car", "fashion"), ("fashion", "random"))}
 
 
-def stages():
-    yield "pretrained", "", ""
+def stages(analysis_set: str, model: str):
+    """The label columns of each network's rows: the pretrained one, then every finetuning seed."""
+    where = dict(analysis_set=analysis_set, model=model)
+    yield dict(where, stage="pretrained", finetune_dataset="", seed="")
     for dataset, seeds in FINETUNE.items():
         for seed in seeds:
-            yield f"ft-{dataset}-seed{seed}", dataset, str(seed)
+            yield dict(where, stage=f"ft-{dataset}-seed{seed}", finetune_dataset=dataset, seed=str(seed))
 
 
 def similarity_table() -> pd.DataFrame:
@@ -38,22 +42,19 @@ def similarity_table() -> pd.DataFrame:
         for model in MODELS:
             base_intra = rng.uniform(0.2, 0.8, len(CLASSES[analysis_set]))
             base_inter = rng.uniform(0.1, 0.6, len(PAIRS[analysis_set]))
-            for stage, dataset, seed in stages():
-                shift = 0.0 if stage == "pretrained" else 0.05
+            for where in stages(analysis_set, model):
+                pretrained = where["stage"] == "pretrained"
+                shift = 0.0 if pretrained else 0.05
                 for kind, keys, base in (
                     ("intra", CLASSES[analysis_set], base_intra),
                     ("inter", PAIRS[analysis_set], base_inter),
                 ):
-                    noise = 0.0 if stage == "pretrained" else rng.normal(0, 0.12, len(keys))
+                    noise = 0.0 if pretrained else rng.normal(0, 0.12, len(keys))
                     for key, value in zip(keys, base + shift + noise):
                         p, q = key.split("|") if kind == "inter" else ("", "")
                         rows.append(
                             dict(
-                                analysis_set=analysis_set,
-                                model=model,
-                                stage=stage,
-                                finetune_dataset=dataset,
-                                seed=seed,
+                                where,
                                 kind=kind,
                                 key=key,
                                 class_p=p,
@@ -124,16 +125,12 @@ def ieat_table() -> pd.DataFrame:
     rows = []
     for analysis_set, tests in IEAT_TESTS.items():
         for model in MODELS:
-            for stage, dataset, seed in stages():
+            for where in stages(analysis_set, model):
                 for a, b in tests:
                     d = rng.uniform(-0.5, 1.2)
                     rows.append(
                         dict(
-                            analysis_set=analysis_set,
-                            model=model,
-                            stage=stage,
-                            finetune_dataset=dataset,
-                            seed=seed,
+                            where,
                             test=f"{a}-{b}",
                             X="man",
                             Y="woman",
@@ -205,7 +202,9 @@ def analysis_sets() -> pd.DataFrame:
 
 def _finetuned_change(table: pd.DataFrame, keys: list, value: str, names: tuple, half: float) -> pd.DataFrame:
     """The finetuned rows of ``table`` with the pretrained row's ``value`` (matched on ``keys``), their own and the
-    change (columns ``names``), a +-``half`` interval and p at its floor where the change exceeds ``half``."""
+    change (columns ``names``), a +-``half`` interval and p at its floor where the change exceeds ``half``: the
+    label columns (the report's LABEL_COLUMNS but those of one network's test: stage, method, alternative),
+    ``names`` and the interval's columns."""
     before, after, delta = names
     pre = table[table["stage"] == "pretrained"].set_index(keys)[value]
     ft = table[table["stage"] != "pretrained"].copy()
@@ -216,65 +215,21 @@ def _finetuned_change(table: pd.DataFrame, keys: list, value: str, names: tuple,
         ci_low=ft[delta] - half, ci_high=ft[delta] + half, ci_level=0.95, bootstrap=2000, pvalue_floor=2 / 2001
     )
     ft["pvalue"] = np.where(ft[delta].abs() > half, ft["pvalue_floor"], 0.5)
-    return ft
+    labels = [c for c in LABEL_COLUMNS if c in ft and c not in ("stage", "method", "alternative")]
+    return ft[[*labels, *names, "ci_low", "ci_high", "pvalue", "pvalue_floor", "ci_level", "bootstrap"]]
 
 
 def ieat_change(ieat: pd.DataFrame) -> pd.DataFrame:
     """delta d of every finetuned iEAT row against its pretrained row, with a +-0.3 interval."""
-    keys = ["analysis_set", "model", "test"]
-    ft = _finetuned_change(ieat, keys, "effect_size", ("d_pretrained", "d_finetuned", "delta_d"), 0.3)
-    return ft[
-        [
-            *keys,
-            "finetune_dataset",
-            "seed",
-            "X",
-            "Y",
-            "A",
-            "B",
-            "d_pretrained",
-            "d_finetuned",
-            "delta_d",
-            "ci_low",
-            "ci_high",
-            "pvalue",
-            "pvalue_floor",
-            "ci_level",
-            "bootstrap",
-        ]
-    ]
+    return _finetuned_change(
+        ieat, ["analysis_set", "model", "test"], "effect_size", ("d_pretrained", "d_finetuned", "delta_d"), 0.3
+    )
 
 
 def similarity_change(similarity: pd.DataFrame) -> pd.DataFrame:
     """The change of every finetuned similarity row from its pretrained row, with a +-0.02 interval."""
-    ft = _finetuned_change(
-        similarity,
-        ["analysis_set", "model", "kind", "key"],
-        "value",
-        ("value_pretrained", "value_finetuned", "delta"),
-        0.02,
-    )
-    return ft[
-        [
-            "analysis_set",
-            "model",
-            "finetune_dataset",
-            "seed",
-            "kind",
-            "key",
-            "class_p",
-            "class_q",
-            "value_pretrained",
-            "value_finetuned",
-            "delta",
-            "ci_low",
-            "ci_high",
-            "pvalue",
-            "pvalue_floor",
-            "ci_level",
-            "bootstrap",
-        ]
-    ]
+    keys = ["analysis_set", "model", "kind", "key"]
+    return _finetuned_change(similarity, keys, "value", ("value_pretrained", "value_finetuned", "delta"), 0.02)
 
 
 def write_run_files(root, analysis_set: str = "coco", dataset: str = "coco", model: str = "resnet18") -> None:

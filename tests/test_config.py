@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import snakemake_command
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
@@ -322,18 +323,7 @@ def test_a_key_given_twice_in_a_configfile_stops_the_workflow(tmp_path):
     twice = tmp_path / "twice.yaml"
     twice.write_text((ROOT / "config" / "config.yaml").read_text() + "\nanalysis: {}\n")
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "snakemake",
-            "-n",
-            "--cores",
-            "1",
-            "-s",
-            str(ROOT / "Snakefile"),
-            "--configfile",
-            str(twice),
-        ],
+        snakemake_command("-n", "--cores", "1", "--configfile", twice),
         cwd=tmp_path,
         capture_output=True,
         text=True,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import re
 import subprocess
 import sys
@@ -9,8 +10,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from report_site import script
 
 from biastransfer.estimate import estimate, format_estimate, predict_share, wall_hours
+from biastransfer.scripting import run
+from biastransfer.workflow.config import fill_defaults
+from biastransfer.workflow.plan import Plan
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL_ROW = {"source": "torchvision", "arch": "resnet50", "crop": 224, "params_m": 25.0, "embed_dim": 2048}
@@ -44,16 +49,21 @@ def costs(tmp_path):
 
 
 def config(cache="off"):
+    """A config as written (not filled): one COCO finetuning on two seeds, ``finetune.cache`` left out for None."""
+    sizes = {"man": 2, "woman": 3}
     return {
-        "datasets": {"coco": {"kind": "coco"}},
-        "analysis_sets": {"coco": {"dataset": "coco", "curation": {"sizes": {"man": 2, "woman": 3}}}},
+        "datasets": {"coco": {"kind": "coco", "root": "data/coco"}},
+        "analysis_sets": {
+            "coco": {"dataset": "coco", "source": "curated", "classes": list(sizes), "curation": {"sizes": sizes}}
+        },
         "models": {"resnet50": {}},
+        "analysis": {},
         "finetune": {
             "datasets": ["coco"],
             "seeds": [0, 1],
             "defaults": {"epochs": 2, "lr": 0.1},
             "overrides": {},
-            "cache": cache,
+            **({} if cache is None else {"cache": cache}),
         },
     }
 
@@ -116,6 +126,19 @@ def test_the_cache_is_built_once_and_read_every_epoch(costs):
     assert rows["finetune"]["cpu_h"] == pytest.approx(440 * 0.002 / 3600)
 
 
+@pytest.mark.parametrize("cache", ["on", True, "off", False, None])
+def test_the_estimate_builds_and_reads_the_caches_the_plan_gives(costs, cache):
+    """``finetune.cache`` on, off or left out: the estimate's image_cache rows are the plan's settings (one per
+    dataset and setting) and its finetuning reads the cache exactly when the plan's cache is on."""
+    plan = Plan(fill_defaults(copy.deepcopy(config(cache))), ROOT)
+    assert plan.cache_on == (cache in ("on", True))
+    rows = estimate(config(cache), costs)
+    built = rows.loc[rows["family"] == "image_cache", "model"].tolist()
+    assert built == ([f"coco {s}" for s in dict.fromkeys(plan.image_cache_settings.values())] if plan.cache_on else [])
+    decode = 0.002 if plan.cache_on else 0.01  # the costs fixture's seconds per image: cached / from the files
+    assert by_family(rows)["finetune"]["cpu_h"] == pytest.approx(440 * decode / 3600)
+
+
 def test_wall_time_needs_gpu_figures_and_is_bound_by_gpus_or_cores(costs):
     table = estimate(config("on"), costs)
     wall = wall_hours(table, gpus=2, cores=4)
@@ -174,14 +197,25 @@ def test_the_command_line_prints_the_paper_estimate():
     )
 
 
-def _preflight(*args, cwd):
-    return subprocess.run(
-        [sys.executable, str(ROOT / "workflow" / "scripts" / "preflight.py"), *map(str, args)],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin", "HOME": str(cwd)},
-    )
+@pytest.fixture
+def preflight(tmp_path, capsys, monkeypatch):
+    """workflow/scripts/preflight.py's command line run in this process from ``tmp_path``, its passed checks
+    remembered there (none from before): the exit status, stdout and stderr of one call."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("BIASTRANSFER_CACHE_DIR", str(tmp_path / "cache"))
+    main = script("preflight").main
+
+    def call(*args) -> subprocess.CompletedProcess:
+        capsys.readouterr()
+        try:
+            run(main, None, [*map(str, args)])
+            status = 0
+        except SystemExit as stop:
+            status = stop.code
+        out = capsys.readouterr()
+        return subprocess.CompletedProcess(args, status, out.out, out.err)
+
+    return call
 
 
 UNBUILDABLE = {
@@ -194,7 +228,7 @@ UNBUILDABLE = {
 }
 
 
-def test_the_estimate_refuses_the_models_the_workflow_refuses_and_writes_nothing(tmp_path):
+def test_the_estimate_refuses_the_models_the_workflow_refuses_and_writes_nothing(tmp_path, preflight):
     import yaml
 
     from biastransfer.models.resolve import model_spec_problems
@@ -202,7 +236,7 @@ def test_the_estimate_refuses_the_models_the_workflow_refuses_and_writes_nothing
 
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump(UNBUILDABLE, sort_keys=False))
     configs = [ROOT / "config" / "config.yaml", tmp_path / "bad.yaml"]
-    done = _preflight("--configfile", *configs, "--estimate", "--table", tmp_path / "t.csv", cwd=tmp_path)
+    done = preflight("--configfile", *configs, "--estimate", "--table", tmp_path / "t.csv")
     assert done.returncode == 2 and done.stdout == "" and "Traceback" not in done.stderr
     assert not (tmp_path / "t.csv").exists()
     workflow = model_spec_problems(read_configs(configs))  # the check rules/common.smk runs
@@ -214,15 +248,9 @@ def test_the_estimate_refuses_the_models_the_workflow_refuses_and_writes_nothing
 
 
 @pytest.mark.parametrize("option", [("--gpus", "0"), ("--cores", "-4")])
-def test_bad_gpus_or_cores_are_one_line_before_anything_is_written(tmp_path, option):
-    done = _preflight(
-        "--configfile",
-        ROOT / "config" / "config.yaml",
-        "--estimate",
-        *option,
-        "--table",
-        tmp_path / "t.csv",
-        cwd=tmp_path,
+def test_bad_gpus_or_cores_are_one_line_before_anything_is_written(tmp_path, preflight, option):
+    done = preflight(
+        "--configfile", ROOT / "config" / "config.yaml", "--estimate", *option, "--table", tmp_path / "t.csv"
     )
     assert done.returncode == 2 and done.stdout == ""
     assert (

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import report_data as rd
 import report_site
 from conftest import ROOT, run_snakemake
 
@@ -58,23 +59,7 @@ def ieat_rows(*rows: dict) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-NO_BTS = pd.DataFrame(
-    columns=[
-        "analysis_set",
-        "model",
-        "finetune_dataset",
-        "seed",
-        "kind",
-        "statistic",
-        "pvalue",
-        "n",
-        "ci_low",
-        "ci_high",
-        "pvalue_floor",
-        "pvalue_holm",
-        "pvalue_bh",
-    ]
-)
+NO_BTS = rd.bts_table(rd.similarity_table()).iloc[:0]  # a BTS summary without rows
 
 
 def known(role: str, *rows: dict) -> list[tuple[str, str, str]]:
@@ -506,8 +491,6 @@ def test_a_missing_file_is_an_error_naming_it_before_any_page_is_written(tmp_pat
 def test_an_iEAT_whose_d_is_not_estimable_is_said_in_words_on_every_page(tmp_path, monkeypatch):
     """A test whose sets hold one image each (d NaN, not_estimable its reason, as ieat_table writes it): the
     findings, tables, overview and results.json are built, and say why instead of printing a number."""
-    import report_data as rd
-
     why = "d not estimable: X has 1, Y has 1 image(s); each of X, Y, A and B needs at least 2"
     full = rd.ieat_table
 

@@ -174,36 +174,35 @@ def test_the_training_attribute_is_the_drawn_figure(drawn, tmp_path):
         script("synthetic_train_attributes").main(SPEC | {"seed": 4}, files["train"], str(tmp_path / "a.parquet"))
 
 
+def intervene_fix(files: dict, spec: dict, out: dict) -> None:
+    """The intervention job's script as its rule runs it: dataset ``fix`` by the intervention ``spec`` (all but its
+    kind) from ``files`` (train, attributes, val) into ``out`` (train, val, weights, and the co-occurrence table)."""
+    from report_site import script
+
+    script("intervention").main(
+        files["train"],
+        files["attributes"],
+        files["val"],
+        {"kind": "intervention", **spec},
+        "fix",
+        out["train"],
+        out["val"],
+        out["weights"],
+        out["table"],
+    )
+
+
 @pytest.mark.parametrize("target, method", [("independent", "subsample"), ("reversed", "reweight")])
 def test_the_intervention_scripts_write_its_splits_weights_and_table(drawn, tmp_path, target, method):
     import pandas as pd
-    from report_site import script
 
     from biastransfer.data.rebalance import read_weights
     from biastransfer.data.splits import read_split
     from biastransfer.hashing import file_digest
 
     _, files = drawn
-    out = {k: str(tmp_path / f"{k}.parquet") for k in ("train", "val", "weights")}
-    spec = {
-        "kind": "intervention",
-        "from": "syn",
-        "objects": ["surfboard"],
-        "target": target,
-        "method": method,
-        "seed": 1,
-    }
-    script("intervention").main(
-        files["train"],
-        files["attributes"],
-        files["val"],
-        spec,
-        "fix",
-        out["train"],
-        out["val"],
-        out["weights"],
-        str(tmp_path / "c.csv"),
-    )
+    out = {k: str(tmp_path / f"{k}.parquet") for k in ("train", "val", "weights")} | {"table": str(tmp_path / "c.csv")}
+    intervene_fix(files, {"from": "syn", "objects": ["surfboard"], "target": target, "method": method, "seed": 1}, out)
     source, train, val = read_split(files["train"]), read_split(out["train"]), read_split(out["val"])
     assert train.dataset == val.dataset == "fix" and train.classes == source.classes
     assert val.frame.equals(read_split(files["val"]).frame)
@@ -243,34 +242,18 @@ def test_an_intervention_on_a_table_that_changes_nothing_says_so(tmp_path, caplo
         )
     pd.DataFrame(rows, columns=["path", "labels", "split", "attribute"]).to_csv(tmp_path / "t.csv", index=False)
     own = {"kind": "table", "table": str(tmp_path / "t.csv"), "attributes": ["man", "woman"]}
-    files = {k: str(tmp_path / f"{k}.parquet") for k in ("train", "val", "attributes", "out", "out_val", "weights")}
+    files = {k: str(tmp_path / f"{k}.parquet") for k in ("train", "val", "attributes")}
+    out = {k: str(tmp_path / f"out_{k}.parquet") for k in ("train", "val", "weights")}
     train, val = table_splits(own, "own")
     write_split(files["train"], train)
     write_split(files["val"], val)
     script("real_attributes").main(own, files["train"], files["attributes"])
-    spec = {
-        "kind": "intervention",
-        "from": "own",
-        "objects": ["surfboard"],
-        "target": "independent",
-        "method": "subsample",
-        "seed": 0,
-    }
     cooccurrence = tmp_path / "interventions" / "fix" / "cooccurrence.csv"
     cooccurrence.parent.mkdir(parents=True)
+    spec = {"from": "own", "objects": ["surfboard"], "target": "independent", "method": "subsample", "seed": 0}
     with caplog.at_level(logging.WARNING):
-        script("intervention").main(
-            files["train"],
-            files["attributes"],
-            files["val"],
-            spec,
-            "fix",
-            files["out"],
-            files["out_val"],
-            files["weights"],
-            str(cooccurrence),
-        )
-    assert len(read_split(files["out"]).frame) == 80
+        intervene_fix(files, spec, out | {"table": str(cooccurrence)})
+    assert len(read_split(out["train"]).frame) == 80
     assert (
         "fix changed nothing in the training split of own (80 of 80 images kept, every weight 1: each object "
         "is already within one image of its target)"

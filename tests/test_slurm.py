@@ -30,7 +30,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from conftest import scratch
+from conftest import scratch, snakemake_command
 from slurm_cluster import local_slurm_cluster, missing_binaries
 from zoo_toy import small_zoo_config
 
@@ -89,20 +89,11 @@ rule embed:
 
 
 def _snakemake(
-    workdir: Path, args: list[str], *, env: dict[str, str], timeout_s: float = 300
+    workdir: Path, args: list[str | Path], *, env: dict[str, str], timeout_s: float = 300, snakefile: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run Snakemake on ``workdir/Snakefile`` from inside ``workdir``."""
+    """Run Snakemake on ``snakefile`` (default ``workdir/Snakefile``) from inside ``workdir``."""
     return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "snakemake",
-            "--snakefile",
-            str(workdir / "Snakefile"),
-            "--directory",
-            str(workdir),
-            *args,
-        ],
+        snakemake_command("--directory", workdir, *args, snakefile=snakefile or workdir / "Snakefile"),
         cwd=workdir,
         env=env,
         capture_output=True,
@@ -214,7 +205,8 @@ def test_profile_plans_one_analysis_job_per_model(configfiles, tmp_path):
     pattern = re.search(r'^MODEL_STATS_GROUP = "(.+)"$', (REPO / "rules" / "common.smk").read_text(), re.M).group(1)
     assert _profile_group_components() == {pattern: 1000}
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")} | {"HF_HUB_OFFLINE": "1"}
-    result = _snakemake_dry_run(configfiles, tmp_path, ["--profile", str(PROFILE)], env)
+    dry_run = ["-n", "--configfile", *configfiles, "--profile", PROFILE]
+    result = _snakemake(tmp_path, dry_run, env=env, timeout_s=600, snakefile=REPO / "Snakefile")
     log = result.stdout + result.stderr
     assert result.returncode == 0, log[-5000:]
     models = read_configs(configfiles)["models"]
@@ -225,31 +217,6 @@ def test_profile_plans_one_analysis_job_per_model(configfiles, tmp_path):
     assert not [job for job in jobs if job.rule in GROUPED_RULES and job.group is None]
     assert all(job.group == pattern.format(**job.wildcards) for job in members)
     assert "embed" in {job.rule for job in jobs if job.group is None and not job.local}
-
-
-def _snakemake_dry_run(
-    configfiles: list[Path], workdir: Path, args: list[str], env: dict[str, str]
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "snakemake",
-            "-n",
-            "--snakefile",
-            str(REPO / "Snakefile"),
-            "--configfile",
-            *map(str, configfiles),
-            "--directory",
-            str(workdir),
-            *args,
-        ],
-        cwd=workdir,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
 
 
 # --- the demo workflow through the profile on a real local cluster ---------------------------------
@@ -280,18 +247,7 @@ def slurm_cluster():
 
 def _snakemake_command(workdir: Path, *args: str, configfile: Path = TINY) -> list[str]:
     """The workflow on ``configfile`` (the tiny demo by default) in ``workdir``, with ``args``."""
-    return [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--snakefile",
-        str(REPO / "Snakefile"),
-        "--configfile",
-        str(configfile),
-        "--directory",
-        str(workdir),
-        *args,
-    ]
+    return snakemake_command("--configfile", configfile, "--directory", workdir, *args)
 
 
 @contextlib.contextmanager

@@ -13,7 +13,7 @@ TESTS = Path(__file__).resolve().parent
 SAMPLE = """
 import subprocess, sys
 import pytest
-from conftest import run_snakemake
+from conftest import run_snakemake, snakemake_command
 
 
 def _helper(tmp_path):
@@ -31,6 +31,14 @@ def workflow_ran(tmp_path):
 
 def test_uses_a_fixture_that_runs_it(workflow_ran):
     pass
+
+
+def _started(command):
+    return subprocess.Popen(command)
+
+
+def test_starts_the_command_it_builds(tmp_path):
+    _started(snakemake_command("--version")).wait()
 
 
 def test_hides_its_call():
@@ -59,9 +67,10 @@ def test_slow_tests_are_found_and_an_unmarked_one_fails_in_the_fast_tier(tmp_pat
     (tmp_path / "test_sample.py").write_text(SAMPLE)
     slow = _pytest(tmp_path, "--collect-only", "-m", "slow")
     assert "test_calls_run_snakemake" in slow and "test_uses_a_fixture_that_runs_it" in slow
+    assert "test_starts_the_command_it_builds" in slow
     assert "test_hides_its_call" not in slow and "test_plain" not in slow
     fast = _pytest(tmp_path, "-m", "not slow and not slurm")
-    assert "1 failed, 1 passed, 2 deselected" in fast, fast
+    assert "1 failed, 1 passed, 3 deselected" in fast, fast
     assert "test_hides_its_call" in fast and "starts Snakemake in the fast tier: mark it @pytest.mark.slow" in fast
 
 

@@ -19,6 +19,7 @@ from biastransfer.report.findings.trajectory import describe_trajectories, settl
 from biastransfer.stats.trajectory import trajectory_table
 from biastransfer.train.trajectory import staging_folder
 from biastransfer.workflow import config as cfg
+from biastransfer.workflow.plan import Plan
 
 SCHEMA = str(ROOT / "workflow" / "schemas" / "config.schema.yaml")
 DEMO = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
@@ -30,7 +31,7 @@ def test_trajectory_values_and_the_epochs_they_give(value, epochs):
     conf["finetune"]["trajectory"] = value
     validate(conf, SCHEMA, set_default=True)
     cfg.check_config(conf)
-    assert cfg.trajectory_epochs(conf, "democnn", "synthetic_target") == epochs
+    assert Plan(conf, ROOT).trajectory_epochs("democnn", "synthetic_target") == epochs
 
 
 @pytest.mark.parametrize(

@@ -23,18 +23,28 @@ Downloads are not timed (they depend on the network).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
 
-from biastransfer.data.cache import CacheSetting
-from biastransfer.workflow.config import evaluation_is_val, finetune_params, finetune_seeds, reference_seeds, switch
+from biastransfer.workflow.config import evaluation_is_val, fill_defaults, finetune_params
+from biastransfer.workflow.plan import Plan
 
-COSTS = Path(__file__).resolve().parents[2] / "resources" / "costs"
+#: The workflow's folder: the cost tables' and the plan's (:class:`~biastransfer.workflow.plan.Plan`).
+WORKFLOW = Path(__file__).resolve().parents[2]
+COSTS = WORKFLOW / "resources" / "costs"
 INPUT_SIZE = {"openimages": "1024x768"}  # every other kind: COCO-like (640x480, an upper bound for small images)
 CHECKPOINT_COPIES = 1  # model.safetensors per run; the resume state (about 3x) exists only while the run lasts
 COLUMNS = ("family", "model", "images", "download_bytes", "disk_bytes", "cpu_h", "gpu_h", "basis")
+
+
+def plan_of(config: Mapping) -> Plan:
+    """The workflow's plan of ``config``, written or already filled: a copy filled with the schema's defaults
+    (``fill_defaults``; ConfigError naming every problem), so that the estimate reads each setting as the run
+    does."""
+    return Plan(fill_defaults(copy.deepcopy(dict(config))), WORKFLOW)
 
 
 def _tables(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
@@ -45,7 +55,7 @@ def split_images(name: str, dataset: Mapping, facts: pd.DataFrame) -> dict[str, 
     """{split: (images, bytes per image)} of a dataset's finetuning splits."""
     kind = dataset["kind"]
     if kind == "synthetic":
-        size = dataset.get("size", 64)
+        size = dataset["size"]
         return {s: (dataset[f"n_{s}"], size * size * 1.5) for s in ("train", "val")}  # small PNGs, made here
     rows = facts[facts["kind"] == kind].set_index("split")
     if rows.empty:
@@ -66,7 +76,7 @@ def evaluation_images(name: str, dataset: Mapping, facts: pd.DataFrame) -> tuple
     opts = dataset.get("evaluation") or {}
     kind = dataset["kind"]
     if kind == "synthetic":
-        return dataset.get("n_test", 300), dataset.get("size", 64) ** 2 * 1.5, False
+        return dataset["n_test"], dataset["size"] ** 2 * 1.5, False
     if not opts.get("enabled", True):
         return 0, 0.0, False
     rows = facts[facts["kind"] == kind].set_index("split")
@@ -85,11 +95,12 @@ def predict_share(config: Mapping, costs: Path = COSTS) -> pd.DataFrame:
     """Per model and finetuning dataset: the compute of one network's predictions on the evaluation split
     against one finetuning epoch (training steps on train, forwards on val), both from the measured
     per-image figures (``share`` = predict / epoch)."""
+    config = plan_of(config).config
     models_table, _, facts = _tables(costs)
     rows = []
     for m, entry in config["models"].items():
         c = model_cost(m, entry, models_table)
-        for d in (config.get("finetune") or {}).get("datasets") or []:
+        for d in config["finetune"]["datasets"]:
             entry = config["datasets"][config["datasets"][d].get("from", d)]  # an intervention: its source's
             splits = split_images(d, entry, facts)
             n_test = evaluation_images(d, entry, facts)[0]
@@ -141,12 +152,13 @@ def model_cost(name: str, entry: Mapping, models: pd.DataFrame) -> dict:
 
 
 def estimate(config: Mapping, costs: Path = COSTS) -> pd.DataFrame:
-    """One row per family (per model for finetune and embed, per dataset and setting for image_cache)."""
+    """One row per family (per model for finetune and embed, per dataset and setting for image_cache) of
+    ``config``, written or filled (:func:`plan_of`)."""
+    plan = plan_of(config)
+    config = plan.config
     models_table, input_table, facts = _tables(costs)
     inputs = input_table.set_index("size")
-    ft = config.get("finetune") or {}
-    cache_on = switch(ft.get("cache", "off"))
-    datasets = list(ft.get("datasets") or [])
+    datasets = plan.finetune_datasets
     rows = []
     # an intervention trains on (at most) its source's images, which its source downloads
     entry = {d: config["datasets"][config["datasets"][d].get("from", d)] for d in datasets}
@@ -175,13 +187,8 @@ def estimate(config: Mapping, costs: Path = COSTS) -> pd.DataFrame:
             "disk_bytes": download_bytes + weights_bytes,
         }
     )
-    if cache_on:
-        settings = {
-            (d, CacheSetting(pre.resize, pre.interpolation, ft.get("cache_quality", 95)).name): None
-            for pre in (_preprocess(m, e) for m, e in config["models"].items())
-            for d in datasets
-        }
-        for d, setting in settings:
+    if plan.cache_on:
+        for d, setting in dict.fromkeys((d, s) for s in plan.image_cache_settings.values() for d in datasets):
             row = inputs.loc[INPUT_SIZE.get(entry[d]["kind"], "640x480")]
             n = sum(k for k, _ in splits[d].values())
             rows.append(
@@ -198,9 +205,9 @@ def estimate(config: Mapping, costs: Path = COSTS) -> pd.DataFrame:
         images = cpu = gpu = disk = 0.0
         for d in datasets:
             row = inputs.loc[INPUT_SIZE.get(entry[d]["kind"], "640x480")]
-            decode = row["cache_s_per_image"] if cache_on else row["files_s_per_image"]
+            decode = row["cache_s_per_image"] if plan.cache_on else row["files_s_per_image"]
             epochs = finetune_params(config, m, d)["epochs"]
-            runs = len(finetune_seeds(config, d))
+            runs = len(plan.finetune_seeds(d))
             (n_train, _), (n_val, _) = splits[d]["train"], splits[d]["val"]
             seen = runs * epochs * (n_train + n_val)
             images += seen
@@ -219,7 +226,7 @@ def estimate(config: Mapping, costs: Path = COSTS) -> pd.DataFrame:
                     "basis": c["basis"],
                 }
             )
-        stages = 1 + sum(len(finetune_seeds(config, d)) for d in datasets)
+        stages = 1 + sum(len(plan.finetune_seeds(d)) for d in datasets)
         n = stages * sum(analysis.values())
         rows.append(
             {
@@ -231,7 +238,7 @@ def estimate(config: Mapping, costs: Path = COSTS) -> pd.DataFrame:
                 "basis": c["basis"],
             }
         )
-        networks = {d: len(finetune_seeds(config, d)) + len(_reference_seeds(config, d)) for d in datasets}
+        networks = {d: len(plan.finetune_seeds(d)) + len(plan.reference_seeds(d)) for d in datasets}
         n = sum(networks[d] * tests[d][0] for d in datasets)
         if n:
             decode = sum(
@@ -262,17 +269,6 @@ def _classes(dataset: Mapping) -> int:
     """Classes a network of the dataset scores (one float32 each per image): COCO's 80 categories, Open
     Images' 601 boxable classes, a synthetic dataset's at most 6 labels, a table's listed classes."""
     return {"coco": 80, "openimages": 601, "synthetic": 6}.get(dataset["kind"], len(dataset.get("classes") or []))
-
-
-def _reference_seeds(config: Mapping, dataset: str) -> list[int]:
-    """The scratch reference seeds of a dataset (none in a config without ``analysis.bts``)."""
-    return reference_seeds(config, dataset) if "bts" in (config.get("analysis") or {}) else []
-
-
-def _preprocess(name: str, entry: Mapping):
-    from biastransfer.models.resolve import model_spec
-
-    return model_spec(name, {k: v for k, v in entry.items() if k != "about"}).preprocess
 
 
 def wall_hours(table: pd.DataFrame, gpus: int, cores: int) -> dict[str, float | None]:

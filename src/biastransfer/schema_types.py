@@ -36,11 +36,17 @@ def _non_integer(error) -> str | None:
     return next((found for sub in error.context or [] if (found := _non_integer(sub))), None)
 
 
-@functools.cache
-def load_schema(path: str) -> dict:
-    """The schema file ``path`` (YAML, an absolute path) as a mapping, read once per process; never modify it."""
+def read_schema(path: str | os.PathLike) -> dict:
+    """The schema file ``path`` (YAML) as a mapping, read now (with libyaml where PyYAML has it)."""
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     return yaml.load(Path(path).read_text(encoding="utf-8"), Loader=loader)  # noqa: S506 (a safe loader)
+
+
+@functools.cache
+def load_schema(path: str) -> dict:
+    """The schema file ``path`` (an absolute path) as :func:`read_schema` gives it, read once per process; never
+    modify it."""
+    return read_schema(path)
 
 
 def _validator(schema: str | os.PathLike, *, fill_defaults: bool):

@@ -13,7 +13,7 @@ as visible as their uncertainty allows.
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -299,57 +299,47 @@ def _similarity_figure(similarity, bts, change, *, analysis_set, model, kind, co
     return fig
 
 
-def intra_figure(
-    similarity: pd.DataFrame,
-    bts: pd.DataFrame,
-    change: pd.DataFrame | None = None,
-    *,
-    analysis_set: str,
-    model: str,
-    alpha: float,
-    adjust: str = "holm",
-    control_class: str = "random",
-    lists: Mapping[str, Sequence] | None = None,
-) -> Figure:
+def _kind_figure(kind: str, doc: str) -> Callable[..., Figure]:
+    """The public figure function of one similarity ``kind`` ("intra" or "inter"), documented by ``doc``."""
+
+    def figure(
+        similarity: pd.DataFrame,
+        bts: pd.DataFrame,
+        change: pd.DataFrame | None = None,
+        *,
+        analysis_set: str,
+        model: str,
+        alpha: float,
+        adjust: str = "holm",
+        control_class: str = "random",
+        lists: Mapping[str, Sequence] | None = None,
+    ) -> Figure:
+        return _similarity_figure(
+            similarity,
+            bts,
+            change,
+            analysis_set=analysis_set,
+            model=model,
+            kind=kind,
+            control_class=control_class,
+            rule=Significance(alpha, adjust),
+            lists=lists,
+        )
+
+    figure.__name__ = figure.__qualname__ = f"{kind}_figure"
+    figure.__doc__ = doc
+    return figure
+
+
+intra_figure = _kind_figure(
+    "intra",
     """Intra-class similarity per class before and after finetuning, and its change (paper Fig. 2); BTS in the
-    title, marked by the run's significance rule (``alpha``, ``adjust``)."""
-    return _similarity_figure(
-        similarity,
-        bts,
-        change,
-        analysis_set=analysis_set,
-        model=model,
-        kind="intra",
-        control_class=control_class,
-        rule=Significance(alpha, adjust),
-        lists=lists,
-    )
-
-
-def inter_figure(
-    similarity: pd.DataFrame,
-    bts: pd.DataFrame,
-    change: pd.DataFrame | None = None,
-    *,
-    analysis_set: str,
-    model: str,
-    alpha: float,
-    adjust: str = "holm",
-    control_class: str = "random",
-    lists: Mapping[str, Sequence] | None = None,
-) -> Figure:
-    """Inter-class similarity per configured pair before and after finetuning, and its change (paper Fig. 3)."""
-    return _similarity_figure(
-        similarity,
-        bts,
-        change,
-        analysis_set=analysis_set,
-        model=model,
-        kind="inter",
-        control_class=control_class,
-        rule=Significance(alpha, adjust),
-        lists=lists,
-    )
+    title, marked by the run's significance rule (``alpha``, ``adjust``).""",
+)
+inter_figure = _kind_figure(
+    "inter",
+    "Inter-class similarity per configured pair before and after finetuning, and its change (paper Fig. 3).",
+)
 
 
 def rank_figure(

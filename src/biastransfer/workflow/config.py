@@ -79,16 +79,6 @@ def switch(value: Any) -> bool:
     return value not in ("off", False, None)
 
 
-def trajectory_epochs(config: Mapping, model: str, dataset: str) -> list[int]:
-    """The epochs after which the finetune job of ``model`` on ``dataset`` embeds the analysis sets
-    (``finetune.trajectory``: ``off`` or false = none, ``every`` = each epoch, or a list, sorted here)."""
-    chosen = config["finetune"]["trajectory"]
-    if not switch(chosen):
-        return []
-    epochs = finetune_params(config, model, dataset)["epochs"]
-    return list(range(1, epochs + 1)) if chosen == "every" else sorted(chosen)
-
-
 def pretrain_params(config: Mapping, model: str) -> dict[str, Any]:
     """Training hyper-parameters of a model pretrained inside the workflow (demo models)."""
     spec = dict(config["models"][model]["pretrain"])

@@ -269,7 +269,13 @@ class Plan:
         ]
 
     def trajectory_epochs(self, model: str, dataset: str) -> list[int]:
-        return cfg.trajectory_epochs(self.config, model, dataset)
+        """The epochs after which the finetune job of ``model`` on ``dataset`` embeds the analysis sets
+        (``finetune.trajectory``: ``off`` or false = none, ``every`` = each epoch, or a list, sorted here)."""
+        if not self.trajectory_on:
+            return []
+        chosen = self.config["finetune"]["trajectory"]
+        epochs = cfg.finetune_params(self.config, model, dataset)["epochs"]
+        return list(range(1, epochs + 1)) if chosen == "every" else sorted(chosen)
 
     # ---- interventions ----------------------------------------------------------------------------------
     @cached_property
