@@ -443,16 +443,20 @@ def test_plot_scripts_run_standalone(run_tables, tmp_path):
     ]
     argv += [a for k, v in out.items() for a in (f"--{k}", v)]
     run(_script("plot_similarity").main, None, argv)
+    # the heat map and the forest plot read the same summaries with the same significance rule
+    ieat_args = [
+        "--ieat",
+        paths["ieat"],
+        "--scratch",
+        paths["ieat_scratch"],
+        "--settings",
+        '{"alpha": 0.01, "adjust": "holm"}',
+    ]
     run(
         _script("plot_ieat").main,
         None,
         [
-            "--ieat",
-            paths["ieat"],
-            "--scratch",
-            paths["ieat_scratch"],
-            "--settings",
-            '{"alpha": 0.01, "adjust": "holm"}',
+            *ieat_args,
             "--png",
             str(tmp_path / "h.png"),
             "--pdf",
@@ -464,12 +468,7 @@ def test_plot_scripts_run_standalone(run_tables, tmp_path):
         _script("plot_forest").main,
         None,
         [
-            "--ieat",
-            paths["ieat"],
-            "--scratch",
-            paths["ieat_scratch"],
-            "--settings",
-            '{"alpha": 0.01, "adjust": "holm"}',
+            *ieat_args,
             *[a for f in forest_files for a in (f"--{f.suffix[1:]}", str(f))],
         ],
     )

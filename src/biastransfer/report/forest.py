@@ -18,7 +18,7 @@ from biastransfer.report.formatting import ADJUSTMENT_NAMES, Significance, model
 from biastransfer.report.style import (
     OKABE_ITO,
     PRETRAINED_MARKER,
-    STAGE_COLOURS,
+    network_colour,
     paper_figure,
     paper_style,
     seed_marker,
@@ -51,10 +51,9 @@ def _networks(rows: pd.DataFrame) -> pd.DataFrame:
     for s in stages:
         dataset, seed = parsed[s]
         if kinds[s] == PRETRAINED:
-            colour, marker = STAGE_COLOURS[0], PRETRAINED_MARKER
+            colour, marker = network_colour(None, finetuned), PRETRAINED_MARKER
         elif kinds[s] == "finetuned":
-            colour = STAGE_COLOURS[1 + finetuned.index(dataset) % (len(STAGE_COLOURS) - 1)]
-            marker = seed_marker(seed, seeds)
+            colour, marker = network_colour(dataset, finetuned), seed_marker(seed, seeds)
         else:
             colour = SCRATCH_COLOURS[scratch.index(dataset) % len(SCRATCH_COLOURS)]
             marker = seed_marker(seed, seeds)

@@ -13,16 +13,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from biastransfer.report import style
 from biastransfer.report.formatting import estimate_cell, latex_escape, model_label, require_columns
 from biastransfer.report.latex import standalone_document
-from biastransfer.report.style import (
-    PRETRAINED_MARKER,
-    STAGE_COLOURS,
-    paper_figure,
-    paper_style,
-    seed_marker,
-    stage_words,
-)
 from biastransfer.stages import PRETRAINED, parse_stage
 
 PROFILE_REQUIRED = (
@@ -53,11 +46,11 @@ def _style(stage: str, dataset: str, datasets: list[str], seeds: list[int]) -> t
     """Colour, marker and legend words of a stage's line: grey diamonds for pretrained; one colour per finetuning
     dataset, one marker per seed (:func:`~biastransfer.report.style.seed_marker`), stars for the seeds pooled."""
     if stage == PRETRAINED:
-        return STAGE_COLOURS[0], PRETRAINED_MARKER, stage_words(stage)
-    colour = STAGE_COLOURS[(1 + datasets.index(dataset)) % len(STAGE_COLOURS)]
+        return style.network_colour(None, datasets), style.PRETRAINED_MARKER, style.stage_words(stage)
+    colour = style.network_colour(dataset, datasets)
     if "-seed" not in stage:
-        return colour, POOLED_MARKER, f"{stage_words(stage)}, seeds pooled"
-    return colour, seed_marker(parse_stage(stage)[1], seeds), stage_words(stage)
+        return colour, POOLED_MARKER, f"{style.stage_words(stage)}, seeds pooled"
+    return colour, style.seed_marker(parse_stage(stage)[1], seeds), style.stage_words(stage)
 
 
 def _draw(ax, rows: pd.DataFrame, layers: list[str], datasets: list[str], styles: dict | None = None) -> None:
@@ -102,8 +95,8 @@ def profile_figure(profile: pd.DataFrame, *, analysis_set: str, model: str) -> F
     panels = len(tests) + 1
     ncols = min(panels, 3)
     nrows = math.ceil(panels / ncols)
-    with paper_style():
-        fig, axes = paper_figure("double", 0.6 + 2.1 * nrows, nrows=nrows, ncols=ncols, squeeze=False)
+    with style.paper_style():
+        fig, axes = style.paper_figure("double", 0.6 + 2.1 * nrows, nrows=nrows, ncols=ncols, squeeze=False)
         axes = axes.ravel()
         for ax, test in zip(axes, tests):
             _draw(ax, ieat[ieat["item"] == test], layers, datasets)

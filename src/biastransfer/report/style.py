@@ -128,6 +128,14 @@ def seed_marker(seed: int, seeds: list[int]) -> str:
     return SEED_MARKERS[seeds.index(seed) % len(SEED_MARKERS)]
 
 
+def network_colour(dataset: str | None, datasets: list[str]) -> str:
+    """The colour of a network: grey for the pretrained one (``dataset`` None), else that of its finetuning
+    dataset among ``datasets`` (cycled, never the pretrained grey)."""
+    if dataset is None:
+        return STAGE_COLOURS[0]
+    return STAGE_COLOURS[1 + datasets.index(dataset) % (len(STAGE_COLOURS) - 1)]
+
+
 def _visible_texts(fig: Figure) -> list[Text]:
     return [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip() and t.get_figure() is not None]
 
