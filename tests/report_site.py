@@ -21,6 +21,7 @@ import report_data as rd  # noqa: E402
 
 from biastransfer.report.findings import describe_findings  # noqa: E402
 from biastransfer.scripting import run  # noqa: E402
+from biastransfer.workflow.plan import Plan  # noqa: E402
 from biastransfer.workflow.rules.report import run_facts  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -68,7 +69,7 @@ CONFIG = {
 }
 TESTS = {a: s["ieat"] for a, s in CONFIG["analysis_sets"].items()}
 #: What the results model records of the run, as the html_report rule's settings give it.
-FACTS = run_facts(CONFIG)
+FACTS = run_facts(Plan(CONFIG, ROOT))
 #: The significance rule the tables and the report mark with (analysis.ieat.alpha, report.p_adjust).
 SIGNIFICANCE = {"alpha": 0.05, "adjust": "holm"}
 #: A digest longer than any screen, to check that the provenance page wraps it.

@@ -124,7 +124,7 @@ def test_the_methods_paragraph_reads_the_runs_settings_and_gives_bibtex():
         "report": {"p_adjust": "bh"},
         "models": {"m": {}},
     }
-    facts = run_facts(config)  # what the html_report rule passes to the results model, which records it
+    facts = run_facts(Plan(config, ROOT))  # what the html_report rule passes to the results model, which records it
     model = {"run": {**facts, "config_hash": "h"}, "settings": {"alpha": 0.01, "adjust": "bh", **facts["statistics"]}}
     citation = yaml.safe_load((ROOT / "CITATION.cff").read_text())
     text = methods_block(model, citation)

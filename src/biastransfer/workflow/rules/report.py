@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 from biastransfer.hashing import config_hash
 from biastransfer.report.compare import PAPER_TARGETS
-from biastransfer.workflow.config import reference_seeds, seeds_per_dataset
 from biastransfer.workflow.settings import Settings
 
 #: The kinds of table make_tables.py makes (its KINDS), and those that mark significance (read the significance rule).
@@ -109,14 +108,14 @@ class HtmlReportSettings(Significance):
     @classmethod
     def build(cls, plan) -> HtmlReportSettings:
         config = plan.config
-        return cls(**Significance.of(plan), config=config, tests=plan.ieat_tests, facts=run_facts(config))
+        return cls(**Significance.of(plan), config=config, tests=plan.ieat_tests, facts=run_facts(plan))
 
 
-def run_facts(config: dict) -> dict:
-    """What the results model records of a run, from its filled config: models, analysis sets, seeds and scratch
-    seeds per finetuning dataset, the finetuning recipe, the co-occurrences planted in the models' synthetic
-    pretraining data ({dataset: {object: P(person_a)}}; none for real data), the statistics settings and the
-    config's hash."""
+def run_facts(plan) -> dict:
+    """What the results model records of a run, from its plan: models, analysis sets, seeds and scratch seeds
+    per finetuning dataset, the finetuning recipe, the co-occurrences planted in the models' synthetic pretraining
+    data ({dataset: {object: P(person_a)}}; none for real data), the statistics settings and the config's hash."""
+    config = plan.config
     datasets, analysis, finetune = config.get("datasets", {}), config["analysis"], config["finetune"]
     pretraining = {m.get("pretrain", {}).get("dataset") for m in config["models"].values()} - {None}
     planted = {
@@ -127,8 +126,8 @@ def run_facts(config: dict) -> dict:
     return {
         "models": list(config["models"]),
         "analysis_sets": list(config["analysis_sets"]),
-        "seeds": seeds_per_dataset(config),
-        "scratch_seeds": {d: reference_seeds(config, d) for d in finetune["datasets"]},
+        "seeds": {d: plan.finetune_seeds(d) for d in finetune["datasets"]},
+        "scratch_seeds": {d: plan.reference_seeds(d) for d in finetune["datasets"]},
         "finetune": {k: finetune["defaults"][k] for k in ("epochs", "lr", "optimizer")},
         "planted": planted,
         "statistics": {
