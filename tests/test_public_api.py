@@ -105,6 +105,7 @@ def test_pip_install_gives_the_statistics_and_the_command_without_snakemake(tmp_
     with zipfile.ZipFile(wheel) as archive:
         metadata = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
         requires = [line for line in archive.read(metadata).decode().splitlines() if line.startswith("Requires-Dist")]
+        assert "biastransfer/report/results.schema.json" in archive.namelist()  # the results model's schema
     assert all("extra ==" in line for line in requires if "snakemake" in line), requires
     site = tmp_path / "site"
     subprocess.run([*pip, "install", "--no-deps", "--target", site, wheel], check=True)
