@@ -151,8 +151,9 @@ GLOSSARY: dict[str, Term] = {
     "p-floor": Term(
         "p-value floor",
         "The smallest p a method can give: 1/permutations for a Monte Carlo test, the fewest extreme "
-        "partitions over their number when exact, 2/(R+1) for a bootstrap p of R replicates. A p at its floor "
-        "is printed as a bound (≤ floor), never as 0 or as a smaller number than the method can resolve.",
+        "partitions over their number when exact, 2/(R+1) for a bootstrap p of R replicates. The pages print "
+        "a p below 0.001 as < 0.001 and one at a coarser floor as ≤ floor, never as 0 or as a smaller number "
+        "than the method can resolve (the CSVs and results.json keep the exact values).",
         ("phipson2010",),
         ("p-value floor", "floor"),
     ),
