@@ -15,7 +15,7 @@ from biastransfer.data.attributes import Attributes, write_attributes
 from biastransfer.data.splits import Split, write_split
 from biastransfer.hashing import file_digest
 from biastransfer.predictions import write_predictions
-from biastransfer.report.findings import describe_link, link_sentences
+from biastransfer.report.findings import describe_link
 from biastransfer.report.findings.amplification import verdict
 from biastransfer.report.link_report import link_frame, link_latex
 from biastransfer.stats.link import (
@@ -335,5 +335,12 @@ def test_the_report_shows_the_link_as_a_table_a_figure_and_in_words(linked, tmp_
     )
     assert "Scratch m (d, seed 0)" in text and "d 0.20 to 1.00 over its seeds (pretrained d = 0.90)" in text
     assert text.count("too few networks to tell") == 2 and describe_link(None, None) == []
-    lines = link_sentences(table)
-    assert len(lines) == 1 and lines[0].startswith("Predictions of m finetuned on d (3 seeds pooled): ")
+    # a scratch network that amplifies the pair against its embedding's large d: the levels' disagreement explained
+    against = table.assign(
+        d=np.where(table["network"] == "scratch", -0.8, table["d"]),
+        contrast_low=np.where(table["network"] == "scratch", 0.05, table["contrast_low"]),
+        contrast_high=np.where(table["network"] == "scratch", 0.2, table["contrast_high"]),
+    )
+    explained = [line for line in describe_link(against, corr) if "disagree in sign" in line]
+    assert len(explained) == 1 and explained[0].startswith("- Scratch m (d, seed 0) amplifies the t association")
+    assert "disagree in sign" not in text

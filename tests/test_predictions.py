@@ -552,3 +552,34 @@ def test_predict_names_a_lacking_class_or_an_unmatched_stage_before_scoring(draw
             model="tiny",
         )
     assert not list(tmp_path.glob("*.parquet"))
+
+
+def test_a_mean_whose_terms_disagree_in_sign_is_no_verdict_and_the_moved_pairs_are_named():
+    """BiasAmp A->T's mean below 0 over terms of both signs (by their intervals) is said to be no verdict; each
+    pair whose shift interval lies above 0 is named with its direction; terms of one sign keep the verdict."""
+    key = dict(network="finetuned", model="m", dataset="d", seed="pooled", measure="directional", threshold="0.5")
+    summary = pd.DataFrame([{**key, "estimate": -0.1, "ci_low": -0.15, "ci_high": -0.05, "level": 0.95}])
+
+    def term(attribute, task, low, high, shift_low):
+        bounds = dict(term=(low + high) / 2, ci_low=low, ci_high=high)
+        return {**key, "attribute": attribute, "task": task, **bounds, "excluded": ""} | dict(
+            shift=shift_low + 0.02, shift_low=shift_low, shift_high=shift_low + 0.04
+        )
+
+    mixed = pd.DataFrame(
+        [
+            term("a", "car", -0.3, -0.1, -0.05),
+            term("a", "boat", -0.2, -0.1, 0.01),
+            term("b", "car", 0.05, 0.2, -0.05),
+        ]
+    )
+    text = "\n".join(describe_amplification(summary, mixed))
+    assert (
+        "Finetuned m (d, seeds pooled) at threshold 0.5: BiasAmp A->T -0.100 95% CI [-0.150, -0.050] is the mean of "
+        "terms that disagree in sign (1 above 0, 2 below, by their intervals; amplification_terms.csv), so it is no "
+        "verdict on the bias; the pairs whose shift excludes 0: boat towards a +0.030 [0.010, 0.050]." in text
+    )
+    one_sign = mixed.assign(ci_low=-0.3, ci_high=-0.1, shift_low=-0.05)
+    text = "\n".join(describe_amplification(summary, one_sign))
+    assert "reduces the attribute-object bias in its predictions at threshold 0.5: BiasAmp A->T -0.100" in text
+    assert "the pairs whose shift excludes 0: none." in text

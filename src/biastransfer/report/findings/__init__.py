@@ -11,7 +11,7 @@ from biastransfer.report.findings.claims import claims_sentence, describe_claims
 from biastransfer.report.findings.ieat import describe_findings
 from biastransfer.report.findings.intervention import describe_interventions
 from biastransfer.report.findings.layers import describe_layers
-from biastransfer.report.findings.link import describe_link, link_sentences
+from biastransfer.report.findings.link import describe_link
 from biastransfer.report.findings.networks import describe_attribution, describe_convergence, describe_reference
 from biastransfer.report.findings.trajectory import describe_trajectories
 from biastransfer.report.findings.zoo import describe_zoo
@@ -29,5 +29,4 @@ __all__ = [
     "describe_claims",
     "claims_sentence",
     "describe_link",
-    "link_sentences",
 ]

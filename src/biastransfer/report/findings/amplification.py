@@ -51,6 +51,44 @@ def _chosen(summary: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts) if parts else nets
 
 
+def _terms_of(terms: pd.DataFrame | None, row, measure: str | None = None) -> pd.DataFrame:
+    """The terms of a summary row's network, seed, measure and threshold (those not left out)."""
+    if terms is None or terms.empty:
+        return pd.DataFrame()
+    same = (
+        (terms["network"] == row.network)
+        & (terms["model"].astype(str) == str(row.model))
+        & (terms["dataset"] == row.dataset)
+        & (terms["seed"].astype(str) == str(row.seed))
+        & (terms["measure"] == (measure or row.measure))
+        & (terms["threshold"].astype(str) == str(row.threshold))
+    )
+    kept = terms[same]
+    return kept[kept["excluded"].fillna("").astype(str) == ""] if "excluded" in kept else kept
+
+
+def _term_signs(terms: pd.DataFrame | None, row) -> tuple[int, int]:
+    """How many of a mean's terms lie above 0 and below 0 by their intervals."""
+    own = _terms_of(terms, row)
+    if own.empty:
+        return 0, 0
+    return int((own["ci_low"] > 0).sum()), int((own["ci_high"] < 0).sum())
+
+
+def _shifted_pairs(terms: pd.DataFrame | None, row) -> str:
+    """``; shift excluding 0: surfboard towards person_a +0.048 [0.003, 0.100], ...``: each (object, figure) pair
+    whose predictions move the object towards the figure, beyond the ground truth, by an interval above 0."""
+    own = _terms_of(terms, row, "directional")
+    if own.empty or "shift_low" not in own:
+        return ""
+    moved = own[own["shift_low"] > 0].sort_values("shift", ascending=False)
+    pairs = [
+        f"{r.task} towards {r.attribute} {r.shift:+.3f} {interval(r.shift_low, r.shift_high, digits=3)}"
+        for r in moved.itertuples()
+    ]
+    return f"; the pairs whose shift excludes 0: {', '.join(pairs) if pairs else 'none'}"
+
+
 def _left_out(terms: pd.DataFrame | None) -> list[str]:
     """A line per dataset whose test split lacks a measured class: its terms are left out of every mean."""
     if terms is None or "excluded" not in terms:
@@ -90,10 +128,20 @@ def describe_amplification(
     chosen = _chosen(summary)
     for row in chosen[chosen["measure"].isin(["directional", "zhao"])].itertuples():
         at = "at base-rate thresholds" if row.threshold == "base_rate" else f"at threshold {row.threshold}"
-        lines.append(
-            f"- {_who(row)} {verdict(row.ci_low, row.ci_high)} the attribute-object bias in its predictions "
-            f"{at}: {WORDS[row.measure]} {row.estimate:.3f} {interval(row.ci_low, row.ci_high, row.level, 3)}."
-        )
+        mean = f"{WORDS[row.measure]} {row.estimate:.3f} {interval(row.ci_low, row.ci_high, row.level, 3)}"
+        above, below = _term_signs(terms, row) if row.measure == "directional" else (0, 0)
+        if above and below:  # Zhao's terms mirror each other between two figures: only BiasAmp A->T's are read
+            lines.append(
+                f"- {_who(row)} {at}: {mean} is the mean of terms that disagree in sign ({above} above 0, {below} "
+                "below, by their intervals; amplification_terms.csv), so it is no verdict on the bias"
+                + _shifted_pairs(terms, row)
+                + "."
+            )
+        else:
+            lines.append(
+                f"- {_who(row)} {verdict(row.ci_low, row.ci_high)} the attribute-object bias in its predictions "
+                f"{at}: {mean}" + _shifted_pairs(terms, row) + "."
+            )
     if terms is not None and planted:
         t = terms[(terms["measure"] == "directional") & (terms["network"] != "dataset")]
         for obj, attribute in planted.items():

@@ -8,6 +8,21 @@ import pandas as pd
 
 from biastransfer.report.findings.amplification import verdict
 from biastransfer.report.findings.prose import estimate, interval, value_range
+from biastransfer.report.formatting import OPPOSITE_EFFECT
+
+#: Said where a network's predictions act on a pair against the sign of its own embedding's large d.
+SIGN_DISAGREEMENT = (
+    " The two levels disagree in sign here, and need not agree: d says how the images lie in the embedding, "
+    "the contrast what the classifier head predicts on the test split beyond its labels, and a head trained on "
+    "the target labels can act against its embedding's association (docs/statistics.md)."
+)
+
+
+def _disagree(row, d: float) -> bool:
+    """Whether the contrast's interval excludes 0 on the side opposite to a large (|d| >= 0.5) embedding d."""
+    if pd.isna(d) or abs(d) < OPPOSITE_EFFECT:
+        return False
+    return bool(row.contrast_low > 0 > d or row.contrast_high < 0 < d)
 
 
 def _families(table: pd.DataFrame) -> pd.DataFrame:
@@ -58,9 +73,10 @@ def describe_link(table: pd.DataFrame | None, correlation: pd.DataFrame | None) 
             embedding = f"d {value_range(own.min(), own.max())} over its seeds" if len(own) else "no d"
         if row.network == "finetuned":
             embedding += f" (pretrained {estimate('d', row.d_pretrained)})"
+        own_d = row.d if row.seed != "pooled" else _members(row, table)["d"].mean()
         lines.append(
             f"- {row.network.capitalize()} {row.model} ({row.dataset}, {_seeds(row, table)}) {_acts(row)}; its "
-            f"embedding on {row.analysis_set}: {embedding}."
+            f"embedding on {row.analysis_set}: {embedding}." + (SIGN_DISAGREEMENT if _disagree(row, own_d) else "")
         )
     for row in (correlation if correlation is not None else pd.DataFrame()).itertuples():
         bounds = interval(row.ci_low, row.ci_high, row.level)
@@ -78,16 +94,4 @@ def describe_link(table: pd.DataFrame | None, correlation: pd.DataFrame | None) 
         "link_correlation.csv).",
         "",
     ]
-    return lines
-
-
-def link_sentences(table: pd.DataFrame) -> list[str]:
-    """One line per finetuned model (and dataset) for the landing page: whether its seeds-pooled predictions act
-    on each linked iEAT's association, with the contrast's interval."""
-    lines = []
-    fine = _families(table[table["network"] == "finetuned"]) if not table.empty else table
-    for (model, dataset), rows in fine.groupby(["model", "dataset"], sort=False):
-        seeds = _seeds(next(rows.itertuples()), table)
-        parts = "; ".join(_acts(r) for r in rows.itertuples())
-        lines.append(f"Predictions of {model} finetuned on {dataset} ({seeds}): {parts}.")
     return lines
