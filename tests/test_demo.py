@@ -210,9 +210,10 @@ def test_the_html_report_opens_on_the_known_answers(demo):
     verdicts = json.loads((demo / "summary" / "results.json").read_text())["verdicts"]
     held = sum(v["held"] == "yes" for v in verdicts if v["known_answer"])
     assert index.index("In short") < index.index(f"Known answers: {held} of 2 held") < index.index('id="headline"')
-    assert "Planted: the pretraining data synthetic_biased put car beside person_b in 90% of its scenes" in index
+    words = report_site.page_text(report / "index.html")  # tags dropped: glossary links inside the sentences
+    assert "Planted: the pretraining data synthetic_biased put car beside person_b in 90% of its scenes" in words
     assert "planted pair found" in index and "control pair not found" in index and "opposite direction" in index
-    assert 'id="forest"' in index and index.index('id="forest"') < index.index("Planted:")
+    assert 'id="forest"' in index and index.index('id="forest"') < index.index("the pretraining data synthetic_biased")
     pages = ("findings", "tables", "figures", "provenance", "glossary")
     assert all((report / f"{page}.html").is_file() for page in pages)
     assert (demo / "tables" / "ieat_synthetic_tabular.tex").read_text().lstrip().startswith("% Table fragment")
