@@ -212,6 +212,7 @@ def test_the_html_report_opens_on_the_known_answers(demo):
     assert index.index("In short") < index.index(f"Known answers: {held} of 2 held") < index.index('id="headline"')
     words = report_site.page_text(report / "index.html")  # tags dropped: glossary links inside the sentences
     assert "Planted: the pretraining data synthetic_biased put car beside person_b in 90% of its scenes" in words
+    assert "the finetuning data: synthetic_target has no such co-occurrence." in words
     assert "planted pair found" in index and "control pair not found" in index and "opposite direction" in index
     assert 'id="forest"' in index and index.index('id="forest"') < index.index("the pretraining data synthetic_biased")
     pages = ("findings", "tables", "figures", "provenance", "glossary")

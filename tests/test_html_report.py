@@ -117,14 +117,14 @@ def test_the_summary_says_what_was_planted_what_was_found_changed_and_acted_on_i
     seeds = [dict(stage=f"ft-ft-seed{s}", seed=s, d=d, p=p, p2=p) for s, (d, p) in enumerate([(0.9, 1e-5), (0.2, 0.4)])]
     scratch = ieat_rows(dict(stage="scratch-ft-seed0", seed=0, d=-0.8, p=0.99, p2=1e-4)).assign(finetune_dataset="ft")
     tables = {"ieat": ieat_rows(pre, *seeds), "bts": NO_BTS, "ieat_scratch": scratch, "link": link_rows(0.01, 0.2)}
-    planted = {**FACTS, "planted": {"biased": {"a": 0.9}}}
+    planted = {**FACTS, "planted": {"biased": {"a": 0.9}, "ft": {}}}
     model = results_model(tables, facts=planted, tests={"s": [{**TEST, "role": "planted"}]}, alpha=0.01)
     validate(model)
     one, pretrained, after, scratch_words, predictions = model["summary"]
     assert one == (
         "Planted: the pretraining data biased put a beside person_a in 90% of its scenes with a person; the "
-        "finetuning data (ft) has no such co-occurrence. 1 model (m), finetuned on ft with 2 seeds; 1 iEAT test: t (a "
-        "vs b with x vs y, planted)."
+        "finetuning data: ft has no such co-occurrence. 1 model (m), finetuned on ft with 2 seeds; 1 iEAT test: t "
+        "(a vs b with x vs y, planted)."
     )
     assert pretrained == (
         "Pretrained, 1 of 1 iEATs significant: t significant, d = 1.20 [0.90, 1.50], adjusted p < 0.001."

@@ -2,8 +2,8 @@
 this module): every result the report shows, with the commit, the config's hash, the statistics settings and
 the one decision rule of each level, and the landing page's sentences written from it alone.
 
-Each level has one decision rule (:data:`RULES`), stated once and read by the landing page, the findings and
-the tables alike:
+Each level has one decision rule (:func:`rules`), stated once here and on the landing page; the findings and the
+tables apply the same adjusted p-values and intervals:
 
 - an iEAT, a BTS, a change of d or of a similarity is *significant* when its p, adjusted within its table
   (the run's ``report.p_adjust``), is below ``analysis.ieat.alpha``; a finetuned network's iEAT is read per
@@ -242,8 +242,9 @@ def results_model(
     """The results model of a run from its summary tables (``{summary name: frame}``; ``ieat`` and ``bts``
     required), the run's ``facts`` (``models``, ``analysis_sets``, ``seeds`` and ``scratch_seeds`` {finetuning
     dataset: seeds}, ``finetune`` (epochs, lr, optimizer), ``planted`` {dataset: {object: P(person_a)}},
-    ``statistics`` {"ieat": ..., "bts": ...}, ``config_hash``; workflow.rules.report.HtmlReportSettings), its iEAT ``tests`` ({analysis set: tests}), its
-    significance rule and its training runs' convergence (``runs``: {label: convergence record})."""
+    ``statistics`` {"ieat": ..., "bts": ...}, ``config_hash``: biastransfer.workflow.rules.report.run_facts),
+    its iEAT ``tests`` ({analysis set: tests}), its significance rule and its training runs' convergence
+    (``runs``: {label: convergence record})."""
     rule = Significance(alpha, adjust)
     roles = {(a, t["name"]): t.get("role", "exploratory") for a, specs in tests.items() for t in specs}
     ieats = ieat_records(tables["ieat"], tables.get("ieat_scratch"), roles, rule)
@@ -324,17 +325,24 @@ def _named(parts: Sequence[str], of: str) -> str:
     return "; ".join(parts[:NAMED]) + (f"; and {more} more {of} (the table below)" if more > 0 else "")
 
 
-def _planted_words(planted: Mapping[str, Mapping[str, float]], datasets: Sequence[str]) -> str:
-    parts = []
-    for dataset, objects in planted.items():
-        said = ", ".join(
+def _planted_words(planted: Mapping[str, Mapping[str, float]], finetuning: Sequence[str]) -> str:
+    """What the synthetic data planted: each pretraining dataset's co-occurrences, and whether each synthetic
+    finetuning dataset has any ("" when no pretraining dataset planted one)."""
+
+    def put(objects: Mapping[str, float]) -> str:
+        return ", ".join(
             f"{obj} beside {'person_a' if p >= 0.5 else 'person_b'} in {max(p, 1 - p):.0%} of its scenes with a person"
             for obj, p in objects.items()
         )
-        parts.append(f"{dataset} put {said}")
-    return (
-        f"Planted: the pretraining data {'; '.join(parts)}; the finetuning data ({', '.join(datasets)}) has no "
-        "such co-occurrence."
+
+    pretraining = [f"{d} put {put(o)}" for d, o in planted.items() if d not in finetuning and o]
+    if not pretraining:
+        return ""
+    targets = [
+        f"{d} put {put(o)}" if o else f"{d} has no such co-occurrence" for d, o in planted.items() if d in finetuning
+    ]
+    return f"Planted: the pretraining data {'; '.join(pretraining)}" + (
+        f"; the finetuning data: {'; '.join(targets)}." if targets else "."
     )
 
 
@@ -351,8 +359,8 @@ def summary_sentences(model: Mapping) -> list[str]:
         f"{finetuning_phrase(run['seeds'])}; {len(tests)} iEAT test{'s' if len(tests) != 1 else ''}: "
         f"{_named(said, 'tests')}."
     )
-    planted = _planted_words(run["planted"], list(run["seeds"])) + " " if run["planted"] else ""
-    sentences = [planted + tested]
+    planted = _planted_words(run["planted"], list(run["seeds"]))
+    sentences = [f"{planted} {tested}" if planted else tested]
     pretrained = sorted(
         (r for r in ieats if r["network"] == "pretrained"),
         key=lambda r: (r["role"] == "exploratory", r["verdict"] != "significant"),
@@ -403,11 +411,7 @@ def summary_sentences(model: Mapping) -> list[str]:
         )
     predictions = [p for p in model["predictions"] if p["network"] == "finetuned"]
     if predictions:
-        named = [
-            f"{p['model']} finetuned on {p['dataset']} {PREDICTION_PHRASES[p['verdict']]} {p['test']} (contrast {p['estimate']:+.3f} "
-            f"[{p['ci_low']:.3f}, {p['ci_high']:.3f}], {p['n_seeds']} seeds pooled)"
-            for p in predictions
-        ]
+        named = [f"{p['model']} finetuned on {p['dataset']} {_acts(p)}" for p in predictions]
         sentences.append(f"In the predictions (the primary measure of each pair): {_named(named, 'pairs')}.")
     return sentences
 
@@ -419,6 +423,15 @@ PREDICTION_PHRASES = {
     "neither": "neither amplifies nor reduces",
     "not estimable": "cannot be judged on",
 }
+
+
+def _acts(p: Mapping) -> str:
+    """A network family's primary prediction verdict on one pair, with its contrast and what it pools."""
+    seeds = f"{p['n_seeds']} seeds pooled" if p["seeds"] == "pooled" else f"seed {p['seeds']}"
+    if p["estimate"] is None or p["ci_low"] is None:
+        return f"{PREDICTION_PHRASES[p['verdict']]} {p['test']} ({seeds})"
+    numbers = f"contrast {p['estimate']:+.3f} [{p['ci_low']:.3f}, {p['ci_high']:.3f}]"
+    return f"{PREDICTION_PHRASES[p['verdict']]} {p['test']} ({numbers}, {seeds})"
 
 
 def _shares(scratch: Mapping, finetuned: Sequence[tuple[tuple, list[Mapping]]]) -> bool:

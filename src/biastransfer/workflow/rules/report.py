@@ -118,10 +118,10 @@ def run_facts(plan) -> dict:
     config = plan.config
     datasets, analysis, finetune = config.get("datasets", {}), config["analysis"], config["finetune"]
     pretraining = {m.get("pretrain", {}).get("dataset") for m in config["models"].values()} - {None}
-    planted = {
-        d: dict(datasets[d]["cooccurrence"])
-        for d in sorted(pretraining)
-        if datasets.get(d, {}).get("kind") == "synthetic" and datasets[d].get("cooccurrence")
+    planted = {  # every synthetic dataset the networks learn from, with its co-occurrences (none: {})
+        d: dict(datasets[d].get("cooccurrence", {}))
+        for d in sorted(pretraining | set(finetune["datasets"]))
+        if datasets.get(d, {}).get("kind") == "synthetic"
     }
     return {
         "models": list(config["models"]),
