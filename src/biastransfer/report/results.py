@@ -479,10 +479,11 @@ def cannot_tell(model: Mapping) -> list[str]:
         and abs(r["d"]) < r["detectable_d"]
     ]
     if small:
+        low, high = (f"{f(r['detectable_d'] for r in small):.2f}" for f in (min, max))
         lines.append(
             f"{len(small)} of {len(model['ieat'])} iEATs are not significant with |d| below the smallest d their "
-            f"sets detect with 80% power ({min(r['detectable_d'] for r in small):.2f} to "
-            f"{max(r['detectable_d'] for r in small):.2f}): absence of evidence, not evidence of absence."
+            f"sets detect with 80% power ({low if low == high else f'{low} to {high}'}): absence of evidence, not "
+            "evidence of absence."
         )
     return lines
 
