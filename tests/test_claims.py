@@ -392,6 +392,10 @@ def test_the_figure_joins_each_model_across_the_datasets_of_a_paired_claim():
     assert not [
         line for line in grouped.lines if len(line.get_xdata()) == 2 and line.get_xdata()[0] < 0.5 < line.get_xdata()[1]
     ]
+    # a pooled BTS outside its seeds' range (similarities averaged before the correlation) is drawn, not refused
+    outside = values.assign(value=values["value_max"] + 0.05)
+    ranges = claims_figure(outside, table).axes[0].collections[0].get_segments()
+    assert [tuple(seg[:, 1].round(2)) for seg in ranges] == [(0.1, 0.3), (0.4, 0.6), (0.8, 1.0)]
 
 
 def test_the_findings_word_every_claim_with_its_interval_and_floor():

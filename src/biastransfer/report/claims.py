@@ -104,18 +104,10 @@ def claims_figure(values: pd.DataFrame, table: pd.DataFrame):
             for i, side in enumerate(("x", "y")):
                 part = of_claim[of_claim["side"] == side]
                 x = i + part["model"].map(offset).to_numpy(dtype=float)
-                err = [part["value"] - part["value_min"], part["value_max"] - part["value"]]
-                ax.errorbar(
-                    x,
-                    part["value"],
-                    yerr=err,
-                    fmt="o",
-                    ms=3,
-                    color=STAGE_COLOURS[(i + 1) % len(STAGE_COLOURS)],
-                    elinewidth=0.7,
-                    capsize=1.5,
-                    zorder=3,
-                )
+                colour = STAGE_COLOURS[(i + 1) % len(STAGE_COLOURS)]
+                # the seeds' range as its own line: a pooled BTS (similarities averaged first) may lie outside it
+                ax.vlines(x, part["value_min"], part["value_max"], color=colour, linewidth=0.7, zorder=3)
+                ax.plot(x, part["value"], "o", ms=3, color=colour, zorder=3)
                 ax.hlines(part["value"].mean(), i - 0.3, i + 0.3, color="black", linewidth=1.2, zorder=4)
                 sides[side] = dict(zip(part["model"], zip(x, part["value"])))
             if row["kind"] == "paired":
