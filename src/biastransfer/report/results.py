@@ -319,10 +319,10 @@ def _test_words(r: Mapping, sets: int) -> str:
 NAMED = 3
 
 
-def _named(parts: Sequence[str], of: str) -> str:
-    """Up to :data:`NAMED` parts, then how many more ``of`` there are."""
+def _named(parts: Sequence[str], of: str, where: str = "the table below") -> str:
+    """Up to :data:`NAMED` parts, then how many more ``of`` there are, and ``where`` they are."""
     more = len(parts) - NAMED
-    return "; ".join(parts[:NAMED]) + (f"; and {more} more {of} (the table below)" if more > 0 else "")
+    return "; ".join(parts[:NAMED]) + (f"; and {more} more {of} ({where})" if more > 0 else "")
 
 
 def _planted_words(planted: Mapping[str, Mapping[str, float]], finetuning: Sequence[str]) -> str:
@@ -466,8 +466,8 @@ def cannot_tell(model: Mapping) -> list[str]:
     stalled = [c["run"] for c in model["convergence"] if not c["converged"]]
     if stalled:
         lines.append(
-            f"{len(stalled)} of {len(model['convergence'])} training runs had not converged ({', '.join(stalled)}): "
-            "a high BTS may only mean light finetuning."
+            f"{len(stalled)} of {len(model['convergence'])} training runs had not converged "
+            f"({_named(stalled, 'runs', 'the findings')}): a high BTS may only mean light finetuning."
         )
     elif model["convergence"]:
         lines.append(f"Every one of the {len(model['convergence'])} training runs converged.")
