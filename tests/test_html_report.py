@@ -508,3 +508,15 @@ def test_an_iEAT_whose_d_is_not_estimable_is_said_in_words_on_every_page(tmp_pat
     for page in index.parent.glob("*.html"):
         text = re.sub(r"<[^>]+>", " ", page.read_text())
         assert not re.search(r"\bnan\b", text, flags=re.IGNORECASE), page.name
+
+
+def test_the_landing_page_shows_the_forest_plot_of_a_small_run_and_links_that_of_a_large_one():
+    from biastransfer.report.site import FOREST_ROWS, _forest
+
+    forest = {"kind": "figure", "title": "Effect sizes", "files": {"png": "files/figures/ieat_forest.png"}}
+    other = {"kind": "figure", "title": "Heat map", "files": {"png": "files/figures/ieat_heatmap.png"}}
+    small = _forest([other, forest], FOREST_ROWS)
+    assert small.startswith('<figure id="forest">') and '<img src="files/figures/ieat_forest.png"' in small
+    large = _forest([other, forest], FOREST_ROWS + 1)
+    assert "<img" not in large and '<a href="files/figures/ieat_forest.png">forest plot</a>' in large
+    assert _forest([other], 3) == ""

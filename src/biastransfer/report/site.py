@@ -243,17 +243,30 @@ def cite_block(citation: Mapping) -> str:
 FOREST_FIGURE = "ieat_forest"
 
 
-def _forest(items: Sequence[Mapping]) -> str:
-    """The forest plot (every iEAT's d with its interval, per network), linked to its full-size file."""
+#: The most networks x tests the landing page shows the forest plot of; a larger run links it instead.
+FOREST_ROWS = 40
+
+
+def _forest(items: Sequence[Mapping], rows: int) -> str:
+    """The forest plot (every iEAT's d with its interval, per network) of ``rows`` rows, linked to its full-size
+    file; beyond :data:`FOREST_ROWS` rows (the paper's run has hundreds) only a link, so that the sentences come
+    first."""
     for item in items:
         png = item["files"].get("png", "") if item["kind"] == "figure" else ""
-        if Path(png).stem == FOREST_FIGURE:
+        if Path(png).stem != FOREST_FIGURE:
+            continue
+        if rows > FOREST_ROWS:
             return (
-                f'<figure id="forest"><a href="{esc(png)}"><img src="{esc(png)}" alt="{esc(item["title"])}"></a>'
-                f"<figcaption>{esc(item['title'])}: every iEAT's d with its 95% bootstrap interval, per network "
-                "(pretrained, each finetuned seed, the network trained from scratch); the caption is on the <a "
-                'href="figures.html">figures</a> page.</figcaption></figure>'
+                f'<p id="forest">Every iEAT\'s d with its interval, per network ({rows} rows): the '
+                f'<a href="{esc(png)}">forest plot</a> (its caption on the <a href="figures.html">figures</a> '
+                "page).</p>"
             )
+        return (
+            f'<figure id="forest"><a href="{esc(png)}"><img src="{esc(png)}" alt="{esc(item["title"])}"></a>'
+            f"<figcaption>{esc(item['title'])}: every iEAT's d with its 95% bootstrap interval, per network "
+            "(pretrained, each finetuned seed, the network trained from scratch); the caption is on the <a "
+            'href="figures.html">figures</a> page.</figcaption></figure>'
+        )
     return ""
 
 
@@ -264,7 +277,7 @@ def _in_short(model: Mapping, items: Sequence[Mapping]) -> str:
     limits = "".join(f"<li>{esc(s)}</li>" for s in model["cannot_tell"])
     rules = "".join(f"<dt>{esc(level)}</dt><dd>{esc(text)}</dd>" for level, text in model["rules"].items())
     return (
-        f'<section class="summary" id="in-short"><h2>In short</h2>{_forest(items)}'
+        f'<section class="summary" id="in-short"><h2>In short</h2>{_forest(items, len(model["ieat"]))}'
         + link_terms(
             sentences
             + (f"<h3>What this run cannot tell</h3><ul>{limits}</ul>" if limits else "")
