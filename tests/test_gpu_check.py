@@ -19,6 +19,7 @@ def gpu_check():
     return module
 
 
+@pytest.mark.slow  # runs the benchmark script's measurements end to end, an input-pipeline subprocess included
 def test_the_measurements_run_on_cpu_and_write_one_json_and_one_log(tmp_path):
     assert gpu_check().main([str(tmp_path), "--cpu", "--skip", "tests", "workflow"]) == 0
     report = json.loads((tmp_path / "gpu_check.json").read_text())
