@@ -55,6 +55,7 @@ CONFIG = {
         "defaults": {"epochs": 25, "lr": 0.001, "optimizer": "sgd"},
     },
     "report": {"p_adjust": "holm", "control_class": "random"},
+    "datasets": {},  # real data: nothing planted
     "analysis": {
         "ieat": {
             "alpha": 0.05,
@@ -401,8 +402,21 @@ D_WITH_INTERVAL = re.compile(rf"(?<!delta )\bd (?:= )?({NUMBER}),? (?:\d+% CI )?
 
 
 def page_text(page: Path) -> str:
-    """A page's text, tags dropped (an inline tag without a space), whitespace collapsed."""
-    return " ".join(html.unescape(re.sub(r"<[^>]+>", "", page.read_text())).split())
+    """A page's text, tags dropped (an inline one, such as a glossary link, without a space), whitespace
+    collapsed."""
+    return html_text(page.read_text())
+
+
+def html_text(markup: str) -> str:
+    """:func:`page_text` of a piece of HTML."""
+    text = re.sub(r"</?(?:a|code|em|span|strong)\b[^>]*>", "", markup)
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", text)).split())
+
+
+def landing_sentences(index: Path) -> str:
+    """The text of the landing page's "In short" section after its forest plot."""
+    section = index.read_text().split('id="in-short"', 1)[1].split("</section>", 1)[0]
+    return html_text(section.split("</figure>")[-1])
 
 
 def agrees(printed: str, value: float | None) -> bool:

@@ -123,6 +123,7 @@ def test_the_methods_paragraph_reads_the_runs_settings_and_gives_bibtex():
         },
         "report": {"p_adjust": "bh"},
         "models": {"m": {}},
+        "datasets": {},
     }
     facts = run_facts(Plan(config, ROOT))  # what the html_report rule passes to the results model, which records it
     model = {"run": {**facts, "config_hash": "h"}, "settings": {"alpha": 0.01, "adjust": "bh", **facts["statistics"]}}

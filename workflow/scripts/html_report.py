@@ -29,12 +29,11 @@ import yaml
 from biastransfer.atomic import write_text
 from biastransfer.provenance import run_record
 from biastransfer.report.findings.networks import convergence, training_runs
-from biastransfer.report.formatting import read_summary, require_columns
+from biastransfer.report.formatting import read_summary
 from biastransfer.report.headline import finetuning_phrase
 from biastransfer.report.html import PAGES
 from biastransfer.report.results import dumps, results_model, validate
 from biastransfer.report.site import write_site, zip_site
-from biastransfer.report.tables import IEAT_COLUMNS
 from biastransfer.scripting import run
 from biastransfer.workflow.config import seeds_per_dataset
 from biastransfer.workflow.rules.report import HtmlReportSettings
@@ -110,7 +109,6 @@ def main(
     items = [json.loads(item) if isinstance(item, str) else item for item in shown]
     paths = summary_paths(summaries)
     tables = {name: read_summary(path, ()) for name, path in paths.items() if name != "provenance"}
-    require_columns(tables["ieat"], IEAT_COLUMNS, where="iEAT summary")
     runs = {label: convergence(curve) for label, curve in training_runs(curves or [], scratch or []).items()}
     model = results_model(
         tables, facts=settings.facts, tests=settings.tests, alpha=settings.alpha, adjust=settings.adjust, runs=runs

@@ -32,10 +32,14 @@ from biastransfer.report.formatting import (
     ADJUSTMENT_NAMES,
     OPPOSITE_EFFECT,
     Significance,
+    adjusted_floor,
     opposite_direction,
-    p_cell,
+    p_text,
+    require_columns,
 )
 from biastransfer.report.headline import finetuning_phrase, headline_table
+from biastransfer.report.tables import IEAT_COLUMNS
+from biastransfer.stages import stage_kind
 
 SCHEMA_FILE = Path(__file__).with_name("results.schema.json")
 SCHEMA_VERSION = 1
@@ -85,10 +89,6 @@ def _records(frame: pd.DataFrame | None) -> list[dict]:
     return json.loads(clean.to_json(orient="records"))
 
 
-def _network(stage: str) -> str:
-    return "pretrained" if stage == "pretrained" else "scratch" if stage.startswith("scratch-") else "finetuned"
-
-
 def ieat_records(
     ieat: pd.DataFrame,
     scratch: pd.DataFrame | None,
@@ -112,7 +112,7 @@ def ieat_records(
                     "B": r.B,
                     "alternative": r.alternative,
                     "model": r.model,
-                    "network": _network(r.stage),
+                    "network": stage_kind(r.stage),
                     "finetune_dataset": r.finetune_dataset or None,
                     "seed": None if r.seed in ("", None) else int(float(r.seed)),
                     "d": _number(r.effect_size),
@@ -246,6 +246,7 @@ def results_model(
     its iEAT ``tests`` ({analysis set: tests}), its significance rule and its training runs' convergence
     (``runs``: {label: convergence record})."""
     rule = Significance(alpha, adjust)
+    require_columns(tables["ieat"], IEAT_COLUMNS, where="iEAT summary")
     roles = {(a, t["name"]): t.get("role", "exploratory") for a, specs in tests.items() for t in specs}
     ieats = ieat_records(tables["ieat"], tables.get("ieat_scratch"), roles, rule)
     verdicts = headline_table(tables["ieat"], tables["bts"], tests, alpha, adjust)
@@ -292,15 +293,10 @@ def _d(r: Mapping) -> str:
 
 
 def _p(r: Mapping) -> str:
-    return f"adjusted p {_p_words(r['p_adjusted'], r['p'], r['p_floor'])}"
-
-
-def _p_words(p_adjusted: float | None, p: float | None, floor: float | None) -> str:
-    """An adjusted p in words, as a bound where the raw p is at its method's floor."""
-    if p_adjusted is None:
-        return "not available"
-    cell = p_cell(p_adjusted, p_adjusted if p is not None and floor and p <= floor * (1 + 1e-9) else None)
-    return cell if cell[0] in "≤<" else f"= {cell}"
+    """``adjusted p = 0.03``, or a bound where the raw p is at its method's floor (as the tables print it)."""
+    if r["p_adjusted"] is None or r["p"] is None:
+        return "adjusted p not available"
+    return f"adjusted {p_text(r['p_adjusted'], adjusted_floor(r['p'], r['p_floor'], r['p_adjusted']))}"
 
 
 def _pair(r: Mapping, sets: int, models: int) -> str:

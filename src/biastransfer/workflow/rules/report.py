@@ -63,15 +63,10 @@ class SignificanceSettings(Significance):
         return cls(**Significance.of(plan))
 
 
-@dataclass(frozen=True)
-class ForestSettings(Significance):
+class ForestSettings(SignificanceSettings):
     """The iEAT forest plot: its filled markers read the significance rule alone."""
 
     rule = "plot_forest"
-
-    @classmethod
-    def build(cls, plan) -> ForestSettings:
-        return cls(**Significance.of(plan))
 
 
 @dataclass(frozen=True)
@@ -116,7 +111,7 @@ def run_facts(plan) -> dict:
     per finetuning dataset, the finetuning recipe, the co-occurrences planted in the models' synthetic pretraining
     data ({dataset: {object: P(person_a)}}; none for real data), the statistics settings and the config's hash."""
     config = plan.config
-    datasets, analysis, finetune = config.get("datasets", {}), config["analysis"], config["finetune"]
+    datasets, analysis, finetune = config["datasets"], config["analysis"], config["finetune"]
     pretraining = {m.get("pretrain", {}).get("dataset") for m in config["models"].values()} - {None}
     planted = {  # every synthetic dataset the networks learn from, with its co-occurrences (none: {})
         d: dict(datasets[d].get("cooccurrence", {}))
