@@ -5,7 +5,6 @@ association (p < 0.01, effect size > 0.5) and the control pair does not. It read
 whole default workflow shared with test_workflow.py (a few minutes).
 """
 
-import html
 import json
 import re
 
@@ -231,8 +230,7 @@ def test_no_page_of_the_demo_gives_a_network_two_intervals_or_a_number_results_j
     validate(model)
     texts = {p.name: report_site.page_text(p) for p in (demo / "report").glob("*.html")}
     assert report_site.second_intervals(texts, model) == []
-    section = (demo / "report" / "index.html").read_text().split('id="in-short"', 1)[1].split("</section>", 1)[0]
-    sentences = " ".join(html.unescape(re.sub(r"<[^>]+>", "", section.split("</figure>")[-1])).split())
+    sentences = report_site.landing_sentences(demo / "report" / "index.html")
     assert report_site.unbacked_decimals(sentences, model) == []
     assert len(model["summary"]) <= 5 and model["predictions"] and model["convergence"]
 
@@ -241,7 +239,6 @@ def test_no_page_of_the_demo_gives_a_network_two_intervals_or_a_number_results_j
 def test_every_figure_prints_at_a_paper_width_with_vector_fonts(demo):
     """save_figure refuses a figure with text under 7 pt or wider than 7 in; here the demo's files show
     it: every PNG (300 dpi) at most 7 in wide, every PDF with TrueType fonts, no Type 3 bitmaps."""
-    import re
 
     from PIL import Image
 

@@ -12,25 +12,10 @@ from pathlib import Path
 import pytest
 import report_site
 
-NUMBER = r"-?\d+(?:\.\d+)?(?:e-?\d+)?"
-
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
     return report_site.build(tmp_path_factory.mktemp("consistency")).parent
-
-
-def text_of(page: Path) -> str:
-    """A page's text, tags dropped (an inline one, such as a glossary link, without a space), whitespace
-    collapsed."""
-    text = re.sub(r"</?(?:a|code|em|span|strong)\b[^>]*>", "", page.read_text())
-    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", text)).split())
-
-
-def agrees(printed: str, value: float) -> bool:
-    """Whether a number printed with its digits is ``value`` rounded to them."""
-    decimals = len(printed.split(".")[1].split("e")[0]) if "." in printed else 0
-    return abs(float(printed) - value) <= 0.5 * 10.0**-decimals + 1e-12
 
 
 def headline_rows(index: Path) -> list[dict[str, str]]:
@@ -42,12 +27,12 @@ def headline_rows(index: Path) -> list[dict[str, str]]:
 
 def interval(cell: str) -> tuple[str, str]:
     """The ends of an interval cell, ``[a, b]``."""
-    return re.fullmatch(rf"\[({NUMBER}), ({NUMBER})\]", cell).groups()
+    return re.fullmatch(rf"\[({report_site.NUMBER}), ({report_site.NUMBER})\]", cell).groups()
 
 
 def seeds_range(cell: str) -> tuple[str, str]:
     """The ends of a range cell, ``a to b`` (a range is never written as an interval)."""
-    return re.fullmatch(rf"({NUMBER}) to ({NUMBER})", cell).groups()
+    return re.fullmatch(rf"({report_site.NUMBER}) to ({report_site.NUMBER})", cell).groups()
 
 
 def test_the_landing_table_shows_each_verdict_of_results_json_with_its_numbers(site):
@@ -57,18 +42,22 @@ def test_the_landing_table_shows_each_verdict_of_results_json_with_its_numbers(s
     for v in verdicts:
         row = rows[(v["measure"], v["test"], v["model"], v["stage"])]
         assert row["verdict"] == v["verdict"], v
-        assert agrees(row["estimate"], v["estimate"]), (row["estimate"], v)
+        assert report_site.agrees(row["estimate"], v["estimate"]), (row["estimate"], v)
         if v["ci_low"] is not None:
-            assert all(map(agrees, interval(row["CI"]), (v["ci_low"], v["ci_high"]))), (row["CI"], v)
+            assert all(map(report_site.agrees, interval(row["CI"]), (v["ci_low"], v["ci_high"]))), (row["CI"], v)
         if v["ci_seeds_min"] is not None:  # a range over seeds, in its own column, never under "CI"
             assert row["CI"] == "–" and all(
-                map(agrees, seeds_range(row["range over seeds of the CIs"]), (v["ci_seeds_min"], v["ci_seeds_max"]))
+                map(
+                    report_site.agrees,
+                    seeds_range(row["range over seeds of the CIs"]),
+                    (v["ci_seeds_min"], v["ci_seeds_max"]),
+                )
             ), v
 
 
 def test_the_findings_give_each_iEAT_the_verdict_and_interval_of_results_json(site):
     verdicts = json.loads((site.parent / "results.json").read_text())["verdicts"]
-    findings = text_of(site / "findings.html")
+    findings = report_site.page_text(site / "findings.html")
     checked = 0
     for v in verdicts:
         if v["measure"] != "iEAT d":
@@ -77,14 +66,14 @@ def test_the_findings_give_each_iEAT_the_verdict_and_interval_of_results_json(si
         section = findings.split(f"{name} —", 1)[1].split(" — ", 1)[0]
         if v["stage"] == "pretrained":
             found = re.search(
-                rf"{re.escape(v['model'])} pretrained: ([a-z ]+) \(d = ({NUMBER}), 95% CI \[({NUMBER}), "
-                rf"({NUMBER})\]",
+                rf"{re.escape(v['model'])} pretrained: ([a-z ]+) \(d = ({report_site.NUMBER}), 95% CI \[({report_site.NUMBER}), "
+                rf"({report_site.NUMBER})\]",
                 section,
             )
             assert found, (name, v["model"])
             verdict, d, low, high = found.groups()
-            assert verdict.strip() == v["verdict"] and agrees(d, v["estimate"]), (found.group(0), v)
-            assert agrees(low, v["ci_low"]) and agrees(high, v["ci_high"]), (found.group(0), v)
+            assert verdict.strip() == v["verdict"] and report_site.agrees(d, v["estimate"]), (found.group(0), v)
+            assert report_site.agrees(low, v["ci_low"]) and report_site.agrees(high, v["ci_high"]), (found.group(0), v)
         else:
             stage = v["stage"].rsplit(", ", 1)[0]  # "finetuned on coco"
             assert f"{v['model']} {stage}: {v['verdict']}." in section, (name, v["model"], v["verdict"])
@@ -94,14 +83,13 @@ def test_the_findings_give_each_iEAT_the_verdict_and_interval_of_results_json(si
 
 def test_the_summary_sentences_are_the_ones_results_json_records(site):
     summary = json.loads((site.parent / "results.json").read_text())["summary"]
-    index = text_of(site / "index.html")
+    index = report_site.page_text(site / "index.html")
     assert summary and all(" ".join(sentence.split()) in index for sentence in summary)
 
 
 def test_every_decimal_of_the_landing_sentences_is_a_number_of_results_json(site):
     model = json.loads((site.parent / "results.json").read_text())
-    section = (site / "index.html").read_text().split('id="in-short"', 1)[1].split("</section>", 1)[0]
-    text = " ".join(html.unescape(re.sub(r"<[^>]+>", "", section.split("</figure>")[-1])).split())
+    text = report_site.landing_sentences(site / "index.html")
     assert text.count(".") > 10 and report_site.unbacked_decimals(text, model) == []
     # a number the model does not hold is caught
     assert report_site.unbacked_decimals("d = 9.87 [0.10, 0.20]", model) == ["9.87"]
