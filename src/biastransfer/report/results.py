@@ -29,7 +29,6 @@ from biastransfer.provenance import workflow_provenance
 from biastransfer.report.findings.amplification import verdict as interval_verdict
 from biastransfer.report.findings.claims import claims_sentence
 from biastransfer.report.formatting import (
-    ADJUSTMENT_NAMES,
     OPPOSITE_EFFECT,
     Significance,
     adjusted_floor,
@@ -37,7 +36,7 @@ from biastransfer.report.formatting import (
     p_text,
     require_columns,
 )
-from biastransfer.report.headline import finetuning_phrase, headline_table
+from biastransfer.report.headline import ADJUSTMENT_WORDS, finetuning_phrase, headline_table
 from biastransfer.report.tables import IEAT_COLUMNS
 from biastransfer.stages import stage_kind
 
@@ -53,7 +52,7 @@ VERDICT_WORDS = {
 
 def rules(alpha: float, adjust: str) -> dict[str, str]:
     """The decision rule of each level, in words (the model's ``rules``)."""
-    adjusted = f"its {ADJUSTMENT_NAMES[adjust].replace('--', '-')}-adjusted p < {alpha:g}"
+    adjusted = f"its {ADJUSTMENT_WORDS[adjust]}-adjusted p < {alpha:g}"
     return {
         "iEAT": (
             f"significant when {adjusted} (family: the iEATs of one analysis set, every model, stage and seed); "
