@@ -135,8 +135,13 @@ def _open_clip_model(arch: str, tag: str | None, image_size: int):
     quick = bool(tag and (open_clip.get_pretrained_cfg(arch, tag) or {}).get("quick_gelu"))
     native = model_cfg.get("vision_cfg", {}).get("image_size")
     size = None if image_size == native else image_size
-    return open_clip.create_model(
-        arch, pretrained=None, load_weights=False, force_quick_gelu=quick, force_image_size=size
+    return open_clip.create_model(  # on the default device: the meta device of a config check builds no tensors
+        arch,
+        pretrained=None,
+        load_weights=False,
+        force_quick_gelu=quick,
+        force_image_size=size,
+        device=torch.get_default_device(),
     )
 
 
