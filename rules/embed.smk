@@ -20,6 +20,8 @@ rule embed:
         "logs/embed/{analysis_set}/{model}.log",
     benchmark:
         "results/benchmarks/embed/{analysis_set}/{model}.tsv"
+    # first of the jobs that wait for the trained networks: most of the analyses and the report follow it
+    priority: 1
     group:
         EMBEDDING_GROUP
     conda:
