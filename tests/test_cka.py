@@ -1,0 +1,172 @@
+"""Linear CKA (Kornblith et al. 2019): known values, invariances, a brute-force HSIC, its bootstrap, bad input."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from biastransfer.stats.cka import CKAGrams, CKAResult, linear_cka, paired_cka
+
+
+def _hsic(K, L):
+    """HSIC up to its 1 / (n - 1)^2 factor, with the centring matrix H = I - 11^T / n written out."""
+    n = len(K)
+    H = np.eye(n) - np.ones((n, n)) / n
+    return np.trace(K @ H @ L @ H)
+
+
+def _brute_cka(x, y):
+    K, L = x @ x.T, y @ y.T
+    return _hsic(K, L) / math.sqrt(_hsic(K, K) * _hsic(L, L))
+
+
+def _pair(seed, n=30, dx=12, dy=9, noise=1.0):
+    """Two representations of the same n rows: y a noisy linear read-out of x."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, dx)) + 3.0  # off-centre on purpose: the CKA must centre
+    y = x @ rng.standard_normal((dx, dy)) + noise * rng.standard_normal((n, dy))
+    return x, y
+
+
+def _orthogonal(d, rng):
+    q, r = np.linalg.qr(rng.standard_normal((d, d)))
+    return q * np.sign(np.diag(r))
+
+
+seeds = st.integers(0, 2**32 - 1)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=seeds, n=st.integers(4, 40), dx=st.integers(1, 50), dy=st.integers(1, 50))
+def test_equals_brute_force_hsic_and_lies_in_unit_interval(seed, n, dx, dy):
+    rng = np.random.default_rng(seed)
+    x, y = rng.standard_normal((n, dx)), rng.standard_normal((n, dy))
+    r = linear_cka(x, y)
+    assert r.estimate == pytest.approx(_brute_cka(x, y), rel=1e-9, abs=1e-12)
+    assert 0 <= r.estimate <= 1
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=seeds, n=st.integers(3, 30), d=st.integers(1, 40))
+def test_identical_embeddings_give_one(seed, n, d):
+    x = np.random.default_rng(seed).standard_normal((n, d)) * 5 + 1
+    assert linear_cka(x, x).estimate == pytest.approx(1.0, abs=1e-12)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=seeds, scale_x=st.floats(1e-3, 1e3), scale_y=st.floats(1e-3, 1e3))
+def test_invariant_to_rotation_and_isotropic_scaling_of_either_side(seed, scale_x, scale_y):
+    x, y = _pair(seed)
+    rng = np.random.default_rng(seed + 1)
+    base = linear_cka(x, y).estimate
+    moved = linear_cka(scale_x * x @ _orthogonal(x.shape[1], rng), scale_y * y @ _orthogonal(y.shape[1], rng))
+    assert moved.estimate == pytest.approx(base, rel=1e-9)
+    # a shift of either side (centring) changes nothing either
+    assert linear_cka(x + 7.0, y - 2.0).estimate == pytest.approx(base, rel=1e-9)
+
+
+def test_not_invariant_to_a_general_invertible_linear_map():
+    x, y = _pair(0, noise=0.5)
+    stretch = np.diag([30.0] + [1.0] * (x.shape[1] - 1))  # invertible, not orthogonal times a scale
+    base, stretched = linear_cka(x, y).estimate, linear_cka(x @ stretch, y).estimate
+    assert np.linalg.matrix_rank(stretch) == x.shape[1]
+    assert abs(stretched - base) > 0.05
+
+
+def test_unrelated_embeddings_score_low_and_related_ones_high():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((200, 64))
+    unrelated = linear_cka(x, rng.standard_normal((200, 64))).estimate
+    related = linear_cka(x, x @ _orthogonal(64, rng) + 0.1 * rng.standard_normal((200, 64))).estimate
+    assert unrelated < 0.35 < 0.95 < related
+
+
+def test_gram_space_and_feature_space_agree_when_rows_outnumber_dims():
+    x, y = _pair(4, n=300, dx=5, dy=3)
+    assert linear_cka(x, y).estimate == pytest.approx(_brute_cka(x, y), rel=1e-9)
+
+
+def test_each_left_out_value_is_the_cka_without_that_image():
+    """The jackknife's values, in closed form from the Gram matrices, equal the CKA of the other n - 1 rows."""
+    x, y = _pair(5, n=25)
+    left_out = CKAGrams(x, {"y": y}).left_out()
+    assert left_out.shape == (1, 25)
+    explicit = [_brute_cka(np.delete(x, i, axis=0), np.delete(y, i, axis=0)) for i in range(25)]
+    np.testing.assert_allclose(left_out[0], explicit, rtol=1e-9)
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=seeds, noise=st.floats(0.1, 3.0))
+def test_interval_covers_the_estimate_and_stays_in_the_unit_interval(seed, noise):
+    x, y = _pair(seed, n=60, noise=noise)
+    r = linear_cka(x, y)
+    assert isinstance(r, CKAResult)
+    assert 0 <= r.ci_low <= r.estimate <= r.ci_high <= 1
+    assert (r.n, r.level, r.method) == (60, 0.95, "jackknife normal")
+    assert r.ci_high - r.ci_low > 0
+
+
+def test_jackknife_se_estimates_the_spread_over_samples_of_images():
+    """Known answer: the SD of the CKA over independent samples of 100 images from one population of paired
+    representations, which the one-sample jackknife SE must match (a bootstrap with replacement does not)."""
+    rng = np.random.default_rng(12)
+    mix = rng.standard_normal((48, 48)) / 7
+    scale = 1 / np.arange(1, 49) ** 0.4
+
+    def sample():
+        x = rng.standard_normal((100, 48)) * scale
+        return x, x @ mix + 0.6 * rng.standard_normal((100, 48)) * scale
+
+    results = [linear_cka(*sample()) for _ in range(150)]
+    spread = np.std([r.estimate for r in results], ddof=1)
+    assert np.median([r.se for r in results]) == pytest.approx(spread, rel=0.25)
+
+
+def test_identical_embeddings_have_the_interval_one_to_one():
+    x = np.random.default_rng(0).standard_normal((20, 6))
+    r = linear_cka(x, x)
+    assert (r.ci_low, r.ci_high, r.se) == pytest.approx((1.0, 1.0, 0.0), abs=1e-9)
+
+
+def test_interval_narrows_with_more_images():
+    small, large = linear_cka(*_pair(6, n=40)), linear_cka(*_pair(6, n=400))
+    assert large.ci_high - large.ci_low < small.ci_high - small.ci_low
+
+
+def test_paired_cka_leaves_out_the_same_image_everywhere_and_averages_the_networks():
+    x, y1 = _pair(7, n=50)
+    y2 = _pair(8, n=50)[1]
+    results, mean = paired_cka(x, {"a": y1, "b": y2})
+    for name, y in (("a", y1), ("b", y2)):
+        assert results[name] == linear_cka(x, y)
+    assert mean.estimate == pytest.approx((results["a"].estimate + results["b"].estimate) / 2)
+    assert mean.ci_low <= mean.estimate <= mean.ci_high
+    grams = CKAGrams(x, {"a": y1, "b": y2})
+    paired = grams.left_out().mean(axis=0)
+    assert mean.se == pytest.approx(np.sqrt(49 / 50 * np.sum((paired - paired.mean()) ** 2)))
+
+
+@pytest.mark.parametrize(
+    ("x", "y", "message"),
+    [
+        (np.arange(15.0).reshape(5, 3) ** 2, np.eye(4), "y must embed the same images as x: x has 5 rows, y has 4"),
+        (np.zeros(5), np.ones((5, 2)), "x must be 2-D"),
+        (np.ones((2, 3)), np.ones((2, 3)), "at least 3 images"),
+        (np.array([[1.0, 0], [0, 1], [np.inf, 2]]), np.eye(3), "x contains NaN or inf"),
+        (np.ones((4, 3)), np.eye(4), "x does not vary over the rows"),
+        (np.array([["a"], ["b"], ["c"]]), np.eye(3), "x must hold numbers"),
+    ],
+)
+def test_bad_input_is_named(x, y, message):
+    with pytest.raises(ValueError, match=message):
+        linear_cka(x, y)
+
+
+def test_bad_level_and_no_network_are_named():
+    x, y = _pair(10)
+    with pytest.raises(ValueError, match="level"):
+        linear_cka(x, y, level=1.5)
+    with pytest.raises(ValueError, match="no other network"):
+        paired_cka(x, {})
