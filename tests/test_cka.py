@@ -7,7 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from biastransfer.embeddings import EmbeddingTable
 from biastransfer.stats.cka import CKAGrams, CKAResult, linear_cka, paired_cka
+from biastransfer.stats.results import cka_table
 
 
 def _hsic(K, L):
@@ -170,3 +172,37 @@ def test_bad_level_and_no_network_are_named():
         linear_cka(x, y, level=1.5)
     with pytest.raises(ValueError, match="no other network"):
         paired_cka(x, {})
+
+
+def _table(ids, embeddings):
+    return EmbeddingTable(np.asarray(ids), np.asarray(["c"] * len(ids)), np.asarray(embeddings))
+
+
+def test_cka_table_pools_each_family_and_aligns_images_by_id():
+    x, y0 = _pair(20, n=40)
+    y1, s0 = _pair(21, n=40)[1], _pair(22, n=40)[1]
+    ids = [f"img{i}" for i in range(40)]
+    order = np.random.default_rng(0).permutation(40)
+    networks = {
+        "ft-d-seed0": _table(ids, y0),
+        "ft-d-seed1": _table(np.asarray(ids)[order], y1[order]),  # the same images, in another order
+        "scratch-d-seed0": _table(ids, s0),
+    }
+    table = cka_table(_table(ids, x), networks, ci_level=0.9)
+    assert table["stage"].tolist() == ["ft-d-seed0", "ft-d-seed1", "ft-d", "scratch-d-seed0", "scratch-d"]
+    assert table["seed"].tolist() == [0, 1, "pooled", 0, "pooled"]
+    assert table["network"].tolist() == ["finetuned"] * 3 + ["scratch"] * 2
+    by_stage = table.set_index("stage")
+    assert by_stage.loc["ft-d-seed1", "cka"] == pytest.approx(linear_cka(x, y1).estimate)
+    assert by_stage.loc["ft-d", "cka"] == pytest.approx((linear_cka(x, y0).estimate + linear_cka(x, y1).estimate) / 2)
+    assert (table["ci_level"] == 0.9).all() and (table["n_images"] == 40).all()
+    assert (table["dims"] == 9).all() and (table["dims_pretrained"] == 12).all()
+
+
+def test_cka_table_names_a_network_with_other_images_or_a_pretrained_stage():
+    x, y = _pair(23, n=10)
+    ids = [f"img{i}" for i in range(10)]
+    with pytest.raises(ValueError, match=r"ft-d-seed0 does not embed the pretrained network's images: missing \['img9'\]"):
+        cka_table(_table(ids, x), {"ft-d-seed0": _table([*ids[:9], "other"], y)})
+    with pytest.raises(ValueError, match="neither finetuned nor scratch"):
+        cka_table(_table(ids, x), {"pretrained": _table(ids, y)})

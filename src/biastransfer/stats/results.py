@@ -1,4 +1,4 @@
-"""Result tables from embeddings: similarities, Bias Transfer Scores and iEATs (docs/formats.md).
+"""Result tables from embeddings: similarities, Bias Transfer Scores, iEATs and linear CKA (docs/formats.md).
 
 These functions turn the statistics of ``similarity``, ``bts`` and ``ieat`` into the workflow's CSV
 rows; the workflow's scripts and the ``biastransfer`` command line both call them.
@@ -17,6 +17,7 @@ from biastransfer.stages import parse_stage, stage_kind
 from biastransfer.stats._validation import ieat_role_problems
 from biastransfer.stats.bootstrap import BOOTSTRAP
 from biastransfer.stats.bts import bias_transfer_score, retention_difference
+from biastransfer.stats.cka import paired_cka
 from biastransfer.stats.ieat import ieat
 from biastransfer.stats.multitest import adjust_pvalues
 from biastransfer.stats.resampled_similarity import SimilarityReplicates, rank_correlation_ci
@@ -202,6 +203,72 @@ def scratch_columns(
             **pd.DataFrame(retention, index=vs_finetuned.index),
         }
     )
+
+
+CKA_COLUMNS = (
+    "stage",
+    "network",
+    "finetune_dataset",
+    "seed",
+    "cka",
+    "ci_low",
+    "ci_high",
+    "se",
+    "ci_level",
+    "method",
+    "n_images",
+    "dims",
+    "dims_pretrained",
+)
+
+
+def aligned_rows(reference: EmbeddingTable, other: EmbeddingTable, name: str) -> np.ndarray:
+    """``other``'s embeddings in the row order of ``reference``'s images; ValueError naming ``name`` when the two
+    do not embed the same images."""
+    position = {image: i for i, image in enumerate(other.image_ids.tolist())}
+    missing = [image for image in reference.image_ids.tolist() if image not in position]
+    if missing or len(position) != len(reference.image_ids):
+        extra = sorted(set(position) - set(reference.image_ids.tolist()))
+        raise ValueError(
+            f"{name} does not embed the pretrained network's images: missing {missing[:3]}, extra {extra[:3]}"
+        )
+    return other.embeddings[[position[image] for image in reference.image_ids.tolist()]]
+
+
+def cka_table(pretrained: EmbeddingTable, networks: Mapping[str, EmbeddingTable], *, ci_level: float = 0.95):
+    """Linear CKA between the pretrained embedding and each network's (``{stage: embeddings}`` of the same images,
+    finetuned or scratch), one row per stage, and per family (the seeds finetuned on, or trained from scratch on,
+    one dataset) a ``pooled`` row: the mean over its seeds, with the interval of the mean (the jackknife leaves
+    the same image out of every network; :func:`~biastransfer.stats.cka.paired_cka`)."""
+    families: dict[tuple, dict] = {}
+    for stage, table in networks.items():
+        kind, (dataset, seed) = stage_kind(stage), parse_stage(stage)
+        if kind not in ("finetuned", "scratch"):
+            raise ValueError(f"CKA against the pretrained network: stage {stage!r} is neither finetuned nor scratch")
+        families.setdefault((kind, dataset), {})[stage] = aligned_rows(pretrained, table, stage)
+    rows = []
+    for (kind, dataset), stages in families.items():
+        results, mean = paired_cka(pretrained.embeddings, stages, ci_level, name="pretrained")
+        for stage, r in [*results.items(), (f"{'ft' if kind == 'finetuned' else 'scratch'}-{dataset}", mean)]:
+            seed = parse_stage(stage)[1] if stage in results else "pooled"
+            rows.append(
+                {
+                    "stage": stage,
+                    "network": kind,
+                    "finetune_dataset": dataset,
+                    "seed": seed,
+                    "cka": r.estimate,
+                    "ci_low": r.ci_low,
+                    "ci_high": r.ci_high,
+                    "se": r.se,
+                    "ci_level": r.level,
+                    "method": r.method,
+                    "n_images": r.n,
+                    "dims": (stages[stage] if stage in stages else next(iter(stages.values()))).shape[1],
+                    "dims_pretrained": pretrained.embeddings.shape[1],
+                }
+            )
+    return pd.DataFrame(rows, columns=list(CKA_COLUMNS))
 
 
 def ieat_table(table: EmbeddingTable, tests: Sequence[Mapping], **options) -> pd.DataFrame:
