@@ -1,4 +1,5 @@
-# Statistics on embeddings: intra/inter-class similarities, Bias Transfer Scores and iEATs,
+# Statistics on embeddings: intra/inter-class similarities, Bias Transfer Scores (with the linear CKA of
+# each finetuned and scratch network against the pretrained one, in the same job) and iEATs,
 # then one summary table of each with multiple-comparison-adjusted p-values; the findings in words, the
 # provenance of every embedding and the filled config, each also a page of both reports.
 
@@ -47,8 +48,14 @@ rule bts:
         reference=reference_tables,
         pretrained_embeddings=path("embeddings", stage="pretrained"),
         finetuned_embeddings=finetuned_embeddings,
+        reference_embeddings=lambda wildcards: PLAN.embedding_files(
+            wildcards.analysis_set,
+            wildcards.model,
+            PLAN.scratch_stages_of(wildcards.dataset),
+        ),
     output:
         table=path("bts"),
+        cka=path("cka"),
     log:
         "logs/bts/{analysis_set}/{model}/ft-{dataset}.log",
     benchmark:
@@ -114,7 +121,7 @@ rule summarise:
     benchmark:
         "results/benchmarks/summarise/{summary}.tsv"
     wildcard_constraints:
-        summary="similarity|bts|ieat|ieat_scratch",
+        summary="similarity|bts|cka|ieat|ieat_scratch",
     localrule: True
     conda:
         "../envs/stats.yaml"
@@ -181,6 +188,7 @@ FINDINGS_SUMMARIES = (
     "ieat",
     "ieat_scratch",
     "bts",
+    "cka",
     "attribution",
     "ieat_change",
     "ieat_seeds",

@@ -1,4 +1,4 @@
-"""One summary table: the per-job similarity, BTS or iEAT tables concatenated, with Holm and BH p-values.
+"""One summary table: the per-job similarity, BTS, CKA or iEAT tables concatenated, with Holm and BH p-values.
 
 One family per report table: BTS p-values are adjusted within each (analysis set, finetune dataset,
 seed) across models and both kinds (the pooled rows are one BTS table); iEAT p-values within each
@@ -6,7 +6,8 @@ analysis set across models, stages and tests (one iEAT table); the scratch refer
 (ieat_scratch, shown beside the finetuned rows) within each analysis set as a family of their own, so
 that they leave the finetuning study's p-values as they are. Stars, findings and verdicts all read
 these adjusted p-values. The trajectory tables (one per analysis set, model and finetune dataset) are
-only concatenated: their p-values describe single epochs, not a reported family.
+only concatenated: their p-values describe single epochs, not a reported family; so are the CKA tables
+(intervals, no p-values).
 
 Standalone: python workflow/scripts/summarise.py --settings '{"summary": "bts"}' --tables b1.csv b2.csv ... --table B.csv
 """
@@ -21,7 +22,7 @@ from biastransfer.stats.results import add_adjusted_pvalues
 from biastransfer.workflow.rules.analysis import SummaryTable
 
 log = logging.getLogger(__name__)
-SUMMARIES = ("similarity", "bts", "ieat", "ieat_scratch", "trajectory", "layer_profile")
+SUMMARIES = ("similarity", "bts", "cka", "ieat", "ieat_scratch", "trajectory", "layer_profile")
 
 
 def main(settings: SummaryTable, tables: list, table: str) -> None:
