@@ -82,8 +82,8 @@ def _draw(ax, rows: pd.DataFrame, layers: list[str], datasets: list[str], styles
 
 
 def profile_figure(profile: pd.DataFrame, *, analysis_set: str, model: str) -> Figure:
-    """d of every iEAT test (one panel each) and the pooled BTS rho (last panel) against depth, one
-    line per stage, with bootstrap intervals."""
+    """d of every iEAT test (one panel each) and the pooled BTS rho and linear CKA (last panel, CKA dotted)
+    against depth, one line per stage, with their intervals."""
     require_columns(profile, PROFILE_REQUIRED, where="layer profile")
     rows = profile[(profile["analysis_set"] == analysis_set) & (profile["model"] == model)]
     if rows.empty:
@@ -103,11 +103,11 @@ def profile_figure(profile: pd.DataFrame, *, analysis_set: str, model: str) -> F
             role = ieat.loc[ieat["item"] == test, "role"].iloc[0] if "role" in ieat else ""
             ax.set_title(f"iEAT {test}" + (f"\n({role})" if isinstance(role, str) and role else ""))
             ax.set_ylabel("effect size d")
-        bts = rows[(rows["measure"] == "bts") & (rows["seed"].astype(str) == "pooled")]
+        pooled = rows[rows["measure"].isin(["bts", "cka"]) & (rows["seed"].astype(str) == "pooled")]
         ax = axes[len(tests)]
-        _draw(ax, bts, layers, datasets, styles={"intra": "-", "inter": "--"})
-        ax.set_title("BTS (seeds pooled)")
-        ax.set_ylabel("BTS rho (pre vs finetuned)")
+        _draw(ax, pooled, layers, datasets, styles={"intra": "-", "inter": "--", "linear": ":"})
+        ax.set_title("BTS and linear CKA (seeds pooled)")
+        ax.set_ylabel("rho or CKA (pre vs finetuned)")
         for extra in axes[panels:]:
             extra.axis("off")
         handles, labels = {}, {}
@@ -125,8 +125,8 @@ def _ieat_cell(g: pd.DataFrame) -> str:
 
 
 def layer_latex(profile: pd.DataFrame, analysis_set: str) -> str:
-    """A LaTeX document: per model and layer, each iEAT's d (pretrained; finetuned mean over seeds) and
-    the pooled BTS rho of each finetuning dataset, with intervals."""
+    """A LaTeX document: per model and layer, each iEAT's d (pretrained; finetuned mean over seeds), the
+    pooled BTS rho and the linear CKA against the pretrained layer of each finetuning dataset, with intervals."""
     require_columns(profile, PROFILE_REQUIRED, where="layer profile")
     rows = profile[profile["analysis_set"] == analysis_set]
     if rows.empty:
@@ -150,6 +150,13 @@ def layer_latex(profile: pd.DataFrame, analysis_set: str) -> str:
                     b = bts[(bts["item"] == kind) & (bts["finetune_dataset"].astype(str) == d)]
                     cells.append("--" if b.empty else estimate_cell(*b[["estimate", "ci_low", "ci_high"]].iloc[0], 2))
                 body.append([model_label(model), latex_escape(layer), f"BTS $\\rho$ {kind}", "--", *cells])
+            cka = at[(at["measure"] == "cka") & (at["seed"].astype(str) == "pooled")]
+            if not cka.empty:
+                cells = []
+                for d in datasets:
+                    c = cka[cka["finetune_dataset"].astype(str) == d]
+                    cells.append("--" if c.empty else estimate_cell(*c[["estimate", "ci_low", "ci_high"]].iloc[0], 2))
+                body.append([model_label(model), latex_escape(layer), "linear CKA", "--", *cells])
         body.append(None)
     lines = [
         "\\begin{tabular}{lll" + "r" * (1 + len(datasets)) + "}",
@@ -163,7 +170,9 @@ def layer_latex(profile: pd.DataFrame, analysis_set: str) -> str:
     caption = (
         f"Layer profile on {latex_escape(analysis_set)}: iEAT effect size $d$ per layer (pretrained; finetuned: mean over "
         "seeds, interval from the lowest to the highest bound of the seeds' bootstrap intervals) and the BTS "
-        "$\\rho$ between the pretrained and finetuned similarities (seeds pooled) with its bootstrap interval."
+        "$\\rho$ between the pretrained and finetuned similarities (seeds pooled) with its bootstrap interval; linear "
+        "CKA: how much of the pretrained embedding's linear structure the finetuned one keeps at that layer (1: all of "
+        "it up to a rotation and a scale; seeds averaged), with its jackknife interval over images."
     )
     return standalone_document("\n".join(lines) + "\n", caption, landscape=len(datasets) > 1)
 
