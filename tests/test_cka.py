@@ -180,7 +180,9 @@ def _table(ids, embeddings):
 
 def test_cka_table_pools_each_family_and_aligns_images_by_id():
     x, y0 = _pair(20, n=40)
-    y1, s0 = _pair(21, n=40)[1], _pair(22, n=40)[1]
+    rng = np.random.default_rng(21)
+    y1 = x @ rng.standard_normal((12, 9)) + rng.standard_normal((40, 9))  # another read-out of x
+    s0 = _pair(22, n=40)[1]  # a read-out of other images' x: unrelated to this x
     ids = [f"img{i}" for i in range(40)]
     order = np.random.default_rng(0).permutation(40)
     networks = {
@@ -197,6 +199,15 @@ def test_cka_table_pools_each_family_and_aligns_images_by_id():
     assert by_stage.loc["ft-d", "cka"] == pytest.approx((linear_cka(x, y0).estimate + linear_cka(x, y1).estimate) / 2)
     assert (table["ci_level"] == 0.9).all() and (table["n_images"] == 40).all()
     assert (table["dims"] == 9).all() and (table["dims_pretrained"] == 12).all()
+    # the finetuned networks read x, the scratch one does not: each finetuned row is above the scratch family's
+    scratch = by_stage.loc["scratch-d", "cka"]
+    assert by_stage.loc["ft-d", "scratch_difference"] == pytest.approx(by_stage.loc["ft-d", "cka"] - scratch)
+    assert (table["representation"].tolist()) == ["kept"] * 3 + ["", ""]
+    assert (table.loc[table["network"] == "finetuned", "scratch_difference_low"] > 0).all()
+    assert table.loc[table["network"] == "scratch", "scratch_difference"].isna().all()
+    # a "scratch" network that reads x as well as the finetuned ones do: the representation is not kept beyond it
+    same = cka_table(_table(ids, x), {"ft-d-seed0": _table(ids, y0), "scratch-d-seed0": _table(ids, y0)})
+    assert same.loc[0, "scratch_difference"] == 0 and same.loc[0, "representation"] == "replaced"
 
 
 def test_cka_table_names_a_network_with_other_images_or_a_pretrained_stage():

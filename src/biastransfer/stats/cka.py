@@ -119,13 +119,17 @@ def _ratio(kl, kk, ll):
     return float(out) if out.ndim == 0 else out
 
 
-def _result(estimate: float, left_out: np.ndarray, level: float) -> CKAResult:
-    """The jackknife interval of ``estimate`` from its n leave-one-out values."""
+def jackknife_interval(
+    estimate: float, left_out: np.ndarray, level: float, bounds: tuple[float, float] = (0.0, 1.0)
+) -> CKAResult:
+    """The delete-one jackknife interval ``estimate +- z se`` (clipped to ``bounds``: a CKA's [0, 1], or a difference
+    of two CKAs' [-1, 1]) from the n values of the statistic with each image left out (NaN where one is NaN)."""
     n = left_out.size
     finite = left_out[np.isfinite(left_out)]
     se = float(np.sqrt((n - 1) / n * np.sum((finite - finite.mean()) ** 2))) if finite.size == n else math.nan
     half = special.ndtri((1 + level) / 2) * se
-    return CKAResult(estimate, float(max(0.0, estimate - half)), float(min(1.0, estimate + half)), se, level, n)
+    low, high = float(max(bounds[0], estimate - half)), float(min(bounds[1], estimate + half))
+    return CKAResult(estimate, low, high, se, level, n)
 
 
 def paired_cka(
@@ -139,8 +143,8 @@ def paired_cka(
         raise ValueError("paired_cka: no other network to compare with the reference")
     grams = CKAGrams(reference, others, name)
     estimates, left_out = grams.estimates(), grams.left_out()
-    results = {other: _result(estimates[other], left_out[i], level) for i, other in enumerate(grams.names)}
-    return results, _result(float(np.mean(list(estimates.values()))), left_out.mean(axis=0), level)
+    results = {other: jackknife_interval(estimates[other], left_out[i], level) for i, other in enumerate(grams.names)}
+    return results, jackknife_interval(float(np.mean(list(estimates.values()))), left_out.mean(axis=0), level)
 
 
 def linear_cka(x, y, level: float = 0.95) -> CKAResult:

@@ -17,7 +17,7 @@ from biastransfer.stages import parse_stage, stage_kind
 from biastransfer.stats._validation import ieat_role_problems
 from biastransfer.stats.bootstrap import BOOTSTRAP
 from biastransfer.stats.bts import bias_transfer_score, retention_difference
-from biastransfer.stats.cka import paired_cka
+from biastransfer.stats.cka import CKAGrams, jackknife_interval
 from biastransfer.stats.ieat import ieat
 from biastransfer.stats.multitest import adjust_pvalues
 from biastransfer.stats.resampled_similarity import SimilarityReplicates, rank_correlation_ci
@@ -219,6 +219,10 @@ CKA_COLUMNS = (
     "n_images",
     "dims",
     "dims_pretrained",
+    "scratch_difference",
+    "scratch_difference_low",
+    "scratch_difference_high",
+    "representation",
 )
 
 
@@ -238,36 +242,60 @@ def aligned_rows(reference: EmbeddingTable, other: EmbeddingTable, name: str) ->
 def cka_table(pretrained: EmbeddingTable, networks: Mapping[str, EmbeddingTable], *, ci_level: float = 0.95):
     """Linear CKA between the pretrained embedding and each network's (``{stage: embeddings}`` of the same images,
     finetuned or scratch), one row per stage, and per family (the seeds finetuned on, or trained from scratch on,
-    one dataset) a ``pooled`` row: the mean over its seeds, with the interval of the mean (the jackknife leaves
-    the same image out of every network; :func:`~biastransfer.stats.cka.paired_cka`)."""
-    families: dict[tuple, dict] = {}
+    one dataset) a ``pooled`` row: the mean over its seeds. Every interval is the delete-one jackknife's, each
+    network leaving out the same image (:func:`~biastransfer.stats.cka.jackknife_interval`), so a finetuned row's
+    ``scratch_difference`` (its CKA minus the scratch family's of the same dataset, where there is one) has a paired
+    interval; ``representation`` reads it: ``kept`` when it lies above 0 (the finetuned network shares more of the
+    pretrained representation than one trained on the target data alone), else ``replaced``."""
+    aligned = {}
     for stage, table in networks.items():
-        kind, (dataset, seed) = stage_kind(stage), parse_stage(stage)
-        if kind not in ("finetuned", "scratch"):
+        if stage_kind(stage) not in ("finetuned", "scratch"):
             raise ValueError(f"CKA against the pretrained network: stage {stage!r} is neither finetuned nor scratch")
-        families.setdefault((kind, dataset), {})[stage] = aligned_rows(pretrained, table, stage)
+        aligned[stage] = aligned_rows(pretrained, table, stage)
+    grams = CKAGrams(pretrained.embeddings, aligned, "pretrained")
+    estimates, left_out = grams.estimates(), dict(zip(grams.names, grams.left_out()))
+    families: dict[tuple, list[str]] = {}
+    for stage in aligned:
+        families.setdefault((stage_kind(stage), parse_stage(stage)[0]), []).append(stage)
+    pooled = {
+        family: (float(np.mean([estimates[s] for s in stages])), np.mean([left_out[s] for s in stages], axis=0))
+        for family, stages in families.items()
+    }
     rows = []
     for (kind, dataset), stages in families.items():
-        results, mean = paired_cka(pretrained.embeddings, stages, ci_level, name="pretrained")
-        for stage, r in [*results.items(), (f"{'ft' if kind == 'finetuned' else 'scratch'}-{dataset}", mean)]:
-            seed = parse_stage(stage)[1] if stage in results else "pooled"
-            rows.append(
-                {
-                    "stage": stage,
-                    "network": kind,
-                    "finetune_dataset": dataset,
-                    "seed": seed,
-                    "cka": r.estimate,
-                    "ci_low": r.ci_low,
-                    "ci_high": r.ci_high,
-                    "se": r.se,
-                    "ci_level": r.level,
-                    "method": r.method,
-                    "n_images": r.n,
-                    "dims": (stages[stage] if stage in stages else next(iter(stages.values()))).shape[1],
-                    "dims_pretrained": pretrained.embeddings.shape[1],
-                }
-            )
+        name = f"{'ft' if kind == 'finetuned' else 'scratch'}-{dataset}"
+        values = [(s, parse_stage(s)[1], estimates[s], left_out[s]) for s in stages]
+        for stage, seed, estimate, out in [*values, (name, "pooled", *pooled[(kind, dataset)])]:
+            r = jackknife_interval(estimate, out, ci_level)
+            row = {
+                "stage": stage,
+                "network": kind,
+                "finetune_dataset": dataset,
+                "seed": seed,
+                "cka": r.estimate,
+                "ci_low": r.ci_low,
+                "ci_high": r.ci_high,
+                "se": r.se,
+                "ci_level": r.level,
+                "method": r.method,
+                "n_images": r.n,
+                "dims": aligned[stages[0] if seed == "pooled" else stage].shape[1],
+                "dims_pretrained": pretrained.embeddings.shape[1],
+                "scratch_difference": np.nan,
+                "scratch_difference_low": np.nan,
+                "scratch_difference_high": np.nan,
+                "representation": "",
+            }
+            if kind == "finetuned" and ("scratch", dataset) in pooled:
+                scratch, scratch_out = pooled[("scratch", dataset)]
+                d = jackknife_interval(estimate - scratch, out - scratch_out, ci_level, bounds=(-1.0, 1.0))
+                row.update(
+                    scratch_difference=d.estimate,
+                    scratch_difference_low=d.ci_low,
+                    scratch_difference_high=d.ci_high,
+                    representation="kept" if d.ci_low > 0 else "replaced",
+                )
+            rows.append(row)
     return pd.DataFrame(rows, columns=list(CKA_COLUMNS))
 
 
