@@ -1,13 +1,16 @@
-"""Linear CKA (Kornblith et al. 2019): known values, invariances, a brute-force HSIC, its bootstrap, bad input."""
+"""Linear CKA (Kornblith et al. 2019): known values, invariances, a brute-force HSIC, its jackknife interval, the
+per-network table, the findings' words and bad input."""
 
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from biastransfer.embeddings import EmbeddingTable
+from biastransfer.report.findings import describe_representation
 from biastransfer.stats.cka import CKAGrams, CKAResult, linear_cka, paired_cka
 from biastransfer.stats.results import cka_table
 
@@ -213,7 +216,43 @@ def test_cka_table_pools_each_family_and_aligns_images_by_id():
 def test_cka_table_names_a_network_with_other_images_or_a_pretrained_stage():
     x, y = _pair(23, n=10)
     ids = [f"img{i}" for i in range(10)]
-    with pytest.raises(ValueError, match=r"ft-d-seed0 does not embed the pretrained network's images: missing \['img9'\]"):
+    with pytest.raises(
+        ValueError, match=r"ft-d-seed0 does not embed the pretrained network's images: missing \['img9'\]"
+    ):
         cka_table(_table(ids, x), {"ft-d-seed0": _table([*ids[:9], "other"], y)})
     with pytest.raises(ValueError, match="neither finetuned nor scratch"):
         cka_table(_table(ids, x), {"pretrained": _table(ids, y)})
+
+
+def _summary(difference_low, scratch=True):
+    rows = [
+        dict(network="finetuned", seed=0, cka=0.9, ci_low=0.85, ci_high=0.95, representation=""),
+        dict(network="finetuned", seed="pooled", cka=0.9, ci_low=0.85, ci_high=0.95, representation=""),
+    ]
+    if scratch:
+        rows += [dict(network="scratch", seed="pooled", cka=0.7, ci_low=0.6, ci_high=0.8, representation="")]
+        rows[1].update(
+            scratch_difference=0.2,
+            scratch_difference_low=difference_low,
+            scratch_difference_high=0.3,
+            representation="kept" if difference_low > 0 else "replaced",
+        )
+    return pd.DataFrame(rows).assign(analysis_set="s", model="m", finetune_dataset="d")
+
+
+def test_the_findings_tell_a_kept_representation_from_a_replaced_one():
+    bts = pd.DataFrame(
+        {"analysis_set": "s", "model": "m", "finetune_dataset": "d", "seed": "pooled", "kind": ["intra", "inter"]}
+    ).assign(statistic=[0.93, 0.81])
+    kept = "\n".join(describe_representation(_summary(0.1), bts))
+    assert (
+        "- **m** on s, finetuned on d (1 seed averaged): the representation kept 0.90 [0.85, 0.95] of the pretrained "
+        "one's linear structure; the network trained from scratch shares 0.70 [0.60, 0.80], so finetuning kept the "
+        "representation (difference 0.20 [0.10, 0.30]). Beside it, the BTS (seeds pooled): intra rho = 0.93, "
+        "inter rho = 0.81." in kept
+    )
+    replaced = "\n".join(describe_representation(_summary(-0.1), bts))
+    assert "finetuning replaced the representation, and a BTS here shows what the target data give" in replaced
+    alone = "\n".join(describe_representation(_summary(0, scratch=False)))
+    assert "cannot tell a kept representation from what any network of the architecture shares" in alone
+    assert describe_representation(None) == [] and describe_representation(pd.DataFrame()) == []

@@ -1,5 +1,6 @@
 """Findings about the networks rather than one network's embeddings: whether training converged, how the
-BTS compares with the scratch reference, and what the between-network comparisons attribute."""
+BTS compares with the scratch reference, how much finetuning changed the representation (linear CKA), and what
+the between-network comparisons attribute."""
 
 from __future__ import annotations
 
@@ -123,6 +124,72 @@ def describe_reference(bts: pd.DataFrame) -> list[str]:
         "Each verdict follows the paired interval of rho(pretrained, finetuned) - rho(scratch, finetuned), the "
         "ranked classes or pairs resampled jointly for both; with a handful of them it is wide.",
     ]
+    return lines + [""]
+
+
+def _bts_words(bts: pd.DataFrame | None, analysis_set: str, model: str, dataset: str) -> str:
+    """``BTS intra rho = 0.93, inter rho = 0.88`` (seeds pooled), or "" without those rows."""
+    if bts is None or bts.empty:
+        return ""
+    rows = bts[
+        (bts["analysis_set"] == analysis_set)
+        & (bts["model"] == model)
+        & (bts["finetune_dataset"] == dataset)
+        & (bts["seed"].astype(str) == "pooled")
+    ]
+    return ", ".join(f"{r.kind} rho = {r.statistic:.2f}" for r in rows.itertuples())
+
+
+def describe_representation(cka: pd.DataFrame | None, bts: pd.DataFrame | None = None) -> list[str]:
+    """How much of the pretrained representation each finetuned network kept (its linear CKA, seeds averaged),
+    against what a network trained from scratch on the target data shares with it, beside the BTS: associations
+    kept in a kept representation, or a representation replaced."""
+    if cka is None or cka.empty:
+        return []
+    pooled = cka[(cka["seed"].astype(str) == "pooled") & (cka["network"] == "finetuned")]
+    if pooled.empty:
+        return []
+    lines = _title("How much did finetuning change the representation? (linear CKA)")
+    lines.append(
+        "Linear CKA (Kornblith et al., 2019) compares the pretrained and the finetuned embeddings of the same "
+        "analysis images: 1 when finetuning changed them by no more than a rotation and a scale, lower the more "
+        "of their linear structure changed (interval: the delete-one jackknife's over images). The BTS says "
+        "whether the ranking of the associations was kept; the CKA says whether the representation that carries "
+        "them was. A network trained from scratch on the target data gives its floor: what any network of the "
+        "architecture shares with the pretrained one without having been it.\n"
+    )
+    for r in pooled.itertuples():
+        single = cka[
+            (cka["analysis_set"] == r.analysis_set)
+            & (cka["model"] == r.model)
+            & (cka["finetune_dataset"] == r.finetune_dataset)
+        ]
+        seeds = int(((single["network"] == "finetuned") & (single["seed"].astype(str) != "pooled")).sum())
+        scratch = single[(single["network"] == "scratch") & (single["seed"].astype(str) == "pooled")]
+        kept = f"{r.cka:.2f} {interval(r.ci_low, r.ci_high)}"
+        text = (
+            f"- **{r.model}** on {r.analysis_set}, finetuned on {r.finetune_dataset} "
+            f"({seeds} seed{'s' if seeds != 1 else ''} averaged): the representation kept {kept} of the pretrained "
+            "one's linear structure"
+        )
+        if scratch.empty:
+            text += (
+                "; with no network trained from scratch to compare with (analysis.bts.reference: scratch), it cannot "
+                "tell a kept representation from what any network of the architecture shares with it"
+            )
+        else:
+            s = scratch.iloc[0]
+            difference = f"{r.scratch_difference:.2f} {interval(r.scratch_difference_low, r.scratch_difference_high)}"
+            text += f"; the network trained from scratch shares {s['cka']:.2f} {interval(s['ci_low'], s['ci_high'])}"
+            if r.representation == "kept":
+                text += f", so finetuning kept the representation (difference {difference})"
+            else:
+                text += (
+                    f", no less (difference {difference}): as far as linear CKA tells, finetuning replaced the "
+                    "representation, and a BTS here shows what the target data give rather than associations kept"
+                )
+        bts_words = _bts_words(bts, r.analysis_set, r.model, r.finetune_dataset)
+        lines.append(text + (f". Beside it, the BTS (seeds pooled): {bts_words}." if bts_words else "."))
     return lines + [""]
 
 
