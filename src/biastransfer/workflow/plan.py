@@ -392,6 +392,11 @@ class Plan:
         """The CKA tables (written by the BTS jobs) of every analysis set, model and finetuning dataset."""
         return [path("cka", analysis_set=a, model=m, dataset=d) for a, m in self.all_pairs() for d in self.finetune_datasets]
 
+    def attribution_link(self) -> list[str]:
+        """The link summary when a comparison across networks measures prediction contrasts (else none)."""
+        specs = self.config["analysis"]["attribution"]["comparisons"]
+        return self.summaries("link") if any(spec["measure"] == "contrast" for spec in specs) else []
+
     # ---- summaries and targets --------------------------------------------------------------------------
     @staticmethod
     def summary(name: str) -> str:

@@ -199,20 +199,37 @@ def _p(row) -> str:
     return f"p = {row.pvalue:.2g}"
 
 
+#: What a between-network comparison's value is, in words: {measure: (its name, its symbol)}.
+ATTRIBUTION_MEASURES = {
+    "d": ("its iEAT effect size d", "d"),
+    "contrast": (
+        "its prediction contrast (the prediction level's primary measure: the test's two objects' shifts towards "
+        "its first attribute, contrasted, seeds pooled), so that the comparison asks whether the training data make "
+        "networks amplify",
+        "contrast",
+    ),
+}
+
+
 def describe_attribution(table: pd.DataFrame | None) -> list[str]:
     """What each between-network comparison attributes to the training data, with its power."""
     if table is None or table.empty:
         return []
+    table = table if "measure" in table else table.assign(measure="d")
     lines = _title("Attribution across networks")
+    measures = list(dict.fromkeys(table["measure"]))
     lines.append(
-        "Each network contributes one value: its iEAT effect size d. Groups of networks that differ only in "
-        "their training data are compared by the difference of their mean d, with a permutation test over "
-        "networks (its null: the training data make no difference to d) and Welch's interval; p-values are "
-        "Holm-adjusted over the pairs of one comparison.\n"
+        "Each network contributes one value: "
+        + "; or ".join(ATTRIBUTION_MEASURES[m][0] for m in measures)
+        + ". Groups of networks that differ only in their training data are compared by the difference of their "
+        "means, with a permutation test over networks (its null: the training data make no difference to the "
+        "value) and Welch's interval; p-values are Holm-adjusted over the pairs of one comparison.\n"
     )
-    for (name, test, stage), rows in table.groupby(["name", "test", "stage"], sort=False):
-        first = rows.iloc[0]
-        lines.append(f"**{name}** ({test}, {stage} networks; {first['alternative']}, alpha = {first['alpha']:g}):\n")
+    for (name, test, stage, measure), rows in table.groupby(["name", "test", "stage", "measure"], sort=False):
+        first, symbol = rows.iloc[0], ATTRIBUTION_MEASURES[measure][1]
+        lines.append(
+            f"**{name}** ({test}, {stage} networks, {symbol}; {first['alternative']}, alpha = {first['alpha']:g}):\n"
+        )
         for r in rows.itertuples():
             verdict = (
                 "differ: the difference is attributable to their training data"
@@ -221,12 +238,12 @@ def describe_attribution(table: pd.DataFrame | None) -> list[str]:
             )
             power = (
                 f"{r.n_a} vs {r.n_b} networks detect a true difference of {r.detectable_shift:.2f} "
-                f"between-network SDs (about {r.detectable_difference:.2f} in d) with {r.power:.0%} power"
+                f"between-network SDs (about {r.detectable_difference:.2f} in {symbol}) with {r.power:.0%} power"
                 if math.isfinite(r.detectable_shift)
                 else f"{r.n_a} vs {r.n_b} networks cannot reach p < {r.alpha:g} at all"
             )
             lines.append(
-                f"- {r.group_a} vs {r.group_b}: mean d {r.mean_a:.2f} vs {r.mean_b:.2f}, difference "
+                f"- {r.group_a} vs {r.group_b}: mean {symbol} {r.mean_a:.2f} vs {r.mean_b:.2f}, difference "
                 f"{r.difference:.2f} ({interval(r.ci_low, r.ci_high, r.level)}), {_p(r)} "
                 f"({r.method}, {r.permutations} relabellings; Holm {r.pvalue_holm:.2g}; Welch {r.pvalue_welch:.2g}): "
                 f"{verdict}. {power}."
