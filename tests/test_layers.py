@@ -218,6 +218,7 @@ def test_the_profile_figure_prints_and_the_table_compiles(tmp_path):
     # one line of two layers per stage (pretrained, two seeds); BTS: pooled intra and inter
     assert [len(c.lines[0].get_xdata()) for c in ieat_panel.containers] == [2, 2, 2]
     assert [len(c.lines[0].get_xdata()) for c in bts_panel.containers] == [2, 2, 2]  # and the CKA, dotted
+    assert bts_panel.containers[2].get_label() == "finetuned on d, seeds pooled, linear CKA"
     # each seed its own marker, named in the legend; the pretrained network's differs from every seed's
     marker = {c.get_label(): c.lines[0].get_marker() for ax in (ieat_panel, bts_panel) for c in ax.containers}
     assert sorted(marker) == sorted(t.get_text() for t in fig.legends[0].get_texts())

@@ -38,6 +38,8 @@ def _layers(rows: pd.DataFrame) -> list[str]:
     return rows.drop_duplicates("layer").sort_values("depth")["layer"].tolist()
 
 
+#: Legend words of an item that its name does not say (the BTS's intra and inter say themselves).
+ITEM_WORDS = {"linear": "linear CKA"}
 #: The marker of a finetuning dataset's BTS with its seeds pooled.
 POOLED_MARKER = "*"
 
@@ -63,7 +65,7 @@ def _draw(ax, rows: pd.DataFrame, layers: list[str], datasets: list[str], styles
         colour, marker, words = _style(stage, str(g["finetune_dataset"].dropna().iloc[0]), datasets, seeds)
         y = g["estimate"].to_numpy(float)
         err = np.vstack([y - g["ci_low"].to_numpy(float), g["ci_high"].to_numpy(float) - y])
-        label = words + (f", {item}" if styles else "")
+        label = words + (f", {ITEM_WORDS.get(item, item)}" if styles else "")
         ax.errorbar(
             x,
             y,
