@@ -277,6 +277,8 @@ BTS_PVALUE_WORDS = {
 
 
 CKA_REQUIRED = ("analysis_set", "model", "finetune_dataset", "network", "seed", "cka", "ci_low", "ci_high")
+
+
 def pooled_cka(cka: pd.DataFrame | None, analysis_set: str, dataset: str) -> pd.DataFrame:
     """``model`` -> the pooled linear CKA of its finetuned networks (``cka``, ``cka_low``, ``cka_high``), of its
     scratch ones (``cka_scratch*``, where run) and the reading (``representation``) on one analysis set and

@@ -74,27 +74,27 @@ class CKAGrams:
         self.n = len(x)
         self.names = list(others)
         self._k = x @ x.T
-        self._l = {}
+        self._grams = {}
         for other, value in others.items():
             y = _embeddings(value, str(other))
             if len(y) != self.n:
                 raise ValueError(
                     f"{other} must embed the same images as {name}: {name} has {self.n} rows, {other} has {len(y)}"
                 )
-            self._l[other] = y @ y.T
+            self._grams[other] = y @ y.T
 
     def estimates(self) -> dict:
         """{name: the linear CKA against the reference}."""
         kk = np.sum(self._k * self._k)
-        return {name: _ratio(np.sum(self._k * l), kk, np.sum(l * l)) for name, l in self._l.items()}
+        return {name: _ratio(np.sum(self._k * g), kk, np.sum(g * g)) for name, g in self._grams.items()}
 
     def left_out(self) -> np.ndarray:
         """``networks x n``: the CKA of each network without image i, for every i (NaN where the other images do
         not vary on one side)."""
         kk = _hsic_without_each(self._k, self._k)
-        out = np.empty((len(self._l), self.n))
-        for i, l in enumerate(self._l.values()):
-            out[i] = _ratio(_hsic_without_each(self._k, l), kk, _hsic_without_each(l, l))
+        out = np.empty((len(self._grams), self.n))
+        for i, g in enumerate(self._grams.values()):
+            out[i] = _ratio(_hsic_without_each(self._k, g), kk, _hsic_without_each(g, g))
         return out
 
 

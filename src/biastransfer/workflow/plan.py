@@ -390,7 +390,9 @@ class Plan:
 
     def cka_tables(self) -> list[str]:
         """The CKA tables (written by the BTS jobs) of every analysis set, model and finetuning dataset."""
-        return [path("cka", analysis_set=a, model=m, dataset=d) for a, m in self.all_pairs() for d in self.finetune_datasets]
+        return [
+            path("cka", analysis_set=a, model=m, dataset=d) for a, m in self.all_pairs() for d in self.finetune_datasets
+        ]
 
     def attribution_link(self) -> list[str]:
         """The link summary when a comparison across networks measures prediction contrasts (else none)."""
@@ -444,7 +446,12 @@ class Plan:
             for a in sets
             for s in self.stages
         ]
-        tables += [path(kind, analysis_set=a, model=model, dataset=d) for kind in ("bts", "cka") for a in sets for d in datasets]
+        tables += [
+            path(kind, analysis_set=a, model=model, dataset=d)
+            for kind in ("bts", "cka")
+            for a in sets
+            for d in datasets
+        ]
         tables += [path("change", analysis_set=a, model=model, dataset=d, kind="ieat") for a in sets for d in datasets]
         if self.trajectory_on:
             tables += [path("trajectory_table", analysis_set=a, model=model, dataset=d) for a in sets for d in datasets]
