@@ -19,15 +19,20 @@ for name, title in (
     )
 
 
+# Similarities and iEATs: one job each per analysis set and model, over every network that its embed job
+# embedded (PLAN.embedded_stages), as embed does: the imports paid once, one table per network unchanged.
 rule similarity:
     input:
-        embeddings=path("embeddings"),
+        embeddings=[path("embeddings", stage=s) for s in PLAN.embedded_stages],
     output:
-        table=path("stage_table", kind="similarity"),
+        tables=[
+            path("stage_table", kind="similarity", stage=s)
+            for s in PLAN.embedded_stages
+        ],
     log:
-        "logs/similarity/{analysis_set}/{model}/{stage}.log",
+        "logs/similarity/{analysis_set}/{model}.log",
     benchmark:
-        "results/benchmarks/similarity/{analysis_set}/{model}/{stage}.tsv"
+        "results/benchmarks/similarity/{analysis_set}/{model}.tsv"
     group:
         MODEL_STATS_GROUP
     conda:
@@ -37,6 +42,7 @@ rule similarity:
         **RESOURCES["stats"],
     params:
         settings=PLAN.settings("similarity"),
+        stages=PLAN.embedded_stages,
     script:
         "../workflow/scripts/similarity.py"
 
@@ -75,13 +81,13 @@ rule bts:
 
 rule ieat:
     input:
-        embeddings=path("embeddings"),
+        embeddings=[path("embeddings", stage=s) for s in PLAN.embedded_stages],
     output:
-        table=path("stage_table", kind="ieat"),
+        tables=[path("stage_table", kind="ieat", stage=s) for s in PLAN.embedded_stages],
     log:
-        "logs/ieat/{analysis_set}/{model}/{stage}.log",
+        "logs/ieat/{analysis_set}/{model}.log",
     benchmark:
-        "results/benchmarks/ieat/{analysis_set}/{model}/{stage}.tsv"
+        "results/benchmarks/ieat/{analysis_set}/{model}.tsv"
     group:
         MODEL_STATS_GROUP
     conda:
@@ -91,6 +97,7 @@ rule ieat:
         **RESOURCES["stats"],
     params:
         settings=lambda wildcards: PLAN.settings("ieat", wildcards),
+        stages=PLAN.embedded_stages,
     script:
         "../workflow/scripts/ieat.py"
 

@@ -256,6 +256,30 @@ def test_open_clip_state_dict_files(tmp_path):
     assert_same_params(tokens.model, visual)
 
 
+@pytest.mark.slow  # builds CLIP twice (make test-fast leaves it out)
+def test_open_clip_vit_at_another_crop_interpolates_its_position_embeddings(tmp_path):
+    """A 224 px checkpoint read at a 64 px crop: a 2 x 2 grid of position embeddings, interpolated from the
+    7 x 7 one (a constant grid stays that constant; the class token's row is kept), the rest unchanged."""
+    import open_clip
+
+    clip = open_clip.create_model("ViT-B-32-quickgelu", pretrained=None, load_weights=False)
+    state = clip.state_dict()
+    cls_row, grid_row = torch.randn(768), torch.randn(768)
+    state["visual.positional_embedding"] = torch.cat([cls_row[None], grid_row.expand(49, 768)])
+    path = tmp_path / "open_clip_model.safetensors"
+    save_file({k: v.contiguous() for k, v in state.items()}, str(path))
+    spec = resolve_spec("clip_vit_b32", {"preprocess": {"resize": 64, "crop": 64}})
+    model = create_backbone(spec, path)
+    pos = model.model.positional_embedding
+    assert pos.shape == (5, 768)
+    assert torch.equal(pos[0], cls_row)
+    assert torch.allclose(pos[1:], grid_row.expand(4, 768), atol=1e-5)
+    assert torch.equal(model.model.conv1.weight, state["visual.conv1.weight"])
+    with torch.no_grad():
+        out = model(images(2, 64))
+    assert out.shape == (2, 512) and torch.isfinite(out).all()
+
+
 # ---------------------------------------------------------------- errors
 
 

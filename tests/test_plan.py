@@ -176,7 +176,8 @@ def test_a_script_takes_its_settings_as_json_from_the_command_line(tmp_path):
         "options": OPTIONS,
     }
     script = ROOT / "workflow" / "scripts" / "ieat.py"
-    args = [sys.executable, script, "--embeddings", tmp_path / "e.parquet", "--table", tmp_path / "i.csv"]
+    args = [sys.executable, script, "--embeddings", tmp_path / "e.parquet", "--tables", tmp_path / "i.csv"]
+    args += ["--stages", "pretrained"]
     subprocess.run([*map(str, args), "--settings", json.dumps(settings)], check=True, capture_output=True)
     table = pd.read_csv(tmp_path / "i.csv")
     assert list(table.test) == ["t"] and table.permutations.iloc[0] == 924  # all C(12, 6) splits: exact

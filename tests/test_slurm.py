@@ -483,8 +483,8 @@ def test_each_models_small_analyses_ran_as_one_slurm_job(demo_runs, slurm_cluste
     logged = _logged_jobs(demo_runs.slurm_log)
     members = [job for job in logged if job.group is not None]
     assert Counter(job.rule for job in members) == {
-        "similarity": 3,
-        "ieat": 3,
+        "similarity": 1,
+        "ieat": 1,
         "bts": 1,
         "change": 1,
         "model_analyses": 1,
@@ -497,7 +497,7 @@ def test_each_models_small_analyses_ran_as_one_slurm_job(demo_runs, slurm_cluste
     groups = [job for job in submitted if not job.isdigit()]
     singles = [job for job in logged if not job.local and job.group is None]
     # 6 submissions (pretrain, 2 finetune, one embed for the 3 networks, predict, the group) instead of the
-    # 13 the same jobs took one by one.
+    # 9 the same jobs took one by one.
     assert (len(groups), len(submitted)) == (1, len(singles) + 1) == (1, 6)
     assert Counter(job.rule for job in singles) == {"pretrain": 1, "finetune": 2, "embed": 1, "predict": 1}
 

@@ -16,7 +16,8 @@ from biastransfer.data.kinds import pinned
 from biastransfer.data.rebalance import intervene
 from biastransfer.models.extractors import create_backbone
 from biastransfer.models.registry import REGISTRY
-from biastransfer.models.toy_weights import write_weights
+from biastransfer.models.resolve import resolve_spec
+from biastransfer.models.toy_weights import toy_crop, write_weights
 
 PAPER = yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())
 
@@ -161,6 +162,13 @@ def test_toy_weights_load_through_the_real_loaders(tmp_path, name):
     path = write_weights(spec, tmp_path / "w.bin")
     model = create_backbone(spec, path)
     assert model.embed_dim == (512 if name == "resnet18" else 2048)
+
+
+def test_toy_crop_is_the_toy_size_or_a_vits_patch_multiple_above_it():
+    assert toy_crop(REGISTRY["resnet50"], 48) == 48
+    assert toy_crop(REGISTRY["clip_vit_b32"], 48) == 64 and toy_crop(REGISTRY["clip_vit_b32"], 64) == 64
+    assert toy_crop(resolve_spec("vitb16", {"source": "open_clip", "arch": "ViT-B-16"}), 48) == 48
+    assert toy_crop(resolve_spec("rn50", {"source": "open_clip", "arch": "RN50"}), 48) is None
 
 
 def test_dataset_checksums_replace_the_published_digests():

@@ -217,3 +217,12 @@ def run(main: Callable, smk: Any = None, argv: list[str] | None = None) -> Any:
         if smk.log:
             print(f"{Path(inspect.getsourcefile(main) or main.__module__).name}: {message}", file=sys.stderr)
         raise SystemExit(1) from None
+
+
+def stage_files(stages: list, *files: list) -> list[tuple]:
+    """``(stage, file, ...)`` for each network of a job that runs over several (``files`` in stage order); a
+    clear error where a list's length differs from the stages'."""
+    for named in files:
+        if len(named) != len(stages):
+            raise ValueError(f"{len(named)} files for {len(stages)} stages {stages}: one file per stage")
+    return list(zip(stages, *files))

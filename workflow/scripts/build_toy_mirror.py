@@ -5,8 +5,8 @@ and Open Images V4 files in their real formats (biastransfer.data.toy_mirror), t
 lists as stand-ins at the config's pinned-commit path, and random weights for every configured model in its
 source's file format at its registry URL path (biastransfer.models.toy_weights). The overlay, given after
 the config (``snakemake --configfile config/paper.yaml <overlay>``), changes only scale and location: the
-mirror, image size, numbers of images, epochs, at most two seeds per dataset, batch size, CPU instead of
-GPU, and the checksums of the stand-in files; it also turns the trajectories and layer profiles off (they
+mirror, image size (an open_clip ViT's the multiple of its patch at or above it: models.toy_weights.toy_crop),
+numbers of images, epochs, at most two seeds per dataset, batch size, CPU instead of GPU, and the checksums of the stand-in files; it also turns the trajectories and layer profiles off (they
 would double the embedding jobs) and every intervention on (config/paper.yaml ships its COCO intervention
 off; the mirror's COCO and Open Images training images give an intervention people beside their objects).
 ``mirror_url`` (for a mirror served over HTTP) replaces the folder in the overlay.
@@ -22,7 +22,7 @@ import yaml
 from biastransfer.data import toy_mirror
 from biastransfer.data.download import apply_mirror
 from biastransfer.models.resolve import model_spec
-from biastransfer.models.toy_weights import write_weights
+from biastransfer.models.toy_weights import toy_crop, write_weights
 from biastransfer.scripting import run
 from biastransfer.workflow.config import fill_defaults, read_config_file
 
@@ -46,8 +46,9 @@ def overlay_for(
             entry["md5"] = md5
         if local:
             entry["weights"] = local
-        if model_spec(name, config["models"][name]).source != "open_clip":  # a ViT needs its 224 px
-            entry["preprocess"] = {"resize": size, "crop": size}
+        crop = toy_crop(model_spec(name, config["models"][name]), size)
+        if crop is not None:
+            entry["preprocess"] = {"resize": crop, "crop": crop}
         models[name] = entry
     overrides = {m: {d: {"epochs": 1} for d in per} for m, per in config["finetune"]["overrides"].items()}
     seeds = config["finetune"]["seeds"]  # at most two per dataset: still a spread over seeds, in less time

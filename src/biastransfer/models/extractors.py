@@ -6,6 +6,7 @@ The only weights keys allowed to be absent are the classifier's.
 from __future__ import annotations
 
 import itertools
+import logging
 from pathlib import Path
 
 import torch
@@ -15,6 +16,8 @@ from biastransfer.models.loading import load_bit_npz, load_state, read_weights_f
 from biastransfer.models.resolve import is_timm_arch
 from biastransfer.models.spec import CHECKPOINT_FORMAT, ModelSpec
 from biastransfer.models.weights import read_weights_record, weights_file_and_sha256
+
+log = logging.getLogger(__name__)
 
 
 class StopForward(Exception):
@@ -121,13 +124,33 @@ def _timm_trunk(arch: str) -> tuple[nn.Module, tuple[str, ...], int]:
     return model, names, int(dim)
 
 
-def _open_clip_model(arch: str, tag: str | None):
+def _open_clip_model(arch: str, tag: str | None, image_size: int):
+    """open_clip's ``arch`` at ``image_size`` (the preprocess crop): a ViT at another size than its own has a
+    grid of position embeddings of that size, and :func:`_open_clip_state` interpolates a checkpoint's."""
     import open_clip
 
-    if open_clip.get_model_config(arch) is None:
+    model_cfg = open_clip.get_model_config(arch)
+    if model_cfg is None:
         raise ValueError(f"open_clip has no model {arch!r}")
     quick = bool(tag and (open_clip.get_pretrained_cfg(arch, tag) or {}).get("quick_gelu"))
-    return open_clip.create_model(arch, pretrained=None, load_weights=False, force_quick_gelu=quick)
+    native = model_cfg.get("vision_cfg", {}).get("image_size")
+    size = None if image_size == native else image_size
+    return open_clip.create_model(
+        arch, pretrained=None, load_weights=False, force_quick_gelu=quick, force_image_size=size
+    )
+
+
+def _open_clip_state(clip, state: dict, path: Path) -> dict:
+    """The image encoder's tensors of an open_clip state dict, its position embeddings interpolated (bicubic,
+    open_clip's ``resize_pos_embed``) where the checkpoint's grid differs from the model's."""
+    from open_clip.model import resize_pos_embed
+
+    before = state.get("visual.positional_embedding")
+    resize_pos_embed(state, clip)  # in place, and only where the grids differ
+    after = state.get("visual.positional_embedding")
+    if before is not None and after is not None and after.shape != before.shape:
+        log.info("%s: position embeddings %s interpolated to %s", path, tuple(before.shape), tuple(after.shape))
+    return select_prefix(state, "visual.", path)
 
 
 def _apply_weights(spec: ModelSpec, module: nn.Module, what: str, path: Path, classifier: tuple[str, ...] = ()) -> None:
@@ -173,14 +196,14 @@ def create_backbone(spec: ModelSpec, weights_path: str | Path | None) -> Feature
             else:
                 _apply_weights(spec, trunk, f"timm {spec.arch}", path, cls_names)
     elif source == "open_clip":
-        clip = _open_clip_model(spec.arch, spec.pretrained_tag)
+        clip = _open_clip_model(spec.arch, spec.pretrained_tag, spec.preprocess.crop)
         trunk, dim = clip.visual, int(clip.visual.output_dim)
         if path is not None:
             state, meta = read_weights_file(path)
             if meta.get("format") == CHECKPOINT_FORMAT:
                 state = select_prefix(state, "backbone.model.", path)
             else:
-                state = select_prefix(state, "visual.", path)
+                state = _open_clip_state(clip, dict(state), path)
             load_state(trunk, state, what=f"open_clip {spec.arch} image encoder", path=path)
     else:
         raise ValueError(f"model {spec.name!r}: unknown source {spec.source!r}")

@@ -103,3 +103,15 @@ def write_weights(spec: ModelSpec, path: str | Path, seed: int = 0) -> Path:
     else:  # simclr (ModelSpec admits no other source)
         torch.save({"state_dict": _resnet(spec.arch, seed=seed)}, path)
     return path
+
+
+def toy_crop(spec: ModelSpec, size: int) -> int | None:
+    """The toy's input size for a model: ``size``; for an open_clip ViT the multiple of its patch at or above
+    it (its checkpoint's position embeddings are interpolated to that grid: 64 px for ViT-B/32, a 2 x 2 grid,
+    about a tenth of the tokens at 224); None for another open_clip model, which keeps its own size."""
+    if spec.source != "open_clip":
+        return size
+    import open_clip
+
+    patch = (open_clip.get_model_config(spec.arch) or {}).get("vision_cfg", {}).get("patch_size")
+    return -(-size // patch) * patch if isinstance(patch, int) else None
