@@ -128,7 +128,7 @@ rule summarise:
     benchmark:
         "results/benchmarks/summarise/{summary}.tsv"
     wildcard_constraints:
-        summary="similarity|bts|cka|ieat|ieat_scratch",
+        summary="similarity|ieat|ieat_scratch",
     localrule: True
     conda:
         "../envs/stats.yaml"
@@ -137,6 +137,30 @@ rule summarise:
         **RESOURCES["gather"],
     params:
         settings=lambda wildcards: PLAN.settings("summarise", wildcards),
+    script:
+        "../workflow/scripts/summarise.py"
+
+
+# The BTS summary and the CKA summary in one job: the BTS jobs write both tables.
+rule summarise_bts:
+    input:
+        tables=summary_inputs("bts"),
+        cka=PLAN.cka_tables(),
+    output:
+        table=PLAN.summary("bts"),
+        cka_table=PLAN.summary("cka"),
+    log:
+        "logs/summarise/bts.log",
+    benchmark:
+        "results/benchmarks/summarise/bts.tsv"
+    localrule: True
+    conda:
+        "../envs/stats.yaml"
+    threads: 1
+    resources:
+        **RESOURCES["gather"],
+    params:
+        settings=PLAN.settings("summarise", {"summary": "bts"}),
     script:
         "../workflow/scripts/summarise.py"
 

@@ -368,8 +368,6 @@ def analysed_pairs():
 
 def summary_inputs(kind):
     """The per-job tables that make up one summary table."""
-    if kind == "cka":
-        return PLAN.cka_tables()
     if kind == "bts":
         return [
             path("bts", analysis_set=a, model=m, dataset=d)
