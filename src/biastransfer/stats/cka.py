@@ -99,8 +99,8 @@ class CKAGrams:
 
 
 def _hsic_without_each(g: np.ndarray, h: np.ndarray) -> np.ndarray:
-    """``n^2`` HSIC of the n - 1 images left when image i is left out, for every i, from the centred Gram matrices
-    ``g`` and ``h`` of all n (their rows sum to 0). With counts ``w = 1 - e_i``, ``m = n - 1``, ``a = g w = -g e_i``
+    """The HSIC numerator (HSIC times (n - 2)^2: the CKA is a ratio of three of them) of the n - 1 images left when
+    image i is left out, for every i, from the centred Gram matrices ``g`` and ``h`` of all n (rows summing to 0). With counts ``w = 1 - e_i``, ``m = n - 1``, ``a = g w = -g e_i``
     and ``b = h w``, the HSIC numerator ``w^T (g * h) w - 2 / m sum_j w_j a_j b_j + (w^T g w)(w^T h w) / m^2`` is
     ``S - 2 r_i + g_ii h_ii - 2 / m (r_i - g_ii h_ii) + g_ii h_ii / m^2`` with ``S = sum(g * h)`` and
     ``r = (g * h) 1``."""

@@ -185,8 +185,9 @@ def describe_representation(cka: pd.DataFrame | None, bts: pd.DataFrame | None =
                 text += f", so finetuning kept the representation (difference {difference})"
             else:
                 text += (
-                    f", no less (difference {difference}): as far as linear CKA tells, finetuning replaced the "
-                    "representation, and a BTS here shows what the target data give rather than associations kept"
+                    f", and the finetuned network does not share more (difference {difference}, not above 0): as far "
+                    "as linear CKA tells, finetuning replaced the representation, and a BTS here shows what the "
+                    "target data give rather than associations kept"
                 )
         bts_words = _bts_words(bts, r.analysis_set, r.model, r.finetune_dataset)
         lines.append(text + (f". Beside it, the BTS (seeds pooled): {bts_words}." if bts_words else "."))
