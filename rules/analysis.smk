@@ -1,4 +1,5 @@
-# Statistics on embeddings: intra/inter-class similarities, Bias Transfer Scores and iEATs,
+# Statistics on embeddings: intra/inter-class similarities, Bias Transfer Scores (with the linear CKA of
+# each finetuned and scratch network against the pretrained one, in the same job) and iEATs,
 # then one summary table of each with multiple-comparison-adjusted p-values; the findings in words, the
 # provenance of every embedding and the filled config, each also a page of both reports.
 
@@ -53,8 +54,14 @@ rule bts:
         reference=reference_tables,
         pretrained_embeddings=path("embeddings", stage="pretrained"),
         finetuned_embeddings=finetuned_embeddings,
+        reference_embeddings=lambda wildcards: PLAN.embedding_files(
+            wildcards.analysis_set,
+            wildcards.model,
+            PLAN.scratch_stages_of(wildcards.dataset),
+        ),
     output:
         table=path("bts"),
+        cka=path("cka"),
     log:
         "logs/bts/{analysis_set}/{model}/ft-{dataset}.log",
     benchmark:
@@ -121,7 +128,7 @@ rule summarise:
     benchmark:
         "results/benchmarks/summarise/{summary}.tsv"
     wildcard_constraints:
-        summary="similarity|bts|ieat|ieat_scratch",
+        summary="similarity|ieat|ieat_scratch",
     localrule: True
     conda:
         "../envs/stats.yaml"
@@ -130,6 +137,30 @@ rule summarise:
         **RESOURCES["gather"],
     params:
         settings=lambda wildcards: PLAN.settings("summarise", wildcards),
+    script:
+        "../workflow/scripts/summarise.py"
+
+
+# The BTS summary and the CKA summary in one job: the BTS jobs write both tables.
+rule summarise_bts:
+    input:
+        tables=summary_inputs("bts"),
+        cka=PLAN.cka_tables(),
+    output:
+        table=PLAN.summary("bts"),
+        cka_table=PLAN.summary("cka"),
+    log:
+        "logs/summarise/bts.log",
+    benchmark:
+        "results/benchmarks/summarise/bts.tsv"
+    localrule: True
+    conda:
+        "../envs/stats.yaml"
+    threads: 1
+    resources:
+        **RESOURCES["gather"],
+    params:
+        settings=PLAN.settings("summarise", {"summary": "bts"}),
     script:
         "../workflow/scripts/summarise.py"
 
@@ -188,6 +219,7 @@ FINDINGS_SUMMARIES = (
     "ieat",
     "ieat_scratch",
     "bts",
+    "cka",
     "attribution",
     "ieat_change",
     "ieat_seeds",

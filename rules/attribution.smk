@@ -1,10 +1,12 @@
 # Attribution across networks (analysis.attribution): groups of networks that differ only in their
-# training data, compared on each network's iEAT effect size with a permutation test over networks.
+# training data, compared on each network's iEAT effect size or prediction contrast (the link summary's
+# primary measure) with a permutation test over networks.
 
 
 rule attribution:
     input:
         ieat=PLAN.summary("ieat"),
+        link=PLAN.attribution_link(),
     output:
         table=PLAN.summary("attribution"),
     log:

@@ -104,6 +104,7 @@ table_artefact(
     PLAN.summary("bts"),
     "results/tables/bts_{analysis_set}_ft-{dataset}",
     caption="table_bts.rst",
+    inputs={"cka": PLAN.summary("cka")},
     section="Bias transfer scores",
     title="BTS on {analysis_set}, finetuned on {dataset}",
     instances=combinations(

@@ -166,3 +166,72 @@ def test_attribution_table_compares_every_pair_of_groups():
     assert (table["pvalue_holm"] >= table["pvalue"]).all()
     with pytest.raises(ValueError, match="model 'q'"):
         attribution_table(ieat, [{**spec, "groups": {"a": ["p0", "q"], "b": ["n0", "n1"]}}])
+
+
+def link_summary(contrasts: dict, dataset: str = "x", seeds=(0, 1)) -> pd.DataFrame:
+    """A link summary with one finetuned network per model on ``dataset``: each seed's contrast and the pooled one
+    (``contrasts``), plus a scratch network's row that the attribution must not read."""
+    rows = []
+    for model, value in contrasts.items():
+        for seed in [*seeds, "pooled"]:
+            shift = 0.0 if seed == "pooled" else (0.01 if seed == 0 else -0.01)
+            rows.append(dict(model=model, network="finetuned", seed=seed, contrast=value + shift))
+        rows.append(dict(model=model, network="scratch", seed="pooled", contrast=9.0))
+    return pd.DataFrame(rows).assign(analysis_set="s", test="t", dataset=dataset)
+
+
+ARMS = {
+    "planted": [f"p{i}" for i in range(5)],
+    "none": [f"n{i}" for i in range(5)],
+    "mirrored": [f"m{i}" for i in range(5)],
+}
+PREDICTION_SPEC = {
+    "name": "amplify",
+    "analysis_set": "s",
+    "test": "t",
+    "stage": "ft-x",
+    "measure": "contrast",
+    "groups": ARMS,
+}
+
+
+def test_networks_are_the_units_of_the_prediction_contrast_and_a_planted_arm_is_found():
+    rng = np.random.default_rng(4)
+    contrasts = {m: 0.08 + 0.01 * rng.standard_normal() for m in ARMS["planted"]}
+    contrasts |= {m: 0.01 * rng.standard_normal() for m in ARMS["none"]}
+    contrasts |= {m: -0.08 + 0.01 * rng.standard_normal() for m in ARMS["mirrored"]}
+    table = attribution_table(pd.DataFrame(), [PREDICTION_SPEC], Design(simulations=50), link=link_summary(contrasts))
+    assert (table["measure"] == "contrast").all()
+    planted_mirrored = table[(table["group_a"] == "planted") & (table["group_b"] == "mirrored")].iloc[0]
+    assert planted_mirrored["mean_a"] == pytest.approx(np.mean([contrasts[m] for m in ARMS["planted"]]))  # pooled rows
+    assert planted_mirrored["pvalue"] == pytest.approx(2 / math.comb(10, 5))  # separated: the exact test's floor
+    assert (table["pvalue_holm"] < 0.05).all() and planted_mirrored["difference"] > 0.1
+    assert planted_mirrored["networks_a"].startswith("p0 ")
+
+
+def test_a_null_table_of_prediction_contrasts_is_not_called():
+    called = 0
+    for seed in range(20):
+        rng = np.random.default_rng(100 + seed)
+        contrasts = {m: 0.02 * rng.standard_normal() for arm in ARMS.values() for m in arm}
+        table = attribution_table(
+            pd.DataFrame(), [PREDICTION_SPEC], Design(simulations=50), link=link_summary(contrasts)
+        )
+        called += int((table["pvalue_holm"] < 0.05).any())
+    assert called <= 2  # Holm over three pairs at 0.05: at most about one null table in twenty
+
+
+def test_a_model_with_one_seed_reads_that_seed_and_bad_prediction_specs_are_named():
+    contrasts = {m: 0.01 * i for i, m in enumerate(m for arm in ARMS.values() for m in arm)}
+    link = link_summary(contrasts, seeds=(0,))
+    one_seed = link[link["seed"].astype(str) != "pooled"]
+    table = attribution_table(pd.DataFrame(), [PREDICTION_SPEC], Design(simulations=50), link=one_seed)
+    assert table.iloc[0]["mean_a"] == pytest.approx(0.02 + 0.01)  # seed 0's contrast: the pooled one + 0.01
+    with pytest.raises(ValueError, match="needs the link summary"):
+        attribution_table(pd.DataFrame(), [PREDICTION_SPEC])
+    with pytest.raises(ValueError, match="finetuned networks.*not 'pretrained'"):
+        attribution_table(pd.DataFrame(), [{**PREDICTION_SPEC, "stage": "pretrained"}], link=link)
+    with pytest.raises(ValueError, match="no prediction contrast of 't' on 's' at stage 'ft-y' for model 'p0'"):
+        attribution_table(pd.DataFrame(), [{**PREDICTION_SPEC, "stage": "ft-y"}], link=link)
+    with pytest.raises(ValueError, match="measure must be one of 'd', 'contrast'"):
+        attribution_table(pd.DataFrame(), [{**PREDICTION_SPEC, "measure": "shift"}], link=link)

@@ -520,3 +520,24 @@ def test_the_landing_page_shows_the_forest_plot_of_a_small_run_and_links_that_of
     large = _forest([other, forest], FOREST_ROWS + 1)
     assert "<img" not in large and '<a href="files/figures/ieat_forest.png">forest plot</a>' in large
     assert _forest([other], 3) == ""
+
+
+def test_the_results_model_carries_the_linear_cka_of_each_network():
+    cka = pd.DataFrame(
+        [
+            dict(stage="ft-ft", network="finetuned", seed="pooled", cka=0.8, ci_low=0.76, representation="kept"),
+            dict(stage="scratch-ft", network="scratch", seed="pooled", cka=0.6, ci_low=float("nan"), representation=""),
+        ]
+    ).assign(analysis_set="s", model="m", finetune_dataset="ft")
+    tables = {"ieat": ieat_rows(dict(stage="pretrained", d=1.2, p=1e-5, p2=1e-5)), "bts": NO_BTS, "cka": cka}
+    model = results_model(tables, facts=FACTS, tests={"s": [TEST]}, alpha=0.01)
+    validate(model)
+    assert [(r["stage"], r["cka"], r["representation"]) for r in model["representation"]] == [
+        ("ft-ft", 0.8, "kept"),
+        ("scratch-ft", 0.6, ""),
+    ]
+    assert model["representation"][1]["ci_low"] is None
+    no_cka = results_model(
+        {k: v for k, v in tables.items() if k != "cka"}, facts=FACTS, tests={"s": [TEST]}, alpha=0.01
+    )
+    assert no_cka["representation"] == []

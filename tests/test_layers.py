@@ -176,6 +176,12 @@ def test_the_profile_finds_a_planted_association_at_its_layer_only():
     assert len(bts) == 2 * 3 * 2 and set(bts.loc[bts["seed"] == "pooled", "stage"]) == {"ft-d"}
     assert (bts.loc[bts["item"] == "inter", "estimate"] > 0.8).all(), bts
     assert (bts["ci_low"] <= bts["estimate"]).all() and (bts["estimate"] <= bts["ci_high"]).all()
+    cka = profile[profile["measure"] == "cka"]
+    # two layers x (two seeds + their mean); the finetuned stages barely move the pretrained embedding
+    assert len(cka) == 2 * 3 and set(cka.loc[cka["seed"] == "pooled", "stage"]) == {"ft-d"}
+    assert (cka["item"] == "linear").all() and cka["pvalue"].isna().all() and cka["pvalue_holm"].isna().all()
+    assert (cka["estimate"] > 0.99).all() and (cka["ci_low"] <= cka["estimate"]).all()
+    assert (cka["n"] == 120).all()
 
 
 def test_the_findings_name_the_depth_at_which_it_appears():
@@ -187,6 +193,7 @@ def test_the_findings_name_the_depth_at_which_it_appears():
     reversed_line = next(line for line in text.splitlines() if "iEAT reversed (control), pretrained" in line)
     assert "at no profiled layer" in reversed_line and "interval excluding 0 but not significant" in reversed_line
     assert "absent" not in text and "significant at no profiled layer, before or after finetuning" in text
+    assert "- Linear CKA against the pretrained layer, finetuned on d (seeds averaged), by layer: shallow 1.00" in text
     assert describe_layers(pd.DataFrame(), 0.01) == [] and describe_layers(None, 0.01) == []
 
 
@@ -210,7 +217,8 @@ def test_the_profile_figure_prints_and_the_table_compiles(tmp_path):
     ieat_panel, bts_panel = fig.axes[0], fig.axes[1]
     # one line of two layers per stage (pretrained, two seeds); BTS: pooled intra and inter
     assert [len(c.lines[0].get_xdata()) for c in ieat_panel.containers] == [2, 2, 2]
-    assert [len(c.lines[0].get_xdata()) for c in bts_panel.containers] == [2, 2]
+    assert [len(c.lines[0].get_xdata()) for c in bts_panel.containers] == [2, 2, 2]  # and the CKA, dotted
+    assert bts_panel.containers[2].get_label() == "finetuned on d, seeds pooled, linear CKA"
     # each seed its own marker, named in the legend; the pretrained network's differs from every seed's
     marker = {c.get_label(): c.lines[0].get_marker() for ax in (ieat_panel, bts_panel) for c in ax.containers}
     assert sorted(marker) == sorted(t.get_text() for t in fig.legends[0].get_texts())
@@ -218,9 +226,9 @@ def test_the_profile_figure_prints_and_the_table_compiles(tmp_path):
     assert len(seeds) == len(set(seeds)) == 2 and marker["pretrained"] not in seeds
     assert len(set(marker.values())) == 4  # pretrained, two seeds and the seeds pooled (BTS)
     document = layer_latex(profile, "s")
-    assert sum(line.startswith("m & ") for line in document.splitlines()) == 2 * (
-        1 + 2
-    )  # per layer: 1 test, 2 BTS kinds
+    lines = document.splitlines()
+    assert sum(line.startswith("m & ") for line in lines) == 2 * (1 + 2 + 1)  # per layer: 1 test, 2 BTS kinds, CKA
+    assert "m & deep & linear CKA & -- & $1.00$ $[1.00, 1.00]$ \\\\" in lines
     with pytest.raises(ValueError, match="no rows for analysis set 'other'"):
         layer_latex(profile, "other")
     if PDFLATEX:

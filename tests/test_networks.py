@@ -19,6 +19,7 @@ from biastransfer.report.findings.networks import (
     describe_reference,
 )
 from biastransfer.workflow import config as cfg
+from biastransfer.workflow.plan import Plan
 from biastransfer.workflow.rules.analysis import AttributionDesign, AttributionSettings
 
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
@@ -75,6 +76,10 @@ def test_controls_have_five_networks_per_arm(controls):
         (lambda s: s.update(test="nope"), "test: 'nope' is not an iEAT test"),
         (lambda s: s.update(stage="ft-nope"), "stage: 'ft-nope' names no dataset"),
         (lambda s: s.update(analysis_set="nope"), "analysis_set: unknown analysis set 'nope'"),
+        (
+            lambda s: s.update(measure="contrast", stage="pretrained"),
+            "stage: the prediction contrast is measured on finetuned networks",
+        ),
     ],
 )
 def test_attribution_config_errors_are_named(controls, edit, message):
@@ -82,6 +87,23 @@ def test_attribution_config_errors_are_named(controls, edit, message):
     edit(conf["analysis"]["attribution"]["comparisons"][0])
     with pytest.raises(ValueError, match=message):
         cfg.check_config(conf)
+
+
+def test_the_controls_compare_prediction_contrasts_and_a_dataset_without_predictions_is_named(controls):
+    plan = Plan(controls, ROOT)
+    specs = controls["analysis"]["attribution"]["comparisons"]
+    assert [s["name"] for s in specs if s["measure"] == "contrast"] == [
+        "planted_pair_predictions",
+        "control_pair_predictions",
+    ]
+    assert plan.attribution_link() == ["results/summary/link.csv"]
+    assert plan.settings("attribution")["comparisons"] == specs
+    no_test = copy.deepcopy(controls)
+    no_test["datasets"]["synthetic_target"]["n_test"] = 0
+    with pytest.raises(ValueError, match="planted_pair_predictions: measure contrast needs predictions, but "):
+        Plan(no_test, ROOT).settings("attribution")
+    demo = merged("config/config.yaml")
+    assert Plan(demo, ROOT).attribution_link() == []
 
 
 def test_controls_dag_plans_the_attribution(tmp_path):
@@ -115,6 +137,43 @@ def test_attribution_script_writes_one_row_per_pair(tmp_path):
     text = "\n".join(describe_attribution(out))
     assert "a vs b: mean d 1.03 vs -0.97" in text and "the smallest this design allows" in text
     assert "cannot reach p < 0.05 at all" in text and "no difference detected" in text
+
+
+def test_attribution_script_compares_prediction_contrasts_from_the_link_summary(tmp_path):
+    from attribution import main
+
+    contrasts = {"a0": 0.1, "a1": 0.12, "a2": 0.08, "a3": 0.1, "b0": -0.1, "b1": -0.08, "b2": -0.12, "b3": -0.1}
+    link = pd.DataFrame(
+        [
+            {"analysis_set": "s", "test": "t", "dataset": "ft", "network": "finetuned", "model": m, "seed": seed}
+            | {"contrast": c}
+            for m, c in contrasts.items()
+            for seed in ("0", "pooled")
+        ]
+    )
+    link.to_csv(tmp_path / "link.csv", index=False)
+    pd.DataFrame({"analysis_set": ["s"], "test": ["t"]}).to_csv(tmp_path / "ieat.csv", index=False)
+    groups = {"a": ["a0", "a1", "a2", "a3"], "b": ["b0", "b1", "b2", "b3"]}
+    spec = {
+        "name": "amplify",
+        "analysis_set": "s",
+        "test": "t",
+        "stage": "ft-ft",
+        "measure": "contrast",
+        "groups": groups,
+    }
+    design = AttributionDesign.from_mapping(
+        {"alternative": "greater", "permutations": 100_000, "level": 0.95, "alpha": 0.05}
+        | {"power": 0.8, "simulations": 100, "seed": 0}
+    )
+    settings = AttributionSettings(comparisons=[spec], design=design)
+    main(str(tmp_path / "ieat.csv"), str(tmp_path / "out.csv"), settings, link=[str(tmp_path / "link.csv")])
+    out = pd.read_csv(tmp_path / "out.csv")
+    assert out["measure"].tolist() == ["contrast"] and out["pvalue"].iloc[0] == pytest.approx(1 / 70)
+    text = "\n".join(describe_attribution(out))
+    assert "its prediction contrast (the prediction level's primary measure" in text
+    assert "**amplify** (t, ft-ft networks, contrast; greater" in text and "a vs b: mean contrast 0.10 vs -0.10" in text
+    assert "differ: the difference is attributable to their training data" in text
 
 
 def curve(metric, val_loss):

@@ -67,7 +67,8 @@ REEMBEDDED = {
     "similarity": STATS_JOBS,
     "ieat": STATS_JOBS,
     "bts": 1,
-    "summarise": 3,
+    "summarise": 2,
+    "summarise_bts": 1,
     "provenance": 1,
     "findings": 1,
     "plot_similarity": 1,
@@ -102,7 +103,7 @@ EDITS = {
         drop_bts_pair,
         {
             "bts": 1,
-            "summarise": 1,
+            "summarise_bts": 1,
             "findings": 1,
             "plot_similarity": 1,
             "table_bts": 1,
@@ -292,7 +293,7 @@ OWN_EDITS = {
     ),
     "a BTS list of a folder set changed": (
         lambda c: c["analysis_sets"]["own"]["bts"]["inter"].pop(),
-        {"bts": 1, "table_bts": 1, **SET_STATISTICS},
+        {**{k: n for k, n in SET_STATISTICS.items() if k != "summarise"}, "bts": 1, "summarise_bts": 1, "table_bts": 1},
     ),
     "models.<m>.layers": (lambda c: c["models"]["tinycnn"].update(layers=["layer2", "layer4"]), PROFILE),
     "models.<m>.layer_pooling": (lambda c: c["models"]["tinycnn"].update(layer_pooling="max"), PROFILE),

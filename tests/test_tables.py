@@ -478,3 +478,37 @@ def test_the_trajectory_table_shows_each_series_at_its_first_epoch_and_its_check
             assert last["checkpoint"] == "chosen checkpoint" and last["epoch"] == chosen["epoch"].item()
             assert last["value"] == chosen["value"].item()
         assert (mine["value_min"] == part["value"].min()).all() and (mine["value_max"] == part["value"].max()).all()
+
+
+def _cka_summary(scratch: bool = True) -> pd.DataFrame:
+    """A CKA summary on coco finetuned on coco: every model's finetuned seeds pooled, and (but the last model's)
+    the scratch network's."""
+    rows = []
+    for i, model in enumerate(rd.MODELS):
+        rows.append(dict(network="finetuned", model=model, cka=0.9 - 0.1 * i, representation="kept"))
+        if scratch and i < len(rd.MODELS) - 1:
+            rows.append(dict(network="scratch", model=model, cka=0.5, representation=""))
+    frame = pd.DataFrame(rows).assign(analysis_set="coco", finetune_dataset="coco", seed="pooled")
+    return frame.assign(ci_low=frame["cka"] - 0.05, ci_high=frame["cka"] + 0.05)
+
+
+def test_bts_table_shows_the_linear_cka_beside_the_bts(summaries, tmp_path):
+    bts, cka = summaries["bts"], _cka_summary()
+    doc = tables.bts_latex(bts, "coco", "coco", alpha=0.05, cka=cka)
+    rows = data_rows(doc)
+    assert "Linear CKA" in doc and "scratch network's reads as a replaced representation" in doc
+    number, bounds = formatting.format_number, formatting.format_interval
+    assert rows[0][11:] == [number(0.9), bounds(0.85, 0.95), number(0.5), bounds(0.45, 0.55)]
+    assert rows[-1][13:] == ["--", "--"]  # no scratch network for the last model
+    assert len({len(r) for r in rows}) == 1
+    frame = tables.bts_frame(bts, "coco", "coco", cka=cka)
+    first = frame[frame["model"] == rd.MODELS[0]].iloc[0]
+    assert (first["cka"], first["cka_low"], first["cka_scratch"], first["representation"]) == (0.9, 0.85, 0.5, "kept")
+    # without scratch networks the table has two CKA columns; without a CKA summary none
+    alone = tables.bts_latex(bts, "coco", "coco", alpha=0.05, cka=_cka_summary(scratch=False))
+    assert data_rows(alone)[0][11:] == [number(0.9), bounds(0.85, 0.95)]
+    assert "CKA" not in tables.bts_latex(bts, "coco", "coco", alpha=0.05)
+    with pytest.raises(ValueError, match="CKA summary.*missing column.*cka"):
+        tables.bts_latex(bts, "coco", "coco", alpha=0.05, cka=cka.drop(columns="cka"))
+    if PDFLATEX:
+        compile_latex(doc, tmp_path, "bts_cka")

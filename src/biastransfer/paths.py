@@ -25,6 +25,7 @@ PATHS = {
     "embeddings": "results/embeddings/{analysis_set}/{model}/{stage}.parquet",
     "stage_table": "results/{kind}/{analysis_set}/{model}/{stage}.csv",
     "bts": "results/bts/{analysis_set}/{model}/ft-{dataset}.csv",
+    "cka": "results/cka/{analysis_set}/{model}/ft-{dataset}.csv",
     "change": "results/change/{analysis_set}/{model}/ft-{dataset}/{kind}.csv",
     "trajectory_folder": "results/trajectory/{analysis_set}/{model}/{stage}",
     "trajectory_table": "results/trajectory/{analysis_set}/{model}/ft-{dataset}.csv",

@@ -1,4 +1,5 @@
-"""Bias Transfer Scores of one model on one analysis set: pretrained vs each finetuned seed, and pooled.
+"""Bias Transfer Scores of one model on one analysis set: pretrained vs each finetuned seed, and pooled; and the
+linear CKA of each finetuned and scratch network's embedding against the pretrained one (``--cka``).
 
 With scratch reference tables, each row also gets rho(scratch, finetuned) (``scratch_statistic``,
 ``scratch_pvalue``; the scratch similarities averaged over their seeds into one ranking),
@@ -10,7 +11,9 @@ Standalone: python workflow/scripts/bts.py --pretrained pre.csv --finetuned ft-d
 "ci_level": 0.95, "seed": 0}' --dataset d --table B.csv [--reference scratch-d-seed0.csv ...]
 [--pretrained_embeddings pre.parquet --finetuned_embeddings ft-d-seed0.parquet ft-d-seed1.parquet] (the
 embeddings give bootstrap intervals of rho, resampling images within classes and recomputing both rankings on
-the same images; without them, or with bootstrap 0, no interval)
+the same images; without them, or with bootstrap 0, no interval) [--cka C.csv --reference_embeddings
+scratch-d-seed0.parquet ...] (the CKA table needs the embeddings: each network against the pretrained one, each
+family's seeds pooled, with jackknife intervals at ci_level; biastransfer.stats.results.cka_table)
 """
 
 import logging
@@ -24,7 +27,7 @@ from biastransfer.scripting import run
 from biastransfer.stages import PRETRAINED, parse_stage, stage_kind
 from biastransfer.stats.bootstrap import BOOTSTRAP
 from biastransfer.stats.change_tables import stage_replicates
-from biastransfer.stats.results import bts_table, scratch_columns
+from biastransfer.stats.results import CKA_COLUMNS, bts_table, cka_table, scratch_columns
 from biastransfer.workflow.rules.analysis import BTSSettings
 
 log = logging.getLogger(__name__)
@@ -39,7 +42,11 @@ def main(
     reference: list | None = None,
     pretrained_embeddings: str | None = None,
     finetuned_embeddings: list | None = None,
+    reference_embeddings: list | None = None,
+    cka: str = "",
 ) -> None:
+    if cka and not (pretrained_embeddings and finetuned_embeddings):
+        raise ValueError("--cka needs --pretrained_embeddings and --finetuned_embeddings")
     lists, pvalue, ci_level, seed = settings.lists, settings.pvalue, settings.ci_level, settings.seed
     before = pd.read_csv(pretrained, keep_default_na=False)
     if (before["stage"] != "pretrained").any():
@@ -51,10 +58,12 @@ def main(
         if ft_dataset != dataset or stage_kind(frame["stage"].iloc[0]) != "finetuned":
             raise ValueError(f"{path}: stage {frame['stage'].iloc[0]!r} is not finetuned on {dataset!r}")
         after[ft_seed] = frame
+    base = read_embeddings(pretrained_embeddings) if pretrained_embeddings else None
+    embedded = {Path(p).stem: read_embeddings(p) for p in finetuned_embeddings or []} if base is not None else {}
     replicates = None
-    if pretrained_embeddings and settings.bootstrap:
-        stages = {PRETRAINED: read_embeddings(pretrained_embeddings)}
-        stages.update((parse_stage(Path(p).stem)[1], read_embeddings(p)) for p in finetuned_embeddings or [])
+    if base is not None and settings.bootstrap:
+        stages = {PRETRAINED: base}
+        stages.update((parse_stage(stage)[1], t) for stage, t in embedded.items())
         replicates = stage_replicates(stages, lists, bootstrap=settings.bootstrap, seed=seed)
     scores = bts_table(before, after, lists, pvalue=pvalue, replicates=replicates, ci_level=ci_level)
     if reference:
@@ -76,6 +85,12 @@ def main(
         "finetune_dataset": dataset,
     }
     scores = pd.concat([pd.DataFrame(front, index=scores.index), scores], axis=1)
+    if cka:
+        networks = {**embedded, **{Path(p).stem: read_embeddings(p) for p in reference_embeddings or []}}
+        similarity = cka_table(base, networks, ci_level=ci_level)
+        write_csv(cka, similarity.assign(**front)[["analysis_set", "model", *CKA_COLUMNS]])
+        for row in similarity.itertuples():
+            log.info("CKA pretrained vs %s: %.3f [%.3f, %.3f]", row.stage, row.cka, row.ci_low, row.ci_high)
     write_csv(table, scores)
     for row in scores.itertuples():
         log.info("BTS %s seed %s: rho %.3f, p %.3g, n %d", row.kind, row.seed, row.statistic, row.pvalue, row.n)

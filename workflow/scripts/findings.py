@@ -6,7 +6,7 @@ Standalone: python workflow/scripts/findings.py --summaries results/summary/ieat
 "alpha": 0.01, "adjust": "holm", "planted": {"surfboard": "person_a"}}' --findings findings.rst --html findings.html
 [--curves results/finetune/D/M/seed0/curve.csv ...] [--scratch results/scratch/D/M/seed0/metrics.json ...]
 Each summary is known by its file name (results/summary/<name>.csv: ieat and bts are needed; ieat_scratch,
-attribution, ieat_change, ieat_seeds, similarity_change, layer_profile, trajectory, claims, amplification,
+cka, attribution, ieat_change, ieat_seeds, similarity_change, layer_profile, trajectory, claims, amplification,
 amplification_terms, link, link_correlation and intervention are read when given).
 """
 
@@ -25,6 +25,7 @@ from biastransfer.report.findings import (
     describe_layers,
     describe_link,
     describe_reference,
+    describe_representation,
     describe_trajectories,
 )
 from biastransfer.report.findings.networks import training_runs
@@ -68,6 +69,7 @@ def main(
     extra = [
         *describe_convergence(training_runs(curves or [], scratch or [])),
         *describe_reference(bts_table),
+        *describe_representation(_read(tables.get("cka")), bts_table),
         *describe_attribution(_read(tables.get("attribution"))),
         *describe_layers(_read(tables.get("layer_profile")), alpha, adjust=adjust),
         *describe_trajectories(_read(tables.get("trajectory"))),

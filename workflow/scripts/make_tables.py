@@ -7,6 +7,7 @@ The settings' kind and the summary table it reads (--summary):
   ieat          Tables 2/9  results/summary/ieat.csv              with --analysis_set [--scratch
                             results/summary/ieat_scratch.csv: the scratch reference's rows]
   bts           Tables 3/4  results/summary/bts.csv               with --analysis_set and --dataset (finetuned on)
+                            [--cka results/summary/cka.csv: the linear CKA beside the BTS]
   finetune      Tables 7/8  results/summary/finetune_metrics.csv  with --dataset
   layers                    results/summary/layer_profile.csv     with --analysis_set
   trajectory                results/trajectory/A/M/ft-D.csv       (one model finetuned on one dataset)
@@ -40,6 +41,7 @@ from biastransfer.report.latex import latex_fragment
 from biastransfer.report.layer_report import PROFILE_REQUIRED, layer_frame, layer_latex
 from biastransfer.report.link_report import CORRELATION_REQUIRED, LINK_REQUIRED, link_frame, link_latex
 from biastransfer.report.tables import (
+    CKA_REQUIRED,
     FINETUNE_COLUMNS,
     IEAT_COLUMNS,
     IEAT_PARTS,
@@ -94,6 +96,7 @@ def main(
     csv: str = "",
     scratch: list | None = None,
     correlation: str = "",
+    cka: str = "",
 ) -> None:
     kind = settings.kind
     if kind not in KINDS:
@@ -107,6 +110,7 @@ def main(
         **(settings.significance.as_dict() if settings.significance else {}),
         "scratch": read_summary(scratch[0], IEAT_COLUMNS + IEAT_PARTS) if scratch else None,
         "correlation": read_summary(correlation, CORRELATION_REQUIRED) if correlation else None,
+        "cka": read_summary(cka, CKA_REQUIRED) if cka else None,
     }
     text, rows = _built(kind, text_of, table, options), _built(kind, rows_of, table, options)
     write_text(document, text)

@@ -61,6 +61,11 @@ REFERENCES: dict[str, tuple[str, str]] = {
         "Wasserstein, R. L. & Lazar, N. A. (2016). The ASA Statement on p-Values: Context, Process, and "
         "Purpose. The American Statistician 70(2), 129-133. doi:10.1080/00031305.2016.1154108.",
     ),
+    "kornblith2019": (
+        "Kornblith et al. 2019",
+        "Kornblith, S., Norouzi, M., Lee, H. & Hinton, G. (2019). Similarity of Neural Network Representations "
+        "Revisited. ICML 2019, PMLR 97, 3519-3529. arXiv:1905.00414.",
+    ),
     "efron1979": (
         "Efron 1979",
         "Efron, B. (1979). Bootstrap Methods: Another Look at the Jackknife. The Annals of Statistics 7(1), "
@@ -226,6 +231,15 @@ GLOSSARY: dict[str, Term] = {
         "which retention of the pretrained network's biases is judged.",
         ("docs",),
         ("trained from scratch", "scratch network", "scratch networks", "target data alone"),
+    ),
+    "cka": Term(
+        "linear CKA (kept, replaced)",
+        "How much of the pretrained embedding's linear structure a finetuned (or scratch) network's embedding of "
+        "the same images keeps: 1 when they differ by no more than a rotation and a scale, lower the more they "
+        "differ, with a jackknife interval over images. A finetuned network kept the representation when its CKA "
+        "exceeds the scratch network's (paired interval above 0), else it replaced it.",
+        ("kornblith2019", "docs"),
+        ("linear CKA", "CKA"),
     ),
     "retention": Term(
         "retention (retained, target data alone, undecided)",
@@ -432,6 +446,7 @@ def glossary_body() -> str:
 REPRODUCE: dict[str, tuple[str, str]] = {
     "similarity": ("similarity", "similarity"),
     "bts": ("bts", "bts"),
+    "cka": ("bts", "cka"),
     "ieat": ("ieat", "ieat"),
     "ieat_scratch": ("ieat", "ieat_scratch"),
     "ieat_change": ("change", "ieat_change"),

@@ -38,6 +38,8 @@ def _layers(rows: pd.DataFrame) -> list[str]:
     return rows.drop_duplicates("layer").sort_values("depth")["layer"].tolist()
 
 
+#: Legend words of an item that its name does not say (the BTS's intra and inter say themselves).
+ITEM_WORDS = {"linear": "linear CKA"}
 #: The marker of a finetuning dataset's BTS with its seeds pooled.
 POOLED_MARKER = "*"
 
@@ -63,7 +65,7 @@ def _draw(ax, rows: pd.DataFrame, layers: list[str], datasets: list[str], styles
         colour, marker, words = _style(stage, str(g["finetune_dataset"].dropna().iloc[0]), datasets, seeds)
         y = g["estimate"].to_numpy(float)
         err = np.vstack([y - g["ci_low"].to_numpy(float), g["ci_high"].to_numpy(float) - y])
-        label = words + (f", {item}" if styles else "")
+        label = words + (f", {ITEM_WORDS.get(item, item)}" if styles else "")
         ax.errorbar(
             x,
             y,
@@ -82,8 +84,8 @@ def _draw(ax, rows: pd.DataFrame, layers: list[str], datasets: list[str], styles
 
 
 def profile_figure(profile: pd.DataFrame, *, analysis_set: str, model: str) -> Figure:
-    """d of every iEAT test (one panel each) and the pooled BTS rho (last panel) against depth, one
-    line per stage, with bootstrap intervals."""
+    """d of every iEAT test (one panel each) and the pooled BTS rho and linear CKA (last panel, CKA dotted)
+    against depth, one line per stage, with their intervals."""
     require_columns(profile, PROFILE_REQUIRED, where="layer profile")
     rows = profile[(profile["analysis_set"] == analysis_set) & (profile["model"] == model)]
     if rows.empty:
@@ -103,11 +105,11 @@ def profile_figure(profile: pd.DataFrame, *, analysis_set: str, model: str) -> F
             role = ieat.loc[ieat["item"] == test, "role"].iloc[0] if "role" in ieat else ""
             ax.set_title(f"iEAT {test}" + (f"\n({role})" if isinstance(role, str) and role else ""))
             ax.set_ylabel("effect size d")
-        bts = rows[(rows["measure"] == "bts") & (rows["seed"].astype(str) == "pooled")]
+        pooled = rows[rows["measure"].isin(["bts", "cka"]) & (rows["seed"].astype(str) == "pooled")]
         ax = axes[len(tests)]
-        _draw(ax, bts, layers, datasets, styles={"intra": "-", "inter": "--"})
-        ax.set_title("BTS (seeds pooled)")
-        ax.set_ylabel("BTS rho (pre vs finetuned)")
+        _draw(ax, pooled, layers, datasets, styles={"intra": "-", "inter": "--", "linear": ":"})
+        ax.set_title("BTS and linear CKA (seeds pooled)")
+        ax.set_ylabel("rho or CKA (pre vs finetuned)")
         for extra in axes[panels:]:
             extra.axis("off")
         handles, labels = {}, {}
@@ -125,8 +127,8 @@ def _ieat_cell(g: pd.DataFrame) -> str:
 
 
 def layer_latex(profile: pd.DataFrame, analysis_set: str) -> str:
-    """A LaTeX document: per model and layer, each iEAT's d (pretrained; finetuned mean over seeds) and
-    the pooled BTS rho of each finetuning dataset, with intervals."""
+    """A LaTeX document: per model and layer, each iEAT's d (pretrained; finetuned mean over seeds), the
+    pooled BTS rho and the linear CKA against the pretrained layer of each finetuning dataset, with intervals."""
     require_columns(profile, PROFILE_REQUIRED, where="layer profile")
     rows = profile[profile["analysis_set"] == analysis_set]
     if rows.empty:
@@ -150,6 +152,13 @@ def layer_latex(profile: pd.DataFrame, analysis_set: str) -> str:
                     b = bts[(bts["item"] == kind) & (bts["finetune_dataset"].astype(str) == d)]
                     cells.append("--" if b.empty else estimate_cell(*b[["estimate", "ci_low", "ci_high"]].iloc[0], 2))
                 body.append([model_label(model), latex_escape(layer), f"BTS $\\rho$ {kind}", "--", *cells])
+            cka = at[(at["measure"] == "cka") & (at["seed"].astype(str) == "pooled")]
+            if not cka.empty:
+                cells = []
+                for d in datasets:
+                    c = cka[cka["finetune_dataset"].astype(str) == d]
+                    cells.append("--" if c.empty else estimate_cell(*c[["estimate", "ci_low", "ci_high"]].iloc[0], 2))
+                body.append([model_label(model), latex_escape(layer), "linear CKA", "--", *cells])
         body.append(None)
     lines = [
         "\\begin{tabular}{lll" + "r" * (1 + len(datasets)) + "}",
@@ -163,7 +172,9 @@ def layer_latex(profile: pd.DataFrame, analysis_set: str) -> str:
     caption = (
         f"Layer profile on {latex_escape(analysis_set)}: iEAT effect size $d$ per layer (pretrained; finetuned: mean over "
         "seeds, interval from the lowest to the highest bound of the seeds' bootstrap intervals) and the BTS "
-        "$\\rho$ between the pretrained and finetuned similarities (seeds pooled) with its bootstrap interval."
+        "$\\rho$ between the pretrained and finetuned similarities (seeds pooled) with its bootstrap interval; linear "
+        "CKA: how much of the pretrained embedding's linear structure the finetuned one keeps at that layer (1: all of "
+        "it up to a rotation and a scale; seeds averaged), with its jackknife interval over images."
     )
     return standalone_document("\n".join(lines) + "\n", caption, landscape=len(datasets) > 1)
 

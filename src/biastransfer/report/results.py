@@ -215,6 +215,7 @@ TABLE_SECTIONS = {
     "ieat_seeds": "ieat_seeds",
     "ieat_change": "ieat_change",
     "bts": "bts",
+    "representation": "cka",
     "attribution": "attribution",
     "finetuning": "finetune_metrics",
     "similarity": "similarity",

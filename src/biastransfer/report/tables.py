@@ -276,8 +276,44 @@ BTS_PVALUE_WORDS = {
 }
 
 
-def bts_latex(bts: pd.DataFrame, analysis_set: str, dataset: str, *, alpha: float, adjust: str = "holm") -> str:
-    """Bias transfer scores (Spearman rho) for intra- and inter-class similarities (Tables 3/4)."""
+CKA_REQUIRED = ("analysis_set", "model", "finetune_dataset", "network", "seed", "cka", "ci_low", "ci_high")
+
+
+def pooled_cka(cka: pd.DataFrame | None, analysis_set: str, dataset: str) -> pd.DataFrame:
+    """``model`` -> the pooled linear CKA of its finetuned networks (``cka``, ``cka_low``, ``cka_high``), of its
+    scratch ones (``cka_scratch*``, where run) and the reading (``representation``) on one analysis set and
+    finetuning dataset; empty without a CKA summary."""
+    if cka is None:
+        return pd.DataFrame()
+    require_columns(cka, CKA_REQUIRED, where="CKA summary")
+    rows = cka[
+        (cka["analysis_set"] == analysis_set)
+        & (cka["finetune_dataset"] == dataset)
+        & (cka["seed"].astype(str) == "pooled")
+    ]
+    values = ["cka", "ci_low", "ci_high"]
+    names = {"cka": "cka", "ci_low": "cka_low", "ci_high": "cka_high"}
+    out = rows[rows["network"] == "finetuned"].set_index("model")[values].rename(columns=names)
+    if "representation" in rows:
+        out["representation"] = rows[rows["network"] == "finetuned"].set_index("model")["representation"]
+    scratch = rows[rows["network"] == "scratch"].set_index("model")[values]
+    if not scratch.empty:
+        out = out.join(scratch.rename(columns={k: f"{v.replace('cka', 'cka_scratch')}" for k, v in names.items()}))
+    return out
+
+
+def bts_latex(
+    bts: pd.DataFrame,
+    analysis_set: str,
+    dataset: str,
+    *,
+    alpha: float,
+    adjust: str = "holm",
+    cka: pd.DataFrame | None = None,
+) -> str:
+    """Bias transfer scores (Spearman rho) for intra- and inter-class similarities (Tables 3/4), with the linear
+    CKA of the finetuned (and scratch) networks against the pretrained one beside them when ``cka`` (the CKA
+    summary) is given."""
     rule = Significance(alpha, adjust)
     adj_col = rule.column
     require_columns(
@@ -303,11 +339,15 @@ def bts_latex(bts: pd.DataFrame, analysis_set: str, dataset: str, *, alpha: floa
     rows = _subset(bts, "BTS summary", analysis_set=analysis_set, finetune_dataset=dataset, seed="pooled")
     spread = _seed_spread(bts, analysis_set, dataset)
     kinds = [k for k in ("intra", "inter") if k in set(rows["kind"])]
+    similarity = pooled_cka(cka, analysis_set, dataset)
+    extra = [] if similarity.empty else ["CKA", "CI"] + (["scratch", "CI"] if "cka_scratch" in similarity else [])
     adj = ADJUSTMENT_NAMES[adjust][:4]
     header1 = [""] + [f"\\multicolumn{{5}}{{c}}{{{k.capitalize()}-class}}" for k in kinds]
+    header1 += [f"\\multicolumn{{{len(extra)}}}{{c}}{{Linear CKA}}"] if extra else []
     rules = "".join(f"\\cmidrule(lr){{{2 + 5 * i}-{6 + 5 * i}}}" for i in range(len(kinds)))
-    header2 = ["Model"] + ["$r_{\\mathrm{BTS}}$", "CI", "$p$", f"$p_{{\\mathrm{{{adj}}}}}$", "$n$"] * len(kinds)
-    body = f"\\begin{{tabular}}{{l{'r' * 5 * len(kinds)}}}\n\\toprule\n"
+    rules += f"\\cmidrule(lr){{{2 + 5 * len(kinds)}-{1 + 5 * len(kinds) + len(extra)}}}" if extra else ""
+    header2 = ["Model"] + ["$r_{\\mathrm{BTS}}$", "CI", "$p$", f"$p_{{\\mathrm{{{adj}}}}}$", "$n$"] * len(kinds) + extra
+    body = f"\\begin{{tabular}}{{l{'r' * (5 * len(kinds) + len(extra))}}}\n\\toprule\n"
     body += table_rows([header1]).rstrip("\n") + f"\n{rules}\n" + table_rows([header2]) + "\\midrule\n"
     index = rows.set_index(["model", "kind"])
     if index.index.duplicated().any():
@@ -328,6 +368,12 @@ def bts_latex(bts: pd.DataFrame, analysis_set: str, dataset: str, *, alpha: floa
                 ]
             else:
                 row += ["--"] * 5
+        for prefix in ("cka", "cka_scratch")[: len(extra) // 2]:
+            if model in similarity.index and np.isfinite(similarity.loc[model, prefix]):
+                r = similarity.loc[model]
+                row += [format_number(r[prefix]), format_interval(r[f"{prefix}_low"], r[f"{prefix}_high"])]
+            else:
+                row += ["--"] * 2
         cells.append(row)
     body += table_rows(cells) + "\\bottomrule\n\\end{tabular}\n"
     caption = (
@@ -340,6 +386,19 @@ def bts_latex(bts: pd.DataFrame, analysis_set: str, dataset: str, *, alpha: floa
         f"two-sided; a $p$ written $\\leq$ is at its method's floor; "
         f"$p_{{\\mathrm{{{adj}}}}}$: {ADJUSTMENT_NAMES[adjust]}-adjusted across the table. Marks from the adjusted p: {rule.legend(latex=True)}."
     )
+    if extra:
+        caption += (
+            " Linear CKA (Kornblith et al., 2019): how much of the pretrained embedding's linear structure the "
+            "finetuned one keeps on the same images (1: all of it, up to a rotation and a scale; seeds averaged), "
+            "with its jackknife interval over images"
+            + (
+                "; scratch: the same for the network trained on the target data alone, what any network of this "
+                "architecture shares with the pretrained one. A high BTS with a CKA no higher than the scratch "
+                "network's reads as a replaced representation, not as kept associations."
+                if "cka_scratch" in similarity
+                else "."
+            )
+        )
     return standalone_document(body, caption)
 
 
@@ -494,8 +553,11 @@ def ieat_frame(
     )
 
 
-def bts_frame(bts: pd.DataFrame, analysis_set: str, dataset: str, *, adjust: str = "holm") -> pd.DataFrame:
-    """The BTS table's rows (pooled over seeds) with the range of the single seeds' BTS."""
+def bts_frame(
+    bts: pd.DataFrame, analysis_set: str, dataset: str, *, adjust: str = "holm", cka: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """The BTS table's rows (pooled over seeds) with the range of the single seeds' BTS, and each model's linear
+    CKA (:func:`pooled_cka`) when ``cka`` is given."""
     rows = _subset(bts, "BTS summary", analysis_set=analysis_set, finetune_dataset=dataset, seed="pooled")
     single = bts[
         (bts["analysis_set"] == analysis_set) & (bts["finetune_dataset"] == dataset) & (bts["seed"] != "pooled")
@@ -522,6 +584,9 @@ def bts_frame(bts: pd.DataFrame, analysis_set: str, dataset: str, *, adjust: str
         out["rho_scratch_finetuned"] = rows["scratch_statistic"].to_numpy()
         for column in ("retention_difference", "retention_ci_low", "retention_ci_high", "retention_verdict"):
             out[column] = rows[column].to_numpy()
+    similarity = pooled_cka(cka, analysis_set, dataset)
+    for column in similarity.columns:
+        out[column] = out["model"].map(similarity[column]).to_numpy()
     return out
 
 
@@ -652,6 +717,11 @@ PAGE_LAYOUTS = (
                 "Retention: beside the network trained on the target data alone",
                 ("model", "kind"),
                 ("rho_scratch_finetuned", "retention_*"),
+            ),
+            PagePart(
+                "The representation: linear CKA with the pretrained network",
+                ("model",),
+                ("cka", "cka_low", "cka_high", "cka_scratch*", "representation"),
             ),
         ),
     ),

@@ -20,11 +20,13 @@ first use (biastransfer._lazy).
 - The link across levels: the rank correlation of two measures over networks, with an interval and a verdict
   that says when there are too few networks :func:`rank_correlation`, and the prediction-level counterpart of an
   iEAT's association :func:`association_contrast`
+- How much of a representation another keeps: linear CKA with its jackknife interval over images
+  :func:`linear_cka`, several networks against one :func:`paired_cka`
 - Result tables (one row per result, as the workflow's CSVs): :func:`similarity_table`, :func:`ieat_table`,
-  :func:`bts_table`
+  :func:`bts_table`, :func:`cka_table`
 - Result objects: :class:`SimilarityResult`, :class:`BTSResult`, :class:`IEATResult`, :class:`ChangeResult`,
   :class:`SeedsResult`, :class:`NetworkComparison`, :class:`PairedComparison`, :class:`RetentionResult`,
-  :class:`AmplificationResult`, :class:`RankCorrelation`, :class:`ContrastResult`
+  :class:`AmplificationResult`, :class:`RankCorrelation`, :class:`ContrastResult`, :class:`CKAResult`
 """
 
 from biastransfer._lazy import lazy_namespace as _lazy_namespace
@@ -55,9 +57,12 @@ _EXPORTS = {
     "predict_at_base_rate": "amplification",
     "rank_correlation": "link",
     "association_contrast": "link",
+    "linear_cka": "cka",
+    "paired_cka": "cka",
     "similarity_table": "results",
     "ieat_table": "results",
     "bts_table": "results",
+    "cka_table": "results",
     "SimilarityResult": "similarity",
     "BTSResult": "bts",
     "IEATResult": "ieat",
@@ -69,6 +74,7 @@ _EXPORTS = {
     "AmplificationResult": "amplification",
     "RankCorrelation": "link",
     "ContrastResult": "link",
+    "CKAResult": "cka",
 }
 __all__ = list(_EXPORTS)
 _lazy_namespace(__name__, _EXPORTS)

@@ -2,8 +2,9 @@
 
 An iEAT p-value re-partitions the images of one network, so it cannot say where an association came
 from. Here the unit is the network: each network trained on one version of the data contributes one
-value (its iEAT effect size d), and two groups of networks that differ only in their training data are
-compared by the difference of their means. The p-value re-partitions the *networks* (exact over all
+value (its iEAT effect size d, or the prediction level's primary measure, the contrast of the test's two
+objects' shifts: whether the biased data make networks amplify, not what one network does), and two
+groups of networks that differ only in their training data are compared by the difference of their means. The p-value re-partitions the *networks* (exact over all
 C(n_a + n_b, n_a) relabellings when there are at most ``permutations`` of them); Welch's t-test and
 its confidence interval for the difference are reported beside it. With few networks the permutation
 p-value has a floor (``min_pvalue``): 2 / C(2n, n) two-sided for n networks per group, which is
@@ -277,15 +278,57 @@ def network_values(ieat: pd.DataFrame, *, analysis_set: str, test: str, stage: s
     return out
 
 
-def attribution_table(ieat: pd.DataFrame, specs: Sequence[Mapping], design: Design | None = None) -> pd.DataFrame:
-    """One row per pair of groups of every spec ``{name, analysis_set, test, stage, groups: {label:
+#: What a comparison measures on each network: its iEAT effect size d, or the prediction level's primary measure
+#: (the contrast of the test's two objects' shifts towards the first attribute, the link summary's ``contrast``).
+MEASURES = ("d", "contrast")
+
+
+def prediction_values(link: pd.DataFrame, *, analysis_set: str, test: str, stage: str, models: Sequence[str]) -> dict:
+    """``{model: contrast}`` from a link summary: each model's finetuned networks on the dataset of
+    ``stage="ft-<dataset>"``, their seeds pooled (the one seed where a model has one), as the results model's
+    prediction verdicts read them."""
+    if stage == "pretrained" or not stage.startswith("ft-"):
+        raise ValueError(
+            f"the prediction contrast is measured on finetuned networks (stage ft-<dataset>), not {stage!r}"
+        )
+    sel = link[
+        (link["analysis_set"] == analysis_set)
+        & (link["test"] == test)
+        & (link["network"] == "finetuned")
+        & ("ft-" + link["dataset"].astype(str) == stage)
+    ]
+    out = {}
+    for model in models:
+        rows = sel[sel["model"] == model]
+        if rows.empty:
+            raise ValueError(
+                f"no prediction contrast of {test!r} on {analysis_set!r} at stage {stage!r} for model {model!r}"
+            )
+        pooled = rows[rows["seed"].astype(str) == "pooled"]
+        out[model] = float((pooled if not pooled.empty else rows).iloc[0]["contrast"])
+    return out
+
+
+def attribution_table(
+    ieat: pd.DataFrame,
+    specs: Sequence[Mapping],
+    design: Design | None = None,
+    link: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """One row per pair of groups of every spec ``{name, analysis_set, test, stage, measure, groups: {label:
     [models]}}``, compared by :func:`compare_networks` with ``design``; ``pvalue_holm`` adjusts the pairs of
-    one spec together."""
+    one spec together. ``measure`` (:data:`MEASURES`) is ``d`` (default; :func:`network_values` of ``ieat``) or
+    ``contrast``: the prediction level's primary measure (:func:`prediction_values` of the ``link`` summary), so
+    that networks are the units of "do these training data make networks amplify"."""
     rows = []
     for spec in specs:
+        measure = check_choice(spec.get("measure", "d"), f"comparison {spec['name']}: measure", MEASURES)
+        if measure == "contrast" and link is None:
+            raise ValueError(f"comparison {spec['name']} measures the prediction contrast: it needs the link summary")
+        values_of = network_values if measure == "d" else prediction_values
         values = {
-            label: network_values(
-                ieat,
+            label: values_of(
+                ieat if measure == "d" else link,
                 analysis_set=spec["analysis_set"],
                 test=spec["test"],
                 stage=spec.get("stage", "pretrained"),
@@ -302,11 +345,12 @@ def attribution_table(ieat: pd.DataFrame, specs: Sequence[Mapping], design: Desi
                     "analysis_set": spec["analysis_set"],
                     "test": spec["test"],
                     "stage": spec.get("stage", "pretrained"),
+                    "measure": measure,
                     "group_a": label_a,
                     "group_b": label_b,
                     **result.as_dict(),
-                    "networks_a": "; ".join(f"{m} {d:.3f}" for m, d in values[label_a].items()),
-                    "networks_b": "; ".join(f"{m} {d:.3f}" for m, d in values[label_b].items()),
+                    "networks_a": "; ".join(f"{m} {v:.3f}" for m, v in values[label_a].items()),
+                    "networks_b": "; ".join(f"{m} {v:.3f}" for m, v in values[label_b].items()),
                 }
             )
         holm = adjust_pvalues([r["pvalue"] for r in rows[first:]], method="holm")

@@ -4,7 +4,10 @@ One tidy table (docs/formats.md, ``layer profile``): a row per (layer, measure, 
 estimate and its bootstrap interval. ``measure`` ``ieat``: ``item`` is the test, ``stage`` the
 embedded stage, ``estimate`` d. ``measure`` ``bts``: ``item`` is ``intra`` or ``inter``, ``stage`` the
 finetuned stage compared with ``pretrained`` (``ft-{dataset}`` with seed ``pooled`` for the seeds'
-similarities averaged first, as the paper's BTS), ``estimate`` Spearman's rho. ``pvalue_holm`` and
+similarities averaged first, as the paper's BTS), ``estimate`` Spearman's rho. ``measure`` ``cka``: ``item`` is
+``linear``, ``stage`` a finetuned stage (or ``ft-{dataset}``, seeds pooled), ``estimate`` the linear CKA of its
+embedding at that layer against the pretrained one's, with its jackknife interval (at the BTS's ``ci_level``)
+and no p-value. ``pvalue_holm`` and
 ``pvalue_bh`` adjust within one model's (measure, stage, item) across its layers: the family asks
 "at which of these layers is there an effect".
 """
@@ -18,7 +21,7 @@ import pandas as pd
 from biastransfer.embeddings import EmbeddingTable
 from biastransfer.stages import PRETRAINED, parse_stage, stage_kind
 from biastransfer.stats.change_tables import stage_replicates
-from biastransfer.stats.results import add_adjusted_pvalues, bts_table, ieat_table, similarity_table
+from biastransfer.stats.results import add_adjusted_pvalues, bts_table, cka_table, ieat_table, similarity_table
 
 PROFILE_COLUMNS = (
     "analysis_set",
@@ -130,6 +133,33 @@ def _bts_rows(
     return rows
 
 
+def _cka_rows(tables: Mapping[str, EmbeddingTable], ci_level: float) -> list[dict]:
+    """Linear CKA of every finetuned stage (and each dataset's seeds pooled) against the pretrained one at one
+    layer."""
+    finetuned = {s: t for s, t in tables.items() if stage_kind(s) == "finetuned"}
+    if not finetuned:
+        return []
+    frame = cka_table(tables[PRETRAINED], finetuned, ci_level=ci_level)
+    return [
+        {
+            "measure": "cka",
+            "stage": r.stage,
+            "finetune_dataset": r.finetune_dataset,
+            "seed": r.seed,
+            "item": "linear",
+            "role": "",
+            "estimate": r.cka,
+            "ci_low": r.ci_low,
+            "ci_high": r.ci_high,
+            "ci_level": r.ci_level,
+            "pvalue": float("nan"),
+            "pvalue_floor": float("nan"),
+            "n": r.n_images,
+        }
+        for r in frame.itertuples()
+    ]
+
+
 def layer_profile_table(
     stages: Mapping[str, Mapping[str, EmbeddingTable]],
     layer_info: Mapping[str, Mapping],
@@ -144,7 +174,7 @@ def layer_profile_table(
     and images everywhere), ``layer_info`` each layer to ``{depth, dim, pool}``. ``ieat_options`` go to
     :func:`ieat_table` (permutations, alternative, method, seed, bootstrap, ci_level); ``bts_options``
     are ``pvalue``, ``bootstrap``, ``ci_level`` and ``seed`` of the BTS; ``similarity_options`` go to
-    :func:`similarity_table` (method, iterations, seed)."""
+    :func:`similarity_table` (method, iterations, seed). The CKA's interval is at the BTS's ``ci_level``."""
     layers = _check_layers(stages)
     rows = []
     for layer in layers:
@@ -152,6 +182,7 @@ def layer_profile_table(
         per_stage = {stage: tables[layer] for stage, tables in stages.items()}
         found = [row for stage, table in per_stage.items() for row in _ieat_rows(stage, table, tests, ieat_options)]
         found += _bts_rows(per_stage, lists, similarity_options or {}, **bts_options)
+        found += _cka_rows(per_stage, bts_options["ci_level"])
         rows += [
             {"layer": layer, "depth": int(info["depth"]), "dim": int(info["dim"]), "pool": info["pool"], **row}
             for row in found

@@ -1,4 +1,4 @@
-"""Result tables from embeddings: similarities, Bias Transfer Scores and iEATs (docs/formats.md).
+"""Result tables from embeddings: similarities, Bias Transfer Scores, iEATs and linear CKA (docs/formats.md).
 
 These functions turn the statistics of ``similarity``, ``bts`` and ``ieat`` into the workflow's CSV
 rows; the workflow's scripts and the ``biastransfer`` command line both call them.
@@ -17,6 +17,7 @@ from biastransfer.stages import parse_stage, stage_kind
 from biastransfer.stats._validation import ieat_role_problems
 from biastransfer.stats.bootstrap import BOOTSTRAP
 from biastransfer.stats.bts import bias_transfer_score, retention_difference
+from biastransfer.stats.cka import CKAGrams, jackknife_interval
 from biastransfer.stats.ieat import ieat
 from biastransfer.stats.multitest import adjust_pvalues
 from biastransfer.stats.resampled_similarity import SimilarityReplicates, rank_correlation_ci
@@ -202,6 +203,100 @@ def scratch_columns(
             **pd.DataFrame(retention, index=vs_finetuned.index),
         }
     )
+
+
+CKA_COLUMNS = (
+    "stage",
+    "network",
+    "finetune_dataset",
+    "seed",
+    "cka",
+    "ci_low",
+    "ci_high",
+    "se",
+    "ci_level",
+    "method",
+    "n_images",
+    "dims",
+    "dims_pretrained",
+    "scratch_difference",
+    "scratch_difference_low",
+    "scratch_difference_high",
+    "representation",
+)
+
+
+def aligned_rows(reference: EmbeddingTable, other: EmbeddingTable, name: str) -> np.ndarray:
+    """``other``'s embeddings in the row order of ``reference``'s images; ValueError naming ``name`` when the two
+    do not embed the same images."""
+    position = {image: i for i, image in enumerate(other.image_ids.tolist())}
+    missing = [image for image in reference.image_ids.tolist() if image not in position]
+    if missing or len(position) != len(reference.image_ids):
+        extra = sorted(set(position) - set(reference.image_ids.tolist()))
+        raise ValueError(
+            f"{name} does not embed the pretrained network's images: missing {missing[:3]}, extra {extra[:3]}"
+        )
+    return other.embeddings[[position[image] for image in reference.image_ids.tolist()]]
+
+
+def cka_table(pretrained: EmbeddingTable, networks: Mapping[str, EmbeddingTable], *, ci_level: float = 0.95):
+    """Linear CKA between the pretrained embedding and each network's (``{stage: embeddings}`` of the same images,
+    finetuned or scratch), one row per stage, and per family (the seeds finetuned on, or trained from scratch on,
+    one dataset) a ``pooled`` row: the mean over its seeds. Every interval is the delete-one jackknife's, each
+    network leaving out the same image (:func:`~biastransfer.stats.cka.jackknife_interval`), so a finetuned row's
+    ``scratch_difference`` (its CKA minus the scratch family's of the same dataset, where there is one) has a paired
+    interval; ``representation`` reads it: ``kept`` when it lies above 0 (the finetuned network shares more of the
+    pretrained representation than one trained on the target data alone), else ``replaced``."""
+    aligned = {}
+    for stage, table in networks.items():
+        if stage_kind(stage) not in ("finetuned", "scratch"):
+            raise ValueError(f"CKA against the pretrained network: stage {stage!r} is neither finetuned nor scratch")
+        aligned[stage] = aligned_rows(pretrained, table, stage)
+    grams = CKAGrams(pretrained.embeddings, aligned, "pretrained")
+    estimates, left_out = grams.estimates(), dict(zip(grams.names, grams.left_out()))
+    families: dict[tuple, list[str]] = {}
+    for stage in aligned:
+        families.setdefault((stage_kind(stage), parse_stage(stage)[0]), []).append(stage)
+    pooled = {
+        family: (float(np.mean([estimates[s] for s in stages])), np.mean([left_out[s] for s in stages], axis=0))
+        for family, stages in families.items()
+    }
+    rows = []
+    for (kind, dataset), stages in families.items():
+        name = f"{'ft' if kind == 'finetuned' else 'scratch'}-{dataset}"
+        values = [(s, parse_stage(s)[1], estimates[s], left_out[s]) for s in stages]
+        for stage, seed, estimate, out in [*values, (name, "pooled", *pooled[(kind, dataset)])]:
+            r = jackknife_interval(estimate, out, ci_level)
+            row = {
+                "stage": stage,
+                "network": kind,
+                "finetune_dataset": dataset,
+                "seed": seed,
+                "cka": r.estimate,
+                "ci_low": r.ci_low,
+                "ci_high": r.ci_high,
+                "se": r.se,
+                "ci_level": r.level,
+                "method": r.method,
+                "n_images": r.n,
+                "dims": aligned[stages[0] if seed == "pooled" else stage].shape[1],
+                "dims_pretrained": pretrained.embeddings.shape[1],
+                "scratch_difference": np.nan,
+                "scratch_difference_low": np.nan,
+                "scratch_difference_high": np.nan,
+                "representation": "",
+            }
+            if kind == "finetuned" and ("scratch", dataset) in pooled:
+                scratch, scratch_out = pooled[("scratch", dataset)]
+                d = jackknife_interval(estimate - scratch, out - scratch_out, ci_level, bounds=(-1.0, 1.0))
+                row.update(
+                    scratch_difference=d.estimate,
+                    scratch_difference_low=d.ci_low,
+                    scratch_difference_high=d.ci_high,
+                    representation="kept" if d.ci_low > 0 else "replaced",
+                )
+            rows.append(row)
+    return pd.DataFrame(rows, columns=list(CKA_COLUMNS))
 
 
 def ieat_table(table: EmbeddingTable, tests: Sequence[Mapping], **options) -> pd.DataFrame:

@@ -474,6 +474,8 @@ def attribution_problems(config: Mapping) -> list[str]:
         stage = spec["stage"]
         if stage != PRETRAINED and stage[len("ft-") :] not in config["finetune"]["datasets"]:
             problems.append(f"{where}.stage: {stage!r} names no dataset in finetune.datasets")
+        if spec["measure"] == "contrast" and stage == PRETRAINED:
+            problems.append(f"{where}.stage: the prediction contrast is measured on finetuned networks: ft-<dataset>")
         problems += model_group_problems(f"{where}.groups", spec["groups"], config["models"])
     return problems
 

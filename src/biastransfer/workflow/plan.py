@@ -24,6 +24,7 @@ REAL_KINDS = ("coco", "openimages", "table")
 SUMMARIES = (
     "similarity",
     "bts",
+    "cka",
     "ieat",
     "ieat_scratch",
     "ieat_change",
@@ -207,6 +208,15 @@ class Plan:
     def finetuned_stages_of(self, dataset: str) -> list[str]:
         return [finetuned_stage(dataset, s) for s in self.finetune_seeds(dataset)]
 
+    def scratch_stages_of(self, dataset: str) -> list[str]:
+        """The scratch reference networks trained on a finetuning dataset (none without ``analysis.bts.reference``)."""
+        return [scratch_stage(dataset, s) for s in self.reference_seeds(dataset)]
+
+    @staticmethod
+    def embedding_files(analysis_set: str, model: str, stages: list[str]) -> list[str]:
+        """The embeddings of an analysis set by these networks of one model, in the order of ``stages``."""
+        return [path("embeddings", analysis_set=analysis_set, model=model, stage=s) for s in stages]
+
     def all_pairs(self) -> list[tuple[str, str]]:
         """(analysis_set, model) for every analysis set and model."""
         return [(a, m) for a in self.analysis_sets for m in self.models]
@@ -378,6 +388,17 @@ class Plan:
         """The file of a gender_words block (``file``; not set: the shipped list in the workflow's folder)."""
         return gender_words.get("file", os.path.join(self.basedir, "resources", "gender_words.yaml"))
 
+    def cka_tables(self) -> list[str]:
+        """The CKA tables (written by the BTS jobs) of every analysis set, model and finetuning dataset."""
+        return [
+            path("cka", analysis_set=a, model=m, dataset=d) for a, m in self.all_pairs() for d in self.finetune_datasets
+        ]
+
+    def attribution_link(self) -> list[str]:
+        """The link summary when a comparison across networks measures prediction contrasts (else none)."""
+        specs = self.config["analysis"]["attribution"]["comparisons"]
+        return self.summaries("link") if any(spec["measure"] == "contrast" for spec in specs) else []
+
     # ---- summaries and targets --------------------------------------------------------------------------
     @staticmethod
     def summary(name: str) -> str:
@@ -425,7 +446,12 @@ class Plan:
             for a in sets
             for s in self.stages
         ]
-        tables += [path("bts", analysis_set=a, model=model, dataset=d) for a in sets for d in datasets]
+        tables += [
+            path(kind, analysis_set=a, model=model, dataset=d)
+            for kind in ("bts", "cka")
+            for a in sets
+            for d in datasets
+        ]
         tables += [path("change", analysis_set=a, model=model, dataset=d, kind="ieat") for a in sets for d in datasets]
         if self.trajectory_on:
             tables += [path("trajectory_table", analysis_set=a, model=model, dataset=d) for a in sets for d in datasets]

@@ -131,5 +131,13 @@ def describe_layers(profile: pd.DataFrame | None, alpha: float, *, adjust: str =
                 f"- BTS {kind}, finetuned on {dataset} (seeds pooled), rho by layer: {cells}. "
                 f"Finetuning kept the ranking best at {hi['layer']} and changed it most at {lo['layer']}."
             )
+        cka = m[(m["measure"] == "cka") & (m["seed"].astype(str) == "pooled")]
+        for dataset, c in cka.groupby("finetune_dataset", sort=False):
+            c = c.sort_values("depth")
+            cells = "; ".join(f"{r.layer} {r.estimate:.2f} {interval(r.ci_low, r.ci_high)}" for r in c.itertuples())
+            lines.append(
+                f"- Linear CKA against the pretrained layer, finetuned on {dataset} (seeds averaged), by layer: "
+                f"{cells}. The representation changed most at {c.loc[c['estimate'].idxmin(), 'layer']}."
+            )
         lines.append("")
     return lines

@@ -229,7 +229,15 @@ class AttributionSettings(Settings):
 
     @classmethod
     def build(cls, plan) -> AttributionSettings:
+        """ValueError naming a comparison of prediction contrasts on a dataset that has no evaluation split."""
         attribution = plan.config["analysis"]["attribution"]
+        for spec in attribution["comparisons"]:
+            if spec["measure"] == "contrast" and spec["stage"][len("ft-") :] not in plan.predicted_datasets:
+                raise ValueError(
+                    f"analysis.attribution.comparisons.{spec['name']}: measure contrast needs predictions, but "
+                    f"{spec['stage'][len('ft-') :]!r} has no evaluation split (datasets with one: "
+                    f"{', '.join(plan.predicted_datasets) or 'none'})"
+                )
         return cls(comparisons=attribution["comparisons"], design=AttributionDesign.pick(attribution))
 
 
