@@ -350,9 +350,15 @@ def test_the_predictions_and_their_bias_follow_the_documented_formats(demo_run):
     corr = pd.read_csv(out / "summary" / "link_correlation.csv")
     assert set(corr.loc[corr["embedding"] == "d", "n"]) == {4} and corr["verdict"].str.startswith("too few").all()
     assert (out / "figures" / "link_synthetic_target.png").is_file()
+    primary = link[link["primary"]]  # the pooled contrast of each pair and family, Holm-adjusted over its 2 pairs
+    assert set(zip(primary["network"], primary["seed"].astype(str))) == {("finetuned", "pooled"), ("scratch", "0")}
+    assert (primary["family_size"] == 2).all() and (primary["contrast_pvalue_holm"] >= primary["contrast_pvalue"]).all()
     landing = report_site.page_text(demo_run / "results" / "report" / "index.html")
-    assert "In the predictions (the primary measure of each pair): democnn finetuned on synthetic_target " in landing
-    assert "surfboard_vs_car (contrast " in landing and "3 seeds pooled)" in landing
+    assert (
+        "In the predictions (the primary measure of each pair, its p Holm-adjusted over the network's pairs): democnn "
+        "finetuned on synthetic_target "
+    ) in landing
+    assert "surfboard_vs_car (contrast " in landing and ", adjusted p " in landing and "3 seeds pooled)" in landing
 
 
 def test_the_controls_overlay_trains_five_networks_per_arm(tmp_path):

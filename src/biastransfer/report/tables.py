@@ -613,9 +613,14 @@ PAGE_LAYOUTS = (
                 ("d_pretrained", "d_pretrained_low", "d_pretrained_high", "d", "d_low", "d_high", "delta_d*"),
             ),
             PagePart(
-                "Predictions: the shift of each class and their contrast",
+                "Predictions: the shift of each class",
                 ("test", "network", "model", "seed"),
-                ("shift_first*", "shift_second*", "contrast*"),
+                ("shift_first*", "shift_second*"),
+            ),
+            PagePart(
+                "Predictions: the contrast and its verdict (the primary rows, p adjusted within the network family)",
+                ("test", "network", "model", "seed"),
+                ("contrast*", "p", "p_floor", "p_adjusted", "family_size", "verdict"),
             ),
             PagePart(
                 "Setting of each test",

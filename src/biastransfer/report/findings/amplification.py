@@ -119,7 +119,8 @@ def describe_amplification(
         "",
         f"{title}\n{'-' * len(title)}\n",
         "The run's prediction verdicts read one primary measure per declared iEAT pair, the contrast of its two "
-        "objects (the next section and the overview); the measures here describe the predictions more widely and "
+        "objects, its p adjusted over the declared pairs of each network (the next section, the tables and the "
+        "overview); the measures here describe the predictions more widely and "
         "are exploratory: their intervals are not adjusted for their number, so one of them excluding 0 is not "
         "a verdict on its own.",
         "",
