@@ -146,9 +146,11 @@ def demo_sized_summaries(rng) -> dict[str, pd.DataFrame]:
             row |= {"contrast_pvalue": rng.uniform(2 / 1001, 1), "contrast_pvalue_floor": 2 / 1001}
             link.append(row)
     amplification = []
-    for network, seed in [("dataset", ""), *networks]:
+    for network, seed in [("dataset", ""), ("pretrained", ""), *networks]:
         for measure, thresholds in PREDICTION_MEASURES.items():
             if (network == "dataset") != (measure == "leakage_dataset"):
+                continue
+            if network == "pretrained" and measure != "leakage_embedding":  # no head: its embedding's leakage only
                 continue
             for threshold in thresholds:
                 estimate, low, high = _interval(rng, rng.normal(0, 0.1), 0.05)

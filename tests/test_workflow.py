@@ -283,6 +283,8 @@ def test_the_demo_dag_scores_every_trained_network_on_the_test_split(tmp_path):
     assert jobs["link"] == jobs["plot_link"] == jobs["table_link"] == 1
     assert "results/predictions/democnn/scratch-synthetic_target-seed0.parquet" in done.stdout
     assert "results/predictions/democnn/scratch-synthetic_target-seed0.embedding.parquet" in done.stdout
+    # the pretrained network's embedding of the test split, the leakage baseline, from the same job
+    assert "results/predictions/democnn/pretrained-synthetic_target.embedding.parquet" in done.stdout
 
 
 def test_the_predictions_and_their_bias_follow_the_documented_formats(demo_run):
@@ -309,6 +311,8 @@ def test_the_predictions_and_their_bias_follow_the_documented_formats(demo_run):
     assert set(fine["seed"]) == {"0", "1", "2", "pooled"} and thresholds[False] == {"0.5", "base_rate"}
     assert thresholds[True] == {""}  # the embedding's leakage depends on no threshold (docs/formats.md)
     assert set(summary.loc[summary["network"] == "scratch", "seed"]) == {"0"}
+    before = summary[summary["network"] == "pretrained"]  # no head for the tasks: its embedding's leakage only
+    assert before[["model", "seed", "measure"]].values.tolist() == [["democnn", "", "leakage_embedding"]]
     for measure in (
         "directional",
         "zhao",

@@ -635,7 +635,9 @@ PAGE_LAYOUTS = (
         ("measure", "threshold", "estimate", "replicates", "images_per_attribute"),
         (
             PagePart(
-                "Estimates", ("network", "model", "seed", "measure", "threshold"), ("estimate", "ci_low", "ci_high")
+                "Estimates (pretrained: the pretrained network's embedding leakage, beside the finetuned network's)",
+                ("network", "model", "seed", "measure", "threshold"),
+                ("estimate", "ci_low", "ci_high", "pretrained*"),
             ),
             PagePart(
                 "Images and bootstrap of each network",

@@ -350,6 +350,16 @@ class Plan:
             for s in self.predicted_stages_of(d)
         ]
 
+    def pretrained_test_embeddings(self, models: list[str] | None = None) -> list[str]:
+        """The pretrained network's embedding of each predicted dataset's test split (rule predict writes it beside
+        the trained networks' predictions: the baseline of their embedding leakage), dataset-major; only
+        ``models``' if given."""
+        return [
+            path("pretrained_test_embedding", model=m, dataset=d)
+            for d in self.predicted_datasets
+            for m in (models or self.models)
+        ]
+
     def evaluation_disjoint(self) -> dict[str, list[str]]:
         """{evaluation split: the training splits it must share no image with}: train and val, but for a
         COCO evaluation split without a hold-out, which is its model-selection split."""
