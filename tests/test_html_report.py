@@ -541,8 +541,23 @@ def test_the_landing_page_shows_the_forest_plot_of_a_small_run_and_links_that_of
 
     forest = {"kind": "figure", "title": "Effect sizes", "files": {"png": "files/figures/ieat_forest.png"}}
     other = {"kind": "figure", "title": "Heat map", "files": {"png": "files/figures/ieat_heatmap.png"}}
-    small = _forest([other, forest], FOREST_ROWS)
+    small = _forest([other, forest], {"s": FOREST_ROWS - 10, "t": 10})
     assert small.startswith('<figure id="forest">') and '<img src="files/figures/ieat_forest.png"' in small
-    large = _forest([other, forest], FOREST_ROWS + 1)
+    large = _forest([other, forest], {"s": FOREST_ROWS - 10, "t": 11})
     assert "<img" not in large and '<a href="files/figures/ieat_forest.png">forest plot</a>' in large
-    assert _forest([other], 3) == ""
+    assert _forest([other], {"s": 3}) == ""
+    # a run beyond FOREST_ROWS draws one forest plot per analysis set: each linked, with its rows
+    per_set = [
+        {"kind": "figure", "title": f"Effect sizes, {a}", "files": {"png": f"files/figures/ieat_forest_{a}.png"}}
+        | {"wildcards": {"analysis_set": a}}
+        for a in ("coco", "openimages")
+    ]
+    both = _forest([other, *per_set], {"coco": 90, "openimages": 180})
+    assert (
+        "<img" not in both
+        and (
+            '(270 rows), one forest plot per analysis set: <a href="files/figures/ieat_forest_coco.png">coco</a> '
+            '(90 rows), <a href="files/figures/ieat_forest_openimages.png">openimages</a> (180 rows)'
+        )
+        in both
+    )

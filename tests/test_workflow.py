@@ -217,6 +217,8 @@ def test_the_paper_dag_plans_without_network(tmp_path):
     assert jobs["real_test_split"] == jobs["real_test_attributes"] == 2 and jobs["fetch_split_images"] == 2 * 3
     # one predict job per model, for its 3 + 1 networks
     assert jobs["predict"] == 6 and jobs["amplification"] == 1 and jobs["table_amplification"] == 2
+    # 270 forest rows, beyond FOREST_ROWS: one forest plot per analysis set
+    assert jobs["plot_forest"] == 2 and "results/figures/ieat_forest_openimages.svg" in done.stdout
     # its COCO intervention is off: nothing of it is planned
     assert not {"real_train_attributes", "intervention", "intervention_change"} & set(jobs)
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from biastransfer.claims import claims_on
 from biastransfer.paths import path
+from biastransfer.report.artefacts import FOREST_ROWS
 from biastransfer.stages import PRETRAINED, finetuned_stage, parse_stage, scratch_stage, stage_kind
 from biastransfer.workflow import config as cfg
 from biastransfer.workflow.config import switch
@@ -203,6 +204,18 @@ class Plan:
         """The networks of one model that its embed job runs over an analysis set: ``pretrained``, every
         finetuned stage, then every scratch reference stage."""
         return [*self.stages, *self.scratch_stages]
+
+    @cached_property
+    def forest_rows(self) -> dict[str, int]:
+        """{analysis set: its rows in the iEAT forest plot}: its tests x models x networks (every embedded
+        stage)."""
+        return {a: len(tests) * len(self.models) * len(self.embedded_stages) for a, tests in self.ieat_tests.items()}
+
+    @cached_property
+    def forest_sets(self) -> list[str]:
+        """The analysis sets that get a forest plot each (``results/figures/ieat_forest_{analysis_set}``): every
+        one when the run's forest rows exceed ``report.artefacts.FOREST_ROWS``, else none (one plot of all)."""
+        return self.analysis_sets if sum(self.forest_rows.values()) > FOREST_ROWS else []
 
     def finetuned_stages_of(self, dataset: str) -> list[str]:
         return [finetuned_stage(dataset, s) for s in self.finetune_seeds(dataset)]
