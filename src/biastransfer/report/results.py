@@ -31,28 +31,19 @@ from biastransfer.provenance import workflow_provenance
 from biastransfer.report.findings.claims import claims_sentence
 from biastransfer.report.formatting import (
     OPPOSITE_EFFECT,
-    PREDICTION_VERDICTS,
     Significance,
     adjusted_floor,
-    opposite_direction,
     p_text,
     prediction_verdict,
     require_columns,
 )
 from biastransfer.report.headline import ADJUSTMENT_WORDS, finetuning_phrase, headline_table
+from biastransfer.report.records import ieat_records, number, table_records
 from biastransfer.report.tables import IEAT_COLUMNS
-from biastransfer.stages import stage_kind
 from biastransfer.stats.link import P_METHOD
 
 SCHEMA_FILE = Path(__file__).with_name("results.schema.json")
 SCHEMA_VERSION = 1
-
-#: The words of every verdict, by level: the report prints no other.
-VERDICT_WORDS = {
-    "test": ("significant", "not significant"),
-    "prediction": PREDICTION_VERDICTS[:3],
-}
-
 
 def rules(alpha: float, adjust: str) -> dict[str, str]:
     """The decision rule of each level, in words (the model's ``rules``)."""
@@ -76,66 +67,6 @@ def rules(alpha: float, adjust: str) -> dict[str, str]:
             "are exploratory."
         ),
     }
-
-
-def _number(value) -> float | None:
-    if value is None or isinstance(value, str) and value == "":
-        return None
-    x = float(value)
-    return None if math.isnan(x) else x
-
-
-def _records(frame: pd.DataFrame | None) -> list[dict]:
-    """A table's rows as JSON records: NaN becomes null, numpy scalars plain numbers."""
-    if frame is None or frame.empty:
-        return []
-    clean = frame.astype(object).where(frame.notna(), None)
-    return json.loads(clean.to_json(orient="records"))
-
-
-def ieat_records(
-    ieat: pd.DataFrame,
-    scratch: pd.DataFrame | None,
-    roles: Mapping[tuple[str, str], str],
-    rule: Significance,
-) -> list[dict]:
-    """Every iEAT of every network and seed: pretrained, each finetuned seed, each scratch network."""
-    frames = [ieat] + ([scratch] if scratch is not None and not scratch.empty else [])
-    records = []
-    for frame in frames:
-        for r in frame.itertuples(index=False):
-            p_adjusted = _number(getattr(r, rule.column))
-            records.append(
-                {
-                    "analysis_set": r.analysis_set,
-                    "test": r.test,
-                    "role": roles.get((r.analysis_set, r.test), "exploratory"),
-                    "X": r.X,
-                    "Y": r.Y,
-                    "A": r.A,
-                    "B": r.B,
-                    "alternative": r.alternative,
-                    "model": r.model,
-                    "network": stage_kind(r.stage),
-                    "finetune_dataset": r.finetune_dataset or None,
-                    "seed": None if r.seed in ("", None) else int(float(r.seed)),
-                    "d": _number(r.effect_size),
-                    "association": _number(getattr(r, "mean_difference", None)),
-                    "sd": _number(getattr(r, "pooled_sd", None)),
-                    "ci_low": _number(r.ci_low),
-                    "ci_high": _number(r.ci_high),
-                    "ci_level": _number(getattr(r, "ci_level", None)),
-                    "p": _number(r.pvalue),
-                    "p_two_sided": _number(r.pvalue_two_sided),
-                    "p_floor": _number(r.pvalue_floor),
-                    "p_method": str(getattr(r, "method", "")),
-                    "p_adjusted": p_adjusted,
-                    "detectable_d": _number(getattr(r, "detectable_d", None)),
-                    "verdict": VERDICT_WORDS["test"][0 if rule.significant(p_adjusted) else 1],
-                    "opposite": opposite_direction(float(r.effect_size), r.alternative),
-                }
-            )
-    return records
 
 
 def known_answers(ieats: Sequence[Mapping], alpha: float) -> list[dict]:
@@ -178,7 +109,7 @@ def prediction_records(link: pd.DataFrame | None, rule: Significance) -> list[di
     records = []
     for _, rows in table.groupby(["analysis_set", "test", "dataset", "network", "model"], sort=False):
         r = rows[rows["primary"].astype(bool)].iloc[0]
-        p_adjusted = _number(r[f"contrast_{rule.column}"])
+        p_adjusted = number(r[f"contrast_{rule.column}"])
         records.append(
             {
                 "analysis_set": r["analysis_set"],
@@ -194,18 +125,18 @@ def prediction_records(link: pd.DataFrame | None, rule: Significance) -> list[di
                 "second": r["second"],
                 "threshold": str(r["threshold"]),
                 "measure": "contrast",
-                "estimate": _number(r["contrast"]),
-                "ci_low": _number(r["contrast_low"]),
-                "ci_high": _number(r["contrast_high"]),
-                "ci_level": _number(r["level"]),
-                "p": _number(r["contrast_pvalue"]),
-                "p_floor": _number(r["contrast_pvalue_floor"]),
+                "estimate": number(r["contrast"]),
+                "ci_low": number(r["contrast_low"]),
+                "ci_high": number(r["contrast_high"]),
+                "ci_level": number(r["level"]),
+                "p": number(r["contrast_pvalue"]),
+                "p_floor": number(r["contrast_pvalue_floor"]),
                 "p_method": P_METHOD,
                 "family": family_name(r),
-                "family_size": int(r["family_size"]) if _number(r["family_size"]) is not None else 0,
+                "family_size": int(r["family_size"]) if number(r["family_size"]) is not None else 0,
                 "adjust": rule.adjust,
                 "p_adjusted": p_adjusted,
-                "verdict": prediction_verdict(_number(r["contrast"]), p_adjusted, rule),
+                "verdict": prediction_verdict(number(r["contrast"]), p_adjusted, rule),
             }
         )
     return records
@@ -224,7 +155,7 @@ def trajectory_records(trajectory: pd.DataFrame | None) -> list[dict]:
     frame = trajectory.sort_values("epoch", kind="stable")
     ends = frame.groupby(keys, sort=False, dropna=False).nth([0, -1])
     kept = [*keys, "role", "epoch", "value", "ci_low", "ci_high", "pvalue", "pvalue_floor"]
-    return _records(ends[[c for c in kept if c in ends]])
+    return table_records(ends[[c for c in kept if c in ends]])
 
 
 #: Results read whole from a summary table (its columns as fields): {section: summary}.
@@ -283,13 +214,13 @@ def results_model(
         },
         "settings": {"alpha": alpha, "adjust": adjust, **facts["statistics"]},
         "rules": rules(alpha, adjust),
-        "verdicts": _records(verdicts),
+        "verdicts": table_records(verdicts),
         "ieat": ieats,
         "known_answers": known_answers(ieats, alpha),
         "convergence": convergence_records(runs or {}),
         "predictions": prediction_records(tables.get("link"), rule),
         "trajectory": trajectory_records(tables.get("trajectory")),
-        **{section: _records(tables.get(summary)) for section, summary in TABLE_SECTIONS.items()},
+        **{section: table_records(tables.get(summary)) for section, summary in TABLE_SECTIONS.items()},
     }
     model["summary"] = summary_sentences(model)
     claims = tables.get("claims")
