@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from biastransfer.report.formatting import PREDICTION_VERDICTS, Significance, opposite_direction
+from biastransfer.report.formatting import PREDICTION_VERDICTS, Significance, opposite_direction, require_columns
 from biastransfer.stages import stage_kind
 
 #: The words of every verdict, by level: the report prints no other.
@@ -19,6 +19,28 @@ VERDICT_WORDS = {
     "test": ("significant", "not significant"),
     "prediction": PREDICTION_VERDICTS[:3],
 }
+
+
+#: The iEAT summary's columns that every iEAT record reads (the others it reads where the summary has them).
+IEAT_RECORD_COLUMNS = (
+    "analysis_set",
+    "test",
+    "X",
+    "Y",
+    "A",
+    "B",
+    "alternative",
+    "model",
+    "stage",
+    "finetune_dataset",
+    "seed",
+    "effect_size",
+    "ci_low",
+    "ci_high",
+    "pvalue",
+    "pvalue_two_sided",
+    "pvalue_floor",
+)
 
 
 def number(value) -> float | None:
@@ -37,6 +59,11 @@ def table_records(frame: pd.DataFrame | None) -> list[dict]:
     return json.loads(clean.to_json(orient="records"))
 
 
+def _name(value) -> str | None:
+    """A name cell as a string, None for an empty or NaN one (a summary read with or without its names as text)."""
+    return str(value) if isinstance(value, str) and value else None
+
+
 def _count(value) -> int | None:
     x = number(value)
     return None if x is None else int(x)
@@ -48,8 +75,11 @@ def ieat_records(
     roles: Mapping[tuple[str, str], str],
     rule: Significance,
 ) -> list[dict]:
-    """Every iEAT of every network and seed: pretrained, each finetuned seed, each scratch network."""
+    """Every iEAT of every network and seed: pretrained, each finetuned seed, each scratch network (``ieat`` and
+    ``scratch``: the iEAT summaries, each with the :data:`IEAT_RECORD_COLUMNS` and ``rule``'s adjusted p)."""
     frames = [ieat] + ([scratch] if scratch is not None and not scratch.empty else [])
+    for frame, what in zip(frames, ("iEAT summary", "scratch iEAT summary")):
+        require_columns(frame, (*IEAT_RECORD_COLUMNS, rule.column), where=what)
     records = []
     for frame in frames:
         for r in frame.itertuples(index=False):
@@ -67,8 +97,8 @@ def ieat_records(
                     "alternative": r.alternative,
                     "model": r.model,
                     "network": stage_kind(r.stage),
-                    "finetune_dataset": r.finetune_dataset or None,
-                    "seed": None if r.seed in ("", None) else int(float(r.seed)),
+                    "finetune_dataset": _name(r.finetune_dataset),
+                    "seed": _count(r.seed),
                     "d": number(r.effect_size),
                     "association": number(getattr(r, "mean_difference", None)),
                     "sd": number(getattr(r, "pooled_sd", None)),

@@ -45,6 +45,7 @@ from biastransfer.stats.link import P_METHOD
 SCHEMA_FILE = Path(__file__).with_name("results.schema.json")
 SCHEMA_VERSION = 1
 
+
 def rules(alpha: float, adjust: str) -> dict[str, str]:
     """The decision rule of each level, in words (the model's ``rules``)."""
     adjusted = f"its {ADJUSTMENT_WORDS[adjust]}-adjusted p < {alpha:g}"
