@@ -559,10 +559,10 @@ def test_predict_writes_each_images_sigmoid_scores_and_embedding_from_one_forwar
         weights,
         [str(p) for p in out],
         [str(p) for p in emb],
-        str(tmp_path / "pretrained.safetensors"),
-        [str(baseline)],
         _settings(["syn"], STAGES),
         model="tiny",
+        pretrained=str(tmp_path / "pretrained.safetensors"),
+        pretrained_embeddings=[str(baseline)],
     )
     monkeypatch.undo()
     assert calls == [16] * 15  # the 80 test images through each of the three backbones once, in batches of 16
@@ -624,7 +624,7 @@ def test_predict_names_a_lacking_class_or_an_unmatched_stage_before_scoring(draw
             settings=_settings(["syn", "other"], ["ft-syn-seed0", "ft-other-seed0"]),
             model="tiny",
         )
-    with pytest.raises(ValueError, match=r"1 splits and 0 pretrained embedding files for 1 datasets"):
+    with pytest.raises(ValueError, match=r"model.safetensors and 0 pretrained embedding files for 1 datasets"):
         predict(
             [files["test"]], weights, **outputs | {"pretrained_embeddings": []}, settings=_settings(["syn"], STAGES)
         )
