@@ -69,13 +69,24 @@ report_artefact(
     },
     instances=[i for i in FINETUNED if cfg.reference_seeds(config, i["dataset"])],
 )
+# One forest plot of every iEAT, or, beyond report.artefacts.FOREST_ROWS rows, one per analysis set
+# (PLAN.forest_sets), each linked from the landing page.
 report_artefact(
     "ieat_forest",
     "ieat_forest.rst",
     kind="figure",
     section="iEAT",
-    title="Effect sizes with their intervals, every network",
-    files={ext: f"results/figures/ieat_forest.{ext}" for ext in ("png", "pdf", "svg")},
+    title="Effect sizes with their intervals, every network"
+    + (", {analysis_set}" if PLAN.forest_sets else ""),
+    files={
+        ext: f"results/figures/ieat_forest{'_{analysis_set}' if PLAN.forest_sets else ''}.{ext}"
+        for ext in ("png", "pdf", "svg")
+    },
+    **(
+        {"instances": combinations(analysis_set=PLAN.forest_sets)}
+        if PLAN.forest_sets
+        else {}
+    ),
 )
 for name, title in (
     ("ieat_heatmap", "Effect sizes, all models"),
@@ -339,9 +350,9 @@ rule plot_forest:
     output:
         **artefact_outputs("ieat_forest"),
     log:
-        "logs/report/plot_forest.log",
+        f"logs/report/plot_forest{'_{analysis_set}' if PLAN.forest_sets else ''}.log",
     benchmark:
-        "results/benchmarks/report/plot_forest.tsv"
+        f"results/benchmarks/report/plot_forest{'_{analysis_set}' if PLAN.forest_sets else ''}.tsv"
     localrule: True
     conda:
         "../envs/plot.yaml"

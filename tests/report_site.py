@@ -125,6 +125,7 @@ def demo_sized_summaries(rng) -> dict[str, pd.DataFrame]:
     from biastransfer.report.layer_report import PROFILE_REQUIRED
     from biastransfer.report.link_report import LINK_REQUIRED
     from biastransfer.report.trajectory import TRAJECTORY_REQUIRED
+    from biastransfer.stats.link import family_adjusted
 
     networks = [("finetuned", s) for s in (*DEMO_SEEDS, "pooled")] + [("scratch", "0")]
     link = []
@@ -142,11 +143,14 @@ def demo_sized_summaries(rng) -> dict[str, pd.DataFrame]:
                 ("contrast", "contrast_low", "contrast_high"),
             ):
                 row |= dict(zip((stem, low, high), _interval(rng, rng.normal(0.5, 0.5))))
+            row |= {"contrast_pvalue": rng.uniform(2 / 1001, 1), "contrast_pvalue_floor": 2 / 1001}
             link.append(row)
     amplification = []
-    for network, seed in [("dataset", ""), *networks]:
+    for network, seed in [("dataset", ""), ("pretrained", ""), *networks]:
         for measure, thresholds in PREDICTION_MEASURES.items():
             if (network == "dataset") != (measure == "leakage_dataset"):
+                continue
+            if network == "pretrained" and measure != "leakage_embedding":  # no head: its embedding's leakage only
                 continue
             for threshold in thresholds:
                 estimate, low, high = _interval(rng, rng.normal(0, 0.1), 0.05)
@@ -208,7 +212,7 @@ def demo_sized_summaries(rng) -> dict[str, pd.DataFrame]:
         for task in DEMO_CLASSES
     ]
     return {
-        "link": pd.DataFrame(link, columns=list(LINK_REQUIRED)),
+        "link": family_adjusted(pd.DataFrame(link, columns=list(LINK_REQUIRED))),
         "amplification_terms": pd.DataFrame(terms),
         "link_correlation": pd.DataFrame(correlation),
         "amplification": pd.DataFrame(amplification, columns=list(AMPLIFICATION_REQUIRED)),
@@ -226,7 +230,7 @@ def demo_sized_tables(summaries: dict[str, pd.DataFrame]) -> dict[str, pd.DataFr
     from biastransfer.report.trajectory import trajectory_frame
 
     return {
-        "link": link_frame(summaries["link"], DEMO_DATASET),
+        "link": link_frame(summaries["link"], DEMO_DATASET, **SIGNIFICANCE),
         "amplification": amplification_frame(summaries["amplification"], DEMO_DATASET),
         "layers": layer_frame(summaries["layer_profile"], "openimages"),
         "trajectory": trajectory_frame(summaries["trajectory"]),

@@ -9,7 +9,10 @@ from scipy import stats
 
 from biastransfer.embeddings import EmbeddingTable
 from biastransfer.report.findings import describe_findings
+from biastransfer.report.findings.ieat import describe_ieat
+from biastransfer.report.formatting import Significance
 from biastransfer.report.html import rst_to_html
+from biastransfer.report.records import ieat_records, table_records
 from biastransfer.stats.results import (
     add_adjusted_pvalues,
     bts_table,
@@ -90,6 +93,7 @@ def test_findings_state_the_verdicts_in_words():
             "analysis_set": "s",
             "test": "planted",
             "model": ["m", "m", "m"],
+            **dict(X="x", Y="y", A="a", B="b"),
             "alternative": "greater",
             "stage": ["pretrained", "ft-d-seed0", "ft-d-seed1"],
             "finetune_dataset": ["", "d", "d"],
@@ -144,6 +148,7 @@ def findings_inputs():
             "analysis_set": "s",
             "test": "t",
             "model": "m",
+            **dict(X="x", Y="y", A="a", B="b"),
             "alternative": "greater",
             "stage": ["pretrained", "ft-d-seed0"],
             "finetune_dataset": ["", "d"],
@@ -167,6 +172,7 @@ def findings_inputs():
     # the numerator stays at 0.02 while the SD halves: d doubles through the spread of the scores alone
     change = pd.DataFrame(
         {
+            "analysis_set": "s",
             "model": "m",
             "finetune_dataset": "d",
             "test": "t",
@@ -222,3 +228,21 @@ def test_findings_give_the_scratch_reference_beside_the_finetuned_seeds():
     line = next(line for line in text.splitlines() if "target data alone" in line)
     assert line.startswith("  - target data alone (trained from scratch on d, seed 0;")
     assert "not significant (d = 0.10" in line and "only an effect of size 1.45 or more" in line
+
+
+def test_the_ieat_findings_are_written_from_the_results_models_records():
+    """describe_findings reads the iEAT summary through report.records.ieat_records, the records results.json
+    holds: each sentence says its record's verdict and numbers; a summary without a column a record needs is
+    named."""
+    ieat, change, scratch, tests = findings_inputs()
+    rule = Significance(0.01)
+    records = ieat_records(ieat, scratch, {("s", "t"): "exploratory"}, rule)
+    assert [r["verdict"] for r in records] == ["not significant", "significant", "not significant"]
+    lines = describe_ieat(records, tests, 0.01, change=table_records(change))
+    assert lines == describe_ieat(ieat_records(ieat, scratch, {}, rule), tests, 0.01, change=table_records(change))
+    text = describe_findings(ieat, NO_BTS, tests, alpha=0.01, change=change, scratch=scratch)
+    assert "\n".join(lines) in text
+    flipped = [{**r, "verdict": "significant"} if r["network"] == "pretrained" else r for r in records]
+    assert "- **m** pretrained: significant (d = 0.50" in "\n".join(describe_ieat(flipped, tests, 0.01))
+    with pytest.raises(ValueError, match=r"iEAT summary: missing column\(s\) X"):
+        describe_findings(ieat.drop(columns="X"), NO_BTS, tests, alpha=0.01)

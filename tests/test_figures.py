@@ -24,6 +24,7 @@ from biastransfer.report.findings import describe_findings
 from biastransfer.report.formatting import read_summary
 from biastransfer.report.tables import IEAT_COLUMNS, with_scratch
 from biastransfer.scripting import run
+from biastransfer.workflow.rules.report import ForestSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "workflow" / "scripts"
@@ -289,6 +290,28 @@ def test_forest_plot_has_a_point_per_network_and_test_with_its_interval_and_zero
     wide = forest.forest_figure(paper, alpha=0.05)
     assert style.print_size_problems(wide) == []
     assert all("\n" in t.get_text() for t in wide.axes[0].get_yticklabels() if t.get_fontweight() == "bold")
+
+
+def test_a_forest_plot_of_one_analysis_set_draws_that_sets_rows_alone(run_tables, tmp_path):
+    """The two-set summaries of tests/report_data.py drawn per set, as a run beyond FOREST_ROWS rows draws them."""
+    paths = run_tables["paths"]
+    ieat, scratch = read_summary(paths["ieat"], forest.FOREST_COLUMNS), scratch_rows(run_tables)
+    assert set(ieat["analysis_set"]) == {"coco", "openimages"}
+    drawn = {}
+    for analysis_set in ("coco", "openimages"):
+        files = {e: str(tmp_path / f"ieat_forest_{analysis_set}.{e}") for e in ("png", "pdf", "svg")}
+        settings = ForestSettings(alpha=0.01, adjust="holm")
+        main = _script("plot_forest").main
+        main(paths["ieat"], **files, settings=settings, scratch=[paths["ieat_scratch"]], analysis_set=analysis_set)
+        svg = (tmp_path / f"ieat_forest_{analysis_set}.svg").read_text()
+        drawn[analysis_set] = set(re.findall(r'id="((?:coco|openimages)/[^"]+?)(?:/interval)?"', svg))
+    for analysis_set, gids in drawn.items():
+        mine = pd.concat([ieat, scratch])
+        mine = mine[mine["analysis_set"] == analysis_set]
+        assert gids == {gid(r) for r in mine.itertuples()}  # every row of the set, none of the other
+    with pytest.raises(ValueError, match=r"ieat.csv: no rows for analysis_set 'other'"):
+        files = {e: str(tmp_path / f"x.{e}") for e in ("png", "pdf", "svg")}
+        _script("plot_forest").main(paths["ieat"], **files, settings=settings, analysis_set="other")
 
 
 def test_forest_plot_names_each_seed_by_marker_and_fills_the_significant_points(run_tables):

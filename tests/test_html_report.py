@@ -21,6 +21,7 @@ from biastransfer.report.headline import finetuning_phrase, headline_table
 from biastransfer.report.html import html_table
 from biastransfer.report.results import results_model, validate
 from biastransfer.report.site import BUNDLE_LINK, BUNDLE_NOTE
+from biastransfer.stats.link import family_adjusted
 from biastransfer.workflow import config as cfg
 from biastransfer.workflow.config import seeds_per_dataset
 from biastransfer.workflow.plan import SUMMARIES, Plan
@@ -100,23 +101,25 @@ def test_after_finetuning_a_control_pair_has_no_known_answer_and_its_reverse_shi
 FACTS = {**report_site.FACTS, "models": ["m"], "analysis_sets": ["s"], "seeds": {"ft": [0, 1]}, "scratch_seeds": {}}
 
 
-def link_rows(low: float, high: float) -> pd.DataFrame:
-    """The link summary's pooled row of the finetuned network for test ``t`` (contrast interval low..high)."""
+def link_rows(low: float, high: float, p: float) -> pd.DataFrame:
+    """The link summary's rows of the finetuned network for test ``t``, two seeds and their pooled row (contrast
+    interval low..high, bootstrap p ``p`` with the floor of 1000 replicates), its family adjusted."""
     base = dict(analysis_set="s", test="t", role="planted", dataset="ft", network="finetuned", model="m")
-    pair = dict(attribute="x", first="a", second="b", threshold="0.5", level=0.95)
-    return pd.DataFrame(
-        [
-            {**base, **pair, "seed": seed, "contrast": (low + high) / 2, "contrast_low": low, "contrast_high": high}
-            for seed in ("0", "1", "pooled")
-        ]
-    )
+    pair = dict(attribute="x", first="a", second="b", threshold="0.5", level=0.95, contrast_pvalue_floor=2 / 1001)
+    contrast = {"contrast": (low + high) / 2, "contrast_low": low, "contrast_high": high, "contrast_pvalue": p}
+    return family_adjusted(pd.DataFrame([{**base, **pair, **contrast, "seed": seed} for seed in ("0", "1", "pooled")]))
 
 
 def test_the_summary_says_what_was_planted_what_was_found_changed_and_acted_on_in_five_sentences():
     pre = dict(stage="pretrained", d=1.2, p=1e-5, p2=1e-5)
     seeds = [dict(stage=f"ft-ft-seed{s}", seed=s, d=d, p=p, p2=p) for s, (d, p) in enumerate([(0.9, 1e-5), (0.2, 0.4)])]
     scratch = ieat_rows(dict(stage="scratch-ft-seed0", seed=0, d=-0.8, p=0.99, p2=1e-4)).assign(finetune_dataset="ft")
-    tables = {"ieat": ieat_rows(pre, *seeds), "bts": NO_BTS, "ieat_scratch": scratch, "link": link_rows(0.01, 0.2)}
+    tables = {
+        "ieat": ieat_rows(pre, *seeds),
+        "bts": NO_BTS,
+        "ieat_scratch": scratch,
+        "link": link_rows(0.01, 0.2, 2 / 1001),
+    }
     planted = {**FACTS, "planted": {"biased": {"a": 0.9}, "ft": {}}}
     model = results_model(tables, facts=planted, tests={"s": [{**TEST, "role": "planted"}]}, alpha=0.01)
     validate(model)
@@ -138,9 +141,12 @@ def test_the_summary_says_what_was_planted_what_was_found_changed_and_acted_on_i
         "significant; it has none of the finetuned networks' large effects (|d| >= 0.5)."
     )
     assert predictions == (
-        "In the predictions (the primary measure of each pair): m finetuned on ft amplifies t (contrast +0.105 "
-        "[0.010, 0.200], 2 seeds pooled)."
+        "In the predictions (the primary measure of each pair, its p Holm-adjusted over the network's pairs): m "
+        "finetuned on ft amplifies t (contrast +0.105 [0.010, 0.200], adjusted p <= 0.002, 2 seeds pooled)."
     )
+    (record,) = model["predictions"]
+    assert (record["p_adjusted"], record["family"], record["family_size"]) == (2 / 1001, "finetuned m on ft", 1)
+    assert (record["p_method"], record["adjust"]) == ("percentile bootstrap, two-sided (inverts the interval)", "holm")
     assert model["known_answers"] == [
         {
             "analysis_set": "s",
@@ -152,8 +158,14 @@ def test_the_summary_says_what_was_planted_what_was_found_changed_and_acted_on_i
     ]
     assert [r["network"] for r in model["ieat"]] == ["pretrained", "finetuned", "finetuned", "scratch"]
     assert [r["opposite"] for r in model["ieat"]] == [False, False, False, True]
-    neither = results_model({**tables, "link": link_rows(-0.1, 0.2)}, facts=FACTS, tests={"s": [TEST]}, alpha=0.01)
-    assert "m finetuned on ft neither amplifies nor reduces t" in neither["summary"][-1]
+    neither = results_model({**tables, "link": link_rows(-0.1, 0.2, 0.4)}, facts=FACTS, tests={"s": [TEST]}, alpha=0.01)
+    assert (
+        "m finetuned on ft neither amplifies nor reduces t (contrast +0.050 [-0.100, 0.200], adjusted p = 0.4"
+        in (neither["summary"][-1])
+    )
+    # an interval that excludes 0 with an adjusted p above alpha: the adjusted p decides, as everywhere else
+    short = results_model({**tables, "link": link_rows(0.01, 0.2, 0.03)}, facts=FACTS, tests={"s": [TEST]}, alpha=0.01)
+    assert short["predictions"][0]["verdict"] == "neither"
     assert not neither["known_answers"]
     # a scratch network with the finetuned seeds' large effect, same sign: the finetuning data alone can make it
     large = ieat_rows(dict(stage="scratch-ft-seed0", seed=0, d=0.7, p=1e-3, p2=1e-3)).assign(finetune_dataset="ft")
@@ -162,6 +174,20 @@ def test_the_summary_says_what_was_planted_what_was_found_changed_and_acted_on_i
         "it has the finetuned networks' large effect (|d| >= 0.5, same sign) for t, which the finetuning data alone "
         "can therefore produce."
     )
+
+
+def test_a_prediction_family_whose_bootstrap_floor_cannot_reach_alpha_is_said():
+    tables = {"ieat": ieat_rows(dict(stage="pretrained", d=1.2, p=1e-5, p2=1e-5)), "bts": NO_BTS}
+    coarse = link_rows(0.01, 0.2, 2 / 101).assign(contrast_pvalue_floor=2 / 101)  # 100 replicates
+    model = results_model({**tables, "link": coarse}, facts=FACTS, tests={"s": [TEST]}, alpha=0.01)
+    assert model["predictions"][0]["verdict"] == "neither"
+    assert (
+        "Whether the predictions of finetuned m on ft act on a pair: its contrasts' bootstrap p cannot go below "
+        "0.02, adjusted over its 1 pair not below 0.02, so none can reach alpha = 0.01 "
+        "(analysis.predictions.bootstrap of at least 200 replicates could)."
+    ) in model["cannot_tell"]
+    fine = results_model({**tables, "link": link_rows(0.01, 0.2, 0.3)}, facts=FACTS, tests={"s": [TEST]}, alpha=0.01)
+    assert not any("bootstrap p cannot" in line for line in fine["cannot_tell"])
 
 
 def test_a_sentence_names_three_results_and_counts_the_rest():
@@ -515,11 +541,26 @@ def test_the_landing_page_shows_the_forest_plot_of_a_small_run_and_links_that_of
 
     forest = {"kind": "figure", "title": "Effect sizes", "files": {"png": "files/figures/ieat_forest.png"}}
     other = {"kind": "figure", "title": "Heat map", "files": {"png": "files/figures/ieat_heatmap.png"}}
-    small = _forest([other, forest], FOREST_ROWS)
+    small = _forest([other, forest], {"s": FOREST_ROWS - 10, "t": 10})
     assert small.startswith('<figure id="forest">') and '<img src="files/figures/ieat_forest.png"' in small
-    large = _forest([other, forest], FOREST_ROWS + 1)
+    large = _forest([other, forest], {"s": FOREST_ROWS - 10, "t": 11})
     assert "<img" not in large and '<a href="files/figures/ieat_forest.png">forest plot</a>' in large
-    assert _forest([other], 3) == ""
+    assert _forest([other], {"s": 3}) == ""
+    # a run beyond FOREST_ROWS draws one forest plot per analysis set: each linked, with its rows
+    per_set = [
+        {"kind": "figure", "title": f"Effect sizes, {a}", "files": {"png": f"files/figures/ieat_forest_{a}.png"}}
+        | {"wildcards": {"analysis_set": a}}
+        for a in ("coco", "openimages")
+    ]
+    both = _forest([other, *per_set], {"coco": 90, "openimages": 180})
+    assert (
+        "<img" not in both
+        and (
+            '(270 rows), one forest plot per analysis set: <a href="files/figures/ieat_forest_coco.png">coco</a> '
+            '(90 rows), <a href="files/figures/ieat_forest_openimages.png">openimages</a> (180 rows)'
+        )
+        in both
+    )
 
 
 def test_the_results_model_carries_the_linear_cka_of_each_network():

@@ -16,7 +16,9 @@ from biastransfer.data.splits import Split, write_split
 from biastransfer.hashing import file_digest
 from biastransfer.predictions import write_predictions
 from biastransfer.report.findings import describe_link
-from biastransfer.report.findings.amplification import verdict
+from biastransfer.report.findings.link import ACTS
+from biastransfer.report.formatting import Significance as FormatSignificance
+from biastransfer.report.formatting import adjusted_floor, p_text, prediction_verdict
 from biastransfer.report.link_report import link_frame, link_latex
 from biastransfer.stats.link import (
     TOGETHER,
@@ -24,6 +26,7 @@ from biastransfer.stats.link import (
     UNRELATED,
     association_contrast,
     correlation_table,
+    family_adjusted,
     linked_test,
     min_networks,
     rank_correlation,
@@ -31,7 +34,7 @@ from biastransfer.stats.link import (
     spearman_interval,
 )
 from biastransfer.workflow.rules.predictions import LinkSettings
-from biastransfer.workflow.rules.report import TableSettings
+from biastransfer.workflow.rules.report import Significance, TableSettings
 
 NAMES, TASKS = ("person_a", "person_b"), ("car", "surfboard", "stop_sign")
 
@@ -150,6 +153,90 @@ def test_a_planted_prediction_bias_is_found_and_exact_predictions_show_none():
     assert exact.estimate == 0 and exact.ci_low == exact.ci_high == 0 and exact.n_seeds == 2
     with pytest.raises(ValueError, match=r"task 'refrigerator' is not one of car, surfboard, stop_sign"):
         _contrast(A, T, T, "person_a", "refrigerator", "car")
+
+
+def test_the_contrasts_p_inverts_its_interval_and_has_the_bootstraps_floor():
+    a, A, T = _data()
+    towards = T.copy()
+    towards[a == 0, 1] = 1
+    found = _contrast(A, T, towards, "person_a", "surfboard", "car", replicates=300)
+    assert found.pvalue == found.pvalue_floor == pytest.approx(2 / 301)  # every replicate above 0
+    rng = np.random.default_rng(3)
+    for _ in range(5):  # p < 0.05 where the 95% interval excludes 0, up to the interpolation of its quantiles
+        result = _contrast(A, T, (rng.random(T.shape) < 0.5).astype(int), "person_a", "surfboard", "car")
+        assert result.pvalue_floor <= result.pvalue <= 1
+        if abs(result.pvalue - 0.05) > 0.005:
+            assert (result.pvalue < 0.05) == (result.ci_low > 0 or result.ci_high < 0)
+
+
+def _primary_rows(p: dict) -> pd.DataFrame:
+    """Link rows with the given contrast p: {(dataset, network, model, test, seed): p}."""
+    return pd.DataFrame(
+        [
+            {"analysis_set": "s", "test": t, "dataset": d, "network": n, "model": m, "seed": seed, "contrast_pvalue": v}
+            for (d, n, m, t, seed), v in p.items()
+        ]
+    )
+
+
+def test_the_primary_contrasts_of_one_network_family_are_holm_adjusted_together():
+    table = family_adjusted(
+        _primary_rows(
+            {
+                ("d", "finetuned", "m", "t1", "0"): 0.001,  # a seed of a pooled family: exploratory
+                ("d", "finetuned", "m", "t1", "pooled"): 0.01,
+                ("d", "finetuned", "m", "t2", "pooled"): 0.04,
+                ("d", "finetuned", "m", "t3", "pooled"): 0.03,
+                ("d", "scratch", "m", "t1", "0"): 0.04,  # one seed: its own row is primary, its own family
+                ("e", "finetuned", "m", "t1", "pooled"): math.nan,  # not estimable: no test, outside the count
+            }
+        )
+    )
+    assert table["primary"].tolist() == [False, True, True, True, True, True]
+    # Holm by hand over 0.01, 0.03, 0.04: 3 x 0.01 = 0.03, max(0.03, 2 x 0.03) = 0.06, max(0.06, 1 x 0.04) = 0.06
+    assert table["contrast_pvalue_holm"].tolist()[1:5] == pytest.approx([0.03, 0.06, 0.06, 0.04])
+    # BH by hand: 0.04 x 3/3 = 0.04, 0.03 x 3/2 = 0.045 -> 0.04 (step-up minimum), 0.01 x 3 = 0.03
+    assert table["contrast_pvalue_bh"].tolist()[1:4] == pytest.approx([0.03, 0.04, 0.04])
+    assert np.isnan(table.loc[0, "contrast_pvalue_holm"]) and np.isnan(table.loc[5, "contrast_pvalue_holm"])
+    assert table["family_size"].tolist()[1:] == [3, 3, 3, 1, 0]
+
+
+def test_a_planted_pair_stays_significant_after_adjustment_and_a_null_pair_does_not():
+    """At the demo's size (250 test images with a figure, 1000 replicates), a network family with two declared
+    pairs: surfboard pushed towards person_a in half of its images against car, and refrigerator against
+    stop_sign predicted as the truth with chance errors on both attributes."""
+    tasks = ("car", "surfboard", "stop_sign", "refrigerator")
+    rng = np.random.default_rng(4)
+    a = rng.integers(0, 2, 250)
+    A, T = np.eye(2, dtype=int)[a], (rng.random((250, 4)) < 0.4).astype(int)
+    P = np.where(rng.random(T.shape) < 0.1, 1 - T, T)  # chance errors, the same for both attributes
+    P[(a == 0) & (rng.random(250) < 0.5), 1] = 1
+    rows = []
+    for test, first, second in (("planted", "surfboard", "car"), ("null", "refrigerator", "stop_sign")):
+        result = association_contrast(
+            A,
+            T,
+            P,
+            attribute="person_a",
+            first=first,
+            second=second,
+            attribute_names=NAMES,
+            task_names=tasks,
+            replicates=1000,
+        )
+        rows.append(
+            {
+                "analysis_set": "s",
+                "test": test,
+                "dataset": "d",
+                "network": "finetuned",
+                "model": "m",
+                "seed": "0",
+                "contrast_pvalue": result.pvalue,
+            }
+        )
+    adjusted = family_adjusted(pd.DataFrame(rows)).set_index("test")["contrast_pvalue_holm"]
+    assert adjusted["planted"] < 0.01 <= adjusted["null"]
 
 
 def _files(tmp_path, a, T, scores_by_stage):
@@ -309,13 +396,20 @@ def test_the_correlation_table_reads_the_networks_not_the_pooled_rows():
 def test_the_report_shows_the_link_as_a_table_a_figure_and_in_words(linked, tmp_path):
     table = pd.read_csv(linked["table"], keep_default_na=False, na_values=[""])
     corr = pd.read_csv(linked["correlation"])
-    assert len(link_frame(table, "d")) == 5 and link_frame(table, "other").empty
-    latex = link_latex(table, corr, "d")
+    frame = link_frame(table, "d", 0.01, "holm")
+    assert len(frame) == 5 and link_frame(table, "other", 0.01, "holm").empty
+    # the verdict and the adjusted p of the primary rows only (the pooled finetuned family, the one scratch seed)
+    judged = frame[frame["verdict"] != ""]
+    assert sorted(zip(judged["network"], judged["seed"].astype(str))) == [("finetuned", "pooled"), ("scratch", "0")]
+    assert frame.loc[frame["verdict"] == "", "p_adjusted"].isna().all()
+    assert (judged["p_adjusted"] == judged["p"]).all()  # one declared pair linked per family: nothing to adjust
+    latex = link_latex(table, corr, "d", 0.01, "holm")
     assert "Spearman rho = " in latex and "too few networks to tell" in latex and "95\\% interval" in latex
-    assert "no iEAT of this run" in link_latex(table, corr, "other")
+    assert "Holm-adjusted over the declared pairs" in latex and "adj. $p$" in latex
+    assert "no iEAT of this run" in link_latex(table, corr, "other", 0.01, "holm")
     main = _script("make_tables").main
     main(
-        TableSettings(kind="link", significance=None),
+        TableSettings(kind="link", significance=Significance(alpha=0.01, adjust="holm")),
         linked["table"],
         str(tmp_path / "t.tex"),
         dataset="d",
@@ -327,20 +421,24 @@ def test_the_report_shows_the_link_as_a_table_a_figure_and_in_words(linked, tmp_
         linked["table"], linked["correlation"], "d", str(tmp_path / "f.png"), str(tmp_path / "f.pdf")
     )
     assert (tmp_path / "f.png").stat().st_size > 0
-    text = "\n".join(describe_link(table, corr))
+    text = "\n".join(describe_link(table, corr, 0.01))
     fine = table[(table["network"] == "finetuned") & (table["seed"] == "pooled")].iloc[0]
-    assert (
-        f"Finetuned m (d, 3 seeds pooled) {verdict(fine['contrast_low'], fine['contrast_high'])} the t association"
-        in text
-    )
+    word = prediction_verdict(fine["contrast"], fine["contrast_pvalue_holm"], FormatSignificance(0.01))
+    assert f"Finetuned m (d, 3 seeds pooled) {ACTS[word]} the t association" in text
+    bound = adjusted_floor(fine["contrast_pvalue"], fine["contrast_pvalue_floor"], fine["contrast_pvalue_holm"])
+    assert f"Holm-adjusted {p_text(fine['contrast_pvalue_holm'], bound)} over the network's 1 pair;" in text
     assert "Scratch m (d, seed 0)" in text and "d 0.20 to 1.00 over its seeds (pretrained d = 0.90)" in text
-    assert text.count("too few networks to tell") == 2 and describe_link(None, None) == []
+    assert text.count("too few networks to tell") == 2 and describe_link(None, None, 0.01) == []
     # a scratch network that amplifies the pair against its embedding's large d: the levels' disagreement explained
+    scratch = table["network"] == "scratch"
     against = table.assign(
-        d=np.where(table["network"] == "scratch", -0.8, table["d"]),
-        contrast_low=np.where(table["network"] == "scratch", 0.05, table["contrast_low"]),
-        contrast_high=np.where(table["network"] == "scratch", 0.2, table["contrast_high"]),
+        d=np.where(scratch, -0.8, table["d"]),
+        contrast=np.where(scratch, 0.1, table["contrast"]),
+        contrast_pvalue_holm=np.where(scratch, 0.002, table["contrast_pvalue_holm"]),
     )
-    explained = [line for line in describe_link(against, corr) if "disagree in sign" in line]
+    explained = [line for line in describe_link(against, corr, 0.01) if "disagree in sign" in line]
     assert len(explained) == 1 and explained[0].startswith("- Scratch m (d, seed 0) amplifies the t association")
+    # an adjusted p at alpha or above is no verdict, whatever the unadjusted interval
+    near = against.assign(contrast_pvalue_holm=np.where(scratch, 0.02, against["contrast_pvalue_holm"]))
+    assert not [line for line in describe_link(near, corr, 0.01) if "disagree in sign" in line]
     assert "disagree in sign" not in text

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from biastransfer.embeddings import write_embeddings
+from biastransfer.report.artefacts import FOREST_ROWS
 from biastransfer.workflow import config as cfg
 from biastransfer.workflow.plan import Plan, switch
 from biastransfer.workflow.rules.analysis import ChangeSettings, IEATSettings
@@ -268,3 +269,15 @@ def test_the_plan_of_each_shipped_config_matches_its_snapshot(name, request, mon
         file.write_text(text)
     assert file.exists(), f"{file} is missing: rerun with UPDATE_SNAPSHOTS=1"
     assert text == file.read_text(), f"the plan of {name} changed: review, then rerun with UPDATE_SNAPSHOTS=1"
+
+
+def test_a_run_beyond_the_forest_rows_gets_one_forest_plot_per_analysis_set():
+    """Forest rows: tests x models x networks (the demo: 2 tests x 1 model x 5 networks = 10)."""
+    assert FOREST_ROWS == 40  # the counts below are set around it
+    config = cfg.read_configs([ROOT / "config" / "config.yaml"])
+    assert Plan(config, ROOT).forest_rows == {"synthetic": 10} and Plan(config, ROOT).forest_sets == []
+    test = config["analysis_sets"]["synthetic"]["ieat"][0]
+    for tests, expected in ((6, []), (7, ["synthetic", "second"])):  # 10 + 30 = 40 rows: one plot; 10 + 35 > 40
+        second = {**config["analysis_sets"]["synthetic"], "ieat": [{**test, "name": f"t{i}"} for i in range(tests)]}
+        plan = Plan({**config, "analysis_sets": {**config["analysis_sets"], "second": second}}, ROOT)
+        assert plan.forest_rows == {"synthetic": 10, "second": 5 * tests} and plan.forest_sets == expected

@@ -256,6 +256,23 @@ def _write_inputs(tmp_path, ev, a, scores, *, classes=TASKS, split_sha=None, emb
     return split, tmp_path / "attrs.parquet", pred, emb
 
 
+def _write_pretrained(tmp_path, a, split, noise: float = 3.0, **meta) -> str:
+    """The pretrained network's embedding of the split of :func:`_write_inputs` (rule predict's): 3 columns that
+    carry the attribute under ``noise``, and a row for the image without a figure."""
+    path = tmp_path / "pretrained-d.embedding.parquet"
+    ids = [f"d-test-{i:06d}" for i in range(len(a))] + ["d-test-nofigure"]
+    features = a[:, None] + np.random.default_rng(5).normal(0, noise, (len(a), 3))
+    meta = {
+        "split": "test",
+        "split_sha256": file_digest(split),
+        "stage": "pretrained",
+        "model": "m",
+        "dataset": "d",
+    } | meta
+    write_embeddings(path, ids, ["test"] * len(ids), np.vstack([features, np.zeros((1, 3))]), meta)
+    return str(path)
+
+
 def test_the_amplification_script_writes_every_measure_and_checks_its_inputs(tmp_path):
     ev, a = _evaluation(n=120)
     split, attrs, pred, emb = _write_inputs(tmp_path, ev, a, ev.truth * 0.9)
@@ -263,9 +280,17 @@ def test_the_amplification_script_writes_every_measure_and_checks_its_inputs(tmp
     settings = AmplificationSettings(
         threshold=0.5, bootstrap=100, ci_level=0.95, folds=3, seed=0, embedding_components=256
     )
+    baseline = _write_pretrained(tmp_path, a, split)
     out = {"summary": str(tmp_path / "s.csv"), "terms": str(tmp_path / "t.csv"), "settings": settings}
+    out |= {"pretrained_embeddings": [baseline]}
     main([str(split)], [str(attrs)], [str(pred)], [str(emb)], **out)
     summary = pd.read_csv(out["summary"], keep_default_na=False)
+    # the pretrained network has no head for the tasks: its embedding's leakage is its only measure
+    (before,) = summary[summary["network"] == "pretrained"].itertuples()
+    assert (before.model, before.seed, before.measure, before.threshold) == ("m", "", "leakage_embedding", "")
+    assert (
+        before.estimate < summary.query("network == 'finetuned' and measure == 'leakage_embedding'")["estimate"].iloc[0]
+    )
     assert set(summary["measure"]) == {
         "directional",
         "zhao",
@@ -275,8 +300,8 @@ def test_the_amplification_script_writes_every_measure_and_checks_its_inputs(tmp
         "leakage_embedding",
         "leakage_dataset",
     }
-    leak = summary[summary["measure"] == "leakage_embedding"].iloc[0]
-    assert (leak["network"], leak["seed"], leak["threshold"]) == ("finetuned", "0", "") and leak["ci_low"] > 0.5
+    leak = summary[(summary["measure"] == "leakage_embedding") & (summary["network"] == "finetuned")].iloc[0]
+    assert (leak["seed"], leak["threshold"]) == ("0", "") and leak["ci_low"] > 0.5
     assert set(summary["n_images"]) == {120} and set(summary["n_excluded"]) == {1}
     assert summary["images_per_attribute"].iloc[0] == f"person_a={(a == 0).sum()}; person_b={(a == 1).sum()}"
     assert (pd.read_csv(out["terms"])["task"].isin(TASKS)).all()
@@ -312,6 +337,22 @@ def test_the_amplification_script_writes_every_measure_and_checks_its_inputs(tmp
         main([str(split)], [str(attrs)], [str(pred)], [str(other_emb)], **out)
     with pytest.raises(ValueError, match=r"1 prediction files but 0 embedding files"):
         main([str(split)], [str(attrs)], [str(pred)], [], **out)
+    # a pretrained embedding of another network or split, or without an image of the split
+    for meta, message in (
+        ({"stage": "ft-d-seed0"}, r"an embedding of stage 'ft-d-seed0', not of the pretrained network"),
+        (
+            {"split_sha256": "f" * 64},
+            r"an embedding of split d/test \(sha256 ffffffffffff\), not of a test split given",
+        ),
+    ):
+        (tmp_path / "p").mkdir(exist_ok=True)
+        wrong = _write_pretrained(tmp_path / "p", a, split, **meta)
+        with pytest.raises(ValueError, match=r"pretrained-d.embedding.parquet: " + message):
+            main([str(split)], [str(attrs)], [str(pred)], [str(emb)], **out | {"pretrained_embeddings": [wrong]})
+    table = read_embeddings(baseline)
+    write_embeddings(wrong, table.image_ids[1:], table.classes[1:], table.embeddings[1:], table.metadata)
+    with pytest.raises(ValueError, match=r"pretrained-d.embedding.parquet: no row for image 'd-test-000000' of d/test"):
+        main([str(split)], [str(attrs)], [str(pred)], [str(emb)], **out | {"pretrained_embeddings": [wrong]})
     (tmp_path / "c").mkdir()
     _, _, lacking, lacking_emb = _write_inputs(tmp_path / "c", ev, a, ev.truth[:, :3] * 0.9, classes=TASKS[:3])
     lacking_meta = read_predictions(lacking).metadata | {"split_sha256": file_digest(split)}
@@ -336,6 +377,7 @@ def test_a_class_absent_from_the_test_split_is_left_out_with_its_reason_a_warnin
     ev = replace(ev, truth=truth)
     split, attrs, pred, emb = _write_inputs(tmp_path, ev, a, _towards(ev, a, 0))
     out = {"summary": str(tmp_path / "s.csv"), "terms": str(tmp_path / "t.csv")}
+    out |= {"pretrained_embeddings": [_write_pretrained(tmp_path, a, split)]}
     with caplog.at_level(logging.WARNING):
         settings = AmplificationSettings(
             threshold=0.5, bootstrap=100, ci_level=0.95, folds=3, seed=0, embedding_components=256
@@ -414,21 +456,43 @@ def test_the_table_and_the_findings_follow_the_intervals():
         ("finetuned", "m"): {0: embedding_leakage(ev, a[:, None] + rng.normal(0, 0.5, (200, 3)), SETTINGS)},
         ("scratch", "m"): {0: embedding_leakage(ev, rng.normal(0, 1, (200, 3)), SETTINGS)},
     }
-    summary, terms = prediction_bias(ev, {("finetuned", "m"): biased, ("scratch", "m"): against}, SETTINGS, embedded)
+    pretrained = {"m": embedding_leakage(ev, a[:, None] + rng.normal(0, 2, (200, 3)), SETTINGS)}
+    summary, terms = prediction_bias(
+        ev, {("finetuned", "m"): biased, ("scratch", "m"): against}, SETTINGS, embedded, pretrained
+    )
     frame = amplification_frame(summary, "d")
-    assert len(frame) == len(summary)
+    assert len(frame) == len(summary) - 1 and "pretrained" not in set(frame["network"])  # beside, not a row
+    pre = summary[summary["network"] == "pretrained"].iloc[0]
+    beside = frame.dropna(subset=["pretrained"])
+    assert list(zip(beside["network"], beside["measure"])) == [("finetuned", "leakage_embedding")]
+    assert beside[["pretrained", "pretrained_low", "pretrained_high"]].iloc[0].tolist() == [
+        pre["estimate"],
+        pre["ci_low"],
+        pre["ci_high"],
+    ]
     latex = amplification_latex(summary, "d")
     assert "BiasAmp" in latex and "base rate" in latex and "leakage (ground truth)" in latex
     fine = summary[(summary["measure"] == "leakage_embedding") & (summary["network"] == "finetuned")].iloc[0]
     cell = f"${fine['estimate']:.3f}$ $[{fine['ci_low']:.3f}, {fine['ci_high']:.3f}]$"
-    assert f"finetuned m & seed 0 & leakage (embedding) & {cell} & -- \\\\" in latex  # no threshold: first column
+    before = f"${pre['estimate']:.3f}$ $[{pre['ci_low']:.3f}, {pre['ci_high']:.3f}]$"
+    # no threshold: first column; the pretrained network's beside it, and no other measure of it
+    assert f"finetuned m & seed 0 & leakage (embedding) & {cell} & -- & {before} \\\\" in latex
+    assert "no classifier head for these classes" in latex and latex.count(before) == 1
     with pytest.raises(ValueError, match="no rows for dataset 'other'"):
         amplification_frame(summary, "other")
     text = "\n".join(describe_amplification(summary, terms, {"surfboard": "person_a"}))
     assert "Finetuned m (d, seed 0) amplifies the attribute-object bias" in text
     assert "Scratch m (d, seed 0) reduces the attribute-object bias" in text
     assert "amplifies the planted surfboard->person_a association" in text
-    assert "Finetuned m (d, seed 0): its embedding of the test images gives the attribute away beyond chance" in text
+    assert (
+        "Finetuned m (d, seed 0): its embedding of the test images gives the attribute away beyond chance: an "
+        f"attacker's balanced accuracy {fine['estimate']:.3f} 95% CI [{fine['ci_low']:.3f}, {fine['ci_high']:.3f}] "
+        f"against {pre['estimate']:.3f} [{pre['ci_low']:.3f}, {pre['ci_high']:.3f}] before finetuning" in text
+    )
+    assert (
+        "Scratch m (d, seed 0): its embedding of the test images does not give" in text and text.count("before fi") == 1
+    )
+    assert "the pretrained network has no classifier head for the dataset's classes" in text
     assert (
         "Scratch m (d, seed 0): its embedding of the test images does not give the attribute away beyond chance "
         "(the interval holds chance)" in text
@@ -488,11 +552,20 @@ def test_predict_writes_each_images_sigmoid_scores_and_embedding_from_one_forwar
     weights = [str(tmp_path / f"{stage}.safetensors") for stage in STAGES]
     calls, forward = [], FeatureExtractor.forward
     monkeypatch.setattr(FeatureExtractor, "forward", lambda self, x: calls.append(len(x)) or forward(self, x))
+    pretrained = _checkpoint(tmp_path / "pretrained.safetensors", ["other"], seed=7)  # its head is not the split's
+    baseline = tmp_path / "pretrained-syn.embedding.parquet"
     predict(
-        [files["test"]], weights, [str(p) for p in out], [str(p) for p in emb], _settings(["syn"], STAGES), model="tiny"
+        [files["test"]],
+        weights,
+        [str(p) for p in out],
+        [str(p) for p in emb],
+        _settings(["syn"], STAGES),
+        model="tiny",
+        pretrained=str(tmp_path / "pretrained.safetensors"),
+        pretrained_embeddings=[str(baseline)],
     )
     monkeypatch.undo()
-    assert calls == [16] * 10  # the 80 test images through each backbone once, in batches of 16
+    assert calls == [16] * 15  # the 80 test images through each of the three backbones once, in batches of 16
     split = read_split(files["test"])
     images = preprocessed_images(split.frame["path"].tolist(), resolve_spec("tiny", ENTRY).preprocess)
     for model, stage, weights_file, predicted, embedding in zip(models, STAGES, weights, out, emb):
@@ -512,6 +585,14 @@ def test_predict_writes_each_images_sigmoid_scores_and_embedding_from_one_forwar
             "dim": model.backbone.embed_dim
         }
     assert not np.allclose(read_predictions(out[0]).scores, read_predictions(out[1]).scores)
+    # the pretrained network's embedding of the same images at the same layer, without scores
+    before = read_embeddings(baseline)
+    assert before.image_ids.tolist() == split.frame["image_id"].tolist()
+    with torch.inference_mode():
+        np.testing.assert_allclose(before.embeddings, pretrained.backbone(images).numpy(), atol=1e-5)
+    assert before.metadata["stage"] == "pretrained" and before.metadata["split_sha256"] == file_digest(files["test"])
+    assert before.metadata["weights_sha256"] == file_digest(tmp_path / "pretrained.safetensors")
+    assert (before.metadata["dataset"], before.metadata["split"]) == ("syn", "test")
 
 
 def test_predict_names_a_lacking_class_or_an_unmatched_stage_before_scoring(drawn, tmp_path, monkeypatch):
@@ -526,6 +607,8 @@ def test_predict_names_a_lacking_class_or_an_unmatched_stage_before_scoring(draw
     outputs = dict(
         predictions=[str(tmp_path / f"{s}.parquet") for s in STAGES],
         embeddings=[str(tmp_path / f"{s}.embedding.parquet") for s in STAGES],
+        pretrained=str(tmp_path / "model.safetensors"),
+        pretrained_embeddings=[str(tmp_path / "pretrained-syn.embedding.parquet")],
     )
     with pytest.raises(ValueError, match=r"lacking.safetensors: the network has no output for class 'person'"):
         predict([files["test"]], weights, **outputs, settings=_settings(["syn"], STAGES), model="tiny")
@@ -537,9 +620,13 @@ def test_predict_names_a_lacking_class_or_an_unmatched_stage_before_scoring(draw
         predict(
             [files["test"], str(other)],
             weights,
-            **outputs,
+            **outputs | {"pretrained_embeddings": [str(tmp_path / f"pretrained-{d}.parquet") for d in ("syn", "o")]},
             settings=_settings(["syn", "other"], ["ft-syn-seed0", "ft-other-seed0"]),
             model="tiny",
+        )
+    with pytest.raises(ValueError, match=r"model.safetensors and 0 pretrained embedding files for 1 datasets"):
+        predict(
+            [files["test"]], weights, **outputs | {"pretrained_embeddings": []}, settings=_settings(["syn"], STAGES)
         )
     with pytest.raises(ValueError, match=r"2 stages for 1 checkpoints, 2 prediction and 2 embedding files"):
         predict([files["test"]], weights[:1], **outputs, settings=_settings(["syn"], STAGES), model="tiny")

@@ -217,6 +217,8 @@ def test_the_paper_dag_plans_without_network(tmp_path):
     assert jobs["real_test_split"] == jobs["real_test_attributes"] == 2 and jobs["fetch_split_images"] == 2 * 3
     # one predict job per model, for its 3 + 1 networks
     assert jobs["predict"] == 6 and jobs["amplification"] == 1 and jobs["table_amplification"] == 2
+    # 270 forest rows, beyond FOREST_ROWS: one forest plot per analysis set
+    assert jobs["plot_forest"] == 2 and "results/figures/ieat_forest_openimages.svg" in done.stdout
     # its COCO intervention is off: nothing of it is planned
     assert not {"real_train_attributes", "intervention", "intervention_change"} & set(jobs)
 
@@ -283,6 +285,8 @@ def test_the_demo_dag_scores_every_trained_network_on_the_test_split(tmp_path):
     assert jobs["link"] == jobs["plot_link"] == jobs["table_link"] == 1
     assert "results/predictions/democnn/scratch-synthetic_target-seed0.parquet" in done.stdout
     assert "results/predictions/democnn/scratch-synthetic_target-seed0.embedding.parquet" in done.stdout
+    # the pretrained network's embedding of the test split, the leakage baseline, from the same job
+    assert "results/predictions/democnn/pretrained-synthetic_target.embedding.parquet" in done.stdout
 
 
 def test_the_predictions_and_their_bias_follow_the_documented_formats(demo_run):
@@ -309,6 +313,8 @@ def test_the_predictions_and_their_bias_follow_the_documented_formats(demo_run):
     assert set(fine["seed"]) == {"0", "1", "2", "pooled"} and thresholds[False] == {"0.5", "base_rate"}
     assert thresholds[True] == {""}  # the embedding's leakage depends on no threshold (docs/formats.md)
     assert set(summary.loc[summary["network"] == "scratch", "seed"]) == {"0"}
+    before = summary[summary["network"] == "pretrained"]  # no head for the tasks: its embedding's leakage only
+    assert before[["model", "seed", "measure"]].values.tolist() == [["democnn", "", "leakage_embedding"]]
     for measure in (
         "directional",
         "zhao",
@@ -350,9 +356,15 @@ def test_the_predictions_and_their_bias_follow_the_documented_formats(demo_run):
     corr = pd.read_csv(out / "summary" / "link_correlation.csv")
     assert set(corr.loc[corr["embedding"] == "d", "n"]) == {4} and corr["verdict"].str.startswith("too few").all()
     assert (out / "figures" / "link_synthetic_target.png").is_file()
+    primary = link[link["primary"]]  # the pooled contrast of each pair and family, Holm-adjusted over its 2 pairs
+    assert set(zip(primary["network"], primary["seed"].astype(str))) == {("finetuned", "pooled"), ("scratch", "0")}
+    assert (primary["family_size"] == 2).all() and (primary["contrast_pvalue_holm"] >= primary["contrast_pvalue"]).all()
     landing = report_site.page_text(demo_run / "results" / "report" / "index.html")
-    assert "In the predictions (the primary measure of each pair): democnn finetuned on synthetic_target " in landing
-    assert "surfboard_vs_car (contrast " in landing and "3 seeds pooled)" in landing
+    assert (
+        "In the predictions (the primary measure of each pair, its p Holm-adjusted over the network's pairs): democnn "
+        "finetuned on synthetic_target "
+    ) in landing
+    assert "surfboard_vs_car (contrast " in landing and ", adjusted p " in landing and "3 seeds pooled)" in landing
 
 
 def test_the_controls_overlay_trains_five_networks_per_arm(tmp_path):

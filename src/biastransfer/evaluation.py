@@ -23,7 +23,7 @@ from biastransfer.embeddings import (
 )
 from biastransfer.hashing import file_digest
 from biastransfer.predictions import read_predictions
-from biastransfer.stages import parse_stage, stage_kind
+from biastransfer.stages import PRETRAINED, parse_stage, stage_kind
 from biastransfer.stats.amplification import Evaluation
 
 log = logging.getLogger(__name__)
@@ -174,6 +174,31 @@ def check_embeddings(datasets: Mapping, predictions, embeddings) -> list[tuple[s
                 f"{len(expected)}; both come from one forward pass over the split, in its order)"
             )
         out.append((*_network_of(pred, theirs, datasets), emb))
+    return out
+
+
+def check_pretrained_embeddings(datasets: Mapping, embeddings) -> list[tuple[str, str, str]]:
+    """``[(dataset, model, embedding file)]`` of the pretrained networks' embeddings of the test splits (rule
+    predict's ``pretrained_embeddings``), each checked, before any attacker runs, to be of a pretrained network
+    (stage ``pretrained``), of the test split of one of the :func:`read_evaluations` ``datasets`` (its digest),
+    valid and with a row for every image of it with an attribute; errors name the file."""
+    embeddings = [embeddings] if isinstance(embeddings, str) else list(embeddings)
+    out = []
+    for emb in embeddings:
+        meta = read_metadata(emb)
+        dataset, stage = str(meta.get("dataset", "")), str(meta.get("stage", ""))
+        if stage != PRETRAINED:
+            raise ValueError(f"{emb}: an embedding of stage {stage!r}, not of the pretrained network")
+        if dataset not in datasets or meta.get("split") != "test" or meta.get("split_sha256") != datasets[dataset][2]:
+            raise ValueError(
+                f"{emb}: an embedding of split {dataset}/{meta.get('split')} (sha256 "
+                f"{str(meta.get('split_sha256'))[:12]}), not of a test split given ({', '.join(datasets)})"
+            )
+        present = set(checked_embedding_ids(emb).tolist())
+        missing = [i for i in datasets[dataset][1] if i not in present]
+        if missing:
+            raise ValueError(f"{emb}: no row for image {missing[0]!r} of {dataset}/test")
+        out.append((dataset, str(meta.get("model", "")), emb))
     return out
 
 

@@ -34,6 +34,7 @@ PATHS = {
     "layer_profile": "results/layers/{analysis_set}/{model}/profile.csv",
     "predictions": "results/predictions/{model}/{stage}.parquet",
     "prediction_embedding": "results/predictions/{model}/{stage}.embedding.parquet",
+    "pretrained_test_embedding": "results/predictions/{model}/pretrained-{dataset}.embedding.parquet",
     "analyses_done": "results/checks/analyses/{model}.done",
     "summary": "results/summary/{summary}.csv",
 }

@@ -76,7 +76,7 @@ def main(
         *describe_amplification(
             _read(tables.get("amplification")), _read(tables.get("amplification_terms")), settings.planted
         ),
-        *describe_link(_read(tables.get("link")), _read(tables.get("link_correlation"))),
+        *describe_link(_read(tables.get("link")), _read(tables.get("link_correlation")), alpha, adjust),
         *describe_interventions(_read(tables.get("intervention"))),
         *describe_claims(_read(tables.get("claims"))),
     ]

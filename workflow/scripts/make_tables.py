@@ -24,8 +24,8 @@ python workflow/scripts/make_tables.py --summary results/summary/bts.csv
     --settings '{"kind": "bts", "significance": {"alpha": 0.01, "adjust": "holm"}}'
     [--fragment out/bts_coco_ft-coco_tabular.tex --csv out/bts_coco_ft-coco.csv]
 
-significance: the run's significance rule of the marks (analysis.ieat.alpha; report.p_adjust, holm or bh), for
-the kinds that mark significance (ieat, bts; null for the others).
+significance: the run's significance rule of the marks and verdicts (analysis.ieat.alpha; report.p_adjust, holm or
+bh), for the kinds that mark significance or give a verdict (ieat, bts, link; null for the others).
 """
 
 import inspect

@@ -5,13 +5,17 @@ of the dataset it was trained on (``splits[j]`` of ``settings.datasets[j]``): pe
 every class, in the predictions format (biastransfer.predictions) with the provenance of the embeddings plus
 the split's digest, and from the same forward pass the network's embedding of each image (its classifier's
 input: the features embed writes at the model's layer), in the embeddings format with the same metadata. The
-networks of one dataset run side by side on each batch, so each image is read and decoded once for all of
-them. A network that lacks a class of the split is an error naming the class and the checkpoint, raised before
-any image is scored.
+pretrained network (``pretrained``: its weights; rule predict always gives them) has no classifier head for the
+split's classes: it gives only its embedding of each split at the same layer (``pretrained_embeddings[j]``, stage
+``pretrained``), the baseline of the finetuned networks' embedding leakage. The networks of one dataset run side by side on each batch, so
+each image is read and decoded once for all of them. A network that lacks a class of the split is an error
+naming the class and the checkpoint, raised before any image is scored.
 
 Standalone: python workflow/scripts/predict.py --splits results/splits/D/test.parquet
 --weights results/finetune/D/M/seed0/model.safetensors results/scratch/D/M/seed0/model.safetensors
---predictions P0.parquet P1.parquet --embeddings E0.parquet E1.parquet --settings '{"datasets": ["D"],
+--predictions P0.parquet P1.parquet --embeddings E0.parquet E1.parquet
+[--pretrained results/weights/M/weights.done --pretrained_embeddings results/predictions/M/pretrained-D.embedding.parquet]
+--settings '{"datasets": ["D"],
 "stages": ["ft-D-seed0", "scratch-D-seed0"], "entry": {"source": "workflow", "arch": "resnet18", "preprocess":
 {"resize": 64, "crop": 64}}, "inference": {"batch_size": 64, "num_workers": 1, "device": "cpu", "amp": true}}'
 [--model M] (inference: as embed.py's)
@@ -26,12 +30,14 @@ from biastransfer.data.splits import read_split
 from biastransfer.embeddings import write_embeddings
 from biastransfer.hashing import config_hash, file_digest
 from biastransfer.models.checkpoints import finetune_origin, load_classifier_from_checkpoint
-from biastransfer.models.extractors import EmbeddingAndLogits
+from biastransfer.models.embedding_job import built
+from biastransfer.models.extractors import EmbeddingAndLogits, create_backbone
 from biastransfer.models.features import Inference, embedding_provenance, run_on_images
 from biastransfer.models.resolve import model_spec
+from biastransfer.models.weights import weights_file_and_sha256
 from biastransfer.predictions import write_predictions
 from biastransfer.scripting import run
-from biastransfer.stages import parse_stage
+from biastransfer.stages import PRETRAINED, parse_stage
 from biastransfer.workflow.rules.inference import PredictSettings
 
 log = logging.getLogger(__name__)
@@ -66,11 +72,19 @@ def main(
     settings: PredictSettings,
     model: str = "model",
     threads: int = 1,
+    pretrained: str = "",
+    pretrained_embeddings: list | str | None = None,
 ) -> None:
     import torch
 
     torch.set_num_threads(max(1, threads))
     datasets, stages, entry = settings.datasets, settings.stages, settings.entry
+    baselines = [pretrained_embeddings] if isinstance(pretrained_embeddings, str) else list(pretrained_embeddings or [])
+    if bool(pretrained) != bool(baselines) or (baselines and len(baselines) != len(datasets)):
+        raise ValueError(
+            f"pretrained weights {pretrained or 'none'} and {len(baselines)} pretrained embedding files for "
+            f"{len(datasets)} datasets: with the pretrained weights, one pretrained embedding file per dataset"
+        )
     if len(datasets) != len(splits) or not len(stages) == len(weights) == len(predictions) == len(embeddings):
         raise ValueError(
             f"{len(splits)} splits for {len(datasets)} datasets, and {len(stages)} stages for "
@@ -90,23 +104,42 @@ def main(
         by_split.setdefault(split_of[dataset], []).append(
             Network(stage, weights_file, classifier, classes, scores_out, embedding_out)
         )
-    read = {split: read_split(split) for split in by_split}
+    read = {split: read_split(split) for split in splits}
     for split, networks in by_split.items():  # every network against its split before any image is scored
         for n in networks:
             check_classes(read[split].classes, n.classes, n.weights)
+    # the pretrained network (when given) at the layer the classifiers' heads read
+    backbone = built(create_backbone, spec, PRETRAINED, pretrained) if pretrained else None
     entry_hash = config_hash(entry)
-    for split, networks in by_split.items():
-        images = read[split]
+    for split, baseline in zip(splits, baselines or [None] * len(splits)):
+        images, networks = read[split], by_split.get(split, [])
+        if not networks and baseline is None:
+            continue
         paths = images.frame["path"].tolist()
-        names = ", ".join(n.stage for n in networks)
+        names = ", ".join([*([PRETRAINED] if baseline else []), *(n.stage for n in networks)])
         log.info(
             "scoring %d images of %s with %s (%s) on %s", len(paths), split, spec.name, names, inference.torch_device
         )
-        both = EmbeddingAndLogits(*(n.classifier for n in networks))
+        both = EmbeddingAndLogits(*([backbone] if baseline else []), *(n.classifier for n in networks))
         what = f"predicting {split} with {spec.name} ({names})"
         outputs, runtime = run_on_images(both, paths, spec, inference, what=what, log=log.warning)
         split_digest = file_digest(split)
-        for n, (features, logits) in zip(networks, both.split(outputs)):
+        parts = both.split(outputs)
+        if baseline:
+            (base, _), *parts = parts
+            provenance = embedding_provenance(
+                spec,
+                weights_file_and_sha256(pretrained)[1],
+                stage=PRETRAINED,
+                dataset=images.dataset,
+                split=images.name,
+                split_sha256=split_digest,
+                config_hash=entry_hash,
+                **runtime,
+            )
+            write_embeddings(baseline, images.frame["image_id"], [images.name] * len(paths), base, provenance)
+            log.info("wrote %s (%s): %d dimensions", baseline, PRETRAINED, base.shape[1])
+        for n, (features, logits) in zip(networks, parts):
             scores = 1.0 / (1.0 + np.exp(-logits.astype(np.float64)))
             provenance = embedding_provenance(
                 spec,

@@ -241,21 +241,27 @@ class Classifier(nn.Module):
 class EmbeddingAndLogits(nn.Module):
     """``forward(images) -> (N, sum of embed_dim + num_classes)``: each classifier's embedding (its backbone's
     output, the features ``embed`` writes at the same layer) and its logits, side by side from one forward
-    pass over one batch for all of them; :meth:`split` cuts them apart."""
+    pass over one batch for all of them; :meth:`split` cuts them apart. A :class:`FeatureExtractor` among them
+    (a network without a classifier head, such as the pretrained one) gives its embedding and no logits."""
 
-    def __init__(self, *classifiers: Classifier):
+    def __init__(self, *networks: Classifier | FeatureExtractor):
         super().__init__()
-        if not classifiers:
+        if not networks:
             raise ValueError("EmbeddingAndLogits needs at least one classifier")
-        self.classifiers = nn.ModuleList(classifiers)
-        self.widths = [(c.backbone.embed_dim, c.num_classes) for c in classifiers]
+        self.classifiers = nn.ModuleList(networks)
+        self.widths = [
+            (c.backbone.embed_dim, c.num_classes) if isinstance(c, Classifier) else (c.embed_dim, 0) for c in networks
+        ]
         self.embed_dim = sum(f + n for f, n in self.widths)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         outputs = []
-        for classifier in self.classifiers:
-            features = classifier.backbone(images)
-            outputs += [features, classifier.head(features)]
+        for network in self.classifiers:
+            if isinstance(network, Classifier):
+                features = network.backbone(images)
+                outputs += [features, network.head(features)]
+            else:
+                outputs.append(network(images))
         return torch.cat(outputs, dim=1)
 
     def split(self, outputs) -> list[tuple]:

@@ -28,9 +28,28 @@ def _rows(summary: pd.DataFrame, dataset: str) -> pd.DataFrame:
     return rows_where(summary, AMPLIFICATION_REQUIRED, "dataset", dataset, where="amplification summary")
 
 
+#: The columns beside a finetuned network's embedding leakage: the pretrained network's, its baseline.
+BEFORE = ("pretrained", "pretrained_low", "pretrained_high")
+
+
+def _baselines(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per row, the pretrained network's embedding leakage of its model (estimate and interval, :data:`BEFORE`)
+    where the row is a finetuned network's embedding leakage, else empty: the pretrained network has no
+    classifier head for the dataset's classes, so no other measure of it exists."""
+    pre = rows[(rows["network"] == "pretrained") & (rows["measure"] == "leakage_embedding")]
+    pre = pre.drop_duplicates("model").set_index("model")[["estimate", "ci_low", "ci_high"]]
+    pre.columns = list(BEFORE)
+    beside = (rows["network"] == "finetuned") & (rows["measure"] == "leakage_embedding")
+    joined = rows[["model"]].join(pre, on="model")[list(BEFORE)]
+    return joined.where(pd.DataFrame({c: beside for c in BEFORE}))
+
+
 def amplification_frame(summary: pd.DataFrame, dataset: str) -> pd.DataFrame:
-    """The table's rows: every estimate with its interval, per network, model, seed, measure and threshold."""
-    return _rows(summary, dataset)[list(AMPLIFICATION_REQUIRED)].reset_index(drop=True)
+    """The table's rows: every estimate with its interval, per trained network, model, seed, measure and
+    threshold, and beside each finetuned network's embedding leakage the pretrained network's (:data:`BEFORE`)."""
+    rows = _rows(summary, dataset)
+    frame = pd.concat([rows[list(AMPLIFICATION_REQUIRED)], _baselines(rows)], axis=1)
+    return frame[frame["network"] != "pretrained"].reset_index(drop=True)
 
 
 def _cell(row: pd.Series) -> str:
@@ -49,9 +68,12 @@ def amplification_latex(summary: pd.DataFrame, dataset: str) -> str:
         "Seeds",
         "Measure",
         *(f"at {latex_escape(t)}" if t != "base_rate" else "at base rate" for t in columns),
+        "pretrained",
     ]
+    before = _baselines(rows)
     body = []
-    for (network, model), m in rows[rows["network"] != "dataset"].groupby(["network", "model"], sort=False):
+    trained = rows[~rows["network"].isin(["dataset", "pretrained"])]
+    for (network, model), m in trained.groupby(["network", "model"], sort=False):
         pooled = m[m["seed"] == "pooled"]
         chosen = pooled if not pooled.empty else m[m["seed"] == m["seed"].iloc[0]]
         seeds = "pooled" if not pooled.empty else f"seed {chosen['seed'].iloc[0]}"
@@ -63,10 +85,12 @@ def amplification_latex(summary: pd.DataFrame, dataset: str) -> str:
                 cells = [_cell(at.iloc[0]), *(["--"] * (len(columns) - 1))]
             else:
                 cells = [_cell(hit.iloc[0]) if not (hit := at[at["threshold"] == t]).empty else "--" for t in columns]
+            pre = before.loc[at.index[0]]
+            cells.append("--" if pd.isna(pre["pretrained"]) else estimate_cell(*pre[list(BEFORE)]))
             body.append([f"{latex_escape(network)} {model_label(model)}", seeds, words, *cells])
     for _, row in rows[rows["network"] == "dataset"].iterrows():
-        body.append(["dataset", "--", MEASURE_WORDS["leakage_dataset"], _cell(row), *(["--"] * (len(columns) - 1))])
-    table = tabular("lll" + "r" * len(columns), header, body)
+        body.append(["dataset", "--", MEASURE_WORDS["leakage_dataset"], _cell(row), *(["--"] * len(columns))])
+    table = tabular("lll" + "r" * (len(columns) + 1), header, body)
     first = rows.iloc[0]
     caption = (
         f"Prediction-level bias of the networks trained on {latex_escape(dataset)}, on its test split "
@@ -75,6 +99,8 @@ def amplification_latex(summary: pd.DataFrame, dataset: str) -> str:
         f"attribute, each with its {float(first['level']):.0%} percentile bootstrap interval over images "
         f"({int(first['replicates'])} replicates); positive amplification: predictions push each object towards "
         "the attribute it co-occurs with. Leakage is an attacker's held-out balanced accuracy (chance: 1 over the "
-        "number of attribute values); the embedding's and the ground truth's depend on no threshold."
+        "number of attribute values); the embedding's and the ground truth's depend on no threshold. Pretrained: "
+        "the pretrained network's embedding leakage on the same images, beside each finetuned network's (the "
+        "pretrained network has no classifier head for these classes, so no other measure of it exists: --)."
     ).replace("%", "\\%")
     return standalone_document(table, caption)

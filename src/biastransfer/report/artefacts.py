@@ -17,6 +17,10 @@ from dataclasses import dataclass, field
 #: own, such as the findings, copied into the static report and linked from its overview).
 KINDS = ("figure", "table", "page")
 
+#: The most iEAT rows (tests x models x networks) one forest plot draws and the landing page shows: a run with
+#: more gets one forest plot per analysis set (rule plot_forest, ``Plan.forest_sets``), each linked from it.
+FOREST_ROWS = 40
+
 #: File roles, in the order their download links appear, with the links' words.
 FILE_ROLES = {
     "png": "image",

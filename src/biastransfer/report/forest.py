@@ -161,11 +161,13 @@ def forest_figure(
             Line2D([], [], ls="none", marker="o", color="0.3", mfc="white", ms=4, label="hollow: not significant"),
         ]
         fig.legend(handles=handles, loc="outside lower center", ncols=2)
-        model = "" if several_models else f"{model_label(rows['model'].iloc[0])}: "
+        named = [] if several_models else [model_label(rows["model"].iloc[0])]
+        named += [] if several_sets else [f"analysis set {rows['analysis_set'].iloc[0]}"]
         fig.suptitle(
             "\n".join(
                 textwrap.wrap(
-                    f"{model}iEAT effect sizes d of every network with their bootstrap intervals; line: d = 0",
+                    f"{', '.join(named) + ': ' if named else ''}iEAT effect sizes d of every network with their "
+                    "bootstrap intervals; line: d = 0",
                     100,
                 )
             )

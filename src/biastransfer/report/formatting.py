@@ -53,6 +53,8 @@ LABEL_COLUMNS = (
 
 ADJUSTMENTS = {"holm": "pvalue_holm", "bh": "pvalue_bh"}
 ADJUSTMENT_NAMES = {"holm": "Holm", "bh": "Benjamini--Hochberg"}
+#: The adjustments in words for HTML and the findings (report.headline's, which the landing page words them by).
+ADJUSTMENT_WORDS = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
 
 _LATEX_SPECIAL = {
     "\\": r"\textbackslash{}",
@@ -167,6 +169,21 @@ class Significance:
             )
         words = ADJUSTMENT_NAMES[self.adjust].replace("--", "-")
         return f"*/**/***: {words}-adjusted p < {a}/{b}/{c}; no mark: not significant at alpha = {a}"
+
+
+#: The words of a prediction-level verdict (the primary contrast of a declared pair), and one not estimable.
+PREDICTION_VERDICTS = ("amplifies", "reduces", "neither", "not estimable")
+
+
+def prediction_verdict(estimate: float, p_adjusted: float, rule: Significance) -> str:
+    """A primary prediction measure's verdict: ``amplifies`` (contrast > 0) or ``reduces`` (< 0) when its p,
+    adjusted within its network family, is below alpha, ``neither`` when it is not, ``not estimable`` without an
+    estimate or a p."""
+    if estimate is None or p_adjusted is None or math.isnan(estimate) or math.isnan(p_adjusted):
+        return PREDICTION_VERDICTS[3]
+    if not rule.significant(p_adjusted) or estimate == 0:
+        return PREDICTION_VERDICTS[2]
+    return PREDICTION_VERDICTS[0] if estimate > 0 else PREDICTION_VERDICTS[1]
 
 
 def at_floor(p: float, floor: float | None) -> bool:

@@ -23,11 +23,8 @@ import numpy as np
 import pandas as pd
 
 from biastransfer.report.findings.prose import estimate
-from biastransfer.report.formatting import Significance, adjusted_floor, opposite_direction, p_text
+from biastransfer.report.formatting import ADJUSTMENT_WORDS, Significance, adjusted_floor, opposite_direction, p_text
 from biastransfer.report.tables import ieat_by_stage
-
-#: The adjustments in words for HTML.
-ADJUSTMENT_WORDS = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
 
 HEADLINE_COLUMNS = (
     "measure",

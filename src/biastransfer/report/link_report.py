@@ -9,7 +9,17 @@ import textwrap
 
 import pandas as pd
 
-from biastransfer.report.formatting import estimate_cell, latex_escape, model_label, require_columns
+from biastransfer.report.formatting import (
+    ADJUSTMENT_NAMES,
+    Significance,
+    adjusted_floor,
+    estimate_cell,
+    format_p,
+    latex_escape,
+    model_label,
+    prediction_verdict,
+    require_columns,
+)
 from biastransfer.report.latex import standalone_document, tabular
 from biastransfer.report.style import STAGE_COLOURS, STAGE_MARKERS, paper_figure, paper_style
 from biastransfer.stats.link import CORRELATION_COLUMNS, LINK_COLUMNS
@@ -25,9 +35,33 @@ def _rows(table: pd.DataFrame, dataset: str) -> pd.DataFrame:
     return table[table["dataset"].astype(str) == dataset].assign(seed=lambda f: f["seed"].astype(str))
 
 
-def link_frame(table: pd.DataFrame, dataset: str) -> pd.DataFrame:
-    """The table's rows: per linked iEAT and network, d (pretrained, its own, the change) and the contrast."""
-    return _rows(table, dataset)[list(LINK_REQUIRED)].reset_index(drop=True)
+def primary_verdicts(rows: pd.DataFrame, rule: Significance) -> pd.DataFrame:
+    """Of link rows, the contrast's ``p`` and ``p_floor``, its ``p_adjusted`` within its network family and the
+    ``verdict`` of the primary rows (the pooled contrast of each network family; "" for the exploratory rows)."""
+    primary = rows["primary"].astype(bool)
+    adjusted = rows[f"contrast_{rule.column}"].where(primary)
+    verdicts = [
+        prediction_verdict(float(c), float(p), rule) if keep else ""
+        for c, p, keep in zip(rows["contrast"], adjusted, primary)
+    ]
+    return pd.DataFrame(
+        {
+            "p": rows["contrast_pvalue"],
+            "p_floor": rows["contrast_pvalue_floor"],
+            "p_adjusted": adjusted,
+            "verdict": verdicts,
+        },
+        index=rows.index,
+    )
+
+
+def link_frame(table: pd.DataFrame, dataset: str, alpha: float, adjust: str) -> pd.DataFrame:
+    """The table's rows: per linked iEAT and network, d (pretrained, its own, the change), the contrast, its p,
+    its p adjusted within its network family (``adjust``) and the verdict at ``alpha`` of the primary rows (the
+    other rows' verdict is empty: they are exploratory)."""
+    rows = _rows(table, dataset)
+    shown = [c for c in LINK_REQUIRED if not c.startswith("contrast_pvalue") and c != "primary"]
+    return pd.concat([rows[shown], primary_verdicts(rows, Significance(alpha, adjust))], axis=1).reset_index(drop=True)
 
 
 def _cell(row, name: str, low: str, high: str) -> str:
@@ -53,11 +87,14 @@ def _correlation(correlation: pd.DataFrame, row, embedding: str = "d"):
     return None if hit.empty else hit.iloc[0]
 
 
-def link_latex(table: pd.DataFrame, correlation: pd.DataFrame, dataset: str) -> str:
+def link_latex(table: pd.DataFrame, correlation: pd.DataFrame, dataset: str, alpha: float, adjust: str) -> str:
     """A LaTeX document: per linked iEAT, each network's d (pretrained, its own, the change) and the shift of the
-    two objects and its contrast, each with its interval; the rank correlations in the caption."""
+    two objects and its contrast, each with its interval, the contrast's adjusted p and the verdict of the
+    primary rows; the rank correlations in the caption."""
     require_columns(correlation, CORRELATION_REQUIRED, where="link correlation")
     rows = _rows(table, dataset)
+    rule = Significance(alpha, adjust)
+    judged = primary_verdicts(rows, rule)
     header = [
         "iEAT",
         "Network",
@@ -68,11 +105,13 @@ def link_latex(table: pd.DataFrame, correlation: pd.DataFrame, dataset: str) -> 
         "shift first",
         "shift second",
         "contrast",
+        "adj. $p$",
+        "verdict",
     ]
     body, notes = [], []
     for (analysis_set, test), part in rows.groupby(["analysis_set", "test"], sort=False):
         first = part.iloc[0]
-        for _, row in part.iterrows():
+        for index, row in part.iterrows():
             body.append(
                 [
                     f"{latex_escape(analysis_set)}/{latex_escape(test)}",
@@ -84,6 +123,13 @@ def link_latex(table: pd.DataFrame, correlation: pd.DataFrame, dataset: str) -> 
                     _cell(row, "shift_first", "shift_first_low", "shift_first_high"),
                     _cell(row, "shift_second", "shift_second_low", "shift_second_high"),
                     _cell(row, "contrast", "contrast_low", "contrast_high"),
+                    format_p(
+                        judged.at[index, "p_adjusted"],
+                        adjusted_floor(
+                            row["contrast_pvalue"], row["contrast_pvalue_floor"], judged.at[index, "p_adjusted"]
+                        ),
+                    ),
+                    judged.at[index, "verdict"],
                 ]
             )
         found = _correlation(correlation, first)
@@ -92,8 +138,8 @@ def link_latex(table: pd.DataFrame, correlation: pd.DataFrame, dataset: str) -> 
             + (f"; {correlation_words(found)}" if found is not None else "")
         )
     if not body:
-        body.append(["\\multicolumn{9}{l}{no iEAT of this run has its objects among the dataset's tasks}"])
-    table = tabular("lll" + "r" * 6, header, body)
+        body.append(["\\multicolumn{11}{l}{no iEAT of this run has its objects among the dataset's tasks}"])
+    table = tabular("lll" + "r" * 7 + "l", header, body)
     level = float(rows["level"].iloc[0]) if len(rows) else 0.95
     caption = (
         f"Each linked iEAT's effect size $d$ (pretrained, the network's own, and the change) beside its network's "
@@ -101,7 +147,9 @@ def link_latex(table: pd.DataFrame, correlation: pd.DataFrame, dataset: str) -> 
         "towards the first attribute (how much more often, beyond the ground truth, the network predicts the object "
         "for that attribute's images than for the others) and their contrast (first minus second, positive: the "
         f"predictions act on the association $d > 0$ measures), each with its {level:.0%}".replace("%", "\\%")
-        + " interval. "
+        + " interval. The verdict reads the primary measure, the contrast pooled over seeds: amplifies (reduces) "
+        f"when its bootstrap $p$, {ADJUSTMENT_NAMES[adjust]}-adjusted over the declared pairs of its network family, "
+        f"is below $\\alpha={alpha:g}$ and the contrast above (below) 0; the per-seed rows are exploratory. "
         + latex_escape("; ".join(notes))
         + ". The correlation's interval is Fisher's z with Bonett and Wright's variance."
     )

@@ -9,9 +9,11 @@ tables apply the same adjusted p-values and intervals:
   (the run's ``report.p_adjust``), is below ``analysis.ieat.alpha``; a finetuned network's iEAT is read per
   seed ("significant in k of n seeds"); an effect of |d| >= 0.5 against the tested direction is named;
 - a prediction-level verdict reads one primary measure per declared iEAT pair, the contrast of the pair's
-  two objects (seeds pooled, at the link's score threshold): it *amplifies* when its 95% bootstrap interval
-  lies above 0, *reduces* below 0, *neither* otherwise; every other prediction measure (BiasAmp means and
-  terms, Zhao's measure, leakage) is exploratory and never a headline verdict.
+  two objects (seeds pooled, at the link's score threshold), with its two-sided bootstrap p adjusted over the
+  family of one network's primary contrasts (every declared pair it is linked to): it *amplifies* when that
+  adjusted p is below ``analysis.ieat.alpha`` and the contrast is positive, *reduces* when negative, *neither*
+  otherwise; every other prediction measure (the per-seed contrasts, BiasAmp means and terms, Zhao's measure,
+  leakage) is exploratory and never a headline verdict.
 """
 
 from __future__ import annotations
@@ -26,28 +28,22 @@ import numpy as np
 import pandas as pd
 
 from biastransfer.provenance import workflow_provenance
-from biastransfer.report.findings.amplification import verdict as interval_verdict
 from biastransfer.report.findings.claims import claims_sentence
 from biastransfer.report.formatting import (
     OPPOSITE_EFFECT,
     Significance,
     adjusted_floor,
-    opposite_direction,
     p_text,
+    prediction_verdict,
     require_columns,
 )
 from biastransfer.report.headline import ADJUSTMENT_WORDS, finetuning_phrase, headline_table
+from biastransfer.report.records import ieat_records, number, table_records
 from biastransfer.report.tables import IEAT_COLUMNS
-from biastransfer.stages import stage_kind
+from biastransfer.stats.link import P_METHOD
 
 SCHEMA_FILE = Path(__file__).with_name("results.schema.json")
 SCHEMA_VERSION = 1
-
-#: The words of every verdict, by level: the report prints no other.
-VERDICT_WORDS = {
-    "test": ("significant", "not significant"),
-    "prediction": ("amplifies", "reduces", "neither"),
-}
 
 
 def rules(alpha: float, adjust: str) -> dict[str, str]:
@@ -66,71 +62,12 @@ def rules(alpha: float, adjust: str) -> dict[str, str]:
         "change": f"a change of d is significant when {adjusted} (family: one analysis set and finetuning dataset).",
         "predictions": (
             "one primary measure per declared iEAT pair: the contrast of its two objects' shifts towards the first "
-            "attribute, seeds pooled; amplifies when its 95% bootstrap interval lies above 0, reduces below 0, "
-            "neither otherwise (not adjusted: one measure per pair). BiasAmp, Zhao's measure, their terms and "
-            "leakage are exploratory."
+            f"attribute, seeds pooled; amplifies when {adjusted} and the contrast is above 0, reduces when it is "
+            "below 0, neither otherwise (p: the percentile bootstrap's, two-sided; family: the declared pairs of one "
+            "network, its seeds pooled). The per-seed contrasts, BiasAmp, Zhao's measure, their terms and leakage "
+            "are exploratory."
         ),
     }
-
-
-def _number(value) -> float | None:
-    if value is None or isinstance(value, str) and value == "":
-        return None
-    x = float(value)
-    return None if math.isnan(x) else x
-
-
-def _records(frame: pd.DataFrame | None) -> list[dict]:
-    """A table's rows as JSON records: NaN becomes null, numpy scalars plain numbers."""
-    if frame is None or frame.empty:
-        return []
-    clean = frame.astype(object).where(frame.notna(), None)
-    return json.loads(clean.to_json(orient="records"))
-
-
-def ieat_records(
-    ieat: pd.DataFrame,
-    scratch: pd.DataFrame | None,
-    roles: Mapping[tuple[str, str], str],
-    rule: Significance,
-) -> list[dict]:
-    """Every iEAT of every network and seed: pretrained, each finetuned seed, each scratch network."""
-    frames = [ieat] + ([scratch] if scratch is not None and not scratch.empty else [])
-    records = []
-    for frame in frames:
-        for r in frame.itertuples(index=False):
-            p_adjusted = _number(getattr(r, rule.column))
-            records.append(
-                {
-                    "analysis_set": r.analysis_set,
-                    "test": r.test,
-                    "role": roles.get((r.analysis_set, r.test), "exploratory"),
-                    "X": r.X,
-                    "Y": r.Y,
-                    "A": r.A,
-                    "B": r.B,
-                    "alternative": r.alternative,
-                    "model": r.model,
-                    "network": stage_kind(r.stage),
-                    "finetune_dataset": r.finetune_dataset or None,
-                    "seed": None if r.seed in ("", None) else int(float(r.seed)),
-                    "d": _number(r.effect_size),
-                    "association": _number(getattr(r, "mean_difference", None)),
-                    "sd": _number(getattr(r, "pooled_sd", None)),
-                    "ci_low": _number(r.ci_low),
-                    "ci_high": _number(r.ci_high),
-                    "ci_level": _number(getattr(r, "ci_level", None)),
-                    "p": _number(r.pvalue),
-                    "p_two_sided": _number(r.pvalue_two_sided),
-                    "p_floor": _number(r.pvalue_floor),
-                    "p_method": str(getattr(r, "method", "")),
-                    "p_adjusted": p_adjusted,
-                    "detectable_d": _number(getattr(r, "detectable_d", None)),
-                    "verdict": VERDICT_WORDS["test"][0 if rule.significant(p_adjusted) else 1],
-                    "opposite": opposite_direction(float(r.effect_size), r.alternative),
-                }
-            )
-    return records
 
 
 def known_answers(ieats: Sequence[Mapping], alpha: float) -> list[dict]:
@@ -158,17 +95,22 @@ def convergence_records(runs: Mapping[str, Mapping]) -> list[dict]:
     ]
 
 
-def prediction_records(link: pd.DataFrame | None) -> list[dict]:
-    """The primary prediction measure of each declared pair and network family: the contrast, seeds pooled (the
-    one seed where a family has one), with its verdict."""
+#: The link summary's columns of the primary measures and their family (biastransfer.stats.link.family_adjusted).
+PRIMARY_COLUMNS = ("primary", "family_size", "contrast_pvalue", "contrast_pvalue_floor", "contrast_pvalue_holm")
+
+
+def prediction_records(link: pd.DataFrame | None, rule: Significance) -> list[dict]:
+    """The primary prediction measure of each declared pair and network family (the link table's ``primary``
+    rows: the contrast, seeds pooled, or the one seed where a family has one), with its bootstrap p, its p
+    adjusted within its family and the verdict of ``rule``."""
     if link is None or link.empty:
         return []
+    require_columns(link, PRIMARY_COLUMNS, where="link summary")
     table = link.assign(seed=link["seed"].astype(str))
     records = []
     for _, rows in table.groupby(["analysis_set", "test", "dataset", "network", "model"], sort=False):
-        pooled = rows[rows["seed"] == "pooled"]
-        r = (pooled if not pooled.empty else rows.iloc[:1]).iloc[0]
-        n_seeds = int((rows["seed"] != "pooled").sum())
+        r = rows[rows["primary"].astype(bool)].iloc[0]
+        p_adjusted = number(r[f"contrast_{rule.column}"])
         records.append(
             {
                 "analysis_set": r["analysis_set"],
@@ -178,25 +120,32 @@ def prediction_records(link: pd.DataFrame | None) -> list[dict]:
                 "network": r["network"],
                 "model": r["model"],
                 "seeds": "pooled" if r["seed"] == "pooled" else r["seed"],
-                "n_seeds": n_seeds,
+                "n_seeds": int((rows["seed"] != "pooled").sum()),
                 "attribute": r["attribute"],
                 "first": r["first"],
                 "second": r["second"],
                 "threshold": str(r["threshold"]),
                 "measure": "contrast",
-                "estimate": _number(r["contrast"]),
-                "ci_low": _number(r["contrast_low"]),
-                "ci_high": _number(r["contrast_high"]),
-                "ci_level": _number(r["level"]),
-                "verdict": _prediction_verdict(r["contrast_low"], r["contrast_high"]),
+                "estimate": number(r["contrast"]),
+                "ci_low": number(r["contrast_low"]),
+                "ci_high": number(r["contrast_high"]),
+                "ci_level": number(r["level"]),
+                "p": number(r["contrast_pvalue"]),
+                "p_floor": number(r["contrast_pvalue_floor"]),
+                "p_method": P_METHOD,
+                "family": family_name(r),
+                "family_size": int(r["family_size"]) if number(r["family_size"]) is not None else 0,
+                "adjust": rule.adjust,
+                "p_adjusted": p_adjusted,
+                "verdict": prediction_verdict(number(r["contrast"]), p_adjusted, rule),
             }
         )
     return records
 
 
-def _prediction_verdict(low, high) -> str:
-    word = interval_verdict(low, high, neither="neither")
-    return word if word in VERDICT_WORDS["prediction"] else "not estimable"
+def family_name(r: Mapping) -> str:
+    """A family of primary prediction measures by name: ``finetuned democnn on synthetic_target``."""
+    return f"{r['network']} {r['model']} on {r['dataset']}"
 
 
 def trajectory_records(trajectory: pd.DataFrame | None) -> list[dict]:
@@ -207,7 +156,7 @@ def trajectory_records(trajectory: pd.DataFrame | None) -> list[dict]:
     frame = trajectory.sort_values("epoch", kind="stable")
     ends = frame.groupby(keys, sort=False, dropna=False).nth([0, -1])
     kept = [*keys, "role", "epoch", "value", "ci_low", "ci_high", "pvalue", "pvalue_floor"]
-    return _records(ends[[c for c in kept if c in ends]])
+    return table_records(ends[[c for c in kept if c in ends]])
 
 
 #: Results read whole from a summary table (its columns as fields): {section: summary}.
@@ -267,13 +216,13 @@ def results_model(
         },
         "settings": {"alpha": alpha, "adjust": adjust, **facts["statistics"]},
         "rules": rules(alpha, adjust),
-        "verdicts": _records(verdicts),
+        "verdicts": table_records(verdicts),
         "ieat": ieats,
         "known_answers": known_answers(ieats, alpha),
         "convergence": convergence_records(runs or {}),
-        "predictions": prediction_records(tables.get("link")),
+        "predictions": prediction_records(tables.get("link"), rule),
         "trajectory": trajectory_records(tables.get("trajectory")),
-        **{section: _records(tables.get(summary)) for section, summary in TABLE_SECTIONS.items()},
+        **{section: table_records(tables.get(summary)) for section, summary in TABLE_SECTIONS.items()},
     }
     model["summary"] = summary_sentences(model)
     claims = tables.get("claims")
@@ -408,7 +357,10 @@ def summary_sentences(model: Mapping) -> list[str]:
     predictions = [p for p in model["predictions"] if p["network"] == "finetuned"]
     if predictions:
         named = [f"{p['model']} finetuned on {p['dataset']} {_acts(p)}" for p in predictions]
-        sentences.append(f"In the predictions (the primary measure of each pair): {_named(named, 'pairs')}.")
+        adjusted = f"its p {ADJUSTMENT_WORDS[model['settings']['adjust']]}-adjusted over the network's pairs"
+        sentences.append(
+            f"In the predictions (the primary measure of each pair, {adjusted}): {_named(named, 'pairs')}."
+        )
     return sentences
 
 
@@ -426,7 +378,7 @@ def _acts(p: Mapping) -> str:
     seeds = f"{p['n_seeds']} seeds pooled" if p["seeds"] == "pooled" else f"seed {p['seeds']}"
     if p["estimate"] is None or p["ci_low"] is None:
         return f"{PREDICTION_PHRASES[p['verdict']]} {p['test']} ({seeds})"
-    numbers = f"contrast {p['estimate']:+.3f} [{p['ci_low']:.3f}, {p['ci_high']:.3f}]"
+    numbers = f"contrast {p['estimate']:+.3f} [{p['ci_low']:.3f}, {p['ci_high']:.3f}], {_p(p)}"
     return f"{PREDICTION_PHRASES[p['verdict']]} {p['test']} ({numbers}, {seeds})"
 
 
@@ -449,8 +401,9 @@ def _grouped(records: Sequence[Mapping], keys: Sequence[str]) -> list[tuple[tupl
 
 
 def cannot_tell(model: Mapping) -> list[str]:
-    """What this run cannot tell: too few networks for the link, runs that did not converge, iEAT sets too
-    small to detect the effects they estimate."""
+    """What this run cannot tell: too few networks for the link, prediction verdicts that the bootstrap's p floor
+    cannot reach after adjustment, runs that did not converge, iEAT sets too small to detect the effects they
+    estimate."""
     lines = []
     few = [r for r in model["link_correlation"] if str(r.get("verdict", "")).startswith("too few")]
     if few:
@@ -459,6 +412,7 @@ def cannot_tell(model: Mapping) -> list[str]:
             f"Whether the embedding's d ranks networks as their predictions do: {r['verdict']} "
             f"({len(few)} of {len(model['link_correlation'])} links)."
         )
+    lines += _unreachable(model["predictions"], model["settings"]["alpha"])
     stalled = [c["run"] for c in model["convergence"] if not c["converged"]]
     if stalled:
         lines.append(
@@ -480,6 +434,25 @@ def cannot_tell(model: Mapping) -> list[str]:
             f"{len(small)} of {len(model['ieat'])} iEATs are not significant with |d| below the smallest d their "
             f"sets detect with 80% power ({low if low == high else f'{low} to {high}'}): absence of evidence, not "
             "evidence of absence."
+        )
+    return lines
+
+
+def _unreachable(predictions: Sequence[Mapping], alpha: float) -> list[str]:
+    """A line per family of primary prediction measures whose bootstrap p, at its floor 2 / (replicates + 1) and
+    adjusted over the family's m pairs (m times the floor at the least, by Holm and by Benjamini-Hochberg), cannot
+    go below alpha: no verdict but "neither" is possible, whatever the predictions."""
+    lines, seen = [], set()
+    for p in predictions:
+        m, floor = p["family_size"], p["p_floor"]
+        if p["family"] in seen or not m or floor is None or floor * m < alpha:
+            continue
+        seen.add(p["family"])
+        lines.append(
+            f"Whether the predictions of {p['family']} act on a pair: its contrasts' bootstrap p cannot go below "
+            f"{floor:.2g}, adjusted over its {m} pair{'s' if m != 1 else ''} not below {min(1.0, floor * m):.2g}, "
+            f"so none can reach alpha = {alpha:g} (analysis.predictions.bootstrap of at least "
+            f"{math.floor(2 * m / alpha)} replicates could)."
         )
     return lines
 

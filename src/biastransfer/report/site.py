@@ -24,7 +24,7 @@ import pandas as pd
 
 from biastransfer.atomic import atomic_path, write_text
 from biastransfer.paths import path as run_path
-from biastransfer.report.artefacts import FILE_ROLES, KINDS, REQUIRED_ROLES
+from biastransfer.report.artefacts import FILE_ROLES, FOREST_ROWS, KINDS, REQUIRED_ROLES
 from biastransfer.report.glossary import REPRODUCE, glossary_body, link_terms, map_text, methods_block, reproduce_block
 from biastransfer.report.html import PAGES, downloads, esc, html_table, page, rst_to_html
 from biastransfer.report.tables import page_parts
@@ -239,35 +239,52 @@ def cite_block(citation: Mapping) -> str:
     )
 
 
-#: The file name (without suffix) of the forest plot that opens the landing page when the run draws it.
+#: The file name (without suffix) of the forest plot that opens the landing page when the run draws it; a run
+#: with more than :data:`FOREST_ROWS` rows has one per analysis set, ``ieat_forest_{analysis_set}``.
 FOREST_FIGURE = "ieat_forest"
 
 
-#: The most networks x tests the landing page shows the forest plot of; a larger run links it instead.
-FOREST_ROWS = 40
-
-
-def _forest(items: Sequence[Mapping], rows: int) -> str:
-    """The forest plot (every iEAT's d with its interval, per network) of ``rows`` rows, linked to its full-size
-    file; beyond :data:`FOREST_ROWS` rows (the paper's run has hundreds) only a link, so that the sentences come
-    first."""
-    for item in items:
-        png = item["files"].get("png", "") if item["kind"] == "figure" else ""
-        if Path(png).stem != FOREST_FIGURE:
-            continue
-        if rows > FOREST_ROWS:
-            return (
-                f'<p id="forest">Every iEAT\'s d with its interval, per network ({rows} rows): the '
-                f'<a href="{esc(png)}">forest plot</a> (its caption on the <a href="figures.html">figures</a> '
-                "page).</p>"
-            )
-        return (
-            f'<figure id="forest"><a href="{esc(png)}"><img src="{esc(png)}" alt="{esc(item["title"])}"></a>'
-            f"<figcaption>{esc(item['title'])}: every iEAT's d with its 95% bootstrap interval, per network "
-            "(pretrained, each finetuned seed, the network trained from scratch); the caption is on the <a "
-            'href="figures.html">figures</a> page.</figcaption></figure>'
+def _forest(items: Sequence[Mapping], rows: Mapping[str, int]) -> str:
+    """The forest plot (every iEAT's d with its interval, per network; ``rows``: {analysis set: its rows}),
+    linked to its full-size file; beyond :data:`FOREST_ROWS` rows (the paper's run has hundreds) only a link, so
+    that the sentences come first, and where the run drew one plot per analysis set, a link to each."""
+    figures = [i for i in items if i["kind"] == "figure" and i["files"].get("png")]
+    whole = [i for i in figures if Path(i["files"]["png"]).stem == FOREST_FIGURE]
+    per_set = [i for i in figures if Path(i["files"]["png"]).stem.startswith(f"{FOREST_FIGURE}_")]
+    total = sum(rows.values())
+    if per_set:
+        links = ", ".join(
+            f'<a href="{esc(i["files"]["png"])}">{esc(i["wildcards"]["analysis_set"])}</a> '
+            f"({rows.get(i['wildcards']['analysis_set'], 0)} rows)"
+            for i in per_set
         )
-    return ""
+        return (
+            f'<p id="forest">Every iEAT\'s d with its interval, per network ({total} rows), one forest plot per '
+            f'analysis set: {links} (their captions on the <a href="figures.html">figures</a> page).</p>'
+        )
+    if not whole:
+        return ""
+    item, png = whole[0], whole[0]["files"]["png"]
+    if total > FOREST_ROWS:
+        return (
+            f'<p id="forest">Every iEAT\'s d with its interval, per network ({total} rows): the '
+            f'<a href="{esc(png)}">forest plot</a> (its caption on the <a href="figures.html">figures</a> '
+            "page).</p>"
+        )
+    return (
+        f'<figure id="forest"><a href="{esc(png)}"><img src="{esc(png)}" alt="{esc(item["title"])}"></a>'
+        f"<figcaption>{esc(item['title'])}: every iEAT's d with its 95% bootstrap interval, per network "
+        "(pretrained, each finetuned seed, the network trained from scratch); the caption is on the <a "
+        'href="figures.html">figures</a> page.</figcaption></figure>'
+    )
+
+
+def _rows_per_set(ieats: Sequence[Mapping]) -> dict[str, int]:
+    """{analysis set: its iEAT records (the forest plot's rows)}."""
+    counts: dict[str, int] = {}
+    for r in ieats:
+        counts[r["analysis_set"]] = counts.get(r["analysis_set"], 0) + 1
+    return counts
 
 
 def _in_short(model: Mapping, items: Sequence[Mapping]) -> str:
@@ -277,7 +294,7 @@ def _in_short(model: Mapping, items: Sequence[Mapping]) -> str:
     limits = "".join(f"<li>{esc(s)}</li>" for s in model["cannot_tell"])
     rules = "".join(f"<dt>{esc(level)}</dt><dd>{esc(text)}</dd>" for level, text in model["rules"].items())
     return (
-        f'<section class="summary" id="in-short"><h2>In short</h2>{_forest(items, len(model["ieat"]))}'
+        f'<section class="summary" id="in-short"><h2>In short</h2>{_forest(items, _rows_per_set(model["ieat"]))}'
         + link_terms(
             sentences
             + (f"<h3>What this run cannot tell</h3><ul>{limits}</ul>" if limits else "")

@@ -678,9 +678,14 @@ PAGE_LAYOUTS = (
                 ("d_pretrained", "d_pretrained_low", "d_pretrained_high", "d", "d_low", "d_high", "delta_d*"),
             ),
             PagePart(
-                "Predictions: the shift of each class and their contrast",
+                "Predictions: the shift of each class",
                 ("test", "network", "model", "seed"),
-                ("shift_first*", "shift_second*", "contrast*"),
+                ("shift_first*", "shift_second*"),
+            ),
+            PagePart(
+                "Predictions: the contrast and its verdict (the primary rows, p adjusted within the network family)",
+                ("test", "network", "model", "seed"),
+                ("contrast*", "p", "p_floor", "p_adjusted", "family_size", "verdict"),
             ),
             PagePart(
                 "Setting of each test",
@@ -695,7 +700,9 @@ PAGE_LAYOUTS = (
         ("measure", "threshold", "estimate", "replicates", "images_per_attribute"),
         (
             PagePart(
-                "Estimates", ("network", "model", "seed", "measure", "threshold"), ("estimate", "ci_low", "ci_high")
+                "Estimates (pretrained: the pretrained network's embedding leakage, beside the finetuned network's)",
+                ("network", "model", "seed", "measure", "threshold"),
+                ("estimate", "ci_low", "ci_high", "pretrained*"),
             ),
             PagePart(
                 "Images and bootstrap of each network",

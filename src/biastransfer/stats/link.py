@@ -7,7 +7,9 @@ is how much more the network's predictions move the first object towards the fir
 second object: ``shift(a1, o1) - shift(a1, o2)``, with ``shift`` the per-term shift of
 :func:`~biastransfer.stats.amplification.attribute_shift`, and its percentile bootstrap interval over images
 (the amplification job's resamples: the same seed draws the same images). Positive: the predictions act on the
-association the iEAT measures.
+association the iEAT measures. Its two-sided bootstrap p inverts that interval; the primary contrasts of one
+network family (one per linked iEAT, seeds pooled) are one family of tests, adjusted within it
+(:func:`family_adjusted`).
 
 Across networks, :func:`rank_correlation` is Spearman's rho between the two measures with a Fisher-z interval
 of Bonett & Wright's variance ``(1 + rho^2 / 2) / (n - 3)`` (Psychometrika 65, 2000). Where rho is exactly +-1,
@@ -29,7 +31,8 @@ import pandas as pd
 
 from biastransfer.stats._validation import IntervalResult, Result
 from biastransfer.stats.amplification import attribute_shifts, bias_amplifications
-from biastransfer.stats.bootstrap import BOOTSTRAP, check_level, percentile_interval
+from biastransfer.stats.bootstrap import BOOTSTRAP, bootstrap_pvalue, check_level, percentile_interval
+from biastransfer.stats.multitest import METHODS, adjust_pvalues
 
 #: The verdicts of :func:`rank_correlation` (the ``too few`` one is followed by the numbers).
 TOGETHER = "across networks the embedding-level and prediction-level measures rise together (rho above 0)"
@@ -55,13 +58,16 @@ class RankCorrelation(Result):
 @dataclass(frozen=True)
 class ContrastResult(IntervalResult):
     """The shift of ``first`` minus that of ``second`` towards ``attribute`` (mean over ``n_seeds``), with its
-    percentile bootstrap interval over ``n_images`` images."""
+    percentile bootstrap interval over ``n_images`` images and the two-sided bootstrap ``pvalue`` of "the
+    contrast is 0" that inverts it (never below ``pvalue_floor = 2 / (replicates + 1)``)."""
 
     attribute: str
     first: str
     second: str
     n_images: int
     n_seeds: int
+    pvalue: float
+    pvalue_floor: float
 
 
 def _ranks(values: np.ndarray) -> np.ndarray:
@@ -174,6 +180,7 @@ def association_contrast(
     a, i, j = names.index(attribute), tasks.index(first), tasks.index(second)
     estimate, draws = observed[a, i] - observed[a, j], reps[:, a, i] - reps[:, a, j]
     low, high = percentile_interval(draws, result.level)
+    finite = int(np.isfinite(draws).sum())
     return ContrastResult(
         float(estimate),
         float(low),
@@ -186,6 +193,8 @@ def association_contrast(
         second,
         result.n_images,
         result.n_seeds,
+        bootstrap_pvalue(draws),
+        2 / (finite + 1) if finite else math.nan,
     )
 
 
@@ -219,6 +228,11 @@ LINK_COLUMNS = (
     "contrast",
     "contrast_low",
     "contrast_high",
+    "contrast_pvalue",
+    "contrast_pvalue_floor",
+    "primary",
+    "family_size",
+    *(f"contrast_pvalue_{method}" for method in METHODS),
     "level",
     "n_images",
 )
@@ -336,11 +350,43 @@ def link_table(
                         "contrast": result.estimate,
                         "contrast_low": result.ci_low,
                         "contrast_high": result.ci_high,
+                        "contrast_pvalue": result.pvalue,
+                        "contrast_pvalue_floor": result.pvalue_floor,
                         "level": result.level,
                         "n_images": result.n_images,
                     }
                     rows.append(row)
-    return pd.DataFrame(rows, columns=list(LINK_COLUMNS))
+    return family_adjusted(pd.DataFrame(rows, columns=list(LINK_COLUMNS)))
+
+
+#: What makes one family of primary prediction measures: one network family (its seeds pooled) on one dataset.
+FAMILY = ("dataset", "network", "model")
+#: What one primary measure is of: a linked iEAT in one network family.
+PAIR = ("analysis_set", "test", *FAMILY)
+#: How the contrast's p is computed.
+P_METHOD = "percentile bootstrap, two-sided (inverts the interval)"
+
+
+def family_adjusted(table: pd.DataFrame) -> pd.DataFrame:
+    """The link table with its primary measures marked and adjusted: per linked iEAT and network family, the
+    contrast pooled over seeds (its one seed's where it has one) is ``primary``; the primary contrasts of one
+    :data:`FAMILY` are one family of ``family_size`` tests, their ``contrast_pvalue`` adjusted within it by each
+    of :data:`~biastransfer.stats.multitest.METHODS` (``contrast_pvalue_holm``, ...). Other rows are exploratory
+    (``primary`` False, no adjusted p)."""
+    seed = table["seed"].astype(str)
+    has_pooled = (seed == "pooled").groupby([table[k] for k in PAIR], sort=False).transform("any")
+    first_seed = ~table.assign(seed=seed).duplicated(list(PAIR))
+    primary = (seed == "pooled") | (~has_pooled & first_seed)
+    out = table.assign(primary=primary.astype(bool), family_size=pd.NA)
+    for method in METHODS:
+        out[f"contrast_pvalue_{method}"] = math.nan
+    for _, rows in out[primary].groupby(list(FAMILY), sort=False):
+        out.loc[rows.index, "family_size"] = int(rows["contrast_pvalue"].notna().sum())
+        for method in METHODS:
+            out.loc[rows.index, f"contrast_pvalue_{method}"] = adjust_pvalues(
+                rows["contrast_pvalue"].to_numpy(float), method
+            )
+    return out.astype({"family_size": "Int64"})
 
 
 def correlation_table(table, level: float = 0.95):

@@ -7,7 +7,9 @@ base-rate thresholds, and the leakage of the attribute from the network's scores
 ground-truth labels perturbed to the network's F1, and their difference (leakage amplification;
 :mod:`~biastransfer.stats.leakage`), and the leakage of the attribute from the network's embedding of the
 same images (its classifier's input, from the same forward pass). The dataset's own leakage (from its
-ground-truth labels) is a row of its own. Needs scikit-learn (through the leakage module), so
+ground-truth labels) is a row of its own, and so is each pretrained network's embedding leakage (the same
+layer, the same images: the baseline of the finetuned networks'; the pretrained network has no head for the
+dataset's tasks, so it has no other measure). Needs scikit-learn (through the leakage module), so
 ``biastransfer.stats`` does not re-export it.
 """
 
@@ -195,10 +197,15 @@ def prediction_bias(
     networks: Mapping[tuple[str, str], Mapping[int, np.ndarray]],
     settings: Settings,
     embedded: Mapping[tuple[str, str], Mapping[int, LeakageResult]] | None = None,
+    pretrained: Mapping[str, LeakageResult] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``(summary, terms)`` of one dataset: its leakage row, then every ``{(network, model): {seed: scores}}``
-    (with its embedding leakage rows where ``embedded`` has the same key)."""
+    """``(summary, terms)`` of one dataset: its leakage row, the embedding leakage of each model's pretrained
+    network (``pretrained``: {model: :func:`embedding_leakage`}; it has no classifier head for the dataset's
+    tasks, so no other measure), then every ``{(network, model): {seed: scores}}`` (with its embedding leakage
+    rows where ``embedded`` has the same key)."""
     rows, terms = [dataset_leakage(ev, settings)], []
+    for model, result in (pretrained or {}).items():
+        rows.append(_row(ev, {"network": "pretrained", "model": model, "seed": ""}, "leakage_embedding", "", result, 1))
     embedded = embedded or {}
     for (network, model), scores in networks.items():
         r, t = network_rows(ev, network, model, scores, settings, embedded.get((network, model)))

@@ -13,6 +13,7 @@ from typing import Any
 
 from biastransfer.claims import claims_on
 from biastransfer.paths import path
+from biastransfer.report.artefacts import FOREST_ROWS
 from biastransfer.stages import PRETRAINED, finetuned_stage, parse_stage, scratch_stage, stage_kind
 from biastransfer.workflow import config as cfg
 from biastransfer.workflow.config import switch
@@ -205,6 +206,18 @@ class Plan:
         finetuned stage, then every scratch reference stage."""
         return [*self.stages, *self.scratch_stages]
 
+    @cached_property
+    def forest_rows(self) -> dict[str, int]:
+        """{analysis set: its rows in the iEAT forest plot}: its tests x models x networks (every embedded
+        stage)."""
+        return {a: len(tests) * len(self.models) * len(self.embedded_stages) for a, tests in self.ieat_tests.items()}
+
+    @cached_property
+    def forest_sets(self) -> list[str]:
+        """The analysis sets that get a forest plot each (``results/figures/ieat_forest_{analysis_set}``): every
+        one when the run's forest rows exceed ``report.artefacts.FOREST_ROWS``, else none (one plot of all)."""
+        return self.analysis_sets if sum(self.forest_rows.values()) > FOREST_ROWS else []
+
     def finetuned_stages_of(self, dataset: str) -> list[str]:
         return [finetuned_stage(dataset, s) for s in self.finetune_seeds(dataset)]
 
@@ -358,6 +371,16 @@ class Plan:
             for d in self.predicted_datasets
             for m in (models or self.models)
             for s in self.predicted_stages_of(d)
+        ]
+
+    def pretrained_test_embeddings(self, models: list[str] | None = None) -> list[str]:
+        """The pretrained network's embedding of each predicted dataset's test split (rule predict writes it beside
+        the trained networks' predictions: the baseline of their embedding leakage), dataset-major; only
+        ``models``' if given."""
+        return [
+            path("pretrained_test_embedding", model=m, dataset=d)
+            for d in self.predicted_datasets
+            for m in (models or self.models)
         ]
 
     def evaluation_disjoint(self) -> dict[str, list[str]]:

@@ -42,8 +42,8 @@ def _who(row) -> str:
 
 
 def _chosen(summary: pd.DataFrame) -> pd.DataFrame:
-    """Each network family's pooled rows (its one seed's where it has one)."""
-    nets = summary[summary["network"] != "dataset"].assign(seed=lambda f: f["seed"].astype(str))
+    """Each trained network family's pooled rows (its one seed's where it has one)."""
+    nets = summary[~summary["network"].isin(["dataset", "pretrained"])].assign(seed=lambda f: f["seed"].astype(str))
     parts = []
     for _, m in nets.groupby(["network", "model", "dataset"], sort=False):
         pooled = m[m["seed"] == "pooled"]
@@ -119,7 +119,8 @@ def describe_amplification(
         "",
         f"{title}\n{'-' * len(title)}\n",
         "The run's prediction verdicts read one primary measure per declared iEAT pair, the contrast of its two "
-        "objects (the next section and the overview); the measures here describe the predictions more widely and "
+        "objects, its p adjusted over the declared pairs of each network (the next section, the tables and the "
+        "overview); the measures here describe the predictions more widely and "
         "are exploratory: their intervals are not adjusted for their number, so one of them excluding 0 is not "
         "a verdict on its own.",
         "",
@@ -166,6 +167,8 @@ def describe_amplification(
             f"{row.estimate:.3f} {interval(row.ci_low, row.ci_high, row.level, 3)}."
         )
     scored = chosen[chosen["measure"] == "leakage_model"].set_index(["network", "model", "dataset"])
+    before = summary[(summary["network"] == "pretrained") & (summary["measure"] == "leakage_embedding")]
+    before = before.set_index(["model", "dataset"])
     for row in chosen[chosen["measure"] == "leakage_embedding"].itertuples():
         chance = 1 / len(str(row.images_per_attribute).split(";"))
         word = verdict(
@@ -181,9 +184,17 @@ def describe_amplification(
             beside = (
                 f"; from its scores: {scores['estimate']:.3f} {interval(scores['ci_low'], scores['ci_high'], digits=3)}"
             )
+        baseline = ""
+        if row.network == "finetuned" and (row.model, row.dataset) in before.index:
+            pre = before.loc[[(row.model, row.dataset)]].iloc[0]
+            baseline = (
+                f" against {pre['estimate']:.3f} {interval(pre['ci_low'], pre['ci_high'], digits=3)} before "
+                "finetuning (the pretrained network's embedding of the same images)"
+            )
         lines.append(
             f"- {_who(row)}: its embedding of the test images {word}: an attacker's balanced accuracy "
-            f"{row.estimate:.3f} {interval(row.ci_low, row.ci_high, row.level, 3)} (chance {chance:.3f}{beside})."
+            f"{row.estimate:.3f} {interval(row.ci_low, row.ci_high, row.level, 3)}{baseline} (chance "
+            f"{chance:.3f}{beside})."
         )
     dataset = summary[summary["measure"] == "leakage_dataset"]
     for row in dataset.itertuples():
@@ -195,7 +206,13 @@ def describe_amplification(
         "",
         "Measured on the test split's images with an attribute (results/summary/amplification.csv); each "
         "verdict follows the percentile bootstrap interval over images: above 0 amplifies, below 0 reduces. "
-        "The interval covers the test images, not the network's training sample: a network trained on "
+        + (
+            "Before finetuning only the embedding's leakage is measured: the pretrained network has no classifier "
+            "head for the dataset's classes, so it has no scores or predicted labels to leak from. "
+            if not before.empty
+            else ""
+        )
+        + "The interval covers the test images, not the network's training sample: a network trained on "
         "unbiased scenes can amplify a chance skew of its own sample, so it says what this network does, "
         "not whether its data or recipe makes networks amplify; that takes networks trained on independently "
         "drawn data as units (docs/statistics.md, 'Validation on trained networks').",

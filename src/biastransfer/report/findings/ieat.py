@@ -22,9 +22,9 @@ from biastransfer.report.formatting import (
     OPPOSITE_EFFECT,
     Significance,
     adjusted_floor,
-    opposite_direction,
     p_text,
 )
+from biastransfer.report.records import VERDICT_WORDS, ieat_records, table_records
 from biastransfer.stats.change_tables import SPREAD_SHARE, change_from_spread
 
 ROLE_TEXT = {
@@ -56,50 +56,63 @@ def _seed(seed) -> str:
 
 
 def _get(row, name: str, default=np.nan):
+    """A table row's value (``default`` where it is empty or absent)."""
     value = getattr(row, name, default)
     return default if value is None or (isinstance(value, str) and value == "") else value
 
 
-def _ci(row, low: str = "ci_low", high: str = "ci_high") -> str:
-    lo, hi = float(_get(row, low)), float(_get(row, high))
+def _row_ci(row) -> str:
+    """``, 95% CI [low, high]`` of a table row, or "" without its interval."""
+    lo, hi = float(_get(row, "ci_low")), float(_get(row, "ci_high"))
+    return "" if np.isnan(lo) or np.isnan(hi) else ", " + interval(lo, hi, float(_get(row, "ci_level", 0.95)))
+
+
+def _f(record: Mapping, key: str, default: float = np.nan) -> float:
+    """A record's number (``default`` where it is null or absent)."""
+    value = record.get(key)
+    return default if value is None else float(value)
+
+
+def _ci(record: Mapping, low: str = "ci_low", high: str = "ci_high") -> str:
+    lo, hi = _f(record, low), _f(record, high)
     if np.isnan(lo) or np.isnan(hi):
         return ""
-    return ", " + interval(lo, hi, float(_get(row, "ci_level", 0.95)))
+    return ", " + interval(lo, hi, _f(record, "ci_level", 0.95))
 
 
-def _opposite_words(d: float, row, spec: Mapping) -> str:
+def _opposite_words(r: Mapping, spec: Mapping) -> str:
     """A sentence for a large effect against the tested direction, or ""."""
-    alternative = str(row.alternative)  # the iEAT table records the alternative it tested
-    if not opposite_direction(d, alternative):
+    if not r["opposite"]:
         return ""
     x, y, a, b = (spec[k] for k in "XYAB")
     toward = (
         f"{x} closer to {b}, relative to {a}, than {y} is"
-        if alternative == "greater"
+        if r["alternative"] == "greater"
         else f"{x} closer to {a}, relative to {b}, than {y} is"
     )
-    two = p_text(float(_get(row, "pvalue_two_sided")), float(_get(row, "pvalue_floor", 0.0)))
+    two = p_text(_f(r, "p_two_sided"), _f(r, "p_floor", 0.0))
     return (
-        f" **Opposite direction:** d = {d:.2f} (a large effect, at least {OPPOSITE_EFFECT:g} in size) means {toward}, "
-        f"which the one-sided test cannot detect; two-sided {two}."
+        f" **Opposite direction:** d = {r['d']:.2f} (a large effect, at least {OPPOSITE_EFFECT:g} in size) means "
+        f"{toward}, which the one-sided test cannot detect; two-sided {two}."
     )
 
 
-def _parts(row) -> str:
+def _parts(r: Mapping) -> str:
     """``, raw association 0.012 / pooled SD 0.034`` (d's numerator and denominator), or "" without them."""
-    num, sd = float(_get(row, "mean_difference")), float(_get(row, "pooled_sd"))
+    num, sd = _f(r, "association"), _f(r, "sd")
     return "" if np.isnan(num) or np.isnan(sd) else f", raw association {num:.3g} / pooled SD {sd:.3g}"
 
 
-def _detectable_words(row) -> str:
+def _detectable_words(r: Mapping) -> str:
     """For a result that is not significant: the smallest |d| its test detects at its set sizes, or ""."""
-    d = float(_get(row, "detectable_d"))
+    d = _f(r, "detectable_d")
     if np.isnan(d):
         return ""
-    sizes = f"{int(row.n_x)} images of X and {int(row.n_y)} of Y" if hasattr(row, "n_x") else "these set sizes"
+    has_sizes = r.get("n_x") is not None and r.get("n_y") is not None
+    sizes = f"{r['n_x']} images of X and {r['n_y']} of Y" if has_sizes else "these set sizes"
     if np.isinf(d):
         return f" With {sizes} the test cannot reach significance at all: not significant is no evidence of no association."
-    power, level = float(_get(row, "detectable_power", 0.8)), float(_get(row, "detectable_alpha"))
+    power, level = _f(r, "detectable_power", 0.8), _f(r, "detectable_alpha")
     at = "" if np.isnan(level) else f" at alpha = {level:g} (unadjusted)"
     return (
         f" With {sizes} only an effect of size {d:.2f} or more (either sign of d) is detected with {power:.0%} "
@@ -107,77 +120,69 @@ def _detectable_words(row) -> str:
     )
 
 
-def _estimate(row) -> str:
+def _estimate(r: Mapping) -> str:
     """``d = 0.42, 95% CI [...], raw association ... / pooled SD ...``, or why d is not estimable."""
-    d = float(row.effect_size)
-    if np.isnan(d):
-        why = _get(row, "not_estimable", "")
-        return why if isinstance(why, str) and why else NOT_ESTIMABLE
-    return f"d = {d:.2f}{_ci(row)}{_parts(row)}"
+    if r["d"] is None:
+        return r.get("not_estimable") or NOT_ESTIMABLE
+    return f"d = {r['d']:.2f}{_ci(r)}{_parts(r)}"
 
 
-def _verdict(row, rule: Significance, spec: Mapping) -> str:
-    d, floor = float(row.effect_size), float(_get(row, "pvalue_floor", 0.0))
-    p_adj = float(_get(row, rule.column, row.pvalue))
-    significant = rule.significant(p_adj)
+def _verdict(r: Mapping, spec: Mapping) -> str:
+    """The record's verdict in words, with d, its interval and parts, the p and the adjusted p."""
+    p, floor, p_adj = _f(r, "p"), _f(r, "p_floor", 0.0), _f(r, "p_adjusted")
+    significant = r["verdict"] == VERDICT_WORDS["test"][0]
     return (
-        f"{'significant' if significant else 'not significant'} ({_estimate(row)}, "
-        f"{p_text(float(row.pvalue), floor)}, adjusted {p_text(p_adj, adjusted_floor(float(row.pvalue), floor, p_adj))})."
-        f"{'' if significant else _detectable_words(row)}{_opposite_words(d, row, spec)}"
+        f"{r['verdict']} ({_estimate(r)}, {p_text(p, floor)}, adjusted {p_text(p_adj, adjusted_floor(p, floor, p_adj))})."
+        f"{'' if significant else _detectable_words(r)}{_opposite_words(r, spec)}"
     )
 
 
-def _seed_lines(runs: pd.DataFrame, rule: Significance, spec: Mapping) -> list[str]:
-    return [f"  - seed {_seed(r.seed)}: {_verdict(r, rule, spec)}" for r in runs.itertuples()]
-
-
-def _combined(seeds: pd.DataFrame | None, keys: Mapping, spec: Mapping) -> str:
-    if seeds is None or seeds.empty:
-        return ""
-    sel = seeds[
-        (seeds["model"] == keys["model"])
-        & (seeds["finetune_dataset"] == keys["dataset"])
-        & (seeds["test"] == spec["name"])
+def _of(records: Sequence[Mapping], keys: Mapping, spec: Mapping) -> list[Mapping]:
+    """The records of one analysis set, model, finetuning dataset and test."""
+    return [
+        r
+        for r in records
+        if r["analysis_set"] == keys["analysis_set"]
+        and r["model"] == keys["model"]
+        and r["finetune_dataset"] == keys["dataset"]
+        and r["test"] == spec["name"]
     ]
-    if sel.empty:
+
+
+def _combined(seeds: Sequence[Mapping], keys: Mapping, spec: Mapping) -> str:
+    chosen = _of(seeds, keys, spec)
+    if not chosen:
         return ""
-    r = next(sel.itertuples())
-    floor = float(_get(r, "pvalue_floor", 0.0))
-    sd = "" if np.isnan(float(r.sd_d)) else f", between-seed SD {r.sd_d:.2f}"
+    r = chosen[0]
+    floor = _f(r, "pvalue_floor", 0.0)
+    sd = "" if np.isnan(_f(r, "sd_d")) else f", between-seed SD {r['sd_d']:.2f}"
     mean = (
-        f"mean d = {r.mean_d:.2f}{sd}, range {value_range(r.min_d, r.max_d)}"
-        if not np.isnan(float(r.mean_d))
+        f"mean d = {r['mean_d']:.2f}{sd}, range {value_range(r['min_d'], r['max_d'])}"
+        if not np.isnan(_f(r, "mean_d"))
         else NOT_ESTIMABLE
     )
     return (
-        f"  - over {int(r.n_seeds)} seeds: {mean}; "
+        f"  - over {int(r['n_seeds'])} seeds: {mean}; "
         f"one test on all seeds' embeddings (images re-partitioned once for every seed): "
-        f"{r.alternative} {p_text(float(r.pvalue), floor)}, two-sided {p_text(float(r.pvalue_two_sided), floor)}."
+        f"{r['alternative']} {p_text(_f(r, 'pvalue'), floor)}, two-sided {p_text(_f(r, 'pvalue_two_sided'), floor)}."
     )
 
 
-def _changes(change: pd.DataFrame | None, keys: Mapping, spec: Mapping) -> list[str]:
-    if change is None or change.empty:
-        return []
-    sel = change[
-        (change["model"] == keys["model"])
-        & (change["finetune_dataset"] == keys["dataset"])
-        & (change["test"] == spec["name"])
-    ]
+def _changes(change: Sequence[Mapping], keys: Mapping, spec: Mapping) -> list[str]:
     return [
-        f"  - change from pretrained, seed {_seed(r.seed)} (same images, paired bootstrap): delta d = {r.delta_d:.2f}{_ci(r)}, "
-        f"two-sided {p_text(float(r.pvalue), float(r.pvalue_floor))} (d from {r.d_pretrained:.2f} to {r.d_finetuned:.2f})."
-        f"{_spread_words(r)}"
-        if not np.isnan(float(r.delta_d))
-        else f"  - change from pretrained, seed {_seed(r.seed)}: not estimable ({NOT_ESTIMABLE})."
-        for r in sel.itertuples()
+        f"  - change from pretrained, seed {_seed(r['seed'])} (same images, paired bootstrap): delta d = "
+        f"{r['delta_d']:.2f}{_ci(r)}, two-sided {p_text(_f(r, 'pvalue'), _f(r, 'pvalue_floor'))} (d from "
+        f"{r['d_pretrained']:.2f} to {r['d_finetuned']:.2f}).{_spread_words(r)}"
+        if not np.isnan(_f(r, "delta_d"))
+        else f"  - change from pretrained, seed {_seed(r['seed'])}: not estimable ({NOT_ESTIMABLE})."
+        for r in _of(change, keys, spec)
     ]
 
 
-def _spread_words(r) -> str:
+def _spread_words(r: Mapping) -> str:
     """What moved d, in words: the raw association or only the spread of the scores (the pooled SD)."""
     names = ("mean_difference_pretrained", "pooled_sd_pretrained", "mean_difference_finetuned", "pooled_sd_finetuned")
-    parts = [float(_get(r, name)) for name in names]
+    parts = [_f(r, name) for name in names]
     if any(np.isnan(parts)):
         return ""
     num_0, sd_0, num_1, sd_1 = parts
@@ -191,68 +196,62 @@ def _spread_words(r) -> str:
     )
 
 
-def _scratch_lines(scratch: pd.DataFrame | None, keys: Mapping, rule: Significance, spec: Mapping) -> list[str]:
+def _scratch_lines(records: Sequence[Mapping], keys: Mapping, spec: Mapping) -> list[str]:
     """The scratch reference network's own iEAT (the target data alone) beside a model's finetuned seeds."""
-    if scratch is None or scratch.empty:
-        return []
-    sel = scratch[
-        (scratch["analysis_set"] == keys["analysis_set"])
-        & (scratch["model"] == keys["model"])
-        & (scratch["finetune_dataset"] == keys["dataset"])
-        & (scratch["test"] == spec["name"])
-    ]
     return [
-        f"  - target data alone (trained from scratch on {keys['dataset']}, seed {_seed(r.seed)}; p adjusted "
-        f"across the scratch networks' own iEATs): {_verdict(r, rule, spec)}"
-        for r in sel.itertuples()
+        f"  - target data alone (trained from scratch on {keys['dataset']}, seed {_seed(r['seed'])}; p adjusted "
+        f"across the scratch networks' own iEATs): {_verdict(r, spec)}"
+        for r in _of(records, keys, spec)
+        if r["network"] == "scratch"
     ]
 
 
 def describe_ieat(
-    ieat: pd.DataFrame,
+    records: Sequence[Mapping],
     tests: Mapping[str, Sequence[Mapping]],
     alpha: float,
     *,
     adjust: str = "holm",
-    change: pd.DataFrame | None = None,
-    seeds: pd.DataFrame | None = None,
-    scratch: pd.DataFrame | None = None,
+    change: Sequence[Mapping] = (),
+    seeds: Sequence[Mapping] = (),
 ) -> list[str]:
-    """One section per (analysis set, test): every model pretrained, each finetuning seed, the seeds
-    together, the scratch reference network (``scratch``: the target data alone) and the change from
-    pretrained."""
-    rule = Significance(alpha, adjust)
+    """One section per (analysis set, test) from the results model's records (``records``:
+    :func:`~biastransfer.report.records.ieat_records` of the run's iEATs at ``alpha`` and ``adjust``; ``change``
+    and ``seeds``: the rows of ieat_change.csv and ieat_seeds.csv as records): every model pretrained, each
+    finetuning seed, the seeds together, the scratch reference network (the target data alone) and the change
+    from pretrained."""
     lines = []
     for analysis_set, specs in tests.items():
         for spec in specs:
-            sel = ieat[(ieat["analysis_set"] == analysis_set) & (ieat["test"] == spec["name"])]
-            if sel.empty:
+            sel = [
+                r
+                for r in records
+                if r["analysis_set"] == analysis_set and r["test"] == spec["name"] and r["network"] != "scratch"
+            ]
+            if not sel:
                 continue
             role = spec.get("role", "exploratory")
             title = f"{analysis_set}: {spec['name']} — {ROLE_TEXT[role]}"
             lines.append(
                 f"{title}\n{'-' * len(title)}\n\n"
                 f"X = {spec['X']}, Y = {spec['Y']}, A = {spec['A']}, B = {spec['B']}; significant means "
-                f"{ADJUSTMENT_NAMES[adjust]}-adjusted p < {alpha:g} ({sel['alternative'].iloc[0]} alternative; "
+                f"{ADJUSTMENT_NAMES[adjust]}-adjusted p < {alpha:g} ({sel[0]['alternative']} alternative; "
                 f"adjusted across the analysis set's iEAT table, as its stars are). Intervals: bootstrap over images. "
                 f"d = raw association (mean s over X minus over Y) / pooled SD of s.\n"
             )
-            for model, rows in sel.groupby("model", sort=False):
-                pre = rows[rows["stage"] == "pretrained"]
-                ft = rows[rows["stage"] != "pretrained"]
-                items = [
-                    f"- **{model}** pretrained: {_verdict(next(pre.itertuples()), rule, spec)}"
-                    if not pre.empty
-                    else f"- **{model}**"
-                ]
-                for dataset, runs in ft.groupby("finetune_dataset", sort=False):
-                    hits = sum(map(rule.significant, runs[rule.column] if rule.column in runs else runs["pvalue"]))
+            for model in dict.fromkeys(r["model"] for r in sel):
+                rows = [r for r in sel if r["model"] == model]
+                pre = [r for r in rows if r["network"] == "pretrained"]
+                items = [f"- **{model}** pretrained: {_verdict(pre[0], spec)}" if pre else f"- **{model}**"]
+                for dataset in dict.fromkeys(r["finetune_dataset"] for r in rows if r["network"] == "finetuned"):
+                    runs = [r for r in rows if r["network"] == "finetuned" and r["finetune_dataset"] == dataset]
+                    hits = sum(r["verdict"] == VERDICT_WORDS["test"][0] for r in runs)
                     items.append(f"- **{model}** finetuned on {dataset}: significant in {hits} of {len(runs)} seeds.")
-                    keys = {"model": model, "dataset": dataset}
-                    items += _seed_lines(runs, rule, spec)
+                    keys = {"analysis_set": analysis_set, "model": model, "dataset": dataset}
+                    items += [f"  - seed {_seed(r['seed'])}: {_verdict(r, spec)}" for r in runs]
                     combined = _combined(seeds, keys, spec)
                     items += [combined] if combined else []
-                    items += _scratch_lines(scratch, {**keys, "analysis_set": analysis_set}, rule, spec)
+                    items += _scratch_lines(records, keys, spec)
                     items += _changes(change, keys, spec)
                 lines += _spaced(items)
     return lines
@@ -276,7 +275,7 @@ def describe_bts(
         for r in rows.itertuples():
             p_adj, floor = float(_get(r, adj_col, r.pvalue)), float(_get(r, "pvalue_floor", 0.0))
             parts.append(
-                f"{r.kind} rho = {r.statistic:.2f}{_ci(r)} ({p_text(float(r.pvalue), floor)}, "
+                f"{r.kind} rho = {r.statistic:.2f}{_row_ci(r)} ({p_text(float(r.pvalue), floor)}, "
                 f"adjusted {p_text(p_adj, adjusted_floor(float(r.pvalue), floor, p_adj))}, {'significant' if rule.significant(p_adj) else 'not significant'}, n = {int(r.n)})"
             )
         items = [f"- **{model}** on {analysis_set}, finetuned on {dataset}: " + "; ".join(parts) + "."]
@@ -321,14 +320,17 @@ def describe_findings(
     similarity_change: pd.DataFrame | None = None,
     scratch: pd.DataFrame | None = None,
 ) -> str:
-    """reStructuredText summary of the run's iEATs and BTSs (``scratch``: the scratch reference networks' iEATs)."""
-    Significance(alpha, adjust)  # ValueError for an alpha outside (0, 1) or an unknown adjustment
+    """reStructuredText summary of the run's iEATs and BTSs (``scratch``: the scratch reference networks' iEATs);
+    the iEAT sections are written from the results model's records of them (report.records)."""
+    rule = Significance(alpha, adjust)  # ValueError for an alpha outside (0, 1) or an unknown adjustment
+    roles = {(a, t["name"]): t.get("role", "exploratory") for a, specs in tests.items() for t in specs}
+    records = ieat_records(ieat, scratch, roles, rule)
     body = [
         "========\nFindings\n========",
         "",
         IEAT_SCOPE,
         "",
-        *describe_ieat(ieat, tests, alpha, adjust=adjust, change=change, seeds=seeds, scratch=scratch),
+        *describe_ieat(records, tests, alpha, adjust=adjust, change=table_records(change), seeds=table_records(seeds)),
         *describe_bts(bts, alpha=alpha, adjust=adjust, similarity_change=similarity_change),
     ]
     return "\n".join(body) + "\n"

@@ -22,7 +22,7 @@ TABLE_KINDS = (
     "link",
     "intervention",
 )
-MARKED_TABLES = ("ieat", "bts")
+MARKED_TABLES = ("ieat", "bts", "link")
 
 
 @dataclass(frozen=True)
