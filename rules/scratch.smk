@@ -8,6 +8,7 @@
 rule train_scratch:
     input:
         leakage_checks(),
+        after_pretraining,
         unpack(finetune_cache),
         train=path("split", split="train"),
         val=path("split", split="val"),

@@ -289,6 +289,14 @@ def test_the_demo_dag_scores_every_trained_network_on_the_test_split(tmp_path):
     assert "results/predictions/democnn/pretrained-synthetic_target.embedding.parquet" in done.stdout
 
 
+def test_the_demos_scratch_network_is_trained_after_its_pretraining(tmp_path):
+    """Pretraining (two threads) starts the longest chain: the scratch network, which could take one free
+    core first and hold it back, is ordered after it (rules/scratch.smk, after_pretraining)."""
+    target = "results/scratch/synthetic_target/democnn/seed0/metrics.json"
+    jobs = planned_jobs(snakemake("-n", "--cores", "1", target, cwd=tmp_path).stdout)
+    assert jobs["pretrain"] == 1 and jobs["train_scratch"] == 1 and "finetune" not in jobs
+
+
 def test_the_predictions_and_their_bias_follow_the_documented_formats(demo_run):
     out = demo_run / "results"
     path = out / "predictions" / "democnn" / "ft-synthetic_target-seed2.parquet"
