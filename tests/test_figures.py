@@ -21,7 +21,7 @@ from scipy.stats import spearmanr
 
 from biastransfer.report import curves, figures, forest, gallery, ieat_figures, person_figures, style
 from biastransfer.report.findings import describe_findings
-from biastransfer.report.formatting import read_summary
+from biastransfer.report.formatting import BTS_COLUMNS, read_summary
 from biastransfer.report.tables import IEAT_COLUMNS, with_scratch
 from biastransfer.scripting import run
 from biastransfer.workflow.rules.report import ForestSettings
@@ -36,7 +36,7 @@ def run_tables(tmp_path_factory):
     return {
         "paths": paths,
         "similarity": read_summary(paths["similarity"], figures.SIMILARITY_COLUMNS),
-        "bts": read_summary(paths["bts"], figures.BTS_COLUMNS),
+        "bts": read_summary(paths["bts"], BTS_COLUMNS),
         "ieat": read_summary(paths["ieat"], IEAT_COLUMNS),
     }
 

@@ -16,7 +16,7 @@ import report_data as rd
 from pdf_fonts import font_types
 
 from biastransfer.report import formatting, latex, tables
-from biastransfer.report.figures import BTS_COLUMNS
+from biastransfer.report.formatting import BTS_COLUMNS
 from biastransfer.report.headline import headline_table
 from biastransfer.report.html import html_table
 from biastransfer.scripting import run

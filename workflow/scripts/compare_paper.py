@@ -12,8 +12,7 @@ import logging
 
 from biastransfer.atomic import write_csv, write_text
 from biastransfer.report.compare import compare_to_paper, comparison_document, read_reference, run_measurements
-from biastransfer.report.figures import BTS_COLUMNS
-from biastransfer.report.formatting import read_summary
+from biastransfer.report.formatting import BTS_COLUMNS, read_summary
 from biastransfer.report.tables import FINETUNE_COLUMNS, IEAT_COLUMNS
 from biastransfer.scripting import run
 from biastransfer.workflow.rules.report import ComparisonSettings

@@ -34,8 +34,7 @@ import logging
 from biastransfer.atomic import write_csv, write_text
 from biastransfer.report.amplification_report import AMPLIFICATION_REQUIRED, amplification_frame, amplification_latex
 from biastransfer.report.claims import CLAIMS_REQUIRED, claims_frame, claims_latex
-from biastransfer.report.figures import BTS_COLUMNS
-from biastransfer.report.formatting import read_summary
+from biastransfer.report.formatting import BTS_COLUMNS, read_summary
 from biastransfer.report.intervention_report import INTERVENTION_REQUIRED, intervention_frame, intervention_latex
 from biastransfer.report.latex import latex_fragment
 from biastransfer.report.layer_report import PROFILE_REQUIRED, layer_frame, layer_latex

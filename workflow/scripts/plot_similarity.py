@@ -20,14 +20,13 @@ from pathlib import Path
 import pandas as pd
 
 from biastransfer.report.figures import (
-    BTS_COLUMNS,
     SIMILARITY_CHANGE_COLUMNS,
     SIMILARITY_COLUMNS,
     inter_figure,
     intra_figure,
     rank_figure,
 )
-from biastransfer.report.formatting import read_summary
+from biastransfer.report.formatting import BTS_COLUMNS, read_summary
 from biastransfer.report.person_figures import person_figure
 from biastransfer.report.style import figure_stem, save_figure
 from biastransfer.scripting import run

@@ -11,7 +11,6 @@ import pandas as pd
 
 from biastransfer.report.formatting import format_interval, format_number, format_p, latex_escape, require_columns
 from biastransfer.report.latex import standalone_document, tabular
-from biastransfer.report.style import STAGE_COLOURS, paper_figure, paper_style
 
 CLAIMS_REQUIRED = (
     "claim",
@@ -90,6 +89,8 @@ def claims_latex(table: pd.DataFrame) -> str:
 def claims_figure(values: pd.DataFrame, table: pd.DataFrame):
     """One panel per claim: each model's value (seeds' mean, their range as a bar) by side, the sides' means;
     in a claim across datasets a line joins each model's two values (the pairs its test compares)."""
+    from biastransfer.report.style import STAGE_COLOURS, paper_figure, paper_style  # matplotlib: figures only
+
     require_columns(values, VALUES_REQUIRED, where="claim values")
     claims = list(dict.fromkeys(table["claim"]))
     with paper_style():

@@ -21,6 +21,7 @@ from matplotlib.figure import Figure
 from scipy.stats import rankdata
 
 from biastransfer.report.formatting import (
+    BTS_COLUMNS,
     Significance,
     model_label,
     ordered_groups,
@@ -33,7 +34,6 @@ from biastransfer.stats.results import pair_key
 
 SIMILARITY_LABEL = "mean cosine similarity"
 SIMILARITY_COLUMNS = ("analysis_set", "model", "stage", "finetune_dataset", "seed", "kind", "key", "value", "se")
-BTS_COLUMNS = ("analysis_set", "model", "finetune_dataset", "seed", "kind", "statistic", "pvalue")
 SIMILARITY_CHANGE_COLUMNS = (
     "analysis_set",
     "model",

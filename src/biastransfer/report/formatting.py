@@ -51,6 +51,8 @@ LABEL_COLUMNS = (
     "alternative",
 )
 
+# the columns of the BTS summary that its figures and tables read
+BTS_COLUMNS = ("analysis_set", "model", "finetune_dataset", "seed", "kind", "statistic", "pvalue")
 ADJUSTMENTS = {"holm": "pvalue_holm", "bh": "pvalue_bh"}
 ADJUSTMENT_NAMES = {"holm": "Holm", "bh": "Benjamini--Hochberg"}
 #: The adjustments in words for HTML and the findings (report.headline's, which the landing page words them by).
