@@ -1,0 +1,130 @@
+"""The meta-regression across models (biastransfer.stats.factors): known answers by simulation, the rule
+for too few models, and named errors for bad covariates."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from biastransfer.stats.factors import TOO_FEW, design, expanded_tail, meta_regression, unit_regression
+
+
+def simulated(rng, n_models=30, n_tests=10, slope=0.5, seeds=1):
+    """Models with a covariate x, crossed random intercepts for the test and the model, and noise per seed."""
+    x = rng.normal(size=n_models)
+    models = [f"m{i}" for i in range(n_models)]
+    rows = []
+    test_effect = rng.normal(size=n_tests) * 0.8
+    for i, model in enumerate(models):
+        model_effect = rng.normal() * 0.5
+        for j in range(n_tests):
+            for seed in range(seeds):
+                value = slope * x[i] + test_effect[j] + model_effect + rng.normal() * 0.5
+                rows.append({"model": model, "test": f"t{j}", "seed": seed, "value": value})
+    return pd.DataFrame(rows), {m: {"x": float(v)} for m, v in zip(models, x)}
+
+
+def test_planted_slope_is_covered_in_at_least_90_of_100_simulations():
+    rng = np.random.default_rng(11)
+    covered = 0
+    for seed in range(100):
+        observations, covariates = simulated(rng)
+        fit = unit_regression(observations, covariates, ["x"], replicates=500, seed=seed)
+        covered += fit.ci_low[1] <= 0.5 <= fit.ci_high[1]
+    assert covered >= 90
+
+
+def test_null_slope_is_significant_in_at_most_8_of_100_simulations():
+    rng = np.random.default_rng(12)
+    significant = 0
+    for seed in range(100):
+        observations, covariates = simulated(rng, slope=0.0)
+        fit = unit_regression(observations, covariates, ["x"], replicates=500, seed=seed)
+        significant += not fit.ci_low[1] <= 0 <= fit.ci_high[1]
+    assert significant <= 8
+
+
+def test_balanced_design_unit_means_equal_the_mixed_model_and_the_verdict_finds_the_slope():
+    observations, covariates = simulated(np.random.default_rng(3), n_models=40, slope=1.0, seeds=2)
+    result = meta_regression(observations, covariates, ["x"], replicates=400, seed=1)
+    intercept, slope = result.coefficients
+    assert slope.estimate == pytest.approx(slope.estimate_mixed, abs=1e-6)
+    assert slope.ci_low < 1.0 < slope.ci_high and slope.verdict == "higher with x"
+    assert (result.n_models, result.n_units, result.n_observations, result.n_tests) == (40, 40, 800, 10)
+    assert result.df_resid == 38 and not result.too_few
+    assert result.sd_test > 0.3 and result.sd_residual == pytest.approx(0.5, rel=0.2)
+    table = result.table()
+    assert list(table["term"]) == ["intercept", "x"] and set(table["question_verdict"]) == {result.verdict}
+
+
+def test_same_seed_same_interval_and_other_seed_another():
+    observations, covariates = simulated(np.random.default_rng(4))
+    one, two = (unit_regression(observations, covariates, ["x"], replicates=300, seed=s) for s in (5, 5))
+    other = unit_regression(observations, covariates, ["x"], replicates=300, seed=6)
+    assert np.array_equal(one.ci_low, two.ci_low) and not np.array_equal(one.ci_low, other.ci_low)
+
+
+def test_categorical_covariate_is_the_difference_of_group_means():
+    rng = np.random.default_rng(5)
+    models = [f"m{i}" for i in range(24)]
+    kinds = ["supervised", "self-supervised", "contrastive image-text"] * 8
+    shift = {"supervised": 0.0, "self-supervised": -1.0, "contrastive image-text": 2.0}
+    observations = pd.DataFrame(
+        [{"model": m, "test": f"t{j}", "value": shift[k] + rng.normal() * 0.1} for m, k in zip(models, kinds) for j in range(3)]
+    )
+    covariates = {m: {"objective": k} for m, k in zip(models, kinds)}
+    fit = unit_regression(observations, covariates, ["objective"], references={"objective": "supervised"}, seed=0)
+    estimates = dict(zip(fit.terms, fit.estimate))
+    means = observations.assign(kind=observations["model"].map(dict(zip(models, kinds)))).groupby("kind")["value"].mean()
+    assert estimates["objective[self-supervised]"] == pytest.approx(means["self-supervised"] - means["supervised"])
+    assert estimates["objective[contrastive image-text]"] == pytest.approx(2.0, abs=0.1)
+    assert "objective[supervised]" not in estimates
+
+
+def test_within_model_dataset_effect_is_found():
+    rng = np.random.default_rng(6)
+    rows = [
+        {"model": f"m{i}", "dataset": d, "test": f"t{j}", "value": base + (0.8 if d == "openimages" else 0.0) + rng.normal() * 0.2}
+        for i, base in enumerate(rng.normal(size=12))
+        for d in ("coco", "openimages")
+        for j in range(4)
+    ]
+    result = meta_regression(pd.DataFrame(rows), {f"m{i}": {} for i in range(12)}, ["dataset"], replicates=500)
+    term = result.coefficients[1]
+    assert term.term == "dataset[openimages]" and term.ci_low < 0.8 < term.ci_high and term.ci_low > 0
+    assert (result.n_models, result.n_units, result.df_resid) == (12, 24, 22)
+
+
+def test_too_few_models_for_the_coefficients_says_so_and_how_many():
+    observations, covariates = simulated(np.random.default_rng(7), n_models=6)
+    result = meta_regression(observations, covariates, ["x"], replicates=200)
+    assert result.too_few and result.verdict.startswith(TOO_FEW) and result.models_needed == 10
+    assert "6 models for 1 coefficient(s); at least 10 are needed" in result.verdict
+    assert result.coefficients[1].verdict == TOO_FEW
+
+
+def test_a_level_with_one_model_is_too_few():
+    observations, covariates = simulated(np.random.default_rng(8), n_models=12)
+    for i, model in enumerate(covariates):
+        covariates[model]["objective"] = "self-supervised" if i == 0 else "supervised"
+    result = meta_regression(observations, covariates, ["objective"], replicates=200)
+    assert result.too_few and "objective = self-supervised has 1 model" in result.verdict
+
+
+def test_missing_covariate_names_it_and_the_model():
+    observations, covariates = simulated(np.random.default_rng(9), n_models=5)
+    del covariates["m3"]["x"]
+    with pytest.raises(ValueError, match=r"covariate 'x' is missing for model\(s\) 'm3'"):
+        design(observations, covariates, ["x"])
+
+
+def test_one_level_categorical_names_the_covariate():
+    observations, covariates = simulated(np.random.default_rng(10), n_models=5)
+    for values in covariates.values():
+        values["objective"] = "supervised"
+    with pytest.raises(ValueError, match=r"categorical covariate 'objective' has one level \('supervised'\)"):
+        design(observations, covariates, ["objective"])
+
+
+def test_expanded_tail_widens_for_few_models_and_tends_to_the_percentile():
+    assert expanded_tail(0.95, 10, 2) < expanded_tail(0.95, 100, 2) < 0.025
+    assert expanded_tail(0.95, 100_000, 2) == pytest.approx(0.025, abs=1e-4)
