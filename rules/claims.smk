@@ -71,3 +71,30 @@ rule plot_claims:
         **RESOURCES["plot"],
     script:
         "../workflow/scripts/plot_claims.py"
+
+
+# What predicts a measure across models (config factors, docs/statistics.md): each question a meta-regression
+# of the measure on the models' covariates (biastransfer.stats.factors), read from the same summaries as the
+# claims; the covariates and their sources come with the settings (results/summary/covariates.csv).
+rule factors:
+    input:
+        **CLAIMS_INPUTS,
+        ieat=PLAN.summary("ieat"),
+    output:
+        table=PLAN.summary("factors"),
+        values=PLAN.summary("factor_values"),
+        covariates_table=PLAN.summary("covariates"),
+    log:
+        "logs/factors.log",
+    benchmark:
+        "results/benchmarks/factors.tsv"
+    localrule: True
+    conda:
+        "../envs/stats.yaml"
+    threads: 1
+    resources:
+        **RESOURCES["plot"],
+    params:
+        settings=PLAN.settings("factors"),
+    script:
+        "../workflow/scripts/factors.py"

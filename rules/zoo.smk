@@ -46,6 +46,8 @@ ZOO_TARGETS = [
     # the claims a zoo can test (pretrained d, rules/claims.smk; none without claims.tests)
     *PLAN.summaries("claims"),
     *ARTEFACTS.files("claims", "claims_figure"),
+    # the factors questions a zoo can ask (pretrained d, rules/claims.smk; none without factors.questions)
+    *PLAN.summaries("factors", "factor_values", "covariates"),
 ]
 
 
