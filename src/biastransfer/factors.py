@@ -29,13 +29,15 @@ def question_datasets(question: Mapping, config: Mapping) -> list[str]:
     return list(question["datasets"] or config["finetune"]["datasets"][:1])
 
 
-def config_covariates(config: Mapping, models=None) -> dict[str, dict[str, dict]]:
+def config_covariates(config: Mapping, models=None, *, resolve: bool = True) -> dict[str, dict[str, dict]]:
     """``{model: {covariate: {value, source}}}`` of ``models`` (every configured one by default)
-    (``biastransfer.covariates.model_covariates``); the library's input resolutions are resolved only if a
-    model needs them."""
+    (``biastransfer.covariates.model_covariates``); the library's input resolutions (timm, open_clip) are
+    resolved only with ``resolve`` and only if a model needs them."""
     resolutions: dict = {}
 
     def resolution(name: str):
+        if not resolve:
+            return None
         if not resolutions:
             from biastransfer.models.resolve import input_resolutions
 
@@ -72,7 +74,8 @@ def _question_problems(where: str, question: Mapping, config: Mapping) -> list[s
         return problems
     models = question_models(question, config)
     terms = [t for t in question["covariates"] if t != DATASET]
-    problems += covariate_problems(where, terms, config_covariates(config, models) if terms else {}, models)
+    found = config_covariates(config, models, resolve="resolution" in terms) if terms else {}
+    problems += covariate_problems(where, terms, found, models)
     return problems
 
 

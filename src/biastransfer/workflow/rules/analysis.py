@@ -266,7 +266,8 @@ class ClaimsSettings(Settings):
 @dataclass(frozen=True)
 class FactorsSettings(Settings):
     """The factors questions (the ``factors`` section), each question's models and finetuning datasets, the
-    covariates of those models with their sources (``{model: {covariate: {value, source}}}``), and what
+    covariates of those models with their sources (``{model: {covariate: {value, source}}}``; a library
+    model's resolution only when a question asks for it), and what
     words a new association (``analysis.ieat.alpha``, ``report.p_adjust``)."""
 
     rule = "factors"
@@ -284,11 +285,12 @@ class FactorsSettings(Settings):
         questions = plan.config["factors"]["questions"]
         models = {q["name"]: question_models(q, plan.config) for q in questions}
         used = list(dict.fromkeys(m for names in models.values() for m in names))
+        asked = any("resolution" in q["covariates"] for q in questions)  # the library's only if asked
         return cls(
             factors=plan.config["factors"],
             models=models,
             datasets={q["name"]: question_datasets(q, plan.config) for q in questions},
-            covariates=config_covariates(plan.config, used),
+            covariates=config_covariates(plan.config, used, resolve=asked),
             alpha=plan.config["analysis"]["ieat"]["alpha"],
             adjust=plan.config["report"]["p_adjust"],
         )
