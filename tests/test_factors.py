@@ -69,12 +69,18 @@ def test_categorical_covariate_is_the_difference_of_group_means():
     kinds = ["supervised", "self-supervised", "contrastive image-text"] * 8
     shift = {"supervised": 0.0, "self-supervised": -1.0, "contrastive image-text": 2.0}
     observations = pd.DataFrame(
-        [{"model": m, "test": f"t{j}", "value": shift[k] + rng.normal() * 0.1} for m, k in zip(models, kinds) for j in range(3)]
+        [
+            {"model": m, "test": f"t{j}", "value": shift[k] + rng.normal() * 0.1}
+            for m, k in zip(models, kinds)
+            for j in range(3)
+        ]
     )
     covariates = {m: {"objective": k} for m, k in zip(models, kinds)}
     fit = unit_regression(observations, covariates, ["objective"], references={"objective": "supervised"}, seed=0)
     estimates = dict(zip(fit.terms, fit.estimate))
-    means = observations.assign(kind=observations["model"].map(dict(zip(models, kinds)))).groupby("kind")["value"].mean()
+    means = (
+        observations.assign(kind=observations["model"].map(dict(zip(models, kinds)))).groupby("kind")["value"].mean()
+    )
     assert estimates["objective[self-supervised]"] == pytest.approx(means["self-supervised"] - means["supervised"])
     assert estimates["objective[contrastive image-text]"] == pytest.approx(2.0, abs=0.1)
     assert "objective[supervised]" not in estimates
@@ -83,7 +89,12 @@ def test_categorical_covariate_is_the_difference_of_group_means():
 def test_within_model_dataset_effect_is_found():
     rng = np.random.default_rng(6)
     rows = [
-        {"model": f"m{i}", "dataset": d, "test": f"t{j}", "value": base + (0.8 if d == "openimages" else 0.0) + rng.normal() * 0.2}
+        {
+            "model": f"m{i}",
+            "dataset": d,
+            "test": f"t{j}",
+            "value": base + (0.8 if d == "openimages" else 0.0) + rng.normal() * 0.2,
+        }
         for i, base in enumerate(rng.normal(size=12))
         for d in ("coco", "openimages")
         for j in range(4)
@@ -128,3 +139,155 @@ def test_one_level_categorical_names_the_covariate():
 def test_expanded_tail_widens_for_few_models_and_tends_to_the_percentile():
     assert expanded_tail(0.95, 10, 2) < expanded_tail(0.95, 100, 2) < 0.025
     assert expanded_tail(0.95, 100_000, 2) == pytest.approx(0.025, abs=1e-4)
+
+
+def _summaries(rng, n_models=24):
+    """Summary tables of ``n_models`` models of three objectives over four iEATs: the pretrained d shifted by the
+    objective, two finetuning datasets whose change of d is larger on openimages, and per-seed BTS rows."""
+    kinds = ["supervised", "self-supervised", "contrastive image-text"]
+    shift = {"supervised": 0.0, "self-supervised": -0.8, "contrastive image-text": 0.8}
+    ieat, change, bts, covariates = [], [], [], {}
+    for i in range(n_models):
+        model, kind = f"m{i}", kinds[i % 3]
+        covariates[model] = {"objective": kind, "parameters": 10 ** rng.uniform(6, 8)}
+        for j in range(4):
+            d = shift[kind] + rng.normal() * 0.3
+            ieat.append(
+                {
+                    "analysis_set": "s",
+                    "model": model,
+                    "stage": "pretrained",
+                    "finetune_dataset": None,
+                    "seed": None,
+                    "test": f"t{j}",
+                    "effect_size": d,
+                    "ci_low": d - 0.5,
+                    "ci_high": d + 0.5,
+                }
+            )
+            for dataset, step in (("coco", 0.0), ("openimages", 0.5)):
+                for seed in (0, 1):
+                    delta = step + rng.normal() * 0.2
+                    change.append(
+                        {
+                            "analysis_set": "s",
+                            "model": model,
+                            "finetune_dataset": dataset,
+                            "seed": seed,
+                            "test": f"t{j}",
+                            "delta_d": delta,
+                            "pvalue_holm": 0.5,
+                            "pvalue_bh": 0.5,
+                        }
+                    )
+        for seed in ("0", "1", "pooled"):
+            bts.append(
+                {
+                    "analysis_set": "s",
+                    "model": model,
+                    "finetune_dataset": "coco",
+                    "seed": seed,
+                    "kind": "intra",
+                    "statistic": 0.5 + rng.normal() * 0.05,
+                }
+            )
+    frames = {"ieat": pd.DataFrame(ieat), "change": pd.DataFrame(change), "bts": pd.DataFrame(bts)}
+    return frames, covariates
+
+
+FACTORS = {"level": 0.95, "replicates": 500, "seed": 0, "per_coefficient": 10}
+
+
+def _question(name, measure, covariates, **more):
+    return {
+        "name": name,
+        "measure": measure,
+        "analysis_set": "s",
+        "test": None,
+        "stage": "finetuned",
+        "datasets": [],
+        "covariates": covariates,
+        "references": {},
+        "models": [],
+        **more,
+    }
+
+
+def test_questions_from_the_summary_tables_find_the_planted_factors():
+    from biastransfer.stats.factor_measures import factors_from_summaries
+
+    summaries, covariates = _summaries(np.random.default_rng(20))
+    questions = [
+        _question(
+            "d_by_objective",
+            "d",
+            ["objective", "parameters"],
+            stage="pretrained",
+            references={"objective": "supervised"},
+        ),
+        _question("change_by_dataset", "change_d", ["dataset"], references={"dataset": "coco"}),
+        _question("bts_by_objective", "bts_intra", ["objective"]),
+    ]
+    models = {q["name"]: list(covariates) for q in questions}
+    datasets = {"d_by_objective": [], "change_by_dataset": ["coco", "openimages"], "bts_by_objective": ["coco"]}
+    table, values = factors_from_summaries(
+        {**FACTORS, "questions": questions}, summaries, covariates, models=models, datasets=datasets
+    )
+    rows = table.set_index(["question", "term"])
+    ssl = rows.loc[("d_by_objective", "objective[self-supervised]")]
+    assert ssl["ci_high"] < 0 and ssl["verdict"] == TOO_FEW  # 3 coefficients need 30 models; there are 24
+    assert rows.loc[("d_by_objective", "log10 parameters"), "n_observations"] == 96  # 24 models x 4 tests
+    assert rows.loc[("bts_by_objective", "objective[self-supervised]"), "verdict"] == "not distinguishable from 0"
+    dataset = rows.loc[("change_by_dataset", "dataset[openimages]")]
+    assert dataset["ci_low"] > 0 and (dataset["n_models"], dataset["n_units"]) == (24, 48)
+    assert rows.loc[("bts_by_objective", "intercept"), "n_observations"] == 48  # the seeds, not the pooled row
+    assert set(values["question"]) == set(datasets) and (values["covariate"].iloc[0] == "objective")
+    assert len(values[values["question"] == "change_by_dataset"]) == 48
+
+
+def test_a_model_the_summaries_lack_is_left_out_and_named():
+    from biastransfer.stats.factor_measures import factors_from_summaries
+
+    summaries, covariates = _summaries(np.random.default_rng(21))
+    question = _question("d_by_objective", "d", ["objective"], stage="pretrained")
+    factors = {**FACTORS, "questions": [question]}
+    table, _ = factors_from_summaries(
+        factors,
+        summaries,
+        covariates,
+        models={"d_by_objective": [*covariates, "broken"]},
+        datasets={"d_by_objective": []},
+        left_out={"broken": "failed its zoo check: no weights"},
+    )
+    assert set(table["left_out"]) == {"broken (failed its zoo check: no weights)"} and set(table["n_models"]) == {24}
+
+
+def test_the_script_writes_the_table_the_values_and_the_covariates_with_their_sources(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    summaries, covariates = _summaries(np.random.default_rng(22))
+    for name, frame in summaries.items():
+        frame.to_csv(tmp_path / f"{name}.csv", index=False)
+    question = _question("d_by_objective", "d", ["objective"], stage="pretrained")
+    settings = {
+        "factors": {**FACTORS, "questions": [question]},
+        "models": {"d_by_objective": list(covariates)},
+        "datasets": {"d_by_objective": []},
+        "covariates": {
+            m: {k: {"value": v, "source": "https://example.org"} for k, v in c.items()} for m, c in covariates.items()
+        },
+        "alpha": 0.05,
+        "adjust": "holm",
+    }
+    script = Path(__file__).parents[1] / "workflow" / "scripts" / "factors.py"
+    spec = importlib.util.spec_from_file_location("factors_script", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    from biastransfer.workflow.rules.analysis import FactorsSettings
+
+    out = {k: str(tmp_path / f"out_{k}.csv") for k in ("table", "values", "covariates_table")}
+    module.main(ieat=str(tmp_path / "ieat.csv"), settings=FactorsSettings.from_mapping(settings), **out)
+    table, sources = pd.read_csv(out["table"]), pd.read_csv(out["covariates_table"])
+    assert list(table["term"]) == ["intercept", "objective[self-supervised]", "objective[supervised]"]
+    assert len(sources) == 48 and set(sources["source"]) == {"https://example.org"}
