@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from biastransfer.covariates import COVARIATES, PRETRAINING_DATA, model_covariates
+from biastransfer.covariates import COVARIATES, PRETRAINING_DATA, REGISTERED, model_covariates
 from biastransfer.factors import config_covariates
-from biastransfer.models.registry import COVARIATES as REGISTERED
 from biastransfer.models.registry import REGISTRY
 from biastransfer.workflow.config import check_config, read_configs
 
@@ -36,20 +35,26 @@ def test_registered_parameters_are_the_counts_of_their_architectures_built_witho
 
 
 def test_every_registered_model_has_every_covariate_with_a_source():
+    assert set(REGISTERED) == set(REGISTRY)
     for name in REGISTRY:
         found = model_covariates(name, {}, lambda: pytest.fail("the registry gives the resolution"))
         assert set(found) == set(COVARIATES), name
         assert all(item["source"] for item in found.values())
         assert REGISTERED[name]["source"].startswith("https://arxiv.org/abs/")
+        assert found["resolution"]["value"] == REGISTRY[name].preprocess.crop
     assert all(source.startswith("https://") for _, source in PRETRAINING_DATA.values())
 
 
 @pytest.mark.parametrize("overlay", ["zoo.yaml", "claims.yaml"])
 def test_every_zoo_and_claims_model_has_every_covariate(overlay):
+    from biastransfer.models.resolve import input_resolutions
+
     config = read_configs([CONFIG / "paper.yaml", CONFIG / overlay])
-    covariates = config_covariates(config)
+    covariates = config_covariates(config, resolutions=input_resolutions(config))
     assert all(set(found) == set(COVARIATES) for found in covariates.values())
-    zoo = config_covariates(read_configs([CONFIG / "paper.yaml", CONFIG / "zoo.yaml"]))
+    assert "resolution" not in config_covariates(config)["clip_ViT_B_32_laion2b_s34b_b79k"]  # not resolved
+    zoo_config = read_configs([CONFIG / "paper.yaml", CONFIG / "zoo.yaml"])
+    zoo = config_covariates(zoo_config, resolutions=input_resolutions(zoo_config))
     assert zoo["vit_base_patch14_dinov2_lvd142m"]["resolution"]["value"] == 518
     assert zoo["clip_ViT_B_16_dfn2b"]["objective"] == {
         "value": "contrastive image-text",
@@ -121,3 +126,23 @@ def test_a_zoo_question_needs_pretrained_d():
     config["factors"]["questions"][0].update(measure="bts_intra")
     with pytest.raises(ValueError, match=r"pretrained_d_by_model.measure: bts_intra needs finetuned networks"):
         check_config(config)
+
+
+def test_a_question_on_the_resolution_checks_it_with_the_libraries():
+    from biastransfer.factors import resolution_problems
+    from biastransfer.workflow.config_check import validation_problems
+
+    config = read_configs([CONFIG / "paper.yaml", CONFIG / "claims.yaml"])
+    config["factors"]["questions"][0]["covariates"] = ["resolution"]
+    assert resolution_problems(config, {}) == [
+        "factors.questions.retention_by_objective.covariates: resolution is missing for model(s) "
+        + ", ".join(m for m in config["models"] if m not in REGISTRY)
+        + " (set models.<name>.covariates.resolution)"
+    ]
+    assert resolution_problems(config, {m: 224 for m in config["models"]}) == [
+        "factors.questions.retention_by_objective.covariates: resolution has one value (224) among the models of "
+        "the question"
+    ]
+    raw = copy.deepcopy(read_configs([CONFIG / "paper.yaml", CONFIG / "claims.yaml"]))
+    raw["factors"]["questions"][0]["covariates"] = ["resolution"]
+    assert "resolution has one value (224)" in "\n".join(validation_problems(raw))

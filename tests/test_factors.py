@@ -291,3 +291,11 @@ def test_the_script_writes_the_table_the_values_and_the_covariates_with_their_so
     table, sources = pd.read_csv(out["table"]), pd.read_csv(out["covariates_table"])
     assert list(table["term"]) == ["intercept", "objective[self-supervised]", "objective[supervised]"]
     assert len(sources) == 48 and set(sources["source"]) == {"https://example.org"}
+
+
+def test_a_numeric_covariate_of_one_value_names_it():
+    observations, covariates = simulated(np.random.default_rng(13), n_models=5)
+    for values in covariates.values():
+        values["x"] = 224
+    with pytest.raises(ValueError, match=r"covariate 'x' has one value \(224\)"):
+        design(observations, covariates, ["x"])

@@ -2,7 +2,7 @@
 their sources. Read at DAG-build time: no torch here.
 
 A model's covariates come, in this order of precedence, from its config entry's ``covariates`` (your own
-model's, or a correction), the registry (``biastransfer.models.registry.COVARIATES``), and its ``about``
+model's, or a correction), the registry (:data:`REGISTERED`), and its ``about``
 (config/zoo.yaml, config/claims.yaml): the objective from the family, the pretraining images from the data
 (:data:`PRETRAINING_DATA`), the parameters from ``params_m``, the architecture from the library's
 architecture name. The input resolution is the preprocessing's crop: the entry's, the registry's, or the
@@ -47,6 +47,29 @@ PRETRAINING_DATA = {
     "CommonPool-L": (1_280_000_000, "https://arxiv.org/abs/2304.14108"),
     "DFN-2B": (2_000_000_000, "https://arxiv.org/abs/2309.17425"),
 }
+_IN1K = "ImageNet-1k"
+#: The registered models' covariates (``biastransfer.models.registry.REGISTRY``; kept here, where no torch is
+#: imported): objective, pretraining data, architecture and the paper that states them; parameters of the
+#: image encoder without its classifier, counted on the timm / open_clip architecture built without weights
+#: (tests/test_covariates.py counts them again); resolution, the registry preprocessing's crop.
+# fmt: off
+REGISTERED: dict[str, dict] = {
+    "resnet18": {"objective": "supervised", "data": _IN1K, "architecture": "CNN", "parameters": 11_176_512,
+                 "resolution": 224, "source": "https://arxiv.org/abs/1512.03385"},
+    "resnet50": {"objective": "supervised", "data": _IN1K, "architecture": "CNN", "parameters": 23_508_032,
+                 "resolution": 224, "source": "https://arxiv.org/abs/1512.03385"},
+    "bit_m_r50x1": {"objective": "supervised", "data": "ImageNet-21k", "architecture": "CNN", "parameters": 23_500_352,
+                    "resolution": 224, "source": "https://arxiv.org/abs/1912.11370"},
+    "clip_vit_b32": {"objective": "contrastive image-text", "data": "OpenAI WIT-400M", "architecture": "transformer",
+                     "parameters": 87_849_216, "resolution": 224, "source": "https://arxiv.org/abs/2103.00020"},
+    "moco_r50_v1": {"objective": "self-supervised", "data": _IN1K, "architecture": "CNN", "parameters": 23_508_032,
+                    "resolution": 224, "source": "https://arxiv.org/abs/1911.05722"},
+    "moco_r50_v2": {"objective": "self-supervised", "data": _IN1K, "architecture": "CNN", "parameters": 23_508_032,
+                    "resolution": 224, "source": "https://arxiv.org/abs/2003.04297"},
+    "simclr_r50_v1": {"objective": "self-supervised", "data": _IN1K, "architecture": "CNN", "parameters": 23_508_032,
+                      "resolution": 224, "source": "https://arxiv.org/abs/2002.05709"},
+}
+# fmt: on
 #: ``about.family`` -> objective.
 FAMILY_OBJECTIVES = {
     "supervised CNN": "supervised",
@@ -79,9 +102,6 @@ def model_covariates(name: str, entry: Mapping, resolution: Callable[[], int | N
     """``{covariate: {value, source}}`` of one configured model (module docstring); a covariate that no source
     gives is absent. ``resolution``: the model's input resolution from its library (called only when neither
     the entry nor the registry gives it)."""
-    from biastransfer.models.registry import COVARIATES as REGISTERED
-    from biastransfer.models.registry import REGISTRY
-
     found: dict[str, dict] = {}
     about, registered = entry.get("about") or {}, REGISTERED.get(name, {})
     card = _model_card(entry) or registered.get("source")
@@ -102,8 +122,8 @@ def model_covariates(name: str, entry: Mapping, resolution: Callable[[], int | N
     elif "architecture" in registered:
         found["architecture"] = {"value": registered["architecture"], "source": registered["source"]}
     crop = (entry.get("preprocess") or {}).get("crop")
-    if crop is None and name in REGISTRY and not entry.get("arch"):
-        crop = REGISTRY[name].preprocess.crop
+    if crop is None and name in REGISTERED and not entry.get("arch"):
+        crop = REGISTERED[name]["resolution"]
         where = "the registry's preprocessing"
     else:
         where = "the model's preprocess.crop" if crop is not None else "the library's pretrained config"
@@ -118,8 +138,8 @@ def model_covariates(name: str, entry: Mapping, resolution: Callable[[], int | N
 
 
 def covariate_problems(where: str, terms, covariates: Mapping[str, Mapping], models) -> list[str]:
-    """A factors question's covariates (``terms``) that are unknown, missing for one of ``models``, or
-    categorical with one level among them; each problem names the key, the covariate and the model."""
+    """A factors question's covariates (``terms``) that are unknown, missing for one of ``models``, or of one
+    value (a categorical one: one level) among them; each problem names the key, the covariate and the model."""
     problems = []
     for term in terms:
         if term == DATASET:
@@ -134,7 +154,10 @@ def covariate_problems(where: str, terms, covariates: Mapping[str, Mapping], mod
                 f"{where}.covariates: {term} is missing for model(s) {', '.join(lacking)} "
                 f"(set models.<name>.covariates.{term})"
             )
-        elif COVARIATES[term] and len({str(covariates[m][term]["value"]) for m in models}) < 2:
-            level = covariates[models[0]][term]["value"] if models else None
-            problems.append(f"{where}.covariates: {term} has one level ({level!r}) among the models of the question")
+        elif len({str(covariates[m][term]["value"]) for m in models}) < 2:
+            value, what = (
+                covariates[models[0]][term]["value"] if models else None,
+                "level" if COVARIATES[term] else "value",
+            )
+            problems.append(f"{where}.covariates: {term} has one {what} ({value!r}) among the models of the question")
     return problems

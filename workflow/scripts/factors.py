@@ -65,7 +65,11 @@ def main(
     for question, rows in result.groupby("question", sort=False):
         first = rows.iloc[0]
         log.info(
-            "%s: %s (%d models, %d residual df)", question, first["question_verdict"], first["n_models"], first["df_resid"]
+            "%s: %s (%d models, %d residual df)",
+            question,
+            first["question_verdict"],
+            first["n_models"],
+            first["df_resid"],
         )
 
 

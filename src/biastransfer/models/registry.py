@@ -47,28 +47,3 @@ REGISTRY: dict[str, ModelSpec] = {spec.name: spec for spec in (
               notes=_SIMCLR_NOTES),
 )}
 # fmt: on
-
-_IN1K = "ImageNet-1k"
-# Covariates of the registered models for the meta-regression across models (biastransfer.covariates,
-# docs/models.md): objective, pretraining data (its image count: biastransfer.covariates.PRETRAINING_DATA),
-# architecture and the paper or model card that states them. Parameters (the image encoder without its
-# classifier, counted on the timm / open_clip architecture built without weights; tests/test_covariates.py
-# counts them again) and input resolution (the preprocessing's crop) are read from the specs above.
-# fmt: off
-COVARIATES: dict[str, dict] = {
-    "resnet18": {"objective": "supervised", "data": _IN1K, "architecture": "CNN", "parameters": 11_176_512,
-                 "source": "https://arxiv.org/abs/1512.03385"},
-    "resnet50": {"objective": "supervised", "data": _IN1K, "architecture": "CNN", "parameters": 23_508_032,
-                 "source": "https://arxiv.org/abs/1512.03385"},
-    "bit_m_r50x1": {"objective": "supervised", "data": "ImageNet-21k", "architecture": "CNN", "parameters": 23_500_352,
-                    "source": "https://arxiv.org/abs/1912.11370"},
-    "clip_vit_b32": {"objective": "contrastive image-text", "data": "OpenAI WIT-400M", "architecture": "transformer",
-                     "parameters": 87_849_216, "source": "https://arxiv.org/abs/2103.00020"},
-    "moco_r50_v1": {"objective": "self-supervised", "data": _IN1K, "architecture": "CNN", "parameters": 23_508_032,
-                    "source": "https://arxiv.org/abs/1911.05722"},
-    "moco_r50_v2": {"objective": "self-supervised", "data": _IN1K, "architecture": "CNN", "parameters": 23_508_032,
-                    "source": "https://arxiv.org/abs/2003.04297"},
-    "simclr_r50_v1": {"objective": "self-supervised", "data": _IN1K, "architecture": "CNN", "parameters": 23_508_032,
-                      "source": "https://arxiv.org/abs/2002.05709"},
-}
-# fmt: on

@@ -193,7 +193,11 @@ def model_spec(name: str, entry: Mapping) -> ModelSpec:
     weights are the workflow's own pretraining checkpoint, never a download. The layer profile's
     keys (``layers``, ``layer_pooling``) and the zoo's ``about`` are not part of the spec.
     """
-    entry = {k: v for k, v in entry.items() if k not in ("pretrain", "device", "layers", "layer_pooling", "about", "covariates")}
+    entry = {
+        k: v
+        for k, v in entry.items()
+        if k not in ("pretrain", "device", "layers", "layer_pooling", "about", "covariates")
+    }
     if entry.get("source") == "workflow":
         entry.update(source="timm", weights=None, sha256=None)
     return resolve_spec(name, entry)
@@ -223,7 +227,10 @@ def input_resolutions(config: Mapping) -> dict[str, int | None]:
             return None
 
     return remembered(
-        "input_resolutions", config["models"], lambda: {n: crop(n, e) for n, e in config["models"].items()}, code="models"
+        "input_resolutions",
+        config["models"],
+        lambda: {n: crop(n, e) for n, e in config["models"].items()},
+        code="models",
     )
 
 

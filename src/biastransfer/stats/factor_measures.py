@@ -30,7 +30,13 @@ def _rows(table: pd.DataFrame, analysis_set: str, models: Sequence[str], **equal
 
 
 def observations(
-    question: Mapping, summaries: Mapping[str, pd.DataFrame], *, models: Sequence[str], datasets: Sequence[str], alpha: float, adjust: str
+    question: Mapping,
+    summaries: Mapping[str, pd.DataFrame],
+    *,
+    models: Sequence[str],
+    datasets: Sequence[str],
+    alpha: float,
+    adjust: str,
 ) -> pd.DataFrame:
     """The rows of one question (``COLUMNS``) for ``models`` on the finetuning ``datasets`` (none: pretrained d)."""
     measure, aset, test = question["measure"], question["analysis_set"], question.get("test")
@@ -105,7 +111,9 @@ def factors_from_summaries(
     tables, values = [], []
     for question in factors["questions"]:
         kept = [m for m in models[question["name"]] if m not in left_out]
-        rows = observations(question, summaries, models=kept, datasets=datasets[question["name"]], alpha=alpha, adjust=adjust)
+        rows = observations(
+            question, summaries, models=kept, datasets=datasets[question["name"]], alpha=alpha, adjust=adjust
+        )
         terms = list(question["covariates"])
         model_terms, names = regression_covariates({m: covariates[m] for m in kept}, [t for t in terms if t != DATASET])
         names = [DATASET if t == DATASET else names.pop(0) for t in terms]
@@ -129,7 +137,9 @@ def factors_from_summaries(
         means = rows.groupby(["model", DATASET], sort=False)["value"].agg(["mean", "min", "max", "size"]).reset_index()
         main = names[0]
         means["covariate"] = main
-        means["covariate_value"] = means[DATASET] if main == DATASET else means["model"].map(lambda m: model_terms[m][main])
+        means["covariate_value"] = (
+            means[DATASET] if main == DATASET else means["model"].map({m: v[main] for m, v in model_terms.items()})
+        )
         values.append(means.assign(question=question["name"]))
     return pd.concat(tables, ignore_index=True), pd.concat(values, ignore_index=True).rename(
         columns={"mean": "value", "min": "value_min", "max": "value_max", "size": "n_observations"}

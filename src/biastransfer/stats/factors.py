@@ -111,7 +111,10 @@ class UnitFit(Result):
 
 
 def design(
-    observations: pd.DataFrame, covariates: Mapping[str, Mapping], terms: Sequence[str], references: Mapping | None = None
+    observations: pd.DataFrame,
+    covariates: Mapping[str, Mapping],
+    terms: Sequence[str],
+    references: Mapping | None = None,
 ) -> tuple[pd.DataFrame, list[str]]:
     """The observations with one column per coefficient (``intercept``, each numeric covariate, one
     indicator per non-reference level of each categorical one: ``term[level]``), and those column names.
@@ -119,7 +122,7 @@ def design(
     ``covariates``: ``{model: {covariate: value}}``; a term ``dataset`` reads the observations' finetuning
     dataset. A categorical covariate's reference level is ``references[term]``, else its first level in
     sorted order. ValueError naming the covariate (and the model) for a covariate that a model lacks, and
-    for a categorical covariate with one level among the observations' models."""
+    for a covariate of one value (a categorical one: one level) among the observations' models."""
     references = references or {}
     missing = [c for c in ("model", "value") if c not in observations]
     if missing:
@@ -139,6 +142,8 @@ def design(
                 raise ValueError(f"covariate {term!r} is missing for model(s) {', '.join(map(repr, lacking))}")
             values = frame["model"].map({m: covariates[m][term] for m in models})
         if all(isinstance(v, (int, float, np.number)) and not isinstance(v, bool) for v in values):
+            if values.nunique() < 2:
+                raise ValueError(f"covariate {term!r} has one value ({values.iloc[0]}) among the models analysed")
             frame[term] = values.astype(float)
             columns.append(term)
             continue
@@ -215,7 +220,7 @@ def unit_regression(
     )
 
 
-def _mixed(frame: pd.DataFrame, columns: list[str]) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
+def mixed_fit(frame: pd.DataFrame, columns: list[str]) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
     """(fixed effects, their Wald SEs, {test, model, residual: SD}) of the REML fit with crossed random
     intercepts for the test (where there are several) and the model (where it has several rows)."""
     import statsmodels.api as sm
@@ -286,7 +291,7 @@ def meta_regression(
         observations, covariates, terms, level=level, replicates=replicates, seed=seed, references=references
     )
     frame, columns = design(observations, covariates, terms, references)
-    fixed, se, sds = _mixed(frame, columns)
+    fixed, se, sds = mixed_fit(frame, columns)
     needed, short = models_needed(frame, columns, per_coefficient)
     coefficients = tuple(
         Coefficient(

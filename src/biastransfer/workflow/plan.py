@@ -12,7 +12,7 @@ from functools import cached_property
 from typing import Any
 
 from biastransfer.claims import claims_on
-from biastransfer.factors import factors_on
+from biastransfer.factors import asks_resolution, factors_on
 from biastransfer.paths import path
 from biastransfer.stages import PRETRAINED, finetuned_stage, parse_stage, scratch_stage, stage_kind
 from biastransfer.workflow import config as cfg
@@ -186,6 +186,16 @@ class Plan:
     @cached_property
     def factors_on(self) -> bool:
         return factors_on(self.config)
+
+    @cached_property
+    def input_resolutions(self) -> dict[str, int | None]:
+        """{model: input resolution} from the libraries (``biastransfer.models.resolve``, imported here, as for
+        :attr:`image_cache_settings`), resolved only when a factors question names the resolution."""
+        if not asks_resolution(self.config):
+            return {}
+        from biastransfer.models.resolve import input_resolutions
+
+        return input_resolutions(self.config)
 
     # ---- stages and seeds -------------------------------------------------------------------------------
     def finetune_seeds(self, dataset: str) -> list[int]:

@@ -285,12 +285,11 @@ class FactorsSettings(Settings):
         questions = plan.config["factors"]["questions"]
         models = {q["name"]: question_models(q, plan.config) for q in questions}
         used = list(dict.fromkeys(m for names in models.values() for m in names))
-        asked = any("resolution" in q["covariates"] for q in questions)  # the library's only if asked
         return cls(
             factors=plan.config["factors"],
             models=models,
             datasets={q["name"]: question_datasets(q, plan.config) for q in questions},
-            covariates=config_covariates(plan.config, used, resolve=asked),
+            covariates=config_covariates(plan.config, used, plan.input_resolutions),
             alpha=plan.config["analysis"]["ieat"]["alpha"],
             adjust=plan.config["report"]["p_adjust"],
         )
