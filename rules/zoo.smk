@@ -48,6 +48,7 @@ ZOO_TARGETS = [
     *ARTEFACTS.files("claims", "claims_figure"),
     # the factors questions a zoo can ask (pretrained d, rules/claims.smk; none without factors.questions)
     *PLAN.summaries("factors", "factor_values", "covariates"),
+    *ARTEFACTS.files("factors", "factors_figure"),
 ]
 
 
@@ -129,6 +130,7 @@ rule zoo_findings:
         ranking="results/zoo/ranking.csv",
         status_csv="results/zoo/status.csv",
         claims=PLAN.summaries("claims"),
+        factors=PLAN.summaries("factors"),
     output:
         **artefact_outputs("zoo_findings"),
         findings="results/zoo/findings.rst",

@@ -4,6 +4,7 @@ for too few models, and named errors for bad covariates."""
 import numpy as np
 import pandas as pd
 import pytest
+from test_tables import compile_latex, needs_latex
 
 from biastransfer.stats.factors import TOO_FEW, design, expanded_tail, meta_regression, unit_regression
 
@@ -299,3 +300,49 @@ def test_a_numeric_covariate_of_one_value_names_it():
         values["x"] = 224
     with pytest.raises(ValueError, match=r"covariate 'x' has one value \(224\)"):
         design(observations, covariates, ["x"])
+
+
+def _factor_tables():
+    from biastransfer.stats.factor_measures import factors_from_summaries
+
+    summaries, covariates = _summaries(np.random.default_rng(23))
+    questions = [
+        _question("d_by_objective", "d", ["objective"], stage="pretrained", references={"objective": "supervised"}),
+        _question("d_by_parameters", "d", ["parameters"], stage="pretrained"),
+        _question("change_by_dataset", "change_d", ["dataset", "objective"], references={"dataset": "coco"}),
+    ]
+    datasets = {"d_by_objective": [], "d_by_parameters": [], "change_by_dataset": ["coco", "openimages"]}
+    return factors_from_summaries(
+        {**FACTORS, "questions": questions},
+        summaries,
+        covariates,
+        models={q["name"]: list(covariates) for q in questions},
+        datasets=datasets,
+        left_out={"gone": "failed its zoo check: no weights"},
+    )
+
+
+@needs_latex
+def test_the_factors_table_compiles_and_the_figure_prints(tmp_path):
+    from biastransfer.report.factors import factors_figure, factors_frame, factors_latex
+    from biastransfer.report.style import print_size_problems
+
+    table, values = _factor_tables()
+    text = factors_latex(table)
+    compile_latex(text, tmp_path, "factors")
+    assert "Too few models: change\\_by\\_dataset (24 models, 30 needed)" in text
+    assert list(factors_frame(table).columns[:4]) == ["question", "question_verdict", "term", "verdict"]
+    fig = factors_figure(values, table)
+    assert print_size_problems(fig) == [] and len([a for a in fig.axes if a.has_data()]) == 3
+    assert "log10 parameters" in [a.get_xlabel() for a in fig.axes]
+
+
+def test_the_findings_word_each_question_with_its_models_and_degrees_of_freedom():
+    from biastransfer.report.findings import describe_factors
+
+    table, _ = _factor_tables()
+    text = "\n".join(describe_factors(table))
+    assert "- **d_by_objective** (d on s; 24 models, 96 observations, 21 residual degrees of freedom): " in text
+    assert "objective[self-supervised] = -0.8" in text and "(lower with objective[self-supervised])" in text
+    assert "**change_by_dataset**" in text and "too few models (24 models for 3 coefficient(s)" in text
+    assert describe_factors(None) == [] and describe_factors(table.iloc[0:0]) == []

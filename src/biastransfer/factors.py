@@ -8,9 +8,9 @@ from collections.abc import Mapping
 
 from biastransfer.claims import CHANGE_MEASURES, IEAT_MEASURES
 from biastransfer.covariates import DATASET, covariate_problems, model_covariates
+from biastransfer.references import ieat_reference_problems
 
 RESOLUTION = "resolution"
-from biastransfer.references import ieat_reference_problems
 
 
 def factors_on(config: Mapping) -> bool:

@@ -11,6 +11,7 @@ The settings' kind and the summary table it reads (--summary):
   layers                    results/summary/layer_profile.csv     with --analysis_set
   trajectory                results/trajectory/A/M/ft-D.csv       (one model finetuned on one dataset)
   claims                    results/summary/claims.csv            (the claims about groups of models)
+  factors                   results/summary/factors.csv           (the factors questions across models)
   amplification             results/summary/amplification.csv     with --dataset (finetuned on)
   link                      results/summary/link.csv              with --dataset and --correlation
                             results/summary/link_correlation.csv
@@ -33,6 +34,7 @@ import logging
 from biastransfer.atomic import write_csv, write_text
 from biastransfer.report.amplification_report import AMPLIFICATION_REQUIRED, amplification_frame, amplification_latex
 from biastransfer.report.claims import CLAIMS_REQUIRED, claims_frame, claims_latex
+from biastransfer.report.factors import FACTORS_REQUIRED, factors_frame, factors_latex
 from biastransfer.report.figures import BTS_COLUMNS
 from biastransfer.report.formatting import read_summary
 from biastransfer.report.intervention_report import INTERVENTION_REQUIRED, intervention_frame, intervention_latex
@@ -68,6 +70,7 @@ KINDS = {
     "layers": (PROFILE_REQUIRED, layer_latex, layer_frame),
     "trajectory": (TRAJECTORY_REQUIRED, trajectory_latex, trajectory_frame),
     "claims": (CLAIMS_REQUIRED, claims_latex, claims_frame),
+    "factors": (FACTORS_REQUIRED, factors_latex, factors_frame),
     "amplification": (AMPLIFICATION_REQUIRED, amplification_latex, amplification_frame),
     "link": (LINK_REQUIRED, link_latex, link_frame),
     "intervention": (INTERVENTION_REQUIRED, intervention_latex, intervention_frame),
