@@ -238,7 +238,9 @@ def test_questions_from_the_summary_tables_find_the_planted_factors():
     ssl = rows.loc[("d_by_objective", "objective[self-supervised]")]
     assert ssl["ci_high"] < 0 and ssl["verdict"] == TOO_FEW  # 3 coefficients need 30 models; there are 24
     assert rows.loc[("d_by_objective", "log10 parameters"), "n_observations"] == 96  # 24 models x 4 tests
-    assert rows.loc[("bts_by_objective", "objective[self-supervised]"), "verdict"] == "not distinguishable from 0"
+    assert rows.loc[("bts_by_objective", "objective[self-supervised]"), "verdict"] == (
+        "objective[self-supervised] not distinguishable from 0"
+    )
     dataset = rows.loc[("change_by_dataset", "dataset[openimages]")]
     assert dataset["ci_low"] > 0 and (dataset["n_models"], dataset["n_units"]) == (24, 48)
     assert rows.loc[("bts_by_objective", "intercept"), "n_observations"] == 48  # the seeds, not the pooled row
@@ -346,3 +348,11 @@ def test_the_findings_word_each_question_with_its_models_and_degrees_of_freedom(
     assert "objective[self-supervised] = -0.8" in text and "(lower with objective[self-supervised])" in text
     assert "**change_by_dataset**" in text and "too few models (24 models for 3 coefficient(s)" in text
     assert describe_factors(None) == [] and describe_factors(table.iloc[0:0]) == []
+
+
+def test_collinear_covariates_are_named():
+    observations, covariates = simulated(np.random.default_rng(14), n_models=12)
+    for values in covariates.values():
+        values["twice"] = 2 * values["x"]
+    with pytest.raises(ValueError, match=r"covariates 'x', 'twice' are collinear among these models: .* rank 2"):
+        unit_regression(observations, covariates, ["x", "twice"], replicates=100)

@@ -210,6 +210,12 @@ def unit_regression(
     if len(y) <= p:
         raise ValueError(f"{len(y)} unit(s) cannot fit {p} coefficients ({', '.join(columns)})")
     estimate = _batched_least_squares(np.ones((1, len(y))), X, y)[0]
+    if not np.isfinite(estimate).all():
+        rank = np.linalg.matrix_rank(X)
+        raise ValueError(
+            f"covariates {', '.join(map(repr, terms))} are collinear among these models: their {p} coefficients "
+            f"({', '.join(columns)}) have rank {rank}"
+        )
     counts = resample_counts(n_models, replicates, np.random.default_rng(seed))
     boot = _batched_least_squares(counts[:, model_of], X, y)
     boot = boot[np.isfinite(boot).all(axis=1)]
@@ -247,7 +253,7 @@ def mixed_fit(frame: pd.DataFrame, columns: list[str]) -> tuple[np.ndarray, np.n
     return np.asarray(fit.fe_params), np.asarray(fit.bse)[:p], {**sds, "residual": float(np.sqrt(fit.scale))}
 
 
-def models_needed(frame: pd.DataFrame, columns: list[str], per_coefficient: int = PER_COEFFICIENT) -> tuple[int, str]:
+def models_rule(frame: pd.DataFrame, columns: list[str], per_coefficient: int = PER_COEFFICIENT) -> tuple[int, str]:
     """(the fewest models the rule asks for, what falls short in words, or '') for these coefficients."""
     n_models = frame["model"].nunique()
     needed = per_coefficient * (len(columns) - 1)
@@ -269,7 +275,7 @@ def _verdict(term: str, low: float, high: float) -> str:
         return f"higher with {term}"
     if high < 0:
         return f"lower with {term}"
-    return "not distinguishable from 0"
+    return f"{term} not distinguishable from 0"
 
 
 def meta_regression(
@@ -292,7 +298,7 @@ def meta_regression(
     )
     frame, columns = design(observations, covariates, terms, references)
     fixed, se, sds = mixed_fit(frame, columns)
-    needed, short = models_needed(frame, columns, per_coefficient)
+    needed, short = models_rule(frame, columns, per_coefficient)
     coefficients = tuple(
         Coefficient(
             term,
@@ -308,8 +314,7 @@ def meta_regression(
     if short:
         verdict = f"{TOO_FEW} ({short}: {per_coefficient} per coefficient)"
     else:
-        found = [f"{c.term}: {c.verdict}" for c in coefficients[1:]]
-        verdict = "; ".join(found)
+        verdict = "; ".join(c.verdict for c in coefficients[1:])
     return FactorsResult(
         coefficients,
         fit.n_models,
