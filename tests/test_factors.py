@@ -263,6 +263,14 @@ def test_a_model_the_summaries_lack_is_left_out_and_named():
         left_out={"broken": "failed its zoo check: no weights"},
     )
     assert set(table["left_out"]) == {"broken (failed its zoo check: no weights)"} and set(table["n_models"]) == {24}
+    with pytest.raises(ValueError, match=r"'d_by_objective': no rows of measure d on 's' for model\(s\) broken"):
+        factors_from_summaries(
+            factors,
+            summaries,
+            covariates,
+            models={"d_by_objective": [*covariates, "broken"]},
+            datasets={"d_by_objective": []},
+        )
 
 
 def test_the_script_writes_the_table_the_values_and_the_covariates_with_their_sources(tmp_path):

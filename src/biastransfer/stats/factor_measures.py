@@ -4,7 +4,8 @@ meta-regressions (:func:`biastransfer.stats.factors.meta_regression`).
 Each question's observations are rows ``model, dataset, test, seed, value`` of one analysis set: the iEAT
 effect size (``d``: pretrained, or finetuned per seed), its change (``change_d``, ``abs_change_d``: per test
 and seed), the share of the set's iEATs that gain an association (``new_associations``, per seed; see
-``biastransfer.stats.claim_measures``) or the per-seed Bias Transfer Score (``bts_intra``, ``bts_inter``).
+``biastransfer.stats.claim_measures``) or the per-seed Bias Transfer Score (``bts_intra``, ``bts_inter``);
+a row without a value (an undefined d) is no observation.
 Counts among the covariates (``biastransfer.covariates.LOG10``) enter as log10.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 
 from biastransfer.covariates import LOG10
@@ -73,6 +75,7 @@ def observations(
         raise ValueError(f"factors question {question['name']!r}: no rows of measure {measure} on {aset!r}")
     if test is not None and measure in ("d", "change_d", "abs_change_d"):
         found = found[found["test"] == test]
+    found = found[np.isfinite(found["value"].astype(float))]  # an undefined d (0/0) is no observation
     found["test"] = found["test"].fillna("").astype(str)
     found["seed"] = found["seed"].astype(str)
     return found.reset_index(drop=True)
@@ -114,6 +117,12 @@ def factors_from_summaries(
         rows = observations(
             question, summaries, models=kept, datasets=datasets[question["name"]], alpha=alpha, adjust=adjust
         )
+        unmeasured = [m for m in kept if m not in set(rows["model"])]
+        if unmeasured:
+            raise ValueError(
+                f"factors question {question['name']!r}: no rows of measure {question['measure']} on "
+                f"{question['analysis_set']!r} for model(s) {', '.join(unmeasured)}"
+            )
         terms = list(question["covariates"])
         model_terms, names = regression_covariates({m: covariates[m] for m in kept}, [t for t in terms if t != DATASET])
         names = [DATASET if t == DATASET else names.pop(0) for t in terms]
