@@ -5,7 +5,7 @@ intervals over models.
 Snakemake: rule factors (rules/claims.smk). Standalone, for a reviewer:
 python workflow/scripts/factors.py --ieat results/summary/ieat.csv --change results/summary/ieat_change.csv
     --bts results/summary/bts.csv --table out/factors.csv --values out/factor_values.csv
-    --covariates-table out/covariates.csv --settings '{"factors": {...}, "models": {...}, "datasets": {...},
+    --covariates_table out/covariates.csv --settings '{"factors": {...}, "models": {...}, "datasets": {...},
     "covariates": {...}, "alpha": 0.05, "adjust": "holm"}'
 (the settings as rule factors passes them: ``biastransfer.workflow.rules.analysis.FactorsSettings``). A zoo
 run: --ieat and --statuses results/zoo/status/*.json; a model that failed its check is left out and named.
