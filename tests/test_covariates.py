@@ -146,3 +146,34 @@ def test_a_question_on_the_resolution_checks_it_with_the_libraries():
     raw = copy.deepcopy(read_configs([CONFIG / "paper.yaml", CONFIG / "claims.yaml"]))
     raw["factors"]["questions"][0]["covariates"] = ["resolution"]
     assert "resolution has one value (224)" in "\n".join(validation_problems(raw))
+
+
+@pytest.mark.parametrize(
+    ("overlays", "answered"),
+    [
+        ([], []),  # six models: too few for every question of the paper
+        (["claims.yaml"], ["retention_by_objective", "new_associations_by_dataset", "retention_by_pretraining_images"]),
+        (["zoo.yaml"], ["pretrained_d_by_model"]),
+    ],
+)
+def test_which_configured_questions_have_enough_models(overlays, answered):
+    import pandas as pd
+
+    from biastransfer.factors import question_datasets, question_models
+    from biastransfer.stats.factor_measures import regression_covariates
+    from biastransfer.stats.factors import design, models_rule
+
+    config = read_configs([CONFIG / "paper.yaml", *(CONFIG / o for o in overlays)])
+    covariates = config_covariates(config)
+    enough = []
+    for question in config["factors"]["questions"]:
+        models, datasets = question_models(question, config), question_datasets(question, config) or [""]
+        given = {m: {k: v["value"] for k, v in covariates[m].items()} for m in models}
+        terms = [t for t in question["covariates"] if t != "dataset"]
+        values, names = regression_covariates(given, terms)
+        names += ["dataset"] if "dataset" in question["covariates"] else []
+        rows = pd.DataFrame([{"model": m, "dataset": d, "value": 0.0} for m in models for d in datasets])
+        frame, columns = design(rows, values, names)
+        if not models_rule(frame, columns)[1]:
+            enough.append(question["name"])
+    assert enough == answered
