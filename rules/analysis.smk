@@ -227,6 +227,7 @@ FINDINGS_SUMMARIES = (
     "layer_profile",
     "trajectory",
     "claims",
+    "factors",
     "amplification",
     "amplification_terms",
     "link",

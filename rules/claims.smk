@@ -71,3 +71,70 @@ rule plot_claims:
         **RESOURCES["plot"],
     script:
         "../workflow/scripts/plot_claims.py"
+
+
+# What predicts a measure across models (config factors, docs/statistics.md): each question a meta-regression
+# of the measure on the models' covariates (biastransfer.stats.factors), read from the same summaries as the
+# claims; the covariates and their sources come with the settings (results/summary/covariates.csv).
+table_artefact(
+    "factors",
+    PLAN.summary("factors"),
+    "results/tables/factors",
+    caption="table_factors.rst",
+    section="What predicts the measures across models",
+    title="Coefficients of the factors questions",
+    instances=[{}] if PLAN.factors_on else [],
+)
+report_artefact(
+    "factors_figure",
+    "factors_figure.rst",
+    kind="figure",
+    section="What predicts the measures across models",
+    title="Each model's value against the main covariate",
+    files={ext: f"results/figures/factors.{ext}" for ext in ("png", "pdf")},
+    instances=[{}] if PLAN.factors_on else [],
+)
+
+
+rule factors:
+    input:
+        **CLAIMS_INPUTS,
+        ieat=PLAN.summary("ieat"),
+    output:
+        table=PLAN.summary("factors"),
+        values=PLAN.summary("factor_values"),
+        covariates_table=PLAN.summary("covariates"),
+    log:
+        "logs/factors.log",
+    benchmark:
+        "results/benchmarks/factors.tsv"
+    localrule: True
+    conda:
+        "../envs/stats.yaml"
+    threads: 1
+    resources:
+        **RESOURCES["plot"],
+    params:
+        settings=PLAN.settings("factors"),
+    script:
+        "../workflow/scripts/factors.py"
+
+
+rule plot_factors:
+    input:
+        table=PLAN.summary("factors"),
+        values=PLAN.summary("factor_values"),
+    output:
+        **artefact_outputs("factors_figure"),
+    log:
+        "logs/report/plot_factors.log",
+    benchmark:
+        "results/benchmarks/report/plot_factors.tsv"
+    localrule: True
+    conda:
+        "../envs/plot.yaml"
+    threads: 1
+    resources:
+        **RESOURCES["plot"],
+    script:
+        "../workflow/scripts/plot_factors.py"

@@ -46,6 +46,9 @@ ZOO_TARGETS = [
     # the claims a zoo can test (pretrained d, rules/claims.smk; none without claims.tests)
     *PLAN.summaries("claims"),
     *ARTEFACTS.files("claims", "claims_figure"),
+    # the factors questions a zoo can ask (pretrained d, rules/claims.smk; none without factors.questions)
+    *PLAN.summaries("factors", "factor_values", "covariates"),
+    *ARTEFACTS.files("factors", "factors_figure"),
 ]
 
 
@@ -127,6 +130,7 @@ rule zoo_findings:
         ranking="results/zoo/ranking.csv",
         status_csv="results/zoo/status.csv",
         claims=PLAN.summaries("claims"),
+        factors=PLAN.summaries("factors"),
     output:
         **artefact_outputs("zoo_findings"),
         findings="results/zoo/findings.rst",

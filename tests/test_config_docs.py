@@ -36,6 +36,7 @@ def test_every_section_of_the_config_has_a_table():
         "config.schema.yaml#/properties/analysis",
         "config.schema.yaml#/properties/zoo",
         "config.schema.yaml#/properties/claims",
+        "config.schema.yaml#/properties/factors",
         "config.schema.yaml#/properties/report",
     ):
         assert f"<!-- schema: {node} -->" in text, node

@@ -12,6 +12,7 @@ The settings' kind and the summary table it reads (--summary):
   layers                    results/summary/layer_profile.csv     with --analysis_set
   trajectory                results/trajectory/A/M/ft-D.csv       (one model finetuned on one dataset)
   claims                    results/summary/claims.csv            (the claims about groups of models)
+  factors                   results/summary/factors.csv           (the factors questions across models)
   amplification             results/summary/amplification.csv     with --dataset (finetuned on)
   link                      results/summary/link.csv              with --dataset and --correlation
                             results/summary/link_correlation.csv
@@ -34,6 +35,7 @@ import logging
 from biastransfer.atomic import write_csv, write_text
 from biastransfer.report.amplification_report import AMPLIFICATION_REQUIRED, amplification_frame, amplification_latex
 from biastransfer.report.claims import CLAIMS_REQUIRED, claims_frame, claims_latex
+from biastransfer.report.factors import FACTORS_REQUIRED, factors_frame, factors_latex
 from biastransfer.report.formatting import BTS_COLUMNS, read_summary
 from biastransfer.report.intervention_report import INTERVENTION_REQUIRED, intervention_frame, intervention_latex
 from biastransfer.report.latex import latex_fragment
@@ -69,6 +71,7 @@ KINDS = {
     "layers": (PROFILE_REQUIRED, layer_latex, layer_frame),
     "trajectory": (TRAJECTORY_REQUIRED, trajectory_latex, trajectory_frame),
     "claims": (CLAIMS_REQUIRED, claims_latex, claims_frame),
+    "factors": (FACTORS_REQUIRED, factors_latex, factors_frame),
     "amplification": (AMPLIFICATION_REQUIRED, amplification_latex, amplification_frame),
     "link": (LINK_REQUIRED, link_latex, link_frame),
     "intervention": (INTERVENTION_REQUIRED, intervention_latex, intervention_frame),

@@ -193,7 +193,11 @@ def model_spec(name: str, entry: Mapping) -> ModelSpec:
     weights are the workflow's own pretraining checkpoint, never a download. The layer profile's
     keys (``layers``, ``layer_pooling``) and the zoo's ``about`` are not part of the spec.
     """
-    entry = {k: v for k, v in entry.items() if k not in ("pretrain", "device", "layers", "layer_pooling", "about")}
+    entry = {
+        k: v
+        for k, v in entry.items()
+        if k not in ("pretrain", "device", "layers", "layer_pooling", "about", "covariates")
+    }
     if entry.get("source") == "workflow":
         entry.update(source="timm", weights=None, sha256=None)
     return resolve_spec(name, entry)
@@ -210,6 +214,24 @@ def preprocess_resizes(config: Mapping) -> dict[str, list]:
         return {name: [pre.resize, pre.interpolation] for name, pre in specs.items()}
 
     return remembered("preprocess_resizes", config["models"], resolve, code="models")
+
+
+def input_resolutions(config: Mapping) -> dict[str, int | None]:
+    """``{model: crop}``: each configured model's input resolution (its preprocessing's crop; None for one
+    that does not resolve), a covariate of the factors questions; remembered as :func:`preprocess_resizes`."""
+
+    def crop(name: str, entry: Mapping) -> int | None:
+        try:
+            return model_spec(name, entry).preprocess.crop
+        except (ValueError, RuntimeError):  # named by model_spec_problems, or recorded by the zoo's check
+            return None
+
+    return remembered(
+        "input_resolutions",
+        config["models"],
+        lambda: {n: crop(n, e) for n, e in config["models"].items()},
+        code="models",
+    )
 
 
 def model_spec_problems(config: Mapping) -> list[str]:

@@ -176,6 +176,8 @@ TABLE_SECTIONS = {
     "link_correlation": "link_correlation",
     "claims": "claims",
     "interventions": "intervention",
+    "factors": "factors",
+    "covariates": "covariates",
 }
 
 

@@ -11,7 +11,8 @@ first use (biastransfer._lazy).
   :func:`combined_ieat`, and the smallest |d| a test of these set sizes detects :func:`detectable_effect_size`
 - Across networks: :func:`compare_networks`, :func:`detectable_shift`, :func:`min_pvalue`; the same models under
   two conditions :func:`compare_paired`; claims about groups of models, Holm over the claims, with verdicts in
-  words :func:`claims_table`; how each of these is tested and powered: :class:`Design`
+  words :func:`claims_table`; how each of these is tested and powered: :class:`Design`; what predicts a measure
+  across models, a mixed model on the models' covariates with cluster-bootstrap intervals :func:`meta_regression`
 - Multiple testing: :func:`adjust_pvalues`
 - Prediction-level bias of a classifier: :func:`bias_amplification` (directional BiasAmp_{A->T} or Zhao et al.'s)
   and both at once :func:`bias_amplifications`, predictions from scores :func:`predict_at_threshold` and
@@ -26,7 +27,8 @@ first use (biastransfer._lazy).
   :func:`bts_table`, :func:`cka_table`
 - Result objects: :class:`SimilarityResult`, :class:`BTSResult`, :class:`IEATResult`, :class:`ChangeResult`,
   :class:`SeedsResult`, :class:`NetworkComparison`, :class:`PairedComparison`, :class:`RetentionResult`,
-  :class:`AmplificationResult`, :class:`RankCorrelation`, :class:`ContrastResult`, :class:`CKAResult`
+  :class:`AmplificationResult`, :class:`RankCorrelation`, :class:`ContrastResult`, :class:`CKAResult`,
+  :class:`FactorsResult`
 """
 
 from biastransfer._lazy import lazy_namespace as _lazy_namespace
@@ -49,6 +51,7 @@ _EXPORTS = {
     "min_pvalue": "attribution",
     "compare_paired": "claims",
     "claims_table": "claims",
+    "meta_regression": "factors",
     "Design": "attribution",
     "adjust_pvalues": "multitest",
     "bias_amplification": "amplification",
@@ -75,6 +78,7 @@ _EXPORTS = {
     "RankCorrelation": "link",
     "ContrastResult": "link",
     "CKAResult": "cka",
+    "FactorsResult": "factors",
 }
 __all__ = list(_EXPORTS)
 _lazy_namespace(__name__, _EXPORTS)

@@ -37,7 +37,7 @@ def _excludes_zero(frame: pd.DataFrame) -> pd.Series:
     return (frame["ci_low"] > 0) | (frame["ci_high"] < 0)
 
 
-def _new_associations(ieat: pd.DataFrame, change: pd.DataFrame, alpha: float, adjust: str) -> pd.Series:
+def new_associations_by_seed(ieat: pd.DataFrame, change: pd.DataFrame, alpha: float, adjust: str) -> pd.Series:
     """Per seed: the share of the tests that gain an association (see the module docstring)."""
     before = ieat[ieat["stage"] == "pretrained"].set_index("test")
     after = ieat[ieat["stage"] != "pretrained"]
@@ -89,7 +89,7 @@ def model_value(
     elif measure == "new_associations":
         ieat = rows("ieat")
         ieat = ieat[(ieat["stage"] == "pretrained") | (ieat["finetune_dataset"] == dataset)]
-        values = _new_associations(ieat, rows("change", finetune_dataset=dataset), alpha, adjust)
+        values = new_associations_by_seed(ieat, rows("change", finetune_dataset=dataset), alpha, adjust)
     elif measure in ("bts_intra", "bts_inter"):
         bts = rows("bts", finetune_dataset=dataset, kind=measure.removeprefix("bts_"))
         pooled = bts[bts["seed"].astype(str) == "pooled"]["statistic"]

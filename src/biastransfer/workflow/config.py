@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from biastransfer.claims import claims_problems, model_group_problems
+from biastransfer.factors import factors_problems
 
 # stage names, for the rules (cfg.parse_stage, ...)
 from biastransfer.references import ieat_reference_problems
@@ -492,6 +493,7 @@ SECTION_CHECKS = (
     bootstrap_problems,
     zoo_problems,
     claims_problems,
+    factors_problems,
 )
 
 

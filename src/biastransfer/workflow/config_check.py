@@ -40,20 +40,37 @@ def layer_check_problems(config: Mapping) -> list[str]:
     return passed_check("layers", inputs, check, code="models")
 
 
+def factors_resolution_problems(config: Mapping) -> list[str]:
+    """With a factors question on the input resolution, the models that have none, the libraries' resolved
+    (``biastransfer.models.resolve.input_resolutions``: timm, open_clip, only then)."""
+    from biastransfer.factors import asks_resolution, resolution_problems
+
+    if not asks_resolution(config):
+        return []
+    from biastransfer.models.resolve import input_resolutions
+
+    return resolution_problems(config, input_resolutions(config))
+
+
 def validation_problems(config: dict) -> list[str]:
     """In place: every check the workflow makes of a (merged) config before any job, in order, and every
     problem found, one line each naming its key and value. What a later file removed with null is dropped
     (``drop_removed``); the keys and types are checked against ``SCHEMA``, integers strictly
     (``schema_problems``: all of them, and nothing more when there are any); then every default is filled
     (``fill_defaults``), and the filled config's ``section_problems``, ``model_spec_problems`` (every model
-    a network the library can build) and ``layer_check_problems`` found."""
+    a network the library can build), ``layer_check_problems`` and ``factors_resolution_problems`` found."""
     problems = schema_problems(drop_removed(config), SCHEMA)
     if problems:
         return problems
     fill_defaults(config)
     from biastransfer.models.resolve import model_spec_problems  # timm, open_clip: only until passed once
 
-    return [*section_problems(config), *model_spec_problems(config), *layer_check_problems(config)]
+    return [
+        *section_problems(config),
+        *model_spec_problems(config),
+        *layer_check_problems(config),
+        *factors_resolution_problems(config),
+    ]
 
 
 def validate_config(config: dict) -> dict:

@@ -12,6 +12,7 @@ from functools import cached_property
 from typing import Any
 
 from biastransfer.claims import claims_on
+from biastransfer.factors import asks_resolution, factors_on
 from biastransfer.paths import path
 from biastransfer.report.artefacts import FOREST_ROWS
 from biastransfer.stages import PRETRAINED, finetuned_stage, parse_stage, scratch_stage, stage_kind
@@ -44,6 +45,9 @@ SUMMARIES = (
     "trajectory",
     "claims",
     "claim_values",
+    "factors",
+    "factor_values",
+    "covariates",
 )
 
 
@@ -139,8 +143,9 @@ class Plan:
         return [m for m, s in self.config["models"].items() if s.get("source") == "workflow"]
 
     def model_entry(self, model: str) -> dict[str, Any]:
-        """A model's config entry, less what only the zoo reads (``about``: not a param of the model's jobs)."""
-        return {k: v for k, v in self.config["models"][model].items() if k != "about"}
+        """A model's config entry, less what only the zoo and the factors read (``about``, ``covariates``: not
+        params of the model's jobs)."""
+        return {k: v for k, v in self.config["models"][model].items() if k not in ("about", "covariates")}
 
     def network_entry(self, model: str) -> dict[str, Any]:
         """The keys of a model's entry that shape its network (weights, preprocessing, embedding layer): the
@@ -179,6 +184,20 @@ class Plan:
     @cached_property
     def claims_on(self) -> bool:
         return claims_on(self.config)
+
+    @cached_property
+    def factors_on(self) -> bool:
+        return factors_on(self.config)
+
+    @cached_property
+    def input_resolutions(self) -> dict[str, int | None]:
+        """{model: input resolution} from the libraries (``biastransfer.models.resolve``, imported here, as for
+        :attr:`image_cache_settings`), resolved only when a factors question names the resolution."""
+        if not asks_resolution(self.config):
+            return {}
+        from biastransfer.models.resolve import input_resolutions
+
+        return input_resolutions(self.config)
 
     # ---- stages and seeds -------------------------------------------------------------------------------
     def finetune_seeds(self, dataset: str) -> list[int]:
@@ -448,6 +467,9 @@ class Plan:
             "trajectory": self.trajectory_on,
             "claims": self.claims_on,
             "claim_values": self.claims_on,
+            "factors": self.factors_on,
+            "factor_values": self.factors_on,
+            "covariates": self.factors_on,
         }
         return tuple(n for n in SUMMARIES if on.get(n, True))
 

@@ -3,11 +3,12 @@ numbers' wording of :mod:`~biastransfer.report.findings.prose`: the iEATs and BT
 layer profiles (:mod:`.layers`), the networks' convergence, the scratch reference, the change of the
 representation (linear CKA) and the attribution across networks (:mod:`.networks`), the trajectories
 (:mod:`.trajectory`), the networks' predictions (:mod:`.amplification`) and their link to the embeddings
-(:mod:`.link`), the interventions on the finetuning data (:mod:`.intervention`), the model zoo (:mod:`.zoo`)
-and the claims about groups of models (:mod:`.claims`)."""
+(:mod:`.link`), the interventions on the finetuning data (:mod:`.intervention`), the model zoo (:mod:`.zoo`),
+the claims about groups of models (:mod:`.claims`) and the factors questions across models (:mod:`.factors`)."""
 
 from biastransfer.report.findings.amplification import describe_amplification
 from biastransfer.report.findings.claims import claims_sentence, describe_claims
+from biastransfer.report.findings.factors import describe_factors
 from biastransfer.report.findings.ieat import describe_findings
 from biastransfer.report.findings.intervention import describe_interventions
 from biastransfer.report.findings.layers import describe_layers
@@ -34,5 +35,6 @@ __all__ = [
     "describe_zoo",
     "describe_claims",
     "claims_sentence",
+    "describe_factors",
     "describe_link",
 ]

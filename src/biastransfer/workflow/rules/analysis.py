@@ -269,3 +269,35 @@ class ClaimsSettings(Settings):
         return cls(
             claims=plan.config["claims"], datasets=plan.finetune_datasets, adjust=plan.config["report"]["p_adjust"]
         )
+
+
+@dataclass(frozen=True)
+class FactorsSettings(Settings):
+    """The factors questions (the ``factors`` section), each question's models and finetuning datasets, the
+    covariates of those models with their sources (``{model: {covariate: {value, source}}}``; a library
+    model's resolution only when a question asks for it), and what
+    words a new association (``analysis.ieat.alpha``, ``report.p_adjust``)."""
+
+    rule = "factors"
+    factors: dict
+    models: dict
+    datasets: dict
+    covariates: dict
+    alpha: float
+    adjust: str
+
+    @classmethod
+    def build(cls, plan) -> FactorsSettings:
+        from biastransfer.factors import config_covariates, question_datasets, question_models
+
+        questions = plan.config["factors"]["questions"]
+        models = {q["name"]: question_models(q, plan.config) for q in questions}
+        used = list(dict.fromkeys(m for names in models.values() for m in names))
+        return cls(
+            factors=plan.config["factors"],
+            models=models,
+            datasets={q["name"]: question_datasets(q, plan.config) for q in questions},
+            covariates=config_covariates(plan.config, used, plan.input_resolutions),
+            alpha=plan.config["analysis"]["ieat"]["alpha"],
+            adjust=plan.config["report"]["p_adjust"],
+        )

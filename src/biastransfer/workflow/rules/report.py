@@ -18,6 +18,7 @@ TABLE_KINDS = (
     "layers",
     "trajectory",
     "claims",
+    "factors",
     "amplification",
     "link",
     "intervention",

@@ -1,0 +1,77 @@
+"""Answer the config's factors questions (factors.questions): a meta-regression of a measure across models on
+their covariates, a mixed model with random intercepts for the test and the model, and cluster-bootstrap
+intervals over models.
+
+Snakemake: rule factors (rules/claims.smk). Standalone, for a reviewer:
+python workflow/scripts/factors.py --ieat results/summary/ieat.csv --change results/summary/ieat_change.csv
+    --bts results/summary/bts.csv --table out/factors.csv --values out/factor_values.csv
+    --covariates_table out/covariates.csv --settings '{"factors": {...}, "models": {...}, "datasets": {...},
+    "covariates": {...}, "alpha": 0.05, "adjust": "holm"}'
+(the settings as rule factors passes them: ``biastransfer.workflow.rules.analysis.FactorsSettings``). A zoo
+run: --ieat and --statuses results/zoo/status/*.json; a model that failed its check is left out and named.
+"""
+
+import logging
+
+import pandas as pd
+
+from biastransfer.atomic import write_csv
+from biastransfer.scripting import run
+from biastransfer.stats.factor_measures import factors_from_summaries
+from biastransfer.workflow.rules.analysis import FactorsSettings
+from biastransfer.zoo import read_status
+
+log = logging.getLogger(__name__)
+
+
+def _read(path: str) -> pd.DataFrame:
+    return pd.read_csv(path, keep_default_na=False, na_values=[""])
+
+
+def main(
+    ieat: str,
+    settings: FactorsSettings,
+    table: str,
+    values: str,
+    covariates_table: str,
+    change: str | None = None,
+    bts: str | None = None,
+    statuses: list | None = None,
+) -> None:
+    summaries = {name: _read(path) for name, path in (("ieat", ieat), ("change", change), ("bts", bts)) if path}
+    failed = [record for record in map(read_status, statuses or []) if not record["ok"]]
+    left_out = {r["model"]: f"failed its zoo check: {r['error'].splitlines()[0]}" for r in failed}
+    given = {m: {k: v["value"] for k, v in found.items()} for m, found in settings.covariates.items()}
+    result, per_model = factors_from_summaries(
+        settings.factors,
+        summaries,
+        given,
+        models=settings.models,
+        datasets=settings.datasets,
+        alpha=settings.alpha,
+        adjust=settings.adjust,
+        left_out=left_out,
+    )
+    sources = pd.DataFrame(
+        [
+            {"model": model, "covariate": name, "value": item["value"], "source": item["source"]}
+            for model, found in settings.covariates.items()
+            for name, item in found.items()
+        ]
+    )
+    write_csv(covariates_table, sources)
+    write_csv(values, per_model)
+    write_csv(table, result)
+    for question, rows in result.groupby("question", sort=False):
+        first = rows.iloc[0]
+        log.info(
+            "%s: %s (%d models, %d residual df)",
+            question,
+            first["question_verdict"],
+            first["n_models"],
+            first["df_resid"],
+        )
+
+
+if __name__ == "__main__":
+    run(main, globals().get("snakemake"))
