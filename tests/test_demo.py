@@ -11,6 +11,7 @@ import re
 import pandas as pd
 import pytest
 import report_site
+import yaml
 
 
 @pytest.fixture(scope="module")
@@ -152,19 +153,20 @@ def test_what_finetuning_changed_is_reported_in_both_directions(demo):
 
 @pytest.mark.slow
 def test_the_trajectory_shows_every_epoch_of_every_seed(demo):
-    """finetune.trajectory: every; epochs 0 (pretrained) to 5 for each of 3 seeds, in the table, the
+    """finetune.trajectory: every; epochs 0 (pretrained) to the last for each of 3 seeds, in the table, the
     figure, the LaTeX table (one row per epoch) and the findings, which say when the planted pair settles."""
+    epochs = yaml.safe_load((demo / "summary" / "config.yaml").read_text())["finetune"]["defaults"]["epochs"]
     traj = pd.read_csv(demo / "summary" / "trajectory.csv", keep_default_na=False, na_values=[""])
     ieat = traj[traj["measure"] == "ieat"]
-    assert sorted(ieat["epoch"].unique()) == list(range(6)) and len(ieat) == 6 * 3 * 2
+    assert sorted(ieat["epoch"].unique()) == list(range(epochs + 1)) and len(ieat) == (epochs + 1) * 3 * 2
     assert ((ieat["ci_low"] <= ieat["value"]) & (ieat["value"] <= ieat["ci_high"])).all()
-    assert len(traj[(traj["measure"] == "bts") & (traj["seed"] == "pooled")]) == 5 * 2
+    assert len(traj[(traj["measure"] == "bts") & (traj["seed"] == "pooled")]) == epochs * 2
     assert traj[traj["final"] & (traj["measure"] == "ieat")].groupby("seed").size().tolist() == [2, 2, 2]
     for ext in ("png", "pdf"):
         assert (demo / "figures" / "synthetic" / "democnn" / f"trajectory_ft-synthetic_target.{ext}").stat().st_size > 0
     tex = (demo / "tables" / "trajectory_synthetic_democnn_ft-synthetic_target.tex").read_text()
     rows = tex.split("\\midrule", 1)[1].split("\\bottomrule", 1)[0].strip().splitlines()
-    assert [r.split(" & ")[0] for r in rows] == ["0 (pretrained)", "1", "2", "3", "4", "5"]
+    assert [r.split(" & ")[0] for r in rows] == ["0 (pretrained)", *map(str, range(1, epochs + 1))]
     text = (demo / "summary" / "findings.rst").read_text().split("When did finetuning move the associations?", 1)[1]
     planted = text.split("surfboard_vs_car (planted)", 1)[1].split("\n", 1)[0]
     assert "settles from epoch" in planted or "throughout" in planted, planted
@@ -189,14 +191,15 @@ def test_the_layer_profile_says_at_which_depth_the_planted_association_appears(d
     assert planted.loc["layer4", "estimate"] == pytest.approx(main["effect_size"], abs=1e-9)
     text = (demo / "summary" / "findings.rst").read_text()
     assert "iEAT surfboard_vs_car (planted), pretrained: appears at layer4 (depth 4 of 4)" in text
-    # the figure: one line of four points per stage in each iEAT panel; the table: 4 rows per layer
+    # the figure: one line of four points per stage in each iEAT panel; the table, per layer: each iEAT, the
+    # BTS intra and inter, and the linear CKA
     for ext in ("png", "pdf"):
         assert (demo / "figures" / "synthetic" / "democnn" / f"layers.{ext}").stat().st_size > 0
     fig = profile_figure(profile, analysis_set="synthetic", model="democnn")
     for ax in fig.axes[:tests]:
         assert [len(bars.lines[0].get_xdata()) for bars in ax.containers] == [len(layers)] * stages
     table = (demo / "tables" / "layers_synthetic.tex").read_text()
-    assert sum(line.startswith("democnn & layer") for line in table.splitlines()) == len(layers) * (tests + 2)
+    assert sum(line.startswith("democnn & layer") for line in table.splitlines()) == len(layers) * (tests + 3)
 
 
 @pytest.mark.slow
