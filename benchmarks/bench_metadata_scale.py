@@ -237,6 +237,13 @@ def write_predictions_for(run: Path, config: dict, seed: int) -> list[str]:
                 emb = run / path("prediction_embedding", model=model, stage=stage)
                 write_embeddings(emb, split.frame["image_id"], ["test"] * len(features), features, meta)
                 written += [str(out), str(emb)]
+        for model in config["models"]:  # the pretrained network's embedding: its leakage is the baseline
+            meta = {"model": model, "stage": "pretrained", "weights_sha256": f"{model}-pretrained"}
+            meta |= {"dataset": d, "split": "test", "split_sha256": digest}
+            features = rng.standard_normal((len(split.frame), int(dims[model])), dtype=np.float32)
+            emb = run / path("pretrained_test_embedding", model=model, dataset=d)
+            write_embeddings(emb, split.frame["image_id"], ["test"] * len(features), features, meta)
+            written.append(str(emb))
     return written
 
 

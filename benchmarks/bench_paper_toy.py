@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -45,6 +46,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--out", default=None, help="write the figures as a benchmarks/results record")
+    parser.add_argument("--keep", default=None, help="copy the last run's working directory here")
     args = parser.parse_args()
     load_before = os.getloadavg()[0]
     builds, walls, cpus, rules = [], [], [], []
@@ -58,6 +60,8 @@ def main() -> None:
             cpus.append(sum(c for c, _ in jobs.values()))
             rules.append(by_rule(jobs))
             print(f"paper toy {i}: mirror {built:.0f} s, workflow {wall:.0f} s wall, {cpus[-1]:.0f} s of job CPU")
+        if args.keep:
+            shutil.copytree(root / "run", args.keep, dirs_exist_ok=True, symlinks=True)
     figures = [
         ["workflow, median wall", f"{statistics.median(walls):.0f} s"],
         ["the mirror and overlay built first, median", f"{statistics.median(builds):.0f} s"],

@@ -274,7 +274,8 @@ def after_pretraining(wildcards):
     """For a model this workflow pretrains (the demo's), its pretrained weights, only to order the jobs:
     pretraining (two threads, and the start of the longest chain) would otherwise wait for a scratch
     network that took one free core first. Ancient: a retrained network reruns no scratch training; no
-    input for a model with fetched weights, whose scratch networks keep their jobs' inputs."""
+    input for a model with fetched weights, whose scratch networks keep their jobs' inputs.
+    """
     if wildcards.model not in PLAN.workflow_models:
         return []
     return [ancient(PLAN.pretrained_weights(wildcards.model))]

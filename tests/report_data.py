@@ -300,11 +300,33 @@ def scratch_ieat(ieat: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def cka_rows(images: int = 12, dims: int = 8, seed: int = 0) -> pd.DataFrame:
+    """The CKA summary: :func:`~biastransfer.stats.results.cka_table` on random embeddings of each analysis set
+    and model, each finetuned seed the pretrained one with its own noise."""
+    from biastransfer.embeddings import EmbeddingTable
+    from biastransfer.stats.results import cka_table
+
+    rng, parts = np.random.default_rng(seed), []
+    ids, classes = np.array([f"i{n}" for n in range(images)]), np.array(["c"] * images)
+    for analysis_set in CLASSES:
+        for model in MODELS:
+            base = rng.normal(size=(images, dims))
+            networks = {
+                f"ft-{d}-seed{s}": EmbeddingTable(ids, classes, base + rng.normal(0, 0.5, base.shape))
+                for d, seeds in FINETUNE.items()
+                for s in seeds
+            }
+            table = cka_table(EmbeddingTable(ids, classes, base), networks)
+            parts.append(table.assign(analysis_set=analysis_set, model=model))
+    return pd.concat(parts, ignore_index=True)
+
+
 #: The summaries :func:`write_all` writes.
 SUMMARY_NAMES = (
     "ieat_scratch",
     "similarity",
     "bts",
+    "cka",
     "similarity_change",
     "ieat",
     "ieat_change",
@@ -314,13 +336,14 @@ SUMMARY_NAMES = (
 
 
 def write_all(folder) -> dict[str, str]:
-    """Write the eight summary CSVs into ``folder``; return their paths by name."""
+    """Write the nine summary CSVs into ``folder``; return their paths by name."""
     similarity = similarity_table()
     ieat = ieat_table()
     frames = {
         "ieat_scratch": scratch_ieat(ieat),
         "similarity": similarity,
         "bts": bts_table(similarity),
+        "cka": cka_rows(),
         "similarity_change": similarity_change(similarity),
         "ieat": ieat,
         "ieat_change": ieat_change(ieat),

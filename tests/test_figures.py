@@ -722,6 +722,7 @@ def test_report_rules_run_and_the_report_builds(tmp_path):
         "    models=list(config['models']),\n"
         "    layers_on=False,\n"
         "    scratch_stages=cfg.scratch_stages(config),\n"
+        "    forest_sets=[],\n"
         "    settings=Plan(config, BASEDIR).settings,\n"
         ")\n\n\n"
         'report: "workflow/report/workflow.rst"\n\n\n'

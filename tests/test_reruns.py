@@ -114,7 +114,16 @@ EDITS = {
     ),
     "a report option": (
         lambda c: c.setdefault("report", {}).update(p_adjust="bh"),
-        {"plot_similarity": 1, "plot_ieat": 1, "plot_forest": 1, "table_ieat": 1, "table_bts": 1, "findings": 1},
+        # the link table words its prediction verdicts with the run's adjustment
+        {
+            "plot_similarity": 1,
+            "plot_ieat": 1,
+            "plot_forest": 1,
+            "table_ieat": 1,
+            "table_bts": 1,
+            "table_link": 1,
+            "findings": 1,
+        },
     ),
     # every iEAT row carries the |d| detectable at alpha, so the iEATs rerun (not the change, nor any training);
     # alpha is the run's one significance rule, so every figure and table with stars redraws too

@@ -504,15 +504,15 @@ def test_each_models_small_analyses_ran_as_one_slurm_job(demo_runs, slurm_cluste
     record = next(job for job in slurm_cluster.jobs() if job.job_id == submitted[groups[0]])
     assert record.comment == "rule_stats_tinycnn_bts_change_ieat_model_analyses_similarity", record
     assert record.state == "COMPLETED" and record.exit_code == "0:0", record
-    # Three waves: all but bts and the marker side by side (7 jobs, within the profile's `cores: 8`), then
-    # bts, which reads the similarity tables, then the marker. The group asks for the first wave's CPUs and
-    # memory and the waves' time.
+    # Three waves: all but bts and the marker side by side (similarity, ieat and change: 3 jobs, within the
+    # profile's `cores: 8`), then bts, which reads the similarity tables, then the marker. The group asks for
+    # the first wave's CPUs and memory and the waves' time.
     waves = (
         [job for job in members if job.rule not in ("bts", "model_analyses")],
         [job for job in members if job.rule == "bts"],
         [job for job in members if job.rule == "model_analyses"],
     )
-    assert record.num_cpus == len(waves[0]) == 7, record
+    assert record.num_cpus == len(waves[0]) == 3, record
     assert record.min_memory == f"{sum(job.mem_mb for job in waves[0])}M", record
     assert record.time_limit == _slurm_time(sum(max(j.runtime for j in wave) for wave in waves)), record
     # One job step ran the whole group (unconnected parts would each be a step, one after another).
