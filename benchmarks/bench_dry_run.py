@@ -58,11 +58,12 @@ def dry_run_cpu(snakefile: Path, configfiles: list[Path], workdir: Path, cache: 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", required=True, help="git ref of the checkout to compare with")
-    parser.add_argument("--configfile", nargs="+", default=["config/config.yaml"], help="merged in order")
+    parser.add_argument(
+        "--configfile", nargs="+", default=["config/config.yaml"], help="merged in order; each checkout's own files"
+    )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", default=None, help="write the figures as a benchmarks/results record")
     args = parser.parse_args()
-    configfiles = [REPO / c for c in args.configfile]
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         baseline = tmp / "baseline"
@@ -77,6 +78,7 @@ def main() -> None:
                 work.mkdir()
                 for who, checkout in checkouts.items():
                     cache = tmp / f"cache{i}-{who.replace(' ', '_')}"
+                    configfiles = [checkout / c for c in args.configfile]
                     for call in CALLS:  # the first fills the cache that the second reads
                         runs[who, call].append(dry_run_cpu(checkout / "Snakefile", configfiles, work, cache))
         finally:
