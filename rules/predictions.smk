@@ -2,11 +2,10 @@
 # test split of the dataset it was trained on (rule synthetic_test_split; per-image sigmoid scores of every
 # class, with provenance, and from the same forward pass its embedding of each image, and the pretrained
 # network's embedding of the same images; one job per model, which decodes each test image once for all of
-# that model's networks of its dataset), and one job measures
-# how the predictions amplify the dataset's bias: bias amplification A -> T (directional, Zhao et al.) at a
-# threshold and at base rates, and leakage from the labels, the scores and the embedding (the pretrained
-# network's embedding too: the baseline), with bootstrap
-# intervals (analysis.predictions; docs/statistics.md). Only datasets with a test split: the
+# that model's networks of its dataset), and one job measures how the predictions amplify the dataset's
+# bias: bias amplification A -> T (directional, Zhao et al.) at a threshold and at base rates, and leakage
+# from the labels, the scores and the embedding (the pretrained network's embedding too: the baseline), with
+# bootstrap intervals (analysis.predictions; docs/statistics.md). Only datasets with a test split: the
 # synthetic kind with n_test > 0, COCO and Open Images with evaluation.enabled, a table with `split: test`
 # rows (PLAN.predicted_datasets, src/biastransfer/workflow/plan.py; the real kinds' split: rules/real_data.smk).
 
