@@ -43,6 +43,12 @@ def read_status(path: str | Path) -> dict:
     raise ValueError(f"{path}: not a zoo status record (a weights record with params, or {STATUS_FORMAT!r})")
 
 
+def left_out_models(statuses) -> dict[str, str]:
+    """{model: why} of the zoo models whose status record (``statuses``: their paths) says the check failed."""
+    failed = [record for record in map(read_status, statuses or []) if not record["ok"]]
+    return {r["model"]: f"failed its zoo check: {r['error'].splitlines()[0]}" for r in failed}
+
+
 def embed_settings(entry: Mapping, embed: Mapping) -> tuple[int, int]:
     """(batch size, memory in MB) of a model's embedding job from its ``about.params_m`` and
     ``analysis.embed.sizes`` (the first size class that holds it); else ``batch_size`` and 4000 MB."""

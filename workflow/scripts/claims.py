@@ -12,19 +12,13 @@ a model that failed its check is left out of its group and named in the table.
 
 import logging
 
-import pandas as pd
-
 from biastransfer.atomic import write_csv
 from biastransfer.scripting import run
-from biastransfer.stats.claim_measures import claims_from_summaries
+from biastransfer.stats.claim_measures import claims_from_summaries, read_summaries
 from biastransfer.workflow.rules.analysis import ClaimsSettings
-from biastransfer.zoo import read_status
+from biastransfer.zoo import left_out_models
 
 log = logging.getLogger(__name__)
-
-
-def _read(path: str) -> pd.DataFrame:
-    return pd.read_csv(path, keep_default_na=False, na_values=[""])
 
 
 def main(
@@ -36,9 +30,7 @@ def main(
     bts: str | None = None,
     statuses: list | None = None,
 ) -> None:
-    summaries = {name: _read(path) for name, path in (("ieat", ieat), ("change", change), ("bts", bts)) if path}
-    failed = [record for record in map(read_status, statuses or []) if not record["ok"]]
-    left_out = {r["model"]: f"failed its zoo check: {r['error'].splitlines()[0]}" for r in failed}
+    summaries, left_out = read_summaries(ieat, change, bts), left_out_models(statuses)
     result, per_model = claims_from_summaries(
         settings.claims, summaries, datasets=settings.datasets, adjust=settings.adjust, left_out=left_out
     )

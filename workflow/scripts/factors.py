@@ -17,15 +17,12 @@ import pandas as pd
 
 from biastransfer.atomic import write_csv
 from biastransfer.scripting import run
+from biastransfer.stats.claim_measures import read_summaries
 from biastransfer.stats.factor_measures import factors_from_summaries
 from biastransfer.workflow.rules.analysis import FactorsSettings
-from biastransfer.zoo import read_status
+from biastransfer.zoo import left_out_models
 
 log = logging.getLogger(__name__)
-
-
-def _read(path: str) -> pd.DataFrame:
-    return pd.read_csv(path, keep_default_na=False, na_values=[""])
 
 
 def main(
@@ -38,9 +35,7 @@ def main(
     bts: str | None = None,
     statuses: list | None = None,
 ) -> None:
-    summaries = {name: _read(path) for name, path in (("ieat", ieat), ("change", change), ("bts", bts)) if path}
-    failed = [record for record in map(read_status, statuses or []) if not record["ok"]]
-    left_out = {r["model"]: f"failed its zoo check: {r['error'].splitlines()[0]}" for r in failed}
+    summaries, left_out = read_summaries(ieat, change, bts), left_out_models(statuses)
     given = {m: {k: v["value"] for k, v in found.items()} for m, found in settings.covariates.items()}
     result, per_model = factors_from_summaries(
         settings.factors,
