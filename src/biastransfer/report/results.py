@@ -30,6 +30,7 @@ import pandas as pd
 from biastransfer.provenance import workflow_provenance
 from biastransfer.report.findings.claims import claims_sentence
 from biastransfer.report.formatting import (
+    ADJUSTMENT_WORDS,
     OPPOSITE_EFFECT,
     Significance,
     adjusted_floor,
@@ -37,7 +38,7 @@ from biastransfer.report.formatting import (
     prediction_verdict,
     require_columns,
 )
-from biastransfer.report.headline import ADJUSTMENT_WORDS, finetuning_phrase, headline_table
+from biastransfer.report.headline import finetuning_phrase, headline_table
 from biastransfer.report.records import ieat_records, number, table_records
 from biastransfer.report.tables import IEAT_COLUMNS
 from biastransfer.stats.link import P_METHOD
