@@ -233,6 +233,7 @@ FINDINGS_SUMMARIES = (
     "link",
     "link_correlation",
     "intervention",
+    "comparison",
 )
 
 

@@ -33,7 +33,7 @@ wildcard_constraints:
 
 
 # The many small per-model analysis jobs (similarity, ieat, bts, change, trajectory, layer_profile and
-# intervention_change of one model, over all analysis sets and stages) share one job group per model.
+# comparison_change of one model, over all analysis sets and stages) share one job group per model.
 # Local runs ignore groups; on a cluster profiles/slurm's `group-components` makes each model's group one
 # job (profiles/slurm/README.md).
 # model_analyses (rules/analysis.smk), in the group too, reads every one of them, so that the group is

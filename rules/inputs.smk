@@ -62,32 +62,30 @@ def finetune_sample_weights(wildcards):
     return {}
 
 
-def intervention_embeddings(which):
-    """The input function of the embeddings of every compared seed of the untouched (``which`` untouched) or
-    the intervened networks of one model on one analysis set."""
+# ---- rules/comparisons.smk ----
+def comparison_embeddings(which):
+    """The input function of the embeddings of every compared seed of one arm (``which``: arm or against)
+    of a pair of finetuning arms, of one model on one analysis set."""
 
     def embeddings(wildcards):
-        dataset = wildcards.intervention
-        if which == "untouched":
-            dataset = config["datasets"][dataset]["from"]
         return [
             path(
                 "embeddings",
                 analysis_set=wildcards.analysis_set,
                 model=wildcards.model,
-                stage=cfg.finetuned_stage(dataset, s),
+                stage=cfg.finetuned_stage(getattr(wildcards, which), s),
             )
-            for s in PLAN.compared_seeds(wildcards.intervention)
+            for s in PLAN.compared_seeds(wildcards.arm, wildcards.against)
         ]
 
     return embeddings
 
 
-def intervention_changes():
-    """Every compared intervention's comparison table, per analysis set and model."""
+def comparison_changes(pairs):
+    """The comparison tables of ``pairs`` ([(arm, against)]), per analysis set and model."""
     return [
-        path("intervention_change", dataset=d, analysis_set=a, model=m)
-        for d in PLAN.compared_interventions
+        path("comparison_change", arm=arm, against=against, analysis_set=a, model=m)
+        for arm, against in pairs
         for a, m in PLAN.all_pairs()
     ]
 

@@ -1,9 +1,10 @@
 # intervention keeps flat params: a new shape would rerun the finetuning on its split (upgrading users).
 # Interventions on the finetuning data (datasets of kind intervention; docs/finetuning.md): the training
 # split of `from` rebalanced with respect to each image's protected attribute beside a list of objects,
-# finetuned like any dataset, then compared with the untouched finetuning on the same networks and images:
-# the paired change of d per seed (images as units) and over seeds (seeds as units), and the
-# prediction-level measures side by side (results/summary/intervention.csv and its table).
+# finetuned like any dataset, then compared with the untouched finetuning on the same networks and images
+# (the pair's comparison tables, rules/comparisons.smk): the paired change of d per seed (images as units)
+# and over seeds (seeds as units), and the prediction-level measures side by side
+# (results/summary/intervention.csv and its table).
 
 
 wildcard_constraints:
@@ -76,32 +77,11 @@ rule intervention_test_split:
         "../workflow/scripts/intervention_test_split.py"
 
 
-rule intervention_change:
-    input:
-        untouched=intervention_embeddings("untouched"),
-        intervened=intervention_embeddings("intervened"),
-    output:
-        table=path("intervention_change", dataset="{intervention}"),
-    log:
-        "logs/intervention_change/{intervention}/{analysis_set}/{model}.log",
-    benchmark:
-        "results/benchmarks/intervention_change/{intervention}/{analysis_set}/{model}.tsv"
-    group:
-        MODEL_STATS_GROUP
-    conda:
-        "../envs/stats.yaml"
-    threads: 1
-    resources:
-        **RESOURCES["stats"],
-    params:
-        settings=lambda wildcards: PLAN.settings("intervention_change", wildcards),
-    script:
-        "../workflow/scripts/intervention_change.py"
-
-
 rule intervention_summary:
     input:
-        changes=intervention_changes(),
+        changes=comparison_changes(
+            [(d, PLAN.source_of(d)) for d in PLAN.compared_interventions]
+        ),
         cooccurrence=[
             path("cooccurrence", dataset=d) for d in PLAN.compared_interventions
         ],

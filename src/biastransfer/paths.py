@@ -16,7 +16,7 @@ PATHS = {
     "attributes": "results/splits/{dataset}/{split}_attributes.parquet",
     "sample_weights": "results/splits/{dataset}/train_weights.parquet",
     "cooccurrence": "results/interventions/{dataset}/cooccurrence.csv",
-    "intervention_change": "results/interventions/{dataset}/{analysis_set}/{model}.csv",
+    "comparison_change": "results/compare/{arm}_vs_{against}/{analysis_set}/{model}.csv",
     "image_cache": "results/cache/{dataset}/{setting}/{split}.json",
     "leakage_check": "results/checks/leakage/{analysis_set}.ok",
     "pretrain_run": "results/pretrain/{model}/{file}",

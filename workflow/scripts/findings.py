@@ -7,7 +7,7 @@ Standalone: python workflow/scripts/findings.py --summaries results/summary/ieat
 [--curves results/finetune/D/M/seed0/curve.csv ...] [--scratch results/scratch/D/M/seed0/metrics.json ...]
 Each summary is known by its file name (results/summary/<name>.csv: ieat and bts are needed; ieat_scratch,
 cka, attribution, ieat_change, ieat_seeds, similarity_change, layer_profile, trajectory, claims, factors,
-amplification, amplification_terms, link, link_correlation and intervention are read when given).
+amplification, amplification_terms, link, link_correlation, intervention and comparison are read when given).
 """
 
 from pathlib import Path
@@ -19,6 +19,7 @@ from biastransfer.report.findings import (
     describe_amplification,
     describe_attribution,
     describe_claims,
+    describe_comparisons,
     describe_convergence,
     describe_factors,
     describe_findings,
@@ -79,6 +80,7 @@ def main(
         ),
         *describe_link(_read(tables.get("link")), _read(tables.get("link_correlation")), alpha, adjust),
         *describe_interventions(_read(tables.get("intervention"))),
+        *describe_comparisons(_read(tables.get("comparison"))),
         *describe_claims(_read(tables.get("claims"))),
         *describe_factors(_read(tables.get("factors"))),
     ]

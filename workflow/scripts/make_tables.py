@@ -17,6 +17,7 @@ The settings' kind and the summary table it reads (--summary):
   link                      results/summary/link.csv              with --dataset and --correlation
                             results/summary/link_correlation.csv
   intervention              results/summary/intervention.csv      with --dataset (the intervention)
+  arm_comparison            results/summary/comparison.csv        (every compared pair of finetuning arms)
 
 Snakemake: rules table_<kind> (rules/tables.smk, one for each table artefact).
 Standalone, for a reviewer:
@@ -35,6 +36,7 @@ import logging
 from biastransfer.atomic import write_csv, write_text
 from biastransfer.report.amplification_report import AMPLIFICATION_REQUIRED, amplification_frame, amplification_latex
 from biastransfer.report.claims import CLAIMS_REQUIRED, claims_frame, claims_latex
+from biastransfer.report.comparison_report import COMPARISON_REQUIRED, comparison_frame, comparison_latex
 from biastransfer.report.factors import FACTORS_REQUIRED, factors_frame, factors_latex
 from biastransfer.report.formatting import BTS_COLUMNS, read_summary
 from biastransfer.report.intervention_report import INTERVENTION_REQUIRED, intervention_frame, intervention_latex
@@ -75,6 +77,7 @@ KINDS = {
     "amplification": (AMPLIFICATION_REQUIRED, amplification_latex, amplification_frame),
     "link": (LINK_REQUIRED, link_latex, link_frame),
     "intervention": (INTERVENTION_REQUIRED, intervention_latex, intervention_frame),
+    "arm_comparison": (COMPARISON_REQUIRED, comparison_latex, comparison_frame),
 }
 
 

@@ -1,143 +1,16 @@
-"""Did an intervention on the finetuning data move the association? The intervened network against the
-untouched one, finetuned from the same pretrained weights with the same seed, on the same analysis images.
-
-Two units (docs/statistics.md): per seed, the paired change of d between the two finetuned networks with
-the images as units (:func:`~biastransfer.stats.bootstrap.ieat_changes`, the change test the workflow uses
-between pretrained and finetuned networks: one bootstrap resamples the same images in both); over seeds,
-the mean of the per-seed differences with the seeds as units (:func:`~biastransfer.stats.claims.compare_paired`:
-sign flips and a t interval; with few seeds its p-value has a floor, ``min_pvalue``, which the verdict names).
+"""Did an intervention on the finetuning data move the association? The intervention summary
+(results/summary/intervention.csv): the paired change of d between the intervened networks and the untouched
+ones (:func:`biastransfer.stats.comparison.paired_change_table`, the tables of the pair the intervention makes
+with its ``from``), the prediction-level measures of the same networks side by side, and what the
+intervention did to its training split.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
 import numpy as np
 import pandas as pd
 
-from biastransfer.embeddings import EmbeddingTable
-from biastransfer.stats.attribution import Design
-from biastransfer.stats.bootstrap import IEATBlocks, ieat_changes
-from biastransfer.stats.change_tables import aligned_classes
-from biastransfer.stats.claims import compare_paired
-
-#: The columns of a change's interval, its paired test and the verdict, last in both tables.
-_CHANGE_TEST = ("ci_low", "ci_high", "ci_level", "pvalue", "min_pvalue", "method", "verdict")
-COLUMNS = (
-    "test",
-    "role",
-    "unit",
-    "seed",
-    "n",
-    "d_untouched",
-    "d_intervened",
-    "delta_d",
-    *_CHANGE_TEST,
-)
-
-
-def direction(ci_low: float, ci_high: float) -> str:
-    """``lowered`` / ``raised`` when the interval of intervened minus untouched d excludes 0, else
-    ``unchanged``, or ``untested`` when there is no interval."""
-    if not (np.isfinite(ci_low) and np.isfinite(ci_high)):
-        return "untested"
-    return "lowered" if ci_high < 0 else "raised" if ci_low > 0 else "unchanged"
-
-
-def verdict(row: Mapping, alpha: float) -> str:
-    """One row's result in words: which way d moved, with the interval, or why it cannot tell."""
-    moved = direction(row["ci_low"], row["ci_high"])
-    unit = f"seed {row['seed']}, {row['n']} images per class pair" if row["unit"] == "images" else f"{row['n']} seeds"
-    if moved == "untested":
-        why = "fewer than 2 seeds" if row["unit"] == "seeds" else "too few images to resample"
-        return f"not tested ({why})"
-    span = f"delta d = {row['delta_d']:+.3f} [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}] ({unit})"
-    text = {
-        "lowered": "the intervention lowered d",
-        "raised": "the intervention raised d",
-        "unchanged": "no change of d shown (the interval contains 0)",
-    }[moved]
-    if row["unit"] == "seeds" and row["min_pvalue"] > alpha:
-        text += f"; the sign-flip p cannot go below {row['min_pvalue']:.3g} with {row['n']} seeds"
-    return f"{text}: {span}"
-
-
-def intervention_table(
-    untouched: Mapping[int, EmbeddingTable],
-    intervened: Mapping[int, EmbeddingTable],
-    tests: Sequence[Mapping],
-    *,
-    bootstrap: int,
-    ci_level: float = 0.95,
-    seed: int = 0,
-    permutations: int = 100_000,
-    alpha: float = 0.05,
-) -> pd.DataFrame:
-    """Per test: one row per seed (``unit`` images) and one over the seeds (``unit`` seeds) of
-    ``d_intervened - d_untouched`` (:data:`COLUMNS`). Both mappings are ``{finetuning seed: embeddings}``
-    of the same seeds; ValueError naming the seeds that only one of them has."""
-    if set(untouched) != set(intervened) or not untouched:
-        raise ValueError(
-            f"untouched seeds {sorted(untouched)} and intervened seeds {sorted(intervened)} must "
-            f"be the same, and at least one"
-        )
-    seeds = sorted(untouched)
-    groups = aligned_classes({**{("u", s): untouched[s] for s in seeds}, **{("i", s): intervened[s] for s in seeds}})
-    rows = []
-    for test in tests:
-        per_seed = []
-        for s in seeds:
-            blocks = [IEATBlocks(*(groups[(k, s)][test[r]] for r in "XYAB")) for k in ("u", "i")]
-            (r,) = ieat_changes(blocks, bootstrap, ci_level, seed)
-            n = min(blocks[0].sizes.values())
-            per_seed.append(r)
-            rows.append(
-                {
-                    "test": test["name"],
-                    "role": test.get("role", ""),
-                    "unit": "images",
-                    "seed": s,
-                    "n": n,
-                    "d_untouched": r.before,
-                    "d_intervened": r.after,
-                    "delta_d": r.delta,
-                    "ci_low": r.ci_low,
-                    "ci_high": r.ci_high,
-                    "ci_level": ci_level,
-                    "pvalue": r.pvalue,
-                    "min_pvalue": r.pvalue_floor,
-                    "method": r.method,
-                }
-            )
-        before = np.array([r.before for r in per_seed])
-        after = np.array([r.after for r in per_seed])
-        row = {
-            "test": test["name"],
-            "role": test.get("role", ""),
-            "unit": "seeds",
-            "seed": "all",
-            "n": len(seeds),
-            "d_untouched": float(before.mean()),
-            "d_intervened": float(after.mean()),
-            "delta_d": float((after - before).mean()),
-            "ci_level": ci_level,
-        }
-        if len(seeds) >= 2:
-            c = compare_paired(after, before, Design(permutations=permutations, level=ci_level, alpha=alpha, seed=seed))
-            row |= {
-                "ci_low": c.ci_low,
-                "ci_high": c.ci_high,
-                "pvalue": c.pvalue,
-                "min_pvalue": c.min_pvalue,
-                "method": f"sign flips ({c.method}), t interval",
-            }
-        else:
-            row |= {"ci_low": np.nan, "ci_high": np.nan, "pvalue": np.nan, "min_pvalue": np.nan, "method": "none"}
-        rows.append(row)
-    frame = pd.DataFrame(rows, columns=[c for c in COLUMNS if c != "verdict"])
-    frame["verdict"] = [verdict(r, alpha) for r in frame.to_dict("records")]
-    return frame
-
+from biastransfer.stats.comparison import CHANGE_TEST
 
 #: The intervention summary's columns (results/summary/intervention.csv, docs/formats.md).
 SUMMARY_COLUMNS = (
@@ -159,14 +32,15 @@ SUMMARY_COLUMNS = (
     "intervened_low",
     "intervened_high",
     "delta",
-    *_CHANGE_TEST,
+    *CHANGE_TEST,
 )
 #: The prediction-level measures set side by side (rows of results/summary/amplification.csv).
 PREDICTION_MEASURES = ("directional", "zhao", "leakage_model", "leakage_embedding", "leakage_amplification")
 
 
 def embedding_rows(table: pd.DataFrame, intervention: str, source: str, analysis_set: str, model: str) -> pd.DataFrame:
-    """An :func:`intervention_table` in the summary's columns (``level`` embedding, ``name`` the test)."""
+    """A :func:`~biastransfer.stats.comparison.paired_change_table` of the intervention (the arm) against its
+    ``source`` in the summary's columns (``level`` embedding, ``name`` the test)."""
     return pd.DataFrame(
         {
             "intervention": intervention,
@@ -180,10 +54,10 @@ def embedding_rows(table: pd.DataFrame, intervention: str, source: str, analysis
             "unit": table["unit"],
             "seed": table["seed"].astype(str),
             "n": table["n"],
-            "untouched": table["d_untouched"],
+            "untouched": table["d_against"],
             "untouched_low": np.nan,
             "untouched_high": np.nan,
-            "intervened": table["d_intervened"],
+            "intervened": table["d_arm"],
             "intervened_low": np.nan,
             "intervened_high": np.nan,
             "delta": table["delta_d"],

@@ -481,6 +481,28 @@ def attribution_problems(config: Mapping) -> list[str]:
     return problems
 
 
+def comparison_problems(config: Mapping) -> list[str]:
+    """``analysis.comparisons``: both arms of each pair are finetuning datasets, not the same one, with a
+    finetuning seed in common (the analysis sets are every dataset's)."""
+    finetuned, problems = config["finetune"]["datasets"], []
+    for i, spec in enumerate(config["analysis"]["comparisons"]):
+        where = f"analysis.comparisons[{i}] ({spec['arm']} against {spec['against']})"
+        missing = [f"{key} {spec[key]!r}" for key in ("arm", "against") if spec[key] not in finetuned]
+        if missing:
+            problems.append(
+                f"{where}: {' and '.join(missing)} not in finetune.datasets ({', '.join(finetuned) or 'none'}): "
+                "both arms must be finetuned"
+            )
+        elif spec["arm"] == spec["against"]:
+            problems.append(f"{where}: an arm compared against itself")
+        elif not set(finetune_seeds(config, spec["arm"])) & set(finetune_seeds(config, spec["against"])):
+            problems.append(
+                f"{where}: no finetuning seed in common ({spec['arm']}: {finetune_seeds(config, spec['arm'])}, "
+                f"{spec['against']}: {finetune_seeds(config, spec['against'])}): the comparison pairs networks by seed"
+            )
+    return problems
+
+
 #: The per-section checks of ``section_problems``, in the order of the config's sections.
 SECTION_CHECKS = (
     user_data_problems,
@@ -490,6 +512,7 @@ SECTION_CHECKS = (
     analysis_set_problems,
     report_problems,
     attribution_problems,
+    comparison_problems,
     bootstrap_problems,
     zoo_problems,
     claims_problems,

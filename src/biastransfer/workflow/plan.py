@@ -41,6 +41,7 @@ SUMMARIES = (
     "link",
     "link_correlation",
     "intervention",
+    "comparison",
     "layer_profile",
     "trajectory",
     "claims",
@@ -325,22 +326,41 @@ class Plan:
         return self.datasets_of_kind("intervention")
 
     def source_of(self, dataset: str) -> str:
-        """The dataset an intervention rebalances (``from``); any other dataset is its own source."""
-        spec = self.config["datasets"][dataset]
-        return spec["from"] if spec["kind"] == "intervention" else dataset
+        """The dataset a derived dataset (one with ``from``: an intervention) is made from; any other
+        dataset is its own source."""
+        return self.config["datasets"][dataset].get("from", dataset)
 
-    def compared_seeds(self, intervention: str) -> list[int]:
-        """The finetuning seeds an intervention shares with its untouched dataset (both finetuned)."""
-        source = self.source_of(intervention)
-        if source not in self.finetune_datasets:
+    def compared_seeds(self, arm: str, against: str | None = None) -> list[int]:
+        """The finetuning seeds ``arm`` shares with ``against`` (default: its source), both finetuned."""
+        against = self.source_of(arm) if against is None else against
+        if arm not in self.finetune_datasets or against not in self.finetune_datasets:
             return []
-        theirs = set(self.finetune_seeds(source))
-        return [s for s in self.finetune_seeds(intervention) if s in theirs]
+        theirs = set(self.finetune_seeds(against))
+        return [s for s in self.finetune_seeds(arm) if s in theirs]
 
     @cached_property
     def compared_interventions(self) -> list[str]:
         """Interventions compared with their untouched finetuning: both finetuned, with a seed in common."""
-        return [d for d in self.interventions if d in self.finetune_datasets and self.compared_seeds(d)]
+        return [d for d in self.interventions if self.compared_seeds(d)]
+
+    @cached_property
+    def comparisons(self) -> list[tuple[str, str]]:
+        """Every compared pair ``(arm, against)`` of finetuning arms: each finetuned dataset with a ``from``
+        against its source (where both are finetuned with a seed in common), then those of
+        ``analysis.comparisons`` not already among them (checked: both finetuned, a seed in common)."""
+        pairs = [(d, self.source_of(d)) for d in self.finetune_datasets if self.source_of(d) != d]
+        pairs = [p for p in pairs if self.compared_seeds(*p)]
+        for spec in self.config["analysis"]["comparisons"]:
+            if (spec["arm"], spec["against"]) not in pairs:
+                pairs.append((spec["arm"], spec["against"]))
+        return pairs
+
+    def comparison_subject(self, arm: str, against: str) -> str:
+        """How a pair's verdicts name its arm: ``the intervention`` (its kind) against its ``from``, else
+        the arm's name."""
+        if against != arm and against == self.source_of(arm):
+            return f"the {self.config['datasets'][arm]['kind']}"
+        return arm
 
     @cached_property
     def intervened_real(self) -> list[str]:
@@ -463,6 +483,7 @@ class Plan:
             "link": bool(self.predicted_datasets),
             "link_correlation": bool(self.predicted_datasets),
             "intervention": bool(self.compared_interventions),
+            "comparison": bool(self.comparisons),
             "layer_profile": self.layers_on,
             "trajectory": self.trajectory_on,
             "claims": self.claims_on,
@@ -503,8 +524,8 @@ class Plan:
         if self.layers_on:
             tables += [path("layer_profile", analysis_set=a, model=model) for a in sets]
         tables += [
-            path("intervention_change", dataset=d, analysis_set=a, model=model)
-            for d in self.compared_interventions
+            path("comparison_change", arm=arm, against=against, analysis_set=a, model=model)
+            for arm, against in self.comparisons
             for a in sets
         ]
         return tables

@@ -1,6 +1,6 @@
 """Settings of the statistics on embeddings: similarities, iEATs, BTS and what finetuning changed in them
-(rules/analysis.smk), at every layer (rules/layers.smk), every epoch (rules/trajectory.smk) and between an
-intervention and its untouched finetuning (rules/interventions.smk)."""
+(rules/analysis.smk), at every layer (rules/layers.smk), every epoch (rules/trajectory.smk) and between two
+finetuning arms (rules/comparisons.smk)."""
 
 from __future__ import annotations
 
@@ -159,17 +159,23 @@ class TrajectorySettings(Measures):
 
 
 @dataclass(frozen=True)
-class InterventionChangeSettings(Resampling):
-    """The paired change of d between an intervention's networks and its untouched ones (``analysis.ieat``)."""
+class ComparisonChangeSettings(Resampling):
+    """The paired change of d between two finetuning arms' networks (``analysis.ieat``; ``subject``: how the
+    verdicts name the arm)."""
 
-    rule = "intervention_change"
+    rule = "comparison_change"
     tests: list
     permutations: int
     alpha: float
+    subject: str
 
     @classmethod
-    def build(cls, plan, analysis_set: str) -> InterventionChangeSettings:
-        return cls.pick(plan.config["analysis"]["ieat"], tests=plan.config["analysis_sets"][analysis_set]["ieat"])
+    def build(cls, plan, analysis_set: str, arm: str, against: str) -> ComparisonChangeSettings:
+        return cls.pick(
+            plan.config["analysis"]["ieat"],
+            tests=plan.config["analysis_sets"][analysis_set]["ieat"],
+            subject=plan.comparison_subject(arm, against),
+        )
 
 
 @dataclass(frozen=True)
@@ -252,6 +258,23 @@ class InterventionSummarySettings(Settings):
     @classmethod
     def build(cls, plan) -> InterventionSummarySettings:
         return cls(sources=[[d, plan.source_of(d)] for d in plan.compared_interventions])
+
+
+@dataclass(frozen=True)
+class ComparisonSummarySettings(Settings):
+    """Every compared pair of finetuning arms (``[arm, against]``, in the plan's order) and how their
+    measures are compared over seeds (``analysis.ieat``'s level, alpha, permutations and seed)."""
+
+    rule = "comparison_summary"
+    pairs: list
+    ci_level: float
+    alpha: float
+    permutations: int
+    seed: int
+
+    @classmethod
+    def build(cls, plan) -> ComparisonSummarySettings:
+        return cls.pick(plan.config["analysis"]["ieat"], pairs=[list(p) for p in plan.comparisons])
 
 
 @dataclass(frozen=True)

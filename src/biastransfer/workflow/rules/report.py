@@ -22,6 +22,7 @@ TABLE_KINDS = (
     "amplification",
     "link",
     "intervention",
+    "arm_comparison",
 )
 MARKED_TABLES = ("ieat", "bts", "link")
 

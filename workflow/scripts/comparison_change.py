@@ -1,13 +1,13 @@
-"""An intervention against the untouched finetuning, for one model on one analysis set: the same images in
-the networks finetuned on ``from`` and on the intervention with the same seeds (biastransfer.stats.intervention).
+"""Two finetuning arms of one model compared on one analysis set: the same images in the networks finetuned on
+``against`` and on ``arm`` with the same seeds (biastransfer.stats.comparison).
 
 One row per iEAT and seed (the paired change of d, images as units) and one per iEAT over the seeds (seeds as
 units), each with its interval, p-value and verdict in words.
 
-Standalone: python workflow/scripts/intervention_change.py --untouched ft-S-seed0.parquet ft-S-seed1.parquet
---intervened ft-I-seed0.parquet ft-I-seed1.parquet --settings '{"tests": [{"name": "t", "X": "person_a", "Y":
+Standalone: python workflow/scripts/comparison_change.py --against ft-S-seed0.parquet ft-S-seed1.parquet
+--arm ft-I-seed0.parquet ft-I-seed1.parquet --settings '{"tests": [{"name": "t", "X": "person_a", "Y":
 "person_b", "A": "surfboard", "B": "car"}], "bootstrap": 2000, "ci_level": 0.95, "seed": 0, "permutations":
-100000, "alpha": 0.05}' --table out.csv
+100000, "alpha": 0.05, "subject": "the intervention"}' --table out.csv
 """
 
 from pathlib import Path
@@ -16,8 +16,8 @@ from biastransfer.atomic import write_csv
 from biastransfer.embeddings import read_embeddings
 from biastransfer.scripting import run
 from biastransfer.stages import parse_stage
-from biastransfer.stats.intervention import intervention_table
-from biastransfer.workflow.rules.analysis import InterventionChangeSettings
+from biastransfer.stats.comparison import paired_change_table
+from biastransfer.workflow.rules.analysis import ComparisonChangeSettings
 
 
 def by_seed(paths: list) -> tuple[str, dict]:
@@ -32,13 +32,13 @@ def by_seed(paths: list) -> tuple[str, dict]:
     return datasets.pop(), {s: read_embeddings(p) for (_, s), p in zip(stages, paths)}
 
 
-def main(untouched: list, intervened: list, settings: InterventionChangeSettings, table: str) -> None:
+def main(against: list, arm: list, settings: ComparisonChangeSettings, table: str) -> None:
     if settings.bootstrap < 1:
         raise ValueError("analysis.ieat.bootstrap is 0: the per-seed change of d needs bootstrap replicates")
-    _, before = by_seed(untouched)
-    _, after = by_seed(intervened)
+    _, before = by_seed(against)
+    _, after = by_seed(arm)
     options = {k: v for k, v in settings.as_dict().items() if k != "tests"}
-    write_csv(table, intervention_table(before, after, settings.tests, **options))
+    write_csv(table, paired_change_table(before, after, settings.tests, **options))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,106 @@
+"""The comparisons between finetuning arms in the report (results/summary/comparison.csv, docs/formats.md):
+one table and one figure across every compared arm, per model and declared iEAT pair, of the change in
+embedding d, the change in the prediction shift and the change in the validation metric, each with its
+interval (:func:`biastransfer.stats.comparison.overview`), and where that leaves the arm
+(:func:`biastransfer.report.findings.comparison.quadrant`)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from biastransfer.report.findings.comparison import quadrant
+from biastransfer.report.formatting import estimate_cell, latex_escape, model_label, require_columns
+from biastransfer.report.latex import standalone_document, tabular
+from biastransfer.stats.comparison import SUMMARY_COLUMNS, overview
+
+COMPARISON_REQUIRED = SUMMARY_COLUMNS
+
+
+def comparison_frame(summary: pd.DataFrame) -> pd.DataFrame:
+    """The table's rows: the overview with the quadrant of each row in words (``verdict``)."""
+    require_columns(summary, COMPARISON_REQUIRED, where="comparison summary")
+    rows = overview(summary)
+    return rows.assign(verdict=[quadrant(r, p) for r, p in zip(rows["representation"], rows["predictions"])])
+
+
+def comparison_latex(summary: pd.DataFrame) -> str:
+    """A LaTeX document: per arm, model and iEAT, the change of d, of the prediction shift and of the
+    validation metric, each with its interval, and the reading of the two levels."""
+    rows = comparison_frame(summary)
+    header = [
+        "Arm",
+        "Against",
+        "Model",
+        "iEAT",
+        "Seeds",
+        "$\\Delta d$",
+        "$\\Delta$ shift",
+        "$\\Delta$ metric",
+        "Reading",
+    ]
+    body = [
+        [
+            latex_escape(r.arm),
+            latex_escape(r.against),
+            model_label(r.model),
+            latex_escape(f"{r.test} ({r.analysis_set})"),
+            latex_escape(r.seeds),
+            estimate_cell(r.delta_d, r.delta_d_low, r.delta_d_high),
+            estimate_cell(r.delta_shift, r.delta_shift_low, r.delta_shift_high),
+            (latex_escape(r.metric) + " " if r.metric else "")
+            + estimate_cell(r.delta_metric, r.delta_metric_low, r.delta_metric_high),
+            latex_escape(r.verdict),
+        ]
+        for r in rows.itertuples()
+    ]
+    level = summary["ci_level"].dropna()
+    level = f"{float(level.iloc[0]):.0%}" if len(level) else "the"
+    caption = (
+        "Each finetuning arm against what it is compared with (the same pretrained weights, seeds and images): "
+        "the change (arm minus against) of iEAT d, of the prediction shift (the contrast of the pair's two objects' "
+        f"shifts towards its first attribute, on the test split) and of the validation metric, each with its {level} "
+        "interval: over seeds with the seeds as units (sign flips, t interval) where there are at least two; with one "
+        "seed, d with the images as units (paired bootstrap), the shift from the two networks' bootstrap intervals "
+        "taken as independent, and the metric without an interval. Reading: whether each level moved towards 0 "
+        "(its interval excludes 0)."
+    ).replace("%", "\\%")
+    return standalone_document(tabular("lllllrrrp{4.5cm}", header, body), caption, landscape=True)
+
+
+def comparison_figure(summary: pd.DataFrame):
+    """One point per arm, model and iEAT: the change of the prediction shift (x) against the change of d (y),
+    each interval an error bar, the point's colour the change of the validation metric; the quadrant "reduced
+    in the predictions, still in the representation" is the lower left for a positive association."""
+    import matplotlib as mpl  # matplotlib: figures only
+
+    from biastransfer.report.style import paper_figure, paper_style
+
+    rows = comparison_frame(summary)
+    with paper_style():
+        fig, ax = paper_figure("double", 3.2)
+        ax.axhline(0, color="0.6", linewidth=0.6, zorder=1)
+        ax.axvline(0, color="0.6", linewidth=0.6, zorder=1)
+        cost = rows["delta_metric"].to_numpy(float)
+        span = float(np.nanmax(np.abs(cost))) if np.isfinite(cost).any() else 1.0
+        norm = mpl.colors.TwoSlopeNorm(0.0, -(span or 1.0), span or 1.0)
+        cmap = mpl.colormaps["coolwarm_r"]
+        x = rows["delta_shift"].fillna(0.0).to_numpy(float)
+        for r, xi in zip(rows.itertuples(), x):
+            colour = "0.5" if math.isnan(r.delta_metric) else cmap(norm(r.delta_metric))
+            xerr = [[xi - r.delta_shift_low], [r.delta_shift_high - xi]] if np.isfinite(r.delta_shift_low) else None
+            yerr = [[r.delta_d - r.delta_d_low], [r.delta_d_high - r.delta_d]] if np.isfinite(r.delta_d_low) else None
+            marker = "o" if np.isfinite(r.delta_shift) else "x"
+            ax.errorbar(xi, r.delta_d, xerr=xerr, yerr=yerr, fmt=marker, ms=4, color=colour, elinewidth=0.7, zorder=3)
+            ax.annotate(
+                f"{r.arm} ({r.model}, {r.test})", (xi, r.delta_d), fontsize=7, xytext=(3, 3), textcoords="offset points"
+            )
+        fig.colorbar(mpl.cm.ScalarMappable(norm=norm, cmap=cmap), ax=ax, label="change of the validation metric")
+        ax.set_xlabel("change of the prediction shift (arm minus against)")
+        ax.set_ylabel("change of iEAT d (arm minus against)")
+        ax.set_title(
+            "Each arm against what it is compared with; x: no prediction shift measured (placed at 0)", fontsize=7
+        )
+    return fig

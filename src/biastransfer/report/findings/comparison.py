@@ -1,0 +1,83 @@
+"""Findings about the comparisons between finetuning arms (results/summary/comparison.csv): per arm, model and
+declared iEAT pair, did the arm reduce the association in the representation (iEAT d), in the predictions
+(the prediction shift), in both or in neither, and at what cost in the validation metric?
+
+Each level's state is read from its interval (:func:`biastransfer.stats.comparison.toward_zero`: reduced,
+increased, unchanged or untested), never from the estimate alone."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import pandas as pd
+
+from biastransfer.stats.comparison import overview
+
+#: A level's state in words.
+_STATE = {
+    "reduced": "reduced",
+    "increased": "increased",
+    "unchanged": "not changed (the interval holds 0)",
+    "untested": "not tested (no interval)",
+}
+
+
+def quadrant(representation: str, predictions: str) -> str:
+    """Where an arm leaves the association, from the two levels' states (``reduced``, ``increased``,
+    ``unchanged``, ``untested``): e.g. ``reduced in the predictions but not in the representation``."""
+    if representation == predictions:
+        return {
+            "reduced": "reduced in both the predictions and the representation",
+            "increased": "increased in both the predictions and the representation",
+            "unchanged": "changed in neither the predictions nor the representation (both intervals hold 0)",
+            "untested": "not tested at either level (no interval)",
+        }[representation]
+    if predictions == "reduced" and representation == "unchanged":
+        return "reduced in the predictions but not in the representation"
+    if representation == "reduced" and predictions == "unchanged":
+        return "reduced in the representation but not in the predictions"
+    return f"{_STATE[predictions]} in the predictions, {_STATE[representation]} in the representation"
+
+
+def _interval(delta: float, low: float, high: float) -> str:
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return f"{delta:+.3f} (no interval)"
+    return f"{delta:+.3f} [{low:+.3f}, {high:+.3f}]"
+
+
+def comparison_sentence(row: Mapping) -> str:
+    """One overview row (:func:`biastransfer.stats.comparison.overview`) in words: the quadrant, then the
+    three changes with their intervals."""
+    metric = "no validation metric"
+    if row["metric"]:
+        cost = _interval(row["delta_metric"], row["delta_metric_low"], row["delta_metric_high"])
+        one_seed = not str(row["seeds"]).endswith("seeds")
+        metric = f"validation {row['metric']} {cost}" + (" (one seed: no interval)" if one_seed else "")
+    shift = "no prediction shift measured"
+    if math.isfinite(row["delta_shift"]):
+        shift = f"prediction shift {_interval(row['delta_shift'], row['delta_shift_low'], row['delta_shift_high'])}"
+    return (
+        f"**{row['arm']}** against {row['against']}, {row['model']}, iEAT {row['test']} on {row['analysis_set']} "
+        f"({row['seeds']}): {quadrant(row['representation'], row['predictions'])}: "
+        f"d {_interval(row['delta_d'], row['delta_d_low'], row['delta_d_high'])}; {shift}; {metric}"
+    )
+
+
+def describe_comparisons(summary: pd.DataFrame | None) -> list[str]:
+    """reStructuredText lines of the comparisons' section (none without a summary)."""
+    if summary is None or summary.empty:
+        return []
+    rows = overview(summary)
+    if rows.empty:
+        return []
+    lines = ["", "Comparisons between finetuning arms", "-----------------------------------", ""]
+    lines.append(
+        "Each arm against what it is compared with, on the same pretrained weights, seeds and images (the "
+        "changes are arm minus against, over seeds with the seeds as units where there are at least two, else "
+        "the one seed's with the images as units):"
+    )
+    lines.append("")
+    lines += [f"- {comparison_sentence(r)}." for r in rows.to_dict("records")]
+    lines.append("")
+    return lines
