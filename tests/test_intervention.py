@@ -1,5 +1,6 @@
-"""The intervention comparison (biastransfer.stats.intervention): planted moves found, null data not, and the
-verdicts in words; the intervention's config checks."""
+"""The intervention comparison (biastransfer.stats.comparison's paired change of d, and
+biastransfer.stats.intervention's summary): planted moves found, null data not, and the verdicts in words; the
+intervention's config checks."""
 
 import numpy as np
 import pandas as pd
@@ -7,7 +8,7 @@ import pytest
 
 from biastransfer.embeddings import EmbeddingTable
 from biastransfer.stats.ieat import ieat
-from biastransfer.stats.intervention import direction, intervention_table
+from biastransfer.stats.comparison import direction, paired_change_table
 from biastransfer.workflow.config import intervention_problems
 from biastransfer.workflow.rules.analysis import InterventionSummarySettings
 
@@ -33,6 +34,11 @@ def tables(untouched_pull, intervened_pull, seeds=(0, 1, 2)):
     return ({s: network(rng, untouched_pull) for s in seeds}, {s: network(rng, intervened_pull) for s in seeds})
 
 
+def intervention_table(untouched, intervened, tests, **options):
+    """The paired change of d as the intervention's comparison writes it (the arm named the intervention)."""
+    return paired_change_table(untouched, intervened, tests, subject="the intervention", **options)
+
+
 def test_a_planted_move_is_found_per_seed_and_over_seeds():
     u, i = tables(0.8, 0.0)
     out = intervention_table(u, i, TEST, bootstrap=400, seed=0, permutations=1000)
@@ -40,7 +46,7 @@ def test_a_planted_move_is_found_per_seed_and_over_seeds():
     assert len(per_seed) == 3 and (per_seed["ci_high"] < 0).all()
     first = u[0]
     d = ieat(*(first.of_class(c) for c in "xyab"), bootstrap=0).effect_size
-    assert per_seed["d_untouched"].iloc[0] == pytest.approx(d, abs=1e-6)
+    assert per_seed["d_against"].iloc[0] == pytest.approx(d, abs=1e-6)
     seeds = out[out["unit"] == "seeds"].iloc[0]
     assert seeds["n"] == 3 and seeds["ci_high"] < 0 and seeds["delta_d"] == pytest.approx(per_seed["delta_d"].mean())
     assert seeds["min_pvalue"] == 0.25  # 2 / 2^3, two-sided
@@ -59,7 +65,7 @@ def test_one_seed_is_not_tested_over_seeds_and_seeds_must_match():
     u, i = tables(0.8, 0.0, seeds=(4,))
     out = intervention_table(u, i, TEST, bootstrap=400)
     assert out[out["unit"] == "seeds"]["verdict"].iloc[0] == "not tested (fewer than 2 seeds)"
-    with pytest.raises(ValueError, match=r"untouched seeds \[4\] and intervened seeds \[5\]"):
+    with pytest.raises(ValueError, match=r"compared against \[4\] and the arm's seeds \[5\]"):
         intervention_table(u, {5: i[4]}, TEST, bootstrap=400)
 
 

@@ -45,6 +45,8 @@ WILDCARD_VALUES = {
     "analysis_set": lambda plan: plan.analysis_sets,
     "model": lambda plan: plan.models,
     "dataset": lambda plan: plan.finetune_datasets,
+    "arm": lambda plan: list(dict.fromkeys(arm for arm, _ in plan.comparisons)),
+    "against": lambda plan: list(dict.fromkeys(against for _, against in plan.comparisons)),
     "synthetic": lambda plan: plan.datasets_of_kind("synthetic"),
     "summary": lambda plan: ["similarity", "bts", "ieat", "ieat_scratch"],  # rule summarise's
     "kind": lambda plan: TABLE_KINDS,
