@@ -220,7 +220,7 @@ def test_the_paper_dag_plans_without_network(tmp_path):
     # 270 forest rows, beyond FOREST_ROWS: one forest plot per analysis set
     assert jobs["plot_forest"] == 2 and "results/figures/ieat_forest_openimages.svg" in done.stdout
     # its COCO intervention is off: nothing of it is planned
-    assert not {"real_train_attributes", "intervention", "intervention_change"} & set(jobs)
+    assert not {"real_train_attributes", "intervention", "comparison_change", "comparison_summary"} & set(jobs)
 
 
 def test_the_paper_dag_with_its_intervention_switched_on(tmp_path):
@@ -234,10 +234,11 @@ def test_the_paper_dag_with_its_intervention_switched_on(tmp_path):
     assert jobs["real_train_attributes"] == jobs["intervention"] == jobs["intervention_test_split"] == 1
     assert jobs["finetune"] == 6 * (3 + 1 + 3) and jobs["embed"] == 2 * 6  # each for 1 + 3 + 1 + 3 networks
     assert jobs["predict"] == 6 and jobs["real_test_attributes"] == 2
-    assert jobs["intervention_change"] == 2 * 6 and jobs["intervention_summary"] == jobs["table_intervention"] == 1
+    assert jobs["comparison_change"] == 2 * 6 and jobs["intervention_summary"] == jobs["table_intervention"] == 1
+    assert jobs["comparison_summary"] == jobs["table_arm_comparison"] == jobs["plot_comparison"] == 1
     for planned in (
         "results/splits/coco/train_attributes.parquet",
-        "results/interventions/coco_independent/coco/resnet18.csv",
+        "results/compare/coco_independent_vs_coco/coco/resnet18.csv",
         "results/predictions/clip_vit_b32/ft-coco_independent-seed2.parquet",
     ):
         assert planned in done.stdout, planned
@@ -266,7 +267,7 @@ def test_the_paper_dag_with_its_open_images_intervention_switched_on(tmp_path):
     jobs = planned_jobs(done.stdout)
     assert jobs["real_train_attributes"] == jobs["intervention"] == jobs["intervention_test_split"] == 1
     assert jobs["finetune"] == 6 * (3 + 1 + 1) and jobs["predict"] == 6
-    assert jobs["intervention_change"] == 2 * 6 and jobs["real_test_attributes"] == 2
+    assert jobs["comparison_change"] == 2 * 6 and jobs["real_test_attributes"] == 2
     for planned in (
         "results/splits/openimages/train_attributes.parquet",
         "results/predictions/resnet18/ft-openimages_independent-seed0.parquet",
@@ -385,7 +386,8 @@ def test_the_controls_overlay_trains_five_networks_per_arm(tmp_path):
     assert jobs["pretrain"] == 15 and jobs["finetune"] == 15 * 2 and jobs["synthetic_dataset"] == 4
     assert jobs["embed"] == jobs["ieat"] == 15 and jobs["attribution"] == 1  # each: the model's 3 networks
     assert jobs["intervention"] == jobs["intervention_test_split"] == jobs["synthetic_train_attributes"] == 1
-    assert jobs["intervention_change"] == 15 and jobs["intervention_summary"] == jobs["table_intervention"] == 1
+    assert jobs["comparison_change"] == 15 and jobs["intervention_summary"] == jobs["table_intervention"] == 1
+    assert jobs["comparison_summary"] == jobs["table_arm_comparison"] == jobs["plot_comparison"] == 1
     assert jobs["predict"] == 15 and jobs["amplification"] == 1
 
 

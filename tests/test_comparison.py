@@ -1,0 +1,215 @@
+"""Comparisons between two finetuning arms (biastransfer.stats.comparison, analysis.comparisons): the pairs the
+plan compares, the named config errors, hand-computed paired changes, the overview's quadrants in words, its
+table (compiled with LaTeX) and figure."""
+
+import math
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from biastransfer.report.comparison_report import comparison_figure, comparison_frame, comparison_latex
+from biastransfer.report.findings.comparison import describe_comparisons, quadrant
+from biastransfer.stats.comparison import (
+    SUMMARY_COLUMNS,
+    accuracy_values,
+    overview,
+    paired_rows,
+    toward_zero,
+)
+from biastransfer.workflow import config as cfg
+from biastransfer.workflow.config import ConfigError, comparison_problems
+from biastransfer.workflow.plan import Plan
+from tests.test_tables import compile_latex, needs_latex
+
+ROOT = pytest.importorskip("pathlib").Path(__file__).resolve().parents[1]
+CONTROLS = [ROOT / "config" / "config.yaml", ROOT / "config" / "controls.yaml"]
+
+
+def controls(comparisons, seeds=None):
+    config = cfg.read_configs(CONTROLS)
+    config["analysis"]["comparisons"] = comparisons
+    if seeds is not None:
+        config["finetune"]["seeds"] = seeds
+    return config
+
+
+# ---- which pairs ---------------------------------------------------------------------------------------
+def test_an_intervention_is_compared_with_its_from_once_however_often_it_is_declared():
+    pair = {"arm": "synthetic_target_counter", "against": "synthetic_target"}
+    reverse = {"arm": "synthetic_target", "against": "synthetic_target_counter"}
+    config = controls([pair, reverse, pair])
+    cfg.check_config(config)
+    plan = Plan(config, ROOT)
+    assert plan.comparisons == [("synthetic_target_counter", "synthetic_target"), ("synthetic_target", "synthetic_target_counter")]
+    assert plan.comparison_subject(*plan.comparisons[0]) == "the intervention"
+    assert plan.comparison_subject(*plan.comparisons[1]) == "synthetic_target"
+    demo = Plan(cfg.read_configs([ROOT / "config" / "config.yaml"]), ROOT)
+    assert demo.comparisons == [] and "comparison" not in demo.written_summaries
+
+
+def test_a_declared_pair_that_is_not_finetuned_is_named_before_any_job():
+    config = controls([{"arm": "synthetic_biased", "against": "synthetic_target"}])
+    (problem,) = comparison_problems(config)
+    assert problem.startswith("analysis.comparisons[0] (synthetic_biased against synthetic_target): arm 'synthetic_biased'")
+    assert "not in finetune.datasets (synthetic_target, synthetic_target_counter): both arms must be finetuned" in problem
+    with pytest.raises(ConfigError, match=re.escape("analysis.comparisons[0]")):
+        cfg.check_config(config)
+
+
+def test_a_declared_pair_without_a_common_seed_is_named():
+    pair = {"arm": "synthetic_target", "against": "synthetic_target_counter"}
+    config = controls([pair], seeds={"synthetic_target": [0, 1], "synthetic_target_counter": [2]})
+    assert comparison_problems(config) == [
+        "analysis.comparisons[0] (synthetic_target against synthetic_target_counter): no finetuning seed in common "
+        "(synthetic_target: [0, 1], synthetic_target_counter: [2]): the comparison pairs networks by seed"
+    ]
+    assert Plan(config, ROOT).comparisons[:1] == [("synthetic_target", "synthetic_target_counter")]
+    same = controls([{"arm": "synthetic_target", "against": "synthetic_target"}])
+    assert comparison_problems(same) == [
+        "analysis.comparisons[0] (synthetic_target against synthetic_target): an arm compared against itself"
+    ]
+
+
+# ---- paired changes, by hand ---------------------------------------------------------------------------
+def values(rows):
+    """Rows (dataset, seed, estimate, low, high) of one measure in paired_rows' columns."""
+    frame = pd.DataFrame(rows, columns=["dataset", "seed", "estimate", "low", "high"])
+    return frame.assign(model="m", analysis_set="set", name="planted", threshold="0.5", role="planted", n=100)
+
+
+def test_the_paired_change_per_seed_and_over_seeds_by_hand():
+    z = stats.norm.ppf(0.975)
+    rows = [
+        ("plain", 0, 0.50, 0.50 - 0.2 * z, 0.50 + 0.2 * z),
+        ("arm", 0, 0.10, 0.10 - 0.1 * z, 0.10 + 0.1 * z),
+        ("plain", 1, 0.40, 0.30, 0.50),
+        ("arm", 1, 0.20, 0.10, 0.30),
+        ("plain", 2, 0.60, 0.50, 0.70),
+        ("arm", 2, 0.30, 0.20, 0.40),
+        ("arm", 3, 0.0, -0.1, 0.1),  # a seed the other arm lacks: not compared
+    ]
+    out = paired_rows(values(rows), "arm", "plain", "prediction", ci_level=0.95, permutations=1000)
+    assert list(out.columns) == list(SUMMARY_COLUMNS)
+    seed0 = out[out["seed"] == "0"].iloc[0]
+    se = math.hypot(0.2, 0.1)  # each interval's half-width over z, independent
+    assert seed0["delta"] == pytest.approx(-0.4)
+    assert (seed0["ci_low"], seed0["ci_high"]) == pytest.approx((-0.4 - z * se, -0.4 + z * se))
+    assert seed0["pvalue"] == pytest.approx(2 * stats.norm.sf(0.4 / se))
+    assert seed0["verdict"] == "no change shown (the interval contains 0): delta = -0.400 [-0.838, +0.038] (100 images)"
+    assert out[out["seed"] == "1"]["verdict"].iloc[0] == "lower in the arm: delta = -0.200 [-0.341, -0.059] (100 images)"
+    over = out[out["unit"] == "seeds"].iloc[0]
+    d = np.array([-0.4, -0.2, -0.3])
+    half = stats.t.ppf(0.975, 2) * d.std(ddof=1) / math.sqrt(3)
+    assert over["n"] == 3 and over["delta"] == pytest.approx(-0.3)
+    assert (over["ci_low"], over["ci_high"]) == pytest.approx((-0.3 - half, -0.3 + half))
+    assert over["min_pvalue"] == 0.25 and over["value_against"] == pytest.approx(0.5)
+
+
+def test_the_validation_metric_of_one_seed_has_no_interval_and_says_so():
+    metrics = [
+        {"dataset": d, "model": "m", "seed": 0, "metric_name": "map", "metric_value": v, "metric_worst_group": w}
+        for d, v, w in (("plain", 0.80, 0.60), ("arm", 0.78, float("nan")))
+    ]
+    table = accuracy_values(metrics)
+    assert table["name"].tolist() == ["map", "map_worst_group", "map"]  # NaN worst group: not recorded
+    out = paired_rows(table, "arm", "plain", "accuracy", ci_level=0.95)
+    assert out["name"].tolist() == ["map", "map"] and out["delta"].tolist() == pytest.approx([-0.02, -0.02])
+    assert out["verdict"].tolist() == ["not tested (no interval)", "not tested (one seed: no interval over seeds)"]
+
+
+# ---- the overview, its quadrants in words, table and figure ---------------------------------------------
+@pytest.mark.parametrize(
+    "against, low, high, state",
+    [(0.8, -0.5, -0.1, "reduced"), (-0.8, 0.1, 0.5, "reduced"), (0.8, 0.1, 0.3, "increased"), (0.8, -0.1, 0.2, "unchanged"), (0.8, math.nan, math.nan, "untested")],
+)
+def test_toward_zero(against, low, high, state):
+    assert toward_zero(against, low, high) == state
+
+
+@pytest.mark.parametrize(
+    "representation, predictions, words",
+    [
+        ("unchanged", "reduced", "reduced in the predictions but not in the representation"),
+        ("reduced", "unchanged", "reduced in the representation but not in the predictions"),
+        ("reduced", "reduced", "reduced in both the predictions and the representation"),
+        ("unchanged", "unchanged", "changed in neither the predictions nor the representation (both intervals hold 0)"),
+        ("increased", "reduced", "reduced in the predictions, increased in the representation"),
+    ],
+)
+def test_each_quadrant_in_words(representation, predictions, words):
+    assert quadrant(representation, predictions) == words
+
+
+def summary_of(arm, d_interval, shift_interval, metric_delta):
+    """A comparison summary of one arm with 3 seeds: d, the shift and the metric over seeds."""
+    base = dict(zip(SUMMARY_COLUMNS, [""] * len(SUMMARY_COLUMNS)))
+    base |= {"arm": arm, "against": "plain", "model": "m", "threshold": "", "unit": "seeds", "seed": "all", "n": 3}
+    base |= {"ci_level": 0.95, "pvalue": 0.25, "min_pvalue": 0.25, "method": "sign flips", "verdict": ""}
+    rows = []
+    for level, name, against, (low, high) in (
+        ("embedding", "planted", 0.8, d_interval),
+        ("prediction", "planted", 0.3, shift_interval),
+        ("accuracy", "map", 0.8, (metric_delta - 0.01, metric_delta + 0.01)),
+    ):
+        rows.append(
+            base
+            | {
+                "level": level,
+                "name": name,
+                "analysis_set": "" if level == "accuracy" else "set",
+                "role": "planted",
+                "value_against": against,
+                "value_arm": against + (low + high) / 2,
+                "delta": (low + high) / 2,
+                "ci_low": low,
+                "ci_high": high,
+            }
+        )
+    return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+
+
+@pytest.fixture
+def arms():
+    return pd.concat(
+        [
+            summary_of("dfr", (-0.1, 0.1), (-0.3, -0.1), -0.02),  # fixed in the predictions, still in the embedding
+            summary_of("counter", (-0.6, -0.2), (-0.2, -0.05), -0.01),
+            summary_of("none", (-0.1, 0.2), (-0.05, 0.05), 0.0),
+        ],
+        ignore_index=True,
+    )
+
+
+def test_the_overview_reads_each_arm_from_its_intervals(arms):
+    rows = overview(arms)
+    assert rows["arm"].tolist() == ["dfr", "counter", "none"]
+    assert rows["representation"].tolist() == ["unchanged", "reduced", "unchanged"]
+    assert rows["predictions"].tolist() == ["reduced", "reduced", "unchanged"]
+    assert rows["seeds"].tolist() == ["3 seeds"] * 3 and rows["metric"].tolist() == ["map"] * 3
+    text = "\n".join(describe_comparisons(arms))
+    assert (
+        "**dfr** against plain, m, iEAT planted on set (3 seeds): reduced in the predictions but not in the "
+        "representation: d +0.000 [-0.100, +0.100]; prediction shift -0.200 [-0.300, -0.100]; validation map -0.020 "
+        "[-0.030, -0.010]."
+    ) in text
+    assert "**counter** against plain" in text and "reduced in both the predictions and the representation" in text
+    assert describe_comparisons(None) == [] and describe_comparisons(arms.iloc[:0]) == []
+
+
+def test_the_table_rows_and_the_figure(arms):
+    frame = comparison_frame(arms)
+    assert frame["verdict"].tolist()[0] == "reduced in the predictions but not in the representation"
+    fig = comparison_figure(arms)
+    assert len(fig.axes) == 2  # the panel and the metric's colour bar
+    with pytest.raises(ValueError, match="missing column"):
+        comparison_frame(arms.drop(columns="delta"))
+
+
+@needs_latex
+def test_the_comparison_table_compiles_with_latex(arms, tmp_path):
+    doc = comparison_latex(arms)
+    assert "\\toprule" in doc and "reduced in the predictions but not in the representation" in doc
+    compile_latex(doc, tmp_path, "arm_comparison")
