@@ -4,11 +4,13 @@ table (compiled with LaTeX) and figure."""
 
 import math
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
+from test_tables import compile_latex, needs_latex
 
 from biastransfer.report.comparison_report import comparison_figure, comparison_frame, comparison_latex
 from biastransfer.report.findings.comparison import describe_comparisons, quadrant
@@ -22,9 +24,8 @@ from biastransfer.stats.comparison import (
 from biastransfer.workflow import config as cfg
 from biastransfer.workflow.config import ConfigError, comparison_problems
 from biastransfer.workflow.plan import Plan
-from tests.test_tables import compile_latex, needs_latex
 
-ROOT = pytest.importorskip("pathlib").Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[1]
 CONTROLS = [ROOT / "config" / "config.yaml", ROOT / "config" / "controls.yaml"]
 
 
@@ -43,7 +44,10 @@ def test_an_intervention_is_compared_with_its_from_once_however_often_it_is_decl
     config = controls([pair, reverse, pair])
     cfg.check_config(config)
     plan = Plan(config, ROOT)
-    assert plan.comparisons == [("synthetic_target_counter", "synthetic_target"), ("synthetic_target", "synthetic_target_counter")]
+    assert plan.comparisons == [
+        ("synthetic_target_counter", "synthetic_target"),
+        ("synthetic_target", "synthetic_target_counter"),
+    ]
     assert plan.comparison_subject(*plan.comparisons[0]) == "the intervention"
     assert plan.comparison_subject(*plan.comparisons[1]) == "synthetic_target"
     demo = Plan(cfg.read_configs([ROOT / "config" / "config.yaml"]), ROOT)
@@ -53,8 +57,12 @@ def test_an_intervention_is_compared_with_its_from_once_however_often_it_is_decl
 def test_a_declared_pair_that_is_not_finetuned_is_named_before_any_job():
     config = controls([{"arm": "synthetic_biased", "against": "synthetic_target"}])
     (problem,) = comparison_problems(config)
-    assert problem.startswith("analysis.comparisons[0] (synthetic_biased against synthetic_target): arm 'synthetic_biased'")
-    assert "not in finetune.datasets (synthetic_target, synthetic_target_counter): both arms must be finetuned" in problem
+    assert problem.startswith(
+        "analysis.comparisons[0] (synthetic_biased against synthetic_target): arm 'synthetic_biased'"
+    )
+    assert (
+        "not in finetune.datasets (synthetic_target, synthetic_target_counter): both arms must be finetuned" in problem
+    )
     with pytest.raises(ConfigError, match=re.escape("analysis.comparisons[0]")):
         cfg.check_config(config)
 
@@ -99,7 +107,9 @@ def test_the_paired_change_per_seed_and_over_seeds_by_hand():
     assert (seed0["ci_low"], seed0["ci_high"]) == pytest.approx((-0.4 - z * se, -0.4 + z * se))
     assert seed0["pvalue"] == pytest.approx(2 * stats.norm.sf(0.4 / se))
     assert seed0["verdict"] == "no change shown (the interval contains 0): delta = -0.400 [-0.838, +0.038] (100 images)"
-    assert out[out["seed"] == "1"]["verdict"].iloc[0] == "lower in the arm: delta = -0.200 [-0.341, -0.059] (100 images)"
+    assert (
+        out[out["seed"] == "1"]["verdict"].iloc[0] == "lower in the arm: delta = -0.200 [-0.341, -0.059] (100 images)"
+    )
     over = out[out["unit"] == "seeds"].iloc[0]
     d = np.array([-0.4, -0.2, -0.3])
     half = stats.t.ppf(0.975, 2) * d.std(ddof=1) / math.sqrt(3)
@@ -123,7 +133,13 @@ def test_the_validation_metric_of_one_seed_has_no_interval_and_says_so():
 # ---- the overview, its quadrants in words, table and figure ---------------------------------------------
 @pytest.mark.parametrize(
     "against, low, high, state",
-    [(0.8, -0.5, -0.1, "reduced"), (-0.8, 0.1, 0.5, "reduced"), (0.8, 0.1, 0.3, "increased"), (0.8, -0.1, 0.2, "unchanged"), (0.8, math.nan, math.nan, "untested")],
+    [
+        (0.8, -0.5, -0.1, "reduced"),
+        (-0.8, 0.1, 0.5, "reduced"),
+        (0.8, 0.1, 0.3, "increased"),
+        (0.8, -0.1, 0.2, "unchanged"),
+        (0.8, math.nan, math.nan, "untested"),
+    ],
 )
 def test_toward_zero(against, low, high, state):
     assert toward_zero(against, low, high) == state

@@ -93,7 +93,20 @@ def comparison_figure(summary: pd.DataFrame):
             xerr = [[xi - r.delta_shift_low], [r.delta_shift_high - xi]] if np.isfinite(r.delta_shift_low) else None
             yerr = [[r.delta_d - r.delta_d_low], [r.delta_d_high - r.delta_d]] if np.isfinite(r.delta_d_low) else None
             marker = "o" if np.isfinite(r.delta_shift) else "x"
-            ax.errorbar(xi, r.delta_d, xerr=xerr, yerr=yerr, fmt=marker, ms=4, color=colour, elinewidth=0.7, zorder=3)
+            ax.errorbar(
+                xi,
+                r.delta_d,
+                xerr=xerr,
+                yerr=yerr,
+                fmt=marker,
+                ms=5,
+                mfc=colour,
+                mec="black",
+                mew=0.5,
+                ecolor="0.3",
+                elinewidth=0.7,
+                zorder=3,
+            )
             ax.annotate(
                 f"{r.arm} ({r.model}, {r.test})", (xi, r.delta_d), fontsize=7, xytext=(3, 3), textcoords="offset points"
             )
