@@ -229,3 +229,30 @@ def test_the_comparison_table_compiles_with_latex(arms, tmp_path):
     doc = comparison_latex(arms)
     assert "\\toprule" in doc and "reduced in the predictions but not in the representation" in doc
     compile_latex(doc, tmp_path, "arm_comparison")
+
+
+def test_the_results_model_and_the_landing_page_carry_a_line_per_arm(arms):
+    from test_html_report import FACTS, NO_BTS, TEST, ieat_rows
+
+    from biastransfer.report.results import results_model, validate
+    from biastransfer.report.site import _in_short
+
+    tables = {"ieat": ieat_rows(dict(stage="pretrained", d=1.2, p=1e-5, p2=1e-5)), "bts": NO_BTS, "comparison": arms}
+    model = results_model(tables, facts=FACTS, tests={"s": [TEST]}, alpha=0.01)
+    validate(model)
+    assert [r["arm"] for r in model["arms"]] == ["dfr", "counter", "none"]
+    assert len(model["comparison_measures"]) == len(arms)
+    first = model["arms"][0]
+    assert first["verdict"] == "reduced in the predictions but not in the representation"
+    assert first["sentence"].startswith(
+        "dfr against plain, m, iEAT planted on set (3 seeds): reduced in the predictions"
+    )
+    page = _in_short(model, [])
+    assert '<ul id="arms">' in page and page.count("<li>dfr against plain") == 1
+    model["arms"][0]["representation"] = "fixed"
+    with pytest.raises(ValueError, match="arms/0/representation"):
+        validate(model)
+    empty = results_model(
+        {k: v for k, v in tables.items() if k != "comparison"}, facts=FACTS, tests={"s": [TEST]}, alpha=0.01
+    )
+    assert empty["arms"] == [] and 'id="arms"' not in _in_short(empty, [])

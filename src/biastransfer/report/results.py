@@ -29,6 +29,7 @@ import pandas as pd
 
 from biastransfer.provenance import workflow_provenance
 from biastransfer.report.findings.claims import claims_sentence
+from biastransfer.report.findings.comparison import comparison_sentence, quadrant
 from biastransfer.report.formatting import (
     ADJUSTMENT_WORDS,
     OPPOSITE_EFFECT,
@@ -41,6 +42,7 @@ from biastransfer.report.formatting import (
 from biastransfer.report.headline import finetuning_phrase, headline_table
 from biastransfer.report.records import ieat_records, number, table_records
 from biastransfer.report.tables import IEAT_COLUMNS
+from biastransfer.stats.comparison import overview
 from biastransfer.stats.link import P_METHOD
 
 SCHEMA_FILE = Path(__file__).with_name("results.schema.json")
@@ -149,6 +151,18 @@ def family_name(r: Mapping) -> str:
     return f"{r['network']} {r['model']} on {r['dataset']}"
 
 
+def arm_records(comparison: pd.DataFrame | None) -> list[dict]:
+    """Each compared finetuning arm, model and iEAT (:func:`biastransfer.stats.comparison.overview`): the
+    changes of d, of the prediction shift and of the validation metric with their intervals, the reading of
+    the two levels (``verdict``) and the landing page's line (``sentence``)."""
+    if comparison is None or comparison.empty:
+        return []
+    rows = overview(comparison)
+    rows["verdict"] = [quadrant(r, p) for r, p in zip(rows["representation"], rows["predictions"])]
+    rows["sentence"] = [f"{comparison_sentence(r)}." for r in rows.to_dict("records")]
+    return table_records(rows)
+
+
 def trajectory_records(trajectory: pd.DataFrame | None) -> list[dict]:
     """The trajectories summarised: each curve's first and last checkpoint (the whole curve is in trajectory.csv)."""
     if trajectory is None or trajectory.empty:
@@ -177,6 +191,7 @@ TABLE_SECTIONS = {
     "link_correlation": "link_correlation",
     "claims": "claims",
     "interventions": "intervention",
+    "comparison_measures": "comparison",
     "factors": "factors",
     "covariates": "covariates",
 }
@@ -225,6 +240,7 @@ def results_model(
         "convergence": convergence_records(runs or {}),
         "predictions": prediction_records(tables.get("link"), rule),
         "trajectory": trajectory_records(tables.get("trajectory")),
+        "arms": arm_records(tables.get("comparison")),
         **{section: table_records(tables.get(summary)) for section, summary in TABLE_SECTIONS.items()},
     }
     model["summary"] = summary_sentences(model)

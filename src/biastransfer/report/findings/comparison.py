@@ -46,9 +46,9 @@ def _interval(delta: float, low: float, high: float) -> str:
     return f"{delta:+.3f} [{low:+.3f}, {high:+.3f}]"
 
 
-def comparison_sentence(row: Mapping) -> str:
+def comparison_sentence(row: Mapping, mark: str = "") -> str:
     """One overview row (:func:`biastransfer.stats.comparison.overview`) in words: the quadrant, then the
-    three changes with their intervals."""
+    three changes with their intervals (the arm's name between ``mark``: ``**`` for reStructuredText)."""
     metric = "no validation metric"
     if row["metric"]:
         cost = _interval(row["delta_metric"], row["delta_metric_low"], row["delta_metric_high"])
@@ -58,7 +58,7 @@ def comparison_sentence(row: Mapping) -> str:
     if math.isfinite(row["delta_shift"]):
         shift = f"prediction shift {_interval(row['delta_shift'], row['delta_shift_low'], row['delta_shift_high'])}"
     return (
-        f"**{row['arm']}** against {row['against']}, {row['model']}, iEAT {row['test']} on {row['analysis_set']} "
+        f"{mark}{row['arm']}{mark} against {row['against']}, {row['model']}, iEAT {row['test']} on {row['analysis_set']} "
         f"({row['seeds']}): {quadrant(row['representation'], row['predictions'])}: "
         f"d {_interval(row['delta_d'], row['delta_d_low'], row['delta_d_high'])}; {shift}; {metric}"
     )
@@ -78,6 +78,6 @@ def describe_comparisons(summary: pd.DataFrame | None) -> list[str]:
         "the one seed's with the images as units):"
     )
     lines.append("")
-    lines += [f"- {comparison_sentence(r)}." for r in rows.to_dict("records")]
+    lines += [f"- {comparison_sentence(r, '**')}." for r in rows.to_dict("records")]
     lines.append("")
     return lines
