@@ -34,8 +34,8 @@ report_artefact(
 
 rule comparison_change:
     input:
-        against=comparison_embeddings("against"),
-        arm=comparison_embeddings("arm"),
+        against_embeddings=comparison_embeddings("against"),
+        arm_embeddings=comparison_embeddings("arm"),
     output:
         table=path("comparison_change"),
     log:

@@ -4,10 +4,10 @@
 One row per iEAT and seed (the paired change of d, images as units) and one per iEAT over the seeds (seeds as
 units), each with its interval, p-value and verdict in words.
 
-Standalone: python workflow/scripts/comparison_change.py --against ft-S-seed0.parquet ft-S-seed1.parquet
---arm ft-I-seed0.parquet ft-I-seed1.parquet --settings '{"tests": [{"name": "t", "X": "person_a", "Y":
-"person_b", "A": "surfboard", "B": "car"}], "bootstrap": 2000, "ci_level": 0.95, "seed": 0, "permutations":
-100000, "alpha": 0.05, "subject": "the intervention"}' --table out.csv
+Standalone: python workflow/scripts/comparison_change.py --against_embeddings ft-S-seed0.parquet
+ft-S-seed1.parquet --arm_embeddings ft-I-seed0.parquet ft-I-seed1.parquet --settings '{"tests": [{"name": "t",
+"X": "person_a", "Y": "person_b", "A": "surfboard", "B": "car"}], "bootstrap": 2000, "ci_level": 0.95, "seed": 0,
+"permutations": 100000, "alpha": 0.05, "subject": "the intervention"}' --table out.csv
 """
 
 from pathlib import Path
@@ -32,11 +32,11 @@ def by_seed(paths: list) -> tuple[str, dict]:
     return datasets.pop(), {s: read_embeddings(p) for (_, s), p in zip(stages, paths)}
 
 
-def main(against: list, arm: list, settings: ComparisonChangeSettings, table: str) -> None:
+def main(against_embeddings: list, arm_embeddings: list, settings: ComparisonChangeSettings, table: str) -> None:
     if settings.bootstrap < 1:
         raise ValueError("analysis.ieat.bootstrap is 0: the per-seed change of d needs bootstrap replicates")
-    _, before = by_seed(against)
-    _, after = by_seed(arm)
+    _, before = by_seed(against_embeddings)
+    _, after = by_seed(arm_embeddings)
     options = {k: v for k, v in settings.as_dict().items() if k != "tests"}
     write_csv(table, paired_change_table(before, after, settings.tests, **options))
 

@@ -356,6 +356,15 @@ GLOSSARY: dict[str, Term] = {
         ("docs",),
         ("intervention", "interventions"),
     ),
+    "arm": Term(
+        "finetuning arm",
+        "One way of finetuning a model (a dataset, an intervention on it, a mitigation method), compared with "
+        "another on the same pretrained weights, seeds and images by the change of iEAT d, of the prediction shift "
+        "and of the validation metric. An arm can reduce an association in the predictions but not in the "
+        "representation.",
+        ("docs",),
+        ("finetuning arm", "finetuning arms"),
+    ),
     "claim": Term(
         "claim",
         "A statement about groups of models, such as the paper's that supervised models retain more bias than "
@@ -465,7 +474,8 @@ REPRODUCE: dict[str, tuple[str, str]] = {
     "factors": ("factors", "factors"),
     "factor_values": ("factors", "factor_values"),
     "covariates": ("factors", "covariates"),
-    "intervention": ("intervention_change", "intervention"),
+    "intervention": ("comparison_change", "intervention"),
+    "comparison": ("comparison_change", "comparison"),
     "analysis_sets": ("analysis_set_summary", "analysis_sets"),
     "provenance": ("provenance", "provenance"),
 }
