@@ -256,3 +256,122 @@ def test_the_results_model_and_the_landing_page_carry_a_line_per_arm(arms):
         {k: v for k, v in tables.items() if k != "comparison"}, facts=FACTS, tests={"s": [TEST]}, alpha=0.01
     )
     assert empty["arms"] == [] and 'id="arms"' not in _in_short(empty, [])
+
+
+def script(name):
+    """A workflow script's module, loaded from workflow/scripts/."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location(f"script_{name}", ROOT / "workflow" / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_scripts_write_a_pairs_change_and_the_summary_from_the_runs_files(tmp_path):
+    """Two seeds of two arms: the change table from their embeddings (rule comparison_change), then the summary
+    from it, the BTS, leakage and link summaries and the runs' metrics.json (rule comparison_summary)."""
+    import json
+
+    from test_intervention import TEST, tables
+
+    from biastransfer.embeddings import write_embeddings
+    from biastransfer.scripting import run
+
+    plain, arm = tables(0.8, 0.0, seeds=(0, 1))
+    files = {"plain": [], "arm": []}
+    for name, networks in (("plain", plain), ("arm", arm)):
+        for s, e in networks.items():
+            files[name].append(str(tmp_path / f"ft-{name}-seed{s}.parquet"))
+            write_embeddings(files[name][-1], e.image_ids, e.classes, e.embeddings)
+    change = tmp_path / "compare" / "arm_vs_plain" / "set" / "m.csv"
+    change.parent.mkdir(parents=True)
+    settings = {"tests": TEST, "bootstrap": 200, "ci_level": 0.95, "seed": 0, "permutations": 1000, "alpha": 0.05}
+    argv = ["--against_embeddings", *files["plain"], "--arm_embeddings", *files["arm"], "--table", str(change)]
+    run(script("comparison_change").main, None, [*argv, "--settings", json.dumps(settings | {"subject": "arm"})])
+    seeds = [0, 1]
+    pd.DataFrame(
+        [
+            dict(
+                analysis_set="set",
+                model="m",
+                finetune_dataset=d,
+                seed=s,
+                kind="intra",
+                statistic=r,
+                n=5,
+                ci_low=r - 0.1,
+                ci_high=r + 0.1,
+            )
+            for d, r in (("plain", 0.9), ("arm", 0.5))
+            for s in [*seeds, "pooled"]
+        ]
+    ).to_csv(tmp_path / "bts.csv", index=False)
+    pd.DataFrame(
+        [
+            dict(
+                network="finetuned",
+                model="m",
+                dataset=d,
+                seed=s,
+                measure="leakage_embedding",
+                threshold="",
+                estimate=e,
+                ci_low=e - 0.05,
+                ci_high=e + 0.05,
+                n_images=50,
+            )
+            for d, e in (("plain", 0.8), ("arm", 0.6))
+            for s in seeds
+        ]
+    ).to_csv(tmp_path / "amplification.csv", index=False)
+    pd.DataFrame(
+        [
+            dict(
+                analysis_set="set",
+                test="planted",
+                role="planted",
+                dataset=d,
+                network="finetuned",
+                model="m",
+                seed=s,
+                threshold=0.5,
+                contrast=c,
+                contrast_low=c - 0.05,
+                contrast_high=c + 0.05,
+                n_images=50,
+            )
+            for d, c in (("plain", 0.3), ("arm", 0.1))
+            for s in [*seeds, "pooled"]
+        ]
+    ).to_csv(tmp_path / "link.csv", index=False)
+    metrics = []
+    for d, v in (("plain", 0.8), ("arm", 0.75)):
+        for s in seeds:
+            metrics.append(tmp_path / f"{d}{s}.json")
+            metrics[-1].write_text(
+                json.dumps({"dataset": d, "model": "m", "seed": s, "metric_name": "map", "metric_value": v + s / 100})
+            )
+    out = tmp_path / "comparison.csv"
+    options = {"pairs": [["arm", "plain"]], "ci_level": 0.95, "alpha": 0.05, "permutations": 1000, "seed": 0}
+    where = [f"--{k}" for k in ("bts", "amplification", "link")]
+    argv = ["--changes", str(change), "--metrics", *map(str, metrics), "--summary", str(out)]
+    argv += [x for k in where for x in (k, str(tmp_path / f"{k[2:]}.csv"))]
+    run(script("comparison_summary").main, None, [*argv, "--settings", json.dumps(options)])
+    summary = pd.read_csv(out)
+    assert list(summary.columns) == list(SUMMARY_COLUMNS)
+    assert summary["level"].drop_duplicates().tolist() == ["embedding", "bts", "leakage", "prediction", "accuracy"]
+    over = summary[summary["unit"] == "seeds"].set_index("level")
+    assert over.loc["bts", "delta"] == pytest.approx(-0.4) and over.loc["leakage", "delta"] == pytest.approx(-0.2)
+    assert over.loc["prediction", "delta"] == pytest.approx(-0.2) and over.loc["accuracy", "delta"] == pytest.approx(
+        -0.05
+    )
+    per_seed = summary[(summary["level"] == "embedding") & (summary["unit"] == "images")]
+    assert per_seed["verdict"].str.startswith("arm lowered d").all()  # images as units: each seed's change is clear
+    assert over.loc["embedding", "verdict"].startswith("no change of d shown")  # 2 seeds as units: a wide t interval
+    row = comparison_frame(summary).iloc[0]
+    assert (row["arm"], row["test"], row["seeds"], row["metric"]) == ("arm", "planted", "2 seeds", "map")
+    assert (row["representation"], row["predictions"]) == ("unchanged", "reduced")
+    assert row["verdict"] == "reduced in the predictions but not in the representation"

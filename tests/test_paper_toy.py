@@ -172,7 +172,8 @@ def test_the_intervention_rebalances_cocos_training_split_and_is_compared(toy):
     """coco_independent: COCO's training split gets its caption attributes (the toy's 4 : 1 skews beside each
     object, 16 images without an agreeing caption), the subsample keeps one man and one woman beside each of
     refrigerator, surfboard and car (9 of 36 images dropped), and each model's intervened network is
-    compared with its untouched COCO network on both analysis sets and on the evaluation split."""
+    compared with its untouched COCO network on both analysis sets and on the evaluation split, in the
+    intervention's summary and in the comparison between finetuning arms (its table, figure and landing line)."""
     from biastransfer.data.attributes import read_attributes
     from biastransfer.data.splits import read_split
     from biastransfer.hashing import file_digest
@@ -201,6 +202,16 @@ def test_the_intervention_rebalances_cocos_training_split_and_is_compared(toy):
     assert set(summary.loc[summary["level"] == "prediction", "model"]) == set(MODELS)
     assert summary.loc[summary["level"] == "data", "verdict"].tolist() == ["27 of 36 training images kept (subsample)"]
     assert summary["verdict"].notna().all()
+    # the same pair in the comparison between finetuning arms: its summary, table, figure and landing line
+    arms = pd.read_csv(workdir / "results" / "summary" / "comparison.csv")
+    assert set(zip(arms["arm"], arms["against"])) == {("coco_independent", "coco")}
+    assert {"embedding", "bts", "leakage", "accuracy"} <= set(arms["level"]) and set(arms["model"]) == set(MODELS)
+    table = pd.read_csv(workdir / "results" / "tables" / "arm_comparison.csv")
+    assert set(table["model"]) == set(MODELS) and table["verdict"].notna().all()
+    assert (workdir / "results" / "tables" / "arm_comparison.tex").stat().st_size > 0
+    assert (workdir / "results" / "figures" / "arm_comparison.pdf").stat().st_size > 0
+    index = report_site.page_text(workdir / "results" / "report" / "index.html")
+    assert "Each compared finetuning arm" in index and "coco_independent against coco, " in index
 
 
 def test_the_html_report_builds_without_caption_errors(toy):
