@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from biastransfer.embeddings import EmbeddingTable
-from biastransfer.stats.ieat import ieat
 from biastransfer.stats.comparison import direction, paired_change_table
+from biastransfer.stats.ieat import ieat
 from biastransfer.workflow.config import intervention_problems
 from biastransfer.workflow.rules.analysis import InterventionSummarySettings
 
