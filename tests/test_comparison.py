@@ -350,9 +350,13 @@ def test_the_scripts_write_a_pairs_change_and_the_summary_from_the_runs_files(tm
     metrics = []
     for d, v in (("plain", 0.8), ("arm", 0.75)):
         for s in seeds:
-            metrics.append(tmp_path / f"{d}{s}.json")
+            metrics.append(tmp_path / "finetune" / d / "m" / f"seed{s}" / "metrics.json")
+            metrics[-1].parent.mkdir(parents=True)
+            # the run's dataset, model and seed are those of its path (results/finetune/{d}/{m}/seed{s}/)
             metrics[-1].write_text(
-                json.dumps({"dataset": d, "model": "m", "seed": s, "metric_name": "map", "metric_value": v + s / 100})
+                json.dumps(
+                    {"dataset": d, "model": "spec name", "seed": s, "metric_name": "map", "metric_value": v + s / 100}
+                )
             )
     out = tmp_path / "comparison.csv"
     options = {"pairs": [["arm", "plain"]], "ci_level": 0.95, "alpha": 0.05, "permutations": 1000, "seed": 0}

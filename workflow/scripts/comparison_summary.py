@@ -41,6 +41,17 @@ def _read(given: list | str | None) -> pd.DataFrame | None:
     return pd.read_csv(paths[0], keep_default_na=False, na_values=[""], dtype={"seed": str}) if paths else None
 
 
+def run_metrics(path: str) -> dict:
+    """A finetuning run's metrics.json, its dataset, model and seed those of its path
+    (results/finetune/{dataset}/{model}/seed{seed}/metrics.json)."""
+    dataset, model, seed = Path(path).parts[-4:-1]
+    return json.loads(Path(path).read_text()) | {
+        "dataset": dataset,
+        "model": model,
+        "seed": int(seed.removeprefix("seed")),
+    }
+
+
 def main(
     changes: list,
     metrics: list,
@@ -64,7 +75,7 @@ def main(
         "bts": bts_values(t) if (t := _read(bts)) is not None else None,
         "leakage": leakage_values(t) if (t := _read(amplification)) is not None else None,
         "prediction": prediction_values(t) if (t := _read(link)) is not None else None,
-        "accuracy": accuracy_values([json.loads(Path(p).read_text()) for p in _paths(metrics)]),
+        "accuracy": accuracy_values([run_metrics(p) for p in _paths(metrics)]),
     }
     for arm, against in settings.pairs:
         frames += [paired_rows(v, arm, against, level, **resampling) for level, v in values.items() if v is not None]
