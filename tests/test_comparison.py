@@ -379,3 +379,11 @@ def test_the_scripts_write_a_pairs_change_and_the_summary_from_the_runs_files(tm
     assert (row["arm"], row["test"], row["seeds"], row["metric"]) == ("arm", "planted", "2 seeds", "map")
     assert (row["representation"], row["predictions"]) == ("unchanged", "reduced")
     assert row["verdict"] == "reduced in the predictions but not in the representation"
+
+
+def test_a_change_of_rounding_alone_is_no_change():
+    # each seed's arm differs from its against by the same rounding: a t interval of width 0 that excludes 0
+    rows = [("plain", s, 0.3 - 0.1, 0.1, 0.3) for s in (0, 1)] + [("arm", s, 0.4 - 0.2, 0.1, 0.3) for s in (0, 1)]
+    over = paired_rows(values(rows), "arm", "plain", "prediction", ci_level=0.95).iloc[-1]
+    assert (over["ci_low"], over["ci_high"]) == (0.0, 0.0)
+    assert toward_zero(over["value_against"], over["ci_low"], over["ci_high"]) == "unchanged"
