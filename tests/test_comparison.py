@@ -13,7 +13,7 @@ from scipy import stats
 from test_tables import compile_latex, needs_latex
 
 from biastransfer.report.comparison_report import comparison_figure, comparison_frame, comparison_latex
-from biastransfer.report.findings.comparison import describe_comparisons, quadrant
+from biastransfer.report.findings.comparison import arm_lines, describe_comparisons, quadrant
 from biastransfer.stats.comparison import (
     SUMMARY_COLUMNS,
     accuracy_values,
@@ -247,15 +247,19 @@ def test_the_results_model_and_the_landing_page_carry_a_line_per_arm(arms):
     assert first["sentence"].startswith(
         "dfr against plain, m, iEAT planted on set (3 seeds): reduced in the predictions"
     )
+    assert model["arms_summary"][0] == (
+        "dfr against plain (1 model, 1 model and iEAT pair): reduced in the predictions but not in the "
+        "representation in 1; validation map changed by -0.020."
+    )
     page = _in_short(model, [])
-    assert '<ul id="arms">' in page and page.count("<li>dfr against plain") == 1
+    assert '<ul id="arms">' in page and page.count("<li>dfr against plain (1 model") == 1
     model["arms"][0]["representation"] = "fixed"
     with pytest.raises(ValueError, match="arms/0/representation"):
         validate(model)
     empty = results_model(
         {k: v for k, v in tables.items() if k != "comparison"}, facts=FACTS, tests={"s": [TEST]}, alpha=0.01
     )
-    assert empty["arms"] == [] and 'id="arms"' not in _in_short(empty, [])
+    assert empty["arms"] == empty["arms_summary"] == [] and 'id="arms"' not in _in_short(empty, [])
 
 
 def script(name):
@@ -387,3 +391,17 @@ def test_a_change_of_rounding_alone_is_no_change():
     over = paired_rows(values(rows), "arm", "plain", "prediction", ci_level=0.95).iloc[-1]
     assert (over["ci_low"], over["ci_high"]) == (0.0, 0.0)
     assert toward_zero(over["value_against"], over["ci_low"], over["ci_high"]) == "unchanged"
+
+
+def test_the_landing_line_of_an_arm_counts_its_readings_commonest_first(arms):
+    # one arm on four models: two fixed in the predictions only, one in both, one in neither
+    models = {"dfr": ["m", "n"], "counter": ["o"], "none": ["p"]}
+    rows = pd.concat(
+        [arms[arms["arm"] == a].assign(model=m) for a, names in models.items() for m in names], ignore_index=True
+    )
+    lines = arm_lines(overview(rows.assign(arm="dfr")))
+    assert lines == [
+        "dfr against plain (4 models, 4 model and iEAT pairs): reduced in the predictions but not in the "
+        "representation in 2; reduced in both the predictions and the representation in 1; changed in neither the "
+        "predictions nor the representation (both intervals hold 0) in 1; validation map changed by -0.020 to +0.000."
+    ]

@@ -211,7 +211,7 @@ def test_the_intervention_rebalances_cocos_training_split_and_is_compared(toy):
     assert (workdir / "results" / "tables" / "arm_comparison.tex").stat().st_size > 0
     assert (workdir / "results" / "figures" / "arm_comparison.pdf").stat().st_size > 0
     index = report_site.page_text(workdir / "results" / "report" / "index.html")
-    assert "Each compared finetuning arm" in index and "coco_independent against coco, " in index
+    assert "Each compared finetuning arm" in index and f"coco_independent against coco ({len(MODELS)} models, " in index
 
 
 def test_the_html_report_builds_without_caption_errors(toy):

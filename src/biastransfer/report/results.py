@@ -29,7 +29,7 @@ import pandas as pd
 
 from biastransfer.provenance import workflow_provenance
 from biastransfer.report.findings.claims import claims_sentence
-from biastransfer.report.findings.comparison import comparison_sentence, quadrant
+from biastransfer.report.findings.comparison import arm_lines, comparison_sentence, quadrant
 from biastransfer.report.formatting import (
     ADJUSTMENT_WORDS,
     OPPOSITE_EFFECT,
@@ -246,6 +246,8 @@ def results_model(
     model["summary"] = summary_sentences(model)
     claims = tables.get("claims")
     model["claims_summary"] = claims_sentence(claims) if claims is not None and not claims.empty else None
+    comparison = tables.get("comparison")
+    model["arms_summary"] = arm_lines(overview(comparison)) if comparison is not None and not comparison.empty else []
     model["cannot_tell"] = cannot_tell(model)
     return model
 

@@ -291,7 +291,7 @@ def _in_short(model: Mapping, items: Sequence[Mapping]) -> str:
     """The results section's opening: the forest plot, at most five sentences, what the run cannot tell and the
     decision rule of each level, all from the results model."""
     sentences = "".join(f"<p>{esc(s)}</p>" for s in [*model["summary"], model["claims_summary"]] if s)
-    arms = "".join(f"<li>{esc(r['sentence'])}</li>" for r in model["arms"])
+    arms = "".join(f"<li>{esc(line)}</li>" for line in model["arms_summary"])
     if arms:
         sentences += f'<h3>Each compared finetuning arm</h3><ul id="arms">{arms}</ul>'
     limits = "".join(f"<li>{esc(s)}</li>" for s in model["cannot_tell"])

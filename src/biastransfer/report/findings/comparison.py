@@ -52,8 +52,9 @@ def comparison_sentence(row: Mapping, mark: str = "") -> str:
     metric = "no validation metric"
     if row["metric"]:
         cost = _interval(row["delta_metric"], row["delta_metric_low"], row["delta_metric_high"])
-        one_seed = not str(row["seeds"]).endswith("seeds")
-        metric = f"validation {row['metric']} {cost}" + (" (one seed: no interval)" if one_seed else "")
+        if not str(row["seeds"]).endswith("seeds"):
+            cost = f"{row['delta_metric']:+.3f} (one seed: no interval)"
+        metric = f"validation {row['metric']} {cost}"
     shift = "no prediction shift measured"
     if math.isfinite(row["delta_shift"]):
         shift = f"prediction shift {_interval(row['delta_shift'], row['delta_shift_low'], row['delta_shift_high'])}"
@@ -62,6 +63,29 @@ def comparison_sentence(row: Mapping, mark: str = "") -> str:
         f"({row['seeds']}): {quadrant(row['representation'], row['predictions'])}: "
         f"d {_interval(row['delta_d'], row['delta_d_low'], row['delta_d_high'])}; {shift}; {metric}"
     )
+
+
+def arm_lines(rows: pd.DataFrame) -> list[str]:
+    """The landing page's line per compared arm (a pair), from its overview rows
+    (:func:`biastransfer.stats.comparison.overview`): how many of its (model, iEAT) rows fall in each reading,
+    the commonest first, and the range of the change of its validation metric."""
+    lines = []
+    for (arm, against), group in rows.groupby(["arm", "against"], sort=False):
+        readings = pd.Series([quadrant(r, p) for r, p in zip(group["representation"], group["predictions"])])
+        counts = "; ".join(f"{reading} in {k}" for reading, k in readings.value_counts(sort=True).items())
+        models = group["model"].nunique()
+        line = (
+            f"{arm} against {against} ({models} model{'s' if models != 1 else ''}, {len(group)} model and iEAT "
+            f"pair{'s' if len(group) != 1 else ''}): {counts}"
+        )
+        metric = group.drop_duplicates("model")[["metric", "delta_metric"]].dropna()
+        metric = metric[metric["metric"] != ""]
+        if len(metric):
+            low, high = metric["delta_metric"].min(), metric["delta_metric"].max()
+            span = f"{low:+.3f}" if low == high else f"{low:+.3f} to {high:+.3f}"
+            line += f"; validation {metric['metric'].iloc[0]} changed by {span}"
+        lines.append(f"{line}.")
+    return lines
 
 
 def describe_comparisons(summary: pd.DataFrame | None) -> list[str]:
