@@ -405,3 +405,8 @@ def test_the_landing_line_of_an_arm_counts_its_readings_commonest_first(arms):
         "representation in 2; reduced in both the predictions and the representation in 1; changed in neither the "
         "predictions nor the representation (both intervals hold 0) in 1; validation map changed by -0.020 to +0.000."
     ]
+
+
+def test_a_mixed_reading_names_both_levels():
+    assert quadrant("increased", "unchanged") == "not changed in the predictions, increased in the representation"
+    assert quadrant("untested", "reduced") == "reduced in the predictions, not tested in the representation"

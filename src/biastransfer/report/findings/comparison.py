@@ -18,8 +18,8 @@ from biastransfer.stats.comparison import overview
 _STATE = {
     "reduced": "reduced",
     "increased": "increased",
-    "unchanged": "not changed (the interval holds 0)",
-    "untested": "not tested (no interval)",
+    "unchanged": "not changed",
+    "untested": "not tested",
 }
 
 
