@@ -410,3 +410,15 @@ def test_the_landing_line_of_an_arm_counts_its_readings_commonest_first(arms):
 def test_a_mixed_reading_names_both_levels():
     assert quadrant("increased", "unchanged") == "not changed in the predictions, increased in the representation"
     assert quadrant("untested", "reduced") == "reduced in the predictions, not tested in the representation"
+
+
+def test_a_comparison_without_the_bootstrap_of_its_change_is_named():
+    config = controls([])  # the intervention's automatic pair alone
+    config["analysis"]["ieat"]["bootstrap"] = 0
+    assert comparison_problems(config) == [
+        "analysis.ieat.bootstrap: 0, but the paired change of d between finetuning arms (synthetic_target_counter "
+        "against synthetic_target) needs bootstrap replicates"
+    ]
+    demo = cfg.read_configs([ROOT / "config" / "config.yaml"])
+    demo["analysis"]["ieat"]["bootstrap"] = 0
+    assert comparison_problems(demo) == []  # no pair: nothing needs it

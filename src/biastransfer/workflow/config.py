@@ -481,10 +481,39 @@ def attribution_problems(config: Mapping) -> list[str]:
     return problems
 
 
+def shared_seeds(config: Mapping, arm: str, against: str) -> list[int]:
+    """The finetuning seeds of ``arm`` that ``against`` has too (none where either is not finetuned)."""
+    finetuned = config["finetune"]["datasets"]
+    if arm not in finetuned or against not in finetuned:
+        return []
+    theirs = set(finetune_seeds(config, against))
+    return [s for s in finetune_seeds(config, arm) if s in theirs]
+
+
+def comparison_pairs(config: Mapping) -> list[tuple[str, str]]:
+    """Every compared pair ``(arm, against)`` of finetuning arms: each finetuned dataset with a ``from`` (an
+    intervention) against its source, where both are finetuned with a seed in common, then the pairs of
+    ``analysis.comparisons`` not already among them (``comparison_problems`` checks those)."""
+    datasets = config["datasets"]
+    pairs = [(d, datasets[d]["from"]) for d in config["finetune"]["datasets"] if "from" in datasets.get(d, {})]
+    pairs = [p for p in pairs if shared_seeds(config, *p)]
+    for spec in config["analysis"]["comparisons"]:
+        if (spec["arm"], spec["against"]) not in pairs:
+            pairs.append((spec["arm"], spec["against"]))
+    return pairs
+
+
 def comparison_problems(config: Mapping) -> list[str]:
     """``analysis.comparisons``: both arms of each pair are finetuning datasets, not the same one, with a
-    finetuning seed in common (the analysis sets are every dataset's)."""
+    finetuning seed in common (the analysis sets are every dataset's); and any pair, declared or an
+    intervention's, needs the bootstrap of the per-seed change of d (``analysis.ieat.bootstrap`` above 0)."""
     finetuned, problems = config["finetune"]["datasets"], []
+    if config["analysis"]["ieat"]["bootstrap"] == 0 and comparison_pairs(config):
+        named = ", ".join(f"{arm} against {against}" for arm, against in comparison_pairs(config))
+        problems.append(
+            f"analysis.ieat.bootstrap: 0, but the paired change of d between finetuning arms ({named}) needs "
+            "bootstrap replicates"
+        )
     for i, spec in enumerate(config["analysis"]["comparisons"]):
         where = f"analysis.comparisons[{i}] ({spec['arm']} against {spec['against']})"
         missing = [f"{key} {spec[key]!r}" for key in ("arm", "against") if spec[key] not in finetuned]
@@ -495,7 +524,7 @@ def comparison_problems(config: Mapping) -> list[str]:
             )
         elif spec["arm"] == spec["against"]:
             problems.append(f"{where}: an arm compared against itself")
-        elif not set(finetune_seeds(config, spec["arm"])) & set(finetune_seeds(config, spec["against"])):
+        elif not shared_seeds(config, spec["arm"], spec["against"]):
             problems.append(
                 f"{where}: no finetuning seed in common ({spec['arm']}: {finetune_seeds(config, spec['arm'])}, "
                 f"{spec['against']}: {finetune_seeds(config, spec['against'])}): the comparison pairs networks by seed"

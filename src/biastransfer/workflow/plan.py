@@ -332,11 +332,7 @@ class Plan:
 
     def compared_seeds(self, arm: str, against: str | None = None) -> list[int]:
         """The finetuning seeds ``arm`` shares with ``against`` (default: its source), both finetuned."""
-        against = self.source_of(arm) if against is None else against
-        if arm not in self.finetune_datasets or against not in self.finetune_datasets:
-            return []
-        theirs = set(self.finetune_seeds(against))
-        return [s for s in self.finetune_seeds(arm) if s in theirs]
+        return cfg.shared_seeds(self.config, arm, self.source_of(arm) if against is None else against)
 
     @cached_property
     def compared_interventions(self) -> list[str]:
@@ -345,15 +341,9 @@ class Plan:
 
     @cached_property
     def comparisons(self) -> list[tuple[str, str]]:
-        """Every compared pair ``(arm, against)`` of finetuning arms: each finetuned dataset with a ``from``
-        against its source (where both are finetuned with a seed in common), then those of
-        ``analysis.comparisons`` not already among them (checked: both finetuned, a seed in common)."""
-        pairs = [(d, self.source_of(d)) for d in self.finetune_datasets if self.source_of(d) != d]
-        pairs = [p for p in pairs if self.compared_seeds(*p)]
-        for spec in self.config["analysis"]["comparisons"]:
-            if (spec["arm"], spec["against"]) not in pairs:
-                pairs.append((spec["arm"], spec["against"]))
-        return pairs
+        """Every compared pair ``(arm, against)`` of finetuning arms (``biastransfer.workflow.config.comparison_pairs``):
+        each finetuned dataset with a ``from`` against its source, then those of ``analysis.comparisons``."""
+        return cfg.comparison_pairs(self.config)
 
     def comparison_subject(self, arm: str, against: str) -> str:
         """How a pair's verdicts name its arm: ``the intervention`` (its kind) against its ``from``, else
