@@ -291,6 +291,12 @@ def test_the_best_epoch_gives_exactly_the_final_embeddings_results(tiny):
         got = rows[rows["measure"] == "bts"].set_index("kind")
         assert got["value"].to_dict() == bts["statistic"].to_dict()
         assert got["pvalue"].to_dict() == bts["pvalue"].to_dict()
+        cka = pd.read_csv(tiny / "cka" / "synthetic" / "tinycnn" / "ft-synthetic_target.csv", keep_default_na=False)
+        cka = cka[(cka["seed"].astype(str) == str(seed)) & (cka["network"] == "finetuned")]
+        got = rows[rows["measure"] == "cka"]
+        assert got[["value", "ci_low", "ci_high"]].to_numpy() == pytest.approx(
+            cka[["cka", "ci_low", "ci_high"]].to_numpy()
+        )
 
 
 @pytest.mark.slow
