@@ -111,7 +111,8 @@ def trajectory_figure(frame: pd.DataFrame) -> Figure:
         fig.legend(handles=handles, loc="outside lower center", ncols=len(handles))
         fig.suptitle(
             f"{model_label(model)} finetuned on {dataset}, analysis set {analysis_set}, {len(seeds)} seed(s)\n"
-            "line style and marker: seed; band: bootstrap interval; ring: best epoch (the saved network)"
+            "line style and marker: seed; band: bootstrap interval (CKA: jackknife over images); "
+            "ring: best epoch (the saved network)"
         )
     return fig
 
