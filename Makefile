@@ -57,10 +57,14 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/snakefmt --check Snakefile rules
 
-# --durations: the ten slowest test phases (fixture setups included) end every run, so that growth shows
+# --durations: the ten slowest test phases (fixture setups included) end every run, so that growth shows.
+# TEST_WORKERS pytest-xdist workers, one test module each at a time (tests/conftest.py groups them): the
+# workflow runs leave a core idle much of the time (one job running, a SLURM job awaited).
+TEST_WORKERS ?= 2
+PYTEST = $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup --durations=10
 test: setup system-deps lint
-	$(PY) -m pytest --durations=10
+	$(PYTEST)
 
 # Leaving out the slow tests makes tests/conftest.py refuse to run Snakemake (an unmarked slow test fails).
 test-fast: setup
-	$(PY) -m pytest -m "not slow and not slurm" --durations=10
+	$(PYTEST) -m "not slow and not slurm"

@@ -18,7 +18,8 @@ and its wall time from interpreter start (benchmarks/metadata_probe/sitecustomiz
 ``PYTHONPATH``).
 
 Run (about 1.5 h and 13 GB of disk at full scale on 2 shared cores; --scale 0.05 is the smallest that
-holds the paper's analysis sets, about 8 min):
+holds the paper's analysis sets, about 3 min; ``--scale 0.02 --most 3``, three images per analysis class, is
+tests/test_scale_mirror.py's check that every rule runs, about 1.5 min):
     nice -n 10 python benchmarks/bench_metadata_scale.py --out benchmarks/results/metadata_scale.json
 """
 
@@ -98,8 +99,9 @@ def paper_config(overlays=()) -> dict:
     return read_configs([PAPER, *overlays])
 
 
-def build(mirror: Path, config: dict, scale: float, seed: int) -> tuple[dict, dict]:
-    """The mirror of the config's datasets at ``scale``: (overlay, {dataset: Written})."""
+def build(mirror: Path, config: dict, scale: float, seed: int, most: int | None = None) -> tuple[dict, dict]:
+    """The mirror of the config's datasets at ``scale``, with at most ``most`` images per analysis class
+    (None: the paper's sizes): (overlay, {dataset: Written})."""
     from biastransfer.data import coco, scale_mirror
     from biastransfer.data import openimages as oi
     from biastransfer.workflow.config import read_config_file
@@ -108,19 +110,22 @@ def build(mirror: Path, config: dict, scale: float, seed: int) -> tuple[dict, di
     overlay, written = {"datasets": {}, "analysis_sets": {}}, {}
     for name, aset in config["analysis_sets"].items():
         dataset, cur = aset["dataset"], aset["curation"]
+        sizes = {c: min(n, most or n) for c, n in cur["sizes"].items()}
         kind, base = config["datasets"][dataset]["kind"], aset["paper"]["base_url"]
         if kind == "coco":
             objects = cur.get("objects", coco.DEFAULT_CURATION["objects"])
-            out = scale_mirror.build_coco(mirror, base, cur["sizes"], objects=objects, counts=counts, seed=seed)
+            out = scale_mirror.build_coco(mirror, base, sizes, objects=objects, counts=counts, seed=seed)
         else:
             objects = cur.get("objects", oi.DEFAULT_CURATION["objects"])
             genders = cur.get("genders", oi.DEFAULT_CURATION["genders"])
             out = scale_mirror.build_openimages(
-                mirror, base, cur["sizes"], objects=objects, genders=genders, counts=counts, seed=seed
+                mirror, base, sizes, objects=objects, genders=genders, counts=counts, seed=seed
             )
         written[dataset] = out
         overlay["datasets"][dataset] = {"mirror": str(mirror), "workers": 2, "checksums": out.checksums}
         overlay["analysis_sets"][name] = {"paper": {"files": out.lists}}
+        if sizes != cur["sizes"]:
+            overlay["analysis_sets"][name]["curation"] = {"sizes": sizes}
     for name, spec in read_config_file(PAPER)["datasets"].items():  # switched off ones too
         if spec["kind"] == "intervention":
             overlay["datasets"][name] = {"enabled": True}
@@ -269,6 +274,9 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of the real row counts")
     parser.add_argument("--workdir", default=None, help="keep everything here (default: a temporary folder)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--most", type=int, default=None, help="at most this many images per analysis class (default: the paper's)"
+    )
     parser.add_argument("--out", default=None, help="write the figures as a benchmarks/results record")
     args = parser.parse_args()
     sys.path.insert(0, str(REPO / "src"))
@@ -295,7 +303,7 @@ def measure(work: Path, args) -> None:
     load_before = os.getloadavg()[0]
     t0 = time.time()
     config = paper_config()
-    overlay, written = build(mirror, config, args.scale, args.seed)
+    overlay, written = build(mirror, config, args.scale, args.seed, args.most)
     build_s, build_mb = time.time() - t0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     (work / "overlay.yaml").write_text(yaml.safe_dump(overlay, sort_keys=False))
     curated = {"analysis_sets": {a: {"source": "curated"} for a in config["analysis_sets"]}}
@@ -354,6 +362,7 @@ def measure(work: Path, args) -> None:
         "title": f"The paper's metadata at {args.scale:g} x its real size: every metadata rule's peak memory "
         "and wall time (config/paper.yaml, COCO intervention on)",
         "command": f"nice -n 10 python benchmarks/bench_metadata_scale.py --scale {args.scale:g}"
+        + (f" --most {args.most}" if args.most else "")
         + (f" --out {args.out}" if args.out else ""),
         "commit": subprocess.run(
             ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True

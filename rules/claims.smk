@@ -99,6 +99,7 @@ report_artefact(
 rule factors:
     input:
         **CLAIMS_INPUTS,
+        **({"cka": PLAN.summary("cka")} if PLAN.factors_cka else {}),
         ieat=PLAN.summary("ieat"),
     output:
         table=PLAN.summary("factors"),

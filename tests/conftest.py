@@ -4,6 +4,9 @@ The test tiers. Every test that runs Snakemake (``run_snakemake``, a ``snakemake
 other subprocess of snakemake, or a fixture that does, such as ``demo_run``) is marked ``slow`` here, found
 from the code it reaches, not from a list. ``make test-fast`` deselects them (``-m "not slow and not slurm"``); in that tier a
 Snakemake subprocess that a test still starts is an error naming the test, so the tier cannot grow slow.
+
+Parallel runs (``make test``: pytest-xdist, ``-n 2 --dist loadgroup``): each module is one group, run by one
+worker, so that its module fixtures run once; the modules that use the session's demo run are one group.
 """
 
 import contextlib
@@ -163,7 +166,33 @@ def _fast_tier(config) -> bool:
     )
 
 
-@pytest.hookimpl(tryfirst=True)  # before -m deselects by mark
+#: The xdist group of every module that uses the session's demo run (:func:`demo_run`).
+DEMO_GROUP = "demo_run"
+#: The test modules with the longest fixtures (the ten slowest that every `make test` prints), longest
+#: first; their groups start first on the xdist workers, so that no long run starts last. Order only: a
+#: module missing here runs after them.
+LONGEST_FIRST = (
+    "test_paper_toy",
+    DEMO_GROUP,
+    "test_slurm",
+    "test_scale_mirror",
+    "test_reruns",
+    "test_zoo",
+    "test_gpu_check",
+    "test_user_data",
+    "test_trajectory",
+)
+
+
+def _groups(items) -> dict:
+    """Each test's xdist group (``make test`` runs ``--dist loadgroup``): its module, so that a module's
+    fixtures run once; every module with a test that uses the session's ``demo_run`` joins one group, so
+    that the demo runs once."""
+    modules = {item.module.__name__ for item in items if DEMO_GROUP in item.fixturenames}
+    return {item: DEMO_GROUP if item.module.__name__ in modules else item.module.__name__ for item in items}
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by mark, and before xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("slow"):
@@ -171,6 +200,11 @@ def pytest_collection_modifyitems(config, items):
         fixtures = [defs[-1].func for defs in item._fixtureinfo.name2fixturedefs.values() if defs]
         if any(runs_snakemake(f) for f in [getattr(item, "obj", None), *fixtures] if f is not None):
             item.add_marker(pytest.mark.slow)
+    groups = _groups(items)
+    for item, group in groups.items():
+        item.add_marker(pytest.mark.xdist_group(group))
+    rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(groups[item], len(rank)))  # stable: a module keeps its order
 
 
 class _FastTierPopen(subprocess.Popen):

@@ -111,6 +111,11 @@ def _mine(config):
             "factors.questions.retention_by_objective.test: 'sports_vs_car' is not an iEAT test of analysis_sets.coco",
         ),
         (
+            lambda c: c["factors"]["questions"][0].update(measure="d", stage="pretrained", covariates=["cka"]),
+            "factors.questions.retention_by_objective.covariates: cka (the linear CKA between the pretrained and "
+            "the finetuned embeddings) needs finetuned networks, and the pretrained d has none",
+        ),
+        (
             lambda c: c["factors"]["questions"][0].update(references={"architecture": "CNN"}),
             "factors.questions.retention_by_objective.references: 'architecture' is not one of the question's",
         ),
@@ -119,6 +124,10 @@ def _mine(config):
 def test_a_bad_question_is_named_before_any_job(edit, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         _paper(edit)
+
+
+def test_a_question_may_name_cka_beside_the_models_covariates():
+    _paper(lambda c: c["factors"]["questions"][0].update(covariates=["cka", "objective"]))
 
 
 def test_a_zoo_question_needs_pretrained_d():

@@ -1,6 +1,8 @@
 """The meta-regression across models (biastransfer.stats.factors): known answers by simulation, the rule
 for too few models, and named errors for bad covariates."""
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -364,3 +366,72 @@ def test_collinear_covariates_are_named():
         values["twice"] = 2 * values["x"]
     with pytest.raises(ValueError, match=r"covariates 'x', 'twice' are collinear among these models: .* rank 2"):
         unit_regression(observations, covariates, ["x", "twice"], replicates=100)
+
+
+def _cka_summaries(rng, n_models=40, slope=0.6):
+    """Per-seed BTS and change of d of models finetuned on coco and openimages, each planted as ``slope`` times the
+    model's pooled linear CKA on that dataset plus noise; the CKA summary's per-seed rows hold other values, so only
+    its pooled finetuned rows can give the slope back."""
+    bts, change, cka = [], [], []
+    for i in range(n_models):
+        model = f"m{i}"
+        for dataset in ("coco", "openimages"):
+            value = rng.uniform(0.2, 0.95)
+            where = {"analysis_set": "s", "model": model, "finetune_dataset": dataset}
+            cka += [
+                {**where, "network": "finetuned", "seed": "pooled", "cka": value},
+                {**where, "network": "finetuned", "seed": "0", "cka": rng.uniform()},
+                {**where, "network": "scratch", "seed": "pooled", "cka": rng.uniform()},
+            ]
+            cka.append({**where, "analysis_set": "other", "network": "finetuned", "seed": "pooled", "cka": 0.5})
+            for seed in ("0", "1"):
+                bts.append({**where, "seed": seed, "kind": "intra", "statistic": slope * value + rng.normal() * 0.05})
+                for j in range(3):
+                    delta = slope * value + rng.normal() * 0.1
+                    change.append({**where, "seed": seed, "test": f"t{j}", "delta_d": delta})
+    return {"ieat": pd.DataFrame(), "change": pd.DataFrame(change), "bts": pd.DataFrame(bts), "cka": pd.DataFrame(cka)}
+
+
+@pytest.mark.parametrize(
+    ("measure", "datasets", "units"), [("bts_intra", ["coco"], 40), ("change_d", ["coco", "openimages"], 80)]
+)
+def test_a_planted_slope_on_the_pooled_cka_is_found(measure, datasets, units):
+    from biastransfer.stats.factor_measures import factors_from_summaries
+
+    summaries = _cka_summaries(np.random.default_rng(30))
+    question = _question("by_cka", measure, ["cka"])
+    models = [f"m{i}" for i in range(40)]
+    table, values = factors_from_summaries(
+        {**FACTORS, "questions": [question]},
+        summaries,
+        {m: {} for m in models},
+        models={"by_cka": models},
+        datasets={"by_cka": datasets},
+    )
+    slope = table.set_index("term").loc["cka"]
+    assert slope["ci_low"] < 0.6 < slope["ci_high"] and slope["ci_low"] > 0.4
+    assert slope["verdict"] == "higher with cka" and (slope["n_models"], slope["n_units"]) == (40, units)
+    pooled = summaries["cka"].query("analysis_set == 's' and network == 'finetuned' and seed == 'pooled'")
+    expected = pooled.set_index(["model", "finetune_dataset"])["cka"]
+    drawn = values.set_index(["model", "dataset"])["covariate_value"]
+    assert set(values["covariate"]) == {"cka"} and drawn.to_numpy() == pytest.approx(expected.loc[drawn.index])
+
+
+def test_a_model_without_cka_is_named_as_a_missing_covariate():
+    from biastransfer.stats.factor_measures import factors_from_summaries
+
+    summaries = _cka_summaries(np.random.default_rng(31), n_models=12)
+    summaries["cka"] = summaries["cka"][~summaries["cka"]["model"].isin(["m3", "m7"])]
+    question = _question("by_cka", "bts_intra", ["cka"])
+    models = [f"m{i}" for i in range(12)]
+    with pytest.raises(
+        ValueError,
+        match=re.escape("factors.questions.by_cka.covariates: cka is missing for model(s) m3, m7 (no value in "),
+    ):
+        factors_from_summaries(
+            {**FACTORS, "questions": [question]},
+            summaries,
+            {m: {} for m in models},
+            models={"by_cka": models},
+            datasets={"by_cka": ["coco"]},
+        )

@@ -67,6 +67,33 @@ def test_the_similarity_figures_fit_a_page_with_four_finetuning_datasets(run_tab
         assert style.print_size_problems(fig) == [], build.__name__
 
 
+@pytest.mark.parametrize("n_datasets", [2, 3])
+def test_the_similarity_figures_fit_a_page_with_long_finetuning_dataset_names(run_tables, n_datasets):
+    """`make controls` finetunes on synthetic_target and synthetic_target_counter: names that long put two BTS
+    results side by side wider than a page; each dataset gets its own title line and the figure stays printable."""
+    names = {"coco": "synthetic_target", "openimages": "synthetic_target_counter"}
+
+    def renamed(frame):
+        copies = []
+        for old, new in [*names.items(), ("coco", "synthetic_target_rebalanced")][:n_datasets]:
+            rows = frame[frame["finetune_dataset"] == old].copy()
+            rows["finetune_dataset"] = new
+            if "stage" in rows:
+                rows["stage"] = rows["stage"].str.replace(f"ft-{old}-", f"ft-{new}-", regex=False)
+            copies.append(rows)
+        return pd.concat([frame[~frame["finetune_dataset"].isin(names)], *copies], ignore_index=True)
+
+    sims, bts, change = (renamed(t) for t in (run_tables["similarity"], run_tables["bts"], change_rows(run_tables)))
+    for build in (figures.intra_figure, figures.inter_figure):
+        fig = build(sims, bts, change, analysis_set="coco", model="resnet18", alpha=0.05)
+        title = fig._suptitle.get_text()
+        finetuned = [*names.values(), "synthetic_target_rebalanced"][:n_datasets]
+        assert all(f"\n{name}: BTS ρ = " in title for name in finetuned)
+        assert len(fig.axes[0].get_legend().get_texts()) == n_datasets + 1
+        assert style.print_size_problems(fig) == [], build.__name__
+        plt.close(fig)
+
+
 def test_intra_figure_shows_levels_with_se_intervals_and_seed_points_and_the_change_with_its_interval(run_tables):
     sims, bts, change = run_tables["similarity"], run_tables["bts"], change_rows(run_tables)
     fig = figures.intra_figure(sims, bts, change, alpha=0.05, analysis_set="coco", model="resnet18")

@@ -108,8 +108,14 @@ def test_a_network_finetuning_did_not_change_keeps_its_statistics_at_every_epoch
     assert ieat["value"].nunique() == 1 and ieat["value"].iloc[0] > 1  # the planted association, unchanged
     bts = frame[frame["measure"] == "bts"]
     assert set(bts["epoch"]) == {1, 2} and np.allclose(bts["value"], 1)  # rho 1 against itself; none at epoch 0
+    cka = frame[frame["measure"] == "cka"]
+    assert len(cka) == 2 + 2 * 3 and np.allclose(cka[["value", "ci_low", "ci_high"]], 1)  # each seed; pooled at 1, 2
     text = "\n".join(describe_trajectories(frame.assign(analysis_set="s", model="m", finetune_dataset="d")))
     assert "t (planted)" in text and "stays inside the last epoch's interval throughout" in text
+    assert (
+        "linear CKA against the pretrained embeddings 1.00 after epoch 1 and 1.00 after epoch 2 (1: unchanged); the representation stays inside"
+        in text
+    )
 
 
 def test_an_association_finetuning_removes_is_seen_to_fall():
@@ -120,6 +126,29 @@ def test_an_association_finetuning_removes_is_seen_to_fall():
     assert d[0] > 1 and abs(d[2]) < 0.8
     with pytest.raises(ValueError, match="different seeds"):
         trajectory_table(pre, {1: {0: gone}, 2: {1: gone}}, **OPTIONS)
+
+
+def test_the_cka_of_each_epoch_is_the_linear_cka_against_the_pretrained_images_with_its_interval():
+    from biastransfer.stats.cka import linear_cka
+
+    rng = np.random.default_rng(2)
+    pre, moved = _table(rng, shift=3.0), _table(rng, shift=3.0)
+    halfway = EmbeddingTable(pre.image_ids, pre.classes, pre.embeddings + 0.7 * moved.embeddings)
+    order = rng.permutation(len(pre.image_ids))  # the epoch's file lists the images in another order
+    shuffled = EmbeddingTable(halfway.image_ids[order], halfway.classes[order], halfway.embeddings[order])
+    frame = trajectory_table(pre, {1: {0: shuffled, 1: moved}, 2: {0: moved, 1: moved}}, **OPTIONS)
+    cka = frame[frame["measure"] == "cka"].set_index(["epoch", "seed"])
+    for epoch, seed, table in ((1, 0, halfway), (1, 1, moved), (2, 0, moved)):
+        expected = linear_cka(pre.embeddings, table.embeddings, 0.95)
+        assert cka.loc[(epoch, seed), ["value", "ci_low", "ci_high"]].tolist() == pytest.approx(
+            [expected.estimate, expected.ci_low, expected.ci_high]
+        )
+    assert cka.loc[(1, "pooled"), "value"] == pytest.approx(np.mean([cka.loc[(1, s), "value"] for s in (0, 1)]))
+    assert cka.loc[(0, 0), "value"] == 1 and cka.loc[(1, 0), "value"] > cka.loc[(2, 0), "value"]
+    assert cka.loc[(1, 0), "n"] == 40 and set(cka["key"]) == {"cka"}
+    missing = EmbeddingTable(pre.image_ids[:-1], pre.classes[:-1], pre.embeddings[:-1])
+    with pytest.raises(ValueError, match="seed 0 does not embed the pretrained network's images"):
+        trajectory_table(pre, {1: {0: missing}}, **OPTIONS)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -170,6 +199,8 @@ def _trajectory_frame(seeds=(0, 1, 2), epochs=4) -> pd.DataFrame:
                     )
                 )
             rows.append(dict(common, measure="bts", kind="intra", key="intra", value=0.9, ci_low=0.8, ci_high=1.0))
+            cka = 1 - 0.1 * epoch - 0.02 * seed
+            rows.append(dict(common, measure="cka", kind="", key="cka", value=cka, ci_low=cka - 0.05, ci_high=cka))
             for key, value in (("train_loss", 0.5 - 0.1 * epoch), ("val_loss", 0.4), ("val_mAP", 0.6 + 0.05 * epoch)):
                 if epoch:
                     rows.append(
@@ -197,6 +228,19 @@ def test_the_trajectory_figure_names_each_seeds_marker_and_keeps_its_legends_off
     for ax in fig.axes:  # each panel's legend above it, never over its data or the zero line
         assert ax.get_legend().get_window_extent().y0 >= ax.get_window_extent().y1 - 1
     assert any(list(line.get_ydata()) == [0, 0] for line in ieat.lines)
+    against = fig.axes[1]  # BTS and CKA against the pretrained network share a panel
+    assert [t.get_text() for t in against.get_legend().get_texts()] == ["intra", "linear CKA"]
+    assert any(np.allclose(line.get_ydata(), [1, 0.9, 0.8, 0.7]) for line in against.lines)
+
+
+def test_the_trajectory_table_has_a_cka_column():
+    from biastransfer.report.trajectory import trajectory_latex
+
+    tex = trajectory_latex(_trajectory_frame())
+    head, body = tex.split("\\midrule", 1)
+    assert head.strip().splitlines()[-1].split(" & ")[3] == "CKA"
+    rows = [line.split(" & ") for line in body.split("\\bottomrule", 1)[0].strip().splitlines()]
+    assert rows[0][3] == "$0.98$ \\small{[0.96, 1.00]}" and rows[3][3].startswith("$0.68$")  # mean [range] of seeds
 
 
 @pytest.mark.slow
@@ -247,6 +291,12 @@ def test_the_best_epoch_gives_exactly_the_final_embeddings_results(tiny):
         got = rows[rows["measure"] == "bts"].set_index("kind")
         assert got["value"].to_dict() == bts["statistic"].to_dict()
         assert got["pvalue"].to_dict() == bts["pvalue"].to_dict()
+        cka = pd.read_csv(tiny / "cka" / "synthetic" / "tinycnn" / "ft-synthetic_target.csv", keep_default_na=False)
+        cka = cka[(cka["seed"].astype(str) == str(seed)) & (cka["network"] == "finetuned")]
+        got = rows[rows["measure"] == "cka"]
+        assert got[["value", "ci_low", "ci_high"]].to_numpy() == pytest.approx(
+            cka[["cka", "ci_low", "ci_high"]].to_numpy()
+        )
 
 
 @pytest.mark.slow

@@ -27,6 +27,10 @@ LOG10 = ("pretraining_images", "parameters")
 OBJECTIVES = ("supervised", "contrastive image-text", "self-supervised")
 #: The finetuning dataset: a within-model covariate (biastransfer.stats.factors.DATASET).
 DATASET = "dataset"
+#: Covariates the run measures rather than the model's entry gives, each where it is read from: known to a
+#: question, checked against the models only once the run has measured them (``biastransfer.stats.factor_measures``).
+CKA = "cka"
+MEASURED = {CKA: "results/summary/cka.csv: the linear CKA between the pretrained and the finetuned embeddings"}
 
 #: Pretraining data: its training images as the source states them, and the source.
 PRETRAINING_DATA = {
@@ -142,18 +146,15 @@ def covariate_problems(where: str, terms, covariates: Mapping[str, Mapping], mod
     value (a categorical one: one level) among them; each problem names the key, the covariate and the model."""
     problems = []
     for term in terms:
-        if term == DATASET:
+        if term == DATASET or term in MEASURED:
             continue
         if term not in COVARIATES:
-            known = ", ".join([*COVARIATES, DATASET])
+            known = ", ".join([*COVARIATES, DATASET, *MEASURED])
             problems.append(f"{where}.covariates: unknown covariate {term!r} (known: {known})")
             continue
         lacking = [m for m in models if term not in covariates[m]]
         if lacking:
-            problems.append(
-                f"{where}.covariates: {term} is missing for model(s) {', '.join(lacking)} "
-                f"(set models.<name>.covariates.{term})"
-            )
+            problems.append(missing_covariate(where, term, lacking))
         elif len({str(covariates[m][term]["value"]) for m in models}) < 2:
             value, what = (
                 covariates[models[0]][term]["value"] if models else None,
@@ -161,3 +162,9 @@ def covariate_problems(where: str, terms, covariates: Mapping[str, Mapping], mod
             )
             problems.append(f"{where}.covariates: {term} has one {what} ({value!r}) among the models of the question")
     return problems
+
+
+def missing_covariate(where: str, term: str, lacking) -> str:
+    """The problem of a covariate that ``lacking`` models do not have, with where it would come from."""
+    hint = f"no value in {MEASURED[term]}" if term in MEASURED else f"set models.<name>.covariates.{term}"
+    return f"{where}.covariates: {term} is missing for model(s) {', '.join(lacking)} ({hint})"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from biastransfer.claims import CHANGE_MEASURES, IEAT_MEASURES
-from biastransfer.covariates import DATASET, covariate_problems, model_covariates
+from biastransfer.covariates import CKA, DATASET, covariate_problems, model_covariates
 from biastransfer.references import ieat_reference_problems
 
 RESOLUTION = "resolution"
@@ -43,9 +43,14 @@ def config_covariates(
     return {m: model_covariates(m, config["models"][m], lambda m=m: resolutions.get(m)) for m in names}
 
 
+def asks_covariate(config: Mapping, covariate: str) -> bool:
+    """Whether a factors question names ``covariate``."""
+    return any(covariate in q["covariates"] for q in config["factors"]["questions"])
+
+
 def asks_resolution(config: Mapping) -> bool:
     """Whether a factors question names the input resolution (which the libraries may have to give)."""
-    return any(RESOLUTION in q["covariates"] for q in config["factors"]["questions"])
+    return asks_covariate(config, RESOLUTION)
 
 
 def _question_problems(where: str, question: Mapping, config: Mapping, resolutions: Mapping | None) -> list[str]:
@@ -58,6 +63,11 @@ def _question_problems(where: str, question: Mapping, config: Mapping, resolutio
             f"{where}.measure: {measure} needs iEATs, and analysis_sets.{question['analysis_set']} has none"
         )
     pretrained_only = measure == "d" and question["stage"] == "pretrained"
+    if CKA in question["covariates"] and pretrained_only:
+        problems.append(
+            f"{where}.covariates: cka (the linear CKA between the pretrained and the finetuned embeddings) needs "
+            "finetuned networks, and the pretrained d has none: ask it of a finetuning measure"
+        )
     if not pretrained_only and config["zoo"]:
         problems.append(
             f"{where}.measure: {measure} needs finetuned networks, and a zoo run measures pretrained ones only"

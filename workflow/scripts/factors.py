@@ -8,7 +8,8 @@ python workflow/scripts/factors.py --ieat results/summary/ieat.csv --change resu
     --covariates_table out/covariates.csv --settings '{"factors": {...}, "models": {...}, "datasets": {...},
     "covariates": {...}, "alpha": 0.05, "adjust": "holm"}'
 (the settings as rule factors passes them: ``biastransfer.workflow.rules.analysis.FactorsSettings``). A zoo
-run: --ieat and --statuses results/zoo/status/*.json; a model that failed its check is left out and named.
+run: --ieat and --statuses results/zoo/status/*.json; a model that failed its check is left out and named. A
+question whose covariates name cka reads --cka results/summary/cka.csv.
 """
 
 import logging
@@ -34,8 +35,9 @@ def main(
     change: str | None = None,
     bts: str | None = None,
     statuses: list | None = None,
+    cka: str | None = None,
 ) -> None:
-    summaries, left_out = read_summaries(ieat, change, bts), left_out_models(statuses)
+    summaries, left_out = read_summaries(ieat, change, bts, cka), left_out_models(statuses)
     given = {m: {k: v["value"] for k, v in found.items()} for m, found in settings.covariates.items()}
     result, per_model = factors_from_summaries(
         settings.factors,

@@ -46,6 +46,8 @@ SIMILARITY_CHANGE_COLUMNS = (
     "ci_high",
     "ci_level",
 )
+#: Height (inches) of a line of 7-8 pt text: what a title line or a legend row adds to a figure.
+LINE_HEIGHT = 0.15
 #: Normal quantile of the 95% interval drawn from a standard error.
 Z95 = 1.959963984540054
 
@@ -136,8 +138,8 @@ def _bts_text(bts_rows: pd.DataFrame, groups: Sequence[str], rule: Significance)
             f"{dataset}: BTS ρ = {r['statistic']:.3f}{rule.stars(r[rule.column])} "
             f"({p_text(float(r['pvalue']), floor)}, {'' if rule.significant(r[rule.column]) else 'not '}significant)"
         )
-    # a line each beyond two finetuning datasets, so that the title fits a page
-    return ("; " if len(parts) <= 2 else "\n").join(parts) + (f"\n{rule.legend()}" if parts else "")
+    # a line each: two datasets' lines side by side are wider than a page once their names are long
+    return "\n".join(parts) + (f"\n{rule.legend()}" if parts else "")
 
 
 def key_label(key: str) -> str:
@@ -202,7 +204,8 @@ def _similarity_figure(similarity, bts, change, *, analysis_set, model, kind, co
     x = np.arange(len(keys))
     shift = _offsets(len(groups))
     with paper_style():
-        extra = 0.6 * max(0, len(groups) - 3)  # the title's and legend's lines of a third finetuning dataset on
+        # a title line and a legend row for every finetuning dataset beyond the first
+        extra = 2 * LINE_HEIGHT * max(0, len(groups) - 2)
         fig, (top, bottom) = paper_figure("double", 4.4 + extra, nrows=2, sharex=True, height_ratios=[1.1, 1])
         for i, group in enumerate(groups):
             colour, marker = STAGE_COLOURS[i % len(STAGE_COLOURS)], STAGE_MARKERS[i % len(STAGE_MARKERS)]
@@ -283,8 +286,8 @@ def _similarity_figure(similarity, bts, change, *, analysis_set, model, kind, co
             ha="right" if kind == "inter" or len(keys) > 8 else "center",
         )
         bottom.set_xlim(-0.6, len(keys) - 0.4)
-        # two columns fit a page for the pretrained network and up to two finetuning datasets
-        top.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncols=2 if len(groups) <= 3 else 1, borderaxespad=0.2)
+        # two columns fit a page for the pretrained network and one finetuning dataset of any name's length
+        top.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncols=2 if len(groups) <= 2 else 1, borderaxespad=0.2)
         bottom.legend(loc="best", ncols=1)
         shaded = (
             f"; shaded: the {control_class} control"

@@ -1,5 +1,6 @@
-"""The trajectory of one model finetuned on one dataset: a figure (iEAT d, BTS rho and the training
-curves against epoch, on one x axis) and a LaTeX table, from its trajectory table (docs/formats.md).
+"""The trajectory of one model finetuned on one dataset: a figure (iEAT d, BTS rho with the linear CKA against
+the pretrained network, and the training curves against epoch, on one x axis) and a LaTeX table, from its
+trajectory table (docs/formats.md).
 
 Epoch 0 is the pretrained network. In the figure every seed is one line with its bootstrap interval as a
 band and its own dash and marker; a ring marks each seed's best epoch, the network every other rule embeds.
@@ -34,6 +35,8 @@ TRAJECTORY_REQUIRED = (
 )
 _COLOURS = [OKABE_ITO[c] for c in ("blue", "orange", "bluish_green", "reddish_purple", "vermillion", "sky_blue")]
 _DASHES = ["-", "--", ":", "-."]
+#: A key's name in a panel's legend, where it is not the key itself.
+KEY_LABELS = {"cka": "linear CKA"}
 
 
 def _runs(frame: pd.DataFrame, measure: str) -> pd.DataFrame:
@@ -53,7 +56,7 @@ def _draw(ax, rows: pd.DataFrame, seeds: list[int], *, band: bool) -> list[Line2
     keys = []
     for i, (key, by_key) in enumerate(rows.groupby("key", sort=False)):
         colour = _COLOURS[i % len(_COLOURS)]
-        keys.append(Line2D([], [], color=colour, label=str(key)))
+        keys.append(Line2D([], [], color=colour, label=KEY_LABELS.get(str(key), str(key))))
         for seed in seeds:
             line = by_key[by_key["seed"] == seed]
             if line.empty:
@@ -74,8 +77,9 @@ def _draw(ax, rows: pd.DataFrame, seeds: list[int], *, band: bool) -> list[Line2
 
 
 def trajectory_figure(frame: pd.DataFrame) -> Figure:
-    """iEAT d per test, BTS rho per kind, losses and the validation metric against epoch (one model,
-    one analysis set, one finetune dataset). Each panel names its colours above it, outside the data (the
+    """iEAT d per test, BTS rho per kind beside the linear CKA against the pretrained network (so that a reader
+    sees whether the associations moved with the representation or apart from it), losses and the validation
+    metric against epoch (one model, one analysis set, one finetune dataset). Each panel names its colours above it, outside the data (the
     zero line of d stays visible); the legend below names each seed's line style and marker."""
     require_columns(frame, TRAJECTORY_REQUIRED, where="trajectory table")
     where = frame[["analysis_set", "model", "finetune_dataset"]].drop_duplicates()
@@ -89,7 +93,7 @@ def trajectory_figure(frame: pd.DataFrame) -> Figure:
         fig, axes = paper_figure("double", 4.8, nrows=2, ncols=2, sharex=True)
         panels = [
             (axes[0, 0], _runs(frame, "ieat"), True, "iEAT effect size d"),
-            (axes[0, 1], _runs(frame, "bts"), True, "BTS: Spearman rho vs pretrained"),
+            (axes[0, 1], pd.concat([_runs(frame, "bts"), _runs(frame, "cka")]), True, "vs pretrained: BTS rho, CKA"),
             (axes[1, 0], curves[curves["key"].isin(["train_loss", "val_loss"])], False, "BCE loss"),
             (axes[1, 1], curves[curves["key"].isin(metric)], False, "validation " + ", ".join(m[4:] for m in metric)),
         ]
@@ -107,7 +111,8 @@ def trajectory_figure(frame: pd.DataFrame) -> Figure:
         fig.legend(handles=handles, loc="outside lower center", ncols=len(handles))
         fig.suptitle(
             f"{model_label(model)} finetuned on {dataset}, analysis set {analysis_set}, {len(seeds)} seed(s)\n"
-            "line style and marker: seed; band: bootstrap interval; ring: best epoch (the saved network)"
+            "line style and marker: seed; band: bootstrap interval (CKA: jackknife over images); "
+            "ring: best epoch (the saved network)"
         )
     return fig
 
@@ -123,11 +128,11 @@ def _cell(values: pd.Series) -> str:
 
 
 def trajectory_latex(frame: pd.DataFrame) -> str:
-    """Per epoch: each iEAT test's d, the pooled BTS rho of each kind and the validation metric, mean
-    over seeds with the range over seeds; the best epochs marked."""
+    """Per epoch: each iEAT test's d, the pooled BTS rho of each kind, the linear CKA against the pretrained
+    network and the validation metric, mean over seeds with the range over seeds; the best epochs marked."""
     require_columns(frame, TRAJECTORY_REQUIRED, where="trajectory table")
     analysis_set, model, dataset = frame[["analysis_set", "model", "finetune_dataset"]].iloc[0]
-    ieat, curves = _runs(frame, "ieat"), _runs(frame, "curve")
+    ieat, curves, cka = _runs(frame, "ieat"), _runs(frame, "curve"), _runs(frame, "cka")
     bts = frame[(frame["measure"] == "bts") & (frame["seed"].astype(str) == "pooled")]
     tests = list(dict.fromkeys(ieat["key"]))
     kinds = list(dict.fromkeys(bts["kind"]))
@@ -138,19 +143,22 @@ def trajectory_latex(frame: pd.DataFrame) -> str:
         row = [f"{epoch}" if epoch else "0 (pretrained)"]
         row += [_cell(ieat[(ieat["epoch"] == epoch) & (ieat["key"] == t)]["value"]) for t in tests]
         row += [_cell(bts[(bts["epoch"] == epoch) & (bts["kind"] == k)]["value"]) for k in kinds]
+        row += [_cell(cka[cka["epoch"] == epoch]["value"])] if not cka.empty else []
         if metric:
             row.append(_cell(curves[(curves["epoch"] == epoch) & (curves["key"] == metric)]["value"]))
         seeds = best.get(epoch, np.array([]))
         row.append(", ".join(str(s) for s in sorted(seeds)))
         cells.append(row)
     head = ["Epoch", *(f"$d$ {latex_escape(t)}" for t in tests), *(f"$\\rho$ {k}" for k in kinds)]
+    head += ["CKA"] if not cka.empty else []
     head += [f"val.\\ {latex_escape(metric[4:])}"] if metric else []
     head.append("best for seeds")
     body = tabular("l" + "r" * (len(head) - 2) + "l", head, cells)
     caption = (
         f"{latex_escape(model_label(model))} finetuned on \\texttt{{{latex_escape(dataset)}}}, analysis set "
         f"\\texttt{{{latex_escape(analysis_set)}}}: iEAT effect size $d$ of each test, BTS $\\rho$ (pooled over "
-        "seeds, against the pretrained network) and the validation metric after each epoch; mean over seeds "
+        "seeds, against the pretrained network), the linear CKA between the pretrained and this epoch's "
+        "embeddings (1: the representation unchanged) and the validation metric after each epoch; mean over seeds "
         "with the range over seeds in brackets. The last column names the seeds whose saved network (the one "
         "every other table reports) is that epoch's. Intervals per seed: results/summary/trajectory.csv."
     )

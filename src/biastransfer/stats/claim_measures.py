@@ -28,10 +28,12 @@ MEASURES = ("d", "change_d", "abs_change_d", "new_associations", "bts_intra", "b
 _ADJUSTED = {"holm": "pvalue_holm", "bh": "pvalue_bh"}
 
 
-def read_summaries(ieat: str, change: str | None = None, bts: str | None = None) -> dict[str, pd.DataFrame]:
-    """The summary tables a claim or factors question reads (``ieat``, and ``change`` and ``bts`` where given),
-    empty cells as NaN."""
-    paths = {"ieat": ieat, "change": change, "bts": bts}
+def read_summaries(
+    ieat: str, change: str | None = None, bts: str | None = None, cka: str | None = None
+) -> dict[str, pd.DataFrame]:
+    """The summary tables a claim or factors question reads (``ieat``, and ``change``, ``bts`` and ``cka`` where
+    given), empty cells as NaN."""
+    paths = {"ieat": ieat, "change": change, "bts": bts, "cka": cka}
     return {name: pd.read_csv(path, keep_default_na=False, na_values=[""]) for name, path in paths.items() if path}
 
 

@@ -7,6 +7,12 @@ and seed), the share of the set's iEATs that gain an association (``new_associat
 ``biastransfer.stats.claim_measures``) or the per-seed Bias Transfer Score (``bts_intra``, ``bts_inter``);
 a row without a value (an undefined d) is no observation.
 Counts among the covariates (``biastransfer.covariates.LOG10``) enter as log10.
+
+The covariate ``cka`` (how much finetuning kept of the pretrained representation) is measured, not given: for each
+model and finetuning dataset, the ``pooled`` row of ``cka.csv`` of the question's analysis set whose network is
+``finetuned`` (the mean over that dataset's seeds of the linear CKA between the pretrained and the finetuned final
+embeddings of the set's analysis images), a column of the observations (:func:`with_cka`); a model observed on
+several datasets thus has one CKA per dataset, and its unit means average them as they average the measure.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from biastransfer.covariates import LOG10
+from biastransfer.covariates import CKA, LOG10, MEASURED, missing_covariate
 from biastransfer.stats.claim_measures import new_associations_by_seed
 from biastransfer.stats.factors import DATASET, meta_regression
 
@@ -81,6 +87,22 @@ def observations(
     return found.reset_index(drop=True)
 
 
+def with_cka(rows: pd.DataFrame, cka: pd.DataFrame, analysis_set: str) -> tuple[pd.DataFrame, list[str]]:
+    """(the observations with a column ``cka``: the pooled CKA of each row's model and finetuning dataset on
+    ``analysis_set`` (module docstring), the models with an observation that has no CKA)."""
+    pooled = cka[
+        (cka["analysis_set"] == analysis_set)
+        & (cka["network"] == "finetuned")
+        & (cka["seed"].astype(str) == "pooled")
+        & np.isfinite(cka["cka"].astype(float))
+    ]
+    values = pooled.set_index(["model", "finetune_dataset"])["cka"].astype(float)
+    keys = pd.MultiIndex.from_arrays([rows["model"], rows[DATASET]])
+    found = rows.assign(**{CKA: values.reindex(keys).to_numpy()})
+    lacking = list(dict.fromkeys(found.loc[found[CKA].isna(), "model"]))
+    return found, lacking
+
+
 def regression_covariates(covariates: Mapping[str, Mapping], terms: Sequence[str]) -> tuple[dict, list[str]]:
     """(``{model: {term: value}}``, term names) with the counts of ``LOG10`` as ``log10 <name>``."""
     names = [f"log10 {t}" if t in LOG10 else t for t in terms]
@@ -124,8 +146,15 @@ def factors_from_summaries(
                 f"{question['analysis_set']!r} for model(s) {', '.join(unmeasured)}"
             )
         terms = list(question["covariates"])
-        model_terms, names = regression_covariates({m: covariates[m] for m in kept}, [t for t in terms if t != DATASET])
-        names = [DATASET if t == DATASET else names.pop(0) for t in terms]
+        if CKA in terms:
+            if "cka" not in summaries:
+                raise ValueError(f"factors question {question['name']!r} names cka, and no CKA summary was given")
+            rows, lacking = with_cka(rows, summaries["cka"], question["analysis_set"])
+            if lacking:
+                raise ValueError(missing_covariate(f"factors.questions.{question['name']}", CKA, lacking))
+        given = [t for t in terms if t != DATASET and t not in MEASURED]
+        model_terms, names = regression_covariates({m: covariates[m] for m in kept}, given)
+        names = [t if t == DATASET or t in MEASURED else names.pop(0) for t in terms]
         references = {(f"log10 {k}" if k in LOG10 else k): v for k, v in question["references"].items()}
         result = meta_regression(
             rows,
@@ -143,12 +172,16 @@ def factors_from_summaries(
         table.insert(2, "analysis_set", question["analysis_set"])
         table["left_out"] = "; ".join(f"{m} ({left_out[m]})" for m in models[question["name"]] if m in left_out)
         tables.append(table)
-        means = rows.groupby(["model", DATASET], sort=False)["value"].agg(["mean", "min", "max", "size"]).reset_index()
+        units = rows.groupby(["model", DATASET], sort=False)
+        means = units["value"].agg(["mean", "min", "max", "size"]).reset_index()
         main = names[0]
         means["covariate"] = main
-        means["covariate_value"] = (
-            means[DATASET] if main == DATASET else means["model"].map({m: v[main] for m, v in model_terms.items()})
-        )
+        if main == DATASET:
+            means["covariate_value"] = means[DATASET]
+        elif main in MEASURED:
+            means["covariate_value"] = units[main].mean().to_numpy()
+        else:
+            means["covariate_value"] = means["model"].map({m: v[main] for m, v in model_terms.items()})
         values.append(means.assign(question=question["name"]))
     return pd.concat(tables, ignore_index=True), pd.concat(values, ignore_index=True).rename(
         columns={"mean": "value", "min": "value_min", "max": "value_max", "size": "n_observations"}

@@ -3,7 +3,8 @@
 The design follows Ghate et al. (NAACL 2025), who regress CLIP models' association effect sizes on the
 models' covariates with random effects for the test. Observations are rows ``model, test, value`` (and
 ``dataset``, the finetuning dataset, where a question spans several; ``seed`` rows of one model repeat it).
-Covariates are one value per model (or the finetuning dataset, a within-model covariate).
+Covariates are one value per model, or a column of the observations (the finetuning dataset, a within-model
+covariate; a value measured per model and dataset, such as the linear CKA).
 
 - **The model** (:func:`meta_regression`): a linear mixed model, fitted once by REML (statsmodels
   ``MixedLM``), with the covariates as fixed effects and crossed random intercepts for the iEAT test and for
@@ -119,8 +120,8 @@ def design(
     """The observations with one column per coefficient (``intercept``, each numeric covariate, one
     indicator per non-reference level of each categorical one: ``term[level]``), and those column names.
 
-    ``covariates``: ``{model: {covariate: value}}``; a term ``dataset`` reads the observations' finetuning
-    dataset. A categorical covariate's reference level is ``references[term]``, else its first level in
+    ``covariates``: ``{model: {covariate: value}}``; a term that is a column of the observations reads it there
+    (``dataset``, the finetuning dataset; ``cka``, measured per model and dataset). A categorical covariate's reference level is ``references[term]``, else its first level in
     sorted order. ValueError naming the covariate (and the model) for a covariate that a model lacks, and
     for a covariate of one value (a categorical one: one level) among the observations' models."""
     references = references or {}
@@ -132,10 +133,10 @@ def design(
     columns = [INTERCEPT]
     frame[INTERCEPT] = 1.0
     for term in terms:
-        if term == DATASET:
-            if DATASET not in frame:
-                raise ValueError("covariate 'dataset' needs the observations' dataset column")
-            values = frame[DATASET]
+        if term == DATASET and DATASET not in frame:
+            raise ValueError("covariate 'dataset' needs the observations' dataset column")
+        if term in frame:  # a covariate of the observations themselves: the dataset, or one measured per network
+            values = frame[term]
         else:
             lacking = [m for m in models if term not in covariates.get(m, {}) or covariates[m][term] is None]
             if lacking:

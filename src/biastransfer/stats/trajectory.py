@@ -4,7 +4,10 @@ One tidy table per (analysis set, model, finetune dataset): a row per (measure, 
 Epoch 0 is the pretrained network (the same embeddings for every seed); each later epoch is the
 finetuned network after that epoch, embedded by the finetune job. The per-epoch tables are the
 workflow's own (:mod:`biastransfer.stats.results`), so an epoch's rows equal what the similarity,
-iEAT and BTS rules give for the same embeddings and resampling counts.
+iEAT and BTS rules give for the same embeddings and resampling counts. Beside them, the linear CKA between
+the pretrained embeddings and each epoch's (``measure`` ``cka``, key ``cka``), with its delete-one jackknife
+interval over the images at the BTS's ``ci_level`` (:mod:`biastransfer.stats.cka`): when the representation
+moved, as opposed to when the associations did. Epoch 0 has CKA 1 (the pretrained network against itself).
 """
 
 from __future__ import annotations
@@ -17,7 +20,11 @@ import pandas as pd
 from biastransfer.embeddings import EmbeddingTable
 from biastransfer.stages import PRETRAINED
 from biastransfer.stats.change_tables import stage_replicates
-from biastransfer.stats.results import bts_table, ieat_table, similarity_table
+from biastransfer.stats.cka import paired_cka
+from biastransfer.stats.results import aligned_rows, bts_table, ieat_table, similarity_table
+
+#: The key of the CKA rows.
+CKA = "cka"
 
 TRAJECTORY_COLUMNS = [
     "measure",
@@ -65,6 +72,34 @@ def _ieat_rows(table: EmbeddingTable, tests: Sequence[Mapping], ieat: Mapping) -
     )
 
 
+def cka_rows(pretrained: EmbeddingTable, by_seed: Mapping[int, EmbeddingTable], ci_level: float) -> pd.DataFrame:
+    """The linear CKA of each seed's embeddings against ``pretrained`` (the same images, aligned by image id) and,
+    for several seeds, their mean (seed ``pooled``), each with its jackknife interval at ``ci_level``."""
+    aligned = {seed: aligned_rows(pretrained, table, f"seed {seed}") for seed, table in by_seed.items()}
+    each, mean = paired_cka(pretrained.embeddings, aligned, ci_level, name="the pretrained embedding")
+    results = [*each.items(), *([("pooled", mean)] if len(each) > 1 else [])]
+    return pd.DataFrame(
+        [
+            {
+                "measure": CKA,
+                "seed": seed,
+                "kind": "",
+                "key": CKA,
+                "role": "",
+                "value": r.estimate,
+                "ci_low": r.ci_low,
+                "ci_high": r.ci_high,
+                "ci_level": r.level,
+                "bootstrap": 0,
+                "pvalue": np.nan,
+                "pvalue_floor": np.nan,
+                "n": r.n,
+            }
+            for seed, r in results
+        ]
+    )
+
+
 def epoch_rows(
     pretrained: EmbeddingTable,
     by_seed: Mapping[int, EmbeddingTable],
@@ -77,10 +112,10 @@ def epoch_rows(
     ieat: Mapping,
     bts: Mapping,
 ) -> pd.DataFrame:
-    """Rows of one epoch: each seed's similarities and iEATs, and the BTS of each seed and of the
-    seed-pooled similarities against ``pretrained`` (epoch 0: ``by_seed`` holds the pretrained
-    embeddings and no BTS is computed, rho being 1 by construction). ``before`` is the similarity
-    table of ``pretrained``, computed once for all epochs.
+    """Rows of one epoch: each seed's similarities and iEATs, its linear CKA against ``pretrained``
+    (:func:`cka_rows`), and the BTS of each seed and of the seed-pooled similarities against ``pretrained``
+    (epoch 0: ``by_seed`` holds the pretrained embeddings and no BTS is computed, rho being 1 by
+    construction). ``before`` is the similarity table of ``pretrained``, computed once for all epochs.
 
     ``similarity``: keywords of :func:`similarity_table`; ``ieat``: of :func:`ieat_table`; ``bts``:
     ``pvalue``, ``bootstrap``, ``ci_level`` and ``seed`` of the BTS and its interval.
@@ -89,6 +124,7 @@ def epoch_rows(
     for seed, table in by_seed.items():
         rows, sims[seed] = _similarity_rows(table, similarity)
         frames += [rows.assign(seed=seed), _ieat_rows(table, tests, ieat).assign(seed=seed)]
+    frames.append(cka_rows(pretrained, by_seed, bts["ci_level"]))
     if epoch > 0:
         replicates = None
         if bts["bootstrap"]:

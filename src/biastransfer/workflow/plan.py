@@ -12,7 +12,8 @@ from functools import cached_property
 from typing import Any
 
 from biastransfer.claims import claims_on
-from biastransfer.factors import asks_resolution, factors_on
+from biastransfer.covariates import CKA
+from biastransfer.factors import asks_covariate, asks_resolution, factors_on
 from biastransfer.paths import path
 from biastransfer.report.artefacts import FOREST_ROWS
 from biastransfer.stages import PRETRAINED, finetuned_stage, parse_stage, scratch_stage, stage_kind
@@ -189,6 +190,11 @@ class Plan:
     @cached_property
     def factors_on(self) -> bool:
         return factors_on(self.config)
+
+    @cached_property
+    def factors_cka(self) -> bool:
+        """Whether a factors question names the covariate cka (rule factors then reads the CKA summary)."""
+        return asks_covariate(self.config, CKA)
 
     @cached_property
     def input_resolutions(self) -> dict[str, int | None]:

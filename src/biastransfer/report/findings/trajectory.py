@@ -1,5 +1,6 @@
 """Findings about the trajectories over finetuning epochs: when each iEAT association settles, whether it
-moves monotonically, and where the BTS ends (results/summary/trajectory.csv)."""
+moves monotonically, where the BTS ends, and when the representation itself settles (the linear CKA against
+the pretrained embeddings; results/summary/trajectory.csv)."""
 
 from __future__ import annotations
 
@@ -65,7 +66,8 @@ def _over_seeds(rows: pd.DataFrame, epoch: int) -> str:
 
 def describe_trajectories(trajectory: pd.DataFrame | None) -> list[str]:
     """Per (analysis set, model, finetune dataset): each iEAT test's d before finetuning and after the
-    last epoch, the epoch from which it settles, its path, and the pooled BTS at the last epoch."""
+    last epoch, the epoch from which it settles, its path, the linear CKA after the first and the last epoch
+    with the epoch from which it settles, and the pooled BTS at the last epoch."""
     if trajectory is None or trajectory.empty:
         return []
     text = "When did finetuning move the associations?"
@@ -94,6 +96,20 @@ def describe_trajectories(trajectory: pd.DataFrame | None) -> list[str]:
                 f"- {model} finetuned on {dataset}, {analysis_set}, {test}{f' ({role})' if role else ''}: "
                 f"d {_over_seeds(by_test, 0)} pretrained, {_over_seeds(by_test, last)} after epoch {last}; it "
                 f"{when} and {_path_words(means)}."
+            )
+        cka = rows[(rows["measure"] == "cka") & (rows["seed"].astype(str) != "pooled")]
+        if not cka.empty:
+            settled = settling_epoch(seed_means(cka))
+            if settled is None:
+                when = "does not settle inside the last epoch's interval"
+            else:
+                when = (
+                    f"settles from epoch {settled}" if settled else "stays inside the last epoch's interval throughout"
+                )
+            lines.append(
+                f"- {model} finetuned on {dataset}, {analysis_set}: linear CKA against the pretrained embeddings "
+                f"{_over_seeds(cka, 1)} after epoch 1 and {_over_seeds(cka, last)} after epoch {last} (1: unchanged); "
+                f"the representation {when}."
             )
         bts = rows[(rows["measure"] == "bts") & (rows["seed"].astype(str) == "pooled") & (rows["epoch"] == last)]
         if not bts.empty:
