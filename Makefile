@@ -58,10 +58,10 @@ lint: setup
 	$(VENV)/bin/snakefmt --check Snakefile rules
 
 # --durations: the ten slowest test phases (fixture setups included) end every run, so that growth shows.
-# TEST_WORKERS pytest-xdist workers, one test module each at a time (tests/conftest.py groups them): the
+# TEST_WORKERS pytest-xdist workers, one test module each at a time (tests/conftest.py's work units): the
 # workflow runs leave a core idle much of the time (one job running, a SLURM job awaited).
 TEST_WORKERS ?= 2
-PYTEST = $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup --durations=10
+PYTEST = $(PY) -m pytest -n $(TEST_WORKERS) --durations=10
 test: setup system-deps lint
 	$(PYTEST)
 

@@ -5,8 +5,8 @@ other subprocess of snakemake, or a fixture that does, such as ``demo_run``) is 
 from the code it reaches, not from a list. ``make test-fast`` deselects them (``-m "not slow and not slurm"``); in that tier a
 Snakemake subprocess that a test still starts is an error naming the test, so the tier cannot grow slow.
 
-Parallel runs (``make test``: pytest-xdist, ``-n 2 --dist loadgroup``): each module is one group, run by one
-worker, so that its module fixtures run once; the modules that use the session's demo run are one group.
+Parallel runs (``make test``: pytest-xdist, ``-n 2``): each module is one work unit, run by one worker, so
+that its module fixtures run once; the modules that use the session's demo run are one unit.
 """
 
 import contextlib
@@ -166,11 +166,13 @@ def _fast_tier(config) -> bool:
     )
 
 
-#: The xdist group of every module that uses the session's demo run (:func:`demo_run`).
+#: The modules that use the session's demo run (:func:`demo_run`): one xdist work unit, so that the demo runs
+#: once (collection fails if a module missing here uses it).
+DEMO_MODULES = ("test_demo.py", "test_workflow.py")
 DEMO_GROUP = "demo_run"
 #: The test modules with the longest fixtures (the ten slowest that every `make test` prints), longest
-#: first; their groups start first on the xdist workers, so that no long run starts last. Order only: a
-#: module missing here runs after them.
+#: first; they start first on the xdist workers, so that no long run starts last. Order only: a module
+#: missing here runs after them.
 LONGEST_FIRST = (
     "test_paper_toy",
     DEMO_GROUP,
@@ -184,27 +186,36 @@ LONGEST_FIRST = (
 )
 
 
-def _groups(items) -> dict:
-    """Each test's xdist group (``make test`` runs ``--dist loadgroup``): its module, so that a module's
-    fixtures run once; every module with a test that uses the session's ``demo_run`` joins one group, so
-    that the demo runs once."""
-    modules = {item.module.__name__ for item in items if DEMO_GROUP in item.fixturenames}
-    return {item: DEMO_GROUP if item.module.__name__ in modules else item.module.__name__ for item in items}
+def work_unit(nodeid: str) -> str:
+    """The xdist work unit of a test: its module, so that a module's fixtures run once; the demo's modules
+    share one."""
+    module = nodeid.split("::", 1)[0]
+    return DEMO_GROUP if Path(module).name in DEMO_MODULES else Path(module).stem
 
 
-@pytest.hookimpl(tryfirst=True)  # before -m deselects by mark, and before xdist reads the groups
+def pytest_xdist_make_scheduler(config, log):
+    """Parallel runs (``make test``: ``-n 2``) hand each worker whole work units (:func:`work_unit`)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class WorkUnits(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    return WorkUnits(config, log)
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by mark
 def pytest_collection_modifyitems(config, items):
     for item in items:
+        if DEMO_GROUP in item.fixturenames and item.path.name not in DEMO_MODULES:
+            raise pytest.UsageError(f"{item.nodeid} uses {DEMO_GROUP}: add {item.path.name} to DEMO_MODULES")
         if item.get_closest_marker("slow"):
             continue
         fixtures = [defs[-1].func for defs in item._fixtureinfo.name2fixturedefs.values() if defs]
         if any(runs_snakemake(f) for f in [getattr(item, "obj", None), *fixtures] if f is not None):
             item.add_marker(pytest.mark.slow)
-    groups = _groups(items)
-    for item, group in groups.items():
-        item.add_marker(pytest.mark.xdist_group(group))
     rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(groups[item], len(rank)))  # stable: a module keeps its order
+    items.sort(key=lambda item: rank.get(work_unit(item.nodeid), len(rank)))  # stable: a module keeps its order
 
 
 class _FastTierPopen(subprocess.Popen):
