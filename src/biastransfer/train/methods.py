@@ -57,14 +57,15 @@ class MethodConfig:
     """A finetuning arm's method, its model selection and the methods' options.
 
     ``dro_step_size``: group DRO's exponentiated-gradient step. ``adversary_weight``: the weight of the
-    adversary's loss (and of the reversed gradient). ``head_l2``: the L2 penalty of the last layer refitted by
+    adversary's loss (and of the reversed gradient); nothing bounds the features the reversed gradient
+    pushes, so a large weight can diverge (the loop then stops with its non-finite loss error). ``head_l2``: the L2 penalty of the last layer refitted by
     DFR and LEACE (on standardised features). ``head_steps``: its L-BFGS iterations.
     """
 
     method: str = "plain"
     selection: str = "map"
     dro_step_size: float = 0.01
-    adversary_weight: float = 1.0
+    adversary_weight: float = 0.1
     head_l2: float = 1e-3
     head_steps: int = 200
 
