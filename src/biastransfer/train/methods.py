@@ -133,10 +133,7 @@ class Groups:
         """The groups without a positive image (value, class index)."""
         y = np.asarray(y_true, dtype=bool)
         return [
-            (value, c)
-            for k, value in enumerate(self.values)
-            for c in self.objects
-            if not y[self.codes == k, c].any()
+            (value, c) for k, value in enumerate(self.values) for c in self.objects if not y[self.codes == k, c].any()
         ]
 
 
@@ -308,9 +305,7 @@ def balanced_subset(groups: Groups, y_true: np.ndarray, seed: int) -> np.ndarray
     """
     y = np.asarray(y_true, dtype=bool)
     domains = np.where(groups.codes < 0, len(groups.values), groups.codes)
-    members = [
-        np.flatnonzero((domains == d) & y[:, c]) for d in range(len(groups.values) + 1) for c in groups.objects
-    ]
+    members = [np.flatnonzero((domains == d) & y[:, c]) for d in range(len(groups.values) + 1) for c in groups.objects]
     members = [m for m in members if len(m)]
     if not members:
         raise ValueError("no (attribute x object) group has a training image: nothing to balance")
