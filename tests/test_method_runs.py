@@ -153,3 +153,33 @@ def test_a_method_without_the_attribute_file_is_a_named_error(tree, tmp_path):
 def test_a_head_only_method_without_its_start_network_is_a_named_error(tree, tmp_path):
     with pytest.raises(ValueError, match="method dfr needs the finetuned network it starts from"):
         run(tree, tmp_path, MethodConfig("dfr"))
+
+
+SYNTHETIC = {
+    "kind": "synthetic",
+    "n_train": 40,
+    "n_val": 30,
+    "size": 32,
+    "label_groups": True,
+    "p_person": 0.8,
+    "p_object": 0.85,
+    "cooccurrence": {"surfboard": 0.9},
+    "p_occluded": 0.6,
+    "seed": 3,
+}
+
+
+def test_synthetic_validation_attributes_are_the_drawn_figures(tmp_path):
+    """With the figures labelled (label_groups), each validation image's attribute is its figure label; a spec
+    that draws other scenes is an error naming the image."""
+    from report_site import script
+
+    train, val = str(tmp_path / "train.parquet"), str(tmp_path / "val.parquet")
+    script("synthetic_dataset").main(SYNTHETIC, str(tmp_path / "images"), train, val, "syn")
+    script("synthetic_val_attributes").main(SYNTHETIC, val, str(tmp_path / "va.parquet"), "syn")
+    attrs = pd.read_parquet(tmp_path / "va.parquet")
+    labels = read_split(val).frame["labels"]
+    figures = [next((x for x in labels if x.startswith("person_")), None) for labels in labels]
+    assert [None if pd.isna(v) else v for v in attrs["attribute"]] == figures and any(figures)
+    with pytest.raises(ValueError, match="image 'syn-val-.*was it made with another spec"):
+        script("synthetic_val_attributes").main(SYNTHETIC | {"seed": 4}, val, str(tmp_path / "x.parquet"), "syn")

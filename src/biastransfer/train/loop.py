@@ -30,8 +30,9 @@ from biastransfer.progress import EVERY_S as PROGRESS_EVERY_S
 from biastransfer.train.config import RESULT_NEUTRAL, EpochRecord, TrainConfig, TrainResult
 from biastransfer.train.data import EpochSampler, ImageLabelDataset, epoch_seed, make_loader
 from biastransfer.train.lars import LARS, lars_param_groups
-from biastransfer.train.methods import SELECTIONS, Groups, MethodConfig, TrainingMethod
+from biastransfer.train.methods import Groups, MethodConfig, TrainingMethod
 from biastransfer.train.metrics import validation_metric
+from biastransfer.vocabulary import SELECTIONS
 
 
 def make_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:

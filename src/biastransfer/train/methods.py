@@ -45,11 +45,7 @@ from torch import nn
 
 from biastransfer.data.attributes import Attributes
 from biastransfer.train.metrics import average_precision
-
-METHODS = ("plain", "group_dro", "domain_independent", "adversarial", "dfr", "leace")
-#: Methods that refit the last layer of a finetuned network instead of training through the loop.
-HEAD_ONLY = ("dfr", "leace")
-SELECTIONS = ("map", "worst_group")
+from biastransfer.vocabulary import HEAD_ONLY_METHODS, SELECTIONS, TRAINING_METHODS
 
 
 @dataclass(frozen=True)
@@ -70,11 +66,11 @@ class MethodConfig:
     head_steps: int = 200
 
     def __post_init__(self) -> None:
-        if self.method not in METHODS:
-            raise ValueError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
+        if self.method not in TRAINING_METHODS:
+            raise ValueError(f"method must be one of {', '.join(TRAINING_METHODS)}, got {self.method!r}")
         if self.selection not in SELECTIONS:
             raise ValueError(f"selection must be one of {', '.join(SELECTIONS)}, got {self.selection!r}")
-        if self.method in HEAD_ONLY and self.selection != "map":
+        if self.method in HEAD_ONLY_METHODS and self.selection != "map":
             raise ValueError(f"method {self.method} trains no epochs to select from: its selection must be map")
         for name in ("dro_step_size", "adversary_weight", "head_l2"):
             if not getattr(self, name) >= 0:

@@ -25,7 +25,6 @@ from biastransfer.train.config import EpochRecord, TrainConfig, TrainResult
 from biastransfer.train.data import ImageLabelDataset, make_loader
 from biastransfer.train.loop import Runtime, evaluate_groups, remove_resume_state, train_classifier, validation_scores
 from biastransfer.train.methods import (
-    HEAD_ONLY,
     Groups,
     MethodConfig,
     balanced_subset,
@@ -36,6 +35,7 @@ from biastransfer.train.methods import (
 )
 from biastransfer.train.metrics import validation_metric
 from biastransfer.train.trajectory import TrajectoryWriter
+from biastransfer.vocabulary import HEAD_ONLY_METHODS
 
 _HYPER = {f.name for f in dataclasses.fields(TrainConfig)} - {"seed", "num_workers"}
 
@@ -165,7 +165,7 @@ def run_training(
         raise ValueError(f"method {method.method} needs the training split's attribute file (train_attributes)")
     if method.selection == "worst_group" and not files.val_attributes:
         raise ValueError("selection worst_group needs the validation split's attribute file (val_attributes)")
-    if method.method in HEAD_ONLY and not start:
+    if method.method in HEAD_ONLY_METHODS and not start:
         raise ValueError(f"method {method.method} needs the finetuned network it starts from (start)")
     workers, seed = loader_workers(recipe.num_workers), recipe.seed
     if workers < recipe.num_workers:
@@ -211,7 +211,7 @@ def run_training(
         origin["val_attributes_sha256"] = file_digest(files.val_attributes)
         if method.selection == "worst_group":
             check_selection_groups(val_groups, _targets(val_split), val_split.classes, where=files.val_attributes)
-    if method.method in HEAD_ONLY:
+    if method.method in HEAD_ONLY_METHODS:
         origin["start_sha256"] = file_digest(start)
     pre = spec.preprocess
     train_set, val_set = (
@@ -232,7 +232,7 @@ def run_training(
         f"{len(train_split.frame)} train / {len(val_split.frame)} val images, {len(train_split.classes)} classes, "
         f"{cfg}, device {device}"
     )
-    if method.method in HEAD_ONLY:
+    if method.method in HEAD_ONLY_METHODS:
         model, result = refit_last_layer(
             start,
             ImageLabelDataset(train_split, pre.uint8_transform(train=False), cache=caches[0], normalize=pre.normalize),
