@@ -92,6 +92,33 @@ def intervention_changes():
     ]
 
 
+# ---- rules/mitigations.smk ----
+def mitigation_source_file(name):
+    """The input function of one file (``split`` or ``attributes``) of a split of a mitigation arm's `from`."""
+
+    def source_file(wildcards):
+        return path(
+            name, dataset=PLAN.source_of(wildcards.mitigation), split=wildcards.split
+        )
+
+    return source_file
+
+
+def finetune_attributes(wildcards):
+    """A finetuning job's attribute files: a mitigation arm's training split's (its groups), and the validation
+    split's where it has one (PLAN.val_attribute_datasets: the worst-group validation mAP); else none."""
+    files = {}
+    if wildcards.dataset in PLAN.mitigations:
+        files["train_attributes"] = path(
+            "attributes", dataset=wildcards.dataset, split="train"
+        )
+    if wildcards.dataset in PLAN.val_attribute_datasets:
+        files["val_attributes"] = path(
+            "attributes", dataset=wildcards.dataset, split="val"
+        )
+    return files
+
+
 # ---- rules/real_data.smk ----
 def dataset_of(wildcards):
     return config["datasets"][wildcards.real]

@@ -370,6 +370,16 @@ class Plan:
         """The arms that refit the last layer of a plain network (DFR, LEACE): no epochs, no trajectory."""
         return [d for d in self.mitigations if self.config["datasets"][d]["method"] in HEAD_ONLY_METHODS]
 
+    @cached_property
+    def loop_mitigations(self) -> list[str]:
+        """The arms trained over epochs (group DRO, domain-independent, adversarial)."""
+        return [d for d in self.mitigations if d not in self.head_only_mitigations]
+
+    @cached_property
+    def plain_datasets(self) -> list[str]:
+        """The datasets that rule finetune trains on: all but the mitigation arms."""
+        return [d for d in self.datasets if d not in self.mitigations]
+
     def method_of(self, dataset: str) -> dict[str, Any]:
         """A finetuning dataset's method and its options (``biastransfer.train.methods.MethodConfig``'s fields;
         plain finetuning for a dataset of another kind)."""
