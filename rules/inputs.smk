@@ -106,7 +106,8 @@ def mitigation_source_file(name):
 
 def finetune_attributes(wildcards):
     """A finetuning job's attribute files: a mitigation arm's training split's (its groups), and the validation
-    split's where it has one (PLAN.val_attribute_datasets: the worst-group validation mAP); else none."""
+    split's where it has one (PLAN.val_attribute_datasets: the worst-group validation mAP); else none.
+    """
     files = {}
     if wildcards.dataset in PLAN.mitigations:
         files["train_attributes"] = path(
