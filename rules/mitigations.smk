@@ -12,7 +12,7 @@ wildcard_constraints:
 # Local: a copy of a small file.
 rule mitigation_split:
     input:
-        split=mitigation_source_file("split"),
+        source=mitigation_source_file("split"),
     output:
         split_out=path("split", dataset="{mitigation}", split="{split}"),
     log:
@@ -33,7 +33,7 @@ rule mitigation_split:
 
 rule mitigation_attributes:
     input:
-        split=mitigation_source_file("split"),
+        source=mitigation_source_file("split"),
         attributes=mitigation_source_file("attributes"),
         split_copy=path("split", dataset="{mitigation}", split="{split}"),
     output:
