@@ -242,6 +242,7 @@ def run_training(
             method,
             cfg,
             device,
+            log,
         )
     else:
         torch.manual_seed(seed)  # the new head (and a from-scratch model) start from seeded weights
@@ -327,6 +328,7 @@ def refit_last_layer(
     method: MethodConfig,
     cfg: TrainConfig,
     device: torch.device,
+    log: Callable[[str], None] = print,
 ) -> tuple[torch.nn.Module, TrainResult]:
     """DFR or LEACE on the finetuned network ``start``: its backbone's tensors kept, the last layer refitted on
     the penultimate features of ``train_set`` (unaugmented): on a group-balanced subset drawn by ``cfg.seed``
@@ -343,11 +345,13 @@ def refit_last_layer(
     features, y = penultimate_features(model, train_set, cfg, device)
     if method.method == "dfr":
         rows = torch.from_numpy(balanced_subset(train_groups, y.numpy(), cfg.seed))
+        log(f"DFR: the last layer refitted on a group-balanced subset of {len(rows)} of {len(y)} training images")
         features, y = features[rows], y[rows]
     else:
         weight, bias = fit_eraser(features, train_groups.codes, len(train_groups.values))
         model.backbone.set_eraser(weight, bias)
         features = features @ weight.T + bias
+        log(f"LEACE: the attribute erased from {features.shape[1]} features; the last layer refitted on them")
     model.head = fit_head(features, y, l2=method.head_l2, steps=method.head_steps)
     with torch.no_grad():
         train_loss = float(torch.nn.functional.binary_cross_entropy_with_logits(model.head(features), y))
