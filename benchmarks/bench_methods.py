@@ -5,9 +5,10 @@ images of 8 classes (1-3 labels each), each image with an attribute code (two va
 32. A loop method's cost is one epoch of :func:`biastransfer.train.loop.train_classifier` (training and the
 validation with its worst-group mAP); DFR's and LEACE's is their refit of the same network's last layer
 (features of the training split, the balanced subset or the eraser, the L-BFGS head, the validation):
-:func:`biastransfer.train.run.refit_last_layer`'s work less reading the checkpoint. Medians of ``--repeats``
-runs, each against plain in the same process; the ratio is the method's median over plain's (target: at
-most 1.3 for the loop methods, far less for DFR and LEACE).
+:func:`biastransfer.train.run.refit_last_layer`'s work less reading the checkpoint. ``--repeats`` rounds, each
+timing every method once in turn, so that load from other processes hits them alike; a method's ratio is the
+median over rounds of its time over plain's in the same round (target: at most 1.3 for the loop methods, far
+less for DFR and LEACE), its time the median over rounds.
 
 Writes benchmarks/results/methods.json (a record; benchmarks/render_benchmarks.py renders it) and
 resources/costs/methods.csv (each method's ratio: biastransfer.estimate states the arms' cost with it).
@@ -17,6 +18,7 @@ Run: PYTHONPATH=workflow/scripts python benchmarks/bench_methods.py [--repeats 3
 from __future__ import annotations
 
 import os
+import statistics
 from pathlib import Path
 
 import numpy as np
@@ -104,14 +106,16 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     train, val = Images(N_TRAIN, 1, codes=True), Images(N_VAL, 2, codes=False)
     cfg = TrainConfig(epochs=1, lr=0.01, batch_size=BATCH, precision="fp32")
-    seconds = {}
-    for method in TRAINING_METHODS:
-        run = refit if method in HEAD_ONLY_METHODS else one_epoch
-        seconds[method] = median_time(lambda run=run, method=method: run(method, train, val, cfg), args.repeats)[0]
+    times = {m: [] for m in TRAINING_METHODS}
+    for _ in range(args.repeats):
+        for method in TRAINING_METHODS:
+            run = refit if method in HEAD_ONLY_METHODS else one_epoch
+            times[method].append(median_time(lambda run=run, method=method: run(method, train, val, cfg), 1)[0])
     figures = [["training / validation images, classes, batch", f"{N_TRAIN} / {N_VAL}, {len(CLASSES)}, {BATCH}"]]
     rows = []
-    for method, s in seconds.items():
-        ratio = s / seconds["plain"]
+    for method, ts in times.items():
+        s = statistics.median(ts)
+        ratio = statistics.median(t / p for t, p in zip(ts, times["plain"]))
         what = "refit of the last layer" if method in HEAD_ONLY_METHODS else "one epoch"
         figures.append([f"{method}: {what}, median", f"{s:.2f} s ({ratio:.2f}x plain's epoch)"])
         rows.append({"method": method, "epoch_ratio": round(ratio, 3)})
