@@ -95,3 +95,17 @@ def test_an_arm_switched_off_is_left_out(merged):
     cfg.fill_defaults(config)
     assert "synthetic_target_dfr" not in config["datasets"]
     assert "synthetic_target_dfr" not in config["finetune"]["datasets"]
+
+
+def test_an_arm_on_a_table_without_an_attribute_column_is_a_named_error(merged, tmp_path):
+    table = tmp_path / "t.csv"
+    table.write_text("path,labels\na.png,cat\nb.png,dog\n")
+
+    def edit(config):
+        config["datasets"]["own"] = {"kind": "table", "table": str(table)}
+        config["datasets"]["synthetic_target_dro"]["from"] = "own"
+
+    assert any(
+        p.startswith(f"datasets.synthetic_target_dro.from: table {table} has no 'attribute' column")
+        for p in problems_with(merged, edit)
+    ), problems_with(merged, edit)

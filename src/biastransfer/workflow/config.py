@@ -457,6 +457,10 @@ def mitigation_problems(config: Mapping) -> list[str]:
                 f"file here, which method {spec['method']} needs (a mitigation arm takes a dataset of kind "
                 f"{', '.join(INTERVENABLE)})"
             )
+        elif source["kind"] == "table":  # its attribute column, which every training row needs
+            from biastransfer.data.user import intervention_classes
+
+            problems += intervention_classes(f"{where}.from", source)[1]
         if spec["selection"] == "worst_group":
             if spec["method"] in HEAD_ONLY_METHODS:
                 problems.append(f"{where}.selection: method {spec['method']} trains no epochs to select from: map")
