@@ -230,7 +230,7 @@ def train_classifier(
         raise ValueError(f"selection must be one of {', '.join(SELECTIONS)}, got {selection!r}")
     if selection == "worst_group" and val_groups is None:
         raise ValueError("selection worst_group needs the validation split's groups (val_groups)")
-    if type(method) is not TrainingMethod and getattr(train_set, "codes", None) is None:
+    if method.uses_attribute and getattr(train_set, "codes", None) is None:
         raise ValueError(f"method {method.cfg.method} needs each training image's attribute code (train_set codes)")
     if train_set.classes != val_set.classes:
         raise ValueError("train and validation sets have different class lists")
@@ -290,7 +290,7 @@ def train_classifier(
             x, y = rt.inputs(item[0]), item[1].to(device, non_blocking=True)
             codes = item[2].to(device, non_blocking=True) if len(item) > 2 else None
             with rt.autocast_context():
-                loss = method.loss(step_model if type(method) is TrainingMethod else model, x, y, codes)
+                loss = method.loss(model if method.uses_attribute else step_model, x, y, codes)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             if cfg.grad_clip is not None:

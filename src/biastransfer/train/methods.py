@@ -153,7 +153,11 @@ def check_selection_groups(groups: Groups, y_true: np.ndarray, classes: Sequence
 
 class TrainingMethod:
     """The loop's hook: :meth:`prepare` adds the method's modules to the model (before the optimiser is
-    made), :meth:`loss` is one batch's training loss, :meth:`finish` leaves a plain classifier."""
+    made), :meth:`loss` is one batch's training loss, :meth:`finish` leaves a plain classifier. This base class
+    is plain finetuning; ``uses_attribute``: whether :meth:`loss` reads the images' attribute codes (and calls
+    the model's parts, so the loop gives it the uncompiled model)."""
+
+    uses_attribute = False
 
     def __init__(self, cfg: MethodConfig, n_values: int = 0):
         self.cfg, self.n_values = cfg, n_values
@@ -175,6 +179,8 @@ def _domains(codes: torch.Tensor, n_values: int) -> torch.Tensor:
 
 class GroupDRO(TrainingMethod):
     """Group DRO over (attribute value or none) x class groups, the weights a buffer of the model."""
+
+    uses_attribute = True
 
     def prepare(self, model):
         n_groups = (self.n_values + 1) * model.num_classes
@@ -230,6 +236,8 @@ class SummedHeads(nn.Module):
 class DomainIndependent(TrainingMethod):
     """One head per attribute value (and one for images without), summed at inference."""
 
+    uses_attribute = True
+
     def prepare(self, model):
         model.head = SummedHeads(model.head, self.n_values + 1)
 
@@ -253,6 +261,8 @@ class _ReverseGradient(torch.autograd.Function):
 
 class Adversarial(TrainingMethod):
     """An attribute head on the penultimate features behind gradient reversal."""
+
+    uses_attribute = True
 
     def prepare(self, model):
         model.adversary = nn.Linear(model.backbone.embed_dim, self.n_values)
