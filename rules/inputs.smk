@@ -242,16 +242,27 @@ def leakage_checks():
 
 # ---- rules/cache.smk ----
 def finetune_cache(wildcards):
-    """The train and val cache indexes a finetuning job reads (none with finetune.cache off), ancient."""
+    """The train and val cache indexes a finetuning job reads (none with finetune.cache off), ancient; a
+    mitigation arm reads its `from`'s, with the splits they were built from (same rows as its own)."""
     if not PLAN.cache_on:
         return {}
     setting = PLAN.image_cache_settings[wildcards.model]
-    return {
+    arm = wildcards.dataset in PLAN.mitigations
+    dataset = PLAN.source_of(wildcards.dataset) if arm else wildcards.dataset
+    files = {
         f"{split}_cache": ancient(
-            path("image_cache", dataset=wildcards.dataset, setting=setting, split=split)
+            path("image_cache", dataset=dataset, setting=setting, split=split)
         )
         for split in ("train", "val")
     }
+    if arm:
+        files.update(
+            {
+                f"{split}_cache_split": path("split", dataset=dataset, split=split)
+                for split in ("train", "val")
+            }
+        )
+    return files
 
 
 # ---- rules/finetune.smk ----

@@ -14,7 +14,8 @@ reruns no training; the settings' amp false: without bf16 autocast)
 [--method '{"method": "group_dro", "selection": "map", ...}' --train_attributes TA.parquet
 --val_attributes VA.parquet --start PLAIN.safetensors] (a mitigation arm: biastransfer.train.methods; the
 attribute files give the groups, val_attributes alone the recorded worst-group validation mAP of a plain
-finetuning; start: the plain network that dfr and leace refit)
+finetuning; start: the plain network that dfr and leace refit) [--train_cache_split T0.parquet
+--val_cache_split V0.parquet] (the splits the caches were built from, when they are the arm's from's)
 """
 
 import json
@@ -60,8 +61,22 @@ def main(
     train_attributes: str | None = None,
     val_attributes: str | None = None,
     start: str | None = None,
+    train_cache_split: str | None = None,
+    val_cache_split: str | None = None,
 ) -> None:
-    files = TrainingFiles(train, val, trained, metrics, curve, train_cache, val_cache, train_attributes, val_attributes)
+    files = TrainingFiles(
+        train,
+        val,
+        trained,
+        metrics,
+        curve,
+        train_cache,
+        val_cache,
+        train_attributes,
+        val_attributes,
+        train_cache_split,
+        val_cache_split,
+    )
     recipe = train_config(hyper, seed, num_workers)  # bad hyper-parameters fail before anything is read
     chosen = MethodConfig(**(method or {}))
     spec = model_spec(model, entry)

@@ -60,7 +60,9 @@ def loader_workers(requested: int) -> int:
 class TrainingFiles:
     """A training job's files: its splits, their decoded-once caches' index files (both or neither;
     :mod:`biastransfer.data.cache`), its outputs (the curve optional), and the splits' attribute files
-    (a method's groups, and the worst-group validation mAP; optional)."""
+    (a method's groups, and the worst-group validation mAP; optional). ``*_cache_split``: the split files the
+    caches were built from when they are another dataset's with the same rows (a mitigation arm reads its
+    ``from``'s caches; the rows and their image files are checked as always)."""
 
     train: str
     val: str
@@ -71,10 +73,14 @@ class TrainingFiles:
     val_cache: str | None = None
     train_attributes: str | None = None
     val_attributes: str | None = None
+    train_cache_split: str | None = None
+    val_cache_split: str | None = None
 
     def __post_init__(self):
         if bool(self.train_cache) != bool(self.val_cache):
             raise ValueError("give both --train_cache and --val_cache, or neither")
+        if bool(self.train_cache_split) != bool(self.val_cache_split) or (self.train_cache_split and not self.cache):
+            raise ValueError("give both --train_cache_split and --val_cache_split with the caches, or neither")
 
     @property
     def cache(self) -> tuple[str, str] | None:
@@ -179,10 +185,15 @@ def run_training(
         "val_sha256": file_digest(files.val),
     }
     if files.cache is not None:
+        built_from = (
+            {"train": file_digest(files.train_cache_split), "val": file_digest(files.val_cache_split)}
+            if files.train_cache_split
+            else {"train": origin["train_sha256"], "val": origin["val_sha256"]}
+        )
         caches = [
             ImageCache(
                 path,
-                split_sha256=origin[f"{name}_sha256"],
+                split_sha256=built_from[name],
                 image_ids=split.frame["image_id"],
                 paths=split.frame["path"],
             )
