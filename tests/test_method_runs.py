@@ -15,6 +15,7 @@ from test_train import datasets, model_for, spec_of
 from biastransfer.data.attributes import Attributes, write_attributes
 from biastransfer.data.splits import read_split
 from biastransfer.hashing import file_digest
+from biastransfer.models.checkpoints import load_classifier_from_checkpoint
 from biastransfer.models.extractors import create_backbone
 from biastransfer.models.loading import read_weights_file
 from biastransfer.train.methods import MethodConfig
@@ -117,6 +118,12 @@ def test_leace_networks_embed_the_erased_features(tree, plain, tmp_path):
     weight, bias = after["backbone.eraser.weight"], after["backbone.eraser.bias"]
     erased = embeddings(tree, start) @ weight.T + bias
     assert torch.allclose(embeddings(tree, tmp_path / "model.safetensors"), erased, atol=1e-5)
+    # the prediction jobs' loader: the classifier's backbone applies the eraser before its head
+    classifier, _ = load_classifier_from_checkpoint(tmp_path / "model.safetensors")
+    _, val = datasets({"coco": (tree["train"], tree["val"])}, "coco", spec_of("timm"))
+    with torch.no_grad():
+        logits = classifier(torch.stack([val[i][0] for i in range(8)]))
+    assert torch.allclose(logits, erased @ after["head.weight"].T + after["head.bias"], atol=1e-4)
 
 
 @pytest.mark.parametrize("method", ["group_dro", "domain_independent", "adversarial"])
