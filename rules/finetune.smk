@@ -11,6 +11,7 @@ rule finetune:
         leakage_checks(),
         unpack(finetune_cache),
         unpack(finetune_sample_weights),
+        unpack(finetune_attributes),
         **trajectory_io("input"),
         weights=lambda wildcards: PLAN.pretrained_weights(wildcards.model),
         train=path("split", split="train"),
@@ -24,6 +25,9 @@ rule finetune:
         "logs/finetune/{dataset}/{model}/seed{seed}.log",
     benchmark:
         "results/benchmarks/finetune/{dataset}/{model}/seed{seed}.tsv"
+    # a mitigation arm: rules/mitigations.smk
+    wildcard_constraints:
+        dataset=names_pattern(PLAN.plain_datasets),
     conda:
         "../envs/torch.yaml"
     # the training process plus its image-decoding loader workers

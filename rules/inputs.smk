@@ -90,6 +90,34 @@ def comparison_changes(pairs):
     ]
 
 
+# ---- rules/mitigations.smk ----
+def mitigation_source_file(name):
+    """The input function of one file (``split`` or ``attributes``) of a split of a mitigation arm's `from`."""
+
+    def source_file(wildcards):
+        return path(
+            name, dataset=PLAN.source_of(wildcards.mitigation), split=wildcards.split
+        )
+
+    return source_file
+
+
+def finetune_attributes(wildcards):
+    """A finetuning job's attribute files: a mitigation arm's training split's (its groups), and the validation
+    split's where it has one (PLAN.val_attribute_datasets: the worst-group validation mAP); else none.
+    """
+    files = {}
+    if wildcards.dataset in PLAN.mitigations:
+        files["train_attributes"] = path(
+            "attributes", dataset=wildcards.dataset, split="train"
+        )
+    if wildcards.dataset in PLAN.val_attribute_datasets:
+        files["val_attributes"] = path(
+            "attributes", dataset=wildcards.dataset, split="val"
+        )
+    return files
+
+
 # ---- rules/real_data.smk ----
 def dataset_of(wildcards):
     return config["datasets"][wildcards.real]
@@ -212,16 +240,27 @@ def leakage_checks():
 
 # ---- rules/cache.smk ----
 def finetune_cache(wildcards):
-    """The train and val cache indexes a finetuning job reads (none with finetune.cache off), ancient."""
+    """The train and val cache indexes a finetuning job reads (none with finetune.cache off), ancient; a
+    mitigation arm reads its `from`'s, with the splits they were built from (same rows as its own)."""
     if not PLAN.cache_on:
         return {}
     setting = PLAN.image_cache_settings[wildcards.model]
-    return {
+    arm = wildcards.dataset in PLAN.mitigations
+    dataset = PLAN.source_of(wildcards.dataset) if arm else wildcards.dataset
+    files = {
         f"{split}_cache": ancient(
-            path("image_cache", dataset=wildcards.dataset, setting=setting, split=split)
+            path("image_cache", dataset=dataset, setting=setting, split=split)
         )
         for split in ("train", "val")
     }
+    if arm:
+        files.update(
+            {
+                f"{split}_cache_split": path("split", dataset=dataset, split=split)
+                for split in ("train", "val")
+            }
+        )
+    return files
 
 
 # ---- rules/finetune.smk ----

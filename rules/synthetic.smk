@@ -115,3 +115,32 @@ rule synthetic_train_attributes:
         ),
     script:
         "../workflow/scripts/synthetic_train_attributes.py"
+
+
+# The protected attribute of each validation image of a synthetic dataset (the drawn figure): the groups of
+# the worst-group validation mAP of its finetunings and its mitigation arms (rules/mitigations.smk).
+rule synthetic_val_attributes:
+    input:
+        val=path("split", dataset="{synthetic}", split="val"),
+    output:
+        attributes=path("attributes", dataset="{synthetic}", split="val"),
+    log:
+        "logs/synthetic_val_attributes/{synthetic}.log",
+    benchmark:
+        "results/benchmarks/synthetic_val_attributes/{synthetic}.tsv"
+    localrule: True
+    conda:
+        "../envs/data.yaml"
+    threads: 1
+    resources:
+        **RESOURCES["small"],
+    params:
+        spec=lambda wildcards: cfg.canonical(
+            {
+                k: v
+                for k, v in config["datasets"][wildcards.synthetic].items()
+                if k != "n_test"
+            }
+        ),
+    script:
+        "../workflow/scripts/synthetic_val_attributes.py"

@@ -8,8 +8,7 @@
 TRAJECTORY_JOBS = [
     {"analysis_set": a, "model": m, "dataset": d}
     for a, m in PLAN.all_pairs()
-    for d in config["finetune"]["datasets"]
-    if PLAN.trajectory_on
+    for d in PLAN.trajectory_datasets
 ]
 report_artefact(
     "trajectory_figure",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ from PIL import Image
 from torchvision import transforms as T
 
 from biastransfer.data.cache import CACHE_FORMAT, CacheError, CacheSetting, ImageCache, build_cache, resized_size
-from biastransfer.data.splits import read_split
+from biastransfer.data.splits import Split, read_split, write_split
 from biastransfer.hashing import file_digest
 from biastransfer.images import load_rgb
 from biastransfer.models.checkpoints import load_classifier_from_checkpoint
@@ -433,3 +434,46 @@ def test_dataset_and_cache_of_different_lengths_are_refused(small_coco, tmp_path
     index, _ = build(tmp_path, split, paths)
     with pytest.raises(ValueError, match="split coco/train: 30 images but its cache has 4"):
         ImageLabelDataset(read_split(small_coco[0]), Preprocess(32, 32).uint8_transform(), cache=ImageCache(index))
+
+
+def test_a_mitigation_arm_reads_its_sources_caches_through_the_splits_they_were_built_from(small_coco, tmp_path):
+    """An arm's split is its from's under another name (another digest, the same rows): with the source's
+    splits named, the source's caches train it as they train the source; without, they are another split's."""
+    spec = resolve_spec("tiny", {"source": "timm", "arch": "resnet10t", "weights": None, "preprocess": PRE})
+    train, val, cache = small_coco
+    copies = []
+    for path in (train, val):
+        split = read_split(path)
+        copies.append(tmp_path / f"arm_{path.name}")
+        write_split(copies[-1], Split("arm", split.name, split.classes, split.frame))
+
+    def files(**options):
+        return TrainingFiles(
+            str(copies[0]),
+            str(copies[1]),
+            str(tmp_path / "model.safetensors"),
+            str(tmp_path / "m.json"),
+            **{"train_cache": cache[0], "val_cache": cache[1], **options},
+        )
+
+    def train_on(chosen):
+        return run_training(
+            lambda classes: create_classifier(spec, len(classes), None),
+            spec,
+            chosen,
+            train_config({"epochs": 1, "lr": 0.05, "batch_size": 8}, 5, 0),
+            device=torch.device("cpu"),
+            threads=1,
+            log=lambda s: None,
+        )
+
+    metrics = train_on(files(train_cache_split=str(train), val_cache_split=str(val)))
+    assert metrics["dataset"] == "arm"
+    assert metrics["metric_value"] == pytest.approx(
+        _train(small_coco, tmp_path / "source", cache, spec)["metric_value"]
+    )
+    stale = [shutil.copy(c, tmp_path / Path(c).name) for c in cache]  # a failed check deletes the index it read
+    for c in cache:
+        shutil.copytree(Path(c).with_suffix(".shards"), (tmp_path / Path(c).name).with_suffix(".shards"))
+    with pytest.raises(CacheError, match="was built from another split"):
+        train_on(files(train_cache=str(stale[0]), val_cache=str(stale[1])))

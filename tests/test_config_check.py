@@ -42,6 +42,7 @@ REFUSED = {
 SHIPPED = [
     ["config/config.yaml"],
     ["config/config.yaml", "config/controls.yaml"],
+    ["config/config.yaml", "config/mitigation.yaml"],
     ["config/paper.yaml"],
     ["config/paper.yaml", "config/zoo.yaml"],
     ["config/paper.yaml", "config/claims.yaml"],

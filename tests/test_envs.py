@@ -22,6 +22,7 @@ CONDA_NAMES = {
     "open_clip": {"open-clip-torch"},
     "matplotlib": {"matplotlib", "matplotlib-base"},
     "sklearn": {"scikit-learn"},
+    "concept_erasure": {"concept-erasure"},
 }
 PROVIDED = {"snakemake"}  # the running Snakemake injects itself into every script
 

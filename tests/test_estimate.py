@@ -81,6 +81,23 @@ def test_an_intervention_trains_on_its_sources_images_and_downloads_none(costs):
     assert rows["finetune"]["images"] == 2 * 2 * 2 * 110  # both datasets: seeds x epochs x (train + val)
 
 
+def test_each_mitigation_arm_is_costed_on_a_row_of_its_own(costs):
+    """A loop method: plain's epochs with its measured ratio on the training steps; DFR: one pass over the
+    training and validation images; neither downloads anything."""
+    pd.DataFrame([{"method": "group_dro", "epoch_ratio": 1.2}]).to_csv(costs / "methods.csv", index=False)
+    conf = config()
+    conf["datasets"]["coco_dro"] = {"kind": "mitigation", "from": "coco", "method": "group_dro"}
+    conf["datasets"]["coco_dfr"] = {"kind": "mitigation", "from": "coco", "method": "dfr"}
+    conf["finetune"]["datasets"] = ["coco", "coco_dro", "coco_dfr"]
+    table = estimate(conf, costs)
+    rows = {r["model"]: r for _, r in table[table["family"] == "finetune"].iterrows()}
+    assert set(rows) == {"resnet50", "resnet50 coco_dro (group_dro)", "resnet50 coco_dfr (dfr)"}
+    assert rows["resnet50 coco_dro (group_dro)"]["gpu_h"] == pytest.approx(2 * 2 * (100 * 0.5 * 1.2 + 10 * 0.1) / 3600)
+    assert rows["resnet50 coco_dfr (dfr)"]["gpu_h"] == pytest.approx(2 * 110 * 0.1 / 3600)
+    assert rows["resnet50 coco_dfr (dfr)"]["images"] == 2 * 110
+    assert by_family(table)["download"]["images"] == 115
+
+
 def test_counts_and_hours_are_the_hand_computed_ones(costs):
     rows = by_family(estimate(config(), costs))
     assert set(rows) == {"download", "finetune", "embed", "predict"}  # no cache with finetune.cache off

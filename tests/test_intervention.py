@@ -134,7 +134,7 @@ def test_an_intervention_on_a_table_needs_its_attribute_column_and_its_classes(t
     pd.DataFrame({"path": ["a.png"], "labels": ["cat"]}).to_csv(table, index=False)
     assert intervention_problems(cfg) == [
         f"datasets.fix.from: table {table} has no 'attribute' column (each training row's protected attribute, "
-        "which an intervention rebalances)"
+        "which an intervention rebalances and a mitigation arm's groups need)"
     ]
 
 

@@ -51,8 +51,9 @@ def build_mirror(root):
 
 
 # One finetuning seed per dataset, a different one on each (see the module docstring); `make paper-toy` keeps two on COCO.
-# The overlay switches paper.yaml's intervention on: it shares COCO's seed, so that the two are compared.
-TEST_SEEDS = {"coco": [1], "openimages": [0], "coco_independent": [1]}
+# The overlay switches paper.yaml's intervention and its DFR arm on: they share COCO's seed, so that each is
+# compared with it (DFR refits the last layer of COCO's network of the same seed).
+TEST_SEEDS = {"coco": [1], "openimages": [0], "coco_independent": [1], "coco_dfr": [1]}
 
 
 def served(overlay, url, out):
@@ -144,6 +145,7 @@ def test_every_network_is_scored_on_its_datasets_evaluation_split_with_attribute
     workdir = toy[0]
     sources = {"coco": {"COCO captions"}, "openimages": {"MIAP boxes", "labels Man/Boy/Woman/Girl"}}
     sources["coco_independent"] = sources["coco"]  # COCO's evaluation split under the intervention's name
+    sources["coco_dfr"] = sources["coco"]  # ... and under the mitigation arm's
     summary = pd.read_csv(workdir / "results" / "summary" / "amplification.csv")
     for dataset, seeds in TEST_SEEDS.items():
         split = workdir / "results" / "splits" / dataset / "test.parquet"
@@ -235,3 +237,20 @@ def test_the_papers_claims_are_not_testable_with_its_six_models(toy):
     index = report_site.page_text(workdir / "results" / "report" / "index.html")  # glossary links dropped
     assert f"Claims about groups of models, with models as units: of {len(claims)}, " in index
     assert "Claims about groups of models" in (workdir / "results" / "summary" / "findings.rst").read_text()
+
+
+def test_the_dfr_arm_keeps_the_plain_networks_embeddings_and_records_its_method(toy):
+    """coco_dfr refits the last layer of COCO's plain network of the same model and seed: every analysis
+    image's embedding is the plain network's, bit for bit, and its metrics record the method."""
+    from biastransfer.embeddings import read_embeddings
+
+    workdir = toy[0]
+    for model in MODELS:
+        for aset in ("coco", "openimages"):
+            folder = workdir / "results" / "embeddings" / aset / model
+            plain, dfr = (read_embeddings(folder / f"ft-{d}-seed1.parquet") for d in ("coco", "coco_dfr"))
+            assert (plain.image_ids == dfr.image_ids).all() and (plain.embeddings == dfr.embeddings).all()
+        metrics = json.loads(
+            (workdir / "results" / "finetune" / "coco_dfr" / model / "seed1" / "metrics.json").read_text()
+        )
+        assert (metrics["method"], metrics["selection"]) == ("dfr", "map")

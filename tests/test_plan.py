@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = {
     "demo": ["config/config.yaml"],
     "controls": ["config/config.yaml", "config/controls.yaml"],
+    "mitigation": ["config/config.yaml", "config/mitigation.yaml"],
     "paper": ["config/paper.yaml"],
     "claims": ["config/paper.yaml", "config/claims.yaml"],
 }

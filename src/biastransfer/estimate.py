@@ -5,14 +5,17 @@ Counts come from the config (datasets, subsets, analysis sets, models, seeds, ep
 sources); per-image compute from ``resources/costs/models.csv`` (``benchmarks/bench_costs.py``: a
 training step and an inference forward per image, by model and device) and ``resources/costs/input.csv``
 (``benchmarks/bench_input.py``: CPU-seconds per image to decode and augment the originals, to build the
-cache and to read it; bytes per cached image). A GPU figure is used where the models table has a
+cache and to read it; bytes per cached image) and ``resources/costs/methods.csv`` (``benchmarks/bench_methods.py``:
+each mitigation method's epoch against plain finetuning's). A GPU figure is used where the models table has a
 ``cuda`` row; otherwise the finetuning and embedding hours are the CPU figure's, marked ``cpu`` in the
 ``basis`` column, and no GPU wall time is given for them. A model without any row (a zoo model) takes
 resnet50's figure scaled by its parameter count (``about.params_m``), marked ``scaled``.
 
 Families: ``download`` (images of the splits and analysis sets, weights), ``image_cache`` (one build
 per dataset and resize setting), ``finetune`` (training steps, validation forwards, and the input
-pipeline's CPU work), ``embed`` (every analysis image through every stage), ``predict`` (every
+pipeline's CPU work; each mitigation arm on a row of its own: a method trained over epochs costs its
+measured ratio of plain finetuning's training compute, DFR and LEACE one pass over the training and
+validation images), ``embed`` (every analysis image through every stage), ``predict`` (every
 evaluation image through every finetuned and scratch network: one forward pass and one decode of the
 original each; :func:`predict_share` compares it with one finetuning epoch). Wall time for ``gpus``
 GPUs and ``cores`` cores: the cache builds on all cores, then each finetuning family is bound by its
@@ -29,6 +32,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from biastransfer.vocabulary import HEAD_ONLY_METHODS
 from biastransfer.workflow.config import evaluation_is_val, fill_defaults, finetune_params
 from biastransfer.workflow.plan import Plan
 
@@ -151,16 +155,26 @@ def model_cost(name: str, entry: Mapping, models: pd.DataFrame) -> dict:
     }
 
 
+def method_ratios(costs: Path = COSTS) -> dict[str, float]:
+    """{method: its epoch's cost over plain finetuning's} (``methods.csv``; none recorded: every ratio 1)."""
+    path = Path(costs) / "methods.csv"
+    if not path.is_file():
+        return {}
+    table = pd.read_csv(path)
+    return dict(zip(table["method"], table["epoch_ratio"].astype(float)))
+
+
 def estimate(config: Mapping, costs: Path = COSTS) -> pd.DataFrame:
-    """One row per family (per model for finetune and embed, per dataset and setting for image_cache) of
-    ``config``, written or filled (:func:`plan_of`)."""
+    """One row per family (per model for finetune and embed, and per model and mitigation arm for finetune;
+    per dataset and setting for image_cache) of ``config``, written or filled (:func:`plan_of`)."""
     plan = plan_of(config)
     config = plan.config
+    costs_folder = costs
     models_table, input_table, facts = _tables(costs)
     inputs = input_table.set_index("size")
     datasets = plan.finetune_datasets
     rows = []
-    # an intervention trains on (at most) its source's images, which its source downloads
+    # an intervention or a mitigation arm trains on (at most) its source's images, which its source downloads
     entry = {d: config["datasets"][config["datasets"][d].get("from", d)] for d in datasets}
     splits = {d: split_images(d, entry[d], facts) for d in datasets}
     analysis = {a: analysis_images(s) for a, s in config["analysis_sets"].items()}
@@ -169,7 +183,7 @@ def estimate(config: Mapping, costs: Path = COSTS) -> pd.DataFrame:
         kind = config["datasets"].get(s.get("dataset"), {}).get("kind")
         per = facts[(facts["kind"] == kind) & (facts["split"] == "val")]["bytes_per_image"]
         analysis_bytes += analysis[a] * (float(per.iloc[0]) if len(per) else 64 * 64 * 1.5)
-    real = [d for d in datasets if config["datasets"][d]["kind"] not in ("synthetic", "intervention")]
+    real = [d for d in datasets if config["datasets"][d]["kind"] not in ("synthetic", "intervention", "mitigation")]
     tests = {d: evaluation_images(d, entry[d], facts) for d in datasets}  # an intervention's: its source's
     extra = [tests[d] for d in real if tests[d][2]]  # evaluation images outside the finetuning splits
     download_images = sum(n for d in real for n, _ in splits[d].values()) + sum(analysis.values())
@@ -201,31 +215,42 @@ def estimate(config: Mapping, costs: Path = COSTS) -> pd.DataFrame:
                     "basis": "cpu",
                 }
             )
+    ratios = method_ratios(costs_folder)
     for m, c in costs.items():
-        images = cpu = gpu = disk = 0.0
-        for d in datasets:
-            row = inputs.loc[INPUT_SIZE.get(entry[d]["kind"], "640x480")]
-            decode = row["cache_s_per_image"] if plan.cache_on else row["files_s_per_image"]
-            epochs = finetune_params(config, m, d)["epochs"]
-            runs = len(plan.finetune_seeds(d))
-            (n_train, _), (n_val, _) = splits[d]["train"], splits[d]["val"]
-            seen = runs * epochs * (n_train + n_val)
-            images += seen
-            cpu += seen * decode / 3600
-            gpu += runs * epochs * (n_train * c["train_s_per_image"] + n_val * c["embed_s_per_image"]) / 3600
-            disk += runs * CHECKPOINT_COPIES * 4e6 * c["params_m"]
-        if datasets:
-            rows.append(
-                {
-                    "family": "finetune",
-                    "model": m,
-                    "images": images,
-                    "disk_bytes": disk,
-                    "cpu_h": cpu,
-                    "gpu_h": gpu,
-                    "basis": c["basis"],
-                }
-            )
+        plain = [d for d in datasets if d not in plan.mitigations]
+        for label, group in (
+            (m, plain),
+            *((f"{m} {d} ({config['datasets'][d]['method']})", [d]) for d in plan.mitigations if d in datasets),
+        ):
+            images = cpu = gpu = disk = 0.0
+            for d in group:
+                row = inputs.loc[INPUT_SIZE.get(entry[d]["kind"], "640x480")]
+                decode = row["cache_s_per_image"] if plan.cache_on else row["files_s_per_image"]
+                method = plan.method_of(d)["method"]
+                runs = len(plan.finetune_seeds(d))
+                (n_train, _), (n_val, _) = splits[d]["train"], splits[d]["val"]
+                if method in HEAD_ONLY_METHODS:  # one forward over the training and validation images
+                    passes, step = 1, (n_train + n_val) * c["embed_s_per_image"]
+                else:
+                    passes = finetune_params(config, m, d)["epochs"]
+                    step = n_train * c["train_s_per_image"] * ratios.get(method, 1.0) + n_val * c["embed_s_per_image"]
+                seen = runs * passes * (n_train + n_val)
+                images += seen
+                cpu += seen * decode / 3600
+                gpu += runs * passes * step / 3600
+                disk += runs * CHECKPOINT_COPIES * 4e6 * c["params_m"]
+            if group:
+                rows.append(
+                    {
+                        "family": "finetune",
+                        "model": label,
+                        "images": images,
+                        "disk_bytes": disk,
+                        "cpu_h": cpu,
+                        "gpu_h": gpu,
+                        "basis": c["basis"],
+                    }
+                )
         stages = 1 + sum(len(plan.finetune_seeds(d)) for d in datasets)
         n = stages * sum(analysis.values())
         rows.append(
@@ -242,9 +267,7 @@ def estimate(config: Mapping, costs: Path = COSTS) -> pd.DataFrame:
         n = sum(networks[d] * tests[d][0] for d in datasets)
         if n:
             decode = sum(
-                networks[d]
-                * tests[d][0]
-                * inputs.loc[INPUT_SIZE.get(config["datasets"][d]["kind"], "640x480"), "files_s_per_image"]
+                networks[d] * tests[d][0] * inputs.loc[INPUT_SIZE.get(entry[d]["kind"], "640x480"), "files_s_per_image"]
                 for d in datasets
             )
             rows.append(
@@ -253,7 +276,7 @@ def estimate(config: Mapping, costs: Path = COSTS) -> pd.DataFrame:
                     "model": m,
                     "images": n,
                     "disk_bytes": sum(
-                        networks[d] * tests[d][0] * 4 * (_classes(config["datasets"][d]) + c.get("embed_dim", 2048))
+                        networks[d] * tests[d][0] * 4 * (_classes(entry[d]) + c.get("embed_dim", 2048))
                         for d in datasets
                     ),  # the scores and the embedding of each image
                     "cpu_h": decode / 3600,

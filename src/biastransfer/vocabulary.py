@@ -174,3 +174,11 @@ INTERVENABLE = {
     "openimages": ("Open Images V4 boxable classes (display names)", OPENIMAGES_CLASSES),
     "table": ("classes of the table", None),
 }
+
+
+#: Finetuning methods (biastransfer.train.methods): plain, then a mitigation arm's (datasets of kind mitigation).
+TRAINING_METHODS = ("plain", "group_dro", "domain_independent", "adversarial", "dfr", "leace")
+#: The methods that refit a finetuned network's last layer instead of training over epochs.
+HEAD_ONLY_METHODS = ("dfr", "leace")
+#: How a finetuning keeps its epoch: the validation mAP, or the worst-group validation mAP.
+SELECTIONS = ("map", "worst_group")

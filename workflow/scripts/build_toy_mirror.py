@@ -7,8 +7,10 @@ source's file format at its registry URL path (biastransfer.models.toy_weights).
 the config (``snakemake --configfile config/paper.yaml <overlay>``), changes only scale and location: the
 mirror, image size (an open_clip ViT's the multiple of its patch at or above it: models.toy_weights.toy_crop),
 numbers of images, epochs, at most two seeds per dataset, batch size, CPU instead of GPU, and the checksums of the stand-in files; it also turns the trajectories and layer profiles off (they
-would double the embedding jobs) and every intervention on (config/paper.yaml ships its COCO intervention
-off; the mirror's COCO and Open Images training images give an intervention people beside their objects).
+would double the embedding jobs), every intervention on (config/paper.yaml ships its COCO intervention
+off; the mirror's COCO and Open Images training images give an intervention people beside their objects),
+and one mitigation arm on: the first that refits a plain network's last layer (dfr or leace: seconds at
+this size), the others left as the config has them.
 ``mirror_url`` (for a mirror served over HTTP) replaces the folder in the overlay.
 Standalone: python workflow/scripts/build_toy_mirror.py --mirror toy/mirror --overlay toy/overlay.yaml
 """
@@ -24,20 +26,32 @@ from biastransfer.data.download import apply_mirror
 from biastransfer.models.resolve import model_spec
 from biastransfer.models.toy_weights import toy_crop, write_weights
 from biastransfer.scripting import run
+from biastransfer.vocabulary import HEAD_ONLY_METHODS
 from biastransfer.workflow.config import fill_defaults, read_config_file
 
 log = logging.getLogger(__name__)
 
 
+def toy_mitigation(config: dict) -> str | None:
+    """The mitigation arm the toy run switches on: the first that refits a plain network's last layer."""
+    return next(
+        (n for n, s in config["datasets"].items() if s["kind"] == "mitigation" and s["method"] in HEAD_ONLY_METHODS),
+        None,
+    )
+
+
 def overlay_for(
     config: dict, mirror: str, lists: dict, checksums: dict, weights: dict, size: int, batch_size: int
 ) -> dict:
-    """The overlay config: location and scale only, and every intervention on (see the module docstring)."""
+    """The overlay config: location and scale only, every intervention and one mitigation arm on (see the
+    module docstring)."""
+    toy_arm = toy_mitigation(config)
     datasets = {
         name: {"enabled": True}
-        if spec["kind"] == "intervention"
+        if spec["kind"] == "intervention" or name == toy_arm
         else {"mirror": mirror, "workers": 2, "checksums": checksums[name]}
         for name, spec in config["datasets"].items()
+        if spec["kind"] != "mitigation" or name == toy_arm
     }
     models = {}
     for name, (_path, sha256, md5, local) in weights.items():
@@ -87,10 +101,12 @@ def main(
     batch_size: int = 4,
     seed: int = 0,
 ) -> None:
-    # the config with every intervention on, so that the overlay scales their finetuning too
+    # the config with every intervention and its toy mitigation arm on, so that the overlay scales their
+    # finetuning too
     raw = read_config_file(config)
-    for spec in raw["datasets"].values():
-        if spec.get("kind") == "intervention":
+    arm = toy_mitigation(raw)
+    for name, spec in raw["datasets"].items():
+        if spec.get("kind") == "intervention" or name == arm:
             spec["enabled"] = True
     cfg = fill_defaults(raw)
     root = Path(mirror).resolve()
@@ -130,7 +146,7 @@ def main(
     out = overlay_for(cfg, mirror_url or str(root), lists, checksums, weights, size, batch_size)
     Path(overlay).parent.mkdir(parents=True, exist_ok=True)
     header = (
-        f"# Toy overlay for {config}: scale and location, and every intervention on "
+        f"# Toy overlay for {config}: scale and location, every intervention and one mitigation arm on "
         "(written by workflow/scripts/build_toy_mirror.py)\n"
     )
     Path(overlay).write_text(header + yaml.safe_dump(out, sort_keys=False))

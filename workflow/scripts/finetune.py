@@ -11,6 +11,11 @@ batches of the training batch size: the memory training needed is enough, and an
 reruns no training; the settings' amp false: without bf16 autocast)
 [--train_cache T.json --val_cache V.json] (read the splits' decoded-once caches instead of the image files)
 [--sample_weights W.parquet] (an intervention's sample weights of the train split: drawn with replacement)
+[--method '{"method": "group_dro", "selection": "map", ...}' --train_attributes TA.parquet
+--val_attributes VA.parquet --start PLAIN.safetensors] (a mitigation arm: biastransfer.train.methods; the
+attribute files give the groups, val_attributes alone the recorded worst-group validation mAP of a plain
+finetuning; start: the plain network that dfr and leace refit) [--train_cache_split T0.parquet
+--val_cache_split V0.parquet] (the splits the caches were built from, when they are the arm's from's)
 """
 
 import json
@@ -25,6 +30,7 @@ from biastransfer.progress import LOGGER as progress_log
 from biastransfer.scripting import run
 from biastransfer.stages import finetuned_stage
 from biastransfer.train.loop import Runtime
+from biastransfer.train.methods import MethodConfig
 from biastransfer.train.run import TrainingFiles, loader_workers, run_training, train_config
 from biastransfer.train.trajectory import TrajectoryWriter, remove_staging, staging_folder
 
@@ -51,9 +57,28 @@ def main(
     train_cache: str | None = None,
     val_cache: str | None = None,
     sample_weights: str | None = None,
+    method: dict | None = None,
+    train_attributes: str | None = None,
+    val_attributes: str | None = None,
+    start: str | None = None,
+    train_cache_split: str | None = None,
+    val_cache_split: str | None = None,
 ) -> None:
-    files = TrainingFiles(train, val, trained, metrics, curve, train_cache, val_cache)
+    files = TrainingFiles(
+        train,
+        val,
+        trained,
+        metrics,
+        curve,
+        train_cache,
+        val_cache,
+        train_attributes,
+        val_attributes,
+        train_cache_split,
+        val_cache_split,
+    )
     recipe = train_config(hyper, seed, num_workers)  # bad hyper-parameters fail before anything is read
+    chosen = MethodConfig(**(method or {}))
     spec = model_spec(model, entry)
     init_sha256 = weights_file_and_sha256(weights)[1]
     dev = torch_device(device)
@@ -103,6 +128,8 @@ def main(
         init_weights_sha256=init_sha256,
         trajectory=writer,
         sample_weights=sample_weights,
+        method=chosen,
+        start=start,
     )
 
 

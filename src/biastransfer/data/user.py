@@ -136,7 +136,7 @@ def intervention_classes(where: str, entry: Mapping) -> tuple[tuple[str, ...] | 
     if "attribute" not in frame.columns:
         return None, [
             f"{where}: table {entry['table']} has no 'attribute' column (each training row's protected "
-            "attribute, which an intervention rebalances)"
+            "attribute, which an intervention rebalances and a mitigation arm's groups need)"
         ]
     labels = _label_lists(frame["labels"], entry.get("label_separator", "|"))
     problems = empty_attribute_problems(where, entry["table"], frame, ~_is_val(frame, entry) & ~is_test_row(frame))

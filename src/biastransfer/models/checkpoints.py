@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from biastransfer.atomic import atomic_path
-from biastransfer.models.extractors import Classifier, FeatureExtractor, create_backbone
+from biastransfer.models.extractors import Classifier, FeatureExtractor, checkpoint_eraser, create_backbone
 from biastransfer.models.loading import load_state, read_weights_file
 from biastransfer.models.spec import CHECKPOINT_FORMAT, METADATA_KEY, ModelSpec
 
@@ -64,13 +64,17 @@ def finetune_origin(path: str | Path) -> dict:
 
 
 def load_classifier_from_checkpoint(path: str | Path, num_classes: int | None = None) -> tuple[Classifier, dict]:
-    """(classifier in eval mode, metadata); ValueError if ``num_classes`` differs from the checkpoint's."""
+    """(classifier in eval mode, metadata); ValueError if ``num_classes`` differs from the checkpoint's. A
+    checkpoint whose backbone ends in an eraser (LEACE) gives a backbone that applies it."""
     meta = read_checkpoint_metadata(path)
     n = int(meta["num_classes"])
     if num_classes is not None and num_classes != n:
         raise ValueError(f"{path}: checkpoint has {n} classes, {num_classes} were requested")
     spec = ModelSpec.from_dict(meta["spec"])
     model = Classifier(create_backbone(spec, None), n)
+    eraser = checkpoint_eraser(path)
+    if eraser is not None:  # a LEACE network: its features pass the eraser before the head
+        model.backbone.set_eraser(*eraser)
     state, _ = read_weights_file(path)
     load_state(model, state, what=f"classifier {spec.name!r} ({n} classes)", path=path)
     return model.eval(), meta

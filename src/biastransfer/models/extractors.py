@@ -44,7 +44,8 @@ class FeatureExtractor(nn.Module):
 
     ``layer='penultimate'`` is the trunk's own pre-logits output (its classifier removed); any other
     value names a module of the trunk, whose output is captured by a forward hook (the rest of the
-    forward pass is skipped) and reduced by ``pool``.
+    forward pass is skipped) and reduced by ``pool``. A penultimate extractor may end in an ``eraser``
+    (:meth:`set_eraser`: an affine map of the features, LEACE's; biastransfer.train.methods).
     """
 
     def __init__(
@@ -61,6 +62,7 @@ class FeatureExtractor(nn.Module):
         self.layer = layer
         self.pool = pool
         self._captured: torch.Tensor | None = None
+        self.eraser: nn.Linear | None = None
         if layer == "penultimate":
             self.embed_dim = int(penultimate_dim)
             return
@@ -82,9 +84,24 @@ class FeatureExtractor(nn.Module):
         self._captured = output[0] if isinstance(output, (tuple, list)) else output
         raise StopForward
 
+    def set_eraser(self, weight: torch.Tensor, bias: torch.Tensor) -> None:
+        """End the extractor in the affine map ``x -> x @ weight.T + bias`` of its penultimate features."""
+        if self.layer != "penultimate":
+            raise ValueError(f"an eraser acts on the penultimate features, not on layer {self.layer!r}")
+        if tuple(weight.shape) != (self.embed_dim, self.embed_dim) or tuple(bias.shape) != (self.embed_dim,):
+            raise ValueError(
+                f"an eraser of {self.embed_dim} features needs a {self.embed_dim} x {self.embed_dim} weight and "
+                f"{self.embed_dim} biases, got {tuple(weight.shape)} and {tuple(bias.shape)}"
+            )
+        self.eraser = nn.Linear(self.embed_dim, self.embed_dim)
+        with torch.no_grad():
+            self.eraser.weight.copy_(weight)
+            self.eraser.bias.copy_(bias)
+
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         if self.layer == "penultimate":
-            return self.model(images)
+            features = self.model(images)
+            return features if self.eraser is None else self.eraser(features)
         try:
             self.model(images)
         except StopForward:
@@ -215,7 +232,26 @@ def create_backbone(spec: ModelSpec, weights_path: str | Path | None) -> Feature
     extractor = FeatureExtractor(
         trunk, layer=spec.layer, pool=spec.pool, penultimate_dim=dim, probe_size=spec.preprocess.crop
     )
+    if path is not None and spec.layer == "penultimate":
+        eraser = checkpoint_eraser(path)
+        if eraser is not None:
+            extractor.set_eraser(*eraser)
     return extractor.eval()
+
+
+ERASER_KEYS = ("backbone.eraser.weight", "backbone.eraser.bias")
+
+
+def checkpoint_eraser(path: str | Path) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """The (weight, bias) of the eraser a classifier checkpoint's backbone ends in (a LEACE network), else None."""
+    if path is None or Path(path).suffix != ".safetensors":
+        return None
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="pt") as f:
+        if ERASER_KEYS[0] not in f.keys():
+            return None
+        return f.get_tensor(ERASER_KEYS[0]), f.get_tensor(ERASER_KEYS[1])
 
 
 class Classifier(nn.Module):

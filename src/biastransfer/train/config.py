@@ -82,7 +82,8 @@ class TrainConfig:
 
 @dataclass(frozen=True)
 class EpochRecord:
-    """Training curve entry for one epoch (``data_seconds``: time the loop waited for batches)."""
+    """Training curve entry for one epoch (``data_seconds``: time the loop waited for batches; ``worst_group``:
+    the worst-group validation mAP, biastransfer.train.methods, where the validation split has groups)."""
 
     epoch: int
     train_loss: float
@@ -92,17 +93,25 @@ class EpochRecord:
     seconds: float
     images_per_s: float
     data_seconds: float = 0.0
+    worst_group: float | None = None
 
 
 @dataclass
 class TrainResult:
-    """Outcome of a run: the best epoch by the validation metric and the whole curve."""
+    """Outcome of a run: the best epoch by its ``selection`` (``map``: the validation metric; ``worst_group``:
+    the worst-group validation mAP), its validation metric, and the whole curve."""
 
     metric: str
     best_epoch: int
     best_metric: float
     history: list[EpochRecord] = field(default_factory=list)
     best_state: dict | None = None
+    selection: str = "map"
+
+    @property
+    def best_worst_group(self) -> float | None:
+        """The worst-group validation mAP of the chosen epoch (None without groups)."""
+        return next((r.worst_group for r in self.history if r.epoch == self.best_epoch), None)
 
     def curve(self) -> list[dict]:
         """The training curve as a list of plain dicts (for JSON / CSV)."""

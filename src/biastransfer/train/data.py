@@ -22,6 +22,8 @@ class ImageLabelDataset(Dataset):
     ``cache``: the split's decoded-once cache (:class:`~biastransfer.data.cache.ImageCache`), read
     instead of the image files. ``normalize``: with a transform that ends in uint8 tensors, what turns
     a batch of them into the model's inputs on the training device (:func:`make_loader` applies it).
+    ``codes``: each image's attribute code (biastransfer.train.methods.Groups); an item is then
+    ``(image, target, code)``.
     """
 
     def __init__(
@@ -32,6 +34,7 @@ class ImageLabelDataset(Dataset):
         *,
         cache: ImageCache | None = None,
         normalize: Callable[[torch.Tensor], torch.Tensor] | None = None,
+        codes: np.ndarray | None = None,
     ):
         self.classes = tuple(classes or split.classes)
         index = {c: i for i, c in enumerate(self.classes)}
@@ -48,6 +51,11 @@ class ImageLabelDataset(Dataset):
         self.label_index = np.asarray(flat, dtype=np.int32)
         self.label_start = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)])
         self.transform, self.cache, self.normalize = transform, cache, normalize
+        self.codes = None if codes is None else torch.as_tensor(np.asarray(codes, dtype=np.int64))
+        if self.codes is not None and len(self.codes) != len(self.paths):
+            raise ValueError(
+                f"split {split.dataset}/{split.name}: {len(self.paths)} images but {len(self.codes)} attribute codes"
+            )
         if cache is not None and len(cache) != len(self.paths):
             raise ValueError(
                 f"split {split.dataset}/{split.name}: {len(self.paths)} images but its cache has {len(cache)}"
@@ -81,7 +89,7 @@ class ImageLabelDataset(Dataset):
                 x = self._load(i)
         else:
             i, x = key, self._load(key)
-        return x, self.target(i)
+        return (x, self.target(i)) if self.codes is None else (x, self.target(i), self.codes[i])
 
 
 def epoch_seed(seed: int, epoch: int) -> int:
@@ -132,9 +140,9 @@ class DeviceBatches:
     def __len__(self) -> int:
         return len(self.loader)
 
-    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        for x, y in self.loader:
-            yield self.normalize(x.to(self.device, non_blocking=True)), y
+    def __iter__(self) -> Iterator[tuple[torch.Tensor, ...]]:
+        for x, *rest in self.loader:
+            yield self.normalize(x.to(self.device, non_blocking=True)), *rest
 
 
 def make_loader(

@@ -30,7 +30,9 @@ from biastransfer.progress import EVERY_S as PROGRESS_EVERY_S
 from biastransfer.train.config import RESULT_NEUTRAL, EpochRecord, TrainConfig, TrainResult
 from biastransfer.train.data import EpochSampler, ImageLabelDataset, epoch_seed, make_loader
 from biastransfer.train.lars import LARS, lars_param_groups
+from biastransfer.train.methods import Groups, MethodConfig, TrainingMethod
 from biastransfer.train.metrics import validation_metric
+from biastransfer.vocabulary import SELECTIONS
 
 
 def make_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:
@@ -93,10 +95,10 @@ class Runtime:
         return x.contiguous(memory_format=torch.channels_last) if self.channels_last and x.ndim == 4 else x
 
 
-def evaluate(
-    model: nn.Module, loader: DataLoader, cfg: TrainConfig, device: torch.device | Runtime
-) -> tuple[float, float]:
-    """Validation loss (mean BCE per label) and metric (mAP, or micro-F1 at ``cfg.threshold``)."""
+def validation_scores(
+    model: nn.Module, loader: DataLoader, device: torch.device | Runtime
+) -> tuple[float, np.ndarray, np.ndarray]:
+    """Validation loss (mean BCE per label), targets and sigmoid scores, in the loader's order."""
     rt = device if isinstance(device, Runtime) else Runtime(torch.device(device), None, False, False)
     model.eval()
     loss_fn = nn.BCEWithLogitsLoss(reduction="sum")
@@ -109,7 +111,27 @@ def evaluate(
             scores.append(torch.sigmoid(logits))
             targets.append(y)
     y_true, y_score = torch.cat(targets).cpu().numpy(), torch.cat(scores).cpu().numpy()
-    return float(torch.stack(losses).sum()) / y_true.size, validation_metric(cfg.metric, y_true, y_score, cfg.threshold)
+    return float(torch.stack(losses).sum()) / y_true.size, y_true, y_score
+
+
+def evaluate(
+    model: nn.Module, loader: DataLoader, cfg: TrainConfig, device: torch.device | Runtime
+) -> tuple[float, float]:
+    """Validation loss (mean BCE per label) and metric (mAP, or micro-F1 at ``cfg.threshold``)."""
+    loss, y_true, y_score = validation_scores(model, loader, device)
+    return loss, validation_metric(cfg.metric, y_true, y_score, cfg.threshold)
+
+
+def evaluate_groups(
+    model: nn.Module, loader: DataLoader, cfg: TrainConfig, device: torch.device | Runtime, groups: Groups
+) -> tuple[float, float, float]:
+    """:func:`evaluate`'s loss and metric, and the worst-group mAP over ``groups`` (of the loader's images)."""
+    loss, y_true, y_score = validation_scores(model, loader, device)
+    return (
+        loss,
+        validation_metric(cfg.metric, y_true, y_score, cfg.threshold),
+        groups.worst_group(y_true, y_score),
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -180,6 +202,9 @@ def train_classifier(
     device: str | torch.device = "cpu",
     after_epoch: Callable[[int, nn.Module], None] | None = None,
     sample_weights: np.ndarray | None = None,
+    method: TrainingMethod | None = None,
+    val_groups: Groups | None = None,
+    selection: str = "map",
 ) -> TrainResult:
     """Train ``model`` (logits for ``train_set.classes``) and keep the best epoch by validation metric.
 
@@ -192,20 +217,34 @@ def train_classifier(
     eval mode; what it does with the torch random state does not reach training (each epoch reseeds).
     ``sample_weights``: one per training image, drawn by :class:`EpochSampler` with replacement (an
     intervention by reweighting); their digest belongs in ``identity``.
+    ``method``: the training loss's hook (biastransfer.train.methods; None: plain BCE); its modules join the
+    model for the run and are folded or dropped from the best epoch's weights (``best_state``) at the end.
+    A method other than plain needs ``train_set`` with attribute codes. ``val_groups``: the validation images'
+    groups, whose worst-group mAP each epoch records; ``selection`` ``worst_group`` keeps the epoch with the
+    highest (it needs ``val_groups``), ``map`` the one with the highest validation metric.
     """
     device = torch.device(device)
     rt = Runtime.resolve(cfg, device)
+    method = method or TrainingMethod(MethodConfig())
+    if selection not in SELECTIONS:
+        raise ValueError(f"selection must be one of {', '.join(SELECTIONS)}, got {selection!r}")
+    if selection == "worst_group" and val_groups is None:
+        raise ValueError("selection worst_group needs the validation split's groups (val_groups)")
+    if method.uses_attribute and getattr(train_set, "codes", None) is None:
+        raise ValueError(f"method {method.cfg.method} needs each training image's attribute code (train_set codes)")
     if train_set.classes != val_set.classes:
         raise ValueError("train and validation sets have different class lists")
     n_out = getattr(model, "num_classes", None)
     if n_out is not None and n_out != len(train_set.classes):
         raise ValueError(f"the model has {n_out} outputs but the dataset has {len(train_set.classes)} classes")
+    method.prepare(model)
     model.to(device)
     if rt.channels_last:
         model.to(memory_format=torch.channels_last)
     optimizer = make_optimizer(model, cfg)
     scheduler = make_scheduler(optimizer, cfg)
-    result = TrainResult(cfg.metric, best_epoch=0, best_metric=-math.inf)
+    result = TrainResult(cfg.metric, best_epoch=0, best_metric=-math.inf, selection=selection)
+    best_score = -math.inf
     start = 1
     state = None
     key = resume_key(cfg, train_set.classes, identity, rt)
@@ -219,6 +258,7 @@ def train_classifier(
         result.history = [EpochRecord(**r) for r in state["history"]]
         result.best_epoch, result.best_metric = state["best_epoch"], state["best_metric"]
         result.best_state = state["best_state"]
+        best_score = max((_selection_score(r, selection) for r in result.history), default=-math.inf)
         start = state["epoch"] + 1
         log(f"resumed from {resume_path} after epoch {state['epoch']}")
     step_model = torch.compile(model) if rt.compile else model
@@ -229,7 +269,6 @@ def train_classifier(
     # Validation workers live only while validation runs (the training workers then wait for the next
     # epoch), so that no more than num_workers decode at any time.
     val_loader = make_loader(val_set, cfg, device, persistent=False)
-    loss_fn = nn.BCEWithLogitsLoss()
     params = [p for p in model.parameters() if p.requires_grad]
     logged = time.perf_counter()
     for epoch in range(start, cfg.epochs + 1):
@@ -249,9 +288,9 @@ def train_classifier(
                 break
             batch += 1
             x, y = rt.inputs(item[0]), item[1].to(device, non_blocking=True)
+            codes = item[2].to(device, non_blocking=True) if len(item) > 2 else None
             with rt.autocast_context():
-                logits = step_model(x)
-            loss = loss_fn(logits.float(), y)
+                loss = method.loss(model if method.uses_attribute else step_model, x, y, codes)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             if cfg.grad_clip is not None:
@@ -271,20 +310,28 @@ def train_classifier(
         _check_finite(loss_sum, epoch, first, batch, lr)
         train_loss = float(loss_sum) / max(seen, 1)
         train_seconds = time.perf_counter() - tic
-        val_loss, value = evaluate(step_model, val_loader, cfg, rt)
+        if val_groups is None:
+            val_loss, value = evaluate(step_model, val_loader, cfg, rt)
+            worst = None
+        else:
+            val_loss, value, worst = evaluate_groups(step_model, val_loader, cfg, rt, val_groups)
         if isinstance(scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau):
             scheduler.step({"train_loss": train_loss, "val_loss": val_loss, "metric": value}[cfg.plateau_monitor])
         elif scheduler is not None:
             scheduler.step()
         record = EpochRecord(
-            epoch, train_loss, val_loss, value, lr, time.perf_counter() - tic, seen / train_seconds, waited
+            epoch, train_loss, val_loss, value, lr, time.perf_counter() - tic, seen / train_seconds, waited, worst
         )
         result.history.append(record)
         log(
             f"epoch {epoch}/{cfg.epochs}: train loss {record.train_loss:.4f}, val loss {val_loss:.4f}, "
-            f"val {cfg.metric} {value:.4f}, {record.images_per_s:.0f} img/s, waited {waited:.1f}s for data"
+            f"val {cfg.metric} {value:.4f}"
+            + ("" if worst is None else f", worst group {worst:.4f}")
+            + f", {record.images_per_s:.0f} img/s, waited {waited:.1f}s for data"
         )
-        if value > result.best_metric:
+        score = _selection_score(record, selection)
+        if score > best_score:
+            best_score = score
             result.best_epoch, result.best_metric = epoch, value
             result.best_state = _state_on_cpu(model)
         if after_epoch is not None:
@@ -292,7 +339,19 @@ def train_classifier(
             after_epoch(epoch, model)
         if resume_path is not None:
             _save_resume(resume_path, model, optimizer, scheduler, epoch, result, key)
+    if result.best_state is None:
+        raise ValueError(f"no epoch has a defined worst-group validation mAP to select by (selection {selection})")
+    model.load_state_dict(result.best_state)
+    method.finish(model)
+    result.best_state = _state_on_cpu(model)
     return result
+
+
+def _selection_score(record: EpochRecord, selection: str) -> float:
+    """What ``selection`` ranks an epoch by (an undefined worst-group value ranks last)."""
+    if selection == "map":
+        return record.metric
+    return -math.inf if record.worst_group is None or math.isnan(record.worst_group) else record.worst_group
 
 
 def _load_resume(path: str | Path, key: dict, log: Callable[[str], None]) -> dict | None:

@@ -23,7 +23,7 @@ from biastransfer.factors import factors_problems
 # stage names, for the rules (cfg.parse_stage, ...)
 from biastransfer.references import ieat_reference_problems
 from biastransfer.stages import PRETRAINED, finetuned_stage, parse_stage, scratch_stage, stage_kind  # noqa: F401
-from biastransfer.vocabulary import INTERVENABLE, SYNTHETIC_CLASSES
+from biastransfer.vocabulary import HEAD_ONLY_METHODS, INTERVENABLE, SYNTHETIC_CLASSES
 from biastransfer.workflow.settings import canonical  # noqa: F401  (the rules' cfg.canonical)
 from biastransfer.zoo import zoo_problems
 
@@ -66,11 +66,12 @@ def scratch_stages(config: Mapping) -> list[str]:
 
 def finetune_params(config: Mapping, model: str, dataset: str) -> dict[str, Any]:
     """Training hyper-parameters for ``model`` on ``dataset``: ``finetune.defaults`` (which the schema
-    fills), then ``finetune.overrides.<model>.<dataset>``; an intervention that it does not name takes its
-    ``from``'s, so that its networks are trained as the untouched ones they are compared with."""
+    fills), then ``finetune.overrides.<model>.<dataset>``; an intervention or a mitigation arm that it does
+    not name takes its ``from``'s, so that its networks are trained as the untouched ones they are compared
+    with."""
     ft = config["finetune"]
     per_model, spec = ft["overrides"].get(model, {}), config.get("datasets", {}).get(dataset, {})
-    if dataset not in per_model and spec.get("kind") == "intervention":
+    if dataset not in per_model and spec.get("kind") in ("intervention", "mitigation"):
         dataset = spec["from"]
     return canonical({**ft["defaults"], **per_model.get(dataset, {})})
 
@@ -175,9 +176,9 @@ def drop_removed(config: dict) -> dict:
 
 
 def drop_switched_off(config: dict) -> dict:
-    """In place: remove each intervention switched off (``enabled: false``) from ``datasets`` and from what
-    ``finetune`` says of it (``datasets``, ``seeds``, ``overrides``), so that nothing reads it."""
-    off = [n for n, s in config["datasets"].items() if s["kind"] == "intervention" and not s["enabled"]]
+    """In place: remove each intervention or mitigation arm switched off (``enabled: false``) from ``datasets``
+    and from what ``finetune`` says of it (``datasets``, ``seeds``, ``overrides``), so that nothing reads it."""
+    off = [n for n, s in config["datasets"].items() if s["kind"] in ("intervention", "mitigation") and not s["enabled"]]
     ft = config.get("finetune", {})
     for name in off:
         del config["datasets"][name]
@@ -434,6 +435,56 @@ def intervention_problems(config: Mapping) -> list[str]:
     return problems
 
 
+def mitigation_problems(config: Mapping) -> list[str]:
+    """``datasets`` of kind mitigation: ``from`` names a dataset of a kind with per-image attribute files
+    (:data:`biastransfer.vocabulary.INTERVENABLE`); selection worst_group needs the validation split's
+    attribute file (a synthetic ``from`` here) and epochs to select from (not dfr or leace); dfr and leace
+    start from the plain finetuning of ``from``, which must be finetuned with each of the arm's seeds; an arm is
+    no pretraining dataset."""
+    datasets, problems = config["datasets"], []
+    pretrained_on = {m["pretrain"]["dataset"] for m in config["models"].values() if "pretrain" in m}
+    finetuned = config["finetune"]["datasets"]
+    for name, spec in datasets.items():
+        if spec["kind"] != "mitigation":
+            continue
+        where, source = f"datasets.{name}", datasets.get(spec["from"])
+        if source is None:
+            problems.append(f"{where}.from: unknown dataset {spec['from']!r}")
+            continue
+        if source["kind"] not in INTERVENABLE:
+            problems.append(
+                f"{where}.from: {spec['from']!r} (kind {source['kind']}): its splits have no per-image attribute "
+                f"file here, which method {spec['method']} needs (a mitigation arm takes a dataset of kind "
+                f"{', '.join(INTERVENABLE)})"
+            )
+        elif source["kind"] == "table":  # its attribute column, which every training row needs
+            from biastransfer.data.user import intervention_classes
+
+            problems += intervention_classes(f"{where}.from", source)[1]
+        if spec["selection"] == "worst_group":
+            if spec["method"] in HEAD_ONLY_METHODS:
+                problems.append(f"{where}.selection: method {spec['method']} trains no epochs to select from: map")
+            elif source["kind"] != "synthetic":
+                problems.append(
+                    f"{where}.selection: worst_group needs the validation split's attribute file, which only a "
+                    f"synthetic dataset has here ({spec['from']!r} is of kind {source['kind']})"
+                )
+        seeds = config["finetune"]["seeds"]
+        listed = not isinstance(seeds, Mapping) or name in seeds  # else finetune_problems names it
+        if spec["method"] in HEAD_ONLY_METHODS and name in finetuned and listed:
+            start = spec["from"] in finetuned and (not isinstance(seeds, Mapping) or spec["from"] in seeds)
+            theirs = finetune_seeds(config, spec["from"]) if start else []
+            missing = sorted(set(finetune_seeds(config, name)) - set(theirs))
+            if missing:
+                problems.append(
+                    f"{where}: method {spec['method']} starts from the plain finetuning of {spec['from']!r}, "
+                    f"which finetune.datasets and finetune.seeds must give seed(s) {', '.join(map(str, missing))}"
+                )
+        if name in pretrained_on:
+            problems.append(f"{where}: a mitigation arm is a finetuning method, not a pretraining dataset")
+    return problems
+
+
 def bootstrap_problems(config: Mapping) -> list[str]:
     """Bootstrap counts (``analysis.{ieat,bts,trajectory}.bootstrap``) other than 0 below the floor that
     their interval level needs (``biastransfer.stats.floors``). Reads the config with the schema's defaults."""
@@ -536,6 +587,7 @@ def comparison_problems(config: Mapping) -> list[str]:
 SECTION_CHECKS = (
     user_data_problems,
     intervention_problems,
+    mitigation_problems,
     model_problems,
     finetune_problems,
     analysis_set_problems,

@@ -17,9 +17,13 @@ from biastransfer.factors import asks_covariate, asks_resolution, factors_on
 from biastransfer.paths import path
 from biastransfer.report.artefacts import FOREST_ROWS
 from biastransfer.stages import PRETRAINED, finetuned_stage, parse_stage, scratch_stage, stage_kind
+from biastransfer.vocabulary import HEAD_ONLY_METHODS
 from biastransfer.workflow import config as cfg
 from biastransfer.workflow.config import switch
 from biastransfer.workflow.settings import RULE_SETTINGS, Settings
+
+#: A mitigation arm's keys that its training reads (biastransfer.train.methods.MethodConfig's fields).
+METHOD_KEYS = ("method", "selection", "dro_step_size", "adversary_weight", "head_l2", "head_steps")
 
 #: The finetuning datasets read from real files (their splits come from rules/real_data.smk).
 REAL_KINDS = ("coco", "openimages", "table")
@@ -332,8 +336,8 @@ class Plan:
         return self.datasets_of_kind("intervention")
 
     def source_of(self, dataset: str) -> str:
-        """The dataset a derived dataset (one with ``from``: an intervention) is made from; any other
-        dataset is its own source."""
+        """The dataset a derived dataset (one with ``from``: an intervention rebalances it, a mitigation arm
+        trains on it) is made from; any other dataset is its own source."""
         return self.config["datasets"][dataset].get("from", dataset)
 
     def compared_seeds(self, arm: str, against: str | None = None) -> list[int]:
@@ -360,9 +364,59 @@ class Plan:
 
     @cached_property
     def intervened_real(self) -> list[str]:
-        """The real datasets an intervention rebalances (their training split gets an attribute file)."""
+        """The real datasets an intervention rebalances or a mitigation arm trains on (their training split gets
+        an attribute file)."""
         kinds = self.config["datasets"]
-        return sorted({self.source_of(d) for d in self.interventions if kinds[self.source_of(d)]["kind"] in REAL_KINDS})
+        return sorted(
+            {
+                self.source_of(d)
+                for d in self.interventions + self.mitigations
+                if kinds[self.source_of(d)]["kind"] in REAL_KINDS
+            }
+        )
+
+    # ---- mitigation arms --------------------------------------------------------------------------------
+    @cached_property
+    def mitigations(self) -> list[str]:
+        return self.datasets_of_kind("mitigation")
+
+    @cached_property
+    def head_only_mitigations(self) -> list[str]:
+        """The arms that refit the last layer of a plain network (DFR, LEACE): no epochs, no trajectory."""
+        return [d for d in self.mitigations if self.config["datasets"][d]["method"] in HEAD_ONLY_METHODS]
+
+    @cached_property
+    def loop_mitigations(self) -> list[str]:
+        """The arms trained over epochs (group DRO, domain-independent, adversarial)."""
+        return [d for d in self.mitigations if d not in self.head_only_mitigations]
+
+    @cached_property
+    def plain_datasets(self) -> list[str]:
+        """The datasets that rule finetune trains on: all but the mitigation arms."""
+        return [d for d in self.datasets if d not in self.mitigations]
+
+    def method_of(self, dataset: str) -> dict[str, Any]:
+        """A finetuning dataset's method and its options (``biastransfer.train.methods.MethodConfig``'s fields;
+        plain finetuning for a dataset of another kind)."""
+        spec = self.config["datasets"][dataset]
+        if spec["kind"] != "mitigation":
+            return {"method": "plain", "selection": "map"}
+        return {k: spec[k] for k in METHOD_KEYS}
+
+    @cached_property
+    def val_attribute_datasets(self) -> list[str]:
+        """The finetuning datasets whose validation split gets an attribute file (the worst-group validation
+        mAP): the mitigation arms on a synthetic dataset, and those synthetic datasets."""
+        kinds = self.config["datasets"]
+        arms = [d for d in self.mitigations if kinds[self.source_of(d)]["kind"] == "synthetic"]
+        return sorted({*arms, *(self.source_of(d) for d in arms)})
+
+    @cached_property
+    def trajectory_datasets(self) -> list[str]:
+        """The finetuning datasets whose finetuning is embedded over its epochs (all but DFR and LEACE arms)."""
+        if not self.trajectory_on:
+            return []
+        return [d for d in self.finetune_datasets if d not in self.head_only_mitigations]
 
     # ---- predictions on the evaluation split ------------------------------------------------------------
     def has_test_split(self, dataset: str) -> bool:
@@ -384,7 +438,9 @@ class Plan:
     @cached_property
     def predicted_real_datasets(self) -> list[str]:
         kinds = self.config["datasets"]
-        return [d for d in self.predicted_datasets if kinds[d]["kind"] not in ("synthetic", "intervention")]
+        return [
+            d for d in self.predicted_datasets if kinds[d]["kind"] not in ("synthetic", "intervention", "mitigation")
+        ]
 
     def predicted_stages_of(self, dataset: str) -> list[str]:
         """The finetuned and scratch stages of a dataset with a test split, scored on it."""
@@ -515,8 +571,11 @@ class Plan:
             for d in datasets
         ]
         tables += [path("change", analysis_set=a, model=model, dataset=d, kind="ieat") for a in sets for d in datasets]
-        if self.trajectory_on:
-            tables += [path("trajectory_table", analysis_set=a, model=model, dataset=d) for a in sets for d in datasets]
+        tables += [
+            path("trajectory_table", analysis_set=a, model=model, dataset=d)
+            for a in sets
+            for d in self.trajectory_datasets
+        ]
         if self.layers_on:
             tables += [path("layer_profile", analysis_set=a, model=model) for a in sets]
         tables += [
