@@ -471,8 +471,8 @@ def overview(summary: pd.DataFrame) -> pd.DataFrame:
     the seeds as units where there are at least 2, else the one seed's: d and the shift with the images as
     units, the metric without one), and whether each level moved towards 0 (:func:`toward_zero`)."""
     summary = summary.assign(
-        threshold=summary["threshold"].fillna("").astype(str),
-        analysis_set=summary["analysis_set"].fillna("").astype(str),
+        threshold=summary["threshold"].astype(object).fillna("").astype(str),
+        analysis_set=summary["analysis_set"].astype(object).fillna("").astype(str),
     )
     chosen = _chosen(summary[summary["level"].isin(["embedding", "prediction", "accuracy"])])
     rows = []
