@@ -67,31 +67,47 @@ def test_the_similarity_figures_fit_a_page_with_four_finetuning_datasets(run_tab
         assert style.print_size_problems(fig) == [], build.__name__
 
 
-@pytest.mark.parametrize("n_datasets", [2, 3])
+#: Finetuning dataset names as long as the overlays' (make controls, make mitigation).
+LONG_NAMES = [
+    "synthetic_target",
+    "synthetic_target_counter",
+    "synthetic_target_rebalanced",
+    "synthetic_target_independent",
+    "synthetic_target_adversarial",
+    "synthetic_target_leace",
+]
+
+
+@pytest.mark.parametrize("n_datasets", [2, 3, 6])
 def test_the_similarity_figures_fit_a_page_with_long_finetuning_dataset_names(run_tables, n_datasets):
-    """`make controls` finetunes on synthetic_target and synthetic_target_counter: names that long put two BTS
-    results side by side wider than a page; each dataset gets its own title line and the figure stays printable."""
-    names = {"coco": "synthetic_target", "openimages": "synthetic_target_counter"}
+    """`make controls` finetunes on synthetic_target and synthetic_target_counter, `make mitigation` on six
+    datasets: names that long put BTS results side by side wider than a page; each dataset gets its own title
+    line, the rank figure's legend wraps, and every figure stays printable."""
+    finetuned = LONG_NAMES[:n_datasets]
 
     def renamed(frame):
         copies = []
-        for old, new in [*names.items(), ("coco", "synthetic_target_rebalanced")][:n_datasets]:
+        for k, new in enumerate(finetuned):
+            old = ("coco", "openimages")[k % 2]
             rows = frame[frame["finetune_dataset"] == old].copy()
             rows["finetune_dataset"] = new
             if "stage" in rows:
                 rows["stage"] = rows["stage"].str.replace(f"ft-{old}-", f"ft-{new}-", regex=False)
             copies.append(rows)
-        return pd.concat([frame[~frame["finetune_dataset"].isin(names)], *copies], ignore_index=True)
+        return pd.concat([frame[~frame["finetune_dataset"].isin(["coco", "openimages"])], *copies], ignore_index=True)
 
     sims, bts, change = (renamed(t) for t in (run_tables["similarity"], run_tables["bts"], change_rows(run_tables)))
     for build in (figures.intra_figure, figures.inter_figure):
         fig = build(sims, bts, change, analysis_set="coco", model="resnet18", alpha=0.05)
         title = fig._suptitle.get_text()
-        finetuned = [*names.values(), "synthetic_target_rebalanced"][:n_datasets]
         assert all(f"\n{name}: BTS ρ = " in title for name in finetuned)
         assert len(fig.axes[0].get_legend().get_texts()) == n_datasets + 1
         assert style.print_size_problems(fig) == [], build.__name__
         plt.close(fig)
+    fig = figures.rank_figure(sims, bts, analysis_set="coco", model="resnet18")
+    assert len(fig.legends[0].get_texts()) == n_datasets + 1
+    assert style.print_size_problems(fig) == [], "rank_figure"
+    plt.close(fig)
 
 
 def test_intra_figure_shows_levels_with_se_intervals_and_seed_points_and_the_change_with_its_interval(run_tables):

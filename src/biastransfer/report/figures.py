@@ -419,6 +419,8 @@ def rank_figure(
             )
             ax.set_aspect("equal")
             ax.grid(True, axis="both", alpha=0.3)
-        fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=len(groups))
+        # one row for up to two finetuning datasets; more (a mitigation overlay's arms) in two columns
+        ncols = len(groups) if len(groups) <= 3 else 2
+        fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=ncols)
         fig.suptitle(f"{model_label(model)}, analysis set {analysis_set}: similarity ranks before and after finetuning")
     return fig
