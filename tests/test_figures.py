@@ -108,6 +108,12 @@ def test_the_similarity_figures_fit_a_page_with_long_finetuning_dataset_names(ru
     assert len(fig.legends[0].get_texts()) == n_datasets + 1
     assert style.print_size_problems(fig) == [], "rank_figure"
     plt.close(fig)
+    cars = sims[sims["key"].str.contains("car")]
+    objects = [cars.assign(key=cars["key"].str.replace("car", other)) for other in ("bus", "cup")]
+    fig = person_figures.person_figure(pd.concat([sims, *objects]), analysis_set="coco", model="resnet18")
+    assert len(fig.axes) >= 3 and len(fig.axes[0].get_xticklabels()) == n_datasets + 1
+    assert style.print_size_problems(fig) == [], "person_figure"
+    plt.close(fig)
 
 
 def test_intra_figure_shows_levels_with_se_intervals_and_seed_points_and_the_change_with_its_interval(run_tables):

@@ -56,7 +56,10 @@ def person_figure(similarity: pd.DataFrame, *, analysis_set: str, model: str) ->
         return message_figure(f"Analysis set {analysis_set} has no\nobject+person classes ({{object}}_{{person}})")
     persons = list(dict.fromkeys(c.removeprefix(f"{obj}_") for obj, pairs in comparisons.items() for c, _ in pairs))
     handles = {}
-    ncols = min(3, len(comparisons))
+    here = similarity[(similarity["analysis_set"] == analysis_set) & (similarity["model"] == model)]
+    stages = 1 + here.loc[here["stage"] != "pretrained", "finetune_dataset"].nunique()
+    many = stages > 4  # a mitigation overlay's arms: fewer panels per row, the stage names slanted
+    ncols = min(3, len(comparisons), max(1, 9 // stages))
     nrows = -(-len(comparisons) // ncols)
     with paper_style():
         fig, axes = paper_figure("double", 0.4 + 2.3 * nrows, nrows=nrows, ncols=ncols, squeeze=False)
@@ -93,6 +96,7 @@ def person_figure(similarity: pd.DataFrame, *, analysis_set: str, model: str) ->
             ax.set_xticks(
                 range(len(groups)),
                 ["\n".join(textwrap.wrap(stage_words(g), 16, break_long_words=False)) for g in groups],
+                **({"rotation": 30, "ha": "right", "rotation_mode": "anchor"} if many else {}),
             )
             ax.set_xlim(-0.5, len(groups) - 0.5)
             ax.set_ylabel(f"similarity with {obj}")
