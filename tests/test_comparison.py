@@ -249,7 +249,7 @@ def test_the_results_model_and_the_landing_page_carry_a_line_per_arm(arms):
     )
     assert model["arms_summary"][0] == (
         "dfr against plain (1 model, 1 model and iEAT pair): reduced in the predictions but not in the "
-        "representation in 1; validation map changed by -0.020."
+        "representation in 1; validation map changed by -0.020 [-0.030, -0.010]."
     )
     page = _in_short(model, [])
     assert '<ul id="arms">' in page and page.count("<li>dfr against plain (1 model") == 1
@@ -403,7 +403,8 @@ def test_the_landing_line_of_an_arm_counts_its_readings_commonest_first(arms):
     assert lines == [
         "dfr against plain (4 models, 4 model and iEAT pairs): reduced in the predictions but not in the "
         "representation in 2; reduced in both the predictions and the representation in 1; changed in neither the "
-        "predictions nor the representation (both intervals hold 0) in 1; validation map changed by -0.020 to +0.000."
+        "predictions nor the representation (both intervals hold 0) in 1; validation map changed by -0.020 to +0.000 "
+        "across models."
     ]
 
 

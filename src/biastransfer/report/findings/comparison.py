@@ -68,7 +68,8 @@ def comparison_sentence(row: Mapping, mark: str = "") -> str:
 def arm_lines(rows: pd.DataFrame) -> list[str]:
     """The landing page's line per compared arm (a pair), from its overview rows
     (:func:`biastransfer.stats.comparison.overview`): how many of its (model, iEAT) rows fall in each reading,
-    the commonest first, and the range of the change of its validation metric."""
+    the commonest first, and the change of its validation metric: with its interval for one model, the range of
+    the models' changes for several (their intervals are in the table)."""
     lines = []
     for (arm, against), group in rows.groupby(["arm", "against"], sort=False):
         readings = pd.Series([quadrant(r, p) for r, p in zip(group["representation"], group["predictions"])])
@@ -78,12 +79,19 @@ def arm_lines(rows: pd.DataFrame) -> list[str]:
             f"{arm} against {against} ({models} model{'s' if models != 1 else ''}, {len(group)} model and iEAT "
             f"pair{'s' if len(group) != 1 else ''}): {counts}"
         )
-        metric = group.drop_duplicates("model")[["metric", "delta_metric"]].dropna()
+        metric = group.drop_duplicates("model").dropna(subset=["metric", "delta_metric"])
         metric = metric[metric["metric"] != ""]
-        if len(metric):
+        if len(metric) == 1:
+            row = metric.iloc[0]
+            span = (
+                _interval(row["delta_metric"], row["delta_metric_low"], row["delta_metric_high"])
+                if str(row["seeds"]).endswith("seeds")
+                else f"{row['delta_metric']:+.3f} (one seed: no interval)"
+            )
+            line += f"; validation {row['metric']} changed by {span}"
+        elif len(metric):
             low, high = metric["delta_metric"].min(), metric["delta_metric"].max()
-            span = f"{low:+.3f}" if low == high else f"{low:+.3f} to {high:+.3f}"
-            line += f"; validation {metric['metric'].iloc[0]} changed by {span}"
+            line += f"; validation {metric['metric'].iloc[0]} changed by {low:+.3f} to {high:+.3f} across models"
         lines.append(f"{line}.")
     return lines
 
