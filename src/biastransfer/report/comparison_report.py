@@ -70,50 +70,75 @@ def comparison_latex(summary: pd.DataFrame) -> str:
     return standalone_document(tabular("lllllrrrp{4.5cm}", header, body), caption, landscape=True)
 
 
+#: The most iEATs drawn as panels of their own; more share one panel, each point naming its iEAT.
+MOST_PANELS = 4
+
+
+def _point_label(arm: str, against: str, details: list[str]) -> str:
+    """An arm's short name in the figure: less its ``against`` prefix (``coco_dfr`` against ``coco``: ``dfr``),
+    with ``details`` (the model where the figure has several, the iEAT where a panel has several)."""
+    short = arm.removeprefix(f"{against}_") or arm
+    return f"{short} ({', '.join(details)})" if details else short
+
+
 def comparison_figure(summary: pd.DataFrame):
-    """One point per arm, model and iEAT: the change of the prediction shift (x) against the change of d (y),
-    each interval an error bar, the point's colour the change of the validation metric; the quadrant "reduced
-    in the predictions, still in the representation" is the lower left for a positive association."""
+    """One panel per iEAT (up to ``MOST_PANELS``, else one panel), one point per arm and model: the change of the prediction shift (x) against the
+    change of d (y), each interval an error bar, the point's colour the change of the validation metric; the
+    quadrant "reduced in the predictions, still in the representation" is the lower left for a positive
+    association."""
     import matplotlib as mpl  # matplotlib: figures only
 
     from biastransfer.report.style import paper_figure, paper_style
 
     rows = comparison_frame(summary)
+    tests = list(dict.fromkeys(rows["test"]))
+    panels = [[t] for t in tests] if len(tests) <= MOST_PANELS else [tests]
+    models = rows["model"].nunique()
+    cost = rows["delta_metric"].to_numpy(float)
+    span = float(np.nanmax(np.abs(cost))) if np.isfinite(cost).any() else 1.0
+    norm = mpl.colors.TwoSlopeNorm(0.0, -(span or 1.0), span or 1.0)
+    cmap = mpl.colormaps["coolwarm_r"]
     with paper_style():
-        fig, ax = paper_figure("double", 3.2)
-        ax.axhline(0, color="0.6", linewidth=0.6, zorder=1)
-        ax.axvline(0, color="0.6", linewidth=0.6, zorder=1)
-        cost = rows["delta_metric"].to_numpy(float)
-        span = float(np.nanmax(np.abs(cost))) if np.isfinite(cost).any() else 1.0
-        norm = mpl.colors.TwoSlopeNorm(0.0, -(span or 1.0), span or 1.0)
-        cmap = mpl.colormaps["coolwarm_r"]
-        x = rows["delta_shift"].fillna(0.0).to_numpy(float)
-        for r, xi in zip(rows.itertuples(), x):
-            colour = "0.5" if math.isnan(r.delta_metric) else cmap(norm(r.delta_metric))
-            xerr = [[xi - r.delta_shift_low], [r.delta_shift_high - xi]] if np.isfinite(r.delta_shift_low) else None
-            yerr = [[r.delta_d - r.delta_d_low], [r.delta_d_high - r.delta_d]] if np.isfinite(r.delta_d_low) else None
-            marker = "o" if np.isfinite(r.delta_shift) else "x"
-            ax.errorbar(
-                xi,
-                r.delta_d,
-                xerr=xerr,
-                yerr=yerr,
-                fmt=marker,
-                ms=5,
-                mfc=colour,
-                mec="black",
-                mew=0.5,
-                ecolor="0.3",
-                elinewidth=0.7,
-                zorder=3,
-            )
-            ax.annotate(
-                f"{r.arm} ({r.model}, {r.test})", (xi, r.delta_d), fontsize=7, xytext=(3, 3), textcoords="offset points"
-            )
-        fig.colorbar(mpl.cm.ScalarMappable(norm=norm, cmap=cmap), ax=ax, label="change of the validation metric")
-        ax.set_xlabel("change of the prediction shift (arm minus against)")
-        ax.set_ylabel("change of iEAT d (arm minus against)")
-        ax.set_title(
-            "Each arm against what it is compared with; x: no prediction shift measured (placed at 0)", fontsize=7
+        fig, axes = paper_figure("double", 3.2, ncols=len(panels), squeeze=False)
+        for ax, panel in zip(axes[0], panels):
+            part = rows[rows["test"].isin(panel)]
+            ax.axhline(0, color="0.6", linewidth=0.6, zorder=1)
+            ax.axvline(0, color="0.6", linewidth=0.6, zorder=1)
+            x = part["delta_shift"].fillna(0.0).to_numpy(float)
+            for k, (r, xi) in enumerate(zip(part.itertuples(), x)):
+                colour = "0.5" if math.isnan(r.delta_metric) else cmap(norm(r.delta_metric))
+                xerr = [[xi - r.delta_shift_low], [r.delta_shift_high - xi]] if np.isfinite(r.delta_shift_low) else None
+                yerr = (
+                    [[r.delta_d - r.delta_d_low], [r.delta_d_high - r.delta_d]] if np.isfinite(r.delta_d_low) else None
+                )
+                ax.errorbar(
+                    xi,
+                    r.delta_d,
+                    xerr=xerr,
+                    yerr=yerr,
+                    fmt="o" if np.isfinite(r.delta_shift) else "x",
+                    ms=5,
+                    mfc=colour,
+                    mec="black",
+                    mew=0.5,
+                    ecolor="0.3",
+                    elinewidth=0.7,
+                    zorder=3,
+                )
+                ax.annotate(  # alternately above and below the point, so that neighbours' labels part
+                    _point_label(r.arm, r.against, [r.model] * (models > 1) + [r.test] * (len(panel) > 1)),
+                    (xi, r.delta_d),
+                    fontsize=7,
+                    xytext=(3, 4 if k % 2 == 0 else -9),
+                    textcoords="offset points",
+                )
+            if len(panel) == 1:
+                role = part["role"].iloc[0] if isinstance(part["role"].iloc[0], str) else ""
+                ax.set_title(panel[0] + (f" ({role})" if role else ""), fontsize=7)
+            ax.set_xlabel("change of the prediction shift\n(arm minus against)")
+        axes[0][0].set_ylabel("change of iEAT d (arm minus against)")
+        fig.colorbar(
+            mpl.cm.ScalarMappable(norm=norm, cmap=cmap), ax=axes[0].tolist(), label="change of the validation metric"
         )
+        fig.suptitle("Each arm against what it is compared with (x: no prediction shift measured, placed at 0)")
     return fig
