@@ -47,25 +47,31 @@ rule similarity:
         "../workflow/scripts/similarity.py"
 
 
+# The BTS and CKA tables of every finetuning dataset: one job per analysis set and model, as above, one table of
+# each per dataset unchanged (the scripts assign each finetuned and scratch file to its dataset by its stage).
 rule bts:
     input:
         pretrained=path("stage_table", kind="similarity", stage="pretrained"),
-        finetuned=finetuned_similarity_tables,
-        reference=reference_tables,
+        finetuned=[
+            path("stage_table", kind="similarity", stage=s)
+            for s in PLAN.finetuned_stages
+        ],
+        reference=[
+            path("stage_table", kind="similarity", stage=s)
+            for s in PLAN.scratch_stages
+        ],
         pretrained_embeddings=path("embeddings", stage="pretrained"),
-        finetuned_embeddings=finetuned_embeddings,
-        reference_embeddings=lambda wildcards: PLAN.embedding_files(
-            wildcards.analysis_set,
-            wildcards.model,
-            PLAN.scratch_stages_of(wildcards.dataset),
-        ),
+        finetuned_embeddings=[
+            path("embeddings", stage=s) for s in PLAN.finetuned_stages
+        ],
+        reference_embeddings=[path("embeddings", stage=s) for s in PLAN.scratch_stages],
     output:
-        table=path("bts"),
-        cka=path("cka"),
+        table=[path("bts", dataset=d) for d in PLAN.finetune_datasets],
+        cka=[path("cka", dataset=d) for d in PLAN.finetune_datasets],
     log:
-        "logs/bts/{analysis_set}/{model}/ft-{dataset}.log",
+        "logs/bts/{analysis_set}/{model}.log",
     benchmark:
-        "results/benchmarks/bts/{analysis_set}/{model}/ft-{dataset}.tsv"
+        "results/benchmarks/bts/{analysis_set}/{model}.tsv"
     group:
         MODEL_STATS_GROUP
     conda:
@@ -75,6 +81,7 @@ rule bts:
         **RESOURCES["plot"],
     params:
         settings=lambda wildcards: PLAN.settings("bts", wildcards),
+        datasets=PLAN.finetune_datasets,
     script:
         "../workflow/scripts/bts.py"
 
@@ -165,18 +172,27 @@ rule summarise_bts:
         "../workflow/scripts/summarise.py"
 
 
+# What finetuning changed, for every finetuning dataset: one job per analysis set and model, likewise.
 rule change:
     input:
         pretrained_embeddings=path("embeddings", stage="pretrained"),
-        finetuned_embeddings=finetuned_embeddings,
+        finetuned_embeddings=[
+            path("embeddings", stage=s) for s in PLAN.finetuned_stages
+        ],
     output:
-        ieat=path("change", kind="ieat"),
-        similarity=path("change", kind="similarity"),
-        seeds=path("change", kind="ieat_seeds"),
+        ieat=[path("change", kind="ieat", dataset=d) for d in PLAN.finetune_datasets],
+        similarity=[
+            path("change", kind="similarity", dataset=d)
+            for d in PLAN.finetune_datasets
+        ],
+        seeds=[
+            path("change", kind="ieat_seeds", dataset=d)
+            for d in PLAN.finetune_datasets
+        ],
     log:
-        "logs/change/{analysis_set}/{model}/ft-{dataset}.log",
+        "logs/change/{analysis_set}/{model}.log",
     benchmark:
-        "results/benchmarks/change/{analysis_set}/{model}/ft-{dataset}.tsv"
+        "results/benchmarks/change/{analysis_set}/{model}.tsv"
     group:
         MODEL_STATS_GROUP
     conda:
@@ -187,6 +203,7 @@ rule change:
         runtime=20,
     params:
         settings=lambda wildcards: PLAN.settings("change", wildcards),
+        datasets=PLAN.finetune_datasets,
     script:
         "../workflow/scripts/change.py"
 

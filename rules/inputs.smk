@@ -241,7 +241,8 @@ def leakage_checks():
 # ---- rules/cache.smk ----
 def finetune_cache(wildcards):
     """The train and val cache indexes a finetuning job reads (none with finetune.cache off), ancient; a
-    mitigation arm reads its `from`'s, with the splits they were built from (same rows as its own)."""
+    mitigation arm reads its `from`'s, with the splits they were built from (same rows as its own).
+    """
     if not PLAN.cache_on:
         return {}
     setting = PLAN.image_cache_settings[wildcards.model]
@@ -341,59 +342,13 @@ def stage_layer_embeddings(wildcards):
 
 
 # ---- rules/analysis.smk ----
-def finetuned_similarity_tables(wildcards):
-    """The similarity tables of every seed finetuned on the BTS's dataset."""
-    return [
-        path(
-            "stage_table",
-            kind="similarity",
-            analysis_set=wildcards.analysis_set,
-            model=wildcards.model,
-            stage=stage,
-        )
-        for stage in [
-            cfg.finetuned_stage(wildcards.dataset, s)
-            for s in cfg.finetune_seeds(config, wildcards.dataset)
-        ]
-    ]
-
-
-def finetuned_embeddings(wildcards):
-    """The embeddings of every seed finetuned on the dataset (the same images as the pretrained ones)."""
-    return [
-        path(
-            "embeddings",
-            analysis_set=wildcards.analysis_set,
-            model=wildcards.model,
-            stage=stage,
-        )
-        for stage in [
-            cfg.finetuned_stage(wildcards.dataset, s)
-            for s in cfg.finetune_seeds(config, wildcards.dataset)
-        ]
-    ]
-
-
 def change_inputs(name):
-    """The per-job change tables of one kind (ieat, similarity, ieat_seeds)."""
+    """The change tables of one kind (ieat, similarity, ieat_seeds), one per analysis set, model and
+    finetuning dataset."""
     return [
         path("change", analysis_set=a, model=m, dataset=d, kind=name)
         for a, m in PLAN.all_pairs()
         for d in config["finetune"]["datasets"]
-    ]
-
-
-def reference_tables(wildcards):
-    """Similarity tables of the scratch reference networks (none without ``analysis.bts.reference``)."""
-    return [
-        path(
-            "stage_table",
-            kind="similarity",
-            analysis_set=wildcards.analysis_set,
-            model=wildcards.model,
-            stage=cfg.scratch_stage(wildcards.dataset, s),
-        )
-        for s in cfg.reference_seeds(config, wildcards.dataset)
     ]
 
 

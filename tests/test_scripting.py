@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 from conftest import planned_dag
 
-from biastransfer.scripting import SECTIONS, handoff_problems, run
+from biastransfer.scripting import SECTIONS, dataset_files, handoff_problems, run
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = sorted(p for p in (ROOT / "workflow" / "scripts").glob("*.py"))
@@ -231,3 +231,25 @@ def test_the_standalone_example_uses_only_arguments_main_takes(script):
     advertised = set(re.findall(r"(?<![\w-])--([A-Za-z]\w*)", example))
     unknown = advertised - set(_main_parameters(script)) - {"log", "help"}
     assert not unknown, f"{script.name}: the docstring's example passes {sorted(unknown)}, which main does not take"
+
+
+def test_each_file_goes_to_the_dataset_its_stage_names_in_order():
+    files = ["e/ft-b-seed0.csv", "e/ft-a-seed1.parquet", "e/scratch-a-seed0.csv", "e/ft-a-seed0.csv"]
+    assert dataset_files(["a", "b", "c"], files) == {
+        "a": ["e/ft-a-seed1.parquet", "e/scratch-a-seed0.csv", "e/ft-a-seed0.csv"],
+        "b": ["e/ft-b-seed0.csv"],
+        "c": [],
+    }
+
+
+@pytest.mark.parametrize(
+    "name, message",
+    [
+        ("e/ft-other-seed0.csv", r"e/ft-other-seed0.csv: a network of dataset 'other', not one of the datasets"),
+        ("e/pretrained.csv", r"e/pretrained.csv: the pretrained network"),
+        ("e/B.csv", r"e/B.csv: the file is not named by its stage"),
+    ],
+)
+def test_a_file_of_no_listed_dataset_is_named(name, message):
+    with pytest.raises(ValueError, match=message):
+        dataset_files(["a"], ["e/ft-a-seed0.csv", name])

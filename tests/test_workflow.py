@@ -212,6 +212,8 @@ def test_the_paper_dag_plans_without_network(tmp_path):
     # three seeds on COCO, one on Open Images, as the paper
     # one embed job per analysis set and model, for its pretrained and 3 + 1 finetuned networks
     assert jobs["finetune"] == 6 * (3 + 1) and jobs["embed"] == jobs["embed_layers"] == 2 * 6
+    # one BTS and one change job per analysis set and model, each over both finetuning datasets
+    assert jobs["bts"] == jobs["change"] == 2 * 6
     assert jobs["fetch_weights"] == 6 and jobs["download_dataset"] == 2
     # each dataset's evaluation split and attributes; every finetuned network scores its own dataset's
     assert jobs["real_test_split"] == jobs["real_test_attributes"] == 2 and jobs["fetch_split_images"] == 2 * 3
@@ -385,6 +387,7 @@ def test_the_controls_overlay_trains_five_networks_per_arm(tmp_path):
     jobs = planned_jobs(done.stdout)
     assert jobs["pretrain"] == 15 and jobs["finetune"] == 15 * 2 and jobs["synthetic_dataset"] == 4
     assert jobs["embed"] == jobs["ieat"] == 15 and jobs["attribution"] == 1  # each: the model's 3 networks
+    assert jobs["bts"] == jobs["change"] == 15  # each: the target and its intervention
     assert jobs["intervention"] == jobs["intervention_test_split"] == jobs["synthetic_train_attributes"] == 1
     assert jobs["comparison_change"] == 15 and jobs["intervention_summary"] == jobs["table_intervention"] == 1
     assert jobs["comparison_summary"] == jobs["table_arm_comparison"] == jobs["plot_comparison"] == 1

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from biastransfer.stages import parse_stage
 from biastransfer.workflow.settings import settings_type
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(message)s"
@@ -226,3 +227,21 @@ def stage_files(stages: list, *files: list) -> list[tuple]:
         if len(named) != len(stages):
             raise ValueError(f"{len(named)} files for {len(stages)} stages {stages}: one file per stage")
     return list(zip(stages, *files))
+
+
+def dataset_files(datasets: list, files: list) -> dict[str, list]:
+    """``{dataset: its files, in their order}`` for a job that runs over several finetuning datasets, each file
+    named by its network's stage (``ft-<dataset>-seed<n>`` or ``scratch-<dataset>-seed<n>``, the workflow's
+    names); a clear error for a file of no such stage or of a dataset not in ``datasets``."""
+    grouped: dict[str, list] = {d: [] for d in datasets}
+    for file in files:
+        try:
+            dataset, _ = parse_stage(Path(file).stem)
+        except ValueError as err:
+            raise ValueError(f"{file}: the file is not named by its stage: {err}") from None
+        if dataset is None:
+            raise ValueError(f"{file}: the pretrained network, not one trained on a finetuning dataset")
+        if dataset not in grouped:
+            raise ValueError(f"{file}: a network of dataset {dataset!r}, not one of the datasets {datasets}")
+        grouped[dataset].append(file)
+    return grouped

@@ -1,15 +1,19 @@
-"""What finetuning changed, for one model on one analysis set: the same images before and after.
+"""What finetuning changed, for one model on one analysis set, for each finetuning dataset (``datasets[i]``):
+the same images before and after.
 
-Writes three tables (docs/formats.md): the change of every iEAT's d per seed (``ieat``), the change of
-every listed intra- and inter-class similarity per seed (``similarity``), both with paired bootstrap
-intervals and p-values, and d over the seeds with one combined test (``seeds``).
+Writes three tables per dataset (docs/formats.md): the change of every iEAT's d per seed (``ieat[i]``), the
+change of every listed intra- and inter-class similarity per seed (``similarity[i]``), both with paired
+bootstrap intervals and p-values, and d over the seeds with one combined test (``seeds[i]``). The finetuned
+embeddings of every dataset come in one list, each file named by its network's stage (``ft-<dataset>-seed<n>``),
+which assigns it to its dataset.
 
 Standalone: python workflow/scripts/change.py --pretrained_embeddings pre.parquet
---finetuned_embeddings ft-d-seed0.parquet ft-d-seed1.parquet
+--finetuned_embeddings ft-d-seed0.parquet ft-d-seed1.parquet ft-e-seed0.parquet
 --settings '{"tests": [{"name": "t", "X": "person_a", "Y": "person_b", "A": "surfboard", "B": "car"}], "lists": {},
 "ieat": {"permutations": 100000, "alternative": "greater", "method": "auto", "seed": 0, "bootstrap": 2000,
 "ci_level": 0.95}, "bts": {"bootstrap": 2000, "ci_level": 0.95, "seed": 0}}'
---analysis_set synthetic --model m --dataset d --ieat I.csv --similarity S.csv --seeds K.csv
+--analysis_set synthetic --model m --datasets d e --ieat I-d.csv I-e.csv --similarity S-d.csv S-e.csv
+--seeds K-d.csv K-e.csv
 """
 
 import logging
@@ -19,7 +23,7 @@ import pandas as pd
 
 from biastransfer.atomic import write_csv
 from biastransfer.embeddings import read_embeddings
-from biastransfer.scripting import run
+from biastransfer.scripting import dataset_files, run, stage_files
 from biastransfer.stages import PRETRAINED, parse_stage
 from biastransfer.stats.change_tables import (
     ieat_change_table,
@@ -35,6 +39,24 @@ log = logging.getLogger(__name__)
 def main(
     pretrained_embeddings: str,
     finetuned_embeddings: list,
+    ieat: list,
+    similarity: list,
+    seeds: list,
+    settings: ChangeSettings,
+    analysis_set: str,
+    model: str,
+    datasets: list,
+) -> None:
+    base = read_embeddings(pretrained_embeddings)
+    finetuned = dataset_files(datasets, finetuned_embeddings)
+    for dataset, *outputs in stage_files(datasets, ieat, similarity, seeds):
+        stages = {PRETRAINED: base}
+        stages.update((parse_stage(Path(p).stem)[1], read_embeddings(p)) for p in finetuned[dataset])
+        dataset_change(stages, *outputs, settings=settings, analysis_set=analysis_set, model=model, dataset=dataset)
+
+
+def dataset_change(
+    stages: dict,
     ieat: str,
     similarity: str,
     seeds: str,
@@ -43,12 +65,8 @@ def main(
     model: str,
     dataset: str,
 ) -> None:
-    stages = {PRETRAINED: read_embeddings(pretrained_embeddings)}
-    for path in finetuned_embeddings:
-        ft_dataset, ft_seed = parse_stage(Path(path).stem)
-        if ft_dataset != dataset:
-            raise ValueError(f"{path}: not the embeddings of a model finetuned on {dataset!r}")
-        stages[ft_seed] = read_embeddings(path)
+    """The three change tables of one finetuning dataset; ``stages`` maps ``pretrained`` and each seed finetuned
+    on it to its embeddings."""
     front = {"analysis_set": analysis_set, "model": model, "finetune_dataset": dataset}
     tables, tests, test, bts = {}, settings.tests, settings.ieat, settings.bts
     if tests and test.bootstrap:
@@ -73,8 +91,8 @@ def main(
         write_csv(path, pd.concat([pd.DataFrame(front, index=frame.index), frame], axis=1))
     for row in tables.get(ieat, pd.DataFrame()).itertuples():
         log.info(
-            "%s seed %s: delta d = %.3f [%.3f, %.3f], p = %.3g",
-            *(row.test, row.seed, row.delta_d, row.ci_low, row.ci_high, row.pvalue),
+            "%s, %s seed %s: delta d = %.3f [%.3f, %.3f], p = %.3g",
+            *(dataset, row.test, row.seed, row.delta_d, row.ci_low, row.ci_high, row.pvalue),
         )
 
 
