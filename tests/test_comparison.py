@@ -423,3 +423,20 @@ def test_a_comparison_without_the_bootstrap_of_its_change_is_named():
     demo = cfg.read_configs([ROOT / "config" / "config.yaml"])
     demo["analysis"]["ieat"]["bootstrap"] = 0
     assert comparison_problems(demo) == []  # no pair: nothing needs it
+
+
+def test_the_figure_of_the_papers_arms_fits_a_page():
+    """The toy paper run's comparisons: two arms of COCO, six models with long names, three iEATs; the points
+    spread to the panels' edges, where a label reaches past the axes."""
+    from biastransfer.report.style import print_size_problems
+
+    models = ("resnet18", "resnet50", "bit_m_r50x1", "clip_vit_b32", "moco_r50_v1", "simclr_r50_v1")
+    parts = []
+    for a, arm in enumerate(("coco_independent", "coco_dfr")):
+        for k, model in enumerate(models):
+            for test in ("car_vs_random", "surfboard_vs_refrigerator", "fashion_vs_random"):
+                one = summary_of(arm, (k - 3 - a, k - 2.5), (k / 10 - 0.05 * a, k / 10 + 0.05), -0.01 * k)
+                name = one["name"].where(one["level"] == "accuracy", test)
+                parts.append(one.assign(against="coco", model=model, name=name))
+    fig = comparison_figure(pd.concat(parts, ignore_index=True))
+    assert print_size_problems(fig) == []

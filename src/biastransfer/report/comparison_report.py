@@ -105,6 +105,7 @@ def comparison_figure(summary: pd.DataFrame):
             ax.axhline(0, color="0.6", linewidth=0.6, zorder=1)
             ax.axvline(0, color="0.6", linewidth=0.6, zorder=1)
             x = part["delta_shift"].fillna(0.0).to_numpy(float)
+            middle = (x.min() + x.max()) / 2
             for k, (r, xi) in enumerate(zip(part.itertuples(), x)):
                 colour = "0.5" if math.isnan(r.delta_metric) else cmap(norm(r.delta_metric))
                 xerr = [[xi - r.delta_shift_low], [r.delta_shift_high - xi]] if np.isfinite(r.delta_shift_low) else None
@@ -125,12 +126,17 @@ def comparison_figure(summary: pd.DataFrame):
                     elinewidth=0.7,
                     zorder=3,
                 )
-                ax.annotate(  # alternately above and below the point, so that neighbours' labels part
+                # each label towards the panel's centre, alternately above and below its point so that
+                # neighbours part, and out of the layout so that no label widens the figure
+                right = xi > middle
+                ax.annotate(
                     _point_label(r.arm, r.against, [r.model] * (models > 1) + [r.test] * (len(panel) > 1)),
                     (xi, r.delta_d),
                     fontsize=7,
-                    xytext=(3, 4 if k % 2 == 0 else -9),
+                    xytext=(-3 if right else 3, 4 if k % 2 == 0 else -9),
                     textcoords="offset points",
+                    ha="right" if right else "left",
+                    in_layout=False,
                 )
             if len(panel) == 1:
                 role = part["role"].iloc[0] if isinstance(part["role"].iloc[0], str) else ""
