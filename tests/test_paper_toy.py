@@ -204,16 +204,18 @@ def test_the_intervention_rebalances_cocos_training_split_and_is_compared(toy):
     assert set(summary.loc[summary["level"] == "prediction", "model"]) == set(MODELS)
     assert summary.loc[summary["level"] == "data", "verdict"].tolist() == ["27 of 36 training images kept (subsample)"]
     assert summary["verdict"].notna().all()
-    # the same pair in the comparison between finetuning arms: its summary, table, figure and landing line
+    # the same pair in the comparison between finetuning arms (beside the DFR arm switched on by the toy):
+    # its summary, table, figure and landing line
     arms = pd.read_csv(workdir / "results" / "summary" / "comparison.csv")
-    assert set(zip(arms["arm"], arms["against"])) == {("coco_independent", "coco")}
+    assert set(zip(arms["arm"], arms["against"])) == {("coco_independent", "coco"), ("coco_dfr", "coco")}
     assert {"embedding", "bts", "leakage", "accuracy"} <= set(arms["level"]) and set(arms["model"]) == set(MODELS)
     table = pd.read_csv(workdir / "results" / "tables" / "arm_comparison.csv")
     assert set(table["model"]) == set(MODELS) and table["verdict"].notna().all()
     assert (workdir / "results" / "tables" / "arm_comparison.tex").stat().st_size > 0
     assert (workdir / "results" / "figures" / "arm_comparison.pdf").stat().st_size > 0
     index = report_site.page_text(workdir / "results" / "report" / "index.html")
-    assert "Each compared finetuning arm" in index and f"coco_independent against coco ({len(MODELS)} models, " in index
+    assert "Each compared finetuning arm" in index
+    assert all(f"{arm} against coco ({len(MODELS)} models, " in index for arm in ("coco_independent", "coco_dfr"))
 
 
 def test_the_html_report_builds_without_caption_errors(toy):
