@@ -193,6 +193,7 @@ def work_unit(nodeid: str) -> str:
     return DEMO_GROUP if Path(module).name in DEMO_MODULES else Path(module).stem
 
 
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: unknown to a run without pytest-xdist
 def pytest_xdist_make_scheduler(config, log):
     """Parallel runs (``make test``: ``-n 2``) hand each worker whole work units (:func:`work_unit`)."""
     from xdist.scheduler import LoadScopeScheduling
