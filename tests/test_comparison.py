@@ -440,3 +440,11 @@ def test_the_figure_of_the_papers_arms_fits_a_page():
                 parts.append(one.assign(against="coco", model=model, name=name))
     fig = comparison_figure(pd.concat(parts, ignore_index=True))
     assert print_size_problems(fig) == []
+
+
+def test_the_figure_draws_an_estimate_a_rounding_error_beside_its_zero_width_interval():
+    """Two arms with identical predictions: the toy paper run's change of 1e-16 outside its [0, 0] interval."""
+    one = summary_of("coco_independent", (-0.1, 0.1), (0.0, 0.0), 0.0)
+    one.loc[one["level"] == "prediction", "delta"] = 1.1e-16
+    fig = comparison_figure(one)
+    assert fig.axes

@@ -108,9 +108,16 @@ def comparison_figure(summary: pd.DataFrame):
             middle = (x.min() + x.max()) / 2
             for k, (r, xi) in enumerate(zip(part.itertuples(), x)):
                 colour = "0.5" if math.isnan(r.delta_metric) else cmap(norm(r.delta_metric))
-                xerr = [[xi - r.delta_shift_low], [r.delta_shift_high - xi]] if np.isfinite(r.delta_shift_low) else None
+                # at least 0: an interval of two identical arms can sit a rounding error beside its estimate
+                xerr = (
+                    [[max(0.0, xi - r.delta_shift_low)], [max(0.0, r.delta_shift_high - xi)]]
+                    if np.isfinite(r.delta_shift_low)
+                    else None
+                )
                 yerr = (
-                    [[r.delta_d - r.delta_d_low], [r.delta_d_high - r.delta_d]] if np.isfinite(r.delta_d_low) else None
+                    [[max(0.0, r.delta_d - r.delta_d_low)], [max(0.0, r.delta_d_high - r.delta_d)]]
+                    if np.isfinite(r.delta_d_low)
+                    else None
                 )
                 ax.errorbar(
                     xi,
