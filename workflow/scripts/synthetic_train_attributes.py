@@ -17,7 +17,6 @@ import numpy as np
 from biastransfer.data import synthetic as scenes
 from biastransfer.data.attributes import write_attributes
 from biastransfer.data.splits import read_split
-from biastransfer.hashing import file_digest
 from biastransfer.scripting import run
 
 log = logging.getLogger(__name__)
@@ -27,17 +26,7 @@ def main(spec: dict, train: str, attributes: str, synthetic: str = "synthetic") 
     split = read_split(train)
     distribution = scenes.spec_distribution(spec)
     drawn = distribution.sample(spec["n_train"], np.random.default_rng(spec["seed"]))
-    if len(drawn) != len(split.frame):
-        raise ValueError(f"{train}: {len(split.frame)} images, but the spec of {synthetic!r} draws {len(drawn)}")
-    for image_id, labels, scene in zip(split.frame["image_id"], split.frame["labels"], drawn):
-        if sorted(labels) != scene.labels(spec["label_groups"]):
-            raise ValueError(
-                f"{train}: image {image_id!r} has labels {sorted(labels)}, but the spec of "
-                f"{synthetic!r} draws {scene.labels(spec['label_groups'])}; was it made with another spec?"
-            )
-    attrs = scenes.figure_attributes(
-        synthetic, "train", file_digest(train), split.classes, split.frame["image_id"], (s.person for s in drawn)
-    )
+    attrs = scenes.drawn_split_attributes(train, split, drawn, spec, synthetic, "train")
     write_attributes(attributes, attrs)
     log.info("%s/train: attributes %s (None: no figure)", synthetic, attrs.counts())
 

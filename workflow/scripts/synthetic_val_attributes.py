@@ -18,7 +18,6 @@ import numpy as np
 from biastransfer.data import synthetic as scenes
 from biastransfer.data.attributes import write_attributes
 from biastransfer.data.splits import read_split
-from biastransfer.hashing import file_digest
 from biastransfer.scripting import run
 
 log = logging.getLogger(__name__)
@@ -31,17 +30,7 @@ def main(spec: dict, val: str, attributes: str, synthetic: str = "synthetic") ->
     for scene in distribution.sample(spec["n_train"], rng):
         scenes.draw_scene(scene, rng, spec["size"])
     drawn = distribution.sample(spec["n_val"], rng)
-    if len(drawn) != len(split.frame):
-        raise ValueError(f"{val}: {len(split.frame)} images, but the spec of {synthetic!r} draws {len(drawn)}")
-    for image_id, labels, scene in zip(split.frame["image_id"], split.frame["labels"], drawn):
-        if sorted(labels) != scene.labels(spec["label_groups"]):
-            raise ValueError(
-                f"{val}: image {image_id!r} has labels {sorted(labels)}, but the spec of "
-                f"{synthetic!r} draws {scene.labels(spec['label_groups'])}; was it made with another spec?"
-            )
-    attrs = scenes.figure_attributes(
-        synthetic, "val", file_digest(val), split.classes, split.frame["image_id"], (s.person for s in drawn)
-    )
+    attrs = scenes.drawn_split_attributes(val, split, drawn, spec, synthetic, "val")
     write_attributes(attributes, attrs)
     log.info("%s/val: attributes %s (None: no figure)", synthetic, attrs.counts())
 

@@ -256,6 +256,22 @@ def figure_attributes(
     )
 
 
+def drawn_split_attributes(path: str, split, drawn: Sequence, spec: Mapping, dataset: str, name: str) -> Attributes:
+    """The attribute file of the synthetic split ``split`` (read from ``path``, named ``name``) from the
+    scenes ``drawn`` for it; a ValueError naming the first image whose labels differ (a split made with
+    another spec)."""
+    if len(drawn) != len(split.frame):
+        raise ValueError(f"{path}: {len(split.frame)} images, but the spec of {dataset!r} draws {len(drawn)}")
+    for image_id, labels, scene in zip(split.frame["image_id"], split.frame["labels"], drawn):
+        if sorted(labels) != scene.labels(spec["label_groups"]):
+            raise ValueError(
+                f"{path}: image {image_id!r} has labels {sorted(labels)}, but the spec of "
+                f"{dataset!r} draws {scene.labels(spec['label_groups'])}; was it made with another spec?"
+            )
+    figures = (s.person for s in drawn)
+    return figure_attributes(dataset, name, file_digest(path), split.classes, split.frame["image_id"], figures)
+
+
 #: The test split's own seed stream: spawned from the dataset's seed, so it draws none of the train and
 #: val scenes and adding it changes none of them.
 TEST_STREAM = 1
