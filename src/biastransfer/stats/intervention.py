@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from biastransfer.stats import comparison
 from biastransfer.stats.comparison import CHANGE_TEST
 
 #: The intervention summary's columns (results/summary/intervention.csv, docs/formats.md).
@@ -34,43 +35,27 @@ SUMMARY_COLUMNS = (
     "delta",
     *CHANGE_TEST,
 )
+#: This summary's names of the comparison summary's columns (the rest keep theirs).
+COMPARISON_NAMES = {
+    "arm": "intervention",
+    "against": "from",
+    "value_against": "untouched",
+    "against_low": "untouched_low",
+    "against_high": "untouched_high",
+    "value_arm": "intervened",
+    "arm_low": "intervened_low",
+    "arm_high": "intervened_high",
+}
 #: The prediction-level measures set side by side (rows of results/summary/amplification.csv).
 PREDICTION_MEASURES = ("directional", "zhao", "leakage_model", "leakage_embedding", "leakage_amplification")
 
 
 def embedding_rows(table: pd.DataFrame, intervention: str, source: str, analysis_set: str, model: str) -> pd.DataFrame:
     """A :func:`~biastransfer.stats.comparison.paired_change_table` of the intervention (the arm) against its
-    ``source`` in the summary's columns (``level`` embedding, ``name`` the test)."""
-    return pd.DataFrame(
-        {
-            "intervention": intervention,
-            "from": source,
-            "analysis_set": analysis_set,
-            "model": model,
-            "level": "embedding",
-            "name": table["test"],
-            "role": table["role"],
-            "threshold": "",
-            "unit": table["unit"],
-            "seed": table["seed"].astype(str),
-            "n": table["n"],
-            "untouched": table["d_against"],
-            "untouched_low": np.nan,
-            "untouched_high": np.nan,
-            "intervened": table["d_arm"],
-            "intervened_low": np.nan,
-            "intervened_high": np.nan,
-            "delta": table["delta_d"],
-            "ci_low": table["ci_low"],
-            "ci_high": table["ci_high"],
-            "ci_level": table["ci_level"],
-            "pvalue": table["pvalue"],
-            "min_pvalue": table["min_pvalue"],
-            "method": table["method"],
-            "verdict": table["verdict"],
-        },
-        columns=list(SUMMARY_COLUMNS),
-    )
+    ``source`` in the summary's columns (``level`` embedding, ``name`` the test): the comparison's rows
+    (:func:`biastransfer.stats.comparison.embedding_rows`) under this summary's names."""
+    rows = comparison.embedding_rows(table, intervention, source, analysis_set, model)
+    return rows.rename(columns=COMPARISON_NAMES).reindex(columns=list(SUMMARY_COLUMNS))
 
 
 def training_split_verdict(kept: int, images: int, changed: bool, method: str) -> str:
